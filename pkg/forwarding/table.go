@@ -1,0 +1,245 @@
+package forwarding
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+)
+
+// ServerID names a server within one instance. Valid ids are 1025–65535: the
+// id doubles as the TCP port MPTCP clients use for secondary subflows, and
+// ports up to 1024 are reserved for the services themselves.
+type ServerID uint16
+
+const (
+	// NoServer marks an absent previous owner (and is never a valid id).
+	NoServer ServerID = 0
+	// MinServerID is the smallest valid server id.
+	MinServerID ServerID = 1025
+	// MaxServerID is the largest valid server id.
+	MaxServerID ServerID = 65535
+)
+
+// Valid reports whether id is in the range servers may use.
+func (id ServerID) Valid() bool { return id >= MinServerID }
+
+// Bucket is the ownership record of one bucket.
+type Bucket struct {
+	Current  ServerID // owner: new connections of this bucket go here
+	Previous ServerID // owner before Current, or NoServer
+	Changed  uint32   // Unix seconds when Current took over; 0 if never moved
+}
+
+// Pack encodes b in the 64-bit word the BPF programs read with one load:
+// bits 0–15 Current, 16–31 Previous, 32–63 Changed. Storing it as one aligned
+// 64-bit word is what makes a bucket update impossible to read torn.
+func (b Bucket) Pack() uint64 {
+	return uint64(b.Current) | uint64(b.Previous)<<16 | uint64(b.Changed)<<32
+}
+
+// UnpackBucket is the inverse of Pack.
+func UnpackBucket(w uint64) Bucket {
+	return Bucket{Current: ServerID(w), Previous: ServerID(w >> 16), Changed: uint32(w >> 32)}
+}
+
+// ServerState tells how a server id may be used.
+type ServerState uint8
+
+const (
+	// Active servers own buckets and accept MPTCP secondary subflows.
+	Active ServerState = 1
+	// Retired servers own no bucket any more but are still named as the
+	// previous owner of buckets whose chaining window is open, so packets of
+	// their remaining connections can be daisy-chained back to them.
+	Retired ServerState = 2
+)
+
+func (s ServerState) String() string {
+	switch s {
+	case Active:
+		return "active"
+	case Retired:
+		return "retired"
+	}
+	return fmt.Sprintf("state(%d)", uint8(s))
+}
+
+// Server is one entry of the server-id table.
+type Server struct {
+	Addr  netip.Addr // IPv4 address the mux encapsulates to (the DIP)
+	State ServerState
+}
+
+// Pack encodes s in the 64-bit word the BPF programs read: bytes 0–3 the
+// IPv4 address in network order, byte 4 the state, bytes 5–7 zero.
+func (s Server) Pack() uint64 {
+	a := s.Addr.As4()
+	return uint64(a[0]) | uint64(a[1])<<8 | uint64(a[2])<<16 | uint64(a[3])<<24 | uint64(s.State)<<32
+}
+
+// UnpackServer is the inverse of Pack; ok is false for an empty slot.
+func UnpackServer(w uint64) (s Server, ok bool) {
+	if w == 0 {
+		return Server{}, false
+	}
+	a := [4]byte{byte(w), byte(w >> 8), byte(w >> 16), byte(w >> 24)}
+	return Server{Addr: netip.AddrFrom4(a), State: ServerState(w >> 32)}, true
+}
+
+// Table is the complete forwarding state of one instance at one generation.
+type Table struct {
+	Generation uint32
+	Buckets    []Bucket
+	Servers    map[ServerID]Server
+}
+
+// NewTable returns generation 0 of a table with n unowned buckets.
+func NewTable(n int) *Table {
+	return &Table{Buckets: make([]Bucket, n), Servers: map[ServerID]Server{}}
+}
+
+// Clone returns a deep copy of t.
+func (t *Table) Clone() *Table {
+	c := &Table{Generation: t.Generation, Buckets: append([]Bucket(nil), t.Buckets...), Servers: make(map[ServerID]Server, len(t.Servers))}
+	for id, s := range t.Servers {
+		c.Servers[id] = s
+	}
+	return c
+}
+
+// BucketChange sets one bucket.
+type BucketChange struct {
+	Index  uint32
+	Bucket Bucket
+}
+
+// ServerChange sets (or, with Remove, deletes) one server-id entry.
+type ServerChange struct {
+	ID     ServerID
+	Server Server
+	Remove bool
+}
+
+// Delta is what one generation changes. Server changes are applied before
+// bucket changes, so a delta may add a server and give it buckets at once.
+type Delta struct {
+	Generation uint32
+	Servers    []ServerChange
+	Buckets    []BucketChange
+}
+
+// Errors returned by Apply and Validate.
+var (
+	ErrGeneration = errors.New("forwarding: delta is not for the next generation")
+	ErrInvalid    = errors.New("forwarding: invalid table")
+)
+
+// Check reports whether d can be applied to t, without changing t. A mux
+// calls it before touching its kernel maps, so a bad delta is never applied
+// halfway.
+func (t *Table) Check(d *Delta) error {
+	if d.Generation != t.Generation+1 {
+		return fmt.Errorf("%w: table at %d, delta for %d", ErrGeneration, t.Generation, d.Generation)
+	}
+	servers := func(id ServerID) (Server, bool) { s, ok := t.Servers[id]; return s, ok }
+	pending := map[ServerID]*ServerChange{}
+	for i := range d.Servers {
+		c := &d.Servers[i]
+		if !c.ID.Valid() {
+			return fmt.Errorf("%w: server id %d outside %d–%d", ErrInvalid, c.ID, MinServerID, MaxServerID)
+		}
+		if !c.Remove {
+			if err := checkServer(c.Server); err != nil {
+				return fmt.Errorf("%w: server %d: %v", ErrInvalid, c.ID, err)
+			}
+		}
+		pending[c.ID] = c
+	}
+	lookup := func(id ServerID) (Server, bool) {
+		if c, ok := pending[id]; ok {
+			return c.Server, !c.Remove
+		}
+		return servers(id)
+	}
+	for _, c := range d.Buckets {
+		if int(c.Index) >= len(t.Buckets) {
+			return fmt.Errorf("%w: bucket %d outside table of %d", ErrInvalid, c.Index, len(t.Buckets))
+		}
+		if err := checkBucket(c.Bucket, lookup); err != nil {
+			return fmt.Errorf("%w: bucket %d: %v", ErrInvalid, c.Index, err)
+		}
+	}
+	return nil
+}
+
+// Apply checks d and applies it to t. On error t is unchanged.
+func (t *Table) Apply(d *Delta) error {
+	if err := t.Check(d); err != nil {
+		return err
+	}
+	for _, c := range d.Servers {
+		if c.Remove {
+			delete(t.Servers, c.ID)
+		} else {
+			t.Servers[c.ID] = c.Server
+		}
+	}
+	for _, c := range d.Buckets {
+		t.Buckets[c.Index] = c.Bucket
+	}
+	t.Generation = d.Generation
+	return nil
+}
+
+// Validate checks the invariants a mux relies on: every owned bucket names
+// an active server, every previous owner exists, and addresses are IPv4.
+func (t *Table) Validate() error {
+	for id, s := range t.Servers {
+		if !id.Valid() {
+			return fmt.Errorf("%w: server id %d outside %d–%d", ErrInvalid, id, MinServerID, MaxServerID)
+		}
+		if err := checkServer(s); err != nil {
+			return fmt.Errorf("%w: server %d: %v", ErrInvalid, id, err)
+		}
+	}
+	lookup := func(id ServerID) (Server, bool) { s, ok := t.Servers[id]; return s, ok }
+	for i, b := range t.Buckets {
+		if err := checkBucket(b, lookup); err != nil {
+			return fmt.Errorf("%w: bucket %d: %v", ErrInvalid, i, err)
+		}
+	}
+	return nil
+}
+
+func checkServer(s Server) error {
+	if !s.Addr.Is4() || s.Addr.IsUnspecified() {
+		return fmt.Errorf("address %v is not a unicast IPv4 address", s.Addr)
+	}
+	if s.State != Active && s.State != Retired {
+		return fmt.Errorf("unknown state %d", s.State)
+	}
+	return nil
+}
+
+func checkBucket(b Bucket, lookup func(ServerID) (Server, bool)) error {
+	if b.Current == NoServer {
+		if b.Previous != NoServer {
+			return errors.New("previous owner without a current one")
+		}
+		return nil
+	}
+	if s, ok := lookup(b.Current); !ok {
+		return fmt.Errorf("owner %d is not in the server-id table", b.Current)
+	} else if s.State != Active {
+		return fmt.Errorf("owner %d is %v", b.Current, s.State)
+	}
+	if b.Previous != NoServer {
+		if _, ok := lookup(b.Previous); !ok {
+			return fmt.Errorf("previous owner %d is not in the server-id table", b.Previous)
+		}
+		if b.Previous == b.Current {
+			return fmt.Errorf("previous owner equals owner %d", b.Current)
+		}
+	}
+	return nil
+}
