@@ -1,0 +1,78 @@
+package forwarding
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"time"
+)
+
+// Strategy names how muxes of an instance pick servers.
+type Strategy string
+
+const (
+	// StrategyBeamer is stable hashing into buckets with daisy chaining.
+	StrategyBeamer Strategy = "beamer"
+	// StrategyMaglev is Maglev hashing with a per-CPU connection table.
+	StrategyMaglev Strategy = "maglev"
+)
+
+// MaxServicePort is the highest port a service may use; ports above it name
+// servers for MPTCP secondary subflows.
+const MaxServicePort = 1024
+
+// DefaultChainWindow is how long a bucket's previous owner keeps receiving
+// daisy-chained packets after the bucket moved (Beamer §4.2: four minutes).
+const DefaultChainWindow = 4 * time.Minute
+
+// Instance is the configuration of one load-balancer instance: the paper's
+// "config" node. It changes rarely; Buckets never changes after creation.
+type Instance struct {
+	Name        string        `json:"name" yaml:"name"`
+	Strategy    Strategy      `json:"strategy" yaml:"strategy"`
+	VIPs        []netip.Addr  `json:"vips" yaml:"vips"`
+	PortLow     uint16        `json:"port_low" yaml:"port_low"`   // first service port
+	PortHigh    uint16        `json:"port_high" yaml:"port_high"` // last service port, ≤ 1024
+	Buckets     uint32        `json:"buckets" yaml:"buckets"`     // B
+	ChainWindow time.Duration `json:"chain_window" yaml:"chain_window"`
+}
+
+var instanceName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
+// ErrConfig wraps every configuration error.
+var ErrConfig = errors.New("invalid instance configuration")
+
+// Validate checks the configuration and says exactly what is wrong.
+func (in *Instance) Validate() error {
+	bad := func(format string, a ...any) error { return fmt.Errorf("%w %q: %s", ErrConfig, in.Name, fmt.Sprintf(format, a...)) }
+	if !instanceName.MatchString(in.Name) {
+		return bad("name must be 1–63 characters of a-z, 0-9 and '-', starting with a letter or digit")
+	}
+	if in.Strategy != StrategyBeamer && in.Strategy != StrategyMaglev {
+		return bad("strategy %q is neither %q nor %q", in.Strategy, StrategyBeamer, StrategyMaglev)
+	}
+	if len(in.VIPs) == 0 {
+		return bad("no VIP")
+	}
+	seen := map[netip.Addr]bool{}
+	for _, v := range in.VIPs {
+		if !v.Is4() || v.IsUnspecified() || v.IsMulticast() {
+			return bad("VIP %v is not a unicast IPv4 address", v)
+		}
+		if seen[v] {
+			return bad("VIP %v listed twice", v)
+		}
+		seen[v] = true
+	}
+	if in.PortLow == 0 || in.PortLow > in.PortHigh || in.PortHigh > MaxServicePort {
+		return bad("service ports %d–%d must satisfy 1 ≤ low ≤ high ≤ %d", in.PortLow, in.PortHigh, MaxServicePort)
+	}
+	if in.Buckets == 0 || in.Buckets > 1<<24 {
+		return bad("bucket count %d must be in 1–%d", in.Buckets, 1<<24)
+	}
+	if in.ChainWindow < 0 {
+		return bad("chain window %v is negative", in.ChainWindow)
+	}
+	return nil
+}
