@@ -45,7 +45,9 @@ var ErrConfig = errors.New("invalid instance configuration")
 
 // Validate checks the configuration and says exactly what is wrong.
 func (in *Instance) Validate() error {
-	bad := func(format string, a ...any) error { return fmt.Errorf("%w %q: %s", ErrConfig, in.Name, fmt.Sprintf(format, a...)) }
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w %q: %s", ErrConfig, in.Name, fmt.Sprintf(format, a...))
+	}
 	if !instanceName.MatchString(in.Name) {
 		return bad("name must be 1–63 characters of a-z, 0-9 and '-', starting with a letter or digit")
 	}
