@@ -1,0 +1,166 @@
+package assign
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+)
+
+// Rebalance runs the greedy assignment loop of Beamer §4.5 over the current
+// bucket ownership and returns the bucket changes it decides, sorted by
+// bucket index. Each change names the old owner as Previous (so muxes
+// daisy-chain its connections) and now as Changed.
+//
+// Every server ends with its integer share of the buckets (see quotas):
+// servers with weight 0, servers absent from servers, and the unowned
+// pseudo-owner (Current == NoServer) end with none. The loop repeatedly
+// takes the most overloaded server A and the most underloaded server B, by
+// load = buckets/weight, moves the largest number of buckets that keeps A
+// not below and B not above its share, and picks from A the buckets that
+// have been in A's pool longest (smallest Changed), so buckets still being
+// daisy-chained are the last to move again. Among equally old buckets it
+// takes A's highest indices first: a contiguous range then shrinks from its
+// end and stays one range, and the receiver gets a contiguous block.
+//
+// Buckets that need not move are never touched; the number of changes is
+// exactly the total excess of the donors. If no server has a positive
+// weight, every owned bucket becomes unowned. The result is deterministic.
+// Rebalance panics if servers fails CheckServers.
+func Rebalance(buckets []forwarding.Bucket, servers []Server, now uint32) []forwarding.BucketChange {
+	mustCheckServers(servers)
+	owned := make([]uint32, idSpace)
+	for _, b := range buckets {
+		owned[b.Current]++
+	}
+	weight := make([]uint32, idSpace)
+	for _, s := range servers {
+		weight[s.ID] = s.Weight
+	}
+	quota := quotas(len(buckets), servers, owned)
+
+	donors := &idHeap{before: func(a, b forwarding.ServerID) bool {
+		c := compareLoad(owned[a], weight[a], owned[b], weight[b])
+		return c > 0 || c == 0 && a < b
+	}}
+	receivers := &idHeap{before: func(a, b forwarding.ServerID) bool {
+		c := compareLoad(owned[a], weight[a], owned[b], weight[b])
+		return c < 0 || c == 0 && a < b
+	}}
+	for id := range idSpace {
+		switch {
+		case owned[id] > quota[id]:
+			donors.ids = append(donors.ids, forwarding.ServerID(id))
+		case owned[id] < quota[id]:
+			receivers.ids = append(receivers.ids, forwarding.ServerID(id))
+		}
+	}
+	if len(donors.ids) == 0 {
+		return nil
+	}
+	pool := donorPools(buckets, owned, quota)
+	changes := make([]forwarding.BucketChange, 0, excess(owned, quota))
+	if len(receivers.ids) == 0 { // nobody may own anything
+		for i, b := range buckets {
+			if b.Current != forwarding.NoServer {
+				changes = append(changes, forwarding.BucketChange{Index: uint32(i), Bucket: forwarding.Bucket{Changed: now}})
+			}
+		}
+		return changes
+	}
+	donors.init()
+	receivers.init()
+	for donors.Len() > 0 {
+		a, b := donors.top(), receivers.top()
+		n := min(owned[a]-quota[a], quota[b]-owned[b])
+		for _, idx := range pool.take(a, n) {
+			changes = append(changes, forwarding.BucketChange{Index: idx, Bucket: forwarding.Bucket{Current: b, Previous: a, Changed: now}})
+		}
+		owned[a] -= n
+		owned[b] += n
+		donors.settle(owned[a] == quota[a])
+		receivers.settle(owned[b] == quota[b])
+	}
+	slices.SortFunc(changes, func(x, y forwarding.BucketChange) int { return int(x.Index) - int(y.Index) })
+	return changes
+}
+
+// compareLoad compares the loads (buckets/weight) of two servers, weight 0
+// counting as infinitely loaded and, between two such, more buckets as more
+// loaded.
+func compareLoad(ca, wa, cb, wb uint32) int {
+	switch {
+	case wa == 0 && wb == 0:
+		return cmp.Compare(ca, cb)
+	case wa == 0:
+		return 1
+	case wb == 0:
+		return -1
+	}
+	return cmp.Compare(uint64(ca)*uint64(wb), uint64(cb)*uint64(wa))
+}
+
+func excess(owned, quota []uint32) int {
+	n := 0
+	for id := range owned {
+		if owned[id] > quota[id] {
+			n += int(owned[id] - quota[id])
+		}
+	}
+	return n
+}
+
+// pools holds, for each donor, its buckets in the order they are given
+// away: longest-held first, then highest index first.
+type pools struct {
+	list []uint32 // bucket indices, grouped by donor
+	next []uint32 // per id: position in list of the next bucket to give
+}
+
+func donorPools(buckets []forwarding.Bucket, owned, quota []uint32) *pools {
+	p := &pools{next: make([]uint32, idSpace)}
+	end := make([]uint32, idSpace)
+	var size uint32
+	for id := range owned {
+		if owned[id] > quota[id] {
+			p.next[id] = size
+			size += owned[id]
+			end[id] = size
+		}
+	}
+	p.list = make([]uint32, size)
+	fill := slices.Clone(p.next)
+	for i := len(buckets) - 1; i >= 0; i-- {
+		if c := buckets[i].Current; owned[c] > quota[c] {
+			p.list[fill[c]] = uint32(i)
+			fill[c]++
+		}
+	}
+	// Unowned buckets have no age and no owner whose range could stay
+	// whole; hand them out in index order so a fresh table reads naturally.
+	slices.Reverse(p.list[:end[forwarding.NoServer]])
+	for id := 1; id < len(owned); id++ {
+		if owned[id] > quota[id] {
+			seg := p.list[p.next[id]:end[id]]
+			// Listed by descending index; order by age keeping that as the
+			// tie-break. Already-sorted input (all equally old) is linear.
+			slices.SortFunc(seg, func(x, y uint32) int {
+				cx, cy := buckets[x].Changed, buckets[y].Changed
+				if cx != cy {
+					if cx < cy {
+						return -1
+					}
+					return 1
+				}
+				return int(y) - int(x)
+			})
+		}
+	}
+	return p
+}
+
+func (p *pools) take(id forwarding.ServerID, n uint32) []uint32 {
+	s := p.list[p.next[id] : p.next[id]+n]
+	p.next[id] += n
+	return s
+}
