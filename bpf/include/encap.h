@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * IP-in-IP encapsulation in XDP: grow the packet at its head by the outer
+ * header (20 bytes, or 36 with the Beamer option), then write a fresh
+ * Ethernet header (MACs are filled by the next-hop lookup) and the outer
+ * IPv4 header in front of the untouched inner packet.
+ */
+#ifndef BEAMER_ENCAP_H
+#define BEAMER_ENCAP_H
+
+#include "defs.h"
+#include "csum.h"
+#include "wire.h"
+
+/* What the outer header says; opt is used only when with_opt is set. */
+struct encap_params {
+	__be32 saddr;
+	__be32 daddr;
+	struct beamer_opt opt;
+};
+
+INLINE void write_outer_ipv4(struct iphdr *outer, __u16 inner_tot, __u8 tos, __be16 inner_frag,
+			     const struct encap_params *p, const int outer_len)
+{
+	outer->version = 4;
+	outer->ihl = outer_len / 4;
+	outer->tos = tos;
+	outer->tot_len = bpf_htons(inner_tot + outer_len);
+	outer->id = 0;
+	/* Keep the sender's don't-fragment choice; the id is 0 as RFC 6864
+	 * allows for atomic datagrams. */
+	outer->frag_off = inner_frag & bpf_htons(IP_DF);
+	outer->ttl = BEAMER_OUTER_TTL;
+	outer->protocol = IPPROTO_IPIP;
+	outer->check = 0;
+	outer->saddr = p->saddr;
+	outer->daddr = p->daddr;
+	if (outer_len == OUTER_LEN_OPT)
+		__builtin_memcpy((void *)(outer + 1), &p->opt, sizeof(p->opt));
+	outer->check = ipv4_header_csum(outer, outer_len / 2);
+}
+
+/*
+ * Encapsulates the IPv4 packet that follows the Ethernet header. Returns the
+ * new Ethernet header (MACs still to be set) or NULL if the packet could not
+ * grow. outer_len must be a compile-time constant.
+ */
+INLINE struct ethhdr *xdp_encap_ipv4(struct xdp_md *ctx, const struct encap_params *p, const int outer_len)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct iphdr *inner = data + sizeof(struct ethhdr);
+
+	if ((void *)(inner + 1) > data_end)
+		return NULL;
+	__u16 inner_tot = bpf_ntohs(inner->tot_len);
+	__u8 tos = inner->tos;
+	__be16 frag = inner->frag_off;
+
+	if (bpf_xdp_adjust_head(ctx, -outer_len))
+		return NULL;
+
+	data = (void *)(long)ctx->data;
+	data_end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct iphdr *outer = data + sizeof(struct ethhdr);
+
+	if ((void *)outer + outer_len > data_end)
+		return NULL;
+	eth->h_proto = bpf_htons(ETH_P_IP);
+	write_outer_ipv4(outer, inner_tot, tos, frag, p, outer_len);
+	return eth;
+}
+
+#endif

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The mux's maps: the layout the control plane drives (pkg/dataplane).
+ *
+ *   vips           VIP address -> struct vip_info (which tables, B, ports,
+ *                  generation). A hash map without preallocation: an update
+ *                  replaces the whole record under RCU, so a packet never sees
+ *                  half of an old and half of a new record.
+ *   bucket_tables  slot -> array of B 64-bit bucket words (forwarding.Bucket.Pack)
+ *   server_tables  slot -> array of 65536 64-bit server words (forwarding.Server.Pack)
+ *   mux_counters   per-CPU decision counters.
+ *
+ * Bucket and server words are 64 bits and written by the daemon with single
+ * aligned atomic stores through mmap, so a packet reads either the old or the
+ * new word, never a mix.
+ */
+#ifndef BEAMER_MUX_MAPS_H
+#define BEAMER_MUX_MAPS_H
+
+#include "defs.h"
+
+#define MAX_VIPS 1024
+#define MAX_TABLES 256
+#define SERVER_TABLE_SIZE 65536
+#define SERVICE_PORT_MAX 1024
+
+enum strategy {
+	STRATEGY_BEAMER = 1,
+	STRATEGY_MAGLEV = 2,
+};
+
+struct vip_info {
+	__u32 table;      /* slot in bucket_tables and server_tables */
+	__u32 buckets;    /* B: size of the bucket table */
+	__u32 generation; /* generation of the tables' content */
+	__u16 port_low;   /* service ports, host order, within 1..1024 */
+	__u16 port_high;
+	__u8 strategy;    /* enum strategy */
+	__u8 pad[3];
+};
+
+/* Bucket word: bits 0-15 current server id, 16-31 previous id, 32-63 Unix
+ * seconds of the change. Server word: bytes 0-3 address (network order),
+ * byte 4 state. */
+#define BUCKET_CURRENT(w) ((__u16)(w))
+#define BUCKET_PREVIOUS(w) ((__u16)((w) >> 16))
+#define BUCKET_CHANGED(w) ((__u32)((w) >> 32))
+#define SERVER_ADDR(w) ((__be32)(w))
+#define SERVER_STATE(w) ((__u8)((w) >> 32))
+
+enum server_state {
+	SERVER_ACTIVE = 1,
+	SERVER_RETIRED = 2,
+};
+
+enum mux_counter {
+	MUX_PASS_NOT_IPV4 = 0,   /* not IPv4 (or too short to tell): to the kernel */
+	MUX_PASS_NOT_VIP,        /* IPv4 not addressed to a VIP: to the kernel */
+	MUX_FWD_BUCKET,          /* service port: forwarded by bucket */
+	MUX_FWD_SERVER_ID,       /* port > 1024: forwarded by server id (MPTCP) */
+	MUX_FWD_WITH_PREVIOUS,   /* of MUX_FWD_BUCKET: option named a previous server */
+	MUX_DROP_TRUNCATED,
+	MUX_DROP_BAD_HEADER,
+	MUX_DROP_IP_OPTIONS,
+	MUX_DROP_FRAGMENT,
+	MUX_DROP_NOT_TCP,
+	MUX_DROP_CLOSED_PORT,    /* port <= 1024 outside the VIP's service ports */
+	MUX_DROP_NO_TABLE,       /* VIP names a table slot that is not loaded */
+	MUX_DROP_NO_OWNER,       /* bucket has no current server */
+	MUX_DROP_UNKNOWN_SERVER, /* server id not in the server table */
+	MUX_DROP_ENCAP,          /* could not grow the packet */
+	MUX_DROP_NO_ROUTE,       /* no route to the server */
+	MUX_DROP_NO_NEIGH,       /* next hop's MAC unknown */
+	MUX_DROP_BAD_STRATEGY,   /* VIP record names a strategy this build lacks */
+	MUX_COUNTER_MAX,
+};
+
+struct bucket_table {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* each inner map is created with its own B */
+	__uint(map_flags, BPF_F_MMAPABLE | BPF_F_INNER_MAP);
+	__type(key, __u32);
+	__type(value, __u64);
+};
+
+struct server_table {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SERVER_TABLE_SIZE);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u64);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_VIPS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __be32);
+	__type(value, struct vip_info);
+} vips SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, MAX_TABLES);
+	__type(key, __u32);
+	__array(values, struct bucket_table);
+} bucket_tables SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, MAX_TABLES);
+	__type(key, __u32);
+	__array(values, struct server_table);
+} server_tables SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MUX_COUNTER_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} mux_counters SEC(".maps");
+
+INLINE void mux_count(enum mux_counter c)
+{
+	__u32 key = c;
+	__u64 *v = bpf_map_lookup_elem(&mux_counters, &key);
+
+	if (v)
+		*v += 1;
+}
+
+/* The server word for id in table slot, or 0 when absent. */
+INLINE __u64 server_word(void *servers, __u16 id)
+{
+	__u32 key = id;
+	__u64 *w = bpf_map_lookup_elem(servers, &key);
+
+	return w ? READ_ONCE_U64(w) : 0;
+}
+
+#endif

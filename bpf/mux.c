@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * The Beamer mux: an XDP program that forwards each TCP packet addressed to a
+ * VIP to one server, keeping no per-connection state (Beamer §4, Fig. 7).
+ *
+ *   service port (<= 1024): bucket = flow hash scaled to B; the bucket's
+ *     current server gets the packet, with an IP option naming the bucket's
+ *     previous server, when it changed hands and this mux's generation, so
+ *     the server can daisy-chain connections it does not know.
+ *   port > 1024: an MPTCP secondary subflow; the port is the server id.
+ *
+ * Anything not addressed to a VIP goes to the kernel untouched; packets to a
+ * VIP that we cannot forward safely are dropped and counted by reason.
+ *
+ * Generations: the VIP record carries the generation of its tables, and the
+ * daemon writes bucket words before it publishes the record naming the new
+ * generation. The program reads the record first and the bucket after (the
+ * bucket's address depends on the record), so the generation a packet carries
+ * is never newer than the bucket that forwarded it.
+ */
+#include "include/defs.h"
+#include "include/parse.h"
+#include "include/flow_hash.h"
+#include "include/wire.h"
+#include "include/encap.h"
+#include "include/nexthop.h"
+#include "include/mux_maps.h"
+
+/* The mux's own address: source of every outer header. Set at load time. */
+volatile const __be32 mux_addr;
+
+/* What a strategy decided for one packet. */
+struct decision {
+	struct encap_params encap;
+	int with_opt;
+};
+
+static const enum mux_counter parse_drop[] = {
+	[PARSE_TRUNCATED] = MUX_DROP_TRUNCATED,
+	[PARSE_BAD_HEADER] = MUX_DROP_BAD_HEADER,
+	[PARSE_IP_OPTIONS] = MUX_DROP_IP_OPTIONS,
+	[PARSE_FRAGMENT] = MUX_DROP_FRAGMENT,
+	[PARSE_NOT_TCP] = MUX_DROP_NOT_TCP,
+};
+
+INLINE int drop(enum mux_counter why)
+{
+	mux_count(why);
+	return XDP_DROP;
+}
+
+/* MPTCP secondary subflow: the destination port names the server. Active
+ * and retired servers both accept: a retired server still owns subflows of
+ * its remaining connections. */
+INLINE int decide_by_server_id(void *servers, __u16 port, struct decision *d)
+{
+	__u64 w = server_word(servers, port);
+
+	if (!w)
+		return MUX_DROP_UNKNOWN_SERVER;
+	d->encap.daddr = SERVER_ADDR(w);
+	d->with_opt = 0;
+	return MUX_FWD_SERVER_ID;
+}
+
+/* Stable hashing: the bucket's current owner, with the previous owner and
+ * the time of the change in the option. */
+INLINE int decide_by_bucket(const struct vip_info *vip, void *servers, struct iphdr *ip, struct tcphdr *tcp,
+			    struct decision *d)
+{
+	__u32 table = vip->table;
+	void *buckets = bpf_map_lookup_elem(&bucket_tables, &table);
+
+	if (!buckets)
+		return MUX_DROP_NO_TABLE;
+	__u32 index = bucket_of(flow_hash(ip->saddr, ip->daddr, tcp->source, tcp->dest, IPPROTO_TCP), vip->buckets);
+	__u64 *bw = bpf_map_lookup_elem(buckets, &index);
+	if (!bw)
+		return MUX_DROP_NO_TABLE; /* B larger than the loaded table */
+	__u64 bucket = READ_ONCE_U64(bw);
+
+	__u16 current = BUCKET_CURRENT(bucket);
+	if (!current)
+		return MUX_DROP_NO_OWNER;
+	__u64 cur = server_word(servers, current);
+	if (!cur)
+		return MUX_DROP_UNKNOWN_SERVER;
+
+	__be32 prev_addr = 0;
+	__u16 previous = BUCKET_PREVIOUS(bucket);
+	if (previous)
+		prev_addr = SERVER_ADDR(server_word(servers, previous));
+
+	d->encap.daddr = SERVER_ADDR(cur);
+	d->encap.opt.type = BEAMER_OPT_TYPE;
+	d->encap.opt.len = BEAMER_OPT_LEN;
+	d->encap.opt.flags = 0;
+	d->encap.opt.reserved = 0;
+	d->encap.opt.prev_dip = prev_addr;
+	d->encap.opt.changed = prev_addr ? bpf_htonl(BUCKET_CHANGED(bucket)) : 0;
+	d->with_opt = 1;
+	if (prev_addr)
+		mux_count(MUX_FWD_WITH_PREVIOUS);
+	return MUX_FWD_BUCKET;
+}
+
+INLINE int transmit(struct xdp_md *ctx, struct decision *d)
+{
+	struct ethhdr *eth;
+
+	d->encap.saddr = mux_addr;
+	if (d->with_opt)
+		eth = xdp_encap_ipv4(ctx, &d->encap, OUTER_LEN_OPT);
+	else
+		eth = xdp_encap_ipv4(ctx, &d->encap, OUTER_LEN_PLAIN);
+	if (!eth)
+		return drop(MUX_DROP_ENCAP);
+
+	void *data_end = (void *)(long)ctx->data_end;
+	struct iphdr *outer = (void *)(eth + 1);
+	if ((void *)(outer + 1) > data_end)
+		return drop(MUX_DROP_ENCAP);
+
+	__u32 ifindex = 0;
+	switch (xdp_nexthop(ctx, eth, d->encap.saddr, d->encap.daddr, bpf_ntohs(outer->tot_len), &ifindex)) {
+	case NEXTHOP_TX:
+		return XDP_TX;
+	case NEXTHOP_REDIRECT:
+		return bpf_redirect(ifindex, 0);
+	case NEXTHOP_NO_NEIGH:
+		return drop(MUX_DROP_NO_NEIGH);
+	default:
+		return drop(MUX_DROP_NO_ROUTE);
+	}
+}
+
+SEC("xdp")
+int beamer_mux(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct iphdr *ip = ipv4_after_eth(data, data_end);
+	struct tcphdr *tcp;
+	enum parse_verdict pv;
+
+	if (!ip) {
+		mux_count(MUX_PASS_NOT_IPV4);
+		return XDP_PASS;
+	}
+	struct vip_info *vip = bpf_map_lookup_elem(&vips, &ip->daddr);
+	if (!vip) {
+		mux_count(MUX_PASS_NOT_VIP);
+		return XDP_PASS;
+	}
+
+	/* Addressed to a VIP: from here on we forward it whole or drop it. */
+	pv = check_ipv4_plain(ip, data_end);
+	if (pv == PARSE_OK)
+		pv = parse_tcp_after(ip, data_end, &tcp);
+	if (pv != PARSE_OK)
+		return drop(parse_drop[pv]);
+
+	__u32 table = vip->table;
+	__u32 generation = vip->generation;
+	barrier();
+	void *servers = bpf_map_lookup_elem(&server_tables, &table);
+	if (!servers)
+		return drop(MUX_DROP_NO_TABLE);
+
+	struct decision d = {};
+	__u16 port = bpf_ntohs(tcp->dest);
+	int verdict;
+
+	if (port > SERVICE_PORT_MAX) {
+		verdict = decide_by_server_id(servers, port, &d);
+	} else if (port < vip->port_low || port > vip->port_high) {
+		verdict = MUX_DROP_CLOSED_PORT;
+	} else if (vip->strategy == STRATEGY_BEAMER) {
+		verdict = decide_by_bucket(vip, servers, ip, tcp, &d);
+	} else {
+		verdict = MUX_DROP_BAD_STRATEGY;
+	}
+	if (verdict != MUX_FWD_BUCKET && verdict != MUX_FWD_SERVER_ID)
+		return drop(verdict);
+
+	d.encap.opt.generation = bpf_htonl(generation);
+	mux_count(verdict);
+	return transmit(ctx, &d);
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

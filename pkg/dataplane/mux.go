@@ -1,0 +1,315 @@
+package dataplane
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+)
+
+// Sizes fixed by bpf/include/mux_maps.h.
+const (
+	maxTables       = 256
+	serverTableSize = 65536
+)
+
+// MuxOptions configure the mux program at load time.
+type MuxOptions struct {
+	// Addr is the mux's own IPv4 address: the source of every outer header.
+	Addr netip.Addr
+}
+
+// Mux is the loaded mux program and its maps.
+type Mux struct {
+	mu        sync.Mutex
+	objs      muxObjects
+	counters  *counterSet
+	instances map[string]*muxInstance
+	slots     [maxTables]bool
+}
+
+// muxInstance is one load-balancer instance's tables in the kernel, and the
+// Go copy of what they hold, against which deltas are checked before any
+// kernel word is written.
+type muxInstance struct {
+	cfg     forwarding.Instance
+	slot    uint32
+	buckets *wordArray
+	servers *wordArray
+	table   *forwarding.Table
+}
+
+// LoadMux loads the mux program; it forwards nothing until an instance is set.
+func LoadMux(opts MuxOptions) (*Mux, error) {
+	if !opts.Addr.Is4() || opts.Addr.IsUnspecified() {
+		return nil, fmt.Errorf("mux address %v is not a unicast IPv4 address", opts.Addr)
+	}
+	spec, err := loadMux()
+	if err != nil {
+		return nil, err
+	}
+	if err := spec.Variables["mux_addr"].Set(opts.Addr.As4()); err != nil {
+		return nil, err
+	}
+	m := &Mux{instances: map[string]*muxInstance{}}
+	if err := spec.LoadAndAssign(&m.objs, nil); err != nil {
+		return nil, fmt.Errorf("loading mux program: %w", err)
+	}
+	if m.counters, err = newCounterSet(spec, m.objs.MuxCounters, "mux_counter", "MUX_"); err != nil {
+		m.objs.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// Program is the XDP program, for attaching or test runs.
+func (m *Mux) Program() *ebpf.Program { return m.objs.BeamerMux }
+
+// Counters returns every decision counter summed over CPUs.
+func (m *Mux) Counters() (map[string]uint64, error) { return m.counters.Read() }
+
+// CounterNames lists the counters in the order the program defines them.
+func (m *Mux) CounterNames() []string { return m.counters.Names() }
+
+// XDPMode selects how the program is attached.
+type XDPMode int
+
+const (
+	XDPDriver  XDPMode = iota // native, in the driver (veth supports it)
+	XDPGeneric                // in the stack, for any device
+)
+
+// Attach attaches the mux to the named interface. Closing the link detaches.
+func (m *Mux) Attach(iface string, mode XDPMode) (link.Link, error) {
+	ifi, err := net.InterfaceByName(iface)
+	if err != nil {
+		return nil, err
+	}
+	flags := link.XDPDriverMode
+	if mode == XDPGeneric {
+		flags = link.XDPGenericMode
+	}
+	l, err := link.AttachXDP(link.XDPOptions{Program: m.objs.BeamerMux, Interface: ifi.Index, Flags: flags})
+	if err != nil {
+		return nil, fmt.Errorf("attaching mux to %s: %w", iface, err)
+	}
+	return l, nil
+}
+
+// Close releases the tables and the program.
+func (m *Mux) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, in := range m.instances {
+		in.buckets.close()
+		in.servers.close()
+	}
+	m.instances = nil
+	return m.objs.Close()
+}
+
+// Generation is the generation of the named instance's loaded table.
+func (m *Mux) Generation(name string) (uint32, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	in, ok := m.instances[name]
+	if !ok {
+		return 0, false
+	}
+	return in.table.Generation, true
+}
+
+// ErrUnknownInstance is returned for deltas to an instance not loaded.
+var ErrUnknownInstance = errors.New("dataplane: unknown instance")
+
+// SetInstance loads a complete table for an instance (at start, or to resync
+// from a snapshot), replacing what the instance had. The new table is built
+// in fresh kernel arrays and published by rewriting the VIP records, so
+// packets see the old table or the new one, never a mix.
+func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if uint32(len(t.Buckets)) != cfg.Buckets {
+		return fmt.Errorf("%w: instance %q has %d buckets, table %d", forwarding.ErrInvalid, cfg.Name, cfg.Buckets, len(t.Buckets))
+	}
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.checkVIPsFree(cfg); err != nil {
+		return err
+	}
+	slot, ok := m.freeSlot()
+	if !ok {
+		return fmt.Errorf("dataplane: all %d table slots in use", maxTables)
+	}
+	in := &muxInstance{cfg: cfg, slot: slot, table: t.Clone()}
+	var err error
+	if in.buckets, err = newWordArray(cfg.Buckets, true); err != nil {
+		return err
+	}
+	if in.servers, err = newWordArray(serverTableSize, false); err != nil {
+		in.buckets.close()
+		return err
+	}
+	for id, s := range t.Servers {
+		in.servers.store(uint32(id), s.Pack())
+	}
+	for i, b := range t.Buckets {
+		in.buckets.store(uint32(i), b.Pack())
+	}
+	if err := m.objs.BucketTables.Put(slot, in.buckets.m); err != nil {
+		in.buckets.close()
+		in.servers.close()
+		return fmt.Errorf("installing bucket table: %w", err)
+	}
+	if err := m.objs.ServerTables.Put(slot, in.servers.m); err != nil {
+		m.objs.BucketTables.Delete(slot)
+		in.buckets.close()
+		in.servers.close()
+		return fmt.Errorf("installing server table: %w", err)
+	}
+	m.slots[slot] = true
+	if err := m.publish(in); err != nil {
+		return err
+	}
+	old := m.instances[cfg.Name]
+	m.instances[cfg.Name] = in
+	if old != nil {
+		m.unpublishStale(old, cfg)
+		m.release(old)
+	}
+	return nil
+}
+
+// ApplyDelta applies one generation to a loaded instance. The delta is
+// checked against the instance's table first; a bad delta changes nothing.
+// Words are written in an order that keeps every packet's view valid: new
+// servers, then buckets, then the VIP records with the new generation, and
+// only then removed servers.
+func (m *Mux) ApplyDelta(name string, d *forwarding.Delta) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	in, ok := m.instances[name]
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownInstance, name)
+	}
+	if err := in.table.Check(d); err != nil {
+		return err
+	}
+	for _, c := range d.Servers {
+		if !c.Remove {
+			in.servers.store(uint32(c.ID), c.Server.Pack())
+		}
+	}
+	for _, c := range d.Buckets {
+		in.buckets.store(c.Index, c.Bucket.Pack())
+	}
+	if err := in.table.Apply(d); err != nil {
+		return err // cannot happen after Check
+	}
+	if err := m.publish(in); err != nil {
+		return err
+	}
+	for _, c := range d.Servers {
+		if c.Remove {
+			in.servers.store(uint32(c.ID), 0)
+		}
+	}
+	return nil
+}
+
+// RemoveInstance stops forwarding the instance's VIPs and frees its tables.
+func (m *Mux) RemoveInstance(name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	in, ok := m.instances[name]
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownInstance, name)
+	}
+	for _, v := range in.cfg.VIPs {
+		if err := m.objs.Vips.Delete(v.As4()); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("removing VIP %v: %w", v, err)
+		}
+	}
+	delete(m.instances, name)
+	m.release(in)
+	return nil
+}
+
+func (m *Mux) checkVIPsFree(cfg forwarding.Instance) error {
+	for name, in := range m.instances {
+		if name == cfg.Name {
+			continue
+		}
+		for _, v := range in.cfg.VIPs {
+			for _, w := range cfg.VIPs {
+				if v == w {
+					return fmt.Errorf("dataplane: VIP %v already belongs to instance %q", v, name)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (m *Mux) freeSlot() (uint32, bool) {
+	for i, used := range m.slots {
+		if !used {
+			return uint32(i), true
+		}
+	}
+	return 0, false
+}
+
+// publish writes the VIP records naming the instance's slot and generation.
+func (m *Mux) publish(in *muxInstance) error {
+	strategy := uint8(1)
+	if in.cfg.Strategy == forwarding.StrategyMaglev {
+		strategy = 2
+	}
+	rec := muxVipInfo{
+		Table:      in.slot,
+		Buckets:    in.cfg.Buckets,
+		Generation: in.table.Generation,
+		PortLow:    in.cfg.PortLow,
+		PortHigh:   in.cfg.PortHigh,
+		Strategy:   strategy,
+	}
+	for _, v := range in.cfg.VIPs {
+		if err := m.objs.Vips.Put(v.As4(), &rec); err != nil {
+			return fmt.Errorf("publishing VIP %v: %w", v, err)
+		}
+	}
+	return nil
+}
+
+// unpublishStale removes VIPs the old configuration had and the new lacks.
+func (m *Mux) unpublishStale(old *muxInstance, cfg forwarding.Instance) {
+	for _, v := range old.cfg.VIPs {
+		keep := false
+		for _, w := range cfg.VIPs {
+			keep = keep || v == w
+		}
+		if !keep {
+			m.objs.Vips.Delete(v.As4())
+		}
+	}
+}
+
+// release frees an instance's slot. The kernel keeps the arrays alive until
+// packets that already hold them are done (RCU).
+func (m *Mux) release(in *muxInstance) {
+	m.objs.BucketTables.Delete(in.slot)
+	m.objs.ServerTables.Delete(in.slot)
+	m.slots[in.slot] = false
+	in.buckets.close()
+	in.servers.close()
+}

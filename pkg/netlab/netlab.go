@@ -1,0 +1,251 @@
+package netlab
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// namePrefix starts every namespace this package creates; the owner's pid
+// follows, so stale ones can be told from live ones.
+const namePrefix = "bmr"
+
+// Lab owns a set of namespaces.
+type Lab struct {
+	mu     sync.Mutex
+	prefix string
+	spaces []*Namespace
+	seq    int
+}
+
+// Namespace is one named network namespace.
+type Namespace struct {
+	Name   string
+	handle netns.NsHandle
+	nl     *netlink.Handle
+}
+
+// New starts a lab whose namespaces are named bmr<pid>x<tag>-<name>. It first
+// removes namespaces left by earlier runs whose process no longer exists.
+func New(tag string) (*Lab, error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("netlab: network namespaces need root")
+	}
+	SweepStale()
+	return &Lab{prefix: fmt.Sprintf("%s%dx%s", namePrefix, os.Getpid(), tag)}, nil
+}
+
+// Namespace creates a new namespace with loopback up.
+func (l *Lab) Namespace(name string) (*Namespace, error) {
+	l.mu.Lock()
+	l.seq++
+	full := fmt.Sprintf("%s-%s", l.prefix, name)
+	l.mu.Unlock()
+	if len(full) > 60 {
+		return nil, fmt.Errorf("netlab: namespace name %q too long", full)
+	}
+	h, err := newNamed(full)
+	if err != nil {
+		return nil, fmt.Errorf("netlab: creating namespace %s: %w", full, err)
+	}
+	nl, err := netlink.NewHandleAt(h)
+	if err != nil {
+		h.Close()
+		netns.DeleteNamed(full)
+		return nil, err
+	}
+	ns := &Namespace{Name: full, handle: h, nl: nl}
+	l.mu.Lock()
+	l.spaces = append(l.spaces, ns)
+	l.mu.Unlock()
+	lo, err := nl.LinkByName("lo")
+	if err == nil {
+		err = nl.LinkSetUp(lo)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("netlab: loopback up in %s: %w", full, err)
+	}
+	return ns, nil
+}
+
+// newNamed creates a named namespace without leaving this goroutine's thread
+// in it: netns.NewNamed switches the calling thread.
+func newNamed(name string) (netns.NsHandle, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		return 0, err
+	}
+	defer orig.Close()
+	h, err := netns.NewNamed(name)
+	if serr := netns.Set(orig); serr != nil {
+		// A thread we cannot move back must not run other goroutines.
+		panic(fmt.Sprintf("netlab: cannot return to original namespace: %v", serr))
+	}
+	return h, err
+}
+
+// Close removes every namespace of the lab (and with them their links).
+func (l *Lab) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var errs []error
+	for _, ns := range l.spaces {
+		ns.nl.Close()
+		ns.handle.Close()
+		if err := netns.DeleteNamed(ns.Name); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("removing %s: %w", ns.Name, err))
+		}
+	}
+	l.spaces = nil
+	return errors.Join(errs...)
+}
+
+// SweepStale removes namespaces named by this package whose owning process
+// has exited (a run that was killed before it could clean up).
+func SweepStale() {
+	entries, _ := os.ReadDir("/var/run/netns")
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), namePrefix)
+		if !ok {
+			continue
+		}
+		pidStr, _, ok := strings.Cut(rest, "x")
+		pid, err := strconv.Atoi(pidStr)
+		if !ok || err != nil {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+			continue
+		}
+		netns.DeleteNamed(e.Name())
+	}
+}
+
+// Do runs fn with the calling goroutine's thread inside the namespace.
+// Sockets fn opens stay in the namespace after it returns.
+func (ns *Namespace) Do(fn func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		return err
+	}
+	defer orig.Close()
+	if err := netns.Set(ns.handle); err != nil {
+		return err
+	}
+	ferr := fn()
+	if err := netns.Set(orig); err != nil {
+		panic(fmt.Sprintf("netlab: cannot return to original namespace: %v", err))
+	}
+	return ferr
+}
+
+// Command returns a command that runs inside the namespace.
+func (ns *Namespace) Command(name string, args ...string) *exec.Cmd {
+	return exec.Command("ip", append([]string{"netns", "exec", ns.Name, name}, args...)...)
+}
+
+// Run runs a command inside the namespace and returns its combined output.
+func (ns *Namespace) Run(name string, args ...string) (string, error) {
+	out, err := ns.Command(name, args...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s in %s: %w: %s", name, strings.Join(args, " "), ns.Name, err, out)
+	}
+	return string(out), nil
+}
+
+// Sysctl sets a sysctl inside the namespace (key in dotted form).
+func (ns *Namespace) Sysctl(key, value string) error {
+	return ns.Do(func() error {
+		return os.WriteFile("/proc/sys/"+strings.ReplaceAll(key, ".", "/"), []byte(value), 0o644)
+	})
+}
+
+// Netlink is the namespace's netlink handle.
+func (ns *Namespace) Netlink() *netlink.Handle { return ns.nl }
+
+// Veth joins two namespaces with a veth pair, gives each end an address
+// (prefix length included) and brings both up. mtu 0 keeps the default.
+func (l *Lab) Veth(a *Namespace, aName string, aAddr netip.Prefix, b *Namespace, bName string, bAddr netip.Prefix, mtu int) error {
+	l.mu.Lock()
+	l.seq++
+	tmpA, tmpB := fmt.Sprintf("bmrv%da", l.seq), fmt.Sprintf("bmrv%db", l.seq)
+	l.mu.Unlock()
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name = tmpA
+	attrs.MTU = mtu
+	attrs.Namespace = netlink.NsFd(a.handle)
+	veth := &netlink.Veth{LinkAttrs: attrs, PeerName: tmpB, PeerNamespace: netlink.NsFd(b.handle)}
+	if mtu > 0 {
+		veth.PeerMTU = uint32(mtu)
+	}
+	if err := netlink.LinkAdd(veth); err != nil {
+		return fmt.Errorf("netlab: veth %s/%s: %w", aName, bName, err)
+	}
+	if err := a.setupLink(tmpA, aName, aAddr); err != nil {
+		return err
+	}
+	return b.setupLink(tmpB, bName, bAddr)
+}
+
+func (ns *Namespace) setupLink(tmp, name string, addr netip.Prefix) error {
+	link, err := ns.nl.LinkByName(tmp)
+	if err != nil {
+		return fmt.Errorf("netlab: %s in %s: %w", tmp, ns.Name, err)
+	}
+	if err := ns.nl.LinkSetName(link, name); err != nil {
+		return fmt.Errorf("netlab: renaming %s to %s: %w", tmp, name, err)
+	}
+	if addr.IsValid() {
+		if err := ns.AddAddr(name, addr); err != nil {
+			return err
+		}
+	}
+	return ns.nl.LinkSetUp(link)
+}
+
+// AddAddr adds an address with its prefix length to a device.
+func (ns *Namespace) AddAddr(dev string, addr netip.Prefix) error {
+	link, err := ns.nl.LinkByName(dev)
+	if err != nil {
+		return fmt.Errorf("netlab: %s in %s: %w", dev, ns.Name, err)
+	}
+	a, err := netlink.ParseAddr(addr.String())
+	if err != nil {
+		return err
+	}
+	if err := ns.nl.AddrAdd(link, a); err != nil {
+		return fmt.Errorf("netlab: address %v on %s in %s: %w", addr, dev, ns.Name, err)
+	}
+	return nil
+}
+
+// LinkIndex is the ifindex of a device in the namespace.
+func (ns *Namespace) LinkIndex(dev string) (int, error) {
+	link, err := ns.nl.LinkByName(dev)
+	if err != nil {
+		return 0, fmt.Errorf("netlab: %s in %s: %w", dev, ns.Name, err)
+	}
+	return link.Attrs().Index, nil
+}
+
+// LinkMAC is the hardware address of a device in the namespace.
+func (ns *Namespace) LinkMAC(dev string) ([]byte, error) {
+	link, err := ns.nl.LinkByName(dev)
+	if err != nil {
+		return nil, fmt.Errorf("netlab: %s in %s: %w", dev, ns.Name, err)
+	}
+	return link.Attrs().HardwareAddr, nil
+}
