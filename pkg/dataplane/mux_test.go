@@ -1,0 +1,140 @@
+package dataplane
+
+import (
+	"bytes"
+	"encoding/hex"
+	"net"
+	"net/netip"
+	"testing"
+
+	"github.com/beamer-lb/beamer/pkg/netlab"
+	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
+	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
+	"github.com/cilium/ebpf"
+	"github.com/vishvananda/netlink"
+)
+
+// xdpMD is struct xdp_md, the context of an XDP test run.
+type xdpMD struct {
+	Data, DataEnd, DataMeta, IngressIfindex, RxQueueIndex, EgressIfindex uint32
+}
+
+var xdpActions = map[uint32]string{1: "drop", 2: "pass", 3: "tx", 4: "redirect"}
+
+// muxBench is a namespace in which the route lookups of the vectors' mux
+// scenario end as the vectors say: servers on eth0's subnet, a subnet behind
+// the gateway 198.18.0.2, a subnet on eth1, a neighbour never resolved and an
+// address with no route.
+type muxBench struct {
+	ns      *netlab.Namespace
+	ifindex int
+}
+
+func newMuxBench(t *testing.T, s *wiretest.MuxScenario) *muxBench {
+	lab := netlabtest.New(t, "mux")
+	ns, err := lab.Namespace("mux")
+	must(t, err)
+	peer, err := lab.Namespace("net")
+	must(t, err)
+	must(t, lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.1/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.2/24"), 0))
+	must(t, lab.Veth(ns, "eth1", netip.MustParsePrefix("198.18.3.1/24"), peer, "eth1", netip.MustParsePrefix("198.18.3.2/24"), 0))
+	nl := ns.Netlink()
+	setMAC := func(dev, mac string) {
+		l, err := nl.LinkByName(dev)
+		must(t, err)
+		hw, _ := net.ParseMAC(mac)
+		must(t, nl.LinkSetHardwareAddr(l, hw))
+	}
+	setMAC("eth0", "02:be:a0:00:00:02")
+	setMAC("eth1", "02:be:a0:00:00:04")
+	must(t, ns.Sysctl("net.ipv4.ip_forward", "1"))
+	eth0, err := nl.LinkByName("eth0")
+	must(t, err)
+	gw := netip.MustParseAddr("198.18.0.2")
+	_, dst, _ := net.ParseCIDR("198.18.2.0/24")
+	must(t, nl.RouteAdd(&netlink.Route{LinkIndex: eth0.Attrs().Index, Dst: dst, Gw: net.IP(gw.AsSlice())}))
+	for _, h := range s.NextHops {
+		if h.Result != "tx" && h.Result != "redirect" {
+			continue
+		}
+		neigh := h.Addr
+		if netip.MustParsePrefix("198.18.2.0/24").Contains(neigh) {
+			neigh = gw
+		}
+		dev := "eth0"
+		if h.Result == "redirect" {
+			dev = "eth1"
+		}
+		l, err := nl.LinkByName(dev)
+		must(t, err)
+		hw, _ := net.ParseMAC(h.DstMAC)
+		must(t, nl.NeighSet(&netlink.Neigh{LinkIndex: l.Attrs().Index, IP: net.IP(neigh.AsSlice()), HardwareAddr: hw,
+			State: netlink.NUD_PERMANENT, Family: netlink.FAMILY_V4}))
+	}
+	return &muxBench{ns: ns, ifindex: eth0.Attrs().Index}
+}
+
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runXDP runs prog once on frame in ns and returns the action and output.
+func runXDP(t testing.TB, ns *netlab.Namespace, ifindex int, prog *ebpf.Program, frame []byte) (string, []byte) {
+	t.Helper()
+	opts := &ebpf.RunOptions{Data: frame, DataOut: make([]byte, len(frame)+256),
+		Context: xdpMD{DataEnd: uint32(len(frame)), IngressIfindex: uint32(ifindex)}}
+	var ret uint32
+	must(t, ns.Do(func() error {
+		var err error
+		ret, err = prog.Run(opts)
+		return err
+	}))
+	return xdpActions[ret], opts.DataOut
+}
+
+func loadVectorMux(t *testing.T) (*wiretest.Vectors, *Mux) {
+	v, err := wiretest.LoadVectors()
+	must(t, err)
+	netlabtest.RequireRoot(t)
+	m, err := LoadMux(MuxOptions{Addr: v.Mux.MuxAddr})
+	must(t, err)
+	t.Cleanup(func() { m.Close() })
+	table, err := v.Mux.Table()
+	must(t, err)
+	must(t, m.SetInstance(v.Mux.Instance, table))
+	return v, m
+}
+
+// TestMuxVectors runs every mux case of testdata/vectors.json through the
+// XDP program and checks the action, the counter and the exact output bytes.
+func TestMuxVectors(t *testing.T) {
+	v, m := loadVectorMux(t)
+	bench := newMuxBench(t, &v.Mux)
+	for _, c := range v.Mux.Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			in, err := hex.DecodeString(c.Input)
+			must(t, err)
+			before, err := m.Counters()
+			must(t, err)
+			action, out := runXDP(t, bench.ns, bench.ifindex, m.Program(), in)
+			after, err := m.Counters()
+			must(t, err)
+			if action != c.Action {
+				t.Errorf("action %s, want %s", action, c.Action)
+			}
+			if d := after[c.Counter] - before[c.Counter]; d != 1 {
+				t.Errorf("counter %s moved by %d, want 1 (after %v)", c.Counter, d, after)
+			}
+			if c.Output != "" {
+				want, _ := hex.DecodeString(c.Output)
+				if !bytes.Equal(out, want) {
+					t.Errorf("output differs\n got %x\nwant %x", out, want)
+				}
+			}
+		})
+	}
+}

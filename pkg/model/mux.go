@@ -1,0 +1,166 @@
+package model
+
+import (
+	"encoding/binary"
+	"net"
+	"net/netip"
+
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/wire"
+)
+
+// Action is what a program did with a packet.
+type Action string
+
+const (
+	Pass     Action = "pass"     // to the local stack
+	Drop     Action = "drop"     // dropped (and counted)
+	TX       Action = "tx"       // back out of the interface it came in on
+	Redirect Action = "redirect" // out of another interface
+)
+
+// NextHop is what a route lookup towards a server gives.
+type NextHop struct {
+	Result string           `json:"result"` // "tx", "redirect", "no_neigh", "no_route"
+	DstMAC net.HardwareAddr `json:"-"`
+	SrcMAC net.HardwareAddr `json:"-"`
+}
+
+// Result of processing one packet.
+type Result struct {
+	Action  Action
+	Counter string // the decision counter the program increments
+	Output  []byte // the frame as it leaves (nil for drop; input for pass)
+}
+
+// VIP is one VIP as the mux sees it.
+type VIP struct {
+	Instance   forwarding.Instance
+	Table      *forwarding.Table
+	Generation uint32 // published generation (the VIP record's)
+}
+
+// Mux is the reference mux.
+type Mux struct {
+	Addr     netip.Addr
+	VIPs     map[netip.Addr]*VIP
+	NextHops func(netip.Addr) NextHop
+}
+
+func drop(counter string) Result { return Result{Action: Drop, Counter: counter} }
+
+// Process runs the mux algorithm on one Ethernet frame.
+func (m *Mux) Process(frame []byte) Result {
+	if len(frame) < 14+20 || binary.BigEndian.Uint16(frame[12:]) != 0x0800 {
+		return Result{Action: Pass, Counter: "pass_not_ipv4", Output: frame}
+	}
+	ip := frame[14:]
+	dst := netip.AddrFrom4([4]byte(ip[16:20]))
+	vip, ok := m.VIPs[dst]
+	if !ok {
+		return Result{Action: Pass, Counter: "pass_not_vip", Output: frame}
+	}
+	if c := checkIPv4Plain(ip); c != "" {
+		return drop(c)
+	}
+	tcp, c := tcpAfter(ip)
+	if c != "" {
+		return drop(c)
+	}
+	flow := wire.Flow{Src: netip.AddrFrom4([4]byte(ip[12:16])), Dst: dst,
+		SrcPort: binary.BigEndian.Uint16(tcp[0:]), DstPort: binary.BigEndian.Uint16(tcp[2:]), Proto: wire.ProtoTCP}
+
+	var server forwarding.Server
+	var opt *wire.Option
+	counter := "fwd_bucket"
+	switch {
+	case flow.DstPort > forwarding.MaxServicePort:
+		s, ok := vip.Table.Servers[forwarding.ServerID(flow.DstPort)]
+		if !ok {
+			return drop("drop_unknown_server")
+		}
+		server, counter = s, "fwd_server_id"
+	case flow.DstPort < vip.Instance.PortLow || flow.DstPort > vip.Instance.PortHigh:
+		return drop("drop_closed_port")
+	case vip.Instance.Strategy != forwarding.StrategyBeamer:
+		return drop("drop_bad_strategy")
+	default:
+		b := vip.Table.Buckets[flow.Bucket(uint32(len(vip.Table.Buckets)))]
+		if b.Current == forwarding.NoServer {
+			return drop("drop_no_owner")
+		}
+		s, ok := vip.Table.Servers[b.Current]
+		if !ok {
+			return drop("drop_unknown_server")
+		}
+		server = s
+		opt = &wire.Option{Generation: vip.Generation}
+		if p, ok := vip.Table.Servers[b.Previous]; ok && b.Previous != forwarding.NoServer {
+			opt.Previous, opt.Changed = p.Addr, b.Changed
+		}
+	}
+	inner := ip[:binary.BigEndian.Uint16(ip[2:])]
+	outer, err := wire.Encapsulate(inner, m.Addr, server.Addr, opt)
+	if err != nil {
+		return drop("drop_encap")
+	}
+	nh := m.NextHops(server.Addr)
+	switch nh.Result {
+	case "tx", "redirect":
+	case "no_neigh":
+		return drop("drop_no_neigh")
+	default:
+		return drop("drop_no_route")
+	}
+	out := make([]byte, 14, 14+len(outer)+len(ip)-len(inner))
+	copy(out[0:6], nh.DstMAC)
+	copy(out[6:12], nh.SrcMAC)
+	out[12], out[13] = 0x08, 0x00
+	out = append(out, outer...)
+	out = append(out, ip[len(inner):]...) // Ethernet padding travels along
+	act := TX
+	if nh.Result == "redirect" {
+		act = Redirect
+	}
+	return Result{Action: act, Counter: counter, Output: out}
+}
+
+// checkIPv4Plain mirrors check_ipv4_plain in bpf/include/parse.h.
+func checkIPv4Plain(ip []byte) string {
+	version, ihl := ip[0]>>4, ip[0]&0x0f
+	if version != 4 || ihl < 5 {
+		return "drop_bad_header"
+	}
+	if ihl != 5 {
+		return "drop_ip_options"
+	}
+	tot := int(binary.BigEndian.Uint16(ip[2:]))
+	if tot < 20 {
+		return "drop_bad_header"
+	}
+	if tot > len(ip) {
+		return "drop_truncated"
+	}
+	if binary.BigEndian.Uint16(ip[6:])&0x3fff != 0 {
+		return "drop_fragment"
+	}
+	return ""
+}
+
+// tcpAfter mirrors parse_tcp_after.
+func tcpAfter(ip []byte) ([]byte, string) {
+	if ip[9] != wire.ProtoTCP {
+		return nil, "drop_not_tcp"
+	}
+	if len(ip) < 40 {
+		return nil, "drop_truncated"
+	}
+	doff := int(ip[32] >> 4)
+	if doff < 5 {
+		return nil, "drop_bad_header"
+	}
+	if 20+doff*4 > int(binary.BigEndian.Uint16(ip[2:])) {
+		return nil, "drop_truncated"
+	}
+	return ip[20:], ""
+}

@@ -1,0 +1,120 @@
+package wiretest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+)
+
+// Vectors is testdata/vectors.json: the golden cases that both the BPF
+// programs (run by BPF_PROG_TEST_RUN) and the Go model must reproduce.
+type Vectors struct {
+	Comment  string        `json:"comment"`
+	FlowHash []HashVector  `json:"flow_hash"`
+	Mux      MuxScenario   `json:"mux"`
+	Agent    AgentScenario `json:"agent"`
+}
+
+// HashVector is one flow-hash and bucket case.
+type HashVector struct {
+	Src     netip.Addr `json:"src"`
+	Dst     netip.Addr `json:"dst"`
+	SrcPort uint16     `json:"sport"`
+	DstPort uint16     `json:"dport"`
+	Proto   uint8      `json:"proto"`
+	Hash    uint32     `json:"hash"`
+	Buckets uint32     `json:"buckets"`
+	Bucket  uint32     `json:"bucket"`
+}
+
+// ServerVector is one server-id table entry.
+type ServerVector struct {
+	ID    forwarding.ServerID `json:"id"`
+	Addr  netip.Addr          `json:"addr"`
+	State string              `json:"state"` // "active" or "retired"
+}
+
+// BucketVector is one bucket.
+type BucketVector struct {
+	Index    uint32              `json:"index"`
+	Current  forwarding.ServerID `json:"current"`
+	Previous forwarding.ServerID `json:"previous"`
+	Changed  uint32              `json:"changed"`
+}
+
+// NextHopVector says how the route lookup towards an address ends.
+type NextHopVector struct {
+	Addr   netip.Addr `json:"addr"`
+	Result string     `json:"result"` // tx, redirect, no_neigh, no_route
+	DstMAC string     `json:"dmac,omitempty"`
+	SrcMAC string     `json:"smac,omitempty"`
+}
+
+// PacketCase is one input frame and what must come of it.
+type PacketCase struct {
+	Name    string `json:"name"`
+	Input   string `json:"input"` // hex
+	Action  string `json:"action"`
+	Counter string `json:"counter"`
+	Output  string `json:"output,omitempty"` // hex, for tx/redirect/pass
+}
+
+// MuxScenario is a mux with one instance and the cases run against it.
+type MuxScenario struct {
+	MuxAddr    netip.Addr          `json:"mux_addr"`
+	Instance   forwarding.Instance `json:"instance"`
+	Generation uint32              `json:"generation"`
+	Servers    []ServerVector      `json:"servers"`
+	Buckets    []BucketVector      `json:"buckets"`
+	NextHops   []NextHopVector     `json:"nexthops"`
+	Cases      []PacketCase        `json:"cases"`
+}
+
+// AgentScenario is filled by the agent's vectors.
+type AgentScenario struct {
+	Cases []PacketCase `json:"cases,omitempty"`
+}
+
+// Table builds the forwarding table the scenario describes.
+func (s *MuxScenario) Table() (*forwarding.Table, error) {
+	t := forwarding.NewTable(int(s.Instance.Buckets))
+	t.Generation = s.Generation
+	for _, sv := range s.Servers {
+		st := forwarding.Active
+		if sv.State == "retired" {
+			st = forwarding.Retired
+		}
+		t.Servers[sv.ID] = forwarding.Server{Addr: sv.Addr, State: st}
+	}
+	for _, b := range s.Buckets {
+		if int(b.Index) >= len(t.Buckets) {
+			return nil, fmt.Errorf("bucket %d outside %d", b.Index, len(t.Buckets))
+		}
+		t.Buckets[b.Index] = forwarding.Bucket{Current: b.Current, Previous: b.Previous, Changed: b.Changed}
+	}
+	return t, t.Validate()
+}
+
+// VectorsPath is the path of testdata/vectors.json in this repository.
+func VectorsPath() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "vectors.json")
+}
+
+// LoadVectors reads testdata/vectors.json.
+func LoadVectors() (*Vectors, error) {
+	b, err := os.ReadFile(VectorsPath())
+	if err != nil {
+		return nil, err
+	}
+	var v Vectors
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("%s: %w", VectorsPath(), err)
+	}
+	return &v, nil
+}
