@@ -1,0 +1,152 @@
+package etcdstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+)
+
+// EmbedConfig configures an etcd server run inside the beamer process.
+type EmbedConfig struct {
+	Dir string // data directory, created if missing
+	// ClientAddr and PeerAddr are host:port to listen on; port 0 picks a
+	// free port. Empty means 127.0.0.1:2379 and 127.0.0.1:2380.
+	ClientAddr, PeerAddr string
+	// StartTimeout bounds the wait for the server to become ready; 0 = 60 s.
+	StartTimeout time.Duration
+}
+
+// Embedded is a running single-member etcd server.
+type Embedded struct {
+	etcd     *embed.Etcd
+	endpoint string
+	dir      string
+}
+
+// EndpointFile is written in the data directory while an embedded server
+// runs, holding its client URL, so other beamer processes pointed at the
+// same directory connect to it instead of starting a second server.
+const EndpointFile = "beamer-endpoint"
+
+// StartEmbedded starts the server and waits until it serves clients.
+func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("etcdstore: embedded etcd needs a data directory")
+	}
+	if cfg.ClientAddr == "" {
+		cfg.ClientAddr = "127.0.0.1:2379"
+	}
+	if cfg.PeerAddr == "" {
+		cfg.PeerAddr = "127.0.0.1:2380"
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = 60 * time.Second
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("etcdstore: data directory: %w", err)
+	}
+	clientURL, err := listenURL(cfg.ClientAddr)
+	if err != nil {
+		return nil, fmt.Errorf("etcdstore: client address: %w", err)
+	}
+	peerURL, err := listenURL(cfg.PeerAddr)
+	if err != nil {
+		return nil, fmt.Errorf("etcdstore: peer address: %w", err)
+	}
+	ec := embed.NewConfig()
+	ec.Name = "beamer"
+	ec.Dir = filepath.Join(cfg.Dir, "etcd")
+	ec.ListenClientUrls = []url.URL{*clientURL}
+	ec.AdvertiseClientUrls = []url.URL{*clientURL}
+	ec.ListenPeerUrls = []url.URL{*peerURL}
+	ec.AdvertisePeerUrls = []url.URL{*peerURL}
+	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+	ec.LogLevel = "error"
+	// Keep history short: the ring is rewritten by generations, and old
+	// revisions are of no use to anyone.
+	ec.AutoCompactionMode = "revision"
+	ec.AutoCompactionRetention = "10000"
+	e, err := embed.StartEtcd(ec)
+	if err != nil {
+		return nil, fmt.Errorf("etcdstore: start embedded etcd in %s: %w", cfg.Dir, err)
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("etcdstore: embedded etcd in %s failed: %w", cfg.Dir, err)
+	case <-time.After(cfg.StartTimeout):
+		e.Server.Stop()
+		e.Close()
+		return nil, fmt.Errorf("etcdstore: embedded etcd in %s not ready after %v", cfg.Dir, cfg.StartTimeout)
+	}
+	ep := "http://" + e.Clients[0].Addr().String()
+	if err := os.WriteFile(filepath.Join(cfg.Dir, EndpointFile), []byte(ep+"\n"), 0o600); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("etcdstore: %w", err)
+	}
+	return &Embedded{etcd: e, endpoint: ep, dir: cfg.Dir}, nil
+}
+
+// listenURL resolves port 0 to a free port now: etcd must advertise the
+// exact peer URL it listens on, so it cannot be left to the kernel later.
+func listenURL(addr string) (*url.URL, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if port == "0" {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return nil, err
+		}
+		addr = l.Addr().String()
+		l.Close()
+	}
+	return url.Parse("http://" + addr)
+}
+
+// Endpoint is the client URL of the server.
+func (e *Embedded) Endpoint() string { return e.endpoint }
+
+// Close stops the server and removes the endpoint file.
+func (e *Embedded) Close() error {
+	os.Remove(filepath.Join(e.dir, EndpointFile))
+	e.etcd.Close()
+	return nil
+}
+
+// OpenEmbedded returns a Store on the embedded etcd of dir: if a beamer
+// process already serves that directory (its endpoint file names a server
+// that answers), it connects to it; otherwise it starts a server in this
+// process, which the Store's Close stops.
+func OpenEmbedded(ctx context.Context, cfg EmbedConfig, client Config) (*Store, error) {
+	if b, err := os.ReadFile(filepath.Join(cfg.Dir, EndpointFile)); err == nil {
+		c := client
+		c.Endpoints = []string{strings.TrimSpace(string(b))}
+		c.DialTimeout = 2 * time.Second
+		if s, err := Open(ctx, c); err == nil {
+			return s, nil
+		}
+	}
+	e, err := StartEmbedded(cfg)
+	if err != nil {
+		return nil, err
+	}
+	client.Endpoints = []string{e.Endpoint()}
+	s, err := Open(ctx, client)
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	s.onClose = e.Close
+	return s, nil
+}
