@@ -235,8 +235,8 @@ type leadership struct {
 	rev  int64
 }
 
-func (l *leadership) Fence() store.Op         { return store.IfVersion(l.key, l.rev) }
-func (l *leadership) Lost() <-chan struct{}   { return l.sess.Done() }
+func (l *leadership) Fence() store.Op       { return store.IfVersion(l.key, l.rev) }
+func (l *leadership) Lost() <-chan struct{} { return l.sess.Done() }
 func (l *leadership) Resign(ctx context.Context) error {
 	err := l.el.Resign(ctx)
 	return errors.Join(err, l.sess.Close())

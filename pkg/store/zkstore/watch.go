@@ -51,4 +51,3 @@ func (s *Store) Watch(ctx context.Context, key string) <-chan struct{} {
 	}()
 	return ch
 }
-
