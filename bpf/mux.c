@@ -154,7 +154,7 @@ int beamer_mux(struct xdp_md *ctx)
 	}
 
 	/* Addressed to a VIP: from here on we forward it whole or drop it. */
-	pv = check_ipv4_plain(ip, data_end);
+	pv = check_ipv4_plain(ip, data_end - (void *)ip);
 	if (pv == PARSE_OK)
 		pv = parse_tcp_after(ip, data_end, &tcp);
 	if (pv != PARSE_OK)

@@ -33,8 +33,10 @@ INLINE struct iphdr *ipv4_after_eth(void *data, void *data_end)
 }
 
 /* Validates an IPv4 header whose fixed 20 bytes are known to be present and
- * that must have no options; checks the total length against the packet. */
-INLINE enum parse_verdict check_ipv4_plain(struct iphdr *ip, void *data_end)
+ * that must have no options; checks the total length against avail, the
+ * bytes the packet holds from the start of this header (in tc, part of them
+ * may lie outside the linear data). */
+INLINE enum parse_verdict check_ipv4_plain(struct iphdr *ip, __u32 avail)
 {
 	if (ip->version != 4 || ip->ihl < 5)
 		return PARSE_BAD_HEADER;
@@ -43,7 +45,7 @@ INLINE enum parse_verdict check_ipv4_plain(struct iphdr *ip, void *data_end)
 	__u16 tot = bpf_ntohs(ip->tot_len);
 	if (tot < sizeof(*ip))
 		return PARSE_BAD_HEADER;
-	if ((void *)ip + tot > data_end)
+	if (tot > avail)
 		return PARSE_TRUNCATED;
 	if (ip->frag_off & bpf_htons(IP_MF | IP_OFFSET))
 		return PARSE_FRAGMENT;

@@ -29,10 +29,19 @@ func newWordArray(n uint32, innerOf bool) (*wordArray, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating %d-word array: %w", n, err)
 	}
+	a, err := mapWords(m)
+	if err != nil {
+		m.Close()
+	}
+	return a, err
+}
+
+// mapWords maps an existing mmapable array of 64-bit values.
+func mapWords(m *ebpf.Map) (*wordArray, error) {
+	n := m.MaxEntries()
 	size := (int(n)*8 + os.Getpagesize() - 1) &^ (os.Getpagesize() - 1)
 	mem, err := unix.Mmap(m.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
-		m.Close()
 		return nil, fmt.Errorf("mapping %d-word array: %w", n, err)
 	}
 	return &wordArray{m: m, mem: mem, n: n}, nil

@@ -60,7 +60,7 @@ func (m *Mux) Process(frame []byte) Result {
 	if !ok {
 		return Result{Action: Pass, Counter: "pass_not_vip", Output: frame}
 	}
-	if c := checkIPv4Plain(ip); c != "" {
+	if c := checkIPv4Plain(ip, len(ip)); c != "" {
 		return drop(c)
 	}
 	tcp, c := tcpAfter(ip)
@@ -125,8 +125,9 @@ func (m *Mux) Process(frame []byte) Result {
 	return Result{Action: act, Counter: counter, Output: out}
 }
 
-// checkIPv4Plain mirrors check_ipv4_plain in bpf/include/parse.h.
-func checkIPv4Plain(ip []byte) string {
+// checkIPv4Plain mirrors check_ipv4_plain in bpf/include/parse.h; avail is
+// how many bytes the packet holds from the start of this header.
+func checkIPv4Plain(ip []byte, avail int) string {
 	version, ihl := ip[0]>>4, ip[0]&0x0f
 	if version != 4 || ihl < 5 {
 		return "drop_bad_header"
@@ -138,7 +139,7 @@ func checkIPv4Plain(ip []byte) string {
 	if tot < 20 {
 		return "drop_bad_header"
 	}
-	if tot > len(ip) {
+	if tot > avail {
 		return "drop_truncated"
 	}
 	if binary.BigEndian.Uint16(ip[6:])&0x3fff != 0 {

@@ -77,7 +77,9 @@ func muxScenario() (wiretest.MuxScenario, []wiretest.PacketCase) {
 		return wiretest.Segment{Flow: wire.Flow{Src: client, Dst: vip, SrcPort: portFor(bucket, dport), DstPort: dport, Proto: wire.ProtoTCP},
 			Flags: flags, Seq: 1000, Ack: 2000, IPID: 77}
 	}
-	frame := func(ip []byte) string { return hex.EncodeToString(wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, ip)) }
+	frame := func(ip []byte) string {
+		return hex.EncodeToString(wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, ip))
+	}
 	with := func(ip []byte, f func([]byte)) []byte { c := append([]byte(nil), ip...); f(c); return c }
 	data := seg(0, 80, wiretest.ACK)
 	data.Payload = []byte("GET / HTTP/1.1\r\n\r\n")
@@ -195,7 +197,16 @@ func TestVectorsMatchModel(t *testing.T) {
 			}
 		}
 		s.Cases = cases
+		as, acases := agentScenario()
+		a := modelAgent(&as)
+		for i := range acases {
+			if err := runAgentCase(a, &acases[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		as.Cases = acases
 		v := wiretest.Vectors{
+			Agent:    as,
 			Comment:  "Golden vectors of the Beamer wire format and data-path decisions (docs/wire-format.md). Checked against the BPF programs (pkg/dataplane tests) and the Go model (pkg/model tests). Regenerate with: go test ./pkg/model -run TestVectorsMatchModel -update",
 			FlowHash: hashVectors(),
 			Mux:      s,
@@ -218,6 +229,7 @@ func TestVectorsMatchModel(t *testing.T) {
 			t.Errorf("bucket of %#x in %d = %d, vector %d", h.Hash, h.Buckets, got, h.Bucket)
 		}
 	}
+	checkAgentVectors(t, v)
 	m := modelMux(t, &v.Mux)
 	for _, want := range v.Mux.Cases {
 		got := want

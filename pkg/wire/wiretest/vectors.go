@@ -75,9 +75,31 @@ type MuxScenario struct {
 	Cases      []PacketCase        `json:"cases"`
 }
 
-// AgentScenario is filled by the agent's vectors.
+// AgentVIPVector is one VIP the agent serves.
+type AgentVIPVector struct {
+	VIP     netip.Addr `json:"vip"`
+	Buckets uint32     `json:"buckets"`
+	Window  uint32     `json:"window_s"`
+}
+
+// SocketVector is a socket the server has: a listener on Local, or a
+// connection between Remote (the client) and Local (VIP:port).
+type SocketVector struct {
+	Kind   string         `json:"kind"` // "listen" or "connection"
+	Local  netip.AddrPort `json:"local"`
+	Remote netip.AddrPort `json:"remote,omitempty"`
+}
+
+// AgentScenario is a server agent and the cases run against it in order:
+// cases change the agent's state (generations and change times seen).
 type AgentScenario struct {
-	Cases []PacketCase `json:"cases,omitempty"`
+	Addr     netip.Addr       `json:"addr"`
+	Now      uint32           `json:"now"` // Unix seconds of the agent's clock
+	VIPs     []AgentVIPVector `json:"vips"`
+	Trusted  []netip.Prefix   `json:"trusted"`
+	Sockets  []SocketVector   `json:"sockets"`
+	NextHops []NextHopVector  `json:"nexthops"`
+	Cases    []PacketCase     `json:"cases"`
 }
 
 // Table builds the forwarding table the scenario describes.

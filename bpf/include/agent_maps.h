@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The server agent's maps (pkg/dataplane drives them from the agent config).
+ *
+ *   agent_vips       VIP -> struct agent_vip: the instance's bucket count B
+ *                    (to find the bucket of a packet, as the mux did), its
+ *                    chaining window, and where its per-bucket state lives.
+ *   trusted_sources  LPM trie of prefixes (muxes, fellow servers) whose
+ *                    encapsulated packets are accepted.
+ *   bucket_changed   per bucket: the latest "changed" time seen (Beamer §4.2:
+ *                    the chaining window runs from the highest timestamp).
+ *   generation_seen  per VIP slot: the highest mux generation seen.
+ *   agent_clock      word 0: Unix time minus boot time, in ns, kept current
+ *                    by the daemon (the option's times are Unix seconds).
+ */
+#ifndef BEAMER_AGENT_MAPS_H
+#define BEAMER_AGENT_MAPS_H
+
+#include "defs.h"
+
+#define AGENT_MAX_VIPS 1024
+#define AGENT_MAX_PREFIXES 1024
+
+struct agent_vip {
+	__u32 buckets;      /* B of the VIP's instance */
+	__u32 bucket_base;  /* first index of the VIP's buckets in bucket_changed */
+	__u32 slot;         /* index in generation_seen */
+	__u32 window;       /* chaining window in seconds; 0 = no daisy chaining */
+};
+
+struct lpm_v4_key {
+	__u32 prefixlen;
+	__be32 addr;
+};
+
+enum agent_counter {
+	AGENT_PASS_NOT_ENCAP = 0,   /* not IP-in-IP: ordinary traffic */
+	AGENT_PASS_NOT_FOR_US,      /* IP-in-IP to another address */
+	AGENT_LOCAL_SYN,            /* connection request: kept */
+	AGENT_LOCAL_SOCKET,         /* belongs to a local connection: kept */
+	AGENT_LOCAL_COOKIE,         /* ACK with a valid SYN cookie: kept */
+	AGENT_STACK_NO_OPTION,      /* MPTCP subflow port, unknown here: stack answers */
+	AGENT_CHAINED,              /* daisy-chained to the previous server */
+	AGENT_STACK_RESET,          /* current generation, not chainable: stack resets */
+	AGENT_DROP_STALE_GENERATION,/* from a mux behind the newest generation: dropped */
+	AGENT_DROP_UNTRUSTED,       /* outer source not a trusted prefix */
+	AGENT_DROP_TRUNCATED,
+	AGENT_DROP_BAD_HEADER,
+	AGENT_DROP_BAD_OPTION,      /* outer options that are not exactly the Beamer option */
+	AGENT_DROP_FRAGMENT,
+	AGENT_DROP_NOT_TCP,
+	AGENT_DROP_INNER_OPTIONS,   /* inner IPv4 options (the mux never sends them) */
+	AGENT_DROP_UNKNOWN_VIP,
+	AGENT_DROP_DECAP,           /* the kernel refused to strip the outer header */
+	AGENT_DROP_CHAIN_NO_ROUTE,  /* no route to the previous server */
+	AGENT_DROP_CHAIN_FAILED,    /* could not rewrite the packet */
+	AGENT_COUNTER_MAX,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, AGENT_MAX_VIPS);
+	__type(key, __be32);
+	__type(value, struct agent_vip);
+} agent_vips SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, AGENT_MAX_PREFIXES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct lpm_v4_key);
+	__type(value, __u8);
+} trusted_sources SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* resized at load to the sum of the VIPs' B */
+	__type(key, __u32);
+	__type(value, __u32);
+} bucket_changed SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, AGENT_MAX_VIPS);
+	__type(key, __u32);
+	__type(value, __u32);
+} generation_seen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u64);
+} agent_clock SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, AGENT_COUNTER_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} agent_counters SEC(".maps");
+
+INLINE void agent_count(enum agent_counter c)
+{
+	__u32 key = c;
+	__u64 *v = bpf_map_lookup_elem(&agent_counters, &key);
+
+	if (v)
+		*v += 1;
+}
+
+/* Raises *p to v if v is higher; returns the value now held. Lock-free: a
+ * compare-and-swap loop, bounded because each failed round means another CPU
+ * raised the value. */
+INLINE __u32 atomic_max_u32(__u32 *p, __u32 v)
+{
+	__u32 cur = *(volatile __u32 *)p;
+
+	for (int i = 0; i < 4 && v > cur; i++) {
+		__u32 seen = __sync_val_compare_and_swap(p, cur, v);
+		if (seen == cur)
+			return v;
+		cur = seen;
+	}
+	return cur > v ? cur : v;
+}
+
+#endif

@@ -1,0 +1,175 @@
+package dataplane
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+)
+
+// AgentVIP is one VIP a server serves, with what the agent must know of its
+// instance to daisy-chain: the bucket count B (the agent finds a packet's
+// bucket as the mux did) and the chaining window (0 turns chaining off, as
+// the Maglev strategy wants).
+type AgentVIP struct {
+	VIP         netip.Addr
+	Buckets     uint32
+	ChainWindow time.Duration
+}
+
+// AgentOptions configure the agent program at load time.
+type AgentOptions struct {
+	Addr    netip.Addr     // this server's address (its DIP)
+	VIPs    []AgentVIP     // the VIPs it serves (on its loopback)
+	Trusted []netip.Prefix // sources whose encapsulated packets are accepted
+}
+
+// Agent is the loaded server agent program and its maps.
+type Agent struct {
+	objs     agentObjects
+	counters *counterSet
+	clock    *wordArray
+}
+
+// LoadAgent validates the options and loads the agent program.
+func LoadAgent(opts AgentOptions) (*Agent, error) {
+	if !opts.Addr.Is4() || opts.Addr.IsUnspecified() {
+		return nil, fmt.Errorf("agent address %v is not a unicast IPv4 address", opts.Addr)
+	}
+	if len(opts.VIPs) == 0 {
+		return nil, fmt.Errorf("agent serves no VIP")
+	}
+	if len(opts.Trusted) == 0 {
+		return nil, fmt.Errorf("agent trusts no source prefix: every encapsulated packet would be dropped")
+	}
+	total := uint64(0)
+	seen := map[netip.Addr]bool{}
+	for _, v := range opts.VIPs {
+		if !v.VIP.Is4() || v.VIP.IsUnspecified() || seen[v.VIP] {
+			return nil, fmt.Errorf("VIP %v is not a unicast IPv4 address or is listed twice", v.VIP)
+		}
+		seen[v.VIP] = true
+		if v.Buckets == 0 || v.Buckets > 1<<24 {
+			return nil, fmt.Errorf("VIP %v: bucket count %d must be in 1–%d", v.VIP, v.Buckets, 1<<24)
+		}
+		if v.ChainWindow < 0 || v.ChainWindow > 24*time.Hour {
+			return nil, fmt.Errorf("VIP %v: chaining window %v must be within 0–24h", v.VIP, v.ChainWindow)
+		}
+		total += uint64(v.Buckets)
+	}
+	for _, p := range opts.Trusted {
+		if !p.Addr().Is4() {
+			return nil, fmt.Errorf("trusted prefix %v is not IPv4", p)
+		}
+	}
+	if total > 1<<26 {
+		return nil, fmt.Errorf("VIPs have %d buckets in all; at most %d", total, 1<<26)
+	}
+
+	spec, err := loadAgent()
+	if err != nil {
+		return nil, err
+	}
+	if err := spec.Variables["local_addr"].Set(opts.Addr.As4()); err != nil {
+		return nil, err
+	}
+	spec.Maps["bucket_changed"].MaxEntries = uint32(total)
+	a := &Agent{}
+	if err := spec.LoadAndAssign(&a.objs, nil); err != nil {
+		return nil, fmt.Errorf("loading agent program: %w", err)
+	}
+	if err := a.configure(spec, opts); err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *Agent) configure(spec *ebpf.CollectionSpec, opts AgentOptions) error {
+	var err error
+	if a.counters, err = newCounterSet(spec, a.objs.AgentCounters, "agent_counter", "AGENT_"); err != nil {
+		return err
+	}
+	if a.clock, err = mapWords(a.objs.AgentClock); err != nil {
+		return err
+	}
+	a.SyncClock(time.Now())
+	base := uint32(0)
+	for slot, v := range opts.VIPs {
+		rec := agentAgentVip{Buckets: v.Buckets, BucketBase: base, Slot: uint32(slot), Window: uint32(v.ChainWindow / time.Second)}
+		if err := a.objs.AgentVips.Put(v.VIP.As4(), &rec); err != nil {
+			return fmt.Errorf("VIP %v: %w", v.VIP, err)
+		}
+		base += v.Buckets
+	}
+	for _, p := range opts.Trusted {
+		key := agentLpmV4Key{Prefixlen: uint32(p.Bits()), Addr: beU32(p.Masked().Addr())}
+		if err := a.objs.TrustedSources.Put(&key, uint8(1)); err != nil {
+			return fmt.Errorf("trusted prefix %v: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// beU32 is an IPv4 address as the uint32 whose memory holds it in network
+// order (how C sees a __be32 on this little-endian machine).
+func beU32(a netip.Addr) uint32 {
+	b := a.As4()
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+// SyncClock tells the program what Unix time it is now: the option's change
+// times are Unix seconds, the kernel's cheap clock counts from boot. The
+// daemon calls it periodically so wall-clock steps are followed.
+func (a *Agent) SyncClock(now time.Time) {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts)
+	a.clock.store(0, uint64(now.UnixNano()-ts.Nano()))
+}
+
+// Program is the tc program, for attaching or test runs.
+func (a *Agent) Program() *ebpf.Program { return a.objs.BeamerAgent }
+
+// Counters returns every decision counter summed over CPUs.
+func (a *Agent) Counters() (map[string]uint64, error) { return a.counters.Read() }
+
+// CounterNames lists the counters in the order the program defines them.
+func (a *Agent) CounterNames() []string { return a.counters.Names() }
+
+// GenerationSeen is the highest mux generation seen for the i-th VIP.
+func (a *Agent) GenerationSeen(i int) (uint32, error) {
+	var g uint32
+	err := a.objs.GenerationSeen.Lookup(uint32(i), &g)
+	return g, err
+}
+
+// SetGenerationSeen overwrites the highest generation seen for the i-th VIP
+// (tests use it to set up a case).
+func (a *Agent) SetGenerationSeen(i int, g uint32) error {
+	return a.objs.GenerationSeen.Put(uint32(i), g)
+}
+
+// Attach attaches the agent to the ingress of the named interface (tcx).
+func (a *Agent) Attach(iface string) (link.Link, error) {
+	ifi, err := net.InterfaceByName(iface)
+	if err != nil {
+		return nil, err
+	}
+	l, err := link.AttachTCX(link.TCXOptions{Program: a.objs.BeamerAgent, Attach: ebpf.AttachTCXIngress, Interface: ifi.Index})
+	if err != nil {
+		return nil, fmt.Errorf("attaching agent to %s ingress: %w", iface, err)
+	}
+	return l, nil
+}
+
+// Close releases the program and maps.
+func (a *Agent) Close() error {
+	if a.clock != nil {
+		unix.Munmap(a.clock.mem)
+	}
+	return a.objs.Close()
+}

@@ -1,0 +1,181 @@
+package model
+
+import (
+	"encoding/hex"
+	"net"
+	"net/netip"
+	"testing"
+
+	"github.com/beamer-lb/beamer/pkg/wire"
+	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
+)
+
+var (
+	serverA = netip.MustParseAddr("198.18.0.10") // previous owner
+	serverB = netip.MustParseAddr("198.18.0.11") // the agent under test
+	vip2    = netip.MustParseAddr("198.18.100.2")
+)
+
+const agentNow = 1763700300
+
+// agentScenario is the agent half of testdata/vectors.json before outputs:
+// server B serves two VIPs (one with chaining, one without), A is the
+// previous owner of moved buckets.
+func agentScenario() (wiretest.AgentScenario, []wiretest.PacketCase) {
+	s := wiretest.AgentScenario{
+		Addr: serverB,
+		Now:  agentNow,
+		VIPs: []wiretest.AgentVIPVector{
+			{VIP: vip, Buckets: 16, Window: 240},
+			{VIP: vip2, Buckets: 8, Window: 0},
+		},
+		Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
+		Sockets: []wiretest.SocketVector{
+			{Kind: "listen", Local: netip.AddrPortFrom(vip, 80)},
+			{Kind: "listen", Local: netip.AddrPortFrom(vip2, 80)},
+			{Kind: "connection", Local: netip.AddrPortFrom(vip, 80), Remote: netip.AddrPortFrom(client, 41000)},
+			{Kind: "connection", Local: netip.AddrPortFrom(vip, 1026), Remote: netip.AddrPortFrom(client, 41001)},
+		},
+		NextHops: []wiretest.NextHopVector{
+			{Addr: serverA, Result: "redirect", DstMAC: "02:be:a0:00:01:10", SrcMAC: "02:be:a0:00:00:11"},
+			{Addr: netip.MustParseAddr("198.18.0.14"), Result: "no_neigh"},
+			{Addr: netip.MustParseAddr("198.19.250.1"), Result: "no_route"},
+		},
+	}
+	serverMAC := net.HardwareAddr{0x02, 0xbe, 0xa0, 0x00, 0x00, 0x11}
+	frame := func(outer []byte) string {
+		return hex.EncodeToString(wiretest.Frame(wiretest.MuxMAC, serverMAC, outer))
+	}
+	seg := func(dst netip.Addr, sport, dport uint16, flags int) wiretest.Segment {
+		return wiretest.Segment{Flow: wire.Flow{Src: client, Dst: dst, SrcPort: sport, DstPort: dport, Proto: wire.ProtoTCP},
+			Flags: flags, Seq: 5000, Ack: 6000, IPID: 9, Payload: []byte("x")}
+	}
+	enc := func(src, dst netip.Addr, inner []byte, opt *wire.Option) []byte {
+		b, err := wire.Encapsulate(inner, src, dst, opt)
+		if err != nil {
+			panic(err)
+		}
+		return b
+	}
+	opt := func(prev netip.Addr, changed, gen uint32, flags uint8) *wire.Option {
+		return &wire.Option{Previous: prev, Changed: changed, Generation: gen, Flags: flags}
+	}
+	fromMux := func(inner []byte, o *wire.Option) string { return frame(enc(muxAddr, serverB, inner, o)) }
+	with := func(b []byte, f func([]byte)) []byte { c := append([]byte(nil), b...); f(c); return c }
+	stray := seg(vip, 42000, 80, wiretest.ACK).IPv4()  // mid-connection packet unknown to B
+	stray2 := seg(vip, 42001, 80, wiretest.ACK).IPv4() // another one
+	noPrev := netip.MustParseAddr("0.0.0.0")
+	open := uint32(agentNow - 10)
+	closed := uint32(agentNow - 241)
+
+	// A client port whose flow lands in the same bucket as stray's.
+	strayBucket := wire.Flow{Src: client, Dst: vip, SrcPort: 42000, DstPort: 80, Proto: 6}.Bucket(16)
+	sameBucket := uint16(0)
+	for p := uint16(43000); sameBucket == 0; p++ {
+		if (wire.Flow{Src: client, Dst: vip, SrcPort: p, DstPort: 80, Proto: 6}).Bucket(16) == strayBucket {
+			sameBucket = p
+		}
+	}
+	otherBucket := uint16(0)
+	for p := uint16(44000); otherBucket == 0; p++ {
+		if (wire.Flow{Src: client, Dst: vip, SrcPort: p, DstPort: 80, Proto: 6}).Bucket(16) != strayBucket {
+			otherBucket = p
+		}
+	}
+	plainTCP := wiretest.Frame(wiretest.MuxMAC, serverMAC, seg(serverB, 42000, 22, wiretest.ACK).IPv4())
+
+	cases := []wiretest.PacketCase{
+		{Name: "plain traffic to the server passes untouched", Input: hex.EncodeToString(plainTCP)},
+		{Name: "ip-in-ip to another address passes", Input: frame(enc(muxAddr, netip.MustParseAddr("198.18.0.99"), stray, opt(serverA, open, 5, 0)))},
+		{Name: "untrusted source is dropped", Input: frame(enc(netip.MustParseAddr("198.18.9.1"), serverB, stray, opt(serverA, open, 5, 0)))},
+		{Name: "syn is kept", Input: fromMux(seg(vip, 42010, 80, wiretest.SYN).IPv4(), opt(serverA, open, 5, 0))},
+		{Name: "syn without listener is kept for the stack to refuse", Input: fromMux(seg(vip, 42010, 81, wiretest.SYN).IPv4(), opt(noPrev, 0, 5, 0))},
+		{Name: "packet of a local connection is kept", Input: fromMux(seg(vip, 41000, 80, wiretest.ACK).IPv4(), opt(serverA, open, 5, 0))},
+		{Name: "stray packet in open window is chained to previous server", Input: fromMux(stray, opt(serverA, open, 5, 0))},
+		{Name: "stray packet already chained is not chained again: stack resets", Input: fromMux(stray, opt(serverA, open, 5, wire.FlagChained))},
+		{Name: "same bucket with older change time still chains: highest time seen counts", Input: fromMux(seg(vip, sameBucket, 80, wiretest.ACK).IPv4(), opt(serverA, closed, 5, 0))},
+		{Name: "other bucket with closed window is not chained: stack resets", Input: fromMux(seg(vip, otherBucket, 80, wiretest.ACK).IPv4(), opt(serverA, closed, 5, 0))},
+		{Name: "newer generation raises the highest seen", Input: fromMux(stray2, opt(noPrev, 0, 6, 0))},
+		{Name: "stale generation without chaining is dropped", Input: fromMux(seg(vip, otherBucket, 80, wiretest.ACK).IPv4(), opt(serverA, closed, 5, 0))},
+		{Name: "stale generation in open window still chains", Input: fromMux(stray, opt(serverA, open, 4, 0))},
+		{Name: "previous server is this server: not chained", Input: fromMux(stray2, opt(serverB, open, 6, 0))},
+		{Name: "vip without chaining resets at current generation", Input: fromMux(seg(vip2, 42000, 80, wiretest.ACK).IPv4(), opt(serverA, open, 6, 0))},
+		{Name: "mptcp subflow of a local connection is kept", Input: frame(enc(muxAddr, serverB, seg(vip, 41001, 1026, wiretest.ACK).IPv4(), nil))},
+		{Name: "mptcp subflow unknown here goes to the stack", Input: frame(enc(muxAddr, serverB, seg(vip, 41002, 1026, wiretest.ACK).IPv4(), nil))},
+		{Name: "chain towards unresolved neighbour lets the kernel resolve it", Input: fromMux(stray2, opt(netip.MustParseAddr("198.18.0.14"), open, 6, 0))},
+		{Name: "chain towards unroutable server is dropped", Input: fromMux(stray2, opt(netip.MustParseAddr("198.19.250.1"), open, 6, 0))},
+		{Name: "chained packet from a fellow server is reset at current generation", Input: frame(enc(serverA, serverB, stray2, opt(serverB, open, 6, wire.FlagChained)))},
+		{Name: "unknown option type is dropped", Input: frame(with(enc(muxAddr, serverB, stray, opt(serverA, open, 6, 0)), func(b []byte) { b[20] = 0x44 }))},
+		{Name: "outer header of 24 bytes is dropped", Input: frame(with(enc(muxAddr, serverB, stray, opt(serverA, open, 6, 0)), func(b []byte) { b[0] = 0x46 }))},
+		{Name: "outer fragment is dropped", Input: frame(with(enc(muxAddr, serverB, stray, opt(serverA, open, 6, 0)), func(b []byte) { b[6] = 0x20 }))},
+		{Name: "outer total length beyond packet is dropped", Input: frame(with(enc(muxAddr, serverB, stray, opt(serverA, open, 6, 0)), func(b []byte) { b[2], b[3] = 0x05, 0xdc }))},
+		{Name: "inner udp is dropped", Input: fromMux(with(stray, func(b []byte) { b[9] = 17 }), opt(serverA, open, 6, 0))},
+		{Name: "inner ip options are dropped", Input: fromMux(with(stray, func(b []byte) { b[0] = 0x46 }), opt(serverA, open, 6, 0))},
+		{Name: "inner tcp cut short is dropped", Input: fromMux(with(stray, func(b []byte) { b[32] = 0xf0 }), opt(serverA, open, 6, 0))},
+		{Name: "unknown vip is dropped", Input: fromMux(seg(netip.MustParseAddr("198.18.100.77"), 42000, 80, wiretest.ACK).IPv4(), opt(serverA, open, 6, 0))},
+	}
+	return s, cases
+}
+
+// modelAgent builds the reference agent for a scenario.
+func modelAgent(s *wiretest.AgentScenario) *Agent {
+	a := &Agent{Addr: s.Addr, VIPs: map[netip.Addr]AgentVIP{}, Trusted: s.Trusted, Now: s.Now,
+		GenSeen: map[uint32]uint32{}, Changed: map[[2]uint32]uint32{}}
+	for i, v := range s.VIPs {
+		a.VIPs[v.VIP] = AgentVIP{Buckets: v.Buckets, Window: v.Window, Slot: uint32(i)}
+	}
+	a.Socket = func(c, v netip.AddrPort) Socket {
+		found := NoSocket
+		for _, sk := range s.Sockets {
+			if sk.Local != v {
+				continue
+			}
+			if sk.Kind == "connection" && sk.Remote == c {
+				return Connection
+			}
+			if sk.Kind == "listen" {
+				found = Listener
+			}
+		}
+		return found
+	}
+	hops := map[netip.Addr]NextHop{}
+	for _, h := range s.NextHops {
+		d, _ := net.ParseMAC(h.DstMAC)
+		sm, _ := net.ParseMAC(h.SrcMAC)
+		hops[h.Addr] = NextHop{Result: h.Result, DstMAC: d, SrcMAC: sm}
+	}
+	a.NextHops = func(x netip.Addr) NextHop {
+		if h, ok := hops[x]; ok {
+			return h
+		}
+		return NextHop{Result: "no_route"}
+	}
+	return a
+}
+
+func runAgentCase(a *Agent, c *wiretest.PacketCase) error {
+	in, err := hex.DecodeString(c.Input)
+	if err != nil {
+		return err
+	}
+	r := a.Process(in)
+	c.Action, c.Counter, c.Output = string(r.Action), r.Counter, ""
+	if r.Action != Drop {
+		c.Output = hex.EncodeToString(r.Output)
+	}
+	return nil
+}
+
+func checkAgentVectors(t *testing.T, v *wiretest.Vectors) {
+	a := modelAgent(&v.Agent)
+	for _, want := range v.Agent.Cases {
+		got := want
+		if err := runAgentCase(a, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Action != want.Action || got.Counter != want.Counter || got.Output != want.Output {
+			t.Errorf("agent %s: model %s/%s, vector %s/%s\nmodel  %s\nvector %s", want.Name, got.Action, got.Counter, want.Action, want.Counter, got.Output, want.Output)
+		}
+	}
+}
