@@ -74,7 +74,6 @@ func newMuxBench(t *testing.T, s *wiretest.MuxScenario) *muxBench {
 	return &muxBench{ns: ns, ifindex: eth0.Attrs().Index}
 }
 
-
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
