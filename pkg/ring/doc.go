@@ -1,0 +1,24 @@
+// Package ring stores and reads the "mux ring" of a load-balancer instance
+// (Beamer §4.5, Fig. 10–11): the forwarding state muxes load, as a chain
+// of generations in the control store.
+//
+// Each generation N holds a delta (the forwarding.Delta turning generation
+// N-1 into N) and optionally a blob (the whole forwarding.Table at N). Two
+// pointers say what is current: latest-gen (the newest complete
+// generation) and latest-blob (the newest generation with a blob). A mux
+// starts from the latest blob and applies the deltas after it in order;
+// then it watches latest-gen.
+//
+// Deltas and blobs are "objects": a 32-byte header (magic, format version,
+// kind, codec, generation, chunk count, lengths, CRC32C of the payload and
+// of the header itself) followed by the zlib-compressed payload, split into
+// chunk keys no larger than the store's value limit. A reader checks the
+// header, the chunk count, every length and the checksum before it
+// decompresses, and decodes into fresh memory; a corrupt object is an
+// error and nothing of it reaches the caller's table.
+//
+// Writer is the controller's side: it publishes a generation by writing
+// all its chunks first and moving latest-gen (and latest-blob) last, in one
+// atomic commit, and deletes generations older than the latest blob.
+// Follower is the mux's side. The byte layout is in docs/control-plane.md.
+package ring

@@ -1,0 +1,217 @@
+package ring
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/store"
+)
+
+// Applier is the mux data plane as the Follower sees it. Calls come from
+// one goroutine, in generation order.
+type Applier interface {
+	// ApplyDelta applies d, the generation right after the last one
+	// applied. d has been checked against that table (forwarding.Table.Check)
+	// so it applies in full; the Applier owns d.
+	ApplyDelta(d *forwarding.Delta) error
+	// Replace installs a whole table (verified with Validate), after the
+	// follower fell behind a garbage-collected generation, skipped a corrupt
+	// delta by way of a newer blob, or after an Applier error left the data
+	// plane in an unknown state. The Applier owns t.
+	Replace(t *forwarding.Table) error
+}
+
+// FollowerOptions tune a Follower; zero values take the defaults.
+type FollowerOptions struct {
+	// Poll: re-read latest-gen this often even without a watch
+	// notification, in case a notification was lost (default 10 s).
+	Poll time.Duration
+	// RoundTimeout bounds one catch-up round (default 60 s).
+	RoundTimeout time.Duration
+	// Backoff after a failed round grows from MinBackoff to MaxBackoff
+	// (defaults 200 ms and 10 s).
+	MinBackoff, MaxBackoff time.Duration
+	// OnError, if set, is called with every failed round's error (store
+	// unreachable, corrupt object, instance deleted, Applier failure). The
+	// last good state stays in force in all these cases.
+	OnError func(error)
+}
+
+// Status is a Follower's progress, for metrics and `beamer mux status`.
+type Status struct {
+	Generation uint32    // last generation applied
+	Updated    time.Time // when it was applied
+	Errors     uint64    // failed rounds so far
+	LastError  error     // error of the last failed round, nil after a good one
+	Resyncs    uint64    // full-table replacements after start
+}
+
+// Follower keeps a mux's forwarding state in step with an instance's mux
+// ring. It only reads the store.
+type Follower struct {
+	st   store.Store
+	k    Keys
+	opts FollowerOptions
+
+	table       *forwarding.Table // the follower's model of what the Applier holds
+	needReplace bool
+
+	mu     sync.Mutex
+	status Status
+}
+
+// NewFollower returns a Follower of the instance whose keys are k.
+func NewFollower(st store.Store, k Keys, opts FollowerOptions) *Follower {
+	if opts.Poll == 0 {
+		opts.Poll = 10 * time.Second
+	}
+	if opts.RoundTimeout == 0 {
+		opts.RoundTimeout = 60 * time.Second
+	}
+	if opts.MinBackoff == 0 {
+		opts.MinBackoff = 200 * time.Millisecond
+	}
+	if opts.MaxBackoff == 0 {
+		opts.MaxBackoff = 10 * time.Second
+	}
+	return &Follower{st: st, k: k, opts: opts}
+}
+
+// Load performs a cold start: the latest blob, then the deltas after it in
+// order. The returned table is the caller's.
+func (f *Follower) Load(ctx context.Context) (*forwarding.Table, LoadStats, error) {
+	t, _, s, err := load(ctx, f.st, f.k)
+	if errors.Is(err, store.ErrNotFound) {
+		if _, cerr := f.st.Get(ctx, f.k.Config()); errors.Is(cerr, store.ErrNotFound) {
+			err = fmt.Errorf("%w: %s", ErrNoInstance, f.k.Instance)
+		}
+	}
+	return t, s, err
+}
+
+// Run follows the ring from t (the table the Applier holds, normally the
+// result of Load) until ctx ends, and returns ctx's error. It never gives
+// up on store errors: it reports them, keeps the last good state, retries
+// with backoff and catches up when the store is back.
+func (f *Follower) Run(ctx context.Context, t *forwarding.Table, a Applier) error {
+	f.table = t.Clone()
+	f.setStatus(func(s *Status) { s.Generation, s.Updated = t.Generation, time.Now() })
+	notify := f.st.Watch(ctx, f.k.LatestGen())
+	poll := time.NewTicker(f.opts.Poll)
+	defer poll.Stop()
+	pause := store.NewBackoff(f.opts.MinBackoff, f.opts.MaxBackoff)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, f.opts.RoundTimeout)
+		err := f.round(rctx, a)
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			f.setStatus(func(s *Status) { s.Errors++; s.LastError = err })
+			if f.opts.OnError != nil {
+				f.opts.OnError(err)
+			}
+			if !pause.Sleep(ctx) {
+				return ctx.Err()
+			}
+			continue
+		}
+		pause.Reset()
+		f.setStatus(func(s *Status) { s.LastError = nil })
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case _, ok := <-notify:
+			if !ok {
+				notify = nil // store closed: polling keeps reporting
+			}
+		case <-poll.C:
+		}
+	}
+}
+
+// Status returns a snapshot of the follower's progress.
+func (f *Follower) Status() Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.status
+}
+
+func (f *Follower) setStatus(change func(*Status)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	change(&f.status)
+}
+
+// round brings the Applier up to latest-gen.
+func (f *Follower) round(ctx context.Context, a Applier) error {
+	if f.needReplace {
+		return f.replace(a, f.table)
+	}
+	p, err := readPointers(ctx, f.st, f.k)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("ring: %s: %w (keeping generation %d)", f.k.Instance, ErrNoInstance, f.table.Generation)
+	}
+	if err != nil {
+		return err
+	}
+	if p.gen < f.table.Generation {
+		// The ring went back: the instance was deleted and re-created.
+		return f.resync(ctx, a)
+	}
+	for g := f.table.Generation + 1; g <= p.gen && g != 0; g++ {
+		d, _, err := readDelta(ctx, f.st, f.k, g)
+		if err == nil {
+			if cerr := f.table.Check(d); cerr != nil {
+				err = fmt.Errorf("%w: delta of generation %d does not apply to %d: %v", ErrCorrupt, g, f.table.Generation, cerr)
+			}
+		}
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return f.resync(ctx, a) // garbage-collected: we fell behind a blob
+		case errors.Is(err, ErrCorrupt) && p.blob >= g:
+			// A newer blob covers the bad delta.
+			if rerr := f.resync(ctx, a); rerr != nil {
+				return errors.Join(err, rerr)
+			}
+			return err // still report the corrupt delta
+		case err != nil:
+			return err
+		}
+		if err := a.ApplyDelta(d); err != nil {
+			f.needReplace = true
+			return fmt.Errorf("ring: data plane failed to apply generation %d: %w", g, err)
+		}
+		if err := f.table.Apply(d); err != nil {
+			return err // cannot happen: Check passed
+		}
+		f.setStatus(func(s *Status) { s.Generation, s.Updated = g, time.Now() })
+	}
+	return nil
+}
+
+// resync replaces the Applier's table with a fresh cold start.
+func (f *Follower) resync(ctx context.Context, a Applier) error {
+	t, _, _, err := load(ctx, f.st, f.k)
+	if err != nil {
+		return err
+	}
+	return f.replace(a, t)
+}
+
+func (f *Follower) replace(a Applier, t *forwarding.Table) error {
+	if err := a.Replace(t.Clone()); err != nil {
+		f.needReplace = true
+		f.table = t
+		return fmt.Errorf("ring: data plane failed to install generation %d: %w", t.Generation, err)
+	}
+	f.needReplace = false
+	f.table = t
+	f.setStatus(func(s *Status) { s.Generation, s.Updated = t.Generation, time.Now(); s.Resyncs++ })
+	return nil
+}

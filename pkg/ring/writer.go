@@ -1,0 +1,240 @@
+package ring
+
+import (
+	"compress/zlib"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/store"
+)
+
+// WriterOptions tune when blobs are written.
+type WriterOptions struct {
+	// BlobEvery: a blob is written at least every BlobEvery generations
+	// (0 = 64), and earlier when the deltas since the last blob add up to
+	// more bytes than that blob — past that point a cold start reads less
+	// from a fresh blob.
+	BlobEvery uint32
+	// ChunkSize bounds each stored chunk; 0 = the store's MaxValueSize.
+	ChunkSize int
+	// Level is the zlib level; 0 = zlib.BestSpeed (see docs/control-plane.md
+	// for the measurements behind this default).
+	Level int
+}
+
+func (o *WriterOptions) fill(st store.Store) {
+	if o.BlobEvery == 0 {
+		o.BlobEvery = 64
+	}
+	if o.ChunkSize == 0 {
+		o.ChunkSize = st.MaxValueSize()
+	}
+	if o.Level == 0 {
+		o.Level = zlib.BestSpeed
+	}
+}
+
+// Writer publishes generations of one instance's mux ring. It is used by
+// the (single, elected) controller, through a fenced store.
+type Writer struct {
+	st   store.Store
+	k    Keys
+	opts WriterOptions
+
+	table      *forwarding.Table
+	ptr        pointers
+	blobBytes  int // size of the latest blob
+	deltaBytes int // size of the deltas after it
+	broken     error
+}
+
+// ErrExists is returned by Create for an instance that already exists.
+var ErrExists = errors.New("ring: instance already exists")
+
+// ErrGC wraps garbage-collection failures reported after a successful
+// publication: the generation is published, old ones are left for later.
+var ErrGC = errors.New("ring: garbage collection failed")
+
+// Create writes a new instance: its configuration and generation 0, a blob
+// of B unowned buckets. The configuration and both pointers appear in one
+// commit, after the blob, so the instance becomes visible complete or not
+// at all; leftovers of an earlier failed Create are overwritten.
+func Create(ctx context.Context, st store.Store, k Keys, in *forwarding.Instance, opts WriterOptions) (*Writer, error) {
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	opts.fill(st)
+	if _, err := st.Get(ctx, k.Config()); err == nil {
+		return nil, fmt.Errorf("%w: %s", ErrExists, in.Name)
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	cfg, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	t := forwarding.NewTable(int(in.Buckets))
+	if err := store.DeleteTree(ctx, st, k.Ring()); err != nil {
+		return nil, err
+	}
+	obj, err := encodeObject(KindBlob, 0, marshalBlob(t), opts.Level)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := writeObject(ctx, st, k.objectDir(0, KindBlob), obj, opts.ChunkSize); err != nil {
+		return nil, err
+	}
+	err = st.Commit(ctx,
+		store.IfAbsent(k.Config()),
+		store.Put(k.LatestBlob(), formatPointer(0)),
+		store.Put(k.LatestGen(), formatPointer(0)),
+		store.Put(k.Config(), cfg))
+	if errors.Is(err, store.ErrConflict) {
+		return nil, fmt.Errorf("%w: %s", ErrExists, in.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return Open(ctx, st, k, opts)
+}
+
+// Open loads the current state of an existing ring, exactly as a mux
+// would, so the writer continues from what is really published: after a
+// controller crash, a half-written generation above latest-gen is ignored
+// here and overwritten by the next Publish.
+func Open(ctx context.Context, st store.Store, k Keys, opts WriterOptions) (*Writer, error) {
+	opts.fill(st)
+	t, p, s, err := load(ctx, st, k)
+	if err != nil {
+		return nil, err
+	}
+	return &Writer{st: st, k: k, opts: opts, table: t, ptr: p, blobBytes: s.BlobBytes, deltaBytes: s.DeltaBytes}, nil
+}
+
+// Table is the published table. It is the writer's own: read it, never
+// modify it (copying 6.4 M buckets per operation would cost more than the
+// operation).
+func (w *Writer) Table() *forwarding.Table { return w.table }
+
+// LatestBlob is the generation of the newest blob.
+func (w *Writer) LatestBlob() uint32 { return w.ptr.blob }
+
+// PublishStats describes one publication.
+type PublishStats struct {
+	Generation uint32
+	DeltaBytes int // stored bytes of the delta
+	BlobBytes  int // stored bytes of the blob, 0 if none was written
+	Collected  int // generations garbage-collected
+}
+
+// Publish makes d the next generation: d.Generation must be
+// Table().Generation+1 and d must apply to Table(). The delta (and a blob
+// when one is due) are written first; latest-gen moves last, in one commit
+// conditional on nobody else having moved it. Once a blob is published,
+// generations older than it are deleted.
+//
+// After an error other than ErrGC the writer refuses further work: the
+// store may or may not hold the generation (a timeout can hide a commit),
+// so the caller must Open a new Writer, which reads what is really there.
+func (w *Writer) Publish(ctx context.Context, d *forwarding.Delta) (PublishStats, error) {
+	var ps PublishStats
+	if w.broken != nil {
+		return ps, fmt.Errorf("ring: writer unusable after an earlier failure, reopen it: %w", w.broken)
+	}
+	if err := w.table.Check(d); err != nil {
+		return ps, err
+	}
+	ps, err := w.publish(ctx, d)
+	if err != nil && !errors.Is(err, ErrGC) {
+		w.broken = err
+	}
+	return ps, err
+}
+
+func (w *Writer) publish(ctx context.Context, d *forwarding.Delta) (PublishStats, error) {
+	ps := PublishStats{Generation: d.Generation}
+	gen := d.Generation
+	// A crashed predecessor may have left part of this generation behind.
+	if err := store.DeleteTree(ctx, w.st, w.k.Gen(gen)); err != nil {
+		return ps, err
+	}
+	obj, err := encodeObject(KindDelta, gen, marshalDelta(d), w.opts.Level)
+	if err != nil {
+		return ps, err
+	}
+	if ps.DeltaBytes, err = writeObject(ctx, w.st, w.k.objectDir(gen, KindDelta), obj, w.opts.ChunkSize); err != nil {
+		return ps, err
+	}
+	next := w.table
+	blobDue := gen-w.ptr.blob >= w.opts.BlobEvery || w.deltaBytes+ps.DeltaBytes > w.blobBytes
+	if blobDue {
+		next = w.table.Clone()
+		if err := next.Apply(d); err != nil {
+			return ps, err
+		}
+		obj, err := encodeObject(KindBlob, gen, marshalBlob(next), w.opts.Level)
+		if err != nil {
+			return ps, err
+		}
+		if ps.BlobBytes, err = writeObject(ctx, w.st, w.k.objectDir(gen, KindBlob), obj, w.opts.ChunkSize); err != nil {
+			return ps, err
+		}
+	}
+	ops := []store.Op{store.IfVersion(w.k.LatestGen(), w.ptr.genVersion), store.Put(w.k.LatestGen(), formatPointer(gen))}
+	if blobDue {
+		ops = append(ops, store.Put(w.k.LatestBlob(), formatPointer(gen)))
+	}
+	if err := w.st.Commit(ctx, ops...); err != nil {
+		return ps, fmt.Errorf("ring: move latest-gen of %s to %d: %w", w.k.Instance, gen, err)
+	}
+	// Published. Bring the in-memory state along; re-read the versions the
+	// next conditional commit needs.
+	if blobDue {
+		w.table = next
+		w.ptr.blob = gen
+		w.blobBytes, w.deltaBytes = ps.BlobBytes, 0
+	} else {
+		if err := w.table.Apply(d); err != nil {
+			return ps, err // cannot happen: Check passed
+		}
+		w.deltaBytes += ps.DeltaBytes
+	}
+	w.ptr.gen = gen
+	it, err := w.st.Get(ctx, w.k.LatestGen())
+	if err != nil {
+		return ps, err
+	}
+	w.ptr.genVersion = it.Version
+	if blobDue {
+		ps.Collected, err = w.GC(ctx)
+		if err != nil {
+			return ps, fmt.Errorf("%w: %v", ErrGC, err)
+		}
+	}
+	return ps, nil
+}
+
+// GC deletes the generations older than the latest blob (§4.5 invariant c:
+// no mux needs them — a mux that was still reading them starts over from
+// the latest blob). It returns how many it deleted.
+func (w *Writer) GC(ctx context.Context) (int, error) {
+	names, err := w.st.Children(ctx, w.k.Gens())
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, name := range names {
+		g, ok := parseGen(name)
+		if !ok || g >= w.ptr.blob {
+			continue
+		}
+		if err := store.DeleteTree(ctx, w.st, w.k.Gen(g)); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
