@@ -143,10 +143,10 @@ func TestCorruptionDetected(t *testing.T) {
 // content is wrong; the decoder must still refuse it.
 func TestCorruptPayloadWithValidChecksums(t *testing.T) {
 	cases := map[string][]byte{
-		"count too large":   {0xff, 0xff, 0xff, 0x0f},
-		"truncated servers": {2, 0, 0, 0, 1, 4, 0, 1},
-		"trailing bytes":    {0, 0, 0, 0, 0, 0, 0, 0, 9},
-		"bad server op":     append([]byte{1, 0, 0, 0, 1, 4, 7, 1, 10, 0, 0, 1}, 0, 0, 0, 0),
+		"count too large":    {0xff, 0xff, 0xff, 0x0f},
+		"truncated servers":  {2, 0, 0, 0, 1, 4, 0, 1},
+		"trailing bytes":     {0, 0, 0, 0, 0, 0, 0, 0, 9},
+		"bad server op":      append([]byte{1, 0, 0, 0, 1, 4, 7, 1, 10, 0, 0, 1}, 0, 0, 0, 0),
 		"owner not a server": append([]byte{0, 0, 0, 0, 1, 0, 0, 0}, 0x01, 0x04, 0, 0, 0, 0, 0, 0),
 	}
 	for name, raw := range cases {
