@@ -161,12 +161,42 @@ func (t *Table) Check(d *Delta) error {
 		}
 		return servers(id)
 	}
+	changed := make(map[uint32]Bucket, len(d.Buckets))
 	for _, c := range d.Buckets {
 		if int(c.Index) >= len(t.Buckets) {
 			return fmt.Errorf("%w: bucket %d outside table of %d", ErrInvalid, c.Index, len(t.Buckets))
 		}
 		if err := checkBucket(c.Bucket, lookup); err != nil {
 			return fmt.Errorf("%w: bucket %d: %v", ErrInvalid, c.Index, err)
+		}
+		changed[c.Index] = c.Bucket
+	}
+	return t.checkRemovals(d, changed)
+}
+
+// checkRemovals makes sure no bucket, as the delta leaves it, still names a
+// server the delta removes or retires as its owner.
+func (t *Table) checkRemovals(d *Delta, changed map[uint32]Bucket) error {
+	gone := map[ServerID]string{}
+	for _, c := range d.Servers {
+		if c.Remove {
+			gone[c.ID] = "removed"
+		} else if c.Server.State != Active {
+			gone[c.ID] = "retired"
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	for i, b := range t.Buckets {
+		if nb, ok := changed[uint32(i)]; ok {
+			b = nb
+		}
+		if why, ok := gone[b.Current]; ok {
+			return fmt.Errorf("%w: bucket %d is still owned by %s server %d", ErrInvalid, i, why, b.Current)
+		}
+		if why, ok := gone[b.Previous]; ok && why == "removed" {
+			return fmt.Errorf("%w: bucket %d still names removed server %d as previous owner", ErrInvalid, i, b.Previous)
 		}
 	}
 	return nil

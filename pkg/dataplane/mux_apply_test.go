@@ -1,0 +1,174 @@
+package dataplane
+
+import (
+	"encoding/hex"
+	"errors"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/wire"
+	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
+)
+
+// forwardedBy runs a vectors case's input through the mux and decodes where
+// it went: the outer destination and the option.
+func forwardedBy(t *testing.T, b *muxBench, m *Mux, input string) (string, wire.Outer) {
+	t.Helper()
+	in, _ := hex.DecodeString(input)
+	action, out := runXDP(t, b.ns, b.ifindex, m.Program(), in)
+	if action != "tx" && action != "redirect" {
+		return action, wire.Outer{}
+	}
+	o, err := wire.Decapsulate(out[14:])
+	must(t, err)
+	return action, o
+}
+
+func caseNamed(t *testing.T, v *wiretest.Vectors, name string) string {
+	for _, c := range v.Mux.Cases {
+		if c.Name == name {
+			return c.Input
+		}
+	}
+	t.Fatalf("no vector %q", name)
+	return ""
+}
+
+// TestMuxApplyDelta moves a bucket by a delta, checks the packet follows with
+// the new previous owner and generation, and that bad deltas change nothing.
+func TestMuxApplyDelta(t *testing.T) {
+	v, m := loadVectorMux(t)
+	b := newMuxBench(t, &v.Mux)
+	syn := caseNamed(t, v, "syn to bucket owned by on-link server") // bucket 0, owner 1025
+
+	_, o := forwardedBy(t, b, m, syn)
+	if o.Dst != netip.MustParseAddr("198.18.0.10") || o.Option.Generation != 7 || o.Option.HasPrevious() {
+		t.Fatalf("before delta: to %v with %+v", o.Dst, o.Option)
+	}
+
+	d := &forwarding.Delta{Generation: 8, Buckets: []forwarding.BucketChange{
+		{Index: 0, Bucket: forwarding.Bucket{Current: 1026, Previous: 1025, Changed: 1763700500}}}}
+	must(t, m.ApplyDelta("web", d))
+	_, o = forwardedBy(t, b, m, syn)
+	if o.Dst != netip.MustParseAddr("198.18.0.11") || o.Option.Generation != 8 ||
+		o.Option.Previous != netip.MustParseAddr("198.18.0.10") || o.Option.Changed != 1763700500 {
+		t.Fatalf("after delta: to %v with %+v", o.Dst, o.Option)
+	}
+	if g, _ := m.Generation("web"); g != 8 {
+		t.Fatalf("generation %d, want 8", g)
+	}
+
+	bad := []*forwarding.Delta{
+		{Generation: 10, Buckets: []forwarding.BucketChange{{Index: 0, Bucket: forwarding.Bucket{Current: 1025}}}}, // skips 9
+		{Generation: 9, Buckets: []forwarding.BucketChange{{Index: 16, Bucket: forwarding.Bucket{Current: 1025}}}}, // no bucket 16
+		{Generation: 9, Buckets: []forwarding.BucketChange{{Index: 0, Bucket: forwarding.Bucket{Current: 2000}}}},  // unknown server
+		{Generation: 9, Servers: []forwarding.ServerChange{{ID: 1025, Remove: true}}},                              // still owns buckets
+		{Generation: 9, Buckets: []forwarding.BucketChange{{Index: 1, Bucket: forwarding.Bucket{Current: 1031}}}},  // retired owner
+		{Generation: 9, Servers: []forwarding.ServerChange{{ID: 80, Server: forwarding.Server{Addr: netip.MustParseAddr("198.18.0.9"), State: forwarding.Active}}}},
+	}
+	for i, d := range bad {
+		if err := m.ApplyDelta("web", d); !errors.Is(err, forwarding.ErrGeneration) && !errors.Is(err, forwarding.ErrInvalid) {
+			t.Errorf("bad delta %d accepted or wrong error: %v", i, err)
+		}
+		_, o = forwardedBy(t, b, m, syn)
+		if o.Dst != netip.MustParseAddr("198.18.0.11") || o.Option.Generation != 8 {
+			t.Fatalf("bad delta %d changed forwarding: to %v with %+v", i, o.Dst, o.Option)
+		}
+	}
+	if err := m.ApplyDelta("nope", d); !errors.Is(err, ErrUnknownInstance) {
+		t.Errorf("delta to unknown instance: %v", err)
+	}
+
+	// A server added and given a bucket in one delta; then a full reload.
+	d = &forwarding.Delta{Generation: 9,
+		Servers: []forwarding.ServerChange{{ID: 1040, Server: forwarding.Server{Addr: netip.MustParseAddr("198.18.0.10"), State: forwarding.Active}}},
+		Buckets: []forwarding.BucketChange{{Index: 0, Bucket: forwarding.Bucket{Current: 1040}}}}
+	must(t, m.ApplyDelta("web", d))
+	_, o = forwardedBy(t, b, m, syn)
+	if o.Dst != netip.MustParseAddr("198.18.0.10") || o.Option.Generation != 9 || o.Option.HasPrevious() {
+		t.Fatalf("after add: to %v with %+v", o.Dst, o.Option)
+	}
+	table, err := v.Mux.Table()
+	must(t, err)
+	table.Generation = 20
+	table.Buckets[0] = forwarding.Bucket{Current: 1026}
+	must(t, m.SetInstance(v.Mux.Instance, table))
+	_, o = forwardedBy(t, b, m, syn)
+	if o.Dst != netip.MustParseAddr("198.18.0.11") || o.Option.Generation != 20 {
+		t.Fatalf("after reload: to %v with %+v", o.Dst, o.Option)
+	}
+	if n := countUsedSlots(m); n != 1 {
+		t.Fatalf("%d table slots in use after reload, want 1", n)
+	}
+	must(t, m.RemoveInstance("web"))
+	if a, _ := forwardedBy(t, b, m, syn); a != "pass" {
+		t.Fatalf("after removal the VIP's packet was %s, want pass", a)
+	}
+}
+
+func countUsedSlots(m *Mux) int {
+	n := 0
+	for _, u := range m.slots {
+		if u {
+			n++
+		}
+	}
+	return n
+}
+
+// TestMuxNeverTorn updates one bucket as fast as the daemon can while packets
+// are forwarded, and checks that every packet saw a whole bucket and a
+// generation no newer than the bucket's content. Each generation g sets the
+// bucket's change time to base+g, so the option shows which content
+// forwarded the packet.
+func TestMuxNeverTorn(t *testing.T) {
+	v, m := loadVectorMux(t)
+	b := newMuxBench(t, &v.Mux)
+	syn := caseNamed(t, v, "syn to bucket owned by on-link server")
+	const base = 1763000000
+	owners := [2]struct {
+		cur, prev forwarding.ServerID
+		addr      netip.Addr
+	}{{1025, 1026, netip.MustParseAddr("198.18.0.10")}, {1026, 1025, netip.MustParseAddr("198.18.0.11")}}
+	prevOf := map[netip.Addr]netip.Addr{owners[0].addr: owners[1].addr, owners[1].addr: owners[0].addr}
+
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for g := uint32(8); !stop.Load() && g < 200000; g++ {
+			o := owners[g%2]
+			d := &forwarding.Delta{Generation: g, Buckets: []forwarding.BucketChange{
+				{Index: 0, Bucket: forwarding.Bucket{Current: o.cur, Previous: o.prev, Changed: base + g}}}}
+			if err := m.ApplyDelta("web", d); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	packets := 0
+	for ; packets < 20000; packets++ {
+		_, o := forwardedBy(t, b, m, syn)
+		if o.Option == nil {
+			t.Fatal("packet not forwarded by bucket")
+		}
+		if o.Option.Changed == 0 {
+			continue // the vectors' initial content (generation 7)
+		}
+		content := o.Option.Changed - base
+		if prevOf[o.Dst] != o.Option.Previous || owners[content%2].addr != o.Dst {
+			t.Fatalf("torn bucket: to %v, option %+v (content of generation %d)", o.Dst, o.Option, content)
+		}
+		if o.Option.Generation > content {
+			t.Fatalf("packet carries generation %d but was forwarded by content of generation %d", o.Option.Generation, content)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	g, _ := m.Generation("web")
+	t.Logf("%d packets forwarded while %d generations were applied", packets, g-7)
+}

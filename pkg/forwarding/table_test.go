@@ -1,0 +1,123 @@
+package forwarding
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+func TestPackRoundTrip(t *testing.T) {
+	b := Bucket{Current: 1025, Previous: 65535, Changed: 0xfedcba98}
+	if got := UnpackBucket(b.Pack()); got != b {
+		t.Fatalf("bucket %+v → %+v", b, got)
+	}
+	if w := b.Pack(); w != 0xfedcba98_ffff_0401 {
+		t.Fatalf("bucket word %#x: layout changed (bpf/include/mux_maps.h reads it)", w)
+	}
+	s := Server{Addr: netip.MustParseAddr("198.18.0.10"), State: Retired}
+	got, ok := UnpackServer(s.Pack())
+	if !ok || got != s {
+		t.Fatalf("server %+v → %+v", s, got)
+	}
+	if w := s.Pack(); w != 0x02_0a0012c6 {
+		t.Fatalf("server word %#x: layout changed", w)
+	}
+	if _, ok := UnpackServer(0); ok {
+		t.Fatal("empty word unpacked as a server")
+	}
+}
+
+func twoServerTable() *Table {
+	t := NewTable(4)
+	t.Servers[1025] = Server{Addr: netip.MustParseAddr("198.18.0.10"), State: Active}
+	t.Servers[1026] = Server{Addr: netip.MustParseAddr("198.18.0.11"), State: Active}
+	for i := range t.Buckets {
+		t.Buckets[i] = Bucket{Current: 1025 + ServerID(i%2)}
+	}
+	return t
+}
+
+func TestApply(t *testing.T) {
+	tab := twoServerTable()
+	if err := tab.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d := &Delta{Generation: 1,
+		Servers: []ServerChange{{ID: 1027, Server: Server{Addr: netip.MustParseAddr("198.18.0.12"), State: Active}}},
+		Buckets: []BucketChange{{Index: 0, Bucket: Bucket{Current: 1027, Previous: 1025, Changed: 100}}}}
+	if err := tab.Apply(d); err != nil {
+		t.Fatal(err)
+	}
+	if tab.Generation != 1 || tab.Buckets[0].Current != 1027 {
+		t.Fatalf("not applied: %+v", tab)
+	}
+	// Retiring 1025 is fine: it only remains as a previous owner.
+	d = &Delta{Generation: 2, Servers: []ServerChange{{ID: 1025, Server: Server{Addr: netip.MustParseAddr("198.18.0.10"), State: Retired}}},
+		Buckets: []BucketChange{{Index: 2, Bucket: Bucket{Current: 1026, Previous: 1025, Changed: 200}}}}
+	if err := tab.Apply(d); err != nil {
+		t.Fatal(err)
+	}
+	bad := map[string]*Delta{
+		"skips a generation":      {Generation: 4},
+		"same generation again":   {Generation: 2},
+		"bucket outside":          {Generation: 3, Buckets: []BucketChange{{Index: 4, Bucket: Bucket{Current: 1026}}}},
+		"owner unknown":           {Generation: 3, Buckets: []BucketChange{{Index: 1, Bucket: Bucket{Current: 1099}}}},
+		"owner retired":           {Generation: 3, Buckets: []BucketChange{{Index: 1, Bucket: Bucket{Current: 1025}}}},
+		"previous equals owner":   {Generation: 3, Buckets: []BucketChange{{Index: 1, Bucket: Bucket{Current: 1026, Previous: 1026}}}},
+		"previous without owner":  {Generation: 3, Buckets: []BucketChange{{Index: 1, Bucket: Bucket{Previous: 1026}}}},
+		"remove a previous owner": {Generation: 3, Servers: []ServerChange{{ID: 1025, Remove: true}}},
+		"remove an owner":         {Generation: 3, Servers: []ServerChange{{ID: 1027, Remove: true}}},
+		"retire an owner":         {Generation: 3, Servers: []ServerChange{{ID: 1026, Server: Server{Addr: netip.MustParseAddr("198.18.0.11"), State: Retired}}}},
+		"id below 1025":           {Generation: 3, Servers: []ServerChange{{ID: 1024, Server: Server{Addr: netip.MustParseAddr("198.18.0.13"), State: Active}}}},
+		"ipv6 server":             {Generation: 3, Servers: []ServerChange{{ID: 1030, Server: Server{Addr: netip.MustParseAddr("2001:db8::1"), State: Active}}}},
+		"unknown state":           {Generation: 3, Servers: []ServerChange{{ID: 1030, Server: Server{Addr: netip.MustParseAddr("198.18.0.13"), State: 9}}}},
+	}
+	for name, d := range bad {
+		before := tab.Clone()
+		err := tab.Apply(d)
+		if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrGeneration) {
+			t.Errorf("%s: %v", name, err)
+		}
+		if tab.Generation != before.Generation || tab.Buckets[1] != before.Buckets[1] || len(tab.Servers) != len(before.Servers) {
+			t.Errorf("%s: table changed by a rejected delta", name)
+		}
+	}
+	// Clearing the previous owner and removing it in one delta is allowed.
+	d = &Delta{Generation: 3, Servers: []ServerChange{{ID: 1025, Remove: true}},
+		Buckets: []BucketChange{{Index: 0, Bucket: Bucket{Current: 1027}}, {Index: 2, Bucket: Bucket{Current: 1026}}}}
+	if err := tab.Apply(d); err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestInstanceValidate(t *testing.T) {
+	good := Instance{Name: "web", Strategy: StrategyBeamer, VIPs: []netip.Addr{netip.MustParseAddr("198.18.100.1")},
+		PortLow: 80, PortHigh: 443, Buckets: 1000, ChainWindow: 4 * time.Minute}
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	mutations := map[string]func(*Instance){
+		"bad name":        func(i *Instance) { i.Name = "Web Site" },
+		"strategy":        func(i *Instance) { i.Strategy = "random" },
+		"no vip":          func(i *Instance) { i.VIPs = nil },
+		"ipv6 vip":        func(i *Instance) { i.VIPs = []netip.Addr{netip.MustParseAddr("::1")} },
+		"duplicate vip":   func(i *Instance) { i.VIPs = append(i.VIPs, i.VIPs[0]) },
+		"port 0":          func(i *Instance) { i.PortLow = 0 },
+		"ports reversed":  func(i *Instance) { i.PortLow, i.PortHigh = 443, 80 },
+		"port above 1024": func(i *Instance) { i.PortHigh = 1025 },
+		"no buckets":      func(i *Instance) { i.Buckets = 0 },
+		"negative window": func(i *Instance) { i.ChainWindow = -time.Second },
+	}
+	for name, mutate := range mutations {
+		in := good
+		in.VIPs = append([]netip.Addr(nil), good.VIPs...)
+		mutate(&in)
+		if err := in.Validate(); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
