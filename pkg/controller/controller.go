@@ -1,0 +1,130 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/ring"
+	"github.com/beamer-lb/beamer/pkg/store"
+)
+
+// Options tune a Controller.
+type Options struct {
+	Ring ring.WriterOptions
+	// Now is the clock (tests move it to expire chaining windows).
+	Now func() time.Time
+}
+
+// Controller runs operations on the instances under one store root. Give
+// it a store fenced by the leadership (see Run); it is not safe for
+// concurrent use.
+type Controller struct {
+	st    store.Store
+	root  string
+	opts  Options
+	now   func() time.Time
+	cache map[string]*instance
+}
+
+// New returns a Controller writing through st under root.
+func New(st store.Store, root string, opts Options) *Controller {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Controller{st: st, root: root, opts: opts, now: now, cache: map[string]*instance{}}
+}
+
+// Errors for bad requests; the message says what exactly is wrong.
+var (
+	ErrBadRequest = errors.New("bad request")
+	ErrNotFound   = errors.New("not found")
+)
+
+func badf(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, a...))
+}
+
+// Instances lists the instances under the root.
+func (c *Controller) Instances(ctx context.Context) ([]string, error) {
+	return listInstances(ctx, c.st, c.root)
+}
+
+func listInstances(ctx context.Context, st store.Store, root string) ([]string, error) {
+	names, err := st.Children(ctx, ring.InstancesKey(root))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range names {
+		if _, err := st.Get(ctx, ring.InstanceKeys(root, n).Config()); err == nil {
+			out = append(out, n)
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Recover runs after winning the election, before any new operation: it
+// deletes what an interrupted create or delete left behind (a tree with no
+// config) and reconciles every instance, rolling interrupted operations
+// forward. It goes on past a failing instance and reports all failures.
+func (c *Controller) Recover(ctx context.Context) error {
+	c.cache = map[string]*instance{}
+	names, err := c.st.Children(ctx, ring.InstancesKey(c.root))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range names {
+		k := ring.InstanceKeys(c.root, n)
+		_, err := c.st.Get(ctx, k.Config())
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			err = store.DeleteTree(ctx, c.st, k.Instance)
+		case err == nil:
+			err = c.Reconcile(ctx, n)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("instance %s: %w", n, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CreateInstance creates an instance with no DIP.
+func (c *Controller) CreateInstance(ctx context.Context, in *forwarding.Instance) error {
+	if err := in.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+	}
+	k := ring.InstanceKeys(c.root, in.Name)
+	if _, err := ring.Create(ctx, c.st, k, in, c.opts.Ring); err != nil {
+		if errors.Is(err, ring.ErrExists) {
+			return badf("instance %q already exists", in.Name)
+		}
+		return err
+	}
+	return nil
+}
+
+// DeleteInstance deletes an instance and everything under it.
+func (c *Controller) DeleteInstance(ctx context.Context, name string) error {
+	delete(c.cache, name)
+	err := ring.Delete(ctx, c.st, ring.InstanceKeys(c.root, name))
+	if errors.Is(err, ring.ErrNoInstance) {
+		return fmt.Errorf("%w: instance %q", ErrNotFound, name)
+	}
+	return err
+}
+
+func (c *Controller) instance(ctx context.Context, name string) (*instance, error) {
+	in, err := c.load(ctx, name)
+	if errors.Is(err, ring.ErrNoInstance) {
+		return nil, fmt.Errorf("%w: instance %q", ErrNotFound, name)
+	}
+	return in, err
+}

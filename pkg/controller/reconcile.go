@@ -1,0 +1,234 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/beamer-lb/beamer/pkg/assign"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/ring"
+	"github.com/beamer-lb/beamer/pkg/store"
+)
+
+// instance is the controller's view of one instance. Only the elected
+// controller writes, so after one load from the store it stays exact as
+// long as every write goes through it; any failed write drops it and the
+// next use reloads from the store.
+type instance struct {
+	k      ring.Keys
+	config *forwarding.Instance
+	dips   map[forwarding.ServerID]*DIP
+	ids    map[forwarding.ServerID]idRecord
+	w      *ring.Writer
+}
+
+func (c *Controller) load(ctx context.Context, name string) (*instance, error) {
+	if in, ok := c.cache[name]; ok {
+		return in, nil
+	}
+	k := ring.InstanceKeys(c.root, name)
+	cfg, err := ring.ReadInstance(ctx, c.st, k)
+	if err != nil {
+		return nil, err
+	}
+	in := &instance{k: k, config: cfg}
+	if in.dips, err = readDIPs(ctx, c.st, k); err != nil {
+		return nil, err
+	}
+	if in.ids, err = readIDs(ctx, c.st, k); err != nil {
+		return nil, err
+	}
+	if in.w, err = ring.Open(ctx, c.st, k, c.opts.Ring); err != nil {
+		return nil, err
+	}
+	c.cache[name] = in
+	return in, nil
+}
+
+// commit writes ops and keeps the cache only if the write succeeded.
+func (c *Controller) commit(ctx context.Context, in *instance, ops ...store.Op) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	if err := c.st.Commit(ctx, ops...); err != nil {
+		c.forget(in)
+		return err
+	}
+	return nil
+}
+
+func (c *Controller) forget(in *instance) { delete(c.cache, in.config.Name) }
+
+// Reconcile brings the id records and the mux ring of an instance in line
+// with its DIP records, and finishes removals. Each step is idempotent, so
+// running it after a crash at any point completes the interrupted
+// operation: this is the controller's roll-forward.
+func (c *Controller) Reconcile(ctx context.Context, name string) error {
+	in, err := c.load(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := c.reconcile(ctx, in); err != nil {
+		c.forget(in)
+		return fmt.Errorf("reconcile %s: %w", name, err)
+	}
+	return nil
+}
+
+func (c *Controller) reconcile(ctx context.Context, in *instance) error {
+	// 1. Paper order for additions: "dips" first, then "id".
+	var ops []store.Op
+	for id, d := range in.dips {
+		if d.State == Removing {
+			continue
+		}
+		if r, ok := in.ids[id]; !ok || r.Addr != d.Addr || r.State != "active" {
+			r = idRecord{Addr: d.Addr, State: "active"}
+			ops = append(ops, putID(in.k, id, r))
+			in.ids[id] = r
+		}
+	}
+	if err := c.commit(ctx, in, ops...); err != nil {
+		return err
+	}
+	// 2. The next generation, if anything differs from what is published.
+	d := c.plan(in)
+	if len(d.Servers) > 0 || len(d.Buckets) > 0 {
+		if _, err := in.w.Publish(ctx, d); err != nil {
+			return err
+		}
+	}
+	// 3. Records that follow the published ring.
+	return c.settle(ctx, in)
+}
+
+// plan computes the delta taking the published table to the one "dips"
+// asks for: servers added or reactivated, buckets rebalanced by the
+// paper's greedy loop, removed DIPs retired, retired ids whose chaining
+// window is over dropped.
+func (c *Controller) plan(in *instance) *forwarding.Delta {
+	t := in.w.Table()
+	now := uint32(c.now().Unix())
+	d := &forwarding.Delta{Generation: t.Generation + 1}
+	var servers []assign.Server
+	down := map[forwarding.ServerID]bool{}
+	for _, id := range sortedKeys(in.dips) {
+		dip := in.dips[id]
+		if dip.Down {
+			down[id] = true
+		}
+		if dip.State == Removing {
+			continue
+		}
+		want := forwarding.Server{Addr: dip.Addr, State: forwarding.Active}
+		if s, ok := t.Servers[id]; !ok || s != want {
+			d.Servers = append(d.Servers, forwarding.ServerChange{ID: id, Server: want})
+		}
+		servers = append(servers, assign.Server{ID: id, Weight: dip.EffectiveWeight()})
+	}
+	moves := assign.Rebalance(t.Buckets, servers, now)
+	// No daisy chaining towards a dead server: a bucket leaving a down DIP
+	// forgets it, and so does any bucket still naming it as previous owner.
+	// An unowned bucket (no DIP has weight) chains nowhere either.
+	moved := make(map[uint32]bool, len(moves))
+	for i := range moves {
+		moved[moves[i].Index] = true
+		if down[moves[i].Bucket.Previous] || moves[i].Bucket.Current == forwarding.NoServer {
+			moves[i].Bucket.Previous = forwarding.NoServer
+		}
+	}
+	window := uint32(in.config.ChainWindow.Seconds())
+	chaining := map[forwarding.ServerID]bool{} // still named as previous within the window
+	for i, b := range t.Buckets {
+		if moved[uint32(i)] || b.Previous == forwarding.NoServer {
+			continue
+		}
+		_, dipKnown := in.dips[b.Previous]
+		retiring := !dipKnown || in.dips[b.Previous].State == Removing
+		switch {
+		case down[b.Previous]:
+			b.Previous = forwarding.NoServer
+			moves = append(moves, forwarding.BucketChange{Index: uint32(i), Bucket: b})
+		case retiring && b.Changed+window <= now:
+			b.Previous = forwarding.NoServer
+			moves = append(moves, forwarding.BucketChange{Index: uint32(i), Bucket: b})
+		default:
+			chaining[b.Previous] = true
+		}
+	}
+	for _, m := range moves {
+		if m.Bucket.Previous != forwarding.NoServer {
+			chaining[m.Bucket.Previous] = true
+		}
+	}
+	slices.SortFunc(moves, func(a, b forwarding.BucketChange) int { return int(a.Index) - int(b.Index) })
+	d.Buckets = moves
+	// Servers without a live DIP: retired while connections may still be
+	// daisy-chained to them, removed after.
+	for _, id := range sortedKeys(t.Servers) {
+		s := t.Servers[id]
+		if dip, ok := in.dips[id]; ok && dip.State != Removing {
+			continue
+		}
+		switch {
+		case chaining[id] && s.State != forwarding.Retired:
+			s.State = forwarding.Retired
+			d.Servers = append(d.Servers, forwarding.ServerChange{ID: id, Server: s})
+		case !chaining[id]:
+			d.Servers = append(d.Servers, forwarding.ServerChange{ID: id, Remove: true})
+		}
+	}
+	return d
+}
+
+// settle updates the records that trail the published ring: additions
+// become active, removals whose server is retired or gone lose their DIP
+// record, and id records follow the ring's server table.
+func (c *Controller) settle(ctx context.Context, in *instance) error {
+	t := in.w.Table()
+	var ops []store.Op
+	for _, id := range sortedKeys(in.dips) {
+		dip := in.dips[id]
+		s, inRing := t.Servers[id]
+		switch {
+		case dip.State == Adding && inRing && s.State == forwarding.Active:
+			dip.State = Active
+			ops = append(ops, putDIP(dip, in.k))
+		case dip.State == Removing && (!inRing || s.State == forwarding.Retired):
+			ops = append(ops, store.Delete(dipKey(in.k, id)))
+			delete(in.dips, id)
+		}
+	}
+	for _, id := range sortedKeys(in.ids) {
+		s, inRing := t.Servers[id]
+		_, hasDIP := in.dips[id]
+		switch {
+		case !inRing && !hasDIP:
+			ops = append(ops, store.Delete(idKey(in.k, id)))
+			delete(in.ids, id)
+		case inRing && s.State == forwarding.Retired && in.ids[id].State != "retired":
+			r := idRecord{Addr: s.Addr, State: "retired"}
+			ops = append(ops, putID(in.k, id, r))
+			in.ids[id] = r
+		}
+	}
+	// Batches: ZooKeeper and etcd bound the size of one commit.
+	for len(ops) > 0 {
+		n := min(len(ops), 100)
+		if err := c.commit(ctx, in, ops[:n]...); err != nil {
+			return err
+		}
+		ops = ops[n:]
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[forwarding.ServerID]V) []forwarding.ServerID {
+	ids := make([]forwarding.ServerID, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
