@@ -1,0 +1,218 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/store"
+)
+
+// `beamer ctl` does not write instance data itself: only the elected
+// controller does. It puts a Request under ROOT/controller/requests, rings
+// the doorbell key the controller watches, and waits for the controller to
+// mark the request done or failed. A request survives a controller crash:
+// the next leader finds it "running" and runs it again (operations are
+// idempotent for that reason).
+
+// Request operations.
+const (
+	OpCreateInstance = "create-instance"
+	OpDeleteInstance = "delete-instance"
+	OpAddDIP         = "add-dip"
+	OpRemoveDIP      = "remove-dip"
+	OpSetWeight      = "set-weight"
+	OpDrain          = "drain"
+	OpUndrain        = "undrain"
+)
+
+// Request statuses.
+const (
+	StatusPending = "pending"
+	StatusRunning = "running"
+	StatusDone    = "done"
+	StatusFailed  = "failed"
+)
+
+// Request is one `beamer ctl` operation.
+type Request struct {
+	Op        string               `json:"op"`
+	Instance  string               `json:"instance"`
+	Config    *forwarding.Instance `json:"config,omitempty"`
+	ID        forwarding.ServerID  `json:"id,omitempty"`
+	Addr      netip.Addr           `json:"addr,omitzero"`
+	Weight    uint32               `json:"weight,omitempty"`
+	Status    string               `json:"status"`
+	Error     string               `json:"error,omitempty"`
+	Submitted time.Time            `json:"submitted"`
+}
+
+func requestsKey(root string) string { return root + "/controller/requests" }
+func doorbellKey(root string) string { return root + "/controller/doorbell" }
+
+// ElectionKey is where controllers campaign.
+func ElectionKey(root string) string { return root + "/controller/leader" }
+
+// ErrNoController: no controller picked a request up in time.
+var ErrNoController = errors.New("no controller answered")
+
+// Submit hands a request to the elected controller and waits up to timeout
+// for its outcome. The returned error is the controller's verdict (its
+// text says what was wrong) or says why there was none.
+func Submit(ctx context.Context, st store.Store, root string, r Request, timeout time.Duration) error {
+	r.Status, r.Submitted = StatusPending, time.Now().UTC()
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	key := fmt.Sprintf("%s/%019d-%08x", requestsKey(root), r.Submitted.UnixNano(), rand.Uint32())
+	if err := st.Commit(ctx, store.IfAbsent(key), store.Put(key, b), store.Put(doorbellKey(root), []byte(key))); err != nil {
+		return fmt.Errorf("submit request: %w", err)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		it, err := st.Get(ctx, key)
+		if err != nil {
+			return fmt.Errorf("request %s: %w", key, err)
+		}
+		var got Request
+		if err := json.Unmarshal(it.Value, &got); err != nil {
+			return fmt.Errorf("request %s: %w", key, err)
+		}
+		switch got.Status {
+		case StatusDone:
+			return st.Commit(ctx, store.Delete(key))
+		case StatusFailed:
+			st.Commit(ctx, store.Delete(key))
+			return errors.New(got.Error)
+		}
+		if time.Now().After(deadline) {
+			if got.Status == StatusPending {
+				// Withdraw it unless the controller took it meanwhile.
+				if err := st.Commit(ctx, store.IfVersion(key, it.Version), store.Delete(key)); err == nil {
+					leader, lerr := st.Leader(ctx, ElectionKey(root))
+					if lerr != nil {
+						return fmt.Errorf("%w within %v: no controller is running on this store (start `beamer controller`)", ErrNoController, timeout)
+					}
+					return fmt.Errorf("%w within %v: controller %q is elected but did not pick the request up", ErrNoController, timeout, leader)
+				}
+				continue
+			}
+			return fmt.Errorf("%w within %v: the controller is still working on it and will finish it; check with `beamer ctl show`", ErrNoController, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// finishedTTL: finished requests whose submitter went away are deleted
+// after this long.
+const finishedTTL = 10 * time.Minute
+
+// serveRequests runs every open request, oldest first. A store error that
+// is not about the request itself (lost leadership, store down) stops it
+// and leaves the request for the next attempt.
+func (c *Controller) serveRequests(ctx context.Context) error {
+	names, err := c.st.Children(ctx, requestsKey(c.root))
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		key := requestsKey(c.root) + "/" + n
+		it, err := c.st.Get(ctx, key)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		var r Request
+		if err := json.Unmarshal(it.Value, &r); err != nil {
+			if err := c.st.Commit(ctx, store.Delete(key)); err != nil {
+				return err
+			}
+			continue
+		}
+		switch r.Status {
+		case StatusDone, StatusFailed:
+			if c.now().Sub(r.Submitted) > finishedTTL {
+				if err := c.st.Commit(ctx, store.Delete(key)); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		resumed := r.Status == StatusRunning
+		r.Status = StatusRunning
+		if err := c.putRequest(ctx, key, it.Version, &r); err != nil {
+			if errors.Is(err, store.ErrConflict) && !c.leading(ctx) {
+				return err
+			}
+			continue // withdrawn by ctl meanwhile
+		}
+		opErr := c.execute(ctx, &r)
+		if resumed && errors.Is(opErr, ErrNotFound) && (r.Op == OpRemoveDIP || r.Op == OpDeleteInstance) {
+			opErr = nil // done before the crash that interrupted it
+		}
+		if opErr != nil && !errors.Is(opErr, ErrBadRequest) && !errors.Is(opErr, ErrNotFound) {
+			return opErr // store trouble: leave it running for a retry
+		}
+		r.Status = StatusDone
+		if opErr != nil {
+			r.Status, r.Error = StatusFailed, opErr.Error()
+		}
+		cur, err := c.st.Get(ctx, key)
+		if err != nil {
+			continue // withdrawn
+		}
+		if err := c.putRequest(ctx, key, cur.Version, &r); err != nil && !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+	}
+	return nil
+}
+
+// leading tells whether a conflict came from our fence.
+func (c *Controller) leading(ctx context.Context) bool {
+	err := c.st.Commit(ctx)
+	return err == nil
+}
+
+func (c *Controller) putRequest(ctx context.Context, key string, version int64, r *Request) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return c.st.Commit(ctx, store.IfVersion(key, version), store.Put(key, b))
+}
+
+func (c *Controller) execute(ctx context.Context, r *Request) error {
+	switch r.Op {
+	case OpCreateInstance:
+		if r.Config == nil {
+			return badf("create-instance without a configuration")
+		}
+		return c.CreateInstance(ctx, r.Config)
+	case OpDeleteInstance:
+		return c.DeleteInstance(ctx, r.Instance)
+	case OpAddDIP:
+		return c.AddDIP(ctx, r.Instance, r.ID, r.Addr, r.Weight)
+	case OpRemoveDIP:
+		return c.RemoveDIP(ctx, r.Instance, r.ID)
+	case OpSetWeight:
+		return c.SetWeight(ctx, r.Instance, r.ID, r.Weight)
+	case OpDrain:
+		return c.Drain(ctx, r.Instance, r.ID, true)
+	case OpUndrain:
+		return c.Drain(ctx, r.Instance, r.ID, false)
+	}
+	return badf("unknown operation %q", r.Op)
+}

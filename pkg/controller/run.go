@@ -1,0 +1,122 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/store"
+)
+
+// RunOptions configure a controller process.
+type RunOptions struct {
+	Options
+	Identity string // shown by `beamer ctl status`; hostname and pid, say
+	// Health enables DIP health checks with these options.
+	Health *HealthOptions
+	// ReconcileEvery: how often every instance is reconciled even without
+	// requests, which ends chaining windows of removed DIPs (default 30 s).
+	ReconcileEvery time.Duration
+	// Logf reports what the controller does and what fails.
+	Logf func(format string, a ...any)
+}
+
+// Run campaigns for the leadership under root and, while leading, serves
+// requests, runs health checks and reconciles periodically. When the
+// leadership is lost it campaigns again. It returns when ctx ends.
+func Run(ctx context.Context, st store.Store, root string, o RunOptions) error {
+	if o.ReconcileEvery == 0 {
+		o.ReconcileEvery = 30 * time.Second
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	pause := store.NewBackoff(time.Second, 30*time.Second)
+	for ctx.Err() == nil {
+		l, err := st.Campaign(ctx, ElectionKey(root), o.Identity)
+		if err != nil {
+			if ctx.Err() == nil {
+				o.Logf("campaign failed: %v", err)
+				pause.Sleep(ctx)
+			}
+			continue
+		}
+		pause.Reset()
+		o.Logf("elected controller %q", o.Identity)
+		err = lead(ctx, st, l, root, o)
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		l.Resign(rctx)
+		cancel()
+		if ctx.Err() == nil {
+			o.Logf("no longer leading: %v", err)
+			pause.Sleep(ctx)
+		}
+	}
+	return ctx.Err()
+}
+
+// lead does the leader's work until the leadership or ctx ends, or a
+// write is refused by the fence.
+func lead(ctx context.Context, st store.Store, l store.Leadership, root string, o RunOptions) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c := New(store.Fenced(st, l), root, o.Options)
+	fatal := func(err error) bool { return errors.Is(err, store.ErrConflict) && !c.leading(ctx) }
+	if err := c.Recover(ctx); err != nil {
+		if fatal(err) {
+			return err
+		}
+		o.Logf("recovery: %v", err)
+	}
+	bell := st.Watch(ctx, doorbellKey(root))
+	poll := time.NewTicker(time.Second)
+	defer poll.Stop()
+	reconcile := time.NewTicker(o.ReconcileEvery)
+	defer reconcile.Stop()
+	var hc *checker
+	var healthTick <-chan time.Time
+	if o.Health != nil {
+		hc = newChecker(*o.Health)
+		t := time.NewTicker(hc.opts.Interval)
+		defer t.Stop()
+		healthTick = t.C
+	}
+	for {
+		var err error
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-l.Lost():
+			return errors.New("leadership lost (session or lease expired)")
+		case <-bell:
+			err = c.serveRequests(ctx)
+		case <-poll.C:
+			err = c.serveRequests(ctx)
+		case <-healthTick:
+			err = hc.round(ctx, c)
+		case <-reconcile.C:
+			err = c.reconcileAll(ctx)
+		}
+		if err != nil {
+			if fatal(err) {
+				return err
+			}
+			o.Logf("%v", err)
+		}
+	}
+}
+
+func (c *Controller) reconcileAll(ctx context.Context) error {
+	names, err := c.Instances(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range names {
+		if err := c.Reconcile(ctx, n); err != nil {
+			errs = append(errs, fmt.Errorf("instance %s: %w", n, err))
+		}
+	}
+	return errors.Join(errs...)
+}

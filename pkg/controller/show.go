@@ -1,0 +1,81 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/assign"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/ring"
+	"github.com/beamer-lb/beamer/pkg/store"
+)
+
+// DIPView is one DIP as `beamer ctl show` prints it.
+type DIPView struct {
+	DIP
+	Effective   uint32  `json:"effective_weight"`
+	Buckets     int     `json:"buckets"`
+	LoadShare   float64 `json:"load_share"`   // buckets / B
+	WeightShare float64 `json:"weight_share"` // effective weight / total
+	Chained     int     `json:"chained"`      // buckets naming it as previous owner within the window
+}
+
+// View is the state of an instance.
+type View struct {
+	Instance      forwarding.Instance `json:"instance"`
+	Generation    uint32              `json:"generation"`
+	Load          ring.LoadStats      `json:"load"`
+	Fragmentation float64             `json:"fragmentation"`
+	Unowned       int                 `json:"unowned_buckets"`
+	DIPs          []DIPView           `json:"dips"`
+	// Retired are server ids kept in the ring only for daisy chaining.
+	Retired []forwarding.ServerID `json:"retired"`
+}
+
+// Show reads the state of an instance. It only reads, so `beamer ctl show`
+// calls it directly, without going through the elected controller.
+func Show(ctx context.Context, st store.Store, root, name string, now time.Time) (*View, error) {
+	k := ring.InstanceKeys(root, name)
+	cfg, err := ring.ReadInstance(ctx, st, k)
+	if err != nil {
+		return nil, err
+	}
+	dips, err := readDIPs(ctx, st, k)
+	if err != nil {
+		return nil, err
+	}
+	tab, ls, err := ring.NewFollower(st, k, ring.FollowerOptions{}).Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v := &View{Instance: *cfg, Generation: tab.Generation, Load: ls, Fragmentation: assign.Fragmentation(tab.Buckets)}
+	owned := map[forwarding.ServerID]int{}
+	chained := map[forwarding.ServerID]int{}
+	window := uint32(cfg.ChainWindow.Seconds())
+	for _, b := range tab.Buckets {
+		owned[b.Current]++
+		if b.Previous != forwarding.NoServer && b.Changed+window > uint32(now.Unix()) {
+			chained[b.Previous]++
+		}
+	}
+	v.Unowned = owned[forwarding.NoServer]
+	var total uint64
+	for _, d := range dips {
+		total += uint64(d.EffectiveWeight())
+	}
+	for _, id := range sortedKeys(dips) {
+		d := dips[id]
+		dv := DIPView{DIP: *d, Effective: d.EffectiveWeight(), Buckets: owned[id], Chained: chained[id],
+			LoadShare: float64(owned[id]) / float64(len(tab.Buckets))}
+		if total > 0 {
+			dv.WeightShare = float64(d.EffectiveWeight()) / float64(total)
+		}
+		v.DIPs = append(v.DIPs, dv)
+	}
+	for _, id := range sortedKeys(tab.Servers) {
+		if tab.Servers[id].State == forwarding.Retired {
+			v.Retired = append(v.Retired, id)
+		}
+	}
+	return v, nil
+}
