@@ -1,0 +1,352 @@
+package dataplane
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/netlab"
+	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+)
+
+// The end-to-end network: one layer-2 fabric (a bridge) joining a client, a
+// mux and two servers. The client reaches the VIP through the mux; servers
+// answer the client directly (DSR).
+var (
+	e2eVIP    = netip.MustParseAddr("198.18.100.1")
+	e2eClient = netip.MustParseAddr("198.18.0.100")
+	e2eMux    = netip.MustParseAddr("198.18.0.1")
+	e2eServer = map[string]netip.Addr{"a": netip.MustParseAddr("198.18.0.10"), "b": netip.MustParseAddr("198.18.0.11")}
+	e2eID     = map[string]forwarding.ServerID{"a": 1025, "b": 1026}
+)
+
+const e2eBuckets = 64
+
+type e2eNet struct {
+	client  *netlab.Namespace
+	mux     *Mux
+	servers map[string]*netlab.Namespace
+	agents  map[string]*Agent
+	gen     uint32
+}
+
+func newE2E(t *testing.T) *e2eNet {
+	lab := netlabtest.New(t, "e2e")
+	ns := func(name string) *netlab.Namespace {
+		n, err := lab.Namespace(name)
+		must(t, err)
+		return n
+	}
+	fabric, client, muxNS := ns("fabric"), ns("client"), ns("mux")
+	e := &e2eNet{client: client, servers: map[string]*netlab.Namespace{}, agents: map[string]*Agent{}, gen: 1}
+	links := []link.Link{}
+	t.Cleanup(func() {
+		for _, l := range links {
+			l.Close()
+		}
+	})
+	hold := func(l link.Link, err error) {
+		t.Helper()
+		must(t, err)
+		links = append(links, l)
+	}
+
+	// Encapsulation adds up to 36 bytes: links that carry it get a larger MTU.
+	must(t, lab.Veth(client, "eth0", netip.PrefixFrom(e2eClient, 24), fabric, "c0", netip.Prefix{}, 0))
+	must(t, lab.Veth(muxNS, "eth0", netip.PrefixFrom(e2eMux, 24), fabric, "m0", netip.Prefix{}, 1600))
+	ports := []string{"c0", "m0"}
+	for name, addr := range e2eServer {
+		s := ns("srv" + name)
+		e.servers[name] = s
+		must(t, lab.Veth(s, "eth0", netip.PrefixFrom(addr, 24), fabric, name+"0", netip.Prefix{}, 1600))
+		ports = append(ports, name+"0")
+	}
+	must(t, fabric.Bridge("br0", ports...))
+	hold(fabric.AttachXDPPass("m0")) // receives the mux's XDP_TX frames
+
+	must(t, client.DisableTxChecksum("eth0"))
+	_, err := client.Run("ip", "route", "add", e2eVIP.String()+"/32", "via", e2eMux.String())
+	must(t, err)
+	_, err = client.Run("ip", "mptcp", "limits", "set", "add_addr_accepted", "1", "subflows", "2")
+	must(t, err)
+
+	// The mux: one instance whose buckets all belong to server a.
+	must(t, muxNS.Sysctl("net.ipv4.ip_forward", "1"))
+	m, err := LoadMux(MuxOptions{Addr: e2eMux})
+	must(t, err)
+	t.Cleanup(func() { m.Close() })
+	e.mux = m
+	must(t, muxNS.Do(func() error { l, err := m.Attach("eth0", XDPDriver); hold(l, err); return nil }))
+	table := forwarding.NewTable(e2eBuckets)
+	table.Generation = e.gen
+	for name, addr := range e2eServer {
+		table.Servers[e2eID[name]] = forwarding.Server{Addr: addr, State: forwarding.Active}
+	}
+	for i := range table.Buckets {
+		table.Buckets[i] = forwarding.Bucket{Current: e2eID["a"]}
+	}
+	must(t, m.SetInstance(forwarding.Instance{Name: "web", Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{e2eVIP},
+		PortLow: 80, PortHigh: 80, Buckets: e2eBuckets, ChainWindow: 4 * time.Minute}, table))
+	must(t, EnsureNeighbors(muxNS.Netlink(), []netip.Addr{e2eServer["a"], e2eServer["b"]}))
+
+	// The servers: VIP on loopback, agent on eth0, an echo service on VIP:80
+	// that names the server, and the MPTCP server-id endpoint.
+	for name, s := range e.servers {
+		must(t, s.AddAddr("lo", netip.PrefixFrom(e2eVIP, 32)))
+		for _, kv := range [][2]string{{"net.ipv4.ip_forward", "1"}, {"net.ipv4.conf.all.arp_ignore", "1"},
+			{"net.ipv4.conf.all.arp_announce", "2"}, {"net.ipv4.conf.all.rp_filter", "0"}, {"net.ipv4.conf.eth0.rp_filter", "0"}} {
+			must(t, s.Sysctl(kv[0], kv[1]))
+		}
+		_, err := s.Run("ip", "mptcp", "endpoint", "add", e2eVIP.String(), "dev", "lo", "port", fmt.Sprint(e2eID[name]), "signal")
+		must(t, err)
+		a, err := LoadAgent(AgentOptions{Addr: e2eServer[name], Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
+			VIPs: []AgentVIP{{VIP: e2eVIP, Buckets: e2eBuckets, ChainWindow: 4 * time.Minute}}})
+		must(t, err)
+		t.Cleanup(func() { a.Close() })
+		e.agents[name] = a
+		must(t, s.Do(func() error { l, err := a.Attach("eth0"); hold(l, err); return nil }))
+		serveEcho(t, s, name)
+	}
+	return e
+}
+
+// serveEcho answers each line with "<server>:<line>" on VIP:80 (TCP and MPTCP).
+func serveEcho(t *testing.T, ns *netlab.Namespace, name string) {
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(true)
+	var l net.Listener
+	must(t, ns.Do(func() error {
+		var err error
+		l, err = lc.Listen(context.Background(), "tcp4", netip.AddrPortFrom(e2eVIP, 80).String())
+		return err
+	}))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					if _, err := fmt.Fprintf(c, "%s:%s", name, line); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+}
+
+type echoConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (e *e2eNet) dial(t *testing.T, mptcp bool) *echoConn {
+	t.Helper()
+	d := net.Dialer{Timeout: 3 * time.Second}
+	d.SetMultipathTCP(mptcp)
+	var c net.Conn
+	must(t, e.client.Do(func() error {
+		var err error
+		c, err = d.Dial("tcp4", netip.AddrPortFrom(e2eVIP, 80).String())
+		return err
+	}))
+	t.Cleanup(func() { c.Close() })
+	return &echoConn{Conn: c, r: bufio.NewReader(c)}
+}
+
+// ask sends a line and returns the name of the server that answered.
+func (c *echoConn) ask(msg string, timeout time.Duration) (string, error) {
+	c.SetDeadline(time.Now().Add(timeout))
+	if _, err := fmt.Fprintf(c, "%s\n", msg); err != nil {
+		return "", err
+	}
+	line, err := c.r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	name, echoed, _ := strings.Cut(strings.TrimSpace(line), ":")
+	if echoed != msg {
+		return "", fmt.Errorf("echo %q for %q", line, msg)
+	}
+	return name, nil
+}
+
+// moveAll gives every bucket to server to, naming its owner so far as the
+// previous owner, as the controller does.
+func (e *e2eNet) moveAll(t *testing.T, from, to string, when time.Time) {
+	e.gen++
+	d := &forwarding.Delta{Generation: e.gen}
+	for i := 0; i < e2eBuckets; i++ {
+		d.Buckets = append(d.Buckets, forwarding.BucketChange{Index: uint32(i),
+			Bucket: forwarding.Bucket{Current: e2eID[to], Previous: e2eID[from], Changed: uint32(when.Unix())}})
+	}
+	must(t, e.mux.ApplyDelta("web", d))
+}
+
+func (e *e2eNet) counter(t *testing.T, server, name string) uint64 {
+	c, err := e.agents[server].Counters()
+	must(t, err)
+	return c[name]
+}
+
+func mptcpSubflows(c net.Conn) (int, error) {
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	var gerr error
+	err = rc.Control(func(fd uintptr) {
+		info, err := unix.GetsockoptString(int(fd), 284 /* SOL_MPTCP */, 1 /* MPTCP_INFO */)
+		if err != nil {
+			gerr = fmt.Errorf("MPTCP_INFO: %v", err)
+			return
+		}
+		if len(info) == 0 {
+			return // not fully established yet: no info, no subflows
+		}
+		n = int(info[0]) // mptcpi_subflows: subflows besides the first
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, gerr
+}
+
+// TestEndToEnd drives real TCP and MPTCP connections through the mux and the
+// agents while a bucket move happens, and checks what the Beamer paper
+// promises: no open connection breaks, new ones go to the new owner, SYN
+// cookies are honoured, MPTCP subflows reach their server by id, and after
+// the chaining window stray packets are reset or dropped by generation.
+func TestEndToEnd(t *testing.T) {
+	e := newE2E(t)
+	const n = 16
+	var old []*echoConn
+	for i := 0; i < n; i++ {
+		c := e.dial(t, false)
+		if who, err := c.ask(fmt.Sprint("hello-", i), 3*time.Second); err != nil || who != "a" {
+			t.Fatalf("connection %d before the move: served by %q, %v", i, who, err)
+		}
+		old = append(old, c)
+	}
+
+	moved := time.Now()
+	e.moveAll(t, "a", "b", moved)
+	for i, c := range old {
+		if who, err := c.ask(fmt.Sprint("after-move-", i), 3*time.Second); err != nil || who != "a" {
+			t.Fatalf("open connection %d broke after the move: served by %q, %v", i, who, err)
+		}
+	}
+	if ch := e.counter(t, "b", "chained"); ch < n {
+		t.Fatalf("server b chained %d packets, want at least %d", ch, n)
+	}
+	for i := 0; i < 4; i++ {
+		if who, err := e.dial(t, false).ask("new", 3*time.Second); err != nil || who != "b" {
+			t.Fatalf("new connection %d after the move: served by %q, %v", i, who, err)
+		}
+	}
+
+	t.Run("syn cookies", func(t *testing.T) {
+		must(t, e.servers["b"].Sysctl("net.ipv4.tcp_syncookies", "2"))
+		defer e.servers["b"].Sysctl("net.ipv4.tcp_syncookies", "1")
+		chained, cookies := e.counter(t, "b", "chained"), e.counter(t, "b", "local_cookie")
+		for i := 0; i < 4; i++ {
+			if who, err := e.dial(t, false).ask("cookie", 3*time.Second); err != nil || who != "b" {
+				t.Fatalf("cookie connection %d: served by %q, %v", i, who, err)
+			}
+		}
+		if d := e.counter(t, "b", "local_cookie") - cookies; d < 4 {
+			t.Errorf("%d ACKs kept by their SYN cookie, want 4", d)
+		}
+		if d := e.counter(t, "b", "chained") - chained; d != 0 {
+			t.Errorf("%d packets chained while cookie connections opened, want 0", d)
+		}
+	})
+
+	t.Run("mptcp subflow by server id", func(t *testing.T) {
+		before, err := e.mux.Counters()
+		must(t, err)
+		c := e.dial(t, true)
+		if who, err := c.ask("mptcp", 3*time.Second); err != nil || who != "b" {
+			t.Fatalf("mptcp connection: served by %q, %v", who, err)
+		}
+		subflows := 0
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && subflows == 0; time.Sleep(50 * time.Millisecond) {
+			subflows, err = mptcpSubflows(c.Conn)
+			must(t, err)
+		}
+		if subflows < 1 {
+			t.Fatal("no secondary MPTCP subflow was established through the mux")
+		}
+		for i := 0; i < 20; i++ {
+			if who, err := c.ask(fmt.Sprint("mp-", i), 3*time.Second); err != nil || who != "b" {
+				t.Fatalf("mptcp exchange %d: served by %q, %v", i, who, err)
+			}
+		}
+		after, err := e.mux.Counters()
+		must(t, err)
+		if after["fwd_server_id"] == before["fwd_server_id"] {
+			t.Error("mux forwarded nothing by server id")
+		}
+	})
+
+	t.Run("after the chaining window", func(t *testing.T) {
+		e.agents["b"].SyncClock(moved.Add(4*time.Minute + time.Second))
+		resets := e.counter(t, "b", "stack_reset")
+		_, err := old[0].ask("late", 3*time.Second)
+		if !errors.Is(err, syscall.ECONNRESET) {
+			t.Fatalf("stray packet at current generation: %v, want connection reset", err)
+		}
+		if e.counter(t, "b", "stack_reset") == resets {
+			t.Error("stack_reset did not count the stray packet")
+		}
+		// A server that has seen a newer generation drops strays silently.
+		must(t, e.agents["b"].SetGenerationSeen(0, e.gen+1))
+		drops := e.counter(t, "b", "drop_stale_generation")
+		_, err = old[1].ask("stale", 700*time.Millisecond)
+		if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+			t.Fatalf("stray packet from a stale mux: %v, want a silent drop (timeout)", err)
+		}
+		if e.counter(t, "b", "drop_stale_generation") == drops {
+			t.Error("drop_stale_generation did not count the stray packet")
+		}
+	})
+}

@@ -1,0 +1,66 @@
+package dataplane
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+)
+
+// EnsureNeighbors creates a managed neighbour entry for the next hop towards
+// each server. The XDP program finds next-hop MACs with bpf_fib_lookup, which
+// only reads the neighbour table: it neither resolves a missing entry nor
+// keeps a used one fresh. Managed entries (Linux 5.16+) are resolved and
+// refreshed by the kernel itself, so the table is ready before traffic needs
+// it. nl is the netlink handle of the mux's namespace.
+func EnsureNeighbors(nl *netlink.Handle, servers []netip.Addr) error {
+	var errs []error
+	done := map[string]bool{}
+	for _, s := range servers {
+		routes, err := nl.RouteGet(net.IP(s.AsSlice()))
+		if err != nil || len(routes) == 0 {
+			errs = append(errs, fmt.Errorf("no route to server %v: %v", s, err))
+			continue
+		}
+		r := routes[0]
+		hop := net.IP(s.AsSlice())
+		if r.Gw != nil {
+			hop = r.Gw
+		}
+		key := fmt.Sprintf("%d/%s", r.LinkIndex, hop)
+		if done[key] || r.LinkIndex == 0 {
+			continue
+		}
+		done[key] = true
+		n := &netlink.Neigh{LinkIndex: r.LinkIndex, Family: netlink.FAMILY_V4, IP: hop,
+			State: netlink.NUD_NONE, FlagsExt: netlink.NTF_EXT_MANAGED}
+		err = nl.NeighAdd(n)
+		if errors.Is(err, syscall.EEXIST) && !isManaged(nl, r.LinkIndex, hop) {
+			// A dynamic entry learned earlier would go stale unseen by
+			// the kernel (XDP lookups do not confirm it): make it managed.
+			err = nl.NeighSet(n)
+		} else if errors.Is(err, syscall.EEXIST) {
+			err = nil
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("managed neighbour %v for server %v: %w", hop, s, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func isManaged(nl *netlink.Handle, link int, ip net.IP) bool {
+	list, err := nl.NeighList(link, netlink.FAMILY_V4)
+	if err != nil {
+		return false
+	}
+	for _, n := range list {
+		if n.IP.Equal(ip) {
+			return n.FlagsExt&netlink.NTF_EXT_MANAGED != 0
+		}
+	}
+	return false
+}
