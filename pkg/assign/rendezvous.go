@@ -51,4 +51,3 @@ func RendezvousTable(servers []Server, size uint32) ([]forwarding.ServerID, erro
 	}
 	return table, nil
 }
-
