@@ -23,6 +23,12 @@ import (
 // takes A's highest indices first: a contiguous range then shrinks from its
 // end and stays one range, and the receiver gets a contiguous block.
 //
+// Which receiver gets a donor's buckets does not change anyone's final
+// load (that is fixed by the quotas), only where ranges end up; so when the
+// owner of the bucket next to the donor's outgoing block still needs
+// buckets, it gets them instead of the most underloaded server, which keeps
+// its range whole (e.g. removing every other server leaves one range each).
+//
 // Buckets that need not move are never touched; the number of changes is
 // exactly the total excess of the donors. If no server has a positive
 // weight, every owned bucket becomes unowned. The result is deterministic.
@@ -70,16 +76,21 @@ func Rebalance(buckets []forwarding.Bucket, servers []Server, now uint32) []forw
 	}
 	donors.init()
 	receivers.init()
+	owner := Owners(buckets) // ownership as the loop changes it
 	for donors.Len() > 0 {
 		a, b := donors.top(), receivers.top()
+		if nb := pool.neighbour(a, owner); owned[nb] < quota[nb] {
+			b = nb
+		}
 		n := min(owned[a]-quota[a], quota[b]-owned[b])
 		for _, idx := range pool.take(a, n) {
+			owner[idx] = b
 			changes = append(changes, forwarding.BucketChange{Index: idx, Bucket: forwarding.Bucket{Current: b, Previous: a, Changed: now}})
 		}
 		owned[a] -= n
 		owned[b] += n
-		donors.settle(owned[a] == quota[a])
-		receivers.settle(owned[b] == quota[b])
+		donors.settle(a, owned[a] == quota[a])
+		receivers.settle(b, owned[b] == quota[b])
 	}
 	slices.SortFunc(changes, func(x, y forwarding.BucketChange) int { return int(x.Index) - int(y.Index) })
 	return changes
@@ -157,6 +168,19 @@ func donorPools(buckets []forwarding.Bucket, owned, quota []uint32) *pools {
 		}
 	}
 	return p
+}
+
+// neighbour returns the owner of a bucket adjacent to the next bucket id
+// would give away (right side first), or NoServer.
+func (p *pools) neighbour(id forwarding.ServerID, owner []forwarding.ServerID) forwarding.ServerID {
+	idx := int(p.list[p.next[id]])
+	if idx+1 < len(owner) && owner[idx+1] != id {
+		return owner[idx+1]
+	}
+	if idx > 0 && owner[idx-1] != id {
+		return owner[idx-1]
+	}
+	return forwarding.NoServer
 }
 
 func (p *pools) take(id forwarding.ServerID, n uint32) []uint32 {
