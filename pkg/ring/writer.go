@@ -183,11 +183,11 @@ func (w *Writer) publish(ctx context.Context, d *forwarding.Delta) (PublishStats
 			return ps, err
 		}
 	}
-	ops := []store.Op{store.IfVersion(w.k.LatestGen(), w.ptr.genVersion), store.Put(w.k.LatestGen(), formatPointer(gen))}
+	blob := w.ptr.blob
 	if blobDue {
-		ops = append(ops, store.Put(w.k.LatestBlob(), formatPointer(gen)))
+		blob = gen
 	}
-	if err := w.st.Commit(ctx, ops...); err != nil {
+	if err := w.st.Commit(ctx, w.pointerOps(gen, blob)...); err != nil {
 		return ps, fmt.Errorf("ring: move latest-gen of %s to %d: %w", w.k.Instance, gen, err)
 	}
 	// Published. Bring the in-memory state along; re-read the versions the
@@ -237,4 +237,14 @@ func (w *Writer) GC(ctx context.Context) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// pointerOps moves both pointers, on condition that latest-gen is still
+// where this writer last saw it.
+func (w *Writer) pointerOps(gen, blob uint32) []store.Op {
+	ops := []store.Op{store.IfVersion(w.k.LatestGen(), w.ptr.genVersion), store.Put(w.k.LatestGen(), formatPointer(gen))}
+	if blob != w.ptr.blob || gen == 0 {
+		ops = append(ops, store.Put(w.k.LatestBlob(), formatPointer(blob)))
+	}
+	return ops
 }

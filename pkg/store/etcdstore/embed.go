@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
 )
 
 // EmbedConfig configures an etcd server run inside the beamer process.
@@ -69,7 +70,9 @@ func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
 	ec.ListenPeerUrls = []url.URL{*peerURL}
 	ec.AdvertisePeerUrls = []url.URL{*peerURL}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
-	ec.LogLevel = "error"
+	// etcd logs harmless errors when it shuts down ("server closed"); real
+	// failures reach us as errors from StartEtcd and Err.
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	// Keep history short: the ring is rewritten by generations, and old
 	// revisions are of no use to anyone.
 	ec.AutoCompactionMode = "revision"

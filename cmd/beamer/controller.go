@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/controller"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the Beamer controller: serves `beamer ctl`, health-checks DIPs, writes the mux ring",
+		Long: `Runs a controller. Several may run against one store: one is elected and
+writes, the others wait to take over. With the default embed:// store this
+process also serves the embedded etcd other beamer commands connect to.`,
+		Args: cobra.NoArgs,
+	}
+	storeURL := addStoreFlag(cmd)
+	host, _ := os.Hostname()
+	identity := cmd.Flags().String("identity", fmt.Sprintf("%s/%d", host, os.Getpid()), "name shown as the elected controller")
+	noHealth := cmd.Flags().Bool("no-health-checks", false, "do not probe DIPs")
+	var h controller.HealthOptions
+	cmd.Flags().DurationVar(&h.Interval, "health-interval", 2*time.Second, "time between probes of a DIP")
+	cmd.Flags().DurationVar(&h.Timeout, "health-timeout", time.Second, "TCP connect timeout of a probe (to the DIP's first service port)")
+	cmd.Flags().IntVar(&h.Fall, "health-fall", 3, "consecutive failed probes that mark a DIP down")
+	cmd.Flags().IntVar(&h.Rise, "health-rise", 2, "consecutive good probes that mark a DIP up again")
+	cmd.Flags().DurationVar(&h.HalfLife, "flap-half-life", 5*time.Minute, "half-life of the flap penalty")
+	reconcile := cmd.Flags().Duration("reconcile-every", 30*time.Second, "reconcile all instances this often (ends chaining windows of removed DIPs)")
+	blobEvery := cmd.Flags().Uint32("blob-every", 64, "write a full blob at least every N generations")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if h.Interval <= 0 || h.Timeout <= 0 || h.Fall < 1 || h.Rise < 1 || h.HalfLife <= 0 || *reconcile <= 0 || *blobEvery == 0 {
+			return fmt.Errorf("health intervals, timeouts, thresholds, --reconcile-every and --blob-every must be positive")
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		st, target, err := openStore(ctx, *storeURL)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		logger := log.New(os.Stderr, "controller: ", log.LstdFlags)
+		o := controller.RunOptions{Identity: *identity, ReconcileEvery: *reconcile, Logf: logger.Printf}
+		o.Ring.BlobEvery = *blobEvery
+		if !*noHealth {
+			o.Health = &h
+		}
+		logger.Printf("store %s, root %s; campaigning as %q", *storeURL, target.Root, *identity)
+		controller.Run(ctx, st, target.Root, o)
+		return nil
+	}
+	rootCmd.AddCommand(cmd)
+}

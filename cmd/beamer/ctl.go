@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/controller"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/spf13/cobra"
+)
+
+// ctlCmd groups the operator commands. Changes go to the elected
+// controller as requests through the store; show/list/status only read.
+var ctlCmd = &cobra.Command{
+	Use:   "ctl",
+	Short: "Operate load-balancer instances through the elected controller",
+}
+
+// ctlFlags are the flags every ctl subcommand has.
+type ctlFlags struct {
+	store   *string
+	timeout *time.Duration
+}
+
+func newCtl(use, short string, args cobra.PositionalArgs) (*cobra.Command, *ctlFlags) {
+	cmd := &cobra.Command{Use: use, Short: short, Args: args}
+	f := &ctlFlags{store: addStoreFlag(cmd)}
+	f.timeout = cmd.Flags().Duration("timeout", 30*time.Second, "how long to wait for the controller")
+	ctlCmd.AddCommand(cmd)
+	return cmd, f
+}
+
+// submit sends one request and waits for the controller's answer.
+func (f *ctlFlags) submit(r controller.Request) error {
+	ctx := context.Background()
+	st, t, err := openStore(ctx, *f.store)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return controller.Submit(ctx, st, t.Root, r, *f.timeout)
+}
+
+func parseID(s string) (forwarding.ServerID, error) {
+	n, err := strconv.ParseUint(s, 10, 32)
+	if err != nil || n < uint64(forwarding.MinServerID) || n > uint64(forwarding.MaxServerID) {
+		return 0, fmt.Errorf("server id %q must be a number in %d–%d", s, forwarding.MinServerID, forwarding.MaxServerID)
+	}
+	return forwarding.ServerID(n), nil
+}
+
+func parseWeight(s string) (uint32, error) {
+	n, err := strconv.ParseUint(s, 10, 32)
+	if err != nil || n == 0 || n > controller.MaxWeight {
+		return 0, fmt.Errorf("weight %q must be a number in 1–%d", s, controller.MaxWeight)
+	}
+	return uint32(n), nil
+}
+
+func parsePorts(s string) (lo, hi uint16, err error) {
+	a, b, ok := strings.Cut(s, "-")
+	if !ok {
+		b = a
+	}
+	x, err1 := strconv.ParseUint(a, 10, 16)
+	y, err2 := strconv.ParseUint(b, 10, 16)
+	if err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("ports %q must be PORT or LOW-HIGH", s)
+	}
+	return uint16(x), uint16(y), nil
+}
+
+func init() {
+	rootCmd.AddCommand(ctlCmd)
+
+	create, cf := newCtl("create NAME --vip ADDR[,ADDR] --ports P[-Q] --buckets B", "Create an instance", cobra.ExactArgs(1))
+	vips := create.Flags().StringSlice("vip", nil, "virtual IPv4 address(es)")
+	ports := create.Flags().String("ports", "", "service port or range, ≤ 1024")
+	buckets := create.Flags().Uint32("buckets", 0, "bucket count B, larger than the most DIPs the instance will have (paper: 100 per DIP)")
+	window := create.Flags().Duration("chain-window", forwarding.DefaultChainWindow, "daisy-chaining window")
+	strategy := create.Flags().String("strategy", string(forwarding.StrategyBeamer), "beamer or maglev")
+	create.RunE = func(_ *cobra.Command, args []string) error {
+		in := &forwarding.Instance{Name: args[0], Strategy: forwarding.Strategy(*strategy), Buckets: *buckets, ChainWindow: *window}
+		for _, v := range *vips {
+			a, err := netip.ParseAddr(v)
+			if err != nil {
+				return fmt.Errorf("--vip %q: %w", v, err)
+			}
+			in.VIPs = append(in.VIPs, a)
+		}
+		var err error
+		if in.PortLow, in.PortHigh, err = parsePorts(*ports); err != nil {
+			return err
+		}
+		if err := in.Validate(); err != nil {
+			return err
+		}
+		return cf.submit(controller.Request{Op: controller.OpCreateInstance, Instance: in.Name, Config: in})
+	}
+
+	del, df := newCtl("delete NAME", "Delete an instance and all its state", cobra.ExactArgs(1))
+	del.RunE = func(_ *cobra.Command, args []string) error {
+		return df.submit(controller.Request{Op: controller.OpDeleteInstance, Instance: args[0]})
+	}
+
+	add, af := newCtl("add-dip NAME ID ADDR [WEIGHT]", "Add a DIP (server id 1025–65535, IPv4 address, weight default 1)", cobra.RangeArgs(3, 4))
+	add.RunE = func(_ *cobra.Command, args []string) error {
+		id, err := parseID(args[1])
+		if err != nil {
+			return err
+		}
+		addr, err := netip.ParseAddr(args[2])
+		if err != nil || !addr.Is4() {
+			return fmt.Errorf("DIP address %q is not an IPv4 address", args[2])
+		}
+		w := uint32(1)
+		if len(args) == 4 {
+			if w, err = parseWeight(args[3]); err != nil {
+				return err
+			}
+		}
+		return af.submit(controller.Request{Op: controller.OpAddDIP, Instance: args[0], ID: id, Addr: addr, Weight: w})
+	}
+
+	byID := func(use, short, op string, withWeight bool) {
+		nargs := 2
+		if withWeight {
+			nargs = 3
+		}
+		cmd, f := newCtl(use, short, cobra.ExactArgs(nargs))
+		cmd.RunE = func(_ *cobra.Command, args []string) error {
+			id, err := parseID(args[1])
+			if err != nil {
+				return err
+			}
+			r := controller.Request{Op: op, Instance: args[0], ID: id}
+			if withWeight {
+				if r.Weight, err = parseWeight(args[2]); err != nil {
+					return err
+				}
+			}
+			return f.submit(r)
+		}
+	}
+	byID("remove-dip NAME ID", "Remove a DIP: weight 0, rebalance with daisy chaining, then remove", controller.OpRemoveDIP, false)
+	byID("set-weight NAME ID WEIGHT", "Change a DIP's weight and rebalance", controller.OpSetWeight, true)
+	byID("drain NAME ID", "Move a DIP's buckets away (its connections finish by daisy chaining), keeping it configured", controller.OpDrain, false)
+	byID("undrain NAME ID", "Give a drained DIP its share of buckets again", controller.OpUndrain, false)
+
+	show, sf := newCtl("show NAME", "Show an instance: generation, buckets per DIP, load vs weight, fragmentation", cobra.ExactArgs(1))
+	asJSON := show.Flags().Bool("json", false, "print JSON")
+	show.RunE = func(_ *cobra.Command, args []string) error {
+		ctx := context.Background()
+		st, t, err := openStore(ctx, *sf.store)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		v, err := controller.Show(ctx, st, t.Root, args[0], time.Now())
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			enc := json.NewEncoder(os.Stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(v)
+		}
+		printView(v)
+		return nil
+	}
+
+	list, lf := newCtl("list", "List instances and the elected controller", cobra.NoArgs)
+	list.RunE = func(*cobra.Command, []string) error {
+		ctx := context.Background()
+		st, t, err := openStore(ctx, *lf.store)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		leader, err := st.Leader(ctx, controller.ElectionKey(t.Root))
+		if err != nil {
+			leader = "none (start `beamer controller`)"
+		}
+		fmt.Printf("controller: %s\n", leader)
+		names, err := controller.New(st, t.Root, controller.Options{}).Instances(ctx)
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			fmt.Println(n)
+		}
+		return nil
+	}
+}
+
+func printView(v *controller.View) {
+	in := v.Instance
+	vips := make([]string, len(in.VIPs))
+	for i, a := range in.VIPs {
+		vips[i] = a.String()
+	}
+	fmt.Printf("instance %s (%s): VIPs %s ports %d-%d, %d buckets, chaining window %v\n",
+		in.Name, in.Strategy, strings.Join(vips, ","), in.PortLow, in.PortHigh, in.Buckets, in.ChainWindow)
+	fmt.Printf("generation %d (blob at %d + %d deltas, %d+%d stored bytes), fragmentation %.2f rules/DIP, %d unowned buckets\n",
+		v.Generation, v.Load.Blob, v.Load.Deltas, v.Load.BlobBytes, v.Load.DeltaBytes, v.Fragmentation, v.Unowned)
+	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tADDRESS\tSTATE\tHEALTH\tWEIGHT\tEFFECTIVE\tBUCKETS\tLOAD%\tWEIGHT%\tCHAINED")
+	for _, d := range v.DIPs {
+		state := string(d.State)
+		if d.Drained {
+			state += ",drained"
+		}
+		health := "up"
+		if d.Down {
+			health = "down since " + d.HealthChanged.Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "%d\t%v\t%s\t%s\t%d\t%d\t%d\t%.2f\t%.2f\t%d\n", d.ID, d.Addr, state, health, d.Weight, d.Effective,
+			d.Buckets, 100*d.LoadShare, 100*d.WeightShare, d.Chained)
+	}
+	w.Flush()
+	if len(v.Retired) > 0 {
+		fmt.Printf("retired server ids (still daisy-chained to): %v\n", v.Retired)
+	}
+}
+
