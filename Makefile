@@ -1,0 +1,36 @@
+# Beamer: build, test and demo. Everything runs as root (BPF, namespaces).
+
+GO ?= go
+BIN := bin/beamer
+BPF_SOURCES := $(wildcard bpf/*.c bpf/include/*.h bpf/probe/*.c)
+BPF_OBJECTS := pkg/dataplane/mux_bpfel.o pkg/dataplane/agent_bpfel.o pkg/dataplane/hashprobe_bpfel.o
+
+.PHONY: all setup generate build test demo clean
+
+all: build
+
+# Installs missing Debian packages and Go modules (idempotent).
+setup:
+	@scripts/setup.sh
+
+# Compiles the eBPF programs with clang and writes their Go bindings.
+$(BPF_OBJECTS) &: $(BPF_SOURCES) pkg/dataplane/generate.go
+	cd pkg/dataplane && $(GO) generate ./...
+
+generate: $(BPF_OBJECTS)
+
+build: generate
+	$(GO) build -o $(BIN) ./cmd/beamer
+
+# The test command (README, .ci/run): vet, then every test. Privileged tests
+# run for real as root; CI=true makes them fail rather than skip without it.
+test: setup generate
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 20m ./...
+
+# The main job: a working load balancer in a namespace lab.
+demo: setup build
+	$(BIN) demo
+
+clean:
+	rm -rf bin $(BPF_OBJECTS) pkg/dataplane/*_bpfel.go

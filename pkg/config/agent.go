@@ -1,0 +1,93 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+)
+
+// Agent is a server agent's static configuration.
+type Agent struct {
+	Interface string              `yaml:"interface"`         // where decapsulation runs
+	Address   netip.Addr          `yaml:"address,omitempty"` // the server's DIP; default: the interface's first IPv4
+	ServerID  forwarding.ServerID `yaml:"server_id"`         // 1025–65535, advertised to MPTCP clients
+	Trusted   []netip.Prefix      `yaml:"trusted"`           // muxes and servers allowed to send encapsulated packets
+	VIPs      []AgentVIP          `yaml:"vips"`
+	// ManageVIPs puts the VIPs on loopback and sets the ARP sysctls that
+	// keep the server from answering for them (default true).
+	ManageVIPs *bool `yaml:"manage_vips,omitempty"`
+	// MPTCP advertises VIP:server_id to MPTCP clients (default true).
+	MPTCP   *bool  `yaml:"mptcp,omitempty"`
+	Metrics string `yaml:"metrics,omitempty"` // listen address of /metrics and /healthz
+}
+
+// AgentVIP is one VIP served, with its instance's bucket count and window.
+type AgentVIP struct {
+	VIP         netip.Addr     `yaml:"vip"`
+	Buckets     uint32         `yaml:"buckets"`
+	ChainWindow *time.Duration `yaml:"chain_window,omitempty"` // default 4m; 0s disables chaining
+}
+
+// Window is the chaining window, the default when unset.
+func (v AgentVIP) Window() time.Duration {
+	if v.ChainWindow == nil {
+		return forwarding.DefaultChainWindow
+	}
+	return *v.ChainWindow
+}
+
+// LoadAgent reads and validates an agent configuration file.
+func LoadAgent(path string) (*Agent, error) {
+	var c Agent
+	if err := decodeFile(path, &c); err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &c, nil
+}
+
+// Flag reports a *bool option, true when unset.
+func Flag(b *bool) bool { return b == nil || *b }
+
+// Validate checks the configuration.
+func (c *Agent) Validate() error {
+	if c.Interface == "" {
+		return errors.New("interface: missing")
+	}
+	if c.Address.IsValid() && (!c.Address.Is4() || c.Address.IsUnspecified()) {
+		return fmt.Errorf("address %v: not a unicast IPv4 address", c.Address)
+	}
+	if !c.ServerID.Valid() {
+		return fmt.Errorf("server_id %d: must be in %d–%d", c.ServerID, forwarding.MinServerID, forwarding.MaxServerID)
+	}
+	if len(c.Trusted) == 0 {
+		return errors.New("trusted: no prefix (the muxes' and servers' addresses)")
+	}
+	for _, p := range c.Trusted {
+		if !p.Addr().Is4() {
+			return fmt.Errorf("trusted prefix %v: not IPv4", p)
+		}
+	}
+	if len(c.VIPs) == 0 {
+		return errors.New("vips: none configured")
+	}
+	seen := map[netip.Addr]bool{}
+	for _, v := range c.VIPs {
+		if !v.VIP.Is4() || v.VIP.IsUnspecified() || seen[v.VIP] {
+			return fmt.Errorf("vip %v: not a unicast IPv4 address, or listed twice", v.VIP)
+		}
+		seen[v.VIP] = true
+		if v.Buckets == 0 {
+			return fmt.Errorf("vip %v: buckets missing (the instance's B)", v.VIP)
+		}
+		if v.Window() < 0 {
+			return fmt.Errorf("vip %v: negative chain_window", v.VIP)
+		}
+	}
+	return nil
+}

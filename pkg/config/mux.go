@@ -1,0 +1,130 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sort"
+
+	"github.com/beamer-lb/beamer/pkg/assign"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+)
+
+// Mux is a mux's static configuration file.
+type Mux struct {
+	Interface string        `yaml:"interface"`          // where the XDP program runs
+	Address   netip.Addr    `yaml:"address,omitempty"`  // outer source; default: the interface's first IPv4
+	XDPMode   string        `yaml:"xdp_mode,omitempty"` // "driver" (default) or "generic"
+	Metrics   string        `yaml:"metrics,omitempty"`  // listen address of /metrics and /healthz
+	Instances []MuxInstance `yaml:"instances"`
+}
+
+// MuxInstance is one instance with its servers; the mux spreads the buckets
+// over them by weight as the controller would (Beamer §4.5).
+type MuxInstance struct {
+	forwarding.Instance `yaml:",inline"`
+	Servers             []StaticServer `yaml:"servers"`
+}
+
+// StaticServer is one server of a static instance.
+type StaticServer struct {
+	ID      forwarding.ServerID `yaml:"id"`
+	Address netip.Addr          `yaml:"address"`
+	Weight  uint32              `yaml:"weight,omitempty"` // default 1
+}
+
+// LoadMux reads and validates a mux configuration file.
+func LoadMux(path string) (*Mux, error) {
+	var c Mux
+	if err := decodeFile(path, &c); err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &c, nil
+}
+
+// Validate checks the configuration.
+func (c *Mux) Validate() error {
+	if c.Interface == "" {
+		return errors.New("interface: missing")
+	}
+	if c.Address.IsValid() && (!c.Address.Is4() || c.Address.IsUnspecified()) {
+		return fmt.Errorf("address %v: not a unicast IPv4 address", c.Address)
+	}
+	if c.XDPMode != "" && c.XDPMode != "driver" && c.XDPMode != "generic" {
+		return fmt.Errorf("xdp_mode %q: must be driver or generic", c.XDPMode)
+	}
+	if len(c.Instances) == 0 {
+		return errors.New("instances: none configured")
+	}
+	names, vips := map[string]bool{}, map[netip.Addr]string{}
+	for i := range c.Instances {
+		in := &c.Instances[i]
+		if in.ChainWindow == 0 && in.Strategy == forwarding.StrategyBeamer {
+			in.ChainWindow = forwarding.DefaultChainWindow
+		}
+		if err := in.Validate(); err != nil {
+			return err
+		}
+		if names[in.Name] {
+			return fmt.Errorf("instance %q configured twice", in.Name)
+		}
+		names[in.Name] = true
+		for _, v := range in.VIPs {
+			if other, ok := vips[v]; ok {
+				return fmt.Errorf("VIP %v in both %q and %q", v, other, in.Name)
+			}
+			vips[v] = in.Name
+		}
+		if err := in.validateServers(); err != nil {
+			return fmt.Errorf("instance %q: %w", in.Name, err)
+		}
+	}
+	return nil
+}
+
+func (in *MuxInstance) validateServers() error {
+	if len(in.Servers) == 0 {
+		return errors.New("no servers")
+	}
+	if uint32(len(in.Servers)) >= in.Buckets {
+		return fmt.Errorf("%d buckets for %d servers: B must be larger than the number of servers (e.g. 100×)", in.Buckets, len(in.Servers))
+	}
+	ids, addrs := map[forwarding.ServerID]bool{}, map[netip.Addr]bool{}
+	for _, s := range in.Servers {
+		if !s.ID.Valid() {
+			return fmt.Errorf("server id %d outside %d–%d", s.ID, forwarding.MinServerID, forwarding.MaxServerID)
+		}
+		if !s.Address.Is4() || s.Address.IsUnspecified() {
+			return fmt.Errorf("server %d: address %v is not a unicast IPv4 address", s.ID, s.Address)
+		}
+		if ids[s.ID] || addrs[s.Address] {
+			return fmt.Errorf("server %d (%v): id or address listed twice", s.ID, s.Address)
+		}
+		ids[s.ID], addrs[s.Address] = true, true
+	}
+	return nil
+}
+
+// Table builds the instance's forwarding table: servers in the id table,
+// buckets spread by weight with the greedy balancing of pkg/assign.
+func (in *MuxInstance) Table() *forwarding.Table {
+	t := forwarding.NewTable(int(in.Buckets))
+	t.Generation = 1
+	servers := make([]assign.Server, 0, len(in.Servers))
+	for _, s := range in.Servers {
+		w := s.Weight
+		if w == 0 {
+			w = 1
+		}
+		t.Servers[s.ID] = forwarding.Server{Addr: s.Address, State: forwarding.Active}
+		servers = append(servers, assign.Server{ID: s.ID, Weight: w})
+	}
+	sort.Slice(servers, func(i, j int) bool { return servers[i].ID < servers[j].ID })
+	for _, c := range assign.Rebalance(t.Buckets, servers, 0) {
+		t.Buckets[c.Index] = forwarding.Bucket{Current: c.Bucket.Current}
+	}
+	return t
+}
