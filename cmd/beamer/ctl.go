@@ -229,4 +229,3 @@ func printView(v *controller.View) {
 		fmt.Printf("retired server ids (still daisy-chained to): %v\n", v.Retired)
 	}
 }
-
