@@ -90,7 +90,33 @@ func (f *Follower) Load(ctx context.Context) (*forwarding.Table, LoadStats, erro
 			err = fmt.Errorf("%w: %s", ErrNoInstance, f.k.Instance)
 		}
 	}
+	if err == nil {
+		f.table = t.Clone()
+	}
 	return t, s, err
+}
+
+// RoundStats describes one catch-up round.
+type RoundStats struct {
+	Deltas   int           // deltas applied
+	Buckets  int           // bucket changes in them
+	Bytes    int           // stored bytes read
+	Duration time.Duration // read, verify and apply
+}
+
+// CatchUp runs one round of what Run does on every notification: it brings
+// the Applier from the follower's current table (set by Load or Run) to
+// latest-gen. Run is the normal way; CatchUp is for callers that drive the
+// follower themselves (tools, benchmarks). Not concurrently with Run.
+func (f *Follower) CatchUp(ctx context.Context, a Applier) (RoundStats, error) {
+	if f.table == nil {
+		return RoundStats{}, errors.New("ring: CatchUp before Load")
+	}
+	var rs RoundStats
+	start := time.Now()
+	err := f.round(ctx, a, &rs)
+	rs.Duration = time.Since(start)
+	return rs, err
 }
 
 // Run follows the ring from t (the table the Applier holds, normally the
@@ -106,7 +132,7 @@ func (f *Follower) Run(ctx context.Context, t *forwarding.Table, a Applier) erro
 	pause := store.NewBackoff(f.opts.MinBackoff, f.opts.MaxBackoff)
 	for {
 		rctx, cancel := context.WithTimeout(ctx, f.opts.RoundTimeout)
-		err := f.round(rctx, a)
+		err := f.round(rctx, a, &RoundStats{})
 		cancel()
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -149,7 +175,7 @@ func (f *Follower) setStatus(change func(*Status)) {
 }
 
 // round brings the Applier up to latest-gen.
-func (f *Follower) round(ctx context.Context, a Applier) error {
+func (f *Follower) round(ctx context.Context, a Applier, rs *RoundStats) error {
 	if f.needReplace {
 		return f.replace(a, f.table)
 	}
@@ -165,7 +191,7 @@ func (f *Follower) round(ctx context.Context, a Applier) error {
 		return f.resync(ctx, a)
 	}
 	for g := f.table.Generation + 1; g <= p.gen && g != 0; g++ {
-		d, _, err := readDelta(ctx, f.st, f.k, g)
+		d, n, err := readDelta(ctx, f.st, f.k, g)
 		if err == nil {
 			if cerr := f.table.Check(d); cerr != nil {
 				err = fmt.Errorf("%w: delta of generation %d does not apply to %d: %v", ErrCorrupt, g, f.table.Generation, cerr)
@@ -190,6 +216,9 @@ func (f *Follower) round(ctx context.Context, a Applier) error {
 		if err := f.table.Apply(d); err != nil {
 			return err // cannot happen: Check passed
 		}
+		rs.Deltas++
+		rs.Buckets += len(d.Buckets)
+		rs.Bytes += n
 		f.setStatus(func(s *Status) { s.Generation, s.Updated = g, time.Now() })
 	}
 	return nil
