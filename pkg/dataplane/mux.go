@@ -313,3 +313,19 @@ func (m *Mux) release(in *muxInstance) {
 	in.buckets.close()
 	in.servers.close()
 }
+
+// ServerAddrs lists the addresses of an instance's servers, for next-hop
+// resolution.
+func (m *Mux) ServerAddrs(name string) []netip.Addr {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	in, ok := m.instances[name]
+	if !ok {
+		return nil
+	}
+	out := make([]netip.Addr, 0, len(in.table.Servers))
+	for _, s := range in.table.Servers {
+		out = append(out, s.Addr)
+	}
+	return out
+}

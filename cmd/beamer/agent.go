@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/agentd"
+	"github.com/beamer-lb/beamer/pkg/config"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/spf13/cobra"
+)
+
+// parseAgentVIP reads VIP:BUCKETS[:WINDOW], e.g. 198.18.100.1:6400:4m.
+func parseAgentVIP(s string) (config.AgentVIP, error) {
+	parts := strings.Split(s, ":")
+	if len(parts) < 2 || len(parts) > 3 {
+		return config.AgentVIP{}, fmt.Errorf("--vip %q: want VIP:BUCKETS[:WINDOW]", s)
+	}
+	vip, err := netip.ParseAddr(parts[0])
+	if err != nil {
+		return config.AgentVIP{}, fmt.Errorf("--vip %q: %w", s, err)
+	}
+	b, err := strconv.ParseUint(parts[1], 10, 32)
+	if err != nil {
+		return config.AgentVIP{}, fmt.Errorf("--vip %q: bucket count: %w", s, err)
+	}
+	v := config.AgentVIP{VIP: vip, Buckets: uint32(b)}
+	if len(parts) == 3 {
+		w, err := time.ParseDuration(parts[2])
+		if err != nil {
+			return config.AgentVIP{}, fmt.Errorf("--vip %q: window: %w", s, err)
+		}
+		v.ChainWindow = &w
+	}
+	return v, nil
+}
+
+func init() {
+	var (
+		configPath, iface, addr, metricsAddr string
+		id                                   uint16
+		vips, trusted                        []string
+		noVIPs, noMPTCP                      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the server agent: decapsulation and daisy chaining on a server",
+		Long: `Runs the agent on a server, from a configuration file (--config) or flags.
+Servers never talk to the control store: the agent needs its server id, the VIPs
+it serves with their instance's bucket count, and the muxes' and servers' prefixes.`,
+		Example: `  beamer agent --iface eth0 --id 1025 --vip 198.18.100.1:6400 --trusted 198.18.0.0/24`,
+		Args:    cobra.NoArgs,
+	}
+	cmd.Flags().StringVar(&configPath, "config", "", "configuration file (YAML)")
+	cmd.Flags().StringVar(&iface, "iface", "", "the server's interface")
+	cmd.Flags().StringVar(&addr, "addr", "", "the server's address (default: the interface's first IPv4)")
+	cmd.Flags().Uint16Var(&id, "id", 0, "server id, 1025–65535")
+	cmd.Flags().StringSliceVar(&vips, "vip", nil, "VIP:BUCKETS[:WINDOW] served (repeatable)")
+	cmd.Flags().StringSliceVar(&trusted, "trusted", nil, "prefix of muxes and servers allowed to send encapsulated packets (repeatable)")
+	cmd.Flags().BoolVar(&noVIPs, "no-manage-vips", false, "do not put VIPs on loopback nor set ARP sysctls")
+	cmd.Flags().BoolVar(&noMPTCP, "no-mptcp", false, "do not advertise VIP:id to MPTCP clients")
+	cmd.Flags().StringVar(&metricsAddr, "metrics", "", "serve /metrics and /healthz on this address")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		var cfg config.Agent
+		if configPath != "" {
+			if iface != "" || id != 0 || len(vips) > 0 || len(trusted) > 0 {
+				return errors.New("--config takes no --iface, --id, --vip or --trusted")
+			}
+			c, err := config.LoadAgent(configPath)
+			if err != nil {
+				return err
+			}
+			cfg = *c
+		} else {
+			cfg = config.Agent{Interface: iface, ServerID: forwarding.ServerID(id)}
+			for _, s := range vips {
+				v, err := parseAgentVIP(s)
+				if err != nil {
+					return err
+				}
+				cfg.VIPs = append(cfg.VIPs, v)
+			}
+			for _, s := range trusted {
+				p, err := netip.ParsePrefix(s)
+				if err != nil {
+					return fmt.Errorf("--trusted %q: %w", s, err)
+				}
+				cfg.Trusted = append(cfg.Trusted, p)
+			}
+		}
+		if addr != "" {
+			a, err := netip.ParseAddr(addr)
+			if err != nil {
+				return fmt.Errorf("--addr: %w", err)
+			}
+			cfg.Address = a
+		}
+		if noVIPs {
+			cfg.ManageVIPs = new(bool)
+		}
+		if noMPTCP {
+			cfg.MPTCP = new(bool)
+		}
+		if metricsAddr != "" {
+			cfg.Metrics = metricsAddr
+		}
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+		log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		d, err := agentd.Start(cfg)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		log.Info("agent running", "interface", cfg.Interface, "address", d.Address(), "server_id", cfg.ServerID)
+		<-ctx.Done()
+		log.Info("agent stopping")
+		return nil
+	}
+	rootCmd.AddCommand(cmd)
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/beamer-lb/beamer/pkg/config"
+	"github.com/beamer-lb/beamer/pkg/dataplane"
+	"github.com/beamer-lb/beamer/pkg/muxd"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	var (
+		configPath, iface, addr, mode, metricsAddr string
+		instances                                  []string
+	)
+	cmd := &cobra.Command{
+		Use:   "mux",
+		Short: "Run a mux: the XDP load balancer on an interface",
+		Long: `Runs a mux. Either from a static configuration file (--config), or following
+instances in the control store (--store, --instance, --iface): the mux reads the
+latest blob and the deltas after it, then applies each new generation.`,
+		Args: cobra.NoArgs,
+	}
+	storeURL := addStoreFlag(cmd)
+	cmd.Flags().StringVar(&configPath, "config", "", "static configuration file (YAML)")
+	cmd.Flags().StringVar(&iface, "iface", "", "interface to attach to (store mode)")
+	cmd.Flags().StringVar(&addr, "addr", "", "mux address for outer headers (default: the interface's first IPv4)")
+	cmd.Flags().StringVar(&mode, "xdp-mode", "driver", "XDP attach mode: driver or generic")
+	cmd.Flags().StringVar(&metricsAddr, "metrics", "", "serve /metrics and /healthz on this address (e.g. 127.0.0.1:9100)")
+	cmd.Flags().StringSliceVar(&instances, "instance", nil, "instance to forward (store mode; repeatable)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+
+		var static *config.Mux
+		opts := muxd.Options{Interface: iface, Metrics: metricsAddr}
+		if configPath != "" {
+			if len(instances) > 0 || cmd.Flags().Changed("store") {
+				return errors.New("--config runs a static mux: it takes no --store or --instance")
+			}
+			c, err := config.LoadMux(configPath)
+			if err != nil {
+				return err
+			}
+			static = c
+			opts.Interface, opts.Address = c.Interface, c.Address
+			if c.XDPMode != "" {
+				mode = c.XDPMode
+			}
+			if c.Metrics != "" && metricsAddr == "" {
+				opts.Metrics = c.Metrics
+			}
+		} else if opts.Interface == "" || len(instances) == 0 {
+			return errors.New("give --config FILE, or --iface IF and --instance NAME (with --store)")
+		}
+		if addr != "" {
+			a, err := netip.ParseAddr(addr)
+			if err != nil {
+				return fmt.Errorf("--addr: %w", err)
+			}
+			opts.Address = a
+		}
+		switch mode {
+		case "driver":
+			opts.XDPMode = dataplane.XDPDriver
+		case "generic":
+			opts.XDPMode = dataplane.XDPGeneric
+		default:
+			return fmt.Errorf("--xdp-mode %q: must be driver or generic", mode)
+		}
+
+		d, err := muxd.Start(opts)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		if static != nil {
+			for _, in := range static.Instances {
+				if err := d.SetInstance(in.Instance, in.Table()); err != nil {
+					return fmt.Errorf("instance %q: %w", in.Name, err)
+				}
+			}
+		} else {
+			st, target, err := openStore(ctx, *storeURL)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			for _, name := range instances {
+				if err := d.Follow(ctx, st, target.Root, name, log); err != nil {
+					return err
+				}
+			}
+		}
+		log.Info("mux forwarding", "interface", opts.Interface, "address", d.Address())
+		<-ctx.Done()
+		log.Info("mux stopping")
+		return nil
+	}
+	rootCmd.AddCommand(cmd)
+}

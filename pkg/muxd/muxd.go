@@ -1,0 +1,195 @@
+// Package muxd is the mux daemon: it loads the XDP mux onto an interface,
+// keeps its instances' tables current (from a static configuration or by
+// following the control store's mux ring), keeps the next hops of all
+// servers resolved, and exposes metrics and a health check.
+package muxd
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/dataplane"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/metrics"
+	"github.com/cilium/ebpf/link"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vishvananda/netlink"
+)
+
+// Options configure a mux daemon.
+type Options struct {
+	Interface string
+	Address   netip.Addr // outer source; default: the interface's first IPv4
+	XDPMode   dataplane.XDPMode
+	Metrics   string // listen address for /metrics and /healthz; "" = none
+}
+
+// Daemon is a running mux.
+type Daemon struct {
+	opts    Options
+	mux     *dataplane.Mux
+	link    link.Link
+	nl      *netlink.Handle
+	metrics *metrics.Server
+
+	mu        sync.Mutex
+	instances map[string]forwarding.Instance
+
+	applySeconds prometheus.Histogram
+	generation   *prometheus.GaugeVec
+	applyErrors  prometheus.Counter
+}
+
+// InterfaceAddr is the first IPv4 address of an interface.
+func InterfaceAddr(name string) (netip.Addr, error) {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	addrs, err := ifi.Addrs()
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is4() {
+			return p.Addr(), nil
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("interface %s has no IPv4 address", name)
+}
+
+// Start loads and attaches the mux. It forwards nothing until instances are set.
+func Start(opts Options) (*Daemon, error) {
+	if !opts.Address.IsValid() {
+		a, err := InterfaceAddr(opts.Interface)
+		if err != nil {
+			return nil, err
+		}
+		opts.Address = a
+	}
+	// bpf_fib_lookup answers only for interfaces that forward.
+	if err := os.WriteFile(fmt.Sprintf("/proc/sys/net/ipv4/conf/%s/forwarding", opts.Interface), []byte("1"), 0o644); err != nil {
+		return nil, fmt.Errorf("enabling forwarding on %s: %w", opts.Interface, err)
+	}
+	m, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: opts.Address})
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{opts: opts, mux: m, instances: map[string]forwarding.Instance{}}
+	if d.nl, err = netlink.NewHandle(); err != nil {
+		m.Close()
+		return nil, err
+	}
+	if d.link, err = m.Attach(opts.Interface, opts.XDPMode); err != nil {
+		d.nl.Close()
+		m.Close()
+		return nil, err
+	}
+	if opts.Metrics != "" {
+		if err := d.serveMetrics(); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+func (d *Daemon) serveMetrics() error {
+	reg := prometheus.NewRegistry()
+	d.applySeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "beamer_mux_apply_seconds",
+		Help: "Time to apply one generation or table to the BPF maps.", Buckets: prometheus.ExponentialBuckets(1e-5, 4, 10)})
+	d.generation = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_mux_generation",
+		Help: "Generation of the forwarding state loaded, per instance."}, []string{"instance"})
+	d.applyErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "beamer_mux_apply_errors_total",
+		Help: "Generations or tables the mux refused (the previous state stays in force)."})
+	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors,
+		metrics.NewCounterCollector("beamer_mux_packets_total", "Packets by decision of the XDP mux.", "decision", d.mux.Counters))
+	s, err := metrics.Serve(d.opts.Metrics, reg, d.Healthy)
+	d.metrics = s
+	return err
+}
+
+// Healthy is nil while the mux is attached and holds at least one instance.
+func (d *Daemon) Healthy() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.instances) == 0 {
+		return errors.New("no instance loaded")
+	}
+	return nil
+}
+
+// Mux is the loaded data plane.
+func (d *Daemon) Mux() *dataplane.Mux { return d.mux }
+
+// Address is the mux's own address.
+func (d *Daemon) Address() netip.Addr { return d.opts.Address }
+
+func (d *Daemon) observe(name string, start time.Time, err error) {
+	if d.applySeconds == nil {
+		return
+	}
+	if err != nil {
+		d.applyErrors.Inc()
+		return
+	}
+	d.applySeconds.Observe(time.Since(start).Seconds())
+	if g, ok := d.mux.Generation(name); ok {
+		d.generation.WithLabelValues(name).Set(float64(g))
+	}
+}
+
+// SetInstance loads a whole table for an instance.
+func (d *Daemon) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
+	start := time.Now()
+	err := d.mux.SetInstance(cfg, t)
+	d.observe(cfg.Name, start, err)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.instances[cfg.Name] = cfg
+	d.mu.Unlock()
+	return dataplane.EnsureNeighbors(d.nl, d.mux.ServerAddrs(cfg.Name))
+}
+
+// ApplyDelta applies one generation to an instance.
+func (d *Daemon) ApplyDelta(name string, delta *forwarding.Delta) error {
+	start := time.Now()
+	err := d.mux.ApplyDelta(name, delta)
+	d.observe(name, start, err)
+	if err != nil {
+		return err
+	}
+	if len(delta.Servers) > 0 {
+		return dataplane.EnsureNeighbors(d.nl, d.mux.ServerAddrs(name))
+	}
+	return nil
+}
+
+// RemoveInstance stops forwarding an instance's VIPs.
+func (d *Daemon) RemoveInstance(name string) error {
+	d.mu.Lock()
+	delete(d.instances, name)
+	d.mu.Unlock()
+	return d.mux.RemoveInstance(name)
+}
+
+// Close detaches the mux and frees everything.
+func (d *Daemon) Close() error {
+	if d.metrics != nil {
+		d.metrics.Close()
+	}
+	if d.link != nil {
+		d.link.Close()
+	}
+	if d.nl != nil {
+		d.nl.Close()
+	}
+	return d.mux.Close()
+}
