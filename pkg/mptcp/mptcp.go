@@ -169,4 +169,3 @@ func (c *Client) List() ([]Endpoint, error) {
 	}
 	return out, nil
 }
-
