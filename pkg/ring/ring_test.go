@@ -19,23 +19,7 @@ import (
 
 var shared store.Store
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ring-test")
-	if err != nil {
-		panic(err)
-	}
-	s, e, err := storetest.Embedded(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	shared = s
-	code := m.Run()
-	s.Close()
-	e.Close()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(storetest.MainWithEmbedded(m, &shared)) }
 
 func testInstance(name string, buckets uint32) *forwarding.Instance {
 	return &forwarding.Instance{Name: name, Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{netip.MustParseAddr("192.0.2.1")},

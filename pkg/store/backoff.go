@@ -38,3 +38,12 @@ func (b *Backoff) Sleep(ctx context.Context) bool {
 		return false
 	}
 }
+
+// Notify sends on a coalescing notification channel (capacity 1) without
+// blocking: a pending notification already says "look again".
+func Notify(ch chan<- struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}

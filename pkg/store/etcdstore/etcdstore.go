@@ -263,12 +263,6 @@ func (s *Store) Leader(ctx context.Context, key string) (string, error) {
 // is notified so that it re-reads what it may have missed.
 func (s *Store) Watch(ctx context.Context, key string) <-chan struct{} {
 	ch := make(chan struct{}, 1)
-	notify := func() {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
 	go func() {
 		defer close(ch)
 		wctx, cancel := context.WithCancel(ctx)
@@ -283,7 +277,7 @@ func (s *Store) Watch(ctx context.Context, key string) <-chan struct{} {
 		pause := store.NewBackoff(100*time.Millisecond, 5*time.Second)
 		for wctx.Err() == nil {
 			w := s.cli.Watch(clientv3.WithRequireLeader(wctx), key)
-			notify()
+			store.Notify(ch)
 			healthy := false
 			for resp := range w {
 				if resp.Err() != nil || resp.Canceled {
@@ -291,7 +285,7 @@ func (s *Store) Watch(ctx context.Context, key string) <-chan struct{} {
 				}
 				healthy = true
 				if len(resp.Events) > 0 {
-					notify()
+					store.Notify(ch)
 				}
 			}
 			if healthy {

@@ -2,9 +2,12 @@ package storetest
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/beamer-lb/beamer/pkg/store/etcdstore"
 )
 
@@ -35,4 +38,25 @@ func EmbeddedT(t testing.TB) *etcdstore.Store {
 	}
 	t.Cleanup(func() { s.Close(); e.Close() })
 	return s
+}
+
+// MainWithEmbedded runs a test package's tests with *s set to a store on
+// an embedded etcd shared by the whole package, and stops it afterwards.
+// Call it from TestMain: os.Exit(storetest.MainWithEmbedded(m, &shared)).
+func MainWithEmbedded(m *testing.M, s *store.Store) int {
+	dir, err := os.MkdirTemp("", "beamer-test-etcd")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	st, e, err := Embedded(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer e.Close()
+	defer st.Close()
+	*s = st
+	return m.Run()
 }

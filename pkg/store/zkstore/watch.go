@@ -12,12 +12,6 @@ import (
 // every event, and after session loss.
 func (s *Store) Watch(ctx context.Context, key string) <-chan struct{} {
 	ch := make(chan struct{}, 1)
-	notify := func() {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
 	reconnected, stop := s.onReconnect()
 	go func() {
 		defer close(ch)
@@ -25,7 +19,7 @@ func (s *Store) Watch(ctx context.Context, key string) <-chan struct{} {
 		pause := store.NewBackoff(100*time.Millisecond, 5*time.Second)
 		for ctx.Err() == nil {
 			_, _, ev, err := s.conn.ExistsW(key)
-			notify()
+			store.Notify(ch)
 			if err != nil {
 				select {
 				case <-s.closed:
