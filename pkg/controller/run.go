@@ -12,7 +12,7 @@ import (
 // RunOptions configure a controller process.
 type RunOptions struct {
 	Options
-	Identity string // shown by `beamer ctl status`; hostname and pid, say
+	Identity string // shown by `beamer ctl list`; hostname and pid, say
 	// Health enables DIP health checks with these options.
 	Health *HealthOptions
 	// ReconcileEvery: how often every instance is reconciled even without

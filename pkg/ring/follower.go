@@ -41,7 +41,7 @@ type FollowerOptions struct {
 	OnError func(error)
 }
 
-// Status is a Follower's progress, for metrics and `beamer mux status`.
+// Status is a Follower's progress, for metrics and status output.
 type Status struct {
 	Generation uint32    // last generation applied
 	Updated    time.Time // when it was applied
