@@ -21,7 +21,7 @@ func needServer(t testing.TB, format string, a ...any) {
 	if os.Getenv("CI") == "true" {
 		t.Fatalf("%s (CI=true: the setup script must install it)", msg)
 	}
-	t.Skipf("%s; skipping (install it, see scripts/setup-deps-controlplane.txt)", msg)
+	t.Skipf("%s; skipping (install it, scripts/setup.sh installs it from scripts/apt-packages.txt)", msg)
 }
 
 // FreeAddr returns 127.0.0.1:port with a port that was free a moment ago.
