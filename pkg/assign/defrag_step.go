@@ -19,7 +19,12 @@ import (
 // buckets form a graph (owner → target owner) in which every server has as
 // many out-edges as in-edges, so it splits entirely into such cycles. Step
 // splits it into simple cycles and takes them, shortest first, while every
-// server on a cycle has moved fewer than MaxMoves buckets in this step.
+// server on a cycle has moved fewer than MaxMoves buckets in this step and
+// the cycle does not increase the number of range rules (a move of a bucket
+// next to the receiver's range merges; a partial move elsewhere would split
+// ranges — e.g. when the target shifts a run of servers by a few buckets,
+// their boundary buckets must move before the inner ones). Only when no
+// cycle qualifies does a step take cycles that add rules.
 func (p *DefragPlan) Step(buckets []forwarding.Bucket, now uint32) ([]forwarding.BucketChange, error) {
 	if len(buckets) != len(p.target) {
 		return nil, fmt.Errorf("%w: table has %d buckets, plan %d", ErrDefrag, len(buckets), len(p.target))
@@ -39,22 +44,27 @@ func (p *DefragPlan) Step(buckets []forwarding.Bucket, now uint32) ([]forwarding
 	for i := range budget {
 		budget[i] = p.params.MaxMoves
 	}
+	owner := Owners(buckets) // as this step's accepted cycles leave it
 	var changes []forwarding.BucketChange
-	for _, cyc := range cycles {
-		fits := true
-		for _, i := range cyc {
-			if budget[buckets[i].Current] == 0 {
-				fits = false
-				break
+	// First pass: only cycles that add no range rule, so a data plane's
+	// rule count never grows on the way to the target. If none qualifies,
+	// take any that fits, so every step makes progress.
+	for _, anyCycle := range []bool{false, true} {
+		for _, cyc := range cycles {
+			if !fits(cyc, owner, budget) {
+				continue
+			}
+			if !p.tryCycle(cyc, owner, anyCycle) {
+				continue
+			}
+			for _, i := range cyc {
+				budget[buckets[i].Current]--
+				changes = append(changes, forwarding.BucketChange{Index: i, Bucket: forwarding.Bucket{
+					Current: p.target[i], Previous: buckets[i].Current, Changed: now}})
 			}
 		}
-		if !fits {
-			continue
-		}
-		for _, i := range cyc {
-			budget[buckets[i].Current]--
-			changes = append(changes, forwarding.BucketChange{Index: i, Bucket: forwarding.Bucket{
-				Current: p.target[i], Previous: buckets[i].Current, Changed: now}})
+		if len(changes) > 0 {
+			break
 		}
 	}
 	slices.SortFunc(changes, func(x, y forwarding.BucketChange) int { return int(x.Index) - int(y.Index) })
@@ -121,4 +131,60 @@ func (p *DefragPlan) cycles(buckets []forwarding.Bucket) [][]uint32 {
 	}
 	slices.SortStableFunc(cycles, func(x, y []uint32) int { return len(x) - len(y) })
 	return cycles
+}
+
+func fits(cyc []uint32, owner []forwarding.ServerID, budget []int) bool {
+	for _, i := range cyc {
+		if budget[owner[i]] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// tryCycle applies cyc to owner unless that would add range rules and
+// force is false; it reports whether it applied it.
+func (p *DefragPlan) tryCycle(cyc []uint32, owner []forwarding.ServerID, force bool) bool {
+	const checked = 64
+	if len(cyc) > checked {
+		if force {
+			for _, i := range cyc {
+				owner[i] = p.target[i]
+			}
+		}
+		return force // too long to be worth checking
+	}
+	// A change of owner[i] can only change whether i and i+1 start a run.
+	var posBuf [2 * checked]uint32
+	pos := posBuf[:0]
+	for _, i := range cyc {
+		for _, q := range []uint32{i, i + 1} {
+			if int(q) < len(owner) && !slices.Contains(pos, q) {
+				pos = append(pos, q)
+			}
+		}
+	}
+	var saved [checked]forwarding.ServerID
+	delta := -runStarts(owner, pos)
+	for k, i := range cyc {
+		saved[k], owner[i] = owner[i], p.target[i]
+	}
+	if delta += runStarts(owner, pos); delta > 0 && !force {
+		for k, i := range cyc {
+			owner[i] = saved[k]
+		}
+		return false
+	}
+	return true
+}
+
+// runStarts counts the positions in pos where a run of owned buckets starts.
+func runStarts(owner []forwarding.ServerID, pos []uint32) int {
+	n := 0
+	for _, q := range pos {
+		if owner[q] != forwarding.NoServer && (q == 0 || owner[q-1] != owner[q]) {
+			n++
+		}
+	}
+	return n
 }

@@ -2,6 +2,8 @@ package assign
 
 import (
 	"math"
+	"runtime"
+	"sync"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 )
@@ -28,7 +30,20 @@ func RendezvousTable(servers []Server, size uint32) ([]forwarding.ServerID, erro
 		keys[i] = hashID(seedRendezvous, uint16(s.ID))
 		equal = equal && s.Weight == live[0].Weight
 	}
-	for e := range table {
+	// Entries are independent: split them over the CPUs. The table is the
+	// same whatever the split.
+	workers := min(runtime.GOMAXPROCS(0), 1+len(table)/4096)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := len(table)*w/workers, len(table)*(w+1)/workers
+		wg.Go(func() { rendezvousRange(table, lo, hi, live, keys, equal) })
+	}
+	wg.Wait()
+	return table, nil
+}
+
+func rendezvousRange(table []forwarding.ServerID, lo, hi int, live []Server, keys []uint64, equal bool) {
+	for e := lo; e < hi; e++ {
 		ek := mix64(uint64(e) + seedRendezvous)
 		if equal {
 			best, bestH := 0, uint64(0)
@@ -49,5 +64,4 @@ func RendezvousTable(servers []Server, size uint32) ([]forwarding.ServerID, erro
 		}
 		table[e] = live[best].ID
 	}
-	return table, nil
 }
