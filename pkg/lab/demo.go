@@ -28,7 +28,9 @@ var DefaultDemo = DemoOptions{Clients: 2, PerClient: 25, Servers: 3, Buckets: 30
 // while a server is added and another removed, and reports what the
 // clients saw.
 func RunDemo(ctx context.Context, o DemoOptions, out io.Writer) (_ Summary, err error) {
-	say := func(format string, a ...any) { fmt.Fprintf(out, "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...) }
+	say := func(format string, a ...any) {
+		fmt.Fprintf(out, "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
+	}
 	dir, err := os.MkdirTemp("", "beamer-demo-")
 	if err != nil {
 		return Summary{}, err
