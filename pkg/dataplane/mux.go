@@ -22,12 +22,17 @@ const (
 type MuxOptions struct {
 	// Addr is the mux's own IPv4 address: the source of every outer header.
 	Addr netip.Addr
+	// Benchmark loads the benchmark build instead: the same program plus
+	// BenchProgram, which undoes each encapsulation so repeated test runs
+	// take the full path every time, and EmptyProgram, the floor.
+	Benchmark bool
 }
 
 // Mux is the loaded mux program and its maps.
 type Mux struct {
 	mu        sync.Mutex
 	objs      muxObjects
+	bench     benchPrograms
 	counters  *counterSet
 	instances map[string]*muxInstance
 	slots     [maxTables]bool
@@ -49,7 +54,11 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 	if !opts.Addr.Is4() || opts.Addr.IsUnspecified() {
 		return nil, fmt.Errorf("mux address %v is not a unicast IPv4 address", opts.Addr)
 	}
-	spec, err := loadMux()
+	load := loadMux
+	if opts.Benchmark {
+		load = loadMuxBench
+	}
+	spec, err := load()
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +66,17 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 		return nil, err
 	}
 	m := &Mux{instances: map[string]*muxInstance{}}
-	if err := spec.LoadAndAssign(&m.objs, nil); err != nil {
+	if opts.Benchmark {
+		all := struct {
+			muxObjects
+			benchPrograms
+		}{}
+		err = spec.LoadAndAssign(&all, nil)
+		m.objs, m.bench = all.muxObjects, all.benchPrograms
+	} else {
+		err = spec.LoadAndAssign(&m.objs, nil)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("loading mux program: %w", err)
 	}
 	if m.counters, err = newCounterSet(spec, m.objs.MuxCounters, "mux_counter", "MUX_"); err != nil {
@@ -69,6 +88,18 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 
 // Program is the XDP program, for attaching or test runs.
 func (m *Mux) Program() *ebpf.Program { return m.objs.BeamerMux }
+
+// benchPrograms are the extra programs of the benchmark build.
+type benchPrograms struct {
+	Bench *ebpf.Program `ebpf:"beamer_mux_bench"`
+	Empty *ebpf.Program `ebpf:"empty_bench"`
+}
+
+// BenchProgram is the mux wrapped to undo its encapsulation (benchmark build).
+func (m *Mux) BenchProgram() *ebpf.Program { return m.bench.Bench }
+
+// EmptyProgram returns XDP_TX and nothing else (benchmark build).
+func (m *Mux) EmptyProgram() *ebpf.Program { return m.bench.Empty }
 
 // Counters returns every decision counter summed over CPUs.
 func (m *Mux) Counters() (map[string]uint64, error) { return m.counters.Read() }
@@ -110,6 +141,10 @@ func (m *Mux) Close() error {
 		in.servers.close()
 	}
 	m.instances = nil
+	if m.bench.Bench != nil {
+		m.bench.Bench.Close()
+		m.bench.Empty.Close()
+	}
 	return m.objs.Close()
 }
 

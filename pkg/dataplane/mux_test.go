@@ -30,7 +30,9 @@ type muxBench struct {
 	ifindex int
 }
 
-func newMuxBench(t *testing.T, s *wiretest.MuxScenario) *muxBench {
+func newMuxBench(t *testing.T, s *wiretest.MuxScenario) *muxBench { return newMuxBenchTB(t, s) }
+
+func newMuxBenchTB(t testing.TB, s *wiretest.MuxScenario) *muxBench {
 	lab := netlabtest.New(t, "mux")
 	ns, err := lab.Namespace("mux")
 	must(t, err)
