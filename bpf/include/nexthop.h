@@ -5,6 +5,10 @@
  * which the mux daemon keeps resolved with managed neighbour entries). The
  * packet leaves by XDP_TX when the egress device is the one it came in on,
  * else by redirect.
+ *
+ * A FIB lookup costs about as much as the rest of the mux together, so its
+ * answer is cached per CPU for NEXTHOP_TTL_NS: a route or neighbour change
+ * is seen within that time. The cache is direct-mapped by server address.
  */
 #ifndef BEAMER_NEXTHOP_H
 #define BEAMER_NEXTHOP_H
@@ -15,6 +19,9 @@
 #define AF_INET 2
 #endif
 
+#define NEXTHOP_CACHE_SLOTS 4096 /* power of two */
+#define NEXTHOP_TTL_NS (1000ULL * 1000 * 1000)
+
 enum nexthop_result {
 	NEXTHOP_TX = 0,
 	NEXTHOP_REDIRECT,
@@ -22,13 +29,39 @@ enum nexthop_result {
 	NEXTHOP_NO_NEIGH,
 };
 
+struct nexthop {
+	__be32 daddr;    /* server address this slot answers for */
+	__u32 ifindex;   /* egress device */
+	__u64 expires;   /* coarse ns */
+	__u8 dmac[ETH_ALEN];
+	__u8 smac[ETH_ALEN];
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NEXTHOP_CACHE_SLOTS);
+	__type(key, __u32);
+	__type(value, struct nexthop);
+} nexthop_cache SEC(".maps");
+
 /* Looks up the route to daddr and writes the MACs into eth; sets *ifindex to
  * the egress device. */
 INLINE enum nexthop_result xdp_nexthop(struct xdp_md *ctx, struct ethhdr *eth, __be32 saddr, __be32 daddr,
 				       __u16 tot_len, __u32 *ifindex)
 {
-	struct bpf_fib_lookup fib = {};
+	__u32 slot = (bpf_ntohl(daddr) * 2654435761u) >> (32 - 12);
+	struct nexthop *nh = bpf_map_lookup_elem(&nexthop_cache, &slot);
+	__u64 now = bpf_ktime_get_coarse_ns();
 
+	if (nh && nh->daddr == daddr && now < nh->expires) {
+		__builtin_memcpy(eth->h_dest, nh->dmac, ETH_ALEN);
+		__builtin_memcpy(eth->h_source, nh->smac, ETH_ALEN);
+		*ifindex = nh->ifindex;
+		return nh->ifindex == ctx->ingress_ifindex ? NEXTHOP_TX : NEXTHOP_REDIRECT;
+	}
+
+	struct bpf_fib_lookup fib = {};
 	fib.family = AF_INET;
 	fib.l4_protocol = IPPROTO_IPIP;
 	fib.tot_len = tot_len;
@@ -44,6 +77,13 @@ INLINE enum nexthop_result xdp_nexthop(struct xdp_md *ctx, struct ethhdr *eth, _
 	__builtin_memcpy(eth->h_dest, fib.dmac, ETH_ALEN);
 	__builtin_memcpy(eth->h_source, fib.smac, ETH_ALEN);
 	*ifindex = fib.ifindex;
+	if (nh) {
+		nh->daddr = daddr;
+		nh->ifindex = fib.ifindex;
+		nh->expires = now + NEXTHOP_TTL_NS;
+		__builtin_memcpy(nh->dmac, fib.dmac, ETH_ALEN);
+		__builtin_memcpy(nh->smac, fib.smac, ETH_ALEN);
+	}
 	return fib.ifindex == ctx->ingress_ifindex ? NEXTHOP_TX : NEXTHOP_REDIRECT;
 }
 
