@@ -25,6 +25,7 @@
 #include "include/encap.h"
 #include "include/nexthop.h"
 #include "include/mux_maps.h"
+#include "include/conntrack.h"
 
 /* The mux's own address: source of every outer header. Set at load time. */
 volatile const __be32 mux_addr;
@@ -33,6 +34,7 @@ volatile const __be32 mux_addr;
 struct decision {
 	struct encap_params encap;
 	int with_opt;
+	int forward; /* 1: encapsulate and send; 0: drop, the verdict says why */
 };
 
 static const enum mux_counter parse_drop[] = {
@@ -60,7 +62,26 @@ INLINE int decide_by_server_id(void *servers, __u16 port, struct decision *d)
 		return MUX_DROP_UNKNOWN_SERVER;
 	d->encap.daddr = SERVER_ADDR(w);
 	d->with_opt = 0;
+	d->forward = 1;
 	return MUX_FWD_SERVER_ID;
+}
+
+/* The bucket word of the packet's bucket (for Maglev: its table entry), or
+ * 0 with *why set when the VIP's table is missing. */
+INLINE __u64 bucket_word(const struct vip_info *vip, struct iphdr *ip, struct tcphdr *tcp, int *why)
+{
+	__u32 table = vip->table;
+	void *buckets = bpf_map_lookup_elem(&bucket_tables, &table);
+
+	*why = MUX_DROP_NO_TABLE;
+	if (!buckets)
+		return 0;
+	__u32 index = bucket_of(flow_hash(ip->saddr, ip->daddr, tcp->source, tcp->dest, IPPROTO_TCP), vip->buckets);
+	__u64 *bw = bpf_map_lookup_elem(buckets, &index);
+	if (!bw)
+		return 0; /* B larger than the loaded table */
+	*why = MUX_DROP_NO_OWNER;
+	return READ_ONCE_U64(bw);
 }
 
 /* Stable hashing: the bucket's current owner, with the previous owner and
@@ -68,16 +89,11 @@ INLINE int decide_by_server_id(void *servers, __u16 port, struct decision *d)
 INLINE int decide_by_bucket(const struct vip_info *vip, void *servers, struct iphdr *ip, struct tcphdr *tcp,
 			    struct decision *d)
 {
-	__u32 table = vip->table;
-	void *buckets = bpf_map_lookup_elem(&bucket_tables, &table);
+	int why;
+	__u64 bucket = bucket_word(vip, ip, tcp, &why);
 
-	if (!buckets)
-		return MUX_DROP_NO_TABLE;
-	__u32 index = bucket_of(flow_hash(ip->saddr, ip->daddr, tcp->source, tcp->dest, IPPROTO_TCP), vip->buckets);
-	__u64 *bw = bpf_map_lookup_elem(buckets, &index);
-	if (!bw)
-		return MUX_DROP_NO_TABLE; /* B larger than the loaded table */
-	__u64 bucket = READ_ONCE_U64(bw);
+	if (!bucket)
+		return why;
 
 	__u16 current = BUCKET_CURRENT(bucket);
 	if (!current)
@@ -99,9 +115,62 @@ INLINE int decide_by_bucket(const struct vip_info *vip, void *servers, struct ip
 	d->encap.opt.prev_dip = prev_addr;
 	d->encap.opt.changed = prev_addr ? bpf_htonl(BUCKET_CHANGED(bucket)) : 0;
 	d->with_opt = 1;
+	d->forward = 1;
 	if (prev_addr)
 		mux_count(MUX_FWD_WITH_PREVIOUS);
 	return MUX_FWD_BUCKET;
+}
+
+/*
+ * Maglev with connection tracking: a known connection goes to the server
+ * remembered for it while that server is active; a new one (a miss, or any
+ * SYN) goes to the Maglev table's entry for its hash and is remembered,
+ * unless the flood guard says this CPU has inserted enough this second.
+ * No option: servers of a Maglev VIP do not daisy-chain.
+ */
+INLINE int decide_by_maglev(const struct vip_info *vip, void *servers, struct iphdr *ip, struct tcphdr *tcp,
+			    struct decision *d)
+{
+	struct flow_key key = {
+		.saddr = ip->saddr, .daddr = ip->daddr, .sport = tcp->source, .dport = tcp->dest, .proto = IPPROTO_TCP,
+	};
+	void *ct = conntrack_of_this_cpu();
+	int syn = tcp->syn && !tcp->ack;
+	int verdict = syn ? MUX_CT_SYN : MUX_CT_MISS;
+
+	d->with_opt = 0;
+	if (ct && !syn) {
+		struct flow_entry *e = bpf_map_lookup_elem(ct, &key);
+		if (e) {
+			__u64 w = server_word(servers, e->server);
+			if (w && SERVER_STATE(w) == SERVER_ACTIVE) {
+				d->encap.daddr = SERVER_ADDR(w);
+				d->forward = 1;
+				return MUX_CT_HIT;
+			}
+			verdict = MUX_CT_STALE;
+		}
+	}
+
+	int why;
+	__u64 entry = bucket_word(vip, ip, tcp, &why);
+	__u16 current = BUCKET_CURRENT(entry);
+	if (!current)
+		return why;
+	__u64 w = server_word(servers, current);
+	if (!w)
+		return MUX_DROP_UNKNOWN_SERVER;
+	if (ct) {
+		if (flood_allows_insert()) {
+			struct flow_entry fresh = {.server = current};
+			bpf_map_update_elem(ct, &key, &fresh, BPF_ANY);
+		} else {
+			mux_count(MUX_CT_FLOOD);
+		}
+	}
+	d->encap.daddr = SERVER_ADDR(w);
+	d->forward = 1;
+	return verdict;
 }
 
 INLINE int transmit(struct xdp_md *ctx, struct decision *d)
@@ -169,18 +238,22 @@ int beamer_mux(struct xdp_md *ctx)
 
 	struct decision d = {};
 	__u16 port = bpf_ntohs(tcp->dest);
+	int service = port >= vip->port_low && port <= vip->port_high;
 	int verdict;
 
-	if (port > SERVICE_PORT_MAX) {
-		verdict = decide_by_server_id(servers, port, &d);
-	} else if (port < vip->port_low || port > vip->port_high) {
+	/* Ports above 1024 name servers (MPTCP subflows) under Beamer; a
+	 * Maglev mux knows nothing of that and hashes them like any flow. */
+	if (port <= SERVICE_PORT_MAX && !service)
 		verdict = MUX_DROP_CLOSED_PORT;
-	} else if (vip->strategy == STRATEGY_BEAMER) {
-		verdict = decide_by_bucket(vip, servers, ip, tcp, &d);
-	} else {
+	else if (vip->strategy == STRATEGY_MAGLEV)
+		verdict = decide_by_maglev(vip, servers, ip, tcp, &d);
+	else if (vip->strategy != STRATEGY_BEAMER)
 		verdict = MUX_DROP_BAD_STRATEGY;
-	}
-	if (verdict != MUX_FWD_BUCKET && verdict != MUX_FWD_SERVER_ID)
+	else if (port > SERVICE_PORT_MAX)
+		verdict = decide_by_server_id(servers, port, &d);
+	else
+		verdict = decide_by_bucket(vip, servers, ip, tcp, &d);
+	if (!d.forward)
 		return drop(verdict);
 
 	d.encap.opt.generation = bpf_htonl(generation);

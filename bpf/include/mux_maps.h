@@ -72,6 +72,11 @@ enum mux_counter {
 	MUX_DROP_NO_ROUTE,       /* no route to the server */
 	MUX_DROP_NO_NEIGH,       /* next hop's MAC unknown */
 	MUX_DROP_BAD_STRATEGY,   /* VIP record names a strategy this build lacks */
+	MUX_CT_HIT,              /* maglev: connection entry found, its server active */
+	MUX_CT_MISS,             /* maglev: no entry: server from the Maglev table */
+	MUX_CT_SYN,              /* maglev: SYN: server from the table, entry replaced */
+	MUX_CT_STALE,            /* maglev: entry's server gone or retired: chosen again */
+	MUX_CT_FLOOD,            /* maglev: entry not inserted, new-connection cap reached */
 	MUX_COUNTER_MAX,
 };
 

@@ -22,6 +22,13 @@ const (
 type MuxOptions struct {
 	// Addr is the mux's own IPv4 address: the source of every outer header.
 	Addr netip.Addr
+	// ConnTrackEntries sizes the Maglev strategy's connection table, over
+	// all CPUs (each CPU gets an equal share); 0 means 1M. The memory is
+	// taken when the first Maglev instance is set.
+	ConnTrackEntries int
+	// MaxNewConnsPerSecond caps the connection entries the Maglev strategy
+	// inserts per second, over all CPUs (SYN-flood guard); 0 = no cap.
+	MaxNewConnsPerSecond uint64
 	// Benchmark loads the benchmark build instead: the same program plus
 	// BenchProgram, which undoes each encapsulation so repeated test runs
 	// take the full path every time, and EmptyProgram, the floor.
@@ -36,6 +43,9 @@ type Mux struct {
 	counters  *counterSet
 	instances map[string]*muxInstance
 	slots     [maxTables]bool
+
+	ctPerCPU  uint32 // entries of each CPU's connection table
+	ctReady   bool   // the per-CPU connection tables exist
 }
 
 // muxInstance is one load-balancer instance's tables in the kernel, and the
@@ -65,7 +75,20 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 	if err := spec.Variables["mux_addr"].Set(opts.Addr.As4()); err != nil {
 		return nil, err
 	}
-	m := &Mux{instances: map[string]*muxInstance{}}
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, err
+	}
+	entries := opts.ConnTrackEntries
+	if entries <= 0 {
+		entries = 1 << 20
+	}
+	m := &Mux{instances: map[string]*muxInstance{}, ctPerCPU: uint32(max(entries/cpus, 16))}
+	spec.Maps["conntrack"].InnerMap.MaxEntries = m.ctPerCPU
+	perCPU := (opts.MaxNewConnsPerSecond + uint64(cpus) - 1) / uint64(cpus)
+	if err := spec.Variables["max_inserts_per_cpu_second"].Set(perCPU); err != nil {
+		return nil, err
+	}
 	if opts.Benchmark {
 		all := struct {
 			muxObjects
@@ -159,6 +182,66 @@ func (m *Mux) Generation(name string) (uint32, bool) {
 	return in.table.Generation, true
 }
 
+// ensureConnTrack creates one LRU connection table per possible CPU.
+func (m *Mux) ensureConnTrack() error {
+	if m.ctReady {
+		return nil
+	}
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return err
+	}
+	inner := m.objs.Conntrack
+	for cpu := 0; cpu < cpus; cpu++ {
+		t, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.LRUHash, KeySize: 16, ValueSize: 8, MaxEntries: m.ctPerCPU})
+		if err != nil {
+			return fmt.Errorf("connection table for CPU %d (%d entries): %w", cpu, m.ctPerCPU, err)
+		}
+		err = inner.Put(uint32(cpu), t)
+		t.Close() // the outer map holds it now
+		if err != nil {
+			return fmt.Errorf("installing connection table for CPU %d: %w", cpu, err)
+		}
+	}
+	m.ctReady = true
+	return nil
+}
+
+// ConnTrackEntries is how many connections the Maglev tables remember now.
+func (m *Mux) ConnTrackEntries() (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.ctReady {
+		return 0, nil
+	}
+	n := 0
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return 0, err
+	}
+	for cpu := 0; cpu < cpus; cpu++ {
+		var id ebpf.MapID
+		if err := m.objs.Conntrack.Lookup(uint32(cpu), &id); err != nil {
+			return 0, err
+		}
+		t, err := ebpf.NewMapFromID(id)
+		if err != nil {
+			return 0, err
+		}
+		var k [16]byte
+		var v [8]byte
+		it := t.Iterate()
+		for it.Next(&k, &v) {
+			n++
+		}
+		t.Close()
+		if err := it.Err(); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
 // ErrUnknownInstance is returned for deltas to an instance not loaded.
 var ErrUnknownInstance = errors.New("dataplane: unknown instance")
 
@@ -180,6 +263,11 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 	defer m.mu.Unlock()
 	if err := m.checkVIPsFree(cfg); err != nil {
 		return err
+	}
+	if cfg.Strategy == forwarding.StrategyMaglev {
+		if err := m.ensureConnTrack(); err != nil {
+			return err
+		}
 	}
 	slot, ok := m.freeSlot()
 	if !ok {

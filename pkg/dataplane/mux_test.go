@@ -12,6 +12,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // xdpMD is struct xdp_md, the context of an XDP test run.
@@ -84,17 +85,34 @@ func must(t testing.TB, err error) {
 }
 
 // runXDP runs prog once on frame in ns and returns the action and output.
+// It runs on CPU 0, so that runs see the same per-CPU state (connection
+// table, next-hop cache) one after the other.
 func runXDP(t testing.TB, ns *netlab.Namespace, ifindex int, prog *ebpf.Program, frame []byte) (string, []byte) {
 	t.Helper()
 	opts := &ebpf.RunOptions{Data: frame, DataOut: make([]byte, len(frame)+256),
 		Context: xdpMD{DataEnd: uint32(len(frame)), IngressIfindex: uint32(ifindex)}}
 	var ret uint32
 	must(t, ns.Do(func() error {
-		var err error
-		ret, err = prog.Run(opts)
-		return err
+		return onCPU0(func() (err error) {
+			ret, err = prog.Run(opts)
+			return err
+		})
 	}))
 	return xdpActions[ret], opts.DataOut
+}
+
+// onCPU0 runs fn with the calling thread (locked by the caller) on CPU 0.
+func onCPU0(fn func() error) error {
+	var old, one unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
+		return err
+	}
+	one.Set(0)
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		return err
+	}
+	defer unix.SchedSetaffinity(0, &old)
+	return fn()
 }
 
 func loadVectorMux(t *testing.T) (*wiretest.Vectors, *Mux) {
@@ -114,8 +132,26 @@ func loadVectorMux(t *testing.T) (*wiretest.Vectors, *Mux) {
 // XDP program and checks the action, the counter and the exact output bytes.
 func TestMuxVectors(t *testing.T) {
 	v, m := loadVectorMux(t)
-	bench := newMuxBench(t, &v.Mux)
-	for _, c := range v.Mux.Cases {
+	runMuxCases(t, m, newMuxBench(t, &v.Mux), v.Mux.Cases)
+}
+
+// TestMaglevVectors does the same for the Maglev strategy's cases, in order
+// (they fill the connection table).
+func TestMaglevVectors(t *testing.T) {
+	v, err := wiretest.LoadVectors()
+	must(t, err)
+	netlabtest.RequireRoot(t)
+	m, err := LoadMux(MuxOptions{Addr: v.Maglev.MuxAddr, ConnTrackEntries: 4096})
+	must(t, err)
+	t.Cleanup(func() { m.Close() })
+	table, err := v.Maglev.Table()
+	must(t, err)
+	must(t, m.SetInstance(v.Maglev.Instance, table))
+	runMuxCases(t, m, newMuxBench(t, &v.Mux), v.Maglev.Cases)
+}
+
+func runMuxCases(t *testing.T, m *Mux, bench *muxBench, cases []wiretest.PacketCase) {
+	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
 			in, err := hex.DecodeString(c.Input)
 			must(t, err)

@@ -45,6 +45,11 @@ type Mux struct {
 	Addr     netip.Addr
 	VIPs     map[netip.Addr]*VIP
 	NextHops func(netip.Addr) NextHop
+	// ConnTrack is the Maglev strategy's connection table (one CPU's).
+	ConnTrack map[wire.Flow]forwarding.ServerID
+	// InsertBudget, when not nil, is how many more entries the flood guard
+	// lets the connection table take.
+	InsertBudget *int
 }
 
 func drop(counter string) Result { return Result{Action: Drop, Counter: counter} }
@@ -73,17 +78,24 @@ func (m *Mux) Process(frame []byte) Result {
 	var server forwarding.Server
 	var opt *wire.Option
 	counter := "fwd_bucket"
+	service := flow.DstPort >= vip.Instance.PortLow && flow.DstPort <= vip.Instance.PortHigh
 	switch {
+	case flow.DstPort <= forwarding.MaxServicePort && !service:
+		return drop("drop_closed_port")
+	case vip.Instance.Strategy == forwarding.StrategyMaglev:
+		var ok bool
+		server, counter, ok = m.maglev(vip, flow, tcp[13]&0x12 == 0x02)
+		if !ok {
+			return drop(counter)
+		}
+	case vip.Instance.Strategy != forwarding.StrategyBeamer:
+		return drop("drop_bad_strategy")
 	case flow.DstPort > forwarding.MaxServicePort:
 		s, ok := vip.Table.Servers[forwarding.ServerID(flow.DstPort)]
 		if !ok {
 			return drop("drop_unknown_server")
 		}
 		server, counter = s, "fwd_server_id"
-	case flow.DstPort < vip.Instance.PortLow || flow.DstPort > vip.Instance.PortHigh:
-		return drop("drop_closed_port")
-	case vip.Instance.Strategy != forwarding.StrategyBeamer:
-		return drop("drop_bad_strategy")
 	default:
 		b := vip.Table.Buckets[flow.Bucket(uint32(len(vip.Table.Buckets)))]
 		if b.Current == forwarding.NoServer {
@@ -123,6 +135,38 @@ func (m *Mux) Process(frame []byte) Result {
 		act = Redirect
 	}
 	return Result{Action: act, Counter: counter, Output: out}
+}
+
+// maglev mirrors decide_by_maglev: the remembered server of a known
+// connection while it is active, else the Maglev table's entry, remembered.
+func (m *Mux) maglev(vip *VIP, flow wire.Flow, syn bool) (forwarding.Server, string, bool) {
+	if m.ConnTrack == nil {
+		m.ConnTrack = map[wire.Flow]forwarding.ServerID{}
+	}
+	counter := "ct_miss"
+	if syn {
+		counter = "ct_syn"
+	} else if id, ok := m.ConnTrack[flow]; ok {
+		if s, ok := vip.Table.Servers[id]; ok && s.State == forwarding.Active {
+			return s, "ct_hit", true
+		}
+		counter = "ct_stale"
+	}
+	e := vip.Table.Buckets[flow.Bucket(uint32(len(vip.Table.Buckets)))]
+	if e.Current == forwarding.NoServer {
+		return forwarding.Server{}, "drop_no_owner", false
+	}
+	s, ok := vip.Table.Servers[e.Current]
+	if !ok {
+		return forwarding.Server{}, "drop_unknown_server", false
+	}
+	if m.InsertBudget == nil || *m.InsertBudget > 0 {
+		m.ConnTrack[flow] = e.Current
+		if m.InsertBudget != nil {
+			*m.InsertBudget--
+		}
+	}
+	return s, counter, true
 }
 
 // checkIPv4Plain mirrors check_ipv4_plain in bpf/include/parse.h; avail is

@@ -197,6 +197,14 @@ func TestVectorsMatchModel(t *testing.T) {
 			}
 		}
 		s.Cases = cases
+		ms, mcases := maglevScenario()
+		mm := modelMux(t, &ms)
+		for i := range mcases {
+			if err := runCase(mm, &mcases[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ms.Cases = mcases
 		as, acases := agentScenario()
 		a := modelAgent(&as)
 		for i := range acases {
@@ -206,6 +214,7 @@ func TestVectorsMatchModel(t *testing.T) {
 		}
 		as.Cases = acases
 		v := wiretest.Vectors{
+			Maglev:   ms,
 			Agent:    as,
 			Comment:  "Golden vectors of the Beamer wire format and data-path decisions (docs/wire-format.md). Checked against the BPF programs (pkg/dataplane tests) and the Go model (pkg/model tests). Regenerate with: go test ./pkg/model -run TestVectorsMatchModel -update",
 			FlowHash: hashVectors(),
@@ -230,8 +239,12 @@ func TestVectorsMatchModel(t *testing.T) {
 		}
 	}
 	checkAgentVectors(t, v)
-	m := modelMux(t, &v.Mux)
-	for _, want := range v.Mux.Cases {
+	checkMuxCases(t, modelMux(t, &v.Maglev), v.Maglev.Cases)
+	checkMuxCases(t, modelMux(t, &v.Mux), v.Mux.Cases)
+}
+
+func checkMuxCases(t *testing.T, m *Mux, cases []wiretest.PacketCase) {
+	for _, want := range cases {
 		got := want
 		if err := runCase(m, &got); err != nil {
 			t.Fatal(err)
@@ -240,4 +253,41 @@ func TestVectorsMatchModel(t *testing.T) {
 			t.Errorf("%s: model %s/%s, vector %s/%s\nmodel  %s\nvector %s", want.Name, got.Action, got.Counter, want.Action, want.Counter, got.Output, want.Output)
 		}
 	}
+}
+
+// maglevScenario is a Maglev-strategy VIP: 13 table entries over three
+// servers; its cases run in order and fill the connection table.
+func maglevScenario() (wiretest.MuxScenario, []wiretest.PacketCase) {
+	base, _ := muxScenario()
+	mvip := netip.MustParseAddr("198.18.100.2")
+	s := wiretest.MuxScenario{
+		MuxAddr: muxAddr,
+		Instance: forwarding.Instance{Name: "shop", Strategy: forwarding.StrategyMaglev, VIPs: []netip.Addr{mvip},
+			PortLow: 80, PortHigh: 443, Buckets: 13},
+		Generation: 3,
+		Servers:    base.Servers[:3],
+		NextHops:   base.NextHops[:3],
+	}
+	for i := 0; i < 13; i++ {
+		s.Buckets = append(s.Buckets, wiretest.BucketVector{Index: uint32(i), Current: forwarding.ServerID(1025 + (i*7)%3)})
+	}
+	seg := func(sport, dport uint16, flags int) string {
+		ip := wiretest.Segment{Flow: wire.Flow{Src: client, Dst: mvip, SrcPort: sport, DstPort: dport, Proto: wire.ProtoTCP},
+			Flags: flags, Seq: 1, Ack: 2, IPID: 5}.IPv4()
+		return hex.EncodeToString(wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, ip))
+	}
+	udp := wiretest.Segment{Flow: wire.Flow{Src: client, Dst: mvip, SrcPort: 1, DstPort: 80, Proto: wire.ProtoTCP}, Flags: wiretest.SYN}.IPv4()
+	udp[9] = 17
+	cases := []wiretest.PacketCase{
+		{Name: "syn of a new connection is remembered", Input: seg(50001, 80, wiretest.SYN)},
+		{Name: "next packet of the connection hits", Input: seg(50001, 80, wiretest.ACK)},
+		{Name: "mid-connection packet unknown here misses and is remembered", Input: seg(50002, 443, wiretest.ACK)},
+		{Name: "its next packet hits", Input: seg(50002, 443, wiretest.ACK)},
+		{Name: "syn on an existing entry chooses again", Input: seg(50002, 443, wiretest.SYN)},
+		{Name: "port above 1024 is hashed like any flow, not by server id", Input: seg(50003, 1026, wiretest.SYN)},
+		{Name: "unknown port above 1024 misses", Input: seg(50004, 5000, wiretest.ACK)},
+		{Name: "closed service port", Input: seg(50005, 22, wiretest.SYN)},
+		{Name: "udp to a maglev vip", Input: hex.EncodeToString(wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, udp))},
+	}
+	return s, cases
 }

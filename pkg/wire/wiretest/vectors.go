@@ -17,6 +17,7 @@ type Vectors struct {
 	Comment  string        `json:"comment"`
 	FlowHash []HashVector  `json:"flow_hash"`
 	Mux      MuxScenario   `json:"mux"`
+	Maglev   MuxScenario   `json:"maglev"` // cases run in order: they fill the connection table
 	Agent    AgentScenario `json:"agent"`
 }
 
