@@ -44,8 +44,8 @@ type Mux struct {
 	instances map[string]*muxInstance
 	slots     [maxTables]bool
 
-	ctPerCPU  uint32 // entries of each CPU's connection table
-	ctReady   bool   // the per-CPU connection tables exist
+	ctPerCPU uint32 // entries of each CPU's connection table
+	ctReady  bool   // the per-CPU connection tables exist
 }
 
 // muxInstance is one load-balancer instance's tables in the kernel, and the
