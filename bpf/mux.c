@@ -134,7 +134,7 @@ INLINE int decide_by_maglev(const struct vip_info *vip, void *servers, struct ip
 	struct flow_key key = {
 		.saddr = ip->saddr, .daddr = ip->daddr, .sport = tcp->source, .dport = tcp->dest, .proto = IPPROTO_TCP,
 	};
-	void *ct = conntrack_of_this_cpu();
+	void *ct = conntrack_table();
 	int syn = tcp->syn && !tcp->ack;
 	int verdict = syn ? MUX_CT_SYN : MUX_CT_MISS;
 

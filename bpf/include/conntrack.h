@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The Maglev strategy's connection table (the papers' "Stateful" mux, as
- * Katran and Cilium run it): one LRU hash per CPU, so CPUs never contend on
- * an entry, mapping a connection's 5-tuple to the server chosen for it.
- * The loader creates one inner map per possible CPU, sized at load time.
+ * Katran and Cilium run it): an LRU hash from a connection's 5-tuple to the
+ * server chosen for it, with one LRU list per CPU (BPF_F_NO_COMMON_LRU) so
+ * CPUs do not contend on eviction. The table itself is shared, not one per
+ * CPU as Katran's: a per-CPU table is only right when the NIC steers every
+ * packet of a flow to one CPU (RSS), which veth and many virtual NICs do
+ * not; with it, a flow whose packets arrive on two CPUs would be forgotten.
+ * It sits behind a one-slot map-in-map so that the daemon allocates it only
+ * when the first Maglev instance arrives.
  *
  * A flood guard caps how many new entries each CPU inserts per second: past
  * the cap (a SYN flood), new connections are still forwarded by the Maglev
@@ -13,8 +18,6 @@
 #define BEAMER_CONNTRACK_H
 
 #include "defs.h"
-
-#define MAX_CPUS 1024
 
 struct flow_key {
 	__be32 saddr;
@@ -36,13 +39,14 @@ struct flow_entry {
 struct conntrack_table {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1); /* set at load time */
+	__uint(map_flags, BPF_F_NO_COMMON_LRU);
 	__uint(key_size, sizeof(struct flow_key));
 	__uint(value_size, sizeof(struct flow_entry));
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, MAX_CPUS);
+	__uint(max_entries, 1);
 	__type(key, __u32);
 	__array(values, struct conntrack_table);
 } conntrack SEC(".maps");
@@ -81,11 +85,11 @@ INLINE int flood_allows_insert(void)
 	return 1;
 }
 
-INLINE void *conntrack_of_this_cpu(void)
+INLINE void *conntrack_table(void)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
+	__u32 zero = 0;
 
-	return bpf_map_lookup_elem(&conntrack, &cpu);
+	return bpf_map_lookup_elem(&conntrack, &zero);
 }
 
 #endif

@@ -31,24 +31,51 @@ var (
 	e2eID     = map[string]forwarding.ServerID{"a": 1025, "b": 1026}
 )
 
-const e2eBuckets = 64
+const e2eBuckets = 67 // prime, as a Maglev table needs
 
 type e2eNet struct {
 	client  *netlab.Namespace
-	mux     *Mux
+	mux     *Mux   // the mux the client's route uses first
+	muxes   []*Mux // all muxes, mux i at 198.18.0.(1+i)
 	servers map[string]*netlab.Namespace
 	agents  map[string]*Agent
 	gen     uint32
+	table   *forwarding.Table
+}
+
+// e2eConfig shapes the network: the strategy of the instance, how many
+// muxes, and the table the muxes start with.
+type e2eConfig struct {
+	strategy forwarding.Strategy
+	muxes    int
+	table    func() *forwarding.Table
+}
+
+func muxAddrN(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, 0, byte(1 + i)}) }
+
+func allToA() *forwarding.Table {
+	table := forwarding.NewTable(e2eBuckets)
+	for name, addr := range e2eServer {
+		table.Servers[e2eID[name]] = forwarding.Server{Addr: addr, State: forwarding.Active}
+	}
+	for i := range table.Buckets {
+		table.Buckets[i] = forwarding.Bucket{Current: e2eID["a"]}
+	}
+	return table
 }
 
 func newE2E(t *testing.T) *e2eNet {
+	return newE2EWith(t, e2eConfig{strategy: forwarding.StrategyBeamer, muxes: 1, table: allToA})
+}
+
+func newE2EWith(t *testing.T, cfg e2eConfig) *e2eNet {
 	lab := netlabtest.New(t, "e2e")
 	ns := func(name string) *netlab.Namespace {
 		n, err := lab.Namespace(name)
 		must(t, err)
 		return n
 	}
-	fabric, client, muxNS := ns("fabric"), ns("client"), ns("mux")
+	fabric, client := ns("fabric"), ns("client")
 	e := &e2eNet{client: client, servers: map[string]*netlab.Namespace{}, agents: map[string]*Agent{}, gen: 1}
 	links := []link.Link{}
 	t.Cleanup(func() {
@@ -64,16 +91,21 @@ func newE2E(t *testing.T) *e2eNet {
 
 	// Encapsulation adds up to 36 bytes: links that carry it get a larger MTU.
 	must(t, lab.Veth(client, "eth0", netip.PrefixFrom(e2eClient, 24), fabric, "c0", netip.Prefix{}, 0))
-	must(t, lab.Veth(muxNS, "eth0", netip.PrefixFrom(e2eMux, 24), fabric, "m0", netip.Prefix{}, 1600))
-	ports := []string{"c0", "m0"}
+	ports := []string{"c0"}
 	for name, addr := range e2eServer {
 		s := ns("srv" + name)
 		e.servers[name] = s
 		must(t, lab.Veth(s, "eth0", netip.PrefixFrom(addr, 24), fabric, name+"0", netip.Prefix{}, 1600))
 		ports = append(ports, name+"0")
 	}
+	var muxNS []*netlab.Namespace
+	for i := 0; i < cfg.muxes; i++ {
+		m := ns(fmt.Sprintf("mux%d", i))
+		must(t, lab.Veth(m, "eth0", netip.PrefixFrom(muxAddrN(i), 24), fabric, fmt.Sprintf("m%d", i), netip.Prefix{}, 1600))
+		ports = append(ports, fmt.Sprintf("m%d", i))
+		muxNS = append(muxNS, m)
+	}
 	must(t, fabric.Bridge("br0", ports...))
-	hold(fabric.AttachXDPPass("m0")) // receives the mux's XDP_TX frames
 
 	must(t, client.DisableTxChecksum("eth0"))
 	_, err := client.Run("ip", "route", "add", e2eVIP.String()+"/32", "via", e2eMux.String())
@@ -81,24 +113,26 @@ func newE2E(t *testing.T) *e2eNet {
 	_, err = client.Run("ip", "mptcp", "limits", "set", "add_addr_accepted", "1", "subflows", "2")
 	must(t, err)
 
-	// The mux: one instance whose buckets all belong to server a.
-	must(t, muxNS.Sysctl("net.ipv4.ip_forward", "1"))
-	m, err := LoadMux(MuxOptions{Addr: e2eMux})
-	must(t, err)
-	t.Cleanup(func() { m.Close() })
-	e.mux = m
-	must(t, muxNS.Do(func() error { l, err := m.Attach("eth0", XDPDriver); hold(l, err); return nil }))
-	table := forwarding.NewTable(e2eBuckets)
-	table.Generation = e.gen
-	for name, addr := range e2eServer {
-		table.Servers[e2eID[name]] = forwarding.Server{Addr: addr, State: forwarding.Active}
+	// The muxes: one instance with the configured table.
+	window := 4 * time.Minute
+	if cfg.strategy == forwarding.StrategyMaglev {
+		window = 0
 	}
-	for i := range table.Buckets {
-		table.Buckets[i] = forwarding.Bucket{Current: e2eID["a"]}
+	e.table = cfg.table()
+	e.table.Generation = e.gen
+	for i, mns := range muxNS {
+		hold(fabric.AttachXDPPass(fmt.Sprintf("m%d", i))) // receives the mux's XDP_TX frames
+		must(t, mns.Sysctl("net.ipv4.ip_forward", "1"))
+		m, err := LoadMux(MuxOptions{Addr: muxAddrN(i), ConnTrackEntries: 4096})
+		must(t, err)
+		t.Cleanup(func() { m.Close() })
+		e.muxes = append(e.muxes, m)
+		must(t, mns.Do(func() error { l, err := m.Attach("eth0", XDPDriver); hold(l, err); return nil }))
+		must(t, m.SetInstance(forwarding.Instance{Name: "web", Strategy: cfg.strategy, VIPs: []netip.Addr{e2eVIP},
+			PortLow: 80, PortHigh: 80, Buckets: e2eBuckets, ChainWindow: window}, e.table))
+		must(t, EnsureNeighbors(mns.Netlink(), []netip.Addr{e2eServer["a"], e2eServer["b"]}))
 	}
-	must(t, m.SetInstance(forwarding.Instance{Name: "web", Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{e2eVIP},
-		PortLow: 80, PortHigh: 80, Buckets: e2eBuckets, ChainWindow: 4 * time.Minute}, table))
-	must(t, EnsureNeighbors(muxNS.Netlink(), []netip.Addr{e2eServer["a"], e2eServer["b"]}))
+	e.mux = e.muxes[0]
 
 	// The servers: VIP on loopback, agent on eth0, an echo service on VIP:80
 	// that names the server, and the MPTCP server-id endpoint.
@@ -111,7 +145,7 @@ func newE2E(t *testing.T) *e2eNet {
 		_, err := s.Run("ip", "mptcp", "endpoint", "add", e2eVIP.String(), "dev", "lo", "port", fmt.Sprint(e2eID[name]), "signal")
 		must(t, err)
 		a, err := LoadAgent(AgentOptions{Addr: e2eServer[name], Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
-			VIPs: []AgentVIP{{VIP: e2eVIP, Buckets: e2eBuckets, ChainWindow: 4 * time.Minute}}})
+			VIPs: []AgentVIP{{VIP: e2eVIP, Buckets: e2eBuckets, ChainWindow: window}}})
 		must(t, err)
 		t.Cleanup(func() { a.Close() })
 		e.agents[name] = a
@@ -119,6 +153,23 @@ func newE2E(t *testing.T) *e2eNet {
 		serveEcho(t, s, name)
 	}
 	return e
+}
+
+// useMux points the client's route to the VIP at mux i, as a router whose
+// ECMP set changed would.
+func (e *e2eNet) useMux(t *testing.T, i int) {
+	_, err := e.client.Run("ip", "route", "replace", e2eVIP.String()+"/32", "via", muxAddrN(i).String())
+	must(t, err)
+}
+
+// publish applies the next generation to every mux.
+func (e *e2eNet) publish(t *testing.T, d *forwarding.Delta) {
+	e.gen++
+	d.Generation = e.gen
+	must(t, e.table.Apply(d))
+	for _, m := range e.muxes {
+		must(t, m.ApplyDelta("web", d))
+	}
 }
 
 // serveEcho answers each line with "<server>:<line>" on VIP:80 (TCP and MPTCP).
@@ -212,13 +263,12 @@ func (c *echoConn) ask(msg string, timeout time.Duration) (string, error) {
 // moveAll gives every bucket to server to, naming its owner so far as the
 // previous owner, as the controller does.
 func (e *e2eNet) moveAll(t *testing.T, from, to string, when time.Time) {
-	e.gen++
-	d := &forwarding.Delta{Generation: e.gen}
+	d := &forwarding.Delta{}
 	for i := 0; i < e2eBuckets; i++ {
 		d.Buckets = append(d.Buckets, forwarding.BucketChange{Index: uint32(i),
 			Bucket: forwarding.Bucket{Current: e2eID[to], Previous: e2eID[from], Changed: uint32(when.Unix())}})
 	}
-	must(t, e.mux.ApplyDelta("web", d))
+	e.publish(t, d)
 }
 
 func (e *e2eNet) counter(t *testing.T, server, name string) uint64 {

@@ -120,13 +120,13 @@ func TestMaglevConnectionTable(t *testing.T) {
 
 // TestMaglevTableFull: a full connection table forgets its oldest entries.
 func TestMaglevTableFull(t *testing.T) {
-	r := newMaglevRig(t, MuxOptions{ConnTrackEntries: 16})
+	cpus, _ := ebpf.PossibleCPU()
+	r := newMaglevRig(t, MuxOptions{ConnTrackEntries: 16 * cpus})
 	for p := uint16(0); p < 300; p++ {
 		r.send(r.flow(42000+p), wiretest.SYN)
 	}
 	n, err := r.m.ConnTrackEntries()
 	must(t, err)
-	cpus, _ := ebpf.PossibleCPU()
 	if n == 0 || n > 16*cpus {
 		t.Fatalf("%d entries remembered, want 1..%d", n, 16*cpus)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 )
 
 // Sizes fixed by bpf/include/mux_maps.h.
@@ -22,9 +23,8 @@ const (
 type MuxOptions struct {
 	// Addr is the mux's own IPv4 address: the source of every outer header.
 	Addr netip.Addr
-	// ConnTrackEntries sizes the Maglev strategy's connection table, over
-	// all CPUs (each CPU gets an equal share); 0 means 1M. The memory is
-	// taken when the first Maglev instance is set.
+	// ConnTrackEntries sizes the Maglev strategy's connection table; 0
+	// means 1M. The memory is taken when the first Maglev instance is set.
 	ConnTrackEntries int
 	// MaxNewConnsPerSecond caps the connection entries the Maglev strategy
 	// inserts per second, over all CPUs (SYN-flood guard); 0 = no cap.
@@ -44,8 +44,8 @@ type Mux struct {
 	instances map[string]*muxInstance
 	slots     [maxTables]bool
 
-	ctPerCPU uint32 // entries of each CPU's connection table
-	ctReady  bool   // the per-CPU connection tables exist
+	ctEntries uint32 // size of the connection table
+	ctReady   bool   // the connection table exists
 }
 
 // muxInstance is one load-balancer instance's tables in the kernel, and the
@@ -83,8 +83,9 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 	if entries <= 0 {
 		entries = 1 << 20
 	}
-	m := &Mux{instances: map[string]*muxInstance{}, ctPerCPU: uint32(max(entries/cpus, 16))}
-	spec.Maps["conntrack"].InnerMap.MaxEntries = m.ctPerCPU
+	// Each CPU's LRU list gets a share of the entries; keep shares usable.
+	m := &Mux{instances: map[string]*muxInstance{}, ctEntries: uint32(max(entries, 16*cpus))}
+	spec.Maps["conntrack"].InnerMap.MaxEntries = m.ctEntries
 	perCPU := (opts.MaxNewConnsPerSecond + uint64(cpus) - 1) / uint64(cpus)
 	if err := spec.Variables["max_inserts_per_cpu_second"].Set(perCPU); err != nil {
 		return nil, err
@@ -182,64 +183,48 @@ func (m *Mux) Generation(name string) (uint32, bool) {
 	return in.table.Generation, true
 }
 
-// ensureConnTrack creates one LRU connection table per possible CPU.
+// ensureConnTrack creates the Maglev connection table.
 func (m *Mux) ensureConnTrack() error {
 	if m.ctReady {
 		return nil
 	}
-	cpus, err := ebpf.PossibleCPU()
+	t, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.LRUHash, KeySize: 16, ValueSize: 8, MaxEntries: m.ctEntries,
+		Flags: unix.BPF_F_NO_COMMON_LRU})
 	if err != nil {
-		return err
+		return fmt.Errorf("connection table of %d entries: %w", m.ctEntries, err)
 	}
-	inner := m.objs.Conntrack
-	for cpu := 0; cpu < cpus; cpu++ {
-		t, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.LRUHash, KeySize: 16, ValueSize: 8, MaxEntries: m.ctPerCPU})
-		if err != nil {
-			return fmt.Errorf("connection table for CPU %d (%d entries): %w", cpu, m.ctPerCPU, err)
-		}
-		err = inner.Put(uint32(cpu), t)
-		t.Close() // the outer map holds it now
-		if err != nil {
-			return fmt.Errorf("installing connection table for CPU %d: %w", cpu, err)
-		}
+	defer t.Close() // the outer map holds it once installed
+	if err := m.objs.Conntrack.Put(uint32(0), t); err != nil {
+		return fmt.Errorf("installing the connection table: %w", err)
 	}
 	m.ctReady = true
 	return nil
 }
 
-// ConnTrackEntries is how many connections the Maglev tables remember now.
+// ConnTrackEntries is how many connections the Maglev table remembers now.
 func (m *Mux) ConnTrackEntries() (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.ctReady {
 		return 0, nil
 	}
-	n := 0
-	cpus, err := ebpf.PossibleCPU()
+	var id ebpf.MapID
+	if err := m.objs.Conntrack.Lookup(uint32(0), &id); err != nil {
+		return 0, err
+	}
+	t, err := ebpf.NewMapFromID(id)
 	if err != nil {
 		return 0, err
 	}
-	for cpu := 0; cpu < cpus; cpu++ {
-		var id ebpf.MapID
-		if err := m.objs.Conntrack.Lookup(uint32(cpu), &id); err != nil {
-			return 0, err
-		}
-		t, err := ebpf.NewMapFromID(id)
-		if err != nil {
-			return 0, err
-		}
-		var k [16]byte
-		var v [8]byte
-		it := t.Iterate()
-		for it.Next(&k, &v) {
-			n++
-		}
-		t.Close()
-		if err := it.Err(); err != nil {
-			return 0, err
-		}
+	defer t.Close()
+	n := 0
+	var k [16]byte
+	var v [8]byte
+	it := t.Iterate()
+	for it.Next(&k, &v) {
+		n++
 	}
-	return n, nil
+	return n, it.Err()
 }
 
 // ErrUnknownInstance is returned for deltas to an instance not loaded.
