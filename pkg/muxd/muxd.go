@@ -27,6 +27,10 @@ type Options struct {
 	Address   netip.Addr // outer source; default: the interface's first IPv4
 	XDPMode   dataplane.XDPMode
 	Metrics   string // listen address for /metrics and /healthz; "" = none
+	// ConnTrackEntries and MaxNewConnsPerSecond size the Maglev strategy's
+	// connection table and its SYN-flood guard (dataplane.MuxOptions).
+	ConnTrackEntries     int
+	MaxNewConnsPerSecond uint64
 }
 
 // Daemon is a running mux.
@@ -76,7 +80,8 @@ func Start(opts Options) (*Daemon, error) {
 	if err := os.WriteFile(fmt.Sprintf("/proc/sys/net/ipv4/conf/%s/forwarding", opts.Interface), []byte("1"), 0o644); err != nil {
 		return nil, fmt.Errorf("enabling forwarding on %s: %w", opts.Interface, err)
 	}
-	m, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: opts.Address})
+	m, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: opts.Address, ConnTrackEntries: opts.ConnTrackEntries,
+		MaxNewConnsPerSecond: opts.MaxNewConnsPerSecond})
 	if err != nil {
 		return nil, err
 	}
