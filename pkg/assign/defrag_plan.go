@@ -27,6 +27,11 @@ type DefragParams struct {
 	// leave any server (and as many arrive), which bounds the extra
 	// daisy-chained traffic a server sees to MaxMoves buckets' worth.
 	MaxMoves int
+	// ChainWindow, in seconds: a bucket that changed owner less than this
+	// long ago is being daisy-chained and is not moved (appendix A1: "we
+	// try to avoid migrating buckets that are being daisy chained"); moving
+	// it again would cut its previous owner's connections off. 0: no limit.
+	ChainWindow uint32
 }
 
 // DefaultDefragParams: start when servers average more than 1.5 rules,
@@ -37,6 +42,10 @@ var DefaultDefragParams = DefragParams{Threshold: 1.5, TargetRate: 1.1, MaxMoves
 
 // ErrDefrag wraps errors of defragmentation.
 var ErrDefrag = errors.New("assign: defragmentation")
+
+// ErrDefragStalled (which wraps ErrDefrag) says a step found no move it is
+// allowed to make: not done, but nothing to do now.
+var ErrDefragStalled = fmt.Errorf("%w stalled", ErrDefrag)
 
 // Validate says what is wrong with p.
 func (p DefragParams) Validate() error {
@@ -63,6 +72,8 @@ type DefragPlan struct {
 	params DefragParams
 	target []forwarding.ServerID
 	counts []uint32 // per id, at planning time
+	rules  int      // range rules at planning time: steps never exceed it
+	owners int      // servers owning buckets
 }
 
 // PlanDefrag computes the target greedily, as in the paper: from offset 0,
@@ -127,7 +138,8 @@ func PlanDefrag(buckets []forwarding.Bucket, params DefragParams) (*DefragPlan, 
 		}
 		start += n
 	}
-	return &DefragPlan{params: params, target: target, counts: counts}, nil
+	return &DefragPlan{params: params, target: target, counts: counts, owners: len(order),
+		rules: countRuns(len(buckets), func(i int) forwarding.ServerID { return buckets[i].Current })}, nil
 }
 
 // Target returns the planned owner of every bucket; do not modify it.

@@ -11,20 +11,31 @@ import (
 // changes (sorted by index, Previous = old owner, Changed = now); none once
 // Done. It returns an error wrapping ErrDefrag if the table no longer has
 // the bucket counts the plan was made for (a server was added, removed or
-// reweighted since): plan again.
+// reweighted since): plan again; and ErrDefragStalled if it cannot move
+// anything (see below).
 //
 // Moves are made in closed cycles — A gives a bucket to B, B one to C, …, Z
 // one to A — so every server gains exactly as many buckets as it loses and
-// the balance Rebalance established holds at every step. The misplaced
-// buckets form a graph (owner → target owner) in which every server has as
-// many out-edges as in-edges, so it splits entirely into such cycles. Step
-// splits it into simple cycles and takes them, shortest first, while every
-// server on a cycle has moved fewer than MaxMoves buckets in this step and
-// the cycle does not increase the number of range rules (a move of a bucket
-// next to the receiver's range merges; a partial move elsewhere would split
-// ranges — e.g. when the target shifts a run of servers by a few buckets,
-// their boundary buckets must move before the inner ones). Only when no
-// cycle qualifies does a step take cycles that add rules.
+// the balance Rebalance established holds at every step. Within a step:
+//
+//  1. Rounds of frontier cycles (see frontierCycles): every move takes a
+//     bucket from the end of its owner's run and extends the run of its
+//     target owner, so ranges shift toward the target from their
+//     boundaries and no rule is added.
+//  2. Other cycles of the owner → target graph (which splits entirely into
+//     cycles, since every server has as many misplaced buckets as buckets
+//     targeted at it), shortest first, that add no rule.
+//  3. Cycles that add rules, only while the table keeps at most the number
+//     of range rules it had when the plan was made: fragmentation never
+//     rises above its starting value, so a hardware data plane with room
+//     for the table it has keeps room during the whole run.
+//
+// Throughout, no server moves more than MaxMoves buckets, and buckets
+// inside their chaining window (ChainWindow) are not moved. A step that can
+// move nothing under these rules returns ErrDefragStalled: on a mildly
+// fragmented table the planned target can need relocating some servers
+// whole, which means a new range before their old ones disappear, and the
+// starting rule count leaves no room for that (see docs/hashing.md).
 func (p *DefragPlan) Step(buckets []forwarding.Bucket, now uint32) ([]forwarding.BucketChange, error) {
 	if len(buckets) != len(p.target) {
 		return nil, fmt.Errorf("%w: table has %d buckets, plan %d", ErrDefrag, len(buckets), len(p.target))
@@ -39,33 +50,57 @@ func (p *DefragPlan) Step(buckets []forwarding.Bucket, now uint32) ([]forwarding
 	if p.Done(buckets) {
 		return nil, nil
 	}
+	window := p.params.ChainWindow
+	busy := func(i int) bool { c := buckets[i].Changed; return c != 0 && c+window > now }
 	cycles := p.cycles(buckets)
 	budget := make([]int, idSpace)
 	for i := range budget {
 		budget[i] = p.params.MaxMoves
 	}
 	owner := Owners(buckets) // as this step's accepted cycles leave it
+	rules := RangeRules(owner)
 	var changes []forwarding.BucketChange
-	// First pass: only cycles that add no range rule, so a data plane's
-	// rule count never grows on the way to the target. If none qualifies,
-	// take any that fits, so every step makes progress.
-	for _, anyCycle := range []bool{false, true} {
+	take := func(cyc []uint32, allowance int) bool {
+		// A cycle of the misplaced graph may share buckets with frontier
+		// cycles taken before it; it is stale then.
+		if !fits(cyc, owner, budget) || slices.ContainsFunc(cyc, func(i uint32) bool { return busy(int(i)) || owner[i] == p.target[i] }) {
+			return false
+		}
+		delta, ok := p.tryCycle(cyc, owner, allowance)
+		if !ok {
+			return false
+		}
+		rules += delta
+		for _, i := range cyc {
+			budget[buckets[i].Current]--
+			changes = append(changes, forwarding.BucketChange{Index: i, Bucket: forwarding.Bucket{
+				Current: p.target[i], Previous: buckets[i].Current, Changed: now}})
+		}
+		return true
+	}
+	// First: rounds of frontier cycles, which shift ranges from their
+	// boundaries and add no rule; each round sees the previous one's moves.
+	for progress := true; progress; {
+		progress = false
+		for _, cyc := range p.frontierCycles(owner, budget, busy) {
+			progress = take(cyc, 0) || progress
+		}
+	}
+	// Then any cycle of the misplaced graph that adds no rule, then ones
+	// that add rules while the table stays within the rule count it had
+	// when planned: fragmentation never exceeds its starting value.
+	for _, second := range []bool{false, true} {
 		for _, cyc := range cycles {
-			if !fits(cyc, owner, budget) {
-				continue
+			allowance := 0
+			if second {
+				allowance = p.rules - rules
 			}
-			if !p.tryCycle(cyc, owner, anyCycle) {
-				continue
-			}
-			for _, i := range cyc {
-				budget[buckets[i].Current]--
-				changes = append(changes, forwarding.BucketChange{Index: i, Bucket: forwarding.Bucket{
-					Current: p.target[i], Previous: buckets[i].Current, Changed: now}})
-			}
+			take(cyc, allowance)
 		}
-		if len(changes) > 0 {
-			break
-		}
+	}
+	if len(changes) == 0 {
+		return nil, fmt.Errorf("%w: %d buckets are misplaced, but moving any of them would raise fragmentation above its starting %.3f rules per server or move a bucket inside its chaining window",
+			ErrDefragStalled, p.Misplaced(buckets), float64(p.rules)/float64(p.owners))
 	}
 	slices.SortFunc(changes, func(x, y forwarding.BucketChange) int { return int(x.Index) - int(y.Index) })
 	return changes, nil
@@ -97,40 +132,7 @@ func (p *DefragPlan) cycles(buckets []forwarding.Bucket) [][]uint32 {
 		}
 	}
 
-	onPath := make([]int32, idSpace) // position+1 on the path, 0 if not on it
-	var cycles [][]uint32
-	var path []forwarding.ServerID // servers; edges[k] leads from path[k] to path[k+1]
-	var edges []uint32
-	for s := range idSpace {
-		for next[s] < end[s] {
-			path, edges = append(path[:0], forwarding.ServerID(s)), edges[:0]
-			onPath[s] = 1
-			for len(path) > 0 {
-				x := path[len(path)-1]
-				if next[x] == end[x] { // only the start can run dry: balance
-					onPath[x] = 0
-					path = path[:len(path)-1]
-					continue
-				}
-				e := out[next[x]]
-				next[x]++
-				y := p.target[e]
-				edges = append(edges, e)
-				if k := onPath[y]; k > 0 {
-					cycles = append(cycles, slices.Clone(edges[k-1:]))
-					for _, z := range path[k:] {
-						onPath[z] = 0
-					}
-					path, edges = path[:k], edges[:k-1]
-					continue
-				}
-				path = append(path, y)
-				onPath[y] = int32(len(path))
-			}
-		}
-	}
-	slices.SortStableFunc(cycles, func(x, y []uint32) int { return len(x) - len(y) })
-	return cycles
+	return walkCycles(next[:idSpace], end, out, p.target)
 }
 
 func fits(cyc []uint32, owner []forwarding.ServerID, budget []int) bool {
@@ -142,40 +144,31 @@ func fits(cyc []uint32, owner []forwarding.ServerID, budget []int) bool {
 	return true
 }
 
-// tryCycle applies cyc to owner unless that would add range rules and
-// force is false; it reports whether it applied it.
-func (p *DefragPlan) tryCycle(cyc []uint32, owner []forwarding.ServerID, force bool) bool {
-	const checked = 64
-	if len(cyc) > checked {
-		if force {
-			for _, i := range cyc {
-				owner[i] = p.target[i]
-			}
-		}
-		return force // too long to be worth checking
-	}
+// tryCycle applies cyc to owner if that adds at most allowance range rules
+// and returns the change in rules (ok false: not applied).
+func (p *DefragPlan) tryCycle(cyc []uint32, owner []forwarding.ServerID, allowance int) (delta int, ok bool) {
 	// A change of owner[i] can only change whether i and i+1 start a run.
-	var posBuf [2 * checked]uint32
-	pos := posBuf[:0]
+	pos := make([]uint32, 0, 2*len(cyc))
 	for _, i := range cyc {
-		for _, q := range []uint32{i, i + 1} {
-			if int(q) < len(owner) && !slices.Contains(pos, q) {
-				pos = append(pos, q)
-			}
+		pos = append(pos, i)
+		if int(i)+1 < len(owner) {
+			pos = append(pos, i+1)
 		}
 	}
-	var saved [checked]forwarding.ServerID
-	delta := -runStarts(owner, pos)
+	slices.Sort(pos)
+	pos = slices.Compact(pos)
+	saved := make([]forwarding.ServerID, len(cyc))
+	delta = -runStarts(owner, pos)
 	for k, i := range cyc {
 		saved[k], owner[i] = owner[i], p.target[i]
 	}
-	if delta += runStarts(owner, pos); delta > 0 && !force {
+	if delta += runStarts(owner, pos); delta > allowance {
 		for k, i := range cyc {
 			owner[i] = saved[k]
 		}
-		return false
+		return delta, false
 	}
-	return true
+	return delta, true
 }
 
 // runStarts counts the positions in pos where a run of owned buckets starts.

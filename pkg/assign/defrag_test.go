@@ -55,7 +55,7 @@ func TestDefragPlanKeepsWellPlacedRanges(t *testing.T) {
 }
 
 func TestDefragErrors(t *testing.T) {
-	for _, p := range []DefragParams{{1, 0.5, 1}, {1, 1.2, 1}, {2, 1, 0}} {
+	for _, p := range []DefragParams{{1, 0.5, 1, 0}, {1, 1.2, 1, 0}, {2, 1, 0, 0}} {
 		if _, err := PlanDefrag(table(a), p); !errors.Is(err, ErrDefrag) {
 			t.Errorf("params %+v accepted", p)
 		}
@@ -97,8 +97,10 @@ func fragmented(r *rand.Rand, n int) []forwarding.Bucket {
 
 // TestDefragRandom checks each step of defragmentation runs: loads never
 // change, no server moves more than MaxMoves buckets per step, every move
-// goes to the target, and the run ends at the target rate.
+// goes to the target, fragmentation never exceeds its starting value, and
+// the run ends at the target rate unless a step reports it stalled.
 func TestDefragRandom(t *testing.T) {
+	stalled := 0
 	for seed := range uint64(30) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 2))
@@ -109,11 +111,17 @@ func TestDefragRandom(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := Owners(buckets)
+			start := Fragmentation(buckets)
 			for step := 0; !plan.Done(buckets); step++ {
 				if step > len(buckets) {
 					t.Fatal("no progress")
 				}
 				ch, err := plan.Step(buckets, uint32(100+step))
+				if errors.Is(err, ErrDefragStalled) {
+					stalled++
+					t.Logf("stalled at step %d: %v", step, err)
+					return
+				}
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -136,12 +144,16 @@ func TestDefragRandom(t *testing.T) {
 				if !sameCounts(before, Owners(buckets)) {
 					t.Fatal("a step changed some server's load")
 				}
+				if f := Fragmentation(buckets); f > start {
+					t.Fatalf("step %d raised fragmentation to %v, above the starting %v", step, f, start)
+				}
 			}
 			if f := Fragmentation(buckets); f > params.TargetRate && plan.Misplaced(buckets) > 0 {
 				t.Fatalf("stopped at fragmentation %v > %v", f, params.TargetRate)
 			}
 		})
 	}
+	t.Logf("%d of 30 runs stalled", stalled)
 }
 
 func sameCounts(x, y []forwarding.ServerID) bool {
