@@ -9,7 +9,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/assign"
 	"github.com/beamer-lb/beamer/pkg/controller"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/spf13/cobra"
 )
 
@@ -34,9 +36,20 @@ process also serves the embedded etcd other beamer commands connect to.`,
 	cmd.Flags().DurationVar(&h.HalfLife, "flap-half-life", 5*time.Minute, "half-life of the flap penalty")
 	reconcile := cmd.Flags().Duration("reconcile-every", 30*time.Second, "reconcile all instances this often (ends chaining windows of removed DIPs)")
 	blobEvery := cmd.Flags().Uint32("blob-every", 64, "write a full blob at least every N generations")
+	defrag := assign.DefaultDefragParams
+	cmd.Flags().Float64Var(&defrag.Threshold, "defrag-threshold", defrag.Threshold, "defragment beamer instances whose fragmentation (range rules per DIP) is above this")
+	cmd.Flags().Float64Var(&defrag.TargetRate, "defrag-target-rate", defrag.TargetRate, "automatic defragmentation stops at this fragmentation, ≥ 1")
+	cmd.Flags().IntVar(&defrag.MaxMoves, "defrag-max-moves", defrag.MaxMoves, "per defragmentation step, at most this many buckets leave any DIP")
+	defragPeriod := cmd.Flags().Duration("defrag-period", forwarding.DefaultChainWindow, "one automatic defragmentation step per instance this often (paper: the 4-minute chaining window); 0 turns it off")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if h.Interval <= 0 || h.Timeout <= 0 || h.Fall < 1 || h.Rise < 1 || h.HalfLife <= 0 || *reconcile <= 0 || *blobEvery == 0 {
 			return fmt.Errorf("health intervals, timeouts, thresholds, --reconcile-every and --blob-every must be positive")
+		}
+		if *defragPeriod < 0 {
+			return fmt.Errorf("--defrag-period %v is negative", *defragPeriod)
+		}
+		if err := defrag.Validate(); err != nil {
+			return fmt.Errorf("--defrag-*: %w", err)
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
@@ -50,6 +63,9 @@ process also serves the embedded etcd other beamer commands connect to.`,
 		o.Ring.BlobEvery = *blobEvery
 		if !*noHealth {
 			o.Health = &h
+		}
+		if *defragPeriod > 0 {
+			o.Defrag, o.DefragEvery = &controller.AutoDefrag{Params: defrag}, *defragPeriod
 		}
 		logger.Printf("store %s, root %s; campaigning as %q", *storeURL, target.Root, *identity)
 		controller.Run(ctx, st, target.Root, o)

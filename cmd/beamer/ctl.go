@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/assign"
 	"github.com/beamer-lb/beamer/pkg/controller"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/spf13/cobra"
@@ -39,13 +40,19 @@ func newCtl(use, short string, args cobra.PositionalArgs) (*cobra.Command, *ctlF
 
 // submit sends one request and waits for the controller's answer.
 func (f *ctlFlags) submit(r controller.Request) error {
+	_, err := f.submitResult(r)
+	return err
+}
+
+// submitResult is submit returning what the controller reported.
+func (f *ctlFlags) submitResult(r controller.Request) (string, error) {
 	ctx := context.Background()
 	st, t, err := openStore(ctx, *f.store)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer st.Close()
-	return controller.Submit(ctx, st, t.Root, r, *f.timeout)
+	return controller.SubmitResult(ctx, st, t.Root, r, *f.timeout)
 }
 
 func parseID(s string) (forwarding.ServerID, error) {
@@ -83,11 +90,14 @@ func init() {
 	create, cf := newCtl("create NAME --vip ADDR[,ADDR] --ports P[-Q] --buckets B", "Create an instance", cobra.ExactArgs(1))
 	vips := create.Flags().StringSlice("vip", nil, "virtual IPv4 address(es)")
 	ports := create.Flags().String("ports", "", "service port or range, ≤ 1024")
-	buckets := create.Flags().Uint32("buckets", 0, "bucket count B, larger than the most DIPs the instance will have (paper: 100 per DIP)")
+	buckets := create.Flags().Uint32("buckets", 0, fmt.Sprintf("bucket count B, larger than the most DIPs the instance will have (paper: 100 per DIP); for maglev the lookup table size M, a prime ≥ 100 per backend (default %d)", assign.MaglevSmallTable))
 	window := create.Flags().Duration("chain-window", forwarding.DefaultChainWindow, "daisy-chaining window")
-	strategy := create.Flags().String("strategy", string(forwarding.StrategyBeamer), "beamer or maglev")
-	create.RunE = func(_ *cobra.Command, args []string) error {
+	strategy := create.Flags().String("strategy", string(forwarding.StrategyBeamer), "beamer (stable hashing, daisy chaining) or maglev (Maglev hashing, connection tables in the muxes)")
+	create.RunE = func(cmd *cobra.Command, args []string) error {
 		in := &forwarding.Instance{Name: args[0], Strategy: forwarding.Strategy(*strategy), Buckets: *buckets, ChainWindow: *window}
+		if in.Strategy == forwarding.StrategyMaglev && !cmd.Flags().Changed("buckets") {
+			in.Buckets = assign.MaglevSmallTable
+		}
 		for _, v := range *vips {
 			a, err := netip.ParseAddr(v)
 			if err != nil {
@@ -99,7 +109,7 @@ func init() {
 		if in.PortLow, in.PortHigh, err = parsePorts(*ports); err != nil {
 			return err
 		}
-		if err := in.Validate(); err != nil {
+		if err := controller.CheckInstance(in); err != nil {
 			return err
 		}
 		return cf.submit(controller.Request{Op: controller.OpCreateInstance, Instance: in.Name, Config: in})
@@ -153,6 +163,27 @@ func init() {
 	byID("set-weight NAME ID WEIGHT", "Change a DIP's weight and rebalance", controller.OpSetWeight, true)
 	byID("drain NAME ID", "Move a DIP's buckets away (its connections finish by daisy chaining), keeping it configured", controller.OpDrain, false)
 	byID("undrain NAME ID", "Give a drained DIP its share of buckets again", controller.OpUndrain, false)
+
+	defrag, dff := newCtl("defrag NAME [--steps N] [--target-rate F] [--max-moves N]",
+		"Run defragmentation steps now (beamer instances): each step is a generation moving at most --max-moves buckets per DIP, with daisy chaining", cobra.ExactArgs(1))
+	steps := defrag.Flags().Int("steps", 1, fmt.Sprintf("steps to run now, 1–%d; each moves only buckets outside their chaining window", controller.MaxDefragSteps))
+	target := defrag.Flags().Float64("target-rate", assign.DefaultDefragParams.TargetRate, "stop once fragmentation (range rules per DIP) is at most this, ≥ 1")
+	maxMoves := defrag.Flags().Int("max-moves", assign.DefaultDefragParams.MaxMoves, "per step, at most this many buckets leave any DIP (and as many arrive)")
+	defrag.RunE = func(_ *cobra.Command, args []string) error {
+		p := assign.DefragParams{Threshold: *target, TargetRate: *target, MaxMoves: *maxMoves}
+		if err := p.Validate(); err != nil {
+			return err
+		}
+		if *steps < 1 || *steps > controller.MaxDefragSteps {
+			return fmt.Errorf("--steps %d must be in 1–%d", *steps, controller.MaxDefragSteps)
+		}
+		res, err := dff.submitResult(controller.Request{Op: controller.OpDefrag, Instance: args[0], Steps: *steps, Defrag: &p})
+		if err != nil {
+			return err
+		}
+		fmt.Println(res)
+		return nil
+	}
 
 	show, sf := newCtl("show NAME", "Show an instance: generation, buckets per DIP, load vs weight, fragmentation", cobra.ExactArgs(1))
 	asJSON := show.Flags().Bool("json", false, "print JSON")
@@ -208,10 +239,19 @@ func printView(v *controller.View) {
 	}
 	fmt.Printf("instance %s (%s): VIPs %s ports %d-%d, %d buckets, chaining window %v\n",
 		in.Name, in.Strategy, strings.Join(vips, ","), in.PortLow, in.PortHigh, in.Buckets, in.ChainWindow)
-	fmt.Printf("generation %d (blob at %d + %d deltas, %d+%d stored bytes), fragmentation %.2f rules/DIP, %d unowned buckets\n",
-		v.Generation, v.Load.Blob, v.Load.Deltas, v.Load.BlobBytes, v.Load.DeltaBytes, v.Fragmentation, v.Unowned)
+	fmt.Printf("generation %d (blob at %d + %d deltas, %d+%d stored bytes)\n",
+		v.Generation, v.Load.Blob, v.Load.Deltas, v.Load.BlobBytes, v.Load.DeltaBytes)
+	unit, chained := "BUCKETS", "\tCHAINED"
+	if in.Strategy == forwarding.StrategyMaglev {
+		// Maglev: no ranges, no daisy chaining; what matters is M/N.
+		unit, chained = "ENTRIES", ""
+		fmt.Printf("strategy maglev: lookup table of M = %d entries (prime), %.0f entries per live backend (recommended ≥ %d), %d unowned entries\n",
+			in.Buckets, v.EntriesPerBackend, controller.MaglevEntriesPerBackend, v.Unowned)
+	} else {
+		fmt.Printf("strategy beamer: %d buckets, fragmentation %.2f rules/DIP, %d unowned buckets\n", in.Buckets, v.Fragmentation, v.Unowned)
+	}
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tADDRESS\tSTATE\tHEALTH\tWEIGHT\tEFFECTIVE\tBUCKETS\tLOAD%\tWEIGHT%\tCHAINED")
+	fmt.Fprintf(w, "ID\tADDRESS\tSTATE\tHEALTH\tWEIGHT\tEFFECTIVE\t%s\tLOAD%%\tWEIGHT%%%s\n", unit, chained)
 	for _, d := range v.DIPs {
 		state := string(d.State)
 		if d.Drained {
@@ -221,11 +261,18 @@ func printView(v *controller.View) {
 		if d.Down {
 			health = "down since " + d.HealthChanged.Format(time.RFC3339)
 		}
-		fmt.Fprintf(w, "%d\t%v\t%s\t%s\t%d\t%d\t%d\t%.2f\t%.2f\t%d\n", d.ID, d.Addr, state, health, d.Weight, d.Effective,
-			d.Buckets, 100*d.LoadShare, 100*d.WeightShare, d.Chained)
+		fmt.Fprintf(w, "%d\t%v\t%s\t%s\t%d\t%d\t%d\t%.3f\t%.3f", d.ID, d.Addr, state, health, d.Weight, d.Effective,
+			d.Buckets, 100*d.LoadShare, 100*d.WeightShare)
+		if chained != "" {
+			fmt.Fprintf(w, "\t%d", d.Chained)
+		}
+		fmt.Fprintln(w)
 	}
 	w.Flush()
 	if len(v.Retired) > 0 {
 		fmt.Printf("retired server ids (still daisy-chained to): %v\n", v.Retired)
+	}
+	for _, warning := range v.Warnings {
+		fmt.Printf("WARNING: %s\n", warning)
 	}
 }

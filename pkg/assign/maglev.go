@@ -29,8 +29,8 @@ func MaglevTable(backends []Server, size uint32) ([]forwarding.ServerID, error) 
 	if err != nil {
 		return nil, err
 	}
-	if !isPrime(size) {
-		return nil, fmt.Errorf("%w: Maglev table size %d is not prime (its permutations need a prime size)", ErrTable, size)
+	if err := CheckMaglevSize(size); err != nil {
+		return nil, err
 	}
 	if len(live) > int(size) {
 		return nil, fmt.Errorf("%w: %d backends do not fit a table of %d", ErrTable, len(live), size)
@@ -88,4 +88,16 @@ func isPrime(n uint32) bool {
 		}
 	}
 	return true
+}
+
+// CheckMaglevSize says why size cannot be a Maglev table size, if it
+// cannot: it must be a prime (the permutations need it) within MaxTableSize.
+func CheckMaglevSize(size uint32) error {
+	if size == 0 || size > MaxTableSize {
+		return fmt.Errorf("%w: size %d outside 1–%d", ErrTable, size, MaxTableSize)
+	}
+	if !isPrime(size) {
+		return fmt.Errorf("%w: Maglev table size %d is not prime (its permutations need a prime size; e.g. %d or %d)", ErrTable, size, MaglevSmallTable, MaglevLargeTable)
+	}
+	return nil
 }

@@ -98,7 +98,7 @@ func (c *Controller) Recover(ctx context.Context) error {
 
 // CreateInstance creates an instance with no DIP.
 func (c *Controller) CreateInstance(ctx context.Context, in *forwarding.Instance) error {
-	if err := in.Validate(); err != nil {
+	if err := CheckInstance(in); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
 	k := ring.InstanceKeys(c.root, in.Name)

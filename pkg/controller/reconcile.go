@@ -21,6 +21,9 @@ type instance struct {
 	dips   map[forwarding.ServerID]*DIP
 	ids    map[forwarding.ServerID]idRecord
 	w      *ring.Writer
+	// defrag is the defragmentation plan in progress, for defragParams.
+	defrag       *assign.DefragPlan
+	defragParams assign.DefragParams
 }
 
 func (c *Controller) load(ctx context.Context, name string) (*instance, error) {
@@ -93,7 +96,10 @@ func (c *Controller) reconcile(ctx context.Context, in *instance) error {
 		return err
 	}
 	// 2. The next generation, if anything differs from what is published.
-	d := c.plan(in)
+	d, err := c.plan(in)
+	if err != nil {
+		return err
+	}
 	if len(d.Servers) > 0 || len(d.Buckets) > 0 {
 		if _, err := in.w.Publish(ctx, d); err != nil {
 			return err
@@ -104,10 +110,10 @@ func (c *Controller) reconcile(ctx context.Context, in *instance) error {
 }
 
 // plan computes the delta taking the published table to the one "dips"
-// asks for: servers added or reactivated, buckets rebalanced by the
-// paper's greedy loop, removed DIPs retired, retired ids whose chaining
-// window is over dropped.
-func (c *Controller) plan(in *instance) *forwarding.Delta {
+// asks for: servers added or reactivated, buckets reassigned by the
+// instance's strategy (bucketMoves), removed DIPs retired, retired ids
+// whose chaining window is over dropped.
+func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 	t := in.w.Table()
 	now := uint32(c.now().Unix())
 	d := &forwarding.Delta{Generation: t.Generation + 1}
@@ -127,16 +133,13 @@ func (c *Controller) plan(in *instance) *forwarding.Delta {
 		}
 		servers = append(servers, assign.Server{ID: id, Weight: dip.EffectiveWeight()})
 	}
-	moves := assign.Rebalance(t.Buckets, servers, now)
-	// No daisy chaining towards a dead server: a bucket leaving a down DIP
-	// forgets it, and so does any bucket still naming it as previous owner.
-	// An unowned bucket (no DIP has weight) chains nowhere either.
+	moves, err := bucketMoves(in.config, t.Buckets, servers, down, now)
+	if err != nil {
+		return nil, err
+	}
 	moved := make(map[uint32]bool, len(moves))
-	for i := range moves {
-		moved[moves[i].Index] = true
-		if down[moves[i].Bucket.Previous] || moves[i].Bucket.Current == forwarding.NoServer {
-			moves[i].Bucket.Previous = forwarding.NoServer
-		}
+	for _, m := range moves {
+		moved[m.Index] = true
 	}
 	window := uint32(in.config.ChainWindow.Seconds())
 	chaining := map[forwarding.ServerID]bool{} // still named as previous within the window
@@ -179,7 +182,7 @@ func (c *Controller) plan(in *instance) *forwarding.Delta {
 			d.Servers = append(d.Servers, forwarding.ServerChange{ID: id, Remove: true})
 		}
 	}
-	return d
+	return d, nil
 }
 
 // settle updates the records that trail the published ring: additions

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/assign"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store"
 )
@@ -29,6 +30,7 @@ const (
 	OpSetWeight      = "set-weight"
 	OpDrain          = "drain"
 	OpUndrain        = "undrain"
+	OpDefrag         = "defrag"
 )
 
 // Request statuses.
@@ -41,15 +43,20 @@ const (
 
 // Request is one `beamer ctl` operation.
 type Request struct {
-	Op        string               `json:"op"`
-	Instance  string               `json:"instance"`
-	Config    *forwarding.Instance `json:"config,omitempty"`
-	ID        forwarding.ServerID  `json:"id,omitempty"`
-	Addr      netip.Addr           `json:"addr,omitzero"`
-	Weight    uint32               `json:"weight,omitempty"`
-	Status    string               `json:"status"`
-	Error     string               `json:"error,omitempty"`
-	Submitted time.Time            `json:"submitted"`
+	Op       string               `json:"op"`
+	Instance string               `json:"instance"`
+	Config   *forwarding.Instance `json:"config,omitempty"`
+	ID       forwarding.ServerID  `json:"id,omitempty"`
+	Addr     netip.Addr           `json:"addr,omitzero"`
+	Weight   uint32               `json:"weight,omitempty"`
+	// Defrag: steps to run now, with these parameters.
+	Steps  int                  `json:"steps,omitempty"`
+	Defrag *assign.DefragParams `json:"defrag,omitempty"`
+	Status string               `json:"status"`
+	Error  string               `json:"error,omitempty"`
+	// Result is what a successful operation reports (defrag: its figures).
+	Result    string    `json:"result,omitempty"`
+	Submitted time.Time `json:"submitted"`
 }
 
 func requestsKey(root string) string { return root + "/controller/requests" }
@@ -65,31 +72,37 @@ var ErrNoController = errors.New("no controller answered")
 // for its outcome. The returned error is the controller's verdict (its
 // text says what was wrong) or says why there was none.
 func Submit(ctx context.Context, st store.Store, root string, r Request, timeout time.Duration) error {
+	_, err := SubmitResult(ctx, st, root, r, timeout)
+	return err
+}
+
+// SubmitResult is Submit returning what the operation reported.
+func SubmitResult(ctx context.Context, st store.Store, root string, r Request, timeout time.Duration) (string, error) {
 	r.Status, r.Submitted = StatusPending, time.Now().UTC()
 	b, err := json.Marshal(r)
 	if err != nil {
-		return err
+		return "", err
 	}
 	key := fmt.Sprintf("%s/%019d-%08x", requestsKey(root), r.Submitted.UnixNano(), rand.Uint32())
 	if err := st.Commit(ctx, store.IfAbsent(key), store.Put(key, b), store.Put(doorbellKey(root), []byte(key))); err != nil {
-		return fmt.Errorf("submit request: %w", err)
+		return "", fmt.Errorf("submit request: %w", err)
 	}
 	deadline := time.Now().Add(timeout)
 	for {
 		it, err := st.Get(ctx, key)
 		if err != nil {
-			return fmt.Errorf("request %s: %w", key, err)
+			return "", fmt.Errorf("request %s: %w", key, err)
 		}
 		var got Request
 		if err := json.Unmarshal(it.Value, &got); err != nil {
-			return fmt.Errorf("request %s: %w", key, err)
+			return "", fmt.Errorf("request %s: %w", key, err)
 		}
 		switch got.Status {
 		case StatusDone:
-			return st.Commit(ctx, store.Delete(key))
+			return got.Result, st.Commit(ctx, store.Delete(key))
 		case StatusFailed:
 			st.Commit(ctx, store.Delete(key))
-			return errors.New(got.Error)
+			return "", errors.New(got.Error)
 		}
 		if time.Now().After(deadline) {
 			if got.Status == StatusPending {
@@ -97,17 +110,17 @@ func Submit(ctx context.Context, st store.Store, root string, r Request, timeout
 				if err := st.Commit(ctx, store.IfVersion(key, it.Version), store.Delete(key)); err == nil {
 					leader, lerr := st.Leader(ctx, ElectionKey(root))
 					if lerr != nil {
-						return fmt.Errorf("%w within %v: no controller is running on this store (start `beamer controller`)", ErrNoController, timeout)
+						return "", fmt.Errorf("%w within %v: no controller is running on this store (start `beamer controller`)", ErrNoController, timeout)
 					}
-					return fmt.Errorf("%w within %v: controller %q is elected but did not pick the request up", ErrNoController, timeout, leader)
+					return "", fmt.Errorf("%w within %v: controller %q is elected but did not pick the request up", ErrNoController, timeout, leader)
 				}
 				continue
 			}
-			return fmt.Errorf("%w within %v: the controller is still working on it and will finish it; check with `beamer ctl show`", ErrNoController, timeout)
+			return "", fmt.Errorf("%w within %v: the controller is still working on it and will finish it; check with `beamer ctl show`", ErrNoController, timeout)
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return "", ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -158,14 +171,14 @@ func (c *Controller) serveRequests(ctx context.Context) error {
 			}
 			continue // withdrawn by ctl meanwhile
 		}
-		opErr := c.execute(ctx, &r)
+		result, opErr := c.execute(ctx, &r)
 		if resumed && errors.Is(opErr, ErrNotFound) && (r.Op == OpRemoveDIP || r.Op == OpDeleteInstance) {
 			opErr = nil // done before the crash that interrupted it
 		}
 		if opErr != nil && !errors.Is(opErr, ErrBadRequest) && !errors.Is(opErr, ErrNotFound) {
 			return opErr // store trouble: leave it running for a retry
 		}
-		r.Status = StatusDone
+		r.Status, r.Result = StatusDone, result
 		if opErr != nil {
 			r.Status, r.Error = StatusFailed, opErr.Error()
 		}
@@ -194,25 +207,34 @@ func (c *Controller) putRequest(ctx context.Context, key string, version int64, 
 	return c.st.Commit(ctx, store.IfVersion(key, version), store.Put(key, b))
 }
 
-func (c *Controller) execute(ctx context.Context, r *Request) error {
+func (c *Controller) execute(ctx context.Context, r *Request) (string, error) {
 	switch r.Op {
 	case OpCreateInstance:
 		if r.Config == nil {
-			return badf("create-instance without a configuration")
+			return "", badf("create-instance without a configuration")
 		}
-		return c.CreateInstance(ctx, r.Config)
+		return "", c.CreateInstance(ctx, r.Config)
 	case OpDeleteInstance:
-		return c.DeleteInstance(ctx, r.Instance)
+		return "", c.DeleteInstance(ctx, r.Instance)
 	case OpAddDIP:
-		return c.AddDIP(ctx, r.Instance, r.ID, r.Addr, r.Weight)
+		return "", c.AddDIP(ctx, r.Instance, r.ID, r.Addr, r.Weight)
 	case OpRemoveDIP:
-		return c.RemoveDIP(ctx, r.Instance, r.ID)
+		return "", c.RemoveDIP(ctx, r.Instance, r.ID)
 	case OpSetWeight:
-		return c.SetWeight(ctx, r.Instance, r.ID, r.Weight)
+		return "", c.SetWeight(ctx, r.Instance, r.ID, r.Weight)
 	case OpDrain:
-		return c.Drain(ctx, r.Instance, r.ID, true)
+		return "", c.Drain(ctx, r.Instance, r.ID, true)
 	case OpUndrain:
-		return c.Drain(ctx, r.Instance, r.ID, false)
+		return "", c.Drain(ctx, r.Instance, r.ID, false)
+	case OpDefrag:
+		if r.Defrag == nil {
+			return "", badf("defrag without parameters")
+		}
+		res, err := c.Defrag(ctx, r.Instance, r.Steps, *r.Defrag)
+		if err != nil {
+			return "", err
+		}
+		return res.String(), nil
 	}
-	return badf("unknown operation %q", r.Op)
+	return "", badf("unknown operation %q", r.Op)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store"
 )
 
@@ -18,6 +19,10 @@ type RunOptions struct {
 	// ReconcileEvery: how often every instance is reconciled even without
 	// requests, which ends chaining windows of removed DIPs (default 30 s).
 	ReconcileEvery time.Duration
+	// Defrag, if set, runs one defragmentation step every DefragEvery on
+	// beamer instances above its threshold.
+	Defrag      *AutoDefrag
+	DefragEvery time.Duration
 	// Logf reports what the controller does and what fails.
 	Logf func(format string, a ...any)
 }
@@ -28,6 +33,9 @@ type RunOptions struct {
 func Run(ctx context.Context, st store.Store, root string, o RunOptions) error {
 	if o.ReconcileEvery == 0 {
 		o.ReconcileEvery = 30 * time.Second
+	}
+	if o.Defrag != nil && o.DefragEvery <= 0 {
+		o.DefragEvery = forwarding.DefaultChainWindow // paper: one step per chaining window
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
@@ -82,6 +90,12 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 		defer t.Stop()
 		healthTick = t.C
 	}
+	var defragTick <-chan time.Time
+	if o.Defrag != nil {
+		t := time.NewTicker(o.DefragEvery)
+		defer t.Stop()
+		defragTick = t.C
+	}
 	for {
 		var err error
 		select {
@@ -97,6 +111,8 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 			err = hc.round(ctx, c)
 		case <-reconcile.C:
 			err = c.reconcileAll(ctx)
+		case <-defragTick:
+			err = c.autoDefrag(ctx, *o.Defrag, o.Logf)
 		}
 		if err != nil {
 			if fatal(err) {

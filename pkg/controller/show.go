@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/assign"
@@ -30,6 +31,11 @@ type View struct {
 	DIPs          []DIPView           `json:"dips"`
 	// Retired are server ids kept in the ring only for daisy chaining.
 	Retired []forwarding.ServerID `json:"retired"`
+	// EntriesPerBackend (maglev): table entries per backend with a positive
+	// effective weight; Maglev wants at least MaglevEntriesPerBackend.
+	EntriesPerBackend float64 `json:"entries_per_backend,omitempty"`
+	// Warnings an operator should act on.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Show reads the state of an instance. It only reads, so `beamer ctl show`
@@ -60,8 +66,19 @@ func Show(ctx context.Context, st store.Store, root, name string, now time.Time)
 	}
 	v.Unowned = owned[forwarding.NoServer]
 	var total uint64
+	live := 0
 	for _, d := range dips {
 		total += uint64(d.EffectiveWeight())
+		if d.EffectiveWeight() > 0 {
+			live++
+		}
+	}
+	if cfg.Strategy == forwarding.StrategyMaglev && live > 0 {
+		v.EntriesPerBackend = float64(cfg.Buckets) / float64(live)
+		if v.EntriesPerBackend < MaglevEntriesPerBackend {
+			v.Warnings = append(v.Warnings, fmt.Sprintf("Maglev table of %d entries for %d backends: %.0f entries per backend, Maglev needs at least %d for near-even shares; create a larger instance (B prime ≥ %d)",
+				cfg.Buckets, live, v.EntriesPerBackend, MaglevEntriesPerBackend, MaglevEntriesPerBackend*live))
+		}
 	}
 	for _, id := range sortedKeys(dips) {
 		d := dips[id]

@@ -1,0 +1,61 @@
+package controller
+
+import (
+	"fmt"
+
+	"github.com/beamer-lb/beamer/pkg/assign"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+)
+
+// MaglevEntriesPerBackend is the table size per backend Maglev recommends
+// (§3.4, §5.3: M ≫ N, "M > 100·N"): below it the entry shares, and so the
+// backends' loads, stray further from the weights. ctl show warns below it.
+const MaglevEntriesPerBackend = 100
+
+// CheckInstance validates a configuration for creation: forwarding's
+// checks plus the strategy's own (a Maglev table size must be prime).
+func CheckInstance(in *forwarding.Instance) error {
+	if err := in.Validate(); err != nil {
+		return err
+	}
+	if in.Strategy == forwarding.StrategyMaglev {
+		if err := assign.CheckMaglevSize(in.Buckets); err != nil {
+			return fmt.Errorf("%w %q: %v", forwarding.ErrConfig, in.Name, err)
+		}
+	}
+	return nil
+}
+
+// bucketMoves decides the bucket changes of the next generation.
+//
+// beamer: the paper's greedy rebalance; moved buckets keep their previous
+// owner for daisy chaining, except that no bucket chains to a down DIP and
+// an unowned bucket chains nowhere.
+//
+// maglev: the Buckets array is the Maglev lookup table (B = M, prime),
+// rebuilt from scratch over the live backends and their weights; only
+// entries whose owner differs are published, with Previous and Changed 0
+// (no daisy chaining: muxes keep established connections in their
+// connection tables instead).
+func bucketMoves(cfg *forwarding.Instance, buckets []forwarding.Bucket, servers []assign.Server, down map[forwarding.ServerID]bool, now uint32) ([]forwarding.BucketChange, error) {
+	if cfg.Strategy == forwarding.StrategyMaglev {
+		table, err := assign.MaglevTable(servers, uint32(len(buckets)))
+		if err != nil {
+			return nil, err
+		}
+		var moves []forwarding.BucketChange
+		for i, owner := range table {
+			if buckets[i] != (forwarding.Bucket{Current: owner}) {
+				moves = append(moves, forwarding.BucketChange{Index: uint32(i), Bucket: forwarding.Bucket{Current: owner}})
+			}
+		}
+		return moves, nil
+	}
+	moves := assign.Rebalance(buckets, servers, now)
+	for i := range moves {
+		if down[moves[i].Bucket.Previous] || moves[i].Bucket.Current == forwarding.NoServer {
+			moves[i].Bucket.Previous = forwarding.NoServer
+		}
+	}
+	return moves, nil
+}
