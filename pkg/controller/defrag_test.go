@@ -25,7 +25,7 @@ func fragment(t *testing.T, c *Controller, clk *clock) {
 			t.Fatal(err)
 		}
 	}
-	clk.advance(forwarding.DefaultChainWindow) // rebalanced buckets leave their window
+	clk.advance(forwarding.DefaultChainWindow)      // rebalanced buckets leave their window
 	if err := c.Reconcile(ctx, "web"); err != nil { // and removed DIPs' ids go
 		t.Fatal(err)
 	}
