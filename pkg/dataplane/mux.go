@@ -115,8 +115,11 @@ func (m *Mux) Program() *ebpf.Program { return m.objs.BeamerMux }
 
 // benchPrograms are the extra programs of the benchmark build.
 type benchPrograms struct {
-	Bench *ebpf.Program `ebpf:"beamer_mux_bench"`
-	Empty *ebpf.Program `ebpf:"empty_bench"`
+	Bench *ebpf.Program  `ebpf:"beamer_mux_bench"`
+	Empty *ebpf.Program  `ebpf:"empty_bench"`
+	Floor *ebpf.Program  `ebpf:"floor_bench"`
+	Encap *ebpf.Program  `ebpf:"encap_floor_bench"`
+	Flows *ebpf.Variable `ebpf:"bench_flows"`
 }
 
 // BenchProgram is the mux wrapped to undo its encapsulation (benchmark build).
@@ -124,6 +127,18 @@ func (m *Mux) BenchProgram() *ebpf.Program { return m.bench.Bench }
 
 // EmptyProgram returns XDP_TX and nothing else (benchmark build).
 func (m *Mux) EmptyProgram() *ebpf.Program { return m.bench.Empty }
+
+// FloorProgram swaps the MACs and returns XDP_TX: the floor of XDP
+// forwarding (benchmark build).
+func (m *Mux) FloorProgram() *ebpf.Program { return m.bench.Floor }
+
+// EncapFloorProgram encapsulates with fixed headers and undoes it: the cost
+// of encapsulation alone (benchmark build).
+func (m *Mux) EncapFloorProgram() *ebpf.Program { return m.bench.Encap }
+
+// SetBenchFlows makes BenchProgram give each repetition another of n
+// connections (0: leave the packet's own).
+func (m *Mux) SetBenchFlows(n uint32) error { return m.bench.Flows.Set(n) }
 
 // Counters returns every decision counter summed over CPUs.
 func (m *Mux) Counters() (map[string]uint64, error) { return m.counters.Read() }
@@ -168,6 +183,8 @@ func (m *Mux) Close() error {
 	if m.bench.Bench != nil {
 		m.bench.Bench.Close()
 		m.bench.Empty.Close()
+		m.bench.Floor.Close()
+		m.bench.Encap.Close()
 	}
 	return m.objs.Close()
 }

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/beamer-lb/beamer/pkg/dpbench"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	bench := &cobra.Command{Use: "bench", Short: "Benchmarks of Beamer's components"}
+	var (
+		asJSON, quick  bool
+		repeat, trials int
+	)
+	dp := &cobra.Command{
+		Use:   "dataplane",
+		Short: "Per-packet cost of the mux (Beamer and Maglev strategies) and the agent, against the XDP floor",
+		Long: `Measures each data-plane program inside the kernel (BPF_PROG_TEST_RUN, in a network
+namespace of its own) on the same packets: the XDP floor (swap MACs, XDP_TX), the
+Beamer mux at several bucket-table sizes, the Maglev strategy at 1K and 1M active
+flows, and prints ns/packet, Mpps per core and the ratios between them. Needs root.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if os.Geteuid() != 0 {
+				return errors.New("the benchmark loads BPF programs and creates a network namespace: run it as root")
+			}
+			o := dpbench.Full
+			if quick {
+				o = dpbench.Quick
+			}
+			if cmd.Flags().Changed("repeat") {
+				o.Repeat = repeat
+			}
+			if cmd.Flags().Changed("trials") {
+				o.Trials = trials
+			}
+			if o.Repeat < 1 || o.Trials < 1 {
+				return fmt.Errorf("--repeat and --trials must be positive")
+			}
+			var progress io.Writer = os.Stderr
+			rep, err := dpbench.Run(o, progress)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rep)
+			}
+			rep.Print(os.Stdout)
+			return nil
+		},
+	}
+	dp.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	dp.Flags().BoolVar(&quick, "quick", false, "a short run that only checks every program takes its path")
+	dp.Flags().IntVar(&repeat, "repeat", 0, "repetitions per trial (default 1,000,000; quick 2,000)")
+	dp.Flags().IntVar(&trials, "trials", 0, "trials per figure, median reported (default 5; quick 1)")
+	bench.AddCommand(dp)
+	rootCmd.AddCommand(bench)
+}

@@ -1,0 +1,158 @@
+package dpbench
+
+import (
+	"fmt"
+	"io"
+	"net/netip"
+
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/wire"
+	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
+	"github.com/cilium/ebpf"
+)
+
+// Options choose what to measure.
+type Options struct {
+	Repeat        int      // repetitions per trial
+	Trials        int      // trials per figure (median reported)
+	BeamerFlows   int      // flows the Beamer rows rotate over
+	BeamerBuckets []uint32 // bucket-table sizes of the Beamer rows
+	MaglevFlows   []int    // active flows of the Maglev rows
+}
+
+// Full is the complete benchmark; Quick is CI's smoke version.
+var (
+	Full  = Options{Repeat: 1_000_000, Trials: 5, BeamerFlows: 1_000_000, BeamerBuckets: []uint32{1000, 100_000, 1_000_000}, MaglevFlows: []int{1000, 1_000_000}}
+	Quick = Options{Repeat: 2000, Trials: 1, BeamerFlows: 1000, BeamerBuckets: []uint32{1000}, MaglevFlows: []int{1000}}
+)
+
+const (
+	xdpTX = 3
+)
+
+func frame(dst netip.Addr, dport uint16, flags int) []byte {
+	seg := wiretest.Segment{Flow: wire.Flow{Src: netip.MustParseAddr("198.19.0.1"), Dst: dst, SrcPort: 1024, DstPort: dport, Proto: wire.ProtoTCP},
+		Flags: flags, Seq: 1, Ack: 1}
+	f := wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, seg.IPv4())
+	return append(f, make([]byte, max(0, 60-len(f)))...) // minimum Ethernet frame
+}
+
+// Run measures every program and returns the report.
+func Run(o Options, progress io.Writer) (*Report, error) {
+	r, err := newRig()
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	rep := &Report{Repeat: o.Repeat, Trials: o.Trials}
+	ctx := func(f []byte) any { return xdpMD{DataEnd: uint32(len(f)), IngressIfindex: uint32(r.ifindex)} }
+	add := func(name string, flows, buckets int, t trial, method string) error {
+		ns, ok, err := t.run(o.Trials)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		row := Row{Name: name, Flows: flows, Buckets: buckets, NsPerPacket: ns, MppsPerCore: 1e3 / ns, PathVerified: ok, Method: method}
+		if e := rep.find("empty", 0, 0); e != nil {
+			row.NsNet = ns - e.NsPerPacket
+		}
+		rep.Programs = append(rep.Programs, row)
+		fmt.Fprintf(progress, "  %-14s flows %-8d %7.1f ns/packet  path verified: %v\n", name, flows, ns, ok)
+		return nil
+	}
+
+	// Beamer rows, and the floor and empty program from the same object.
+	for i, b := range o.BeamerBuckets {
+		cfg, table := beamerInstance(b)
+		m, err := loadMux(cfg, table, 0)
+		if err != nil {
+			return nil, err
+		}
+		ack := frame(beamerVIP, 80, wiretest.ACK)
+		base := trial{ns: r.ns, frame: ack, ctx: ctx(ack), want: xdpTX, repeat: o.Repeat, read: m.Counters}
+		if i == 0 {
+			for _, p := range []struct {
+				name string
+				prog *ebpf.Program
+			}{{"empty", m.EmptyProgram()}, {"floor", m.FloorProgram()}, {"encap-floor", m.EncapFloorProgram()}} {
+				t := base
+				t.prog = p.prog
+				if err := add(p.name, 1, 0, t, "test run, repeat; empty returns XDP_TX; floor swaps MACs, XDP_TX; encap-floor writes fixed outer headers with the option and undoes them"); err != nil {
+					m.Close()
+					return nil, err
+				}
+			}
+		}
+		if err := m.SetBenchFlows(uint32(o.BeamerFlows)); err != nil {
+			m.Close()
+			return nil, err
+		}
+		t := base
+		t.prog, t.counter = m.BenchProgram(), "fwd_bucket"
+		err = add("beamer", o.BeamerFlows, int(b), t, "test run, repeat; each repetition a new flow, encapsulation (with option) undone after it")
+		if err == nil && i == 0 {
+			sub := frame(beamerVIP, 1030, wiretest.ACK)
+			t := trial{ns: r.ns, prog: m.BenchProgram(), frame: sub, ctx: ctx(sub), want: xdpTX, repeat: o.Repeat, counter: "fwd_server_id", read: m.Counters}
+			err = add("beamer-mptcp", o.BeamerFlows, int(b), t, "test run, repeat; MPTCP subflow by server id, no option")
+		}
+		m.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	// Maglev rows: the connection table first filled with the flows by their
+	// SYNs, then measured on their ACKs (every repetition a table hit).
+	cfg, table, err := maglevInstance()
+	if err != nil {
+		return nil, err
+	}
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range o.MaglevFlows {
+		if err := maglevRow(r, rep, add, cfg, table, n, cpus, o, ctx); err != nil {
+			return nil, err
+		}
+	}
+	rep.ratios()
+	return rep, nil
+}
+
+func maglevRow(r *rig, rep *Report, add func(string, int, int, trial, string) error, cfg forwarding.Instance, table *forwarding.Table, n, cpus int, o Options, ctx func([]byte) any) error {
+	// Each CPU's LRU list holds its share of the table: leave room for all
+	// flows on the one CPU the benchmark runs on.
+	m, err := loadMux(cfg, table, 2*n*cpus)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if err := m.SetBenchFlows(uint32(n)); err != nil {
+		return err
+	}
+	syn := frame(maglevVIP, 80, wiretest.SYN)
+	fill := trial{ns: r.ns, prog: m.BenchProgram(), frame: syn, ctx: ctx(syn), want: xdpTX, repeat: n, counter: "ct_syn", read: m.Counters}
+	if _, ok, err := fill.run(1); err != nil || !ok {
+		return fmt.Errorf("filling the connection table with %d flows: %v (path verified %v)", n, err, ok)
+	}
+	if got, err := m.ConnTrackEntries(); err != nil || got != n {
+		return fmt.Errorf("connection table holds %d entries after %d SYNs (%v)", got, n, err)
+	}
+	ack := frame(maglevVIP, 80, wiretest.ACK)
+	t := trial{ns: r.ns, prog: m.BenchProgram(), frame: ack, ctx: ctx(ack), want: xdpTX, repeat: o.Repeat, counter: "ct_hit", read: m.Counters}
+	return add("maglev", n, int(cfg.Buckets), t, "test run, repeat; each repetition a known flow (connection-table hit), encapsulation undone after it")
+}
+
+
+func (rep *Report) ratios() {
+	floor, beamer := rep.find("floor", 0, 0), rep.find("beamer", 0, 0)
+	if floor != nil && beamer != nil {
+		rep.Ratios.BeamerOverFloor = beamer.NsPerPacket / floor.NsPerPacket
+	}
+	if mg := rep.find("maglev", 1_000_000, 0); mg != nil && beamer != nil {
+		rep.Ratios.BeamerOverMaglev1M = beamer.NsPerPacket / mg.NsPerPacket
+	}
+	if local, empty := rep.find("agent-local", 0, 0), rep.find("empty-tc", 0, 0); local != nil && empty != nil {
+		rep.Ratios.AgentLocalOverEmptyTC = local.NsPerPacket / empty.NsPerPacket
+	}
+}

@@ -1,0 +1,139 @@
+package dpbench
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/beamer-lb/beamer/pkg/assign"
+	"github.com/beamer-lb/beamer/pkg/dataplane"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/netlab"
+	"github.com/vishvananda/netlink"
+)
+
+// The bench network: the mux's eth0 on 198.18.0.0/24 with a static neighbour
+// for each server, so route lookups succeed as on a real mux.
+var (
+	muxAddr   = netip.MustParseAddr("198.18.0.1")
+	beamerVIP = netip.MustParseAddr("198.18.100.1")
+	maglevVIP = netip.MustParseAddr("198.18.100.2")
+)
+
+const servers = 16
+
+func serverAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, 0, byte(10 + i)}) }
+
+type rig struct {
+	lab     *netlab.Lab
+	ns      *netlab.Namespace
+	ifindex int
+}
+
+func newRig() (*rig, error) {
+	lab, err := netlab.New("bench")
+	if err != nil {
+		return nil, err
+	}
+	r := &rig{lab: lab}
+	if err := r.build(); err != nil {
+		lab.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *rig) build() error {
+	ns, err := r.lab.Namespace("mux")
+	if err != nil {
+		return err
+	}
+	peer, err := r.lab.Namespace("net")
+	if err != nil {
+		return err
+	}
+	if err := r.lab.Veth(ns, "eth0", netip.PrefixFrom(muxAddr, 24), peer, "eth0", netip.MustParsePrefix("198.18.0.2/24"), 0); err != nil {
+		return err
+	}
+	if err := ns.Sysctl("net.ipv4.ip_forward", "1"); err != nil {
+		return err
+	}
+	nl := ns.Netlink()
+	eth0, err := nl.LinkByName("eth0")
+	if err != nil {
+		return err
+	}
+	for i := 0; i < servers; i++ {
+		mac := net.HardwareAddr{0x02, 0xbe, 0xa0, 0x00, 0x02, byte(i)}
+		if err := nl.NeighSet(&netlink.Neigh{LinkIndex: eth0.Attrs().Index, IP: net.IP(serverAddr(i).AsSlice()), HardwareAddr: mac,
+			State: netlink.NUD_PERMANENT, Family: netlink.FAMILY_V4}); err != nil {
+			return fmt.Errorf("neighbour: %w", err)
+		}
+	}
+	r.ns, r.ifindex = ns, eth0.Attrs().Index
+	return nil
+}
+
+func (r *rig) close() { r.lab.Close() }
+
+func serverSet() (map[forwarding.ServerID]forwarding.Server, []assign.Server) {
+	table := map[forwarding.ServerID]forwarding.Server{}
+	var backends []assign.Server
+	for i := 0; i < servers; i++ {
+		id := forwarding.ServerID(1025 + i)
+		table[id] = forwarding.Server{Addr: serverAddr(i), State: forwarding.Active}
+		backends = append(backends, assign.Server{ID: id, Weight: 1})
+	}
+	return table, backends
+}
+
+// beamerInstance is a Beamer VIP with b buckets over the servers, every
+// bucket with a previous owner (the option carries one, as after a move).
+func beamerInstance(b uint32) (forwarding.Instance, *forwarding.Table) {
+	t := forwarding.NewTable(int(b))
+	var backends []assign.Server
+	t.Servers, backends = serverSet()
+	for _, c := range assign.Rebalance(t.Buckets, backends, 0) {
+		t.Buckets[c.Index] = forwarding.Bucket{Current: c.Bucket.Current}
+	}
+	for i := range t.Buckets {
+		prev := 1025 + (forwarding.ServerID(i)+1)%servers
+		if prev != t.Buckets[i].Current {
+			t.Buckets[i].Previous, t.Buckets[i].Changed = prev, 1763700000
+		}
+	}
+	t.Generation = 1
+	return forwarding.Instance{Name: "beamer", Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{beamerVIP},
+		PortLow: 80, PortHigh: 80, Buckets: b, ChainWindow: forwarding.DefaultChainWindow}, t
+}
+
+// maglevInstance is a Maglev VIP with the paper's 65537-entry table.
+func maglevInstance() (forwarding.Instance, *forwarding.Table, error) {
+	const size = 65537
+	t := forwarding.NewTable(size)
+	var backends []assign.Server
+	t.Servers, backends = serverSet()
+	entries, err := assign.MaglevTable(backends, size)
+	if err != nil {
+		return forwarding.Instance{}, nil, err
+	}
+	for i, id := range entries {
+		t.Buckets[i] = forwarding.Bucket{Current: id}
+	}
+	t.Generation = 1
+	return forwarding.Instance{Name: "maglev", Strategy: forwarding.StrategyMaglev, VIPs: []netip.Addr{maglevVIP},
+		PortLow: 80, PortHigh: 80, Buckets: size}, t, nil
+}
+
+// loadMux loads the benchmark build of the mux with one instance.
+func loadMux(cfg forwarding.Instance, t *forwarding.Table, ctEntries int) (*dataplane.Mux, error) {
+	m, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: muxAddr, Benchmark: true, ConnTrackEntries: ctEntries})
+	if err != nil {
+		return nil, err
+	}
+	if err := m.SetInstance(cfg, t); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
