@@ -143,7 +143,6 @@ func maglevRow(r *rig, rep *Report, add func(string, int, int, trial, string) er
 	return add("maglev", n, int(cfg.Buckets), t, "test run, repeat; each repetition a known flow (connection-table hit), encapsulation undone after it")
 }
 
-
 func (rep *Report) ratios() {
 	floor, beamer := rep.find("floor", 0, 0), rep.find("beamer", 0, 0)
 	if floor != nil && beamer != nil {
