@@ -26,11 +26,16 @@ type AgentOptions struct {
 	Addr    netip.Addr     // this server's address (its DIP)
 	VIPs    []AgentVIP     // the VIPs it serves (on its loopback)
 	Trusted []netip.Prefix // sources whose encapsulated packets are accepted
+	// Benchmark loads the benchmark build: the same program plus
+	// BenchProgram, which restores the packet after each run, and
+	// EmptyProgram.
+	Benchmark bool
 }
 
 // Agent is the loaded server agent program and its maps.
 type Agent struct {
 	objs     agentObjects
+	bench    agentBenchExtras
 	counters *counterSet
 	clock    *wordArray
 }
@@ -70,7 +75,11 @@ func LoadAgent(opts AgentOptions) (*Agent, error) {
 		return nil, fmt.Errorf("VIPs have %d buckets in all; at most %d", total, 1<<26)
 	}
 
-	spec, err := loadAgent()
+	load := loadAgent
+	if opts.Benchmark {
+		load = loadAgentBench
+	}
+	spec, err := load()
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +88,17 @@ func LoadAgent(opts AgentOptions) (*Agent, error) {
 	}
 	spec.Maps["bucket_changed"].MaxEntries = uint32(total)
 	a := &Agent{}
-	if err := spec.LoadAndAssign(&a.objs, nil); err != nil {
+	if opts.Benchmark {
+		all := struct {
+			agentObjects
+			agentBenchExtras
+		}{}
+		err = spec.LoadAndAssign(&all, nil)
+		a.objs, a.bench = all.agentObjects, all.agentBenchExtras
+	} else {
+		err = spec.LoadAndAssign(&a.objs, nil)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("loading agent program: %w", err)
 	}
 	if err := a.configure(spec, opts); err != nil {
@@ -134,6 +153,18 @@ func (a *Agent) SyncClock(now time.Time) {
 // Program is the tc program, for attaching or test runs.
 func (a *Agent) Program() *ebpf.Program { return a.objs.BeamerAgent }
 
+// agentBenchExtras are the extra programs of the benchmark build.
+type agentBenchExtras struct {
+	Bench *ebpf.Program `ebpf:"beamer_agent_bench"`
+	Empty *ebpf.Program `ebpf:"empty_tc_bench"`
+}
+
+// BenchProgram is the agent wrapped to restore the packet (benchmark build).
+func (a *Agent) BenchProgram() *ebpf.Program { return a.bench.Bench }
+
+// EmptyProgram returns TC_ACT_OK and nothing else (benchmark build).
+func (a *Agent) EmptyProgram() *ebpf.Program { return a.bench.Empty }
+
 // Counters returns every decision counter summed over CPUs.
 func (a *Agent) Counters() (map[string]uint64, error) { return a.counters.Read() }
 
@@ -170,6 +201,10 @@ func (a *Agent) Attach(iface string) (link.Link, error) {
 func (a *Agent) Close() error {
 	if a.clock != nil {
 		unix.Munmap(a.clock.mem)
+	}
+	if a.bench.Bench != nil {
+		a.bench.Bench.Close()
+		a.bench.Empty.Close()
 	}
 	return a.objs.Close()
 }

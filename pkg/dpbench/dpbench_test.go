@@ -2,6 +2,7 @@ package dpbench
 
 import (
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
@@ -15,13 +16,14 @@ func TestQuickRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{"empty": false, "floor": false, "beamer": false, "beamer-mptcp": false, "maglev": false}
+	want := map[string]bool{"empty": false, "floor": false, "encap-floor": false, "beamer": false, "beamer-mptcp": false, "maglev": false,
+		"empty-tc": false, "agent-local": false, "agent-chain": false, "agent-drop": false}
 	for _, p := range rep.Programs {
 		want[p.Name] = true
 		if p.NsPerPacket <= 0 {
 			t.Errorf("%s: %v ns/packet", p.Name, p.NsPerPacket)
 		}
-		if p.Name != "empty" && p.Name != "floor" && !p.PathVerified {
+		if !strings.Contains(p.Name, "empty") && !strings.Contains(p.Name, "floor") && !p.PathVerified {
 			t.Errorf("%s (%d flows): path not verified", p.Name, p.Flows)
 		}
 	}
@@ -30,7 +32,7 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("no %s row", name)
 		}
 	}
-	if rep.Ratios.BeamerOverFloor <= 0 {
+	if rep.Ratios.BeamerOverFloor <= 0 || rep.Ratios.AgentLocalOverEmptyTC <= 0 {
 		t.Errorf("ratios: %+v", rep.Ratios)
 	}
 }

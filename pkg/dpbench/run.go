@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"strings"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/wire"
@@ -52,7 +53,11 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		row := Row{Name: name, Flows: flows, Buckets: buckets, NsPerPacket: ns, MppsPerCore: 1e3 / ns, PathVerified: ok, Method: method}
-		if e := rep.find("empty", 0, 0); e != nil {
+		empty := "empty" // tc programs are netted against the empty tc program
+		if name == "empty-tc" || strings.HasPrefix(name, "agent") {
+			empty = "empty-tc"
+		}
+		if e := rep.find(empty, 0, 0); e != nil {
 			row.NsNet = ns - e.NsPerPacket
 		}
 		rep.Programs = append(rep.Programs, row)
@@ -114,6 +119,9 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 		if err := maglevRow(r, rep, add, cfg, table, n, cpus, o, ctx); err != nil {
 			return nil, err
 		}
+	}
+	if err := agentRows(r, o, add); err != nil {
+		return nil, err
 	}
 	rep.ratios()
 	return rep, nil

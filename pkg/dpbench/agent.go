@@ -1,0 +1,153 @@
+package dpbench
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/dataplane"
+	"github.com/beamer-lb/beamer/pkg/wire"
+	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
+	"github.com/vishvananda/netlink"
+)
+
+// The agent's bench: server B with the VIP on loopback, one real connection
+// from a client (so the socket lookup finds it), and a static neighbour for
+// server A, the previous owner packets are chained to.
+var (
+	agentAddr  = netip.MustParseAddr("198.18.0.11")
+	prevAddr   = netip.MustParseAddr("198.18.0.10")
+	clientAddr = netip.MustParseAddr("198.18.200.7")
+)
+
+const (
+	tcOK       = 0
+	tcShot     = 2
+	tcRedirect = 7
+)
+
+func skbContext(ifindex int) []byte {
+	ctx := make([]byte, 192) // struct __sk_buff, all zero but ifindex
+	binary.LittleEndian.PutUint32(ctx[40:], uint32(ifindex))
+	return ctx
+}
+
+// agentRows measures the agent's branches next to an empty tc program.
+func agentRows(r *rig, o Options, add func(string, int, int, trial, string) error) error {
+	ns, err := r.lab.Namespace("srv")
+	if err != nil {
+		return err
+	}
+	peer, err := r.lab.Namespace("srvnet")
+	if err != nil {
+		return err
+	}
+	if err := r.lab.Veth(ns, "eth0", netip.PrefixFrom(agentAddr, 24), peer, "eth0", netip.MustParsePrefix("198.18.0.2/24"), 0); err != nil {
+		return err
+	}
+	for _, a := range []netip.Addr{beamerVIP, clientAddr} {
+		if err := ns.AddAddr("lo", netip.PrefixFrom(a, 32)); err != nil {
+			return err
+		}
+	}
+	if err := ns.Sysctl("net.ipv4.ip_forward", "1"); err != nil {
+		return err
+	}
+	eth0, err := ns.Netlink().LinkByName("eth0")
+	if err != nil {
+		return err
+	}
+	if err := ns.Netlink().NeighSet(&netlink.Neigh{LinkIndex: eth0.Attrs().Index, IP: net.IP(prevAddr.AsSlice()),
+		HardwareAddr: net.HardwareAddr{2, 0xbe, 0xa0, 0, 1, 0x10}, State: netlink.NUD_PERMANENT, Family: netlink.FAMILY_V4}); err != nil {
+		return err
+	}
+	var l net.Listener
+	var c, s net.Conn
+	err = ns.Do(func() (err error) {
+		if l, err = net.Listen("tcp4", netip.AddrPortFrom(beamerVIP, 80).String()); err != nil {
+			return err
+		}
+		d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(clientAddr, 41000)), Timeout: 2 * time.Second}
+		if c, err = d.Dial("tcp4", l.Addr().String()); err != nil {
+			return err
+		}
+		s, err = l.Accept()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("agent bench connection: %w", err)
+	}
+	defer l.Close()
+	defer c.Close()
+	defer s.Close()
+
+	a, err := dataplane.LoadAgent(dataplane.AgentOptions{Addr: agentAddr, Benchmark: true,
+		Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
+		VIPs:    []dataplane.AgentVIP{{VIP: beamerVIP, Buckets: 1000, ChainWindow: 4 * time.Minute}}})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	now := time.Now()
+	a.SyncClock(now)
+
+	encap := func(sport uint16, opt *wire.Option) []byte {
+		inner := wiretest.Segment{Flow: wire.Flow{Src: clientAddr, Dst: beamerVIP, SrcPort: sport, DstPort: 80, Proto: wire.ProtoTCP},
+			Flags: wiretest.ACK, Seq: 1, Ack: 1}.IPv4()
+		outer, err := wire.Encapsulate(inner, muxAddr, agentAddr, opt)
+		if err != nil {
+			panic(err)
+		}
+		return wiretest.Frame(wiretest.MuxMAC, net.HardwareAddr{2, 0xbe, 0xa0, 0, 0, 0x11}, outer)
+	}
+	moved := &wire.Option{Previous: prevAddr, Changed: uint32(now.Unix() - 10), Generation: 5}
+	stale := &wire.Option{Generation: 4}
+	ctx := skbContext(eth0.Attrs().Index)
+	base := trial{ns: ns, ctx: ctx, repeat: o.Repeat, read: a.Counters}
+	rows := []struct {
+		name, counter string
+		prog          func() trial
+	}{
+		{"empty-tc", "", func() trial {
+			t := base
+			t.prog, t.frame, t.want = a.EmptyProgram(), encap(41000, moved), tcOK
+			return t
+		}},
+		{"agent-local", "local_socket", func() trial {
+			t := base
+			t.prog, t.frame, t.want = a.BenchProgram(), encap(41000, moved), tcOK
+			return t
+		}},
+		{"agent-chain", "chained", func() trial {
+			t := base
+			t.prog, t.frame, t.want = a.BenchProgram(), encap(42000, moved), tcRedirect
+			return t
+		}},
+		{"agent-drop", "drop_stale_generation", func() trial {
+			t := base
+			t.prog, t.frame, t.want = a.BenchProgram(), encap(42001, stale), tcShot
+			return t
+		}},
+	}
+	methods := map[string]string{
+		"empty-tc":    "test run, repeat; tc program returning TC_ACT_OK",
+		"agent-local": "test run, repeat; packet of a local connection: socket lookup, decapsulation (restored after each run)",
+		"agent-chain": "test run, repeat; stray packet in the chaining window: rewritten towards the previous server (restored after each run)",
+		"agent-drop":  "test run, repeat; stray packet from a stale mux: dropped",
+	}
+	for _, row := range rows {
+		if row.name == "agent-drop" {
+			if err := a.SetGenerationSeen(0, 5); err != nil {
+				return err
+			}
+		}
+		t := row.prog()
+		t.counter = row.counter
+		if err := add(row.name, 1, 0, t, methods[row.name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
