@@ -157,6 +157,7 @@ func (a *Agent) Program() *ebpf.Program { return a.objs.BeamerAgent }
 type agentBenchExtras struct {
 	Bench *ebpf.Program `ebpf:"beamer_agent_bench"`
 	Empty *ebpf.Program `ebpf:"empty_tc_bench"`
+	Decap *ebpf.Program `ebpf:"decap_floor_bench"`
 }
 
 // BenchProgram is the agent wrapped to restore the packet (benchmark build).
@@ -164,6 +165,10 @@ func (a *Agent) BenchProgram() *ebpf.Program { return a.bench.Bench }
 
 // EmptyProgram returns TC_ACT_OK and nothing else (benchmark build).
 func (a *Agent) EmptyProgram() *ebpf.Program { return a.bench.Empty }
+
+// DecapFloorProgram strips the outer header and puts it back: the cost of
+// decapsulation alone (benchmark build).
+func (a *Agent) DecapFloorProgram() *ebpf.Program { return a.bench.Decap }
 
 // Counters returns every decision counter summed over CPUs.
 func (a *Agent) Counters() (map[string]uint64, error) { return a.counters.Read() }
@@ -205,6 +210,7 @@ func (a *Agent) Close() error {
 	if a.bench.Bench != nil {
 		a.bench.Bench.Close()
 		a.bench.Empty.Close()
+		a.bench.Decap.Close()
 	}
 	return a.objs.Close()
 }

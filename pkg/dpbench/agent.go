@@ -115,6 +115,11 @@ func agentRows(r *rig, o Options, add func(string, int, int, trial, string) erro
 			t.prog, t.frame, t.want = a.EmptyProgram(), encap(41000, moved), tcOK
 			return t
 		}},
+		{"decap-floor", "", func() trial {
+			t := base
+			t.prog, t.frame, t.want = a.DecapFloorProgram(), encap(41000, moved), tcOK
+			return t
+		}},
 		{"agent-local", "local_socket", func() trial {
 			t := base
 			t.prog, t.frame, t.want = a.BenchProgram(), encap(41000, moved), tcOK
@@ -133,6 +138,7 @@ func agentRows(r *rig, o Options, add func(string, int, int, trial, string) erro
 	}
 	methods := map[string]string{
 		"empty-tc":    "test run, repeat; tc program returning TC_ACT_OK",
+		"decap-floor": "test run, repeat; strips the 36-byte outer header and puts it back, nothing else",
 		"agent-local": "test run, repeat; packet of a local connection: socket lookup, decapsulation (restored after each run)",
 		"agent-chain": "test run, repeat; stray packet in the chaining window: rewritten towards the previous server (restored after each run)",
 		"agent-drop":  "test run, repeat; stray packet from a stale mux: dropped",

@@ -54,7 +54,7 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 		}
 		row := Row{Name: name, Flows: flows, Buckets: buckets, NsPerPacket: ns, MppsPerCore: 1e3 / ns, PathVerified: ok, Method: method}
 		empty := "empty" // tc programs are netted against the empty tc program
-		if name == "empty-tc" || strings.HasPrefix(name, "agent") {
+		if name == "empty-tc" || name == "decap-floor" || strings.HasPrefix(name, "agent") {
 			empty = "empty-tc"
 		}
 		if e := rep.find(empty, 0, 0); e != nil {
