@@ -1,51 +1,58 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
+	"time"
 
 	"github.com/beamer-lb/beamer/pkg/lab"
 	"github.com/spf13/cobra"
 )
 
 func init() {
-	o := lab.DefaultDemo
+	var (
+		strategies []string
+		out        string
+		seed       int64
+		step       time.Duration
+	)
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run a load balancer in network namespaces and show connections surviving server churn",
-		Long: `Builds a small datacenter in network namespaces (a controller with its embedded
-etcd store, a mux, servers running the agent and an HTTP server, clients), keeps
-persistent HTTP connections downloading through the VIP, adds a server and removes
-another, and prints how many connections broke. Everything is removed at the end.
-Needs root.`,
+		Short: "Run a load balancer in network namespaces and show connections surviving a server and a mux leaving",
+		Long: `Builds a small datacenter in network namespaces — clients, a border router running
+FRR bgpd with ECMP over two muxes that announce the VIP over BGP, servers running the
+agent and an HTTP server, a controller with its embedded etcd store — keeps
+persistent HTTP connections downloading through the VIP, removes a server, then a
+mux, and prints how many connections broke, for each strategy. Writes plots.
+Everything is removed at the end. Needs root. (The full experiments: beamer lab run.)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if os.Geteuid() != 0 {
-				return errors.New("the demo creates network namespaces and loads BPF programs: run it as root")
+			if err := needRoot("the demo"); err != nil {
+				return err
 			}
-			if o.Clients < 1 || o.PerClient < 1 || o.Servers < 3 || o.Buckets <= uint32(o.Servers) || o.FileSize < 1 {
-				return errors.New("need ≥1 client, ≥1 connection each, ≥3 servers, more buckets than servers and a file of ≥1 byte")
+			if err := checkStrategies(strategies); err != nil {
+				return err
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			ctx, stop := interruptible()
 			defer stop()
-			s, err := lab.RunDemo(ctx, o, os.Stdout)
+			results, err := lab.RunDemo(ctx, lab.DemoOptions{Strategies: strategies, Out: out, Params: func(p *lab.Params) {
+				p.Seed = seed
+				if step > 0 {
+					p.Step = lab.Duration(step)
+				}
+			}}, os.Stdout)
 			if err != nil {
 				return err
 			}
-			fmt.Printf("summary: strategy=%s connections=%d broken=%d\n", o.Strategy, s.Connections, s.Broken)
+			for _, r := range results {
+				fmt.Println(r.SummaryLine())
+			}
 			return nil
 		},
 	}
-	cmd.Flags().IntVar(&o.Clients, "clients", o.Clients, "client namespaces")
-	cmd.Flags().IntVar(&o.PerClient, "connections", o.PerClient, "persistent connections per client")
-	cmd.Flags().IntVar(&o.Servers, "servers", o.Servers, "servers (two at start, one added, one removed)")
-	cmd.Flags().Uint32Var(&o.Buckets, "buckets", o.Buckets, "bucket count B")
-	cmd.Flags().IntVar(&o.FileSize, "file-size", o.FileSize, "bytes per download")
-	cmd.Flags().DurationVar(&o.Step, "step", o.Step, "time between events")
-	cmd.Flags().StringVar(&o.Strategy, "strategy", o.Strategy, "beamer or maglev")
+	cmd.Flags().StringSliceVar(&strategies, "strategy", demoStrategies, "strategies to run, in order (beamer, maglev)")
+	cmd.Flags().StringVar(&out, "out", "lab-results/demo", "directory for plots and results.json (\"\" = none)")
+	cmd.Flags().Int64Var(&seed, "seed", 1, "seed of the flows and the router's ECMP hash")
+	cmd.Flags().DurationVar(&step, "step", 0, "time between events (default: the demo's)")
 	rootCmd.AddCommand(cmd)
 }

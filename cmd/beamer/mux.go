@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/beamer-lb/beamer/pkg/config"
 	"github.com/beamer-lb/beamer/pkg/dataplane"
@@ -20,6 +21,7 @@ func init() {
 	var (
 		configPath, iface, addr, mode, metricsAddr string
 		instances                                  []string
+		bgpFlags                                   bgpFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "mux",
@@ -36,13 +38,21 @@ latest blob and the deltas after it, then applies each new generation.`,
 	cmd.Flags().StringVar(&mode, "xdp-mode", "driver", "XDP attach mode: driver or generic")
 	cmd.Flags().StringVar(&metricsAddr, "metrics", "", "serve /metrics and /healthz on this address (e.g. 127.0.0.1:9100)")
 	cmd.Flags().StringSliceVar(&instances, "instance", nil, "instance to forward (store mode; repeatable)")
+	var ctEntries int
+	var maxNewConns uint64
+	cmd.Flags().IntVar(&ctEntries, "conntrack-entries", 1<<20, "size of the Maglev strategy's connection table")
+	cmd.Flags().Uint64Var(&maxNewConns, "max-new-conns", 0, "Maglev strategy: connection entries inserted per second at most, 0 = no cap (SYN-flood guard)")
+	bgpFlags.register(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 		defer stop()
 
 		var static *config.Mux
-		opts := muxd.Options{Interface: iface, Metrics: metricsAddr}
+		if ctEntries < 1 {
+			return fmt.Errorf("--conntrack-entries %d: must be positive", ctEntries)
+		}
+		opts := muxd.Options{Interface: iface, Metrics: metricsAddr, ConnTrackEntries: ctEntries, MaxNewConnsPerSecond: maxNewConns}
 		if configPath != "" {
 			if len(instances) > 0 || cmd.Flags().Changed("store") {
 				return errors.New("--config runs a static mux: it takes no --store or --instance")
@@ -78,6 +88,10 @@ latest blob and the deltas after it, then applies each new generation.`,
 			return fmt.Errorf("--xdp-mode %q: must be driver or generic", mode)
 		}
 
+		bgpOpts, err := bgpFlags.options(log)
+		if err != nil {
+			return err
+		}
 		d, err := muxd.Start(opts)
 		if err != nil {
 			return err
@@ -102,6 +116,17 @@ latest blob and the deltas after it, then applies each new generation.`,
 			}
 		}
 		log.Info("mux forwarding", "interface", opts.Interface, "address", d.Address())
+		if bgpOpts != nil {
+			// Announce only now that the instances are loaded; the deferred
+			// Close withdraws before the mux detaches.
+			bgpOpts.NextHop = d.Address()
+			a, err := muxd.StartBGP(ctx, *bgpOpts)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			go d.AnnounceWhileHealthy(ctx, a, time.Second, log)
+		}
 		<-ctx.Done()
 		log.Info("mux stopping")
 		return nil

@@ -5,138 +5,50 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
-	"strings"
-	"time"
 )
 
-// DemoOptions shape the demo scenario.
+// DemoOptions shape the demo: the affinity experiment at demo size.
 type DemoOptions struct {
-	Clients, PerClient, Servers int
-	Buckets                     uint32
-	FileSize                    int
-	Step                        time.Duration // time between events
-	Strategy                    string
-	Beamer                      string
+	Strategies []string
+	Out        string // directory for plots and results.json
+	Beamer     string
+	Params     func(*Params) // adjusts the demo's parameters (flags)
 }
 
-// DefaultDemo is what `beamer demo` runs.
-var DefaultDemo = DemoOptions{Clients: 2, PerClient: 25, Servers: 3, Buckets: 300, FileSize: 64 << 10, Step: 3 * time.Second, Strategy: "beamer"}
-
-// RunDemo builds a lab, starts a load balancer with two servers on the
-// embedded store, keeps persistent HTTP connections downloading through it
-// while a server is added and another removed, and reports what the
-// clients saw.
-func RunDemo(ctx context.Context, o DemoOptions, out io.Writer) (_ Summary, err error) {
-	say := func(format string, a ...any) {
-		fmt.Fprintf(out, "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
-	}
-	dir, err := os.MkdirTemp("", "beamer-demo-")
-	if err != nil {
-		return Summary{}, err
-	}
-	defer os.RemoveAll(dir)
-	say("building the lab: fabric, controller (embedded etcd), mux, %d servers, %d clients", o.Servers, o.Clients)
-	var l *Lab
-	l, err = Start(ctx, Options{Beamer: o.Beamer, Dir: dir, Servers: o.Servers, Clients: o.Clients, Buckets: o.Buckets,
-		Window: 4 * time.Minute, FileSize: o.FileSize, Strategy: o.Strategy})
-	if err != nil {
-		return Summary{}, err
-	}
-	defer func() {
+// RunDemo runs the connection-affinity scenario (remove a server, then a
+// mux, while persistent HTTP connections download through two muxes behind
+// a BGP router) once per strategy, prints the table and writes the plots.
+func RunDemo(ctx context.Context, o DemoOptions, out io.Writer) ([]*Result, error) {
+	var results []*Result
+	for _, s := range o.Strategies {
+		p, err := DefaultParams("affinity", SizeDemo, s)
 		if err != nil {
-			fmt.Fprintf(out, "daemon logs:\n%s", l.procs.logs())
+			return nil, err
 		}
-		say("cleaning up: stopping daemons, removing namespaces")
-		l.Close()
-	}()
-	ctl := func(args ...string) error {
-		out, err := l.Ctl(args...)
+		if o.Params != nil {
+			o.Params(&p)
+		}
+		fmt.Fprintf(out, "\n== %s, strategy %s: %s\n", p.Experiment, s, ExperimentTitle(p.Experiment))
+		r, err := Run(ctx, RunOptions{Params: p, Beamer: o.Beamer, Progress: out})
 		if err != nil {
-			return err
+			return results, err
 		}
-		say("beamer ctl %s", strings.Join(args, " "))
-		_ = out
-		return nil
+		results = append(results, r)
 	}
-	if err = ctl("create", "demo", "--vip", VIP.String(), "--ports", "80", "--buckets", fmt.Sprint(o.Buckets), "--strategy", o.Strategy); err != nil {
-		return Summary{}, err
-	}
-	for i := 0; i < 2; i++ {
-		if err = l.StartServer(i); err != nil {
-			return Summary{}, err
+	fmt.Fprintln(out)
+	WriteTable(out, results)
+	if o.Out != "" {
+		if err := os.MkdirAll(o.Out, 0o755); err != nil {
+			return results, err
 		}
-		if err = ctl("add-dip", "demo", fmt.Sprint(ServerID(i)), serverAddr(i).String()); err != nil {
-			return Summary{}, err
+		files, err := WritePlots(o.Out, results)
+		if err != nil {
+			return results, err
 		}
-	}
-	if err = l.StartMux("demo"); err != nil {
-		return Summary{}, err
-	}
-	say("mux forwarding %s; %d clients × %d persistent HTTP connections downloading %d KiB files", VIP, o.Clients, o.PerClient, o.FileSize>>10)
-	load := l.StartLoad(o.PerClient, 10*time.Second)
-	newFailed := 0
-	wait := func() bool {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(o.Step):
+		if err := WriteJSON(o.Out, results); err != nil {
+			return results, err
 		}
-		s := load.Snapshot()
-		say("  open connections: %d requests, %d/%d broken, served by: %s", s.Requests, s.Broken, s.Connections, byServer(s.Servers))
-		by, failed := l.Probe(30, 5*time.Second)
-		counts := map[string]uint64{}
-		for k, v := range by {
-			counts[k] = uint64(v)
-		}
-		say("  30 new connections land on: %s (%d failed)", byServer(counts), failed)
-		newFailed += failed
-		return true
+		fmt.Fprintf(out, "\nplots and results.json in %s/ (%d files)\n", o.Out, len(files)+1)
 	}
-	steps := []func() error{
-		func() error { return nil },
-		func() error {
-			if err := l.StartServer(2); err != nil {
-				return err
-			}
-			return ctl("add-dip", "demo", fmt.Sprint(ServerID(2)), serverAddr(2).String())
-		},
-		func() error { return ctl("remove-dip", "demo", fmt.Sprint(ServerID(0))) },
-	}
-	for _, step := range steps {
-		if err = step(); err != nil {
-			load.Stop()
-			return Summary{}, err
-		}
-		if !wait() {
-			break
-		}
-	}
-	if show, err := l.Ctl("show", "demo"); err == nil {
-		fmt.Fprintln(out, indent(show))
-	}
-	s := load.Stop()
-	for _, e := range s.Errors {
-		say("  broken: %s", e)
-	}
-	if newFailed > 0 {
-		say("  %d new connections failed", newFailed)
-		s.Broken += newFailed
-	}
-	return s, nil
+	return results, nil
 }
-
-func byServer(m map[string]uint64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s=%d ", k, m[k])
-	}
-	return strings.TrimSpace(b.String())
-}
-
-func indent(s string) string { return "    " + strings.ReplaceAll(s, "\n", "\n    ") }

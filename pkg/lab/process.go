@@ -13,8 +13,8 @@ import (
 	"github.com/beamer-lb/beamer/pkg/netlab"
 )
 
-// process is a beamer daemon running inside a namespace, its output in a
-// log file of the run directory.
+// process is a daemon (beamer, FRR, a store server) running inside a
+// namespace, its output in a log file of the run directory.
 type process struct {
 	name string
 	cmd  *exec.Cmd
@@ -23,14 +23,23 @@ type process struct {
 	err  error
 }
 
-// start runs `beamer args…` inside ns.
-func start(ns *netlab.Namespace, dir, name, beamer string, args ...string) (*process, error) {
+// startProgram runs `program args…` inside ns.
+func startProgram(ns *netlab.Namespace, dir, name, program string, args ...string) (*process, error) {
+	return startCmd(ns.Command(program, args...), dir, name)
+}
+
+// startCmd starts cmd with extra environment, its output in dir/name.log,
+// in its own process group (so a Ctrl-C meant for the lab reaches it only
+// through the lab's orderly stop).
+func startCmd(cmd *exec.Cmd, dir, name string, env ...string) (*process, error) {
 	logPath := filepath.Join(dir, name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	cmd := ns.Command(beamer, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -83,12 +92,20 @@ func (p *process) stop(grace time.Duration) {
 type processes struct {
 	mu   sync.Mutex
 	list []*process
+	pids []int // every process ever started, for the clean-up check
 }
 
 func (ps *processes) add(p *process) {
 	ps.mu.Lock()
 	ps.list = append(ps.list, p)
+	ps.pids = append(ps.pids, p.cmd.Process.Pid)
 	ps.mu.Unlock()
+}
+
+func (ps *processes) started() []int {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return append([]int(nil), ps.pids...)
 }
 
 func (ps *processes) stopAll() {

@@ -6,40 +6,31 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/netlab"
 	"github.com/cilium/ebpf/link"
 )
 
-// Addresses of the lab, all in 198.18.0.0/15 (reserved for benchmarking).
-var (
-	VIP          = netip.MustParseAddr("198.18.100.1")
-	fabricPrefix = 24
-	ctlAddr      = netip.MustParseAddr("198.18.0.250")
-	trusted      = netip.MustParsePrefix("198.18.0.0/24")
-)
-
-func muxAddr(i int) netip.Addr    { return netip.AddrFrom4([4]byte{198, 18, 0, byte(1 + i)}) }
-func serverAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, 0, byte(10 + i)}) }
-func clientAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, 0, byte(100 + i)}) }
-
-// ServerID is the server id of server i.
-func ServerID(i int) int { return 1025 + i }
-
 // Options shape a lab.
 type Options struct {
-	Beamer   string        // path of the beamer binary the daemons run
-	Dir      string        // run directory: store data, logs
-	Servers  int           // server namespaces (started as needed by the scenario)
-	Clients  int           // client namespaces
+	Beamer   string        // path of the beamer binary the daemons run (default: this executable)
+	Dir      string        // run directory: store data, router files, logs
+	Clients  int           // client namespaces, each with two paths to the router
+	Muxes    int           // mux namespaces (started as the scenario says)
+	Servers  int           // server namespaces (started as the scenario says)
 	Buckets  uint32        // B of the instance
-	Window   time.Duration // chaining window
-	FileSize int           // bytes of the file clients download
+	Window   time.Duration // chaining window of the beamer strategy
+	FileSize int           // bytes of the file servers serve
 	Strategy string        // beamer or maglev
+	Store    string        // embedded (default), etcd or zookeeper: the store the controller runs on
+	Seed     int64         // seeds the router's ECMP hash and the clients' ports
+	BGPHold  time.Duration // BGP hold time between muxes and router (default 3 s)
 }
+
+// Instance is the name of the lab's one load-balanced service.
+const Instance = "web"
 
 // Lab is a running lab.
 type Lab struct {
@@ -47,23 +38,33 @@ type Lab struct {
 	net     *netlab.Lab
 	fabric  *netlab.Namespace
 	ctl     *netlab.Namespace
-	mux     *netlab.Namespace
-	servers []*netlab.Namespace
+	router  *netlab.Namespace
+	muxes   []*muxNode
+	servers []*serverNode
 	clients []*netlab.Namespace
 	procs   processes
-	http    []*fileServer
 	links   []link.Link // BPF links the lab holds (closing one detaches it)
-	store   string
+	store   string      // how muxes and ctl reach the store
+	seen    Inventory   // everything the lab made, to prove it is gone after Close
+
+	closeOnce sync.Once
 }
 
 const fabricMTU = 1600 // room for the 36 bytes of encapsulation
 
-// Start builds the network and starts the controller.
+// Start builds the network, the border router and the controller. Muxes
+// and servers start as the scenario says.
 func Start(ctx context.Context, opts Options) (l *Lab, err error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
 	if opts.Beamer == "" {
 		if opts.Beamer, err = os.Executable(); err != nil {
 			return nil, err
 		}
+	}
+	if opts.BGPHold == 0 {
+		opts.BGPHold = 3 * time.Second
 	}
 	n, err := netlab.New("lab")
 	if err != nil {
@@ -75,8 +76,47 @@ func Start(ctx context.Context, opts Options) (l *Lab, err error) {
 			l.Close()
 		}
 	}()
-	if l.fabric, err = n.Namespace("fabric"); err != nil {
+	if err := l.buildFabric(); err != nil {
 		return nil, err
+	}
+	if err := l.buildClients(); err != nil {
+		return nil, err
+	}
+	for _, ns := range l.allNamespaces() {
+		l.seen.addNamespace(ns)
+	}
+	if err := l.startRouter(ctx); err != nil {
+		return nil, err
+	}
+	return l, l.startController(ctx)
+}
+
+func (o *Options) validate() error {
+	switch {
+	case o.Clients < 1 || o.Clients > MaxClients:
+		return fmt.Errorf("lab: %d clients: want 1–%d", o.Clients, MaxClients)
+	case o.Muxes < 1 || o.Muxes > MaxMuxes:
+		return fmt.Errorf("lab: %d muxes: want 1–%d", o.Muxes, MaxMuxes)
+	case o.Servers < 1 || o.Servers > MaxServers:
+		return fmt.Errorf("lab: %d servers: want 1–%d", o.Servers, MaxServers)
+	case o.Buckets <= uint32(o.Servers):
+		return fmt.Errorf("lab: %d buckets: need more buckets than servers (%d)", o.Buckets, o.Servers)
+	case o.FileSize < 1:
+		return errors.New("lab: the file must have at least one byte")
+	case o.Strategy != "beamer" && o.Strategy != "maglev":
+		return fmt.Errorf("lab: strategy %q: want beamer or maglev", o.Strategy)
+	case o.Dir == "":
+		return errors.New("lab: no run directory")
+	}
+	return nil
+}
+
+// buildFabric makes the layer-2 fabric (a bridge) joining the router, the
+// controller, the muxes and the servers.
+func (l *Lab) buildFabric() (err error) {
+	n := l.net
+	if l.fabric, err = n.Namespace("fabric"); err != nil {
+		return err
 	}
 	var ports []string
 	attach := func(name string, addr netip.Addr, mtu int) (*netlab.Namespace, error) {
@@ -84,153 +124,149 @@ func Start(ctx context.Context, opts Options) (l *Lab, err error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := n.Veth(ns, "eth0", netip.PrefixFrom(addr, fabricPrefix), l.fabric, "p-"+name, netip.Prefix{}, mtu); err != nil {
+		if err := n.Veth(ns, "eth0", netip.PrefixFrom(addr, fabricNet.Bits()), l.fabric, "p-"+name, netip.Prefix{}, mtu); err != nil {
 			return nil, err
 		}
 		ports = append(ports, "p-"+name)
 		return ns, nil
 	}
 	if l.ctl, err = attach("ctl", ctlAddr, 0); err != nil {
-		return nil, err
-	}
-	if l.mux, err = attach("mux0", muxAddr(0), fabricMTU); err != nil {
-		return nil, err
-	}
-	for i := 0; i < opts.Servers; i++ {
-		s, err := attach(fmt.Sprintf("srv%d", i), serverAddr(i), fabricMTU)
-		if err != nil {
-			return nil, err
-		}
-		l.servers = append(l.servers, s)
-	}
-	for i := 0; i < opts.Clients; i++ {
-		c, err := attach(fmt.Sprintf("cli%d", i), clientAddr(i), 0)
-		if err != nil {
-			return nil, err
-		}
-		// Encapsulation happens after the client computed its checksums:
-		// they must be complete, not left to offload.
-		if err := c.DisableTxChecksum("eth0"); err != nil {
-			return nil, err
-		}
-		if _, err := c.Run("ip", "route", "add", VIP.String()+"/32", "via", muxAddr(0).String()); err != nil {
-			return nil, err
-		}
-		if _, err := c.Run("ip", "mptcp", "limits", "set", "add_addr_accepted", "1", "subflows", "2"); err != nil {
-			return nil, err
-		}
-		l.clients = append(l.clients, c)
-	}
-	if err := l.fabric.Bridge("br0", ports...); err != nil {
-		return nil, err
-	}
-	// The mux's XDP_TX frames reach the fabric only if its veth peer runs XDP.
-	pass, err := l.fabric.AttachXDPPass("p-mux0")
-	if err != nil {
-		return nil, err
-	}
-	l.links = append(l.links, pass)
-	return l, l.startController(ctx)
-}
-
-func (l *Lab) startController(ctx context.Context) error {
-	dir := filepath.Join(l.opts.Dir, "store")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	l.store = fmt.Sprintf("embed://%s?client=%s:2379&peer=%s:2380", dir, ctlAddr, ctlAddr)
-	p, err := start(l.ctl, l.opts.Dir, "controller", l.opts.Beamer, "controller", "--store", l.store,
-		"--health-interval", "500ms", "--reconcile-every", "5s")
-	if err != nil {
+	if l.router, err = attach("router", routerFabric, fabricMTU); err != nil {
 		return err
 	}
-	l.procs.add(p)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := l.Ctl("list"); err == nil {
-			return nil
-		}
-		if err := p.exited(); err != nil {
+	for i := 0; i < l.opts.Muxes; i++ {
+		ns, err := attach(fmt.Sprintf("mux%d", i), muxAddr(i), fabricMTU)
+		if err != nil {
 			return err
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return errors.New("controller not ready after 60 s")
+		l.muxes = append(l.muxes, &muxNode{ns: ns})
+	}
+	for i := 0; i < l.opts.Servers; i++ {
+		ns, err := attach(fmt.Sprintf("srv%d", i), serverAddr(i), fabricMTU)
+		if err != nil {
+			return err
 		}
-		time.Sleep(300 * time.Millisecond)
+		// Replies go straight to the clients (DSR), through the router.
+		if _, err := ns.Run("ip", "route", "add", LabRange.String(), "via", routerFabric.String()); err != nil {
+			return err
+		}
+		l.servers = append(l.servers, &serverNode{ns: ns})
 	}
-}
-
-// Ctl runs `beamer ctl args…` against the lab's store.
-func (l *Lab) Ctl(args ...string) (string, error) {
-	out, err := l.ctl.Run(l.opts.Beamer, append(append([]string{"ctl"}, args...), "--store", l.clientStore())...)
-	return strings.TrimSpace(out), err
-}
-
-// clientStore is how muxes and `beamer ctl` reach the controller's embedded
-// etcd: as an etcd server at the controller's address. (An embed:// URL would
-// start a second embedded etcd when the controller's is not up yet.)
-func (l *Lab) clientStore() string { return fmt.Sprintf("etcd://%s:2379", ctlAddr) }
-
-// StartMux starts the mux daemon following the instance.
-func (l *Lab) StartMux(instance string) error {
-	p, err := start(l.mux, l.opts.Dir, "mux0", l.opts.Beamer, "mux", "--store", l.clientStore(), "--instance", instance, "--iface", "eth0")
-	if err != nil {
+	if err := l.fabric.Bridge("br0", ports...); err != nil {
 		return err
 	}
-	l.procs.add(p)
-	return waitFor(10*time.Second, p, func() bool {
-		out, _ := l.mux.Run("ip", "link", "show", "eth0")
-		return strings.Contains(out, "xdp")
-	})
-}
-
-// StartServer starts server i: its agent and its HTTP file server.
-func (l *Lab) StartServer(i int) error {
-	s := l.servers[i]
-	window := l.opts.Window
-	if l.opts.Strategy == "maglev" {
-		window = 0
+	// A mux's XDP_TX frames reach the fabric only if its veth peer runs XDP.
+	for i := range l.muxes {
+		pass, err := l.fabric.AttachXDPPass(fmt.Sprintf("p-mux%d", i))
+		if err != nil {
+			return err
+		}
+		l.links = append(l.links, pass)
 	}
-	p, err := start(s, l.opts.Dir, fmt.Sprintf("agent%d", i), l.opts.Beamer, "agent", "--iface", "eth0",
-		"--id", fmt.Sprint(ServerID(i)), "--vip", fmt.Sprintf("%s:%d:%s", VIP, l.opts.Buckets, window), "--trusted", trusted.String())
-	if err != nil {
-		return err
-	}
-	l.procs.add(p)
-	if err := waitFor(10*time.Second, p, func() bool {
-		out, _ := s.Run("ip", "addr", "show", "lo")
-		return strings.Contains(out, VIP.String())
-	}); err != nil {
-		return err
-	}
-	fs, err := serveFiles(s, fmt.Sprintf("srv%d", i), l.opts.FileSize)
-	if err != nil {
-		return err
-	}
-	l.http = append(l.http, fs)
 	return nil
 }
 
-func waitFor(d time.Duration, p *process, ok func() bool) error {
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if err := p.exited(); err != nil {
+// buildClients gives every client two paths to the router, one on each
+// client network (a bridge inside the router namespace).
+func (l *Lab) buildClients() error {
+	for p := 0; p < paths; p++ {
+		if err := l.router.Bridge(fmt.Sprintf("cbr%d", p)); err != nil {
 			return err
 		}
-		if ok() {
-			return nil
+		if err := l.router.AddAddr(fmt.Sprintf("cbr%d", p), netip.PrefixFrom(routerClientAddr(p), 24)); err != nil {
+			return err
 		}
 	}
-	return fmt.Errorf("%s not ready after %v (log: %s)", p.name, d, p.log)
+	for i := 0; i < l.opts.Clients; i++ {
+		c, err := l.net.Namespace(fmt.Sprintf("cli%d", i))
+		if err != nil {
+			return err
+		}
+		for p := 0; p < paths; p++ {
+			dev, port := fmt.Sprintf("eth%d", p), fmt.Sprintf("c%dp%d", i, p)
+			if err := l.net.Veth(c, dev, netip.PrefixFrom(clientAddr(p, i), 24), l.router, port, netip.Prefix{}, 0); err != nil {
+				return err
+			}
+			if _, err := l.router.Run("ip", "link", "set", port, "master", fmt.Sprintf("cbr%d", p)); err != nil {
+				return err
+			}
+			// Packets an XDP program forwards keep the checksums the client
+			// left to offload unfilled: clients must compute them.
+			if err := c.DisableTxChecksum(dev); err != nil {
+				return err
+			}
+		}
+		if err := setupClient(c, i); err != nil {
+			return err
+		}
+		l.clients = append(l.clients, c)
+	}
+	return nil
 }
 
-// Close stops every process and removes every namespace.
-func (l *Lab) Close() error {
-	for _, fs := range l.http {
-		fs.close()
+// setupClient routes through the router on both paths and prepares MPTCP:
+// the second path is a fullmesh endpoint, used for the subflow the client
+// opens when a server announces VIP:server-id.
+func setupClient(c *netlab.Namespace, i int) error {
+	second := clientAddr(1, i).String()
+	cmds := [][]string{
+		{"ip", "route", "add", "default", "via", routerClientAddr(0).String()},
+		{"ip", "rule", "add", "from", second, "table", "100"},
+		{"ip", "route", "add", "default", "via", routerClientAddr(1).String(), "dev", "eth1", "table", "100"},
+		{"ip", "mptcp", "limits", "set", "add_addr_accepted", "2", "subflows", "4"},
+		{"ip", "mptcp", "endpoint", "add", second, "dev", "eth1", "fullmesh"},
 	}
-	l.procs.stopAll()
-	for _, k := range l.links {
-		k.Close()
+	for _, cmd := range cmds {
+		if _, err := c.Run(cmd[0], cmd[1:]...); err != nil {
+			return err
+		}
 	}
-	return l.net.Close()
+	for k, v := range map[string]string{
+		// Keep a flow's hash (and so its mux) across retransmission
+		// timeouts: a redrawn hash would move it, a false "broken".
+		"net.core.txrehash": "0",
+		// Kernel-chosen ports (MPTCP subflows) stay clear of the
+		// seeded ports the load generator binds.
+		"net.ipv4.ip_local_port_range": "60000 65000",
+	} {
+		if err := c.Sysctl(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+func (l *Lab) allNamespaces() []*netlab.Namespace {
+	out := []*netlab.Namespace{l.fabric, l.ctl, l.router}
+	for _, m := range l.muxes {
+		out = append(out, m.ns)
+	}
+	for _, s := range l.servers {
+		out = append(out, s.ns)
+	}
+	return append(out, l.clients...)
+}
+
+// Close stops every process and removes every namespace. Safe to call
+// more than once and from a signal path.
+func (l *Lab) Close() error {
+	var err error
+	l.closeOnce.Do(func() {
+		for _, s := range l.servers {
+			if s.http != nil {
+				s.http.close()
+			}
+		}
+		l.procs.stopAll()
+		for _, k := range l.links {
+			k.Close()
+		}
+		err = l.net.Close()
+	})
+	return err
+}
+
+// Inventory is what the lab made so far: after Close, none of it may remain.
+func (l *Lab) Inventory() *Inventory { return l.seen.snapshot(l.procs.started()) }

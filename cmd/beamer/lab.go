@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/beamer-lb/beamer/pkg/lab"
+	"github.com/spf13/cobra"
+)
+
+// demoStrategies are what `beamer demo` runs by default.
+var demoStrategies = []string{"beamer"}
+
+func init() {
+	labCmd := &cobra.Command{
+		Use:   "lab",
+		Short: "Run the Beamer paper's §6 experiments in a namespace datacenter",
+		Long: `A datacenter in network namespaces on this machine: clients with two paths each,
+a border router (FRR bgpd, ECMP with a 5-tuple hash over the muxes), muxes that
+announce the VIP over BGP, servers running the agent and an HTTP file server, and
+the controller with its store. Real TCP, HTTP and MPTCP traffic; the clients count
+the connections that broke. Needs root and FRR (scripts/setup.sh installs it).`,
+	}
+	labCmd.AddCommand(labRunCmd(), labExperimentsCmd())
+	rootCmd.AddCommand(labCmd)
+}
+
+func labExperimentsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "experiments",
+		Short: "List the built-in experiments and the scenario file actions",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			for _, name := range lab.ExperimentOrder {
+				fmt.Printf("%-13s %s\n", name, lab.ExperimentTitle(name))
+			}
+			fmt.Printf("\nscenario files (--scenario FILE): `servers I…` and `muxes I…` (running at the start),\nthen `TIME ACTION ARGS…` lines, the last one `end`. Actions:\n%s\n", lab.ActionHelp())
+		},
+	}
+}
+
+func labRunCmd() *cobra.Command {
+	var (
+		f          labFlags
+		names      []string
+		scenario   string
+		strategies []string
+		size       string
+		asJSON     bool
+		out, keep  string
+	)
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run experiments (or a scenario file) for each strategy and print ours beside the paper's",
+		Example: `  beamer lab run --experiment affinity --removed 1-4
+  beamer lab run --experiment all --size ci --json
+  beamer lab run --scenario my.scenario --strategy beamer --servers 4 --muxes 2`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := needRoot("the lab"); err != nil {
+				return err
+			}
+			if err := checkStrategies(strategies); err != nil {
+				return err
+			}
+			if (len(names) > 0) == (scenario != "") {
+				return errors.New("give --experiment NAME (or all) or --scenario FILE")
+			}
+			var sc *lab.Scenario
+			if scenario != "" {
+				file, err := os.Open(scenario)
+				if err != nil {
+					return err
+				}
+				sc, err = lab.ParseScenario(filepath.Base(scenario), file)
+				file.Close()
+				if err != nil {
+					return err
+				}
+				names = []string{"affinity"} // parameter defaults only
+			}
+			if slices.Contains(names, "all") {
+				names = lab.ExperimentOrder
+			}
+			runs, err := f.plan(cmd, names, strategies, size, sc)
+			if err != nil {
+				return err
+			}
+			progress := os.Stderr
+			if !asJSON {
+				progress = os.Stdout
+			}
+			ctx, stop := interruptible()
+			defer stop()
+			var results []*lab.Result
+			for i, run := range runs {
+				name := run.Params.Experiment
+				if run.Scenario != nil {
+					name = run.Scenario.Name
+				}
+				fmt.Fprintf(progress, "\n== run %d/%d: %s, strategy %s\n", i+1, len(runs), name, run.Params.Strategy)
+				if keep != "" {
+					run.Dir = filepath.Join(keep, fmt.Sprintf("%02d-%s-%s", i+1, name, run.Params.Strategy))
+				}
+				run.Progress = progress
+				r, err := lab.Run(ctx, run)
+				if err != nil {
+					return fmt.Errorf("%s/%s: %w", name, run.Params.Strategy, err)
+				}
+				results = append(results, r)
+			}
+			if asJSON {
+				if err := lab.PrintJSON(os.Stdout, results); err != nil {
+					return err
+				}
+			} else {
+				fmt.Println()
+				lab.WriteTable(os.Stdout, results)
+			}
+			if out != "" {
+				if err := os.MkdirAll(out, 0o755); err != nil {
+					return err
+				}
+				files, err := lab.WritePlots(out, results)
+				if err != nil {
+					return err
+				}
+				if err := lab.WriteJSON(out, results); err != nil {
+					return err
+				}
+				fmt.Fprintf(progress, "\n%d plots and results.json in %s/\n", len(files), out)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringSliceVar(&names, "experiment", nil, "experiments to run: "+lab.ExperimentNames()+", or all")
+	fl.StringVar(&scenario, "scenario", "", "scenario file to run instead of an experiment (see `beamer lab experiments`)")
+	fl.StringSliceVar(&strategies, "strategy", []string{"beamer", "maglev"}, "strategies, each run in turn")
+	fl.StringVar(&size, "size", lab.SizePaper, "parameter set: "+strings.Join(lab.Sizes, ", ")+" (flags below override it)")
+	fl.BoolVar(&asJSON, "json", false, "print one JSON object per run (progress goes to stderr)")
+	fl.StringVar(&out, "out", "lab-results", "directory for the plots and results.json (\"\" = none)")
+	fl.StringVar(&keep, "keep-logs", "", "keep each run's directory (daemon logs, router and store files) under this directory")
+	f.register(cmd)
+	return cmd
+}
+
+// interruptible is a context that ends on Ctrl-C or SIGTERM, so the lab
+// cleans up before the process exits.
+func interruptible() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+}
+
+func needRoot(what string) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%s creates network namespaces and loads BPF programs: run it as root", what)
+	}
+	return nil
+}
+
+func checkStrategies(s []string) error {
+	if len(s) == 0 {
+		return errors.New("--strategy: give at least one of beamer, maglev")
+	}
+	for _, x := range s {
+		if x != "beamer" && x != "maglev" {
+			return fmt.Errorf("--strategy %q: want beamer or maglev", x)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Stores the lab can run the controller on. The store always runs inside
+// the controller's namespace, where muxes and `beamer ctl` reach it.
+var Stores = []string{"embedded", "etcd", "zookeeper"}
+
+// startController starts the store (unless embedded) and the controller,
+// and waits until `beamer ctl` gets answers.
+func (l *Lab) startController(ctx context.Context) error {
+	dir := filepath.Join(l.opts.Dir, "store")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	ctlStore := ""
+	switch l.opts.Store {
+	case "", "embedded":
+		// The controller embeds etcd; muxes and ctl talk to it as to any
+		// etcd server. (An embed:// URL in ctl would start a second one
+		// when the controller's is not up yet.)
+		ctlStore = fmt.Sprintf("embed://%s?client=%s:2379&peer=%s:2380", dir, ctlAddr, ctlAddr)
+		l.store = fmt.Sprintf("etcd://%s:2379", ctlAddr)
+	case "etcd":
+		if err := l.startEtcd(dir); err != nil {
+			return err
+		}
+		l.store = fmt.Sprintf("etcd://%s:2379", ctlAddr)
+		ctlStore = l.store
+	case "zookeeper":
+		if err := l.startZooKeeper(dir); err != nil {
+			return err
+		}
+		l.store = fmt.Sprintf("zk://%s:2181", ctlAddr)
+		ctlStore = l.store
+	default:
+		return fmt.Errorf("lab: store %q: want one of %s", l.opts.Store, strings.Join(Stores, ", "))
+	}
+	p, err := startProgram(l.ctl, l.opts.Dir, "controller", l.opts.Beamer, "controller", "--store", ctlStore,
+		"--health-interval", "500ms", "--reconcile-every", "5s")
+	if err != nil {
+		return err
+	}
+	l.procs.add(p)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := l.Ctl("list"); err == nil {
+			return nil
+		}
+		if err := p.exited(); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return errors.New("controller not ready after 60 s")
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// startEtcd runs Debian's etcd server in the controller namespace.
+func (l *Lab) startEtcd(dir string) error {
+	bin, err := exec.LookPath("etcd")
+	if err != nil {
+		return errors.New("--store etcd needs the etcd server (Debian package etcd-server)")
+	}
+	client, peer := fmt.Sprintf("http://%s:2379", ctlAddr), fmt.Sprintf("http://%s:2380", ctlAddr)
+	p, err := startProgram(l.ctl, l.opts.Dir, "etcd", bin, "--name", "lab", "--data-dir", filepath.Join(dir, "etcd"),
+		"--listen-client-urls", client, "--advertise-client-urls", client,
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+		"--initial-cluster", "lab="+peer, "--log-level", "warn")
+	if err != nil {
+		return err
+	}
+	l.procs.add(p)
+	return nil
+}
+
+// zkServerScript is where Debian's zookeeper package installs the launcher.
+const zkServerScript = "/usr/share/zookeeper/bin/zkServer.sh"
+
+// startZooKeeper runs Debian's ZooKeeper (the paper's store) in the
+// controller namespace.
+func (l *Lab) startZooKeeper(dir string) error {
+	if _, err := os.Stat(zkServerScript); err != nil {
+		return errors.New("--store zookeeper needs ZooKeeper (Debian package zookeeper)")
+	}
+	cfg := strings.Join([]string{"tickTime=500", "initLimit=10", "syncLimit=5",
+		"dataDir=" + filepath.Join(dir, "zk"), "clientPort=2181", "clientPortAddress=" + ctlAddr.String(),
+		"admin.enableServer=false", "maxClientCnxns=0", ""}, "\n")
+	path := filepath.Join(dir, "zoo.cfg")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		return err
+	}
+	cmd := l.ctl.Command(zkServerScript, "start-foreground", path)
+	p, err := startCmd(cmd, l.opts.Dir, "zookeeper",
+		"ZOO_LOG_DIR="+dir, "JVMFLAGS=-Xmx256m -XX:+UseSerialGC", "ZOO_LOG4J_PROP=WARN,CONSOLE")
+	if err != nil {
+		return err
+	}
+	l.procs.add(p)
+	return nil
+}
+
+// Ctl runs `beamer ctl args…` against the lab's store.
+func (l *Lab) Ctl(args ...string) (string, error) {
+	out, err := l.ctl.Run(l.opts.Beamer, append(append([]string{"ctl"}, args...), "--store", l.store)...)
+	return strings.TrimSpace(out), err
+}

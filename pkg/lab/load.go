@@ -1,0 +1,377 @@
+package lab
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/netlab"
+)
+
+// LoadOptions shape the clients' traffic.
+type LoadOptions struct {
+	PerClient int // concurrent connections per client
+	FileSize  int
+	// Persistent: each connection is opened once and downloads the file in
+	// a loop over it (the paper's affinity experiments). Otherwise every
+	// download opens a new connection (server churn, MPTCP).
+	Persistent bool
+	MPTCP      bool
+	// Stall: a connection that receives nothing for this long is broken,
+	// as a client sees it (as is one reset or closed by the server).
+	Stall time.Duration
+	Seed  int64 // picks the clients' source ports, and so the flows' hashes
+}
+
+// Load is the clients' traffic: PerClient connection slots on every
+// client, each downloading in a closed loop until stopped.
+type Load struct {
+	opts    LoadOptions
+	ctx     context.Context
+	abort   context.CancelFunc
+	stop    atomic.Bool
+	wg      sync.WaitGroup
+	bytes   atomic.Uint64
+	started time.Time
+
+	mu     sync.Mutex
+	conns  []*connRecord
+	fcts   []FCT
+	broken []BrokenConn
+	live   map[net.Conn]struct{}
+}
+
+// connRecord is one client connection as the client saw it.
+type connRecord struct {
+	client   int
+	opened   bool // the connection was established
+	requests int
+	broken   bool
+	mptcp    bool // MPTCP was negotiated
+	subflows int  // secondary subflows seen established (most at any time)
+}
+
+// FCT is one download's flow completion time.
+type FCT struct {
+	At       time.Duration // since the load started, at completion
+	Duration time.Duration
+}
+
+// BrokenConn is a connection that broke, when and why.
+type BrokenConn struct {
+	At     time.Duration
+	Client int
+	Server string // last server that answered on it, if any
+	Reason string
+}
+
+type loadClient struct {
+	index int
+	ns    *netlab.Namespace
+	addr  netip.Addr
+	ports []int // seeded permutation of the ports this client binds
+}
+
+// StartLoad starts the clients' traffic.
+func (l *Lab) StartLoad(o LoadOptions) *Load {
+	ctx, cancel := context.WithCancel(context.Background())
+	ld := &Load{opts: o, ctx: ctx, abort: cancel, started: time.Now(), live: map[net.Conn]struct{}{}}
+	for i, ns := range l.clients {
+		c := &loadClient{index: i, ns: ns, addr: clientAddr(0, i), ports: seededPorts(o.Seed, i)}
+		for j := 0; j < o.PerClient; j++ {
+			ld.wg.Add(1)
+			if o.Persistent {
+				go ld.persistent(c, j)
+			} else {
+				go ld.shortLived(c, j)
+			}
+		}
+	}
+	return ld
+}
+
+// seededPorts is a permutation of 10000–59999 drawn from the seed: the
+// flows, hence their buckets and muxes, are the same in every run with the
+// same seed. (Kernel-chosen ports start at 60000 in the clients.)
+func seededPorts(seed int64, client int) []int {
+	r := rand.New(rand.NewPCG(uint64(seed), uint64(client)))
+	ports := r.Perm(50000)
+	for i := range ports {
+		ports[i] += 10000
+	}
+	return ports
+}
+
+func (ld *Load) newRecord(client int) *connRecord {
+	rec := &connRecord{client: client}
+	ld.mu.Lock()
+	ld.conns = append(ld.conns, rec)
+	ld.mu.Unlock()
+	return rec
+}
+
+// persistent keeps one connection and downloads over it until stopped.
+func (ld *Load) persistent(c *loadClient, slot int) {
+	defer ld.wg.Done()
+	rec := ld.newRecord(c.index)
+	conn, err := ld.dial(c, c.ports[slot%len(c.ports)], rec)
+	if err != nil {
+		ld.fail(rec, c, "", err)
+		return
+	}
+	defer ld.closeConn(conn)
+	br := bufio.NewReader(conn)
+	for !ld.stop.Load() {
+		server, err := ld.download(conn, br, false)
+		if err != nil {
+			ld.fail(rec, c, server, err)
+			return
+		}
+		ld.done(rec, server, conn, false)
+	}
+}
+
+// shortLived opens a new connection for every download until stopped.
+func (ld *Load) shortLived(c *loadClient, slot int) {
+	defer ld.wg.Done()
+	for k := 0; !ld.stop.Load(); k++ {
+		rec := ld.newRecord(c.index)
+		conn, err := ld.dial(c, c.ports[(slot+k*ld.opts.PerClient)%len(c.ports)], rec)
+		if err != nil {
+			ld.fail(rec, c, "", err)
+			continue
+		}
+		server, err := ld.download(conn, bufio.NewReader(conn), true)
+		if err != nil {
+			ld.fail(rec, c, server, err)
+		} else {
+			ld.done(rec, server, conn, true)
+		}
+		ld.closeConn(conn)
+	}
+}
+
+func (ld *Load) dial(c *loadClient, port int, rec *connRecord) (*watchedConn, error) {
+	var conn net.Conn
+	err := c.ns.Do(func() (err error) {
+		d := net.Dialer{
+			Timeout:   ld.opts.Stall,
+			LocalAddr: &net.TCPAddr{IP: c.addr.AsSlice(), Port: port},
+			Control: func(_, _ string, rc syscall.RawConn) error {
+				var serr error
+				rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1) })
+				return serr
+			},
+		}
+		d.SetMultipathTCP(ld.opts.MPTCP)
+		conn, err = d.DialContext(ld.ctx, "tcp4", netip.AddrPortFrom(VIP, 80).String())
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	tc := conn.(*net.TCPConn)
+	mp, _ := tc.MultipathTCP()
+	ld.mu.Lock()
+	rec.opened, rec.mptcp = true, mp
+	ld.mu.Unlock()
+	w := &watchedConn{TCPConn: tc, stall: ld.opts.Stall, bytes: &ld.bytes}
+	ld.mu.Lock()
+	ld.live[w] = struct{}{}
+	ld.mu.Unlock()
+	return w, nil
+}
+
+func (ld *Load) closeConn(c *watchedConn) {
+	ld.mu.Lock()
+	delete(ld.live, c)
+	ld.mu.Unlock()
+	c.Close()
+}
+
+// download fetches the file once and checks its length.
+func (ld *Load) download(conn *watchedConn, br *bufio.Reader, last bool) (server string, err error) {
+	start := time.Now()
+	req := "GET /file HTTP/1.1\r\nHost: " + VIP.String() + "\r\n"
+	if last {
+		req += "Connection: close\r\n"
+	}
+	conn.SetWriteDeadline(time.Now().Add(ld.opts.Stall))
+	if _, err := io.WriteString(conn, req+"\r\n"); err != nil {
+		return "", err
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	server = resp.Header.Get("X-Server")
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil {
+		return server, err
+	}
+	if resp.StatusCode != http.StatusOK || n != int64(ld.opts.FileSize) {
+		return server, fmt.Errorf("bad response: %s, %d of %d bytes", resp.Status, n, ld.opts.FileSize)
+	}
+	end := time.Now()
+	ld.mu.Lock()
+	ld.fcts = append(ld.fcts, FCT{At: end.Sub(ld.started), Duration: end.Sub(start)})
+	ld.mu.Unlock()
+	return server, nil
+}
+
+// done records a completed download, and for MPTCP the subflows.
+func (ld *Load) done(rec *connRecord, server string, conn *watchedConn, lastOnConn bool) {
+	subflows := 0
+	if rec.mptcp {
+		subflows = secondarySubflows(conn.TCPConn, lastOnConn)
+	}
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	rec.requests++
+	rec.subflows = max(rec.subflows, subflows)
+}
+
+// secondarySubflows counts the connection's established subflows beyond
+// the first. On a connection about to close, it gives a subflow still
+// being opened up to a second to come up: the server's ADD_ADDR and the
+// join take a round trip or two.
+func secondarySubflows(c *net.TCPConn, wait bool) int {
+	deadline := time.Now().Add(time.Second)
+	for {
+		st, err := readSubflows(c)
+		if err != nil {
+			return 0
+		}
+		if st.established > 1 || !wait || time.Now().After(deadline) {
+			return max(st.established-1, 0)
+		}
+		if st.addAddrAccepts > 0 && st.pending == 0 {
+			return 0 // the join was refused
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// fail records a broken connection, unless the load was aborted.
+func (ld *Load) fail(rec *connRecord, c *loadClient, server string, err error) {
+	if ld.ctx.Err() != nil {
+		return
+	}
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	rec.broken = true
+	ld.broken = append(ld.broken, BrokenConn{At: time.Since(ld.started), Client: c.index, Server: server, Reason: ld.reason(err)})
+}
+
+func (ld *Load) reason(err error) string {
+	switch {
+	case errors.Is(err, syscall.ECONNRESET):
+		return "reset"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused"
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Sprintf("stalled (nothing for %v)", ld.opts.Stall)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "closed by the server"
+	}
+	return err.Error()
+}
+
+// Stop lets every connection finish its current download (each bounded by
+// the stall timeout), then summarises. Downloads still running after
+// drain are cut and not counted either way.
+func (ld *Load) Stop(drain time.Duration) LoadResult {
+	ld.stop.Store(true)
+	finished := make(chan struct{})
+	go func() { ld.wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(drain):
+		ld.Abort()
+		<-finished
+	}
+	return ld.Snapshot()
+}
+
+// Abort ends the load at once (interrupt): nothing more is counted.
+func (ld *Load) Abort() {
+	ld.stop.Store(true)
+	ld.abort()
+	ld.mu.Lock()
+	for c := range ld.live {
+		c.Close()
+	}
+	ld.mu.Unlock()
+}
+
+// LoadResult sums up the load.
+type LoadResult struct {
+	Connections         int
+	Broken              int
+	Requests            int
+	Bytes               uint64
+	MPTCPConnections    int
+	SubflowsEstablished int
+	BrokenConns         []BrokenConn
+	FCTs                []FCT
+}
+
+// Snapshot sums up the load so far.
+func (ld *Load) Snapshot() LoadResult {
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	r := LoadResult{Bytes: ld.bytes.Load(), BrokenConns: append([]BrokenConn(nil), ld.broken...), FCTs: append([]FCT(nil), ld.fcts...)}
+	for _, c := range ld.conns {
+		if !c.opened && !c.broken {
+			continue // being opened as the load stopped
+		}
+		r.Connections++
+		r.Requests += c.requests
+		if c.broken {
+			r.Broken++
+		}
+		if c.mptcp {
+			r.MPTCPConnections++
+			if c.subflows > 0 {
+				r.SubflowsEstablished++
+			}
+		}
+	}
+	return r
+}
+
+// Bytes is the number of bytes clients received so far.
+func (ld *Load) Bytes() uint64 { return ld.bytes.Load() }
+
+// watchedConn counts received bytes and declares a stall when nothing
+// arrives for the stall timeout.
+type watchedConn struct {
+	*net.TCPConn
+	stall time.Duration
+	bytes *atomic.Uint64
+}
+
+func (c *watchedConn) Read(b []byte) (int, error) {
+	c.SetReadDeadline(time.Now().Add(c.stall))
+	n, err := c.TCPConn.Read(b)
+	c.bytes.Add(uint64(n))
+	return n, err
+}
+
+func (ld *Load) brokenCount() int {
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	return len(ld.broken)
+}

@@ -1,0 +1,269 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/netlab"
+)
+
+// muxNode is one mux namespace and its daemon.
+type muxNode struct {
+	ns       *netlab.Namespace
+	proc     *process
+	running  bool              // forwarding and announcing (not removed nor killed)
+	counters map[string]uint64 // packet counters, read before the daemon stopped
+}
+
+// serverNode is one server namespace: its agent and its HTTP file server.
+type serverNode struct {
+	ns       *netlab.Namespace
+	agent    *process
+	http     *fileServer
+	inPool   bool              // a DIP of the instance
+	counters map[string]uint64 // agent packet counters, read before it stopped
+}
+
+// metricsAddr is where muxes and agents serve /metrics in their namespace.
+const metricsAddr = "127.0.0.1:9100"
+
+// The counter families of the mux's and the agent's decisions.
+const (
+	muxPackets   = "beamer_mux_packets_total"
+	agentPackets = "beamer_agent_packets_total"
+)
+
+// MuxCounters sums the packet counters of every mux that ran.
+func (l *Lab) MuxCounters() map[string]uint64 {
+	sum := map[string]uint64{}
+	for _, m := range l.muxes {
+		c := m.counters
+		if m.proc != nil && m.proc.exited() == nil {
+			if now, err := scrapeCounters(m.ns, muxPackets); err == nil {
+				c = now
+			}
+		}
+		for k, v := range c {
+			sum[k] += v
+		}
+	}
+	return sum
+}
+
+// AgentCounters are the agents' packet counters, by server name.
+func (l *Lab) AgentCounters() map[string]map[string]uint64 {
+	out := map[string]map[string]uint64{}
+	for i, s := range l.servers {
+		c := s.counters
+		if s.agent != nil && s.agent.exited() == nil {
+			if now, err := scrapeCounters(s.ns, agentPackets); err == nil {
+				c = now
+			}
+		}
+		if c != nil {
+			out[fmt.Sprintf("srv%d", i)] = c
+		}
+	}
+	return out
+}
+
+// runningMuxes are the addresses of the muxes that forward.
+func (l *Lab) runningMuxes() []netip.Addr {
+	var out []netip.Addr
+	for i, m := range l.muxes {
+		if m.running {
+			out = append(out, muxAddr(i))
+		}
+	}
+	return out
+}
+
+// StartMux starts mux i and waits until the router spreads VIP traffic
+// over it: the mux follows the instance in the store and announces the VIP
+// over BGP once loaded.
+func (l *Lab) StartMux(ctx context.Context, i int) error {
+	m, err := l.mux(i)
+	if err != nil {
+		return err
+	}
+	if m.proc != nil {
+		return fmt.Errorf("mux %d was already started", i)
+	}
+	hold := fmt.Sprintf("%ds", int(l.opts.BGPHold/time.Second))
+	m.proc, err = startProgram(m.ns, l.opts.Dir, fmt.Sprintf("mux%d", i), l.opts.Beamer, "mux",
+		"--store", l.store, "--instance", Instance, "--iface", "eth0", "--metrics", metricsAddr,
+		"--bgp-asn", fmt.Sprint(muxASN), "--bgp-peer", fmt.Sprintf("%s:%d", routerFabric, routerASN), "--bgp-hold-time", hold)
+	if err != nil {
+		return err
+	}
+	l.procs.add(m.proc)
+	m.running = true
+	if err := waitFor(15*time.Second, m.proc, func() bool {
+		out, _ := m.ns.Run("ip", "link", "show", "eth0")
+		return strings.Contains(out, "xdp")
+	}); err != nil {
+		return err
+	}
+	l.seen.addPrograms(m.ns)
+	return l.waitNextHops(ctx, l.runningMuxes(), 20*time.Second)
+}
+
+// RemoveMux stops mux i in order: it withdraws its route, the router
+// moves its flows to the other muxes, then it detaches.
+func (l *Lab) RemoveMux(ctx context.Context, i int) error {
+	m, err := l.runningMux(i)
+	if err != nil {
+		return err
+	}
+	m.running = false
+	m.counters, _ = scrapeCounters(m.ns, muxPackets)
+	m.proc.stop(10 * time.Second)
+	return l.waitNextHops(ctx, l.runningMuxes(), 10*time.Second)
+}
+
+// KillMux fails mux i without warning: its interface goes down, as in the
+// paper. The router notices when the BGP hold time runs out.
+func (l *Lab) KillMux(ctx context.Context, i int) error {
+	m, err := l.runningMux(i)
+	if err != nil {
+		return err
+	}
+	m.running = false
+	if _, err := m.ns.Run("ip", "link", "set", "eth0", "down"); err != nil {
+		return err
+	}
+	return l.waitNextHops(ctx, l.runningMuxes(), l.opts.BGPHold+10*time.Second)
+}
+
+func (l *Lab) mux(i int) (*muxNode, error) {
+	if i < 0 || i >= len(l.muxes) {
+		return nil, fmt.Errorf("no mux %d: the lab has muxes 0–%d", i, len(l.muxes)-1)
+	}
+	return l.muxes[i], nil
+}
+
+func (l *Lab) runningMux(i int) (*muxNode, error) {
+	m, err := l.mux(i)
+	if err == nil && !m.running {
+		err = fmt.Errorf("mux %d is not running", i)
+	}
+	return m, err
+}
+
+func (l *Lab) server(i int) (*serverNode, error) {
+	if i < 0 || i >= len(l.servers) {
+		return nil, fmt.Errorf("no server %d: the lab has servers 0–%d", i, len(l.servers)-1)
+	}
+	return l.servers[i], nil
+}
+
+// AddServer starts server i (agent, HTTP server) and adds it to the pool.
+func (l *Lab) AddServer(i int) error {
+	s, err := l.server(i)
+	if err != nil {
+		return err
+	}
+	if s.inPool {
+		return fmt.Errorf("server %d is already in the pool", i)
+	}
+	if s.agent == nil {
+		if err := l.startServer(i, s); err != nil {
+			return err
+		}
+	}
+	if _, err := l.Ctl("add-dip", Instance, fmt.Sprint(ServerID(i)), serverAddr(i).String()); err != nil {
+		return err
+	}
+	s.inPool = true
+	return nil
+}
+
+func (l *Lab) startServer(i int, s *serverNode) (err error) {
+	window := l.opts.Window
+	if l.opts.Strategy == "maglev" {
+		window = 0 // Maglev keeps no previous server: nothing to chain to
+	}
+	s.agent, err = startProgram(s.ns, l.opts.Dir, fmt.Sprintf("agent%d", i), l.opts.Beamer, "agent", "--iface", "eth0",
+		"--id", fmt.Sprint(ServerID(i)), "--vip", fmt.Sprintf("%s:%d:%s", VIP, l.opts.Buckets, window),
+		"--trusted", fabricNet.String(), "--metrics", metricsAddr)
+	if err != nil {
+		return err
+	}
+	l.procs.add(s.agent)
+	if err := waitFor(10*time.Second, s.agent, func() bool {
+		out, _ := s.ns.Run("ip", "addr", "show", "lo")
+		return strings.Contains(out, VIP.String())
+	}); err != nil {
+		return err
+	}
+	l.seen.addPrograms(s.ns)
+	s.http, err = serveFiles(s.ns, fmt.Sprintf("srv%d", i), l.opts.FileSize)
+	return err
+}
+
+// RemoveServer takes server i out of the pool; it keeps running and
+// serving the connections it has (daisy chaining brings their packets).
+func (l *Lab) RemoveServer(i int) error {
+	s, err := l.server(i)
+	if err != nil {
+		return err
+	}
+	if !s.inPool {
+		return fmt.Errorf("server %d is not in the pool", i)
+	}
+	if _, err := l.Ctl("remove-dip", Instance, fmt.Sprint(ServerID(i))); err != nil {
+		return err
+	}
+	s.inPool = false
+	return nil
+}
+
+// FailServer kills server i: its interface goes down, its agent and HTTP
+// server stop. The controller's health checks take it out of the pool.
+func (l *Lab) FailServer(i int) error {
+	s, err := l.server(i)
+	if err != nil {
+		return err
+	}
+	if s.agent == nil {
+		return fmt.Errorf("server %d is not running", i)
+	}
+	if _, err := s.ns.Run("ip", "link", "set", "eth0", "down"); err != nil {
+		return err
+	}
+	s.counters, _ = scrapeCounters(s.ns, agentPackets)
+	s.http.close()
+	s.agent.stop(5 * time.Second)
+	return nil
+}
+
+// SetWeight changes server i's weight.
+func (l *Lab) SetWeight(i, w int) error {
+	if _, err := l.server(i); err != nil {
+		return err
+	}
+	_, err := l.Ctl("set-weight", Instance, fmt.Sprint(ServerID(i)), fmt.Sprint(w))
+	return err
+}
+
+// CreateInstance creates the lab's instance for the strategy.
+func (l *Lab) CreateInstance() error {
+	_, err := l.Ctl("create", Instance, "--vip", VIP.String(), "--ports", "80", "--buckets", fmt.Sprint(l.opts.Buckets),
+		"--strategy", l.opts.Strategy, "--chain-window", l.opts.Window.String())
+	return err
+}
+
+func waitFor(d time.Duration, p *process, ok func() bool) error {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if err := p.exited(); err != nil {
+			return err
+		}
+		if ok() {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s not ready after %v (log: %s)", p.name, d, p.log)
+}

@@ -1,0 +1,61 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/netlab"
+)
+
+func netipAddrPort80() netip.AddrPort { return netip.AddrPortFrom(VIP, 80) }
+
+// fetchOnce downloads the file once over a new connection from a client,
+// and names the server that answered.
+func fetchOnce(ctx context.Context, ns *netlab.Namespace, timeout time.Duration) (string, error) {
+	tr := &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var c net.Conn
+		err := ns.Do(func() (err error) {
+			c, err = (&net.Dialer{Timeout: timeout}).DialContext(ctx, network, addr)
+			return err
+		})
+		return c, err
+	}}
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+netipAddrPort80().String()+"/file", nil)
+	resp, err := (&http.Client{Transport: tr, Timeout: timeout}).Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return "", err
+	}
+	return resp.Header.Get("X-Server"), nil
+}
+
+// checkReachable waits until every client downloads the file through the
+// VIP: the path client → router → mux → server → client works.
+func (l *Lab) checkReachable(ctx context.Context, within time.Duration) error {
+	for i, c := range l.clients {
+		deadline := time.Now().Add(within)
+		for {
+			_, err := fetchOnce(ctx, c, 3*time.Second)
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("client %d cannot download through %v after %v: %w", i, VIP, within, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	return nil
+}

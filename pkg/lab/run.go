@@ -1,0 +1,217 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// RunOptions are one run: parameters, schedule, where to report.
+type RunOptions struct {
+	Params   Params
+	Scenario *Scenario // nil: the built-in experiment's
+	Beamer   string    // beamer binary for the daemons (default: this executable)
+	Dir      string    // run directory kept for inspection; "" = a temporary one, removed
+	Progress io.Writer // progress lines; nil = quiet
+	// Inventory, if set, receives what the lab made once it is closed
+	// (the clean-up test checks that none of it remains).
+	Inventory func(*Inventory)
+}
+
+// Run builds a lab, plays the scenario with the clients' load running,
+// counts what the clients saw, and removes everything, also on error or
+// when ctx ends (Ctrl-C).
+func Run(ctx context.Context, o RunOptions) (res *Result, err error) {
+	p := o.Params
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	sc, paper := o.Scenario, Paper{}
+	if sc == nil {
+		if sc, paper, err = ExperimentScenario(&p); err != nil {
+			return nil, err
+		}
+	} else if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	servers, muxes := sc.Needs()
+	if p.Experiment == "" {
+		p.Experiment = "scenario"
+	}
+	p.Servers, p.Muxes = servers, muxes
+	dir := o.Dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "beamer-lab-"); err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	r := &runner{p: p, sc: sc, out: o.Progress}
+	r.say("%s/%s: building the lab: router (FRR bgpd), %d muxes, %d servers, %d clients, controller (%s store)",
+		sc.Name, p.Strategy, muxes, servers, p.Clients, p.Store)
+	l, err := Start(ctx, Options{Beamer: o.Beamer, Dir: dir, Clients: p.Clients, Muxes: muxes, Servers: servers,
+		Buckets: p.Buckets, Window: time.Duration(p.Window), FileSize: p.FileSize, Strategy: p.Strategy,
+		Store: p.Store, Seed: p.Seed})
+	if err != nil {
+		return nil, err
+	}
+	r.lab = l
+	defer func() {
+		if err != nil && !errors.Is(err, context.Canceled) && o.Progress != nil {
+			fmt.Fprintf(o.Progress, "daemon logs (run directory %s):\n%s", dir, l.procs.logs())
+		}
+		r.say("cleaning up: stopping daemons, removing namespaces")
+		if cerr := l.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+		if o.Inventory != nil {
+			o.Inventory(l.Inventory())
+		}
+	}()
+	if err := r.setUp(ctx); err != nil {
+		return nil, err
+	}
+	res, err = r.play(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.Paper = paper
+	return res, nil
+}
+
+// runner plays one scenario on one lab.
+type runner struct {
+	p     Params
+	sc    *Scenario
+	lab   *Lab
+	out   io.Writer
+	load  *Load
+	flood *Flood
+	start time.Time
+}
+
+func (r *runner) say(format string, a ...any) {
+	if r.out != nil {
+		fmt.Fprintf(r.out, "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
+	}
+}
+
+// setUp creates the instance, starts the initial servers and muxes, and
+// checks every client reaches the VIP before the load starts.
+func (r *runner) setUp(ctx context.Context) error {
+	l := r.lab
+	if err := l.CreateInstance(); err != nil {
+		return err
+	}
+	for _, i := range r.sc.InitialServers {
+		if err := l.AddServer(i); err != nil {
+			return err
+		}
+	}
+	for _, i := range r.sc.InitialMuxes {
+		if err := l.StartMux(ctx, i); err != nil {
+			return err
+		}
+	}
+	r.say("BGP converged: the router spreads %v over muxes %v", VIP, l.runningMuxes())
+	return l.checkReachable(ctx, time.Duration(r.p.Stall))
+}
+
+// play runs the load and the events, then counts.
+func (r *runner) play(ctx context.Context) (*Result, error) {
+	l := r.lab
+	r.say("load: %d clients × %d %s %sconnections downloading %s files",
+		r.p.Clients, r.p.PerClient, map[bool]string{true: "persistent", false: "short-lived"}[r.p.Persistent],
+		map[bool]string{true: "MPTCP ", false: ""}[r.p.MPTCP], humanBytes(r.p.FileSize))
+	r.load = l.StartLoad(LoadOptions{PerClient: r.p.PerClient, FileSize: r.p.FileSize, Persistent: r.p.Persistent,
+		MPTCP: r.p.MPTCP, Stall: time.Duration(r.p.Stall), Seed: r.p.Seed})
+	r.start = r.load.started
+	samples := newSampler(r)
+	defer func() {
+		if r.flood != nil {
+			r.flood.Stop()
+		}
+	}()
+	var log []EventLog
+	for _, e := range r.sc.Events {
+		if err := sleepUntil(ctx, r.start.Add(e.At)); err != nil {
+			r.load.Abort()
+			samples.stop()
+			return nil, err
+		}
+		t0 := time.Now()
+		err := r.apply(ctx, e)
+		entry := EventLog{At: Duration(time.Since(r.start).Round(100 * time.Millisecond)), Event: e.String(),
+			Took: Duration(time.Since(t0).Round(10 * time.Millisecond))}
+		log = append(log, entry)
+		if err != nil {
+			r.load.Abort()
+			samples.stop()
+			return nil, fmt.Errorf("event %q at %v: %w", e, e.At, err)
+		}
+		r.say("%6s  %s (took %v)", time.Duration(entry.At), e, time.Duration(entry.Took))
+	}
+	drain := time.Duration(r.p.Stall) + 10*time.Second
+	lr := r.load.Stop(drain)
+	timeline := samples.stop()
+	res := r.result(lr, timeline, log)
+	return res, nil
+}
+
+func sleepUntil(ctx context.Context, t time.Time) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Until(t)):
+		return nil
+	}
+}
+
+// apply performs one event.
+func (r *runner) apply(ctx context.Context, e Event) error {
+	l := r.lab
+	switch e.Action {
+	case "add-server":
+		return l.AddServer(e.Args[0])
+	case "remove-server":
+		return l.RemoveServer(e.Args[0])
+	case "fail-server":
+		return l.FailServer(e.Args[0])
+	case "set-weight":
+		return l.SetWeight(e.Args[0], e.Args[1])
+	case "add-mux":
+		return l.StartMux(ctx, e.Args[0])
+	case "remove-mux":
+		return l.RemoveMux(ctx, e.Args[0])
+	case "kill-mux":
+		return l.KillMux(ctx, e.Args[0])
+	case "flood-start":
+		if r.flood != nil {
+			return errors.New("a flood is already running")
+		}
+		f, err := StartFlood(l.clients[len(l.clients)-1], netipAddrPort80(), SpoofPrefix, e.Args[0], r.sc.Duration()-e.At+time.Second, r.p.Seed)
+		r.flood = f
+		return err
+	case "flood-stop":
+		if r.flood == nil {
+			return errors.New("no flood is running")
+		}
+		r.flood.Stop()
+		return nil
+	case "end":
+		return nil
+	}
+	return fmt.Errorf("unknown action %q", e.Action)
+}
+
+// EventLog is an event as it happened.
+type EventLog struct {
+	At    Duration `json:"at"`
+	Event string   `json:"event"`
+	Took  Duration `json:"took"`
+}

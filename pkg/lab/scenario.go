@@ -1,0 +1,181 @@
+package lab
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Event is one step of a scenario, at a time after the load started.
+type Event struct {
+	At     time.Duration `json:"at"`
+	Action string        `json:"action"`
+	Args   []int         `json:"args,omitempty"`
+}
+
+func (e Event) String() string {
+	s := e.Action
+	for _, a := range e.Args {
+		s += " " + strconv.Itoa(a)
+	}
+	return s
+}
+
+// actions: name → number of integer arguments, and what it does.
+var actions = map[string]struct {
+	args int
+	help string
+}{
+	"add-server":    {1, "add-server I: start server I if needed and add it to the pool"},
+	"remove-server": {1, "remove-server I: take server I out of the pool (it keeps serving its connections)"},
+	"fail-server":   {1, "fail-server I: server I's interface goes down and its daemons stop"},
+	"set-weight":    {2, "set-weight I W: give server I weight W"},
+	"add-mux":       {1, "add-mux I: start mux I; it announces the VIP over BGP"},
+	"remove-mux":    {1, "remove-mux I: stop mux I in order (BGP withdraw, then detach)"},
+	"kill-mux":      {1, "kill-mux I: mux I's interface goes down; the router notices after the BGP hold time"},
+	"flood-start":   {1, "flood-start RATE: SYN flood the VIP from spoofed sources at RATE SYNs/s (from the last client)"},
+	"flood-stop":    {0, "flood-stop: end the SYN flood"},
+	"end":           {0, "end: stop the load and count (required, last)"},
+}
+
+// ActionHelp describes every scenario action, one a line.
+func ActionHelp() string {
+	var lines []string
+	for _, a := range actions {
+		lines = append(lines, "  "+a.help)
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
+// Scenario is a lab run's schedule: what runs before the load starts, then
+// timed events.
+type Scenario struct {
+	Name           string  `json:"name"`
+	InitialServers []int   `json:"initial_servers"`
+	InitialMuxes   []int   `json:"initial_muxes"`
+	Events         []Event `json:"events"`
+}
+
+// ParseScenario reads a scenario file: lines `servers I…`, `muxes I…`
+// (what runs when the load starts), then `TIME ACTION ARGS…` with TIME a
+// Go duration after the load starts (5s, 1m30s) in order, the last one
+// `end`. `#` starts a comment.
+//
+//	servers 0 1 2 3
+//	muxes 0 1
+//	10s remove-server 3
+//	20s remove-mux 1
+//	35s end
+func ParseScenario(name string, r io.Reader) (*Scenario, error) {
+	sc := &Scenario{Name: name}
+	s := bufio.NewScanner(r)
+	line := 0
+	for s.Scan() {
+		line++
+		text, _, _ := strings.Cut(s.Text(), "#")
+		f := strings.Fields(text)
+		if len(f) == 0 {
+			continue
+		}
+		bad := func(format string, a ...any) error {
+			return fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, a...))
+		}
+		if f[0] == "servers" || f[0] == "muxes" {
+			ids, err := ints(f[1:])
+			if err != nil || len(ids) == 0 {
+				return nil, bad("%s: want one or more indexes", f[0])
+			}
+			if f[0] == "servers" {
+				sc.InitialServers = ids
+			} else {
+				sc.InitialMuxes = ids
+			}
+			continue
+		}
+		at, err := time.ParseDuration(f[0])
+		if err != nil || at < 0 {
+			return nil, bad("%q is neither `servers`, `muxes` nor a time like 10s", f[0])
+		}
+		if len(f) < 2 {
+			return nil, bad("no action after %s", f[0])
+		}
+		a, ok := actions[f[1]]
+		if !ok {
+			return nil, bad("unknown action %q; actions:\n%s", f[1], ActionHelp())
+		}
+		args, err := ints(f[2:])
+		if err != nil || len(args) != a.args {
+			return nil, bad("%s takes %d integer argument(s): %s", f[1], a.args, a.help)
+		}
+		sc.Events = append(sc.Events, Event{At: at, Action: f[1], Args: args})
+	}
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	return sc, sc.Validate()
+}
+
+func ints(f []string) ([]int, error) {
+	out := make([]int, len(f))
+	for i, s := range f {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q is not a non-negative integer", s)
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// Validate checks the schedule against itself: times in order, one final
+// `end`, and every server or mux named within the lab's plan.
+func (sc *Scenario) Validate() error {
+	if len(sc.InitialServers) == 0 || len(sc.InitialMuxes) == 0 {
+		return fmt.Errorf("scenario %s: needs `servers …` and `muxes …` lines (what runs at the start)", sc.Name)
+	}
+	if len(sc.Events) == 0 || sc.Events[len(sc.Events)-1].Action != "end" {
+		return fmt.Errorf("scenario %s: the last event must be `end`", sc.Name)
+	}
+	for i, e := range sc.Events {
+		if i > 0 && e.At < sc.Events[i-1].At {
+			return fmt.Errorf("scenario %s: event %q at %v comes before the previous one (%v)", sc.Name, e, e.At, sc.Events[i-1].At)
+		}
+		if e.Action == "end" && i != len(sc.Events)-1 {
+			return fmt.Errorf("scenario %s: `end` must be the last event", sc.Name)
+		}
+		if e.Action == "set-weight" && (e.Args[1] < 1 || e.Args[1] > 1_000_000) {
+			return fmt.Errorf("scenario %s: %q: weight must be 1–1000000", sc.Name, e)
+		}
+		if e.Action == "flood-start" && (e.Args[0] < 1 || e.Args[0] > MaxFloodRate) {
+			return fmt.Errorf("scenario %s: %q: rate must be 1–%d", sc.Name, e, MaxFloodRate)
+		}
+	}
+	return nil
+}
+
+// Needs is how many servers and muxes the scenario names (highest index + 1).
+func (sc *Scenario) Needs() (servers, muxes int) {
+	for _, i := range sc.InitialServers {
+		servers = max(servers, i+1)
+	}
+	for _, i := range sc.InitialMuxes {
+		muxes = max(muxes, i+1)
+	}
+	for _, e := range sc.Events {
+		switch e.Action {
+		case "add-server", "remove-server", "fail-server", "set-weight":
+			servers = max(servers, e.Args[0]+1)
+		case "add-mux", "remove-mux", "kill-mux":
+			muxes = max(muxes, e.Args[0]+1)
+		}
+	}
+	return servers, muxes
+}
+
+// Duration is when the scenario ends.
+func (sc *Scenario) Duration() time.Duration { return sc.Events[len(sc.Events)-1].At }
