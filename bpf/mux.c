@@ -376,6 +376,29 @@ int encap_floor_bench(struct xdp_md *ctx)
 	return XDP_TX;
 }
 
+/*
+ * Traffic generator for the live benchmark: run in live-frames test mode on
+ * the generator's interface, it sends a minimum-size frame out again and
+ * again, each time as another of bench_flows connections. It writes the
+ * whole frame from gen_frame every time: live-frames mode recycles pages
+ * without restoring them, and the mux downstream rewrote them.
+ */
+#define GEN_FRAME_LEN 60
+__u8 gen_frame[GEN_FRAME_LEN];
+
+SEC("xdp")
+int traffic_gen_bench(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+
+	if (data + GEN_FRAME_LEN > data_end)
+		return XDP_ABORTED;
+	__builtin_memcpy(data, gen_frame, GEN_FRAME_LEN);
+	rotate_flow(ctx);
+	return XDP_TX;
+}
+
 /* An empty program: what a test run costs by itself. */
 SEC("xdp")
 int empty_bench(struct xdp_md *ctx)

@@ -15,6 +15,7 @@ func init() {
 	bench := &cobra.Command{Use: "bench", Short: "Benchmarks of Beamer's components"}
 	var (
 		asJSON, quick  bool
+		noLive         bool
 		repeat, trials int
 	)
 	dp := &cobra.Command{
@@ -23,7 +24,10 @@ func init() {
 		Long: `Measures each data-plane program inside the kernel (BPF_PROG_TEST_RUN, in a network
 namespace of its own) on the same packets: the XDP floor (swap MACs, XDP_TX), the
 Beamer mux at several bucket-table sizes, the Maglev strategy at 1K and 1M active
-flows, and prints ns/packet, Mpps per core and the ratios between them. Needs root.`,
+flows, and prints ns/packet, Mpps per core and the ratios between them. Then sends
+minimum-size packets through a mux on veth for each strategy at 1K and 1M buckets
+and reports the forwarded rate and the program's cost from the kernel's BPF
+statistics. Needs root.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if os.Geteuid() != 0 {
@@ -47,6 +51,15 @@ flows, and prints ns/packet, Mpps per core and the ratios between them. Needs ro
 			if err != nil {
 				return err
 			}
+			if !noLive {
+				lo := dpbench.LiveFull
+				if quick {
+					lo = dpbench.LiveQuick
+				}
+				if rep.Live, err = dpbench.RunLive(lo, progress); err != nil {
+					return err
+				}
+			}
 			if asJSON {
 				enc := json.NewEncoder(os.Stdout)
 				enc.SetIndent("", "  ")
@@ -58,6 +71,7 @@ flows, and prints ns/packet, Mpps per core and the ratios between them. Needs ro
 	}
 	dp.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	dp.Flags().BoolVar(&quick, "quick", false, "a short run that only checks every program takes its path")
+	dp.Flags().BoolVar(&noLive, "no-live", false, "skip the live-traffic part")
 	dp.Flags().IntVar(&repeat, "repeat", 0, "repetitions per trial (default 1,000,000; quick 2,000)")
 	dp.Flags().IntVar(&trials, "trials", 0, "trials per figure, median reported (default 5; quick 1)")
 	bench.AddCommand(dp)

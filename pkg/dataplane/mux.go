@@ -119,7 +119,9 @@ type benchPrograms struct {
 	Empty *ebpf.Program  `ebpf:"empty_bench"`
 	Floor *ebpf.Program  `ebpf:"floor_bench"`
 	Encap *ebpf.Program  `ebpf:"encap_floor_bench"`
+	Gen   *ebpf.Program  `ebpf:"traffic_gen_bench"`
 	Flows *ebpf.Variable `ebpf:"bench_flows"`
+	Frame *ebpf.Variable `ebpf:"gen_frame"`
 }
 
 // BenchProgram is the mux wrapped to undo its encapsulation (benchmark build).
@@ -135,6 +137,14 @@ func (m *Mux) FloorProgram() *ebpf.Program { return m.bench.Floor }
 // EncapFloorProgram encapsulates with fixed headers and undoes it: the cost
 // of encapsulation alone (benchmark build).
 func (m *Mux) EncapFloorProgram() *ebpf.Program { return m.bench.Encap }
+
+// TrafficGenProgram sends its packet out again as another of the bench
+// flows each time; run in live-frames mode it is a packet generator
+// (benchmark build).
+func (m *Mux) TrafficGenProgram() *ebpf.Program { return m.bench.Gen }
+
+// SetGenFrame sets the 60-byte frame TrafficGenProgram sends.
+func (m *Mux) SetGenFrame(f [60]byte) error { return m.bench.Frame.Set(f) }
 
 // SetBenchFlows makes BenchProgram give each repetition another of n
 // connections (0: leave the packet's own).
@@ -185,6 +195,7 @@ func (m *Mux) Close() error {
 		m.bench.Empty.Close()
 		m.bench.Floor.Close()
 		m.bench.Encap.Close()
+		m.bench.Gen.Close()
 	}
 	return m.objs.Close()
 }

@@ -27,10 +27,11 @@ type Ratios struct {
 
 // Report is the whole result.
 type Report struct {
-	Programs []Row  `json:"programs"`
-	Ratios   Ratios `json:"ratios"`
-	Repeat   int    `json:"repeat"`
-	Trials   int    `json:"trials"`
+	Programs []Row     `json:"programs"`
+	Ratios   Ratios    `json:"ratios"`
+	Live     []LiveRow `json:"live,omitempty"`
+	Repeat   int       `json:"repeat"`
+	Trials   int       `json:"trials"`
 }
 
 func (r *Report) find(name string, flows, buckets int) *Row {
@@ -57,5 +58,14 @@ func (r *Report) Print(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(w, "\nbeamer / floor: %.2f (target ≤ 2)   beamer / maglev at 1M flows: %.2f (target ≤ 0.5)   agent local / empty tc: %.2f (target ≤ 1.3)\n",
 		r.Ratios.BeamerOverFloor, r.Ratios.BeamerOverMaglev1M, r.Ratios.AgentLocalOverEmptyTC)
+	if len(r.Live) > 0 {
+		fmt.Fprintln(w, "\nlive traffic through a mux on veth (generator: XDP live frames, minimum-size packets):")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "strategy\tbuckets\tflows\tsent\tforwarded\tMpps\tns/packet (bpf stats)\t")
+		for _, l := range r.Live {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.2f\t%.1f\t\n", l.Strategy, l.Buckets, l.Flows, l.Sent, l.Forwarded, l.ForwardedMpps, l.ProgramNs)
+		}
+		tw.Flush()
+	}
 	fmt.Fprintf(w, "method: BPF_PROG_TEST_RUN, %d repetitions per trial, median of %d trials, on CPU 0; the benchmark builds undo their packet changes each repetition\n", r.Repeat, r.Trials)
 }

@@ -1,0 +1,285 @@
+package dpbench
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/assign"
+	"github.com/beamer-lb/beamer/pkg/dataplane"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/netlab"
+	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// LiveRow is one live-traffic measurement.
+type LiveRow struct {
+	Strategy      string  `json:"strategy"`
+	Buckets       int     `json:"buckets"`
+	Flows         int     `json:"flows"`
+	Sent          int     `json:"sent"`
+	Forwarded     uint64  `json:"forwarded"`
+	Seconds       float64 `json:"seconds"`
+	ForwardedMpps float64 `json:"forwarded_mpps"`
+	ProgramNs     float64 `json:"program_ns_per_packet"` // kernel BPF statistics of the mux program
+}
+
+// LiveOptions shape the live benchmark.
+type LiveOptions struct {
+	Packets int // packets the generator sends per row (bounded: it stops by itself)
+	Flows   int
+	Beamer  []uint32 // bucket counts
+	Maglev  []uint32 // table sizes (prime)
+}
+
+// LiveFull and LiveQuick are the live benchmark's sizes.
+var (
+	LiveFull  = LiveOptions{Packets: 4_000_000, Flows: 1_000_000, Beamer: []uint32{1000, 1_000_000}, Maglev: []uint32{1009, 1_000_003}}
+	LiveQuick = LiveOptions{Packets: 20_000, Flows: 1000, Beamer: []uint32{1000}, Maglev: []uint32{1009}}
+)
+
+// liveNet: generator → mux → sink, each in its namespace. The generator is
+// the kernel's own: an XDP program run in live-frames test mode, which
+// transmits its packet for real, again and again, each time as another flow.
+// The sink drops everything in XDP. Servers' addresses are on the sink's
+// link, so the mux redirects from eth0 to eth1.
+type liveNet struct {
+	gen, mux, sink *netlab.Namespace
+	genIf, muxIf   int
+	links          []link.Link
+}
+
+var liveServerBase = netip.MustParseAddr("198.18.2.10")
+
+func liveServer(i int) netip.Addr {
+	b := liveServerBase.As4()
+	b[3] += byte(i)
+	return netip.AddrFrom4(b)
+}
+
+func newLiveNet(lab *netlab.Lab) (*liveNet, error) {
+	n := &liveNet{}
+	var err error
+	for _, p := range []struct {
+		ns   **netlab.Namespace
+		name string
+	}{{&n.gen, "gen"}, {&n.mux, "lmux"}, {&n.sink, "sink"}} {
+		if *p.ns, err = lab.Namespace(p.name); err != nil {
+			return nil, err
+		}
+	}
+	if err := lab.Veth(n.gen, "eth0", netip.MustParsePrefix("198.18.1.2/24"), n.mux, "eth0", netip.MustParsePrefix("198.18.1.1/24"), 0); err != nil {
+		return nil, err
+	}
+	if err := lab.Veth(n.mux, "eth1", netip.MustParsePrefix("198.18.2.1/24"), n.sink, "eth0", netip.MustParsePrefix("198.18.2.2/24"), 1600); err != nil {
+		return nil, err
+	}
+	if err := n.mux.Sysctl("net.ipv4.ip_forward", "1"); err != nil {
+		return nil, err
+	}
+	sinkMAC, err := n.sink.LinkMAC("eth0")
+	if err != nil {
+		return nil, err
+	}
+	eth1, err := n.mux.Netlink().LinkByName("eth1")
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < servers; i++ {
+		if err := n.mux.Netlink().NeighSet(&netlink.Neigh{LinkIndex: eth1.Attrs().Index, IP: net.IP(liveServer(i).AsSlice()),
+			HardwareAddr: sinkMAC, State: netlink.NUD_PERMANENT, Family: netlink.FAMILY_V4}); err != nil {
+			return nil, err
+		}
+	}
+	if n.genIf, err = n.gen.LinkIndex("eth0"); err != nil {
+		return nil, err
+	}
+	if n.muxIf, err = n.mux.LinkIndex("eth0"); err != nil {
+		return nil, err
+	}
+	drop, err := xdpDrop(n.sink, "eth0")
+	if err != nil {
+		return nil, err
+	}
+	n.links = append(n.links, drop)
+	return n, nil
+}
+
+func xdpDrop(ns *netlab.Namespace, dev string) (link.Link, error) {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.XDP, License: "Dual BSD/GPL",
+		Instructions: xdpReturn(1 /* XDP_DROP */)})
+	if err != nil {
+		return nil, err
+	}
+	defer prog.Close()
+	idx, err := ns.LinkIndex(dev)
+	if err != nil {
+		return nil, err
+	}
+	var l link.Link
+	err = ns.Do(func() (err error) {
+		l, err = link.AttachXDP(link.XDPOptions{Program: prog, Interface: idx, Flags: link.XDPDriverMode})
+		return err
+	})
+	return l, err
+}
+
+func (n *liveNet) close() {
+	for _, l := range n.links {
+		l.Close()
+	}
+}
+
+func liveInstance(strategy forwarding.Strategy, size uint32) (forwarding.Instance, *forwarding.Table, error) {
+	t := forwarding.NewTable(int(size))
+	var backends []assign.Server
+	for i := 0; i < servers; i++ {
+		id := forwarding.ServerID(1025 + i)
+		t.Servers[id] = forwarding.Server{Addr: liveServer(i), State: forwarding.Active}
+		backends = append(backends, assign.Server{ID: id, Weight: 1})
+	}
+	if strategy == forwarding.StrategyMaglev {
+		entries, err := assign.MaglevTable(backends, size)
+		if err != nil {
+			return forwarding.Instance{}, nil, err
+		}
+		for i, id := range entries {
+			t.Buckets[i] = forwarding.Bucket{Current: id}
+		}
+	} else {
+		for _, c := range assign.Rebalance(t.Buckets, backends, 0) {
+			t.Buckets[c.Index] = forwarding.Bucket{Current: c.Bucket.Current}
+		}
+	}
+	t.Generation = 1
+	return forwarding.Instance{Name: "live", Strategy: strategy, VIPs: []netip.Addr{beamerVIP}, PortLow: 80, PortHigh: 80,
+		Buckets: size, ChainWindow: forwarding.DefaultChainWindow}, t, nil
+}
+
+// RunLive sends minimum-size packets through a real mux on veth, for each
+// strategy and table size, and reports the forwarded rate and the mux
+// program's cost per packet from the kernel's BPF statistics.
+func RunLive(o LiveOptions, progress io.Writer) ([]LiveRow, error) {
+	lab, err := netlab.New("live")
+	if err != nil {
+		return nil, err
+	}
+	defer lab.Close()
+	n, err := newLiveNet(lab)
+	if err != nil {
+		return nil, err
+	}
+	defer n.close()
+	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		return nil, fmt.Errorf("enabling BPF run-time statistics: %w", err)
+	}
+	defer stats.Close()
+
+	var rows []LiveRow
+	for _, c := range []struct {
+		s     forwarding.Strategy
+		sizes []uint32
+	}{{forwarding.StrategyBeamer, o.Beamer}, {forwarding.StrategyMaglev, o.Maglev}} {
+		for _, size := range c.sizes {
+			row, err := n.measure(c.s, size, o)
+			if err != nil {
+				return nil, fmt.Errorf("%s with %d buckets: %w", c.s, size, err)
+			}
+			fmt.Fprintf(progress, "  live %-6s %8d buckets: %.2f Mpps forwarded, %.1f ns/packet in the mux program\n",
+				row.Strategy, row.Buckets, row.ForwardedMpps, row.ProgramNs)
+			rows = append(rows, row)
+		}
+	}
+	return rows, nil
+}
+
+func (n *liveNet) measure(s forwarding.Strategy, size uint32, o LiveOptions) (LiveRow, error) {
+	cfg, table, err := liveInstance(s, size)
+	if err != nil {
+		return LiveRow{}, err
+	}
+	m, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: netip.MustParseAddr("198.18.2.1"), ConnTrackEntries: 4 * o.Flows})
+	if err != nil {
+		return LiveRow{}, err
+	}
+	defer m.Close()
+	if err := m.SetInstance(cfg, table); err != nil {
+		return LiveRow{}, err
+	}
+	var attached link.Link
+	if err := n.mux.Do(func() (err error) { attached, err = m.Attach("eth0", dataplane.XDPDriver); return err }); err != nil {
+		return LiveRow{}, err
+	}
+	defer attached.Close()
+	gen, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: netip.MustParseAddr("198.18.1.2"), Benchmark: true})
+	if err != nil {
+		return LiveRow{}, err
+	}
+	defer gen.Close()
+	if err := gen.SetBenchFlows(uint32(o.Flows)); err != nil {
+		return LiveRow{}, err
+	}
+	muxMAC, err := n.mux.LinkMAC("eth0")
+	if err != nil {
+		return LiveRow{}, err
+	}
+	f := frame(beamerVIP, 80, wiretest.ACK)
+	copy(f[0:6], muxMAC)
+	if err := gen.SetGenFrame([60]byte(f[:60])); err != nil {
+		return LiveRow{}, err
+	}
+
+	before, err := m.Counters()
+	if err != nil {
+		return LiveRow{}, err
+	}
+	stats0, err := m.Program().Stats()
+	if err != nil {
+		return LiveRow{}, err
+	}
+	var took time.Duration
+	err = n.gen.Do(func() error {
+		start := time.Now()
+		_, err := gen.TrafficGenProgram().Run(&ebpf.RunOptions{Data: f, Repeat: uint32(o.Packets), Flags: unix.BPF_F_TEST_XDP_LIVE_FRAMES,
+			BatchSize: 64, Context: xdpMD{DataEnd: uint32(len(f)), IngressIfindex: uint32(n.genIf)}})
+		took = time.Since(start)
+		return err
+	})
+	if err != nil {
+		return LiveRow{}, fmt.Errorf("generator: %w", err)
+	}
+	time.Sleep(50 * time.Millisecond) // let the last batches drain
+	after, err := m.Counters()
+	if err != nil {
+		return LiveRow{}, err
+	}
+	stats1, err := m.Program().Stats()
+	if err != nil {
+		return LiveRow{}, err
+	}
+	counter := "fwd_bucket"
+	if s == forwarding.StrategyMaglev {
+		counter = "ct_hit"
+	}
+	fwd := after[counter] - before[counter]
+	if s == forwarding.StrategyMaglev {
+		fwd += after["ct_miss"] - before["ct_miss"]
+	}
+	runs0, runs1 := stats0.RunCount, stats1.RunCount
+	rt0, rt1 := stats0.Runtime, stats1.Runtime
+	row := LiveRow{Strategy: string(s), Buckets: int(size), Flows: o.Flows, Sent: o.Packets, Forwarded: fwd, Seconds: took.Seconds()}
+	if took > 0 {
+		row.ForwardedMpps = float64(fwd) / took.Seconds() / 1e6
+	}
+	if runs1 > runs0 {
+		row.ProgramNs = float64((rt1 - rt0).Nanoseconds()) / float64(runs1-runs0)
+	}
+	return row, nil
+}
