@@ -7,8 +7,10 @@
  * else by redirect.
  *
  * A FIB lookup costs about as much as the rest of the mux together, so its
- * answer is cached per CPU for NEXTHOP_TTL_NS: a route or neighbour change
- * is seen within that time. The cache is direct-mapped by server address.
+ * answer is cached per CPU, direct-mapped by server address. An entry holds
+ * while the epoch it was filled in is current; the loader bumps the epoch
+ * every second (and on demand), so a route or neighbour change reaches the
+ * data path within a second — without a clock read per packet.
  */
 #ifndef BEAMER_NEXTHOP_H
 #define BEAMER_NEXTHOP_H
@@ -20,7 +22,6 @@
 #endif
 
 #define NEXTHOP_CACHE_SLOTS 4096 /* power of two */
-#define NEXTHOP_TTL_NS (1000ULL * 1000 * 1000)
 
 enum nexthop_result {
 	NEXTHOP_TX = 0,
@@ -32,7 +33,7 @@ enum nexthop_result {
 struct nexthop {
 	__be32 daddr;    /* server address this slot answers for */
 	__u32 ifindex;   /* egress device */
-	__u64 expires;   /* coarse ns */
+	__u64 epoch;     /* nexthop_epoch when filled */
 	__u8 dmac[ETH_ALEN];
 	__u8 smac[ETH_ALEN];
 	__u32 pad;
@@ -45,16 +46,27 @@ struct {
 	__type(value, struct nexthop);
 } nexthop_cache SEC(".maps");
 
+/* Word 0: the current epoch of the cache. Written by the loader (mmap). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u64);
+} nexthop_epoch SEC(".maps");
+
 /* Looks up the route to daddr and writes the MACs into eth; sets *ifindex to
  * the egress device. */
 INLINE enum nexthop_result xdp_nexthop(struct xdp_md *ctx, struct ethhdr *eth, __be32 saddr, __be32 daddr,
 				       __u16 tot_len, __u32 *ifindex)
 {
 	__u32 slot = (bpf_ntohl(daddr) * 2654435761u) >> (32 - 12);
+	__u32 zero = 0;
 	struct nexthop *nh = bpf_map_lookup_elem(&nexthop_cache, &slot);
-	__u64 now = bpf_ktime_get_coarse_ns();
+	__u64 *epoch = bpf_map_lookup_elem(&nexthop_epoch, &zero);
+	__u64 now = epoch ? READ_ONCE_U64(epoch) : 0;
 
-	if (nh && nh->daddr == daddr && now < nh->expires) {
+	if (nh && nh->daddr == daddr && nh->epoch == now && now) {
 		__builtin_memcpy(eth->h_dest, nh->dmac, ETH_ALEN);
 		__builtin_memcpy(eth->h_source, nh->smac, ETH_ALEN);
 		*ifindex = nh->ifindex;
@@ -80,7 +92,7 @@ INLINE enum nexthop_result xdp_nexthop(struct xdp_md *ctx, struct ethhdr *eth, _
 	if (nh) {
 		nh->daddr = daddr;
 		nh->ifindex = fib.ifindex;
-		nh->expires = now + NEXTHOP_TTL_NS;
+		nh->epoch = now;
 		__builtin_memcpy(nh->dmac, fib.dmac, ETH_ALEN);
 		__builtin_memcpy(nh->smac, fib.smac, ETH_ALEN);
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/cilium/ebpf"
@@ -46,6 +47,10 @@ type Mux struct {
 
 	ctEntries uint32 // size of the connection table
 	ctReady   bool   // the connection table exists
+
+	epoch     *wordArray    // the next-hop cache's epoch (bpf/include/nexthop.h)
+	stopEpoch chan struct{} // ends the epoch ticker
+	epochDone chan struct{}
 }
 
 // muxInstance is one load-balancer instance's tables in the kernel, and the
@@ -107,7 +112,32 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 		m.objs.Close()
 		return nil, err
 	}
+	if m.epoch, err = mapWords(m.objs.NexthopEpoch); err != nil {
+		m.objs.Close()
+		return nil, err
+	}
+	m.FlushNextHops()
+	m.stopEpoch, m.epochDone = make(chan struct{}), make(chan struct{})
+	go m.tickEpoch()
 	return m, nil
+}
+
+// FlushNextHops makes every CPU look its next hops up again: the daemon
+// calls it when routes or neighbours change; a ticker calls it every second.
+func (m *Mux) FlushNextHops() { m.epoch.store(0, m.epoch.load(0)+1) }
+
+func (m *Mux) tickEpoch() {
+	defer close(m.epochDone)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stopEpoch:
+			return
+		case <-t.C:
+			m.FlushNextHops()
+		}
+	}
 }
 
 // Program is the XDP program, for attaching or test runs.
@@ -183,6 +213,9 @@ func (m *Mux) Attach(iface string, mode XDPMode) (link.Link, error) {
 
 // Close releases the tables and the program.
 func (m *Mux) Close() error {
+	close(m.stopEpoch)
+	<-m.epochDone
+	unix.Munmap(m.epoch.mem)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, in := range m.instances {
