@@ -15,6 +15,10 @@
  *   4. else drop it silently: a mux with stale state sent it, and the
  *      client's retransmission will find the right server once it catches up.
  *
+ * The socket lookup of step 1 only matters when step 2 or 4 could follow:
+ * when nothing can be chained and the generation is the newest, local or
+ * not, the packet goes to the stack. That common case skips the lookup.
+ *
  * Packets without the option (MPTCP secondary subflows, addressed by server
  * id) are never chained: they are kept, and the stack answers them.
  */
@@ -38,7 +42,6 @@ volatile const __be32 local_addr;
 
 enum locality {
 	NOT_LOCAL = 0,
-	LOCAL_SYN,
 	LOCAL_SOCKET,
 	LOCAL_COOKIE,
 };
@@ -57,11 +60,11 @@ INLINE int drop(enum agent_counter why)
 	return TC_ACT_SHOT;
 }
 
-/* Is the inner packet one this server must process itself? */
+/* Does a non-SYN inner packet belong to this server: a local socket other
+ * than a listener, or an ACK with a valid SYN cookie for a listener? */
 INLINE enum locality locality(struct __sk_buff *skb, struct iphdr *ip, struct tcphdr *tcp)
 {
 	struct bpf_sock_tuple tuple = {};
-	int syn_only = tcp->syn && !tcp->ack;
 
 	tuple.ipv4.saddr = ip->saddr;
 	tuple.ipv4.daddr = ip->daddr;
@@ -69,13 +72,11 @@ INLINE enum locality locality(struct __sk_buff *skb, struct iphdr *ip, struct tc
 	tuple.ipv4.dport = tcp->dest;
 	struct bpf_sock *sk = bpf_skc_lookup_tcp(skb, &tuple, sizeof(tuple.ipv4), BPF_F_CURRENT_NETNS, 0);
 	if (!sk)
-		return syn_only ? LOCAL_SYN : NOT_LOCAL;
+		return NOT_LOCAL;
 
 	enum locality l = NOT_LOCAL;
 	if (sk->state != BPF_TCP_LISTEN)
 		l = LOCAL_SOCKET;
-	else if (syn_only)
-		l = LOCAL_SYN;
 	else if (tcp->ack && !tcp->syn && !tcp->rst &&
 		 bpf_tcp_check_syncookie(sk, ip, sizeof(*ip), tcp, sizeof(*tcp)) == 0)
 		l = LOCAL_COOKIE;
@@ -218,16 +219,11 @@ int beamer_agent(struct __sk_buff *skb)
 	if (!vip)
 		return drop(AGENT_DROP_UNKNOWN_VIP);
 
-	switch (locality(skb, ip, tcp)) {
-	case LOCAL_SYN:
+	/* A connection request is always this server's to answer. */
+	if (tcp->syn && !tcp->ack)
 		return decap_to_stack(skb, with_opt, AGENT_LOCAL_SYN);
-	case LOCAL_SOCKET:
-		return decap_to_stack(skb, with_opt, AGENT_LOCAL_SOCKET);
-	case LOCAL_COOKIE:
-		return decap_to_stack(skb, with_opt, AGENT_LOCAL_COOKIE);
-	default:
-		break;
-	}
+	/* No option: a subflow addressed to this server by id, never chained;
+	 * the stack serves it or resets it. */
 	if (!opt)
 		return decap_to_stack(skb, 0, AGENT_STACK_NO_OPTION);
 
@@ -237,18 +233,36 @@ int beamer_agent(struct __sk_buff *skb)
 	__u32 *gen_seen = bpf_map_lookup_elem(&generation_seen, &slot);
 	__u32 newest = gen_seen ? atomic_max_u32(gen_seen, gen) : gen;
 
-	__u32 changed = bpf_ntohl(opt->changed);
+	int chainable = 0;
 	if (opt->prev_dip && !(opt->flags & BEAMER_OPT_F_CHAINED) && opt->prev_dip != local_addr && vip->window) {
+		__u32 changed = bpf_ntohl(opt->changed);
 		__u32 index = vip->bucket_base +
 			      bucket_of(flow_hash(ip->saddr, ip->daddr, tcp->source, tcp->dest, IPPROTO_TCP), vip->buckets);
 		__u32 *seen = bpf_map_lookup_elem(&bucket_changed, &index);
 		if (seen)
 			changed = atomic_max_u32(seen, changed);
-		if ((__u64)unix_seconds() < (__u64)changed + vip->window)
-			return chain(skb, outer, opt);
+		chainable = (__u64)unix_seconds() < (__u64)changed + vip->window;
 	}
-	if (gen == newest)
-		return decap_to_stack(skb, 1, AGENT_STACK_RESET);
+
+	/*
+	 * Nothing to daisy-chain and a mux at the newest generation: whether
+	 * the connection is local or not, the stack is where the packet goes
+	 * (it serves it, or resets it). This is the common case — a bucket that
+	 * has not moved lately — and it needs no socket lookup.
+	 */
+	if (!chainable && gen == newest)
+		return decap_to_stack(skb, 1, AGENT_TO_STACK);
+
+	switch (locality(skb, ip, tcp)) {
+	case LOCAL_SOCKET:
+		return decap_to_stack(skb, 1, AGENT_LOCAL_SOCKET);
+	case LOCAL_COOKIE:
+		return decap_to_stack(skb, 1, AGENT_LOCAL_COOKIE);
+	default:
+		break;
+	}
+	if (chainable)
+		return chain(skb, outer, opt);
 	return drop(AGENT_DROP_STALE_GENERATION);
 }
 

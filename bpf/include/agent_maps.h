@@ -37,11 +37,12 @@ enum agent_counter {
 	AGENT_PASS_NOT_ENCAP = 0,   /* not IP-in-IP: ordinary traffic */
 	AGENT_PASS_NOT_FOR_US,      /* IP-in-IP to another address */
 	AGENT_LOCAL_SYN,            /* connection request: kept */
-	AGENT_LOCAL_SOCKET,         /* belongs to a local connection: kept */
-	AGENT_LOCAL_COOKIE,         /* ACK with a valid SYN cookie: kept */
-	AGENT_STACK_NO_OPTION,      /* MPTCP subflow port, unknown here: stack answers */
+	AGENT_TO_STACK,             /* newest generation, nothing to chain: kept (the stack
+	                             * serves the connection, or resets it) — no lookup */
+	AGENT_LOCAL_SOCKET,         /* chainable or stale, but a local connection's: kept */
+	AGENT_LOCAL_COOKIE,         /* chainable or stale, but a valid SYN-cookie ACK: kept */
+	AGENT_STACK_NO_OPTION,      /* no option (subflow by server id): kept, stack answers */
 	AGENT_CHAINED,              /* daisy-chained to the previous server */
-	AGENT_STACK_RESET,          /* current generation, not chainable: stack resets */
 	AGENT_DROP_STALE_GENERATION,/* from a mux behind the newest generation: dropped */
 	AGENT_DROP_UNTRUSTED,       /* outer source not a trusted prefix */
 	AGENT_DROP_TRUNCATED,

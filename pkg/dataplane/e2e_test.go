@@ -380,13 +380,13 @@ func TestEndToEnd(t *testing.T) {
 
 	t.Run("after the chaining window", func(t *testing.T) {
 		e.agents["b"].SyncClock(moved.Add(4*time.Minute + time.Second))
-		resets := e.counter(t, "b", "stack_reset")
+		resets := e.counter(t, "b", "to_stack")
 		_, err := old[0].ask("late", 3*time.Second)
 		if !errors.Is(err, syscall.ECONNRESET) {
 			t.Fatalf("stray packet at current generation: %v, want connection reset", err)
 		}
-		if e.counter(t, "b", "stack_reset") == resets {
-			t.Error("stack_reset did not count the stray packet")
+		if e.counter(t, "b", "to_stack") == resets {
+			t.Error("to_stack did not count the stray packet")
 		}
 		// A server that has seen a newer generation drops strays silently.
 		must(t, e.agents["b"].SetGenerationSeen(0, e.gen+1))

@@ -103,6 +103,7 @@ func agentRows(r *rig, o Options, add func(string, int, int, trial, string) erro
 		return wiretest.Frame(wiretest.MuxMAC, net.HardwareAddr{2, 0xbe, 0xa0, 0, 0, 0x11}, outer)
 	}
 	moved := &wire.Option{Previous: prevAddr, Changed: uint32(now.Unix() - 10), Generation: 5}
+	steady := &wire.Option{Generation: 5}
 	stale := &wire.Option{Generation: 4}
 	ctx := skbContext(eth0.Attrs().Index)
 	base := trial{ns: ns, ctx: ctx, repeat: o.Repeat, read: a.Counters}
@@ -120,7 +121,12 @@ func agentRows(r *rig, o Options, add func(string, int, int, trial, string) erro
 			t.prog, t.frame, t.want = a.DecapFloorProgram(), encap(41000, moved), tcOK
 			return t
 		}},
-		{"agent-local", "local_socket", func() trial {
+		{"agent-local", "to_stack", func() trial {
+			t := base
+			t.prog, t.frame, t.want = a.BenchProgram(), encap(41000, steady), tcOK
+			return t
+		}},
+		{"agent-local-moved", "local_socket", func() trial {
 			t := base
 			t.prog, t.frame, t.want = a.BenchProgram(), encap(41000, moved), tcOK
 			return t
@@ -137,11 +143,12 @@ func agentRows(r *rig, o Options, add func(string, int, int, trial, string) erro
 		}},
 	}
 	methods := map[string]string{
-		"empty-tc":    "test run, repeat; tc program returning TC_ACT_OK",
-		"decap-floor": "test run, repeat; strips the 36-byte outer header and puts it back, nothing else",
-		"agent-local": "test run, repeat; packet of a local connection: socket lookup, decapsulation (restored after each run)",
-		"agent-chain": "test run, repeat; stray packet in the chaining window: rewritten towards the previous server (restored after each run)",
-		"agent-drop":  "test run, repeat; stray packet from a stale mux: dropped",
+		"empty-tc":          "test run, repeat; tc program returning TC_ACT_OK",
+		"decap-floor":       "test run, repeat; strips the 36-byte outer header and puts it back, nothing else",
+		"agent-local":       "test run, repeat; fast path: packet of a local connection whose bucket has not moved: decapsulation, no socket lookup (restored after each run)",
+		"agent-local-moved": "test run, repeat; packet of a local connection in a bucket that moved: socket lookup, decapsulation (restored after each run)",
+		"agent-chain":       "test run, repeat; stray packet in the chaining window: rewritten towards the previous server (restored after each run)",
+		"agent-drop":        "test run, repeat; stray packet from a stale mux: dropped",
 	}
 	for _, row := range rows {
 		if row.name == "agent-drop" {

@@ -118,20 +118,8 @@ func (a *Agent) Process(frame []byte) Result {
 
 	flags := tcp[13]
 	syn, ack, rst := flags&0x02 != 0, flags&0x10 != 0, flags&0x04 != 0
-	switch a.Socket(client, vipAP) {
-	case Connection:
-		return decap(frame, outerLen, "local_socket")
-	case Listener:
-		if syn && !ack {
-			return decap(frame, outerLen, "local_syn")
-		}
-		if ack && !syn && !rst && a.CookieValid != nil && a.CookieValid(ip) {
-			return decap(frame, outerLen, "local_cookie")
-		}
-	default:
-		if syn && !ack {
-			return decap(frame, outerLen, "local_syn")
-		}
+	if syn && !ack {
+		return decap(frame, outerLen, "local_syn")
 	}
 	if opt == nil {
 		return decap(frame, outerLen, "stack_no_option")
@@ -141,20 +129,29 @@ func (a *Agent) Process(frame []byte) Result {
 		a.GenSeen[vip.Slot] = opt.Generation
 	}
 	newest := a.GenSeen[vip.Slot]
-	changed := opt.Changed
+	chainable := false
 	if opt.HasPrevious() && !opt.Chained() && opt.Previous != a.Addr && vip.Window != 0 {
 		f := wire.Flow{Src: client.Addr(), Dst: vipAP.Addr(), SrcPort: client.Port(), DstPort: vipAP.Port(), Proto: wire.ProtoTCP}
 		key := [2]uint32{vip.Slot, f.Bucket(vip.Buckets)}
-		if changed > a.Changed[key] {
-			a.Changed[key] = changed
+		if opt.Changed > a.Changed[key] {
+			a.Changed[key] = opt.Changed
 		}
-		changed = a.Changed[key]
-		if uint64(a.Now) < uint64(changed)+uint64(vip.Window) {
-			return a.chain(frame, opt)
+		chainable = uint64(a.Now) < uint64(a.Changed[key])+uint64(vip.Window)
+	}
+	// Nothing to chain at the newest generation: to the stack, no lookup.
+	if !chainable && opt.Generation == newest {
+		return decap(frame, outerLen, "to_stack")
+	}
+	switch a.Socket(client, vipAP) {
+	case Connection:
+		return decap(frame, outerLen, "local_socket")
+	case Listener:
+		if ack && !syn && !rst && a.CookieValid != nil && a.CookieValid(ip) {
+			return decap(frame, outerLen, "local_cookie")
 		}
 	}
-	if opt.Generation == newest {
-		return decap(frame, outerLen, "stack_reset")
+	if chainable {
+		return a.chain(frame, opt)
 	}
 	return drop("drop_stale_generation")
 }

@@ -97,6 +97,8 @@ func agentScenario() (wiretest.AgentScenario, []wiretest.PacketCase) {
 		{Name: "other bucket with closed window is not chained: stack resets", Input: fromMux(seg(vip, otherBucket, 80, wiretest.ACK).IPv4(), opt(serverA, closed, 5, 0))},
 		{Name: "newer generation raises the highest seen", Input: fromMux(stray2, opt(noPrev, 0, 6, 0))},
 		{Name: "stale generation without chaining is dropped", Input: fromMux(seg(vip, otherBucket, 80, wiretest.ACK).IPv4(), opt(serverA, closed, 5, 0))},
+		{Name: "stale generation but a local connection's packet is kept", Input: fromMux(seg(vip, 41000, 80, wiretest.ACK).IPv4(), opt(noPrev, 0, 5, 0))},
+		{Name: "local connection at the newest generation goes to the stack without a lookup", Input: fromMux(seg(vip, 41000, 80, wiretest.ACK).IPv4(), opt(noPrev, 0, 6, 0))},
 		{Name: "stale generation in open window still chains", Input: fromMux(stray, opt(serverA, open, 4, 0))},
 		{Name: "previous server is this server: not chained", Input: fromMux(stray2, opt(serverB, open, 6, 0))},
 		{Name: "vip without chaining resets at current generation", Input: fromMux(seg(vip2, 42000, 80, wiretest.ACK).IPv4(), opt(serverA, open, 6, 0))},
