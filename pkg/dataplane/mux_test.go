@@ -12,7 +12,6 @@ import (
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 )
 
 // xdpMD is struct xdp_md, the context of an XDP test run.
@@ -92,27 +91,11 @@ func runXDP(t testing.TB, ns *netlab.Namespace, ifindex int, prog *ebpf.Program,
 	opts := &ebpf.RunOptions{Data: frame, DataOut: make([]byte, len(frame)+256),
 		Context: xdpMD{DataEnd: uint32(len(frame)), IngressIfindex: uint32(ifindex)}}
 	var ret uint32
-	must(t, ns.Do(func() error {
-		return onCPU0(func() (err error) {
-			ret, err = prog.Run(opts)
-			return err
-		})
+	must(t, ns.DoOnCPU(0, func() (err error) {
+		ret, err = prog.Run(opts)
+		return err
 	}))
 	return xdpActions[ret], opts.DataOut
-}
-
-// onCPU0 runs fn with the calling thread (locked by the caller) on CPU 0.
-func onCPU0(fn func() error) error {
-	var old, one unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &old); err != nil {
-		return err
-	}
-	one.Set(0)
-	if err := unix.SchedSetaffinity(0, &one); err != nil {
-		return err
-	}
-	defer unix.SchedSetaffinity(0, &old)
-	return fn()
 }
 
 func loadVectorMux(t *testing.T) (*wiretest.Vectors, *Mux) {

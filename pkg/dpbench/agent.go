@@ -10,6 +10,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
+	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
 )
 
@@ -106,59 +107,34 @@ func agentRows(r *rig, o Options, add func(string, int, int, trial, string) erro
 	steady := &wire.Option{Generation: 5}
 	stale := &wire.Option{Generation: 4}
 	ctx := skbContext(eth0.Attrs().Index)
-	base := trial{ns: ns, ctx: ctx, repeat: o.Repeat, read: a.Counters}
 	rows := []struct {
-		name, counter string
-		prog          func() trial
+		name    string
+		prog    *ebpf.Program
+		sport   uint16 // the client port: 41000 is the local connection's
+		opt     *wire.Option
+		want    uint32
+		counter string
+		method  string
 	}{
-		{"empty-tc", "", func() trial {
-			t := base
-			t.prog, t.frame, t.want = a.EmptyProgram(), encap(41000, moved), tcOK
-			return t
-		}},
-		{"decap-floor", "", func() trial {
-			t := base
-			t.prog, t.frame, t.want = a.DecapFloorProgram(), encap(41000, moved), tcOK
-			return t
-		}},
-		{"agent-local", "to_stack", func() trial {
-			t := base
-			t.prog, t.frame, t.want = a.BenchProgram(), encap(41000, steady), tcOK
-			return t
-		}},
-		{"agent-local-moved", "local_socket", func() trial {
-			t := base
-			t.prog, t.frame, t.want = a.BenchProgram(), encap(41000, moved), tcOK
-			return t
-		}},
-		{"agent-chain", "chained", func() trial {
-			t := base
-			t.prog, t.frame, t.want = a.BenchProgram(), encap(42000, moved), tcRedirect
-			return t
-		}},
-		{"agent-drop", "drop_stale_generation", func() trial {
-			t := base
-			t.prog, t.frame, t.want = a.BenchProgram(), encap(42001, stale), tcShot
-			return t
-		}},
-	}
-	methods := map[string]string{
-		"empty-tc":          "test run, repeat; tc program returning TC_ACT_OK",
-		"decap-floor":       "test run, repeat; strips the 36-byte outer header and puts it back, nothing else",
-		"agent-local":       "test run, repeat; fast path: packet of a local connection whose bucket has not moved: decapsulation, no socket lookup (restored after each run)",
-		"agent-local-moved": "test run, repeat; packet of a local connection in a bucket that moved: socket lookup, decapsulation (restored after each run)",
-		"agent-chain":       "test run, repeat; stray packet in the chaining window: rewritten towards the previous server (restored after each run)",
-		"agent-drop":        "test run, repeat; stray packet from a stale mux: dropped",
+		{"empty-tc", a.EmptyProgram(), 41000, moved, tcOK, "", "tc program returning TC_ACT_OK"},
+		{"decap-floor", a.DecapFloorProgram(), 41000, moved, tcOK, "", "strips the 36-byte outer header and puts it back, nothing else"},
+		{"agent-local", a.BenchProgram(), 41000, steady, tcOK, "to_stack",
+			"fast path: packet of a local connection whose bucket has not moved: decapsulation, no socket lookup (restored after each run)"},
+		{"agent-local-moved", a.BenchProgram(), 41000, moved, tcOK, "local_socket",
+			"packet of a local connection in a bucket that moved: socket lookup, decapsulation (restored after each run)"},
+		{"agent-chain", a.BenchProgram(), 42000, moved, tcRedirect, "chained",
+			"stray packet in the chaining window: rewritten towards the previous server (restored after each run)"},
+		{"agent-drop", a.BenchProgram(), 42001, stale, tcShot, "drop_stale_generation", "stray packet from a stale mux: dropped"},
 	}
 	for _, row := range rows {
-		if row.name == "agent-drop" {
+		if row.name == "agent-drop" { // the server has seen generation 5 by now
 			if err := a.SetGenerationSeen(0, 5); err != nil {
 				return err
 			}
 		}
-		t := row.prog()
-		t.counter = row.counter
-		if err := add(row.name, 1, 0, t, methods[row.name]); err != nil {
+		t := trial{ns: ns, prog: row.prog, frame: encap(row.sport, row.opt), ctx: ctx, want: row.want,
+			repeat: o.Repeat, counter: row.counter, read: a.Counters}
+		if err := add(row.name, 1, 0, t, "test run, repeat; "+row.method); err != nil {
 			return err
 		}
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/netlab"
 	"github.com/cilium/ebpf"
-	"golang.org/x/sys/unix"
 )
 
 // xdpMD is struct xdp_md, the context of an XDP test run.
@@ -45,14 +44,13 @@ func (t trial) run(trials int) (float64, bool, error) {
 		}
 		var ret uint32
 		var took time.Duration
-		err = t.ns.Do(func() error {
-			return onCPU0(func() error {
-				start := time.Now()
-				var err error
-				ret, err = t.prog.Run(&ebpf.RunOptions{Data: t.frame, Repeat: uint32(t.repeat), Context: t.ctx})
-				took = time.Since(start)
-				return err
-			})
+		// On one CPU, so per-CPU state (next-hop cache) stays warm.
+		err = t.ns.DoOnCPU(0, func() error {
+			start := time.Now()
+			var err error
+			ret, err = t.prog.Run(&ebpf.RunOptions{Data: t.frame, Repeat: uint32(t.repeat), Context: t.ctx})
+			took = time.Since(start)
+			return err
 		})
 		if err != nil {
 			return 0, false, err
@@ -73,19 +71,4 @@ func (t trial) run(trials int) (float64, bool, error) {
 	}
 	sort.Float64s(samples)
 	return samples[len(samples)/2], verified, nil
-}
-
-// onCPU0 runs fn with the calling thread (locked by netlab's Do) on CPU 0,
-// so per-CPU state (next-hop cache, flood window) stays warm between runs.
-func onCPU0(fn func() error) error {
-	var old, one unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &old); err != nil {
-		return err
-	}
-	one.Set(0)
-	if err := unix.SchedSetaffinity(0, &one); err != nil {
-		return err
-	}
-	defer unix.SchedSetaffinity(0, &old)
-	return fn()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // namePrefix starts every namespace this package creates; the owner's pid
@@ -150,6 +151,23 @@ func (ns *Namespace) Do(fn func() error) error {
 		panic(fmt.Sprintf("netlab: cannot return to original namespace: %v", err))
 	}
 	return ferr
+}
+
+// DoOnCPU is Do with the thread also pinned to one CPU, so that successive
+// calls see the same per-CPU state of BPF programs (tables, caches).
+func (ns *Namespace) DoOnCPU(cpu int, fn func() error) error {
+	return ns.Do(func() error {
+		var old, one unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &old); err != nil {
+			return err
+		}
+		one.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &one); err != nil {
+			return err
+		}
+		defer unix.SchedSetaffinity(0, &old)
+		return fn()
+	})
 }
 
 // Command returns a command that runs inside the namespace.
