@@ -41,6 +41,8 @@ type Daemon struct {
 	nl      *netlink.Handle
 	metrics *metrics.Server
 
+	stop      chan struct{} // closed by Close: ends the netlink watches
+
 	mu        sync.Mutex
 	instances map[string]forwarding.Instance
 
@@ -85,7 +87,7 @@ func Start(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{opts: opts, mux: m, instances: map[string]forwarding.Instance{}}
+	d := &Daemon{opts: opts, mux: m, instances: map[string]forwarding.Instance{}, stop: make(chan struct{})}
 	if d.nl, err = netlink.NewHandle(); err != nil {
 		m.Close()
 		return nil, err
@@ -94,6 +96,10 @@ func Start(opts Options) (*Daemon, error) {
 		d.nl.Close()
 		m.Close()
 		return nil, err
+	}
+	if err := d.watchNextHops(); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("watching neighbours and routes: %w", err)
 	}
 	if opts.Metrics != "" {
 		if err := d.serveMetrics(); err != nil {
@@ -187,6 +193,7 @@ func (d *Daemon) RemoveInstance(name string) error {
 
 // Close detaches the mux and frees everything.
 func (d *Daemon) Close() error {
+	close(d.stop)
 	if d.metrics != nil {
 		d.metrics.Close()
 	}
