@@ -132,6 +132,25 @@ func (p *DefragPlan) cycles(buckets []forwarding.Bucket) [][]uint32 {
 		}
 	}
 
+	// Within a server, give away first the buckets next to their target
+	// owner, then the ends of runs: a cycle taking them shrinks the giver's
+	// run instead of splitting it and may extend the receiver's.
+	rank := func(i uint32) int {
+		o, t := buckets[i].Current, p.target[i]
+		left, right := i > 0 && buckets[i-1].Current == o, int(i)+1 < len(buckets) && buckets[i+1].Current == o
+		switch {
+		case i > 0 && buckets[i-1].Current == t || int(i)+1 < len(buckets) && buckets[i+1].Current == t:
+			return 0
+		case !left || !right:
+			return 1
+		}
+		return 2
+	}
+	for s := range idSpace {
+		if seg := out[next[s]:end[s]]; len(seg) > 1 {
+			slices.SortStableFunc(seg, func(x, y uint32) int { return rank(x) - rank(y) })
+		}
+	}
 	return walkCycles(next[:idSpace], end, out, p.target)
 }
 

@@ -153,7 +153,13 @@ func TestDefragRandom(t *testing.T) {
 			}
 		})
 	}
+	// Stalls are the known limitation (docs/hashing.md); giving boundary
+	// buckets first when cycles are formed brought them from 5 to 2 of
+	// these 30 runs, and more means a regression.
 	t.Logf("%d of 30 runs stalled", stalled)
+	if stalled > 2 {
+		t.Errorf("%d of 30 runs stalled, want at most 2", stalled)
+	}
 }
 
 func sameCounts(x, y []forwarding.ServerID) bool {
