@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -55,6 +56,7 @@ func labRunCmd() *cobra.Command {
 		size       string
 		asJSON     bool
 		out, keep  string
+		invPath    string
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -99,6 +101,16 @@ func labRunCmd() *cobra.Command {
 			}
 			ctx, stop := interruptible()
 			defer stop()
+			var made []*lab.Inventory
+			if invPath != "" {
+				// Written whatever happens, after the clean-up: the clean-up
+				// test reads it to check nothing of the runs remains.
+				defer func() {
+					if b, err := json.Marshal(made); err == nil {
+						os.WriteFile(invPath, b, 0o644)
+					}
+				}()
+			}
 			var results []*lab.Result
 			for i, run := range runs {
 				name := run.Params.Experiment
@@ -110,6 +122,7 @@ func labRunCmd() *cobra.Command {
 					run.Dir = filepath.Join(keep, fmt.Sprintf("%02d-%s-%s", i+1, name, run.Params.Strategy))
 				}
 				run.Progress = progress
+				run.Inventory = func(inv *lab.Inventory) { made = append(made, inv) }
 				r, err := lab.Run(ctx, run)
 				if err != nil {
 					return fmt.Errorf("%s/%s: %w", name, run.Params.Strategy, err)
@@ -148,6 +161,8 @@ func labRunCmd() *cobra.Command {
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object per run (progress goes to stderr)")
 	fl.StringVar(&out, "out", "lab-results", "directory for the plots and results.json (\"\" = none)")
 	fl.StringVar(&keep, "keep-logs", "", "keep each run's directory (daemon logs, router and store files) under this directory")
+	fl.StringVar(&invPath, "inventory", "", "write what each run created (namespaces, processes, BPF programs) as JSON to this file after clean-up")
+	fl.MarkHidden("inventory")
 	f.register(cmd)
 	return cmd
 }

@@ -39,7 +39,9 @@ func muxAddr(i int) netip.Addr    { return netip.AddrFrom4([4]byte{198, 18, 0, b
 func serverAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, 0, byte(10 + i)}) }
 
 // clientAddr is client i's address on path p (0 or 1).
-func clientAddr(p, i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, byte(1 + p), byte(1 + i)}) }
+func clientAddr(p, i int) netip.Addr {
+	return netip.AddrFrom4([4]byte{198, 18, byte(1 + p), byte(1 + i)})
+}
 
 // routerClientAddr is the router's address on client path p.
 func routerClientAddr(p int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, byte(1 + p), 254}) }

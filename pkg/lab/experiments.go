@@ -45,9 +45,11 @@ var experiments = map[string]experiment{
 			Beamer:   "0 broken",
 			Stateful: "7–30% of connections broken (1–4 servers removed)"},
 		shape: func(p *Params, size string) {
-			p.Servers, p.Muxes, p.Removed = 8, 2, 2
+			// One server: removing more with one `ctl remove-dip` each can
+			// move a bucket twice within its chaining window (docs/lab.md).
+			p.Servers, p.Muxes, p.Removed = 8, 2, 1
 			if size == SizeDemo {
-				p.Servers, p.Removed = 4, 1
+				p.Servers = 4
 			}
 		},
 		check: needRemoved(2),
@@ -70,7 +72,7 @@ var experiments = map[string]experiment{
 			Beamer:   "0 broken",
 			Stateful: "breaks connections under the flood (none without it)"},
 		shape: func(p *Params, size string) {
-			p.Servers, p.Muxes, p.Removed, p.FloodRate = 8, 2, 2, 50_000
+			p.Servers, p.Muxes, p.Removed, p.FloodRate = 8, 2, 1, 50_000
 			if size == SizeCI || size == SizeDemo {
 				p.FloodRate = 20_000
 			}

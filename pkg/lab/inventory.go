@@ -20,9 +20,9 @@ import (
 // and the BPF programs attached inside its namespaces.
 type Inventory struct {
 	mu         sync.Mutex
-	Namespaces map[string]uint64 // name → network namespace inode
-	Pids       []int
-	Programs   []ebpf.ProgramID
+	Namespaces map[string]uint64 `json:"namespaces"` // name → network namespace inode
+	Pids       []int             `json:"pids"`
+	Programs   []ebpf.ProgramID  `json:"bpf_programs"`
 }
 
 func (inv *Inventory) addNamespace(ns *netlab.Namespace) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -50,6 +51,8 @@ type Load struct {
 	fcts   []FCT
 	broken []BrokenConn
 	live   map[net.Conn]struct{}
+	// missing counts MPTCP connections closed without a secondary subflow, by why.
+	missing map[string]int
 }
 
 // connRecord is one client connection as the client saw it.
@@ -64,16 +67,16 @@ type connRecord struct {
 
 // FCT is one download's flow completion time.
 type FCT struct {
-	At       time.Duration // since the load started, at completion
-	Duration time.Duration
+	At       time.Duration `json:"at"` // since the load started, at completion
+	Duration time.Duration `json:"duration"`
 }
 
 // BrokenConn is a connection that broke, when and why.
 type BrokenConn struct {
-	At     time.Duration
-	Client int
-	Server string // last server that answered on it, if any
-	Reason string
+	At     Duration `json:"at"` // since the load started
+	Client int      `json:"client"`
+	Server string   `json:"server,omitempty"` // last server that answered on it, if any
+	Reason string   `json:"reason"`
 }
 
 type loadClient struct {
@@ -86,7 +89,7 @@ type loadClient struct {
 // StartLoad starts the clients' traffic.
 func (l *Lab) StartLoad(o LoadOptions) *Load {
 	ctx, cancel := context.WithCancel(context.Background())
-	ld := &Load{opts: o, ctx: ctx, abort: cancel, started: time.Now(), live: map[net.Conn]struct{}{}}
+	ld := &Load{opts: o, ctx: ctx, abort: cancel, started: time.Now(), live: map[net.Conn]struct{}{}, missing: map[string]int{}}
 	for i, ns := range l.clients {
 		c := &loadClient{index: i, ns: ns, addr: clientAddr(0, i), ports: seededPorts(o.Seed, i)}
 		for j := 0; j < o.PerClient; j++ {
@@ -133,30 +136,40 @@ func (ld *Load) persistent(c *loadClient, slot int) {
 	defer ld.closeConn(conn)
 	br := bufio.NewReader(conn)
 	for !ld.stop.Load() {
-		server, err := ld.download(conn, br, false)
+		server, err := ld.download(conn, br, time.Now(), false)
 		if err != nil {
 			ld.fail(rec, c, server, err)
 			return
 		}
-		ld.done(rec, server, conn, false)
+		ld.done(rec)
+		if rec.mptcp {
+			ld.subflows(rec, conn, false)
+		}
 	}
 }
 
 // shortLived opens a new connection for every download until stopped.
+// An MPTCP connection first waits (bounded) for its secondary subflow, as
+// a long download would have it; the server then closes after the
+// response, so the clients' ports do not pile up in TIME_WAIT.
 func (ld *Load) shortLived(c *loadClient, slot int) {
 	defer ld.wg.Done()
 	for k := 0; !ld.stop.Load(); k++ {
 		rec := ld.newRecord(c.index)
+		start := time.Now()
 		conn, err := ld.dial(c, c.ports[(slot+k*ld.opts.PerClient)%len(c.ports)], rec)
 		if err != nil {
 			ld.fail(rec, c, "", err)
 			continue
 		}
-		server, err := ld.download(conn, bufio.NewReader(conn), true)
+		if rec.mptcp {
+			ld.subflows(rec, conn, true)
+		}
+		server, err := ld.download(conn, bufio.NewReader(conn), start, true)
 		if err != nil {
 			ld.fail(rec, c, server, err)
 		} else {
-			ld.done(rec, server, conn, true)
+			ld.done(rec)
 		}
 		ld.closeConn(conn)
 	}
@@ -200,9 +213,9 @@ func (ld *Load) closeConn(c *watchedConn) {
 	c.Close()
 }
 
-// download fetches the file once and checks its length.
-func (ld *Load) download(conn *watchedConn, br *bufio.Reader, last bool) (server string, err error) {
-	start := time.Now()
+// download fetches the file once and checks its length; its completion
+// time counts from start (the dial, for a short-lived connection).
+func (ld *Load) download(conn *watchedConn, br *bufio.Reader, start time.Time, last bool) (server string, err error) {
 	req := "GET /file HTTP/1.1\r\nHost: " + VIP.String() + "\r\n"
 	if last {
 		req += "Connection: close\r\n"
@@ -231,34 +244,59 @@ func (ld *Load) download(conn *watchedConn, br *bufio.Reader, last bool) (server
 	return server, nil
 }
 
-// done records a completed download, and for MPTCP the subflows.
-func (ld *Load) done(rec *connRecord, server string, conn *watchedConn, lastOnConn bool) {
-	subflows := 0
-	if rec.mptcp {
-		subflows = secondarySubflows(conn.TCPConn, lastOnConn)
-	}
+// done records a completed download.
+func (ld *Load) done(rec *connRecord) {
 	ld.mu.Lock()
-	defer ld.mu.Unlock()
 	rec.requests++
-	rec.subflows = max(rec.subflows, subflows)
+	ld.mu.Unlock()
 }
 
+// subflows records the connection's secondary subflows; wait gives one
+// being opened time to come up (a new connection).
+func (ld *Load) subflows(rec *connRecord, conn *watchedConn, wait bool) {
+	sub := secondarySubflows(conn.TCPConn, wait)
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	rec.subflows = max(rec.subflows, sub.established)
+	if wait && sub.established == 0 && sub.why != "" {
+		ld.missing[sub.why]++
+	}
+}
+
+// subflowOutcome is what became of a connection's secondary subflow.
+type subflowOutcome struct {
+	established int
+	why         string // when none: "no ADD_ADDR", "join refused", "join pending"
+}
+
+// subflowWait bounds how long a connection about to close waits for its
+// secondary subflow: the server's ADD_ADDR and the join take a round trip
+// or two, a SYN lost on a failed mux one retransmission (1 s) more.
+const subflowWait = 3 * time.Second
+
 // secondarySubflows counts the connection's established subflows beyond
-// the first. On a connection about to close, it gives a subflow still
-// being opened up to a second to come up: the server's ADD_ADDR and the
-// join take a round trip or two.
-func secondarySubflows(c *net.TCPConn, wait bool) int {
-	deadline := time.Now().Add(time.Second)
+// the first; with wait, it gives one being opened time to come up.
+// (The server announces VIP:server-id once the connection is established;
+// the client then joins from its second path.)
+func secondarySubflows(c *net.TCPConn, wait bool) subflowOutcome {
+	deadline := time.Now().Add(subflowWait)
 	for {
 		st, err := readSubflows(c)
 		if err != nil {
-			return 0
+			return subflowOutcome{why: "unreadable: " + err.Error()}
 		}
-		if st.established > 1 || !wait || time.Now().After(deadline) {
-			return max(st.established-1, 0)
+		if st.established > 1 {
+			return subflowOutcome{established: st.established - 1}
 		}
-		if st.addAddrAccepts > 0 && st.pending == 0 {
-			return 0 // the join was refused
+		out := subflowOutcome{why: "join pending"}
+		switch {
+		case st.addAddrAccepts == 0:
+			out.why = "no ADD_ADDR"
+		case st.pending == 0:
+			return subflowOutcome{why: "join refused"}
+		}
+		if !wait || time.Now().After(deadline) {
+			return out
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -272,7 +310,7 @@ func (ld *Load) fail(rec *connRecord, c *loadClient, server string, err error) {
 	ld.mu.Lock()
 	defer ld.mu.Unlock()
 	rec.broken = true
-	ld.broken = append(ld.broken, BrokenConn{At: time.Since(ld.started), Client: c.index, Server: server, Reason: ld.reason(err)})
+	ld.broken = append(ld.broken, BrokenConn{At: Duration(time.Since(ld.started).Round(time.Millisecond)), Client: c.index, Server: server, Reason: ld.reason(err)})
 }
 
 func (ld *Load) reason(err error) string {
@@ -324,6 +362,7 @@ type LoadResult struct {
 	Bytes               uint64
 	MPTCPConnections    int
 	SubflowsEstablished int
+	SubflowsMissing     map[string]int // MPTCP connections without one, by why
 	BrokenConns         []BrokenConn
 	FCTs                []FCT
 }
@@ -332,7 +371,7 @@ type LoadResult struct {
 func (ld *Load) Snapshot() LoadResult {
 	ld.mu.Lock()
 	defer ld.mu.Unlock()
-	r := LoadResult{Bytes: ld.bytes.Load(), BrokenConns: append([]BrokenConn(nil), ld.broken...), FCTs: append([]FCT(nil), ld.fcts...)}
+	r := LoadResult{Bytes: ld.bytes.Load(), SubflowsMissing: maps.Clone(ld.missing), BrokenConns: append([]BrokenConn(nil), ld.broken...), FCTs: append([]FCT(nil), ld.fcts...)}
 	for _, c := range ld.conns {
 		if !c.opened && !c.broken {
 			continue // being opened as the load stopped

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"time"
 )
 
@@ -66,7 +67,7 @@ func DefaultParams(experiment, size, strategy string) (Params, error) {
 	if !ok {
 		return Params{}, fmt.Errorf("unknown experiment %q; experiments: %s", experiment, ExperimentNames())
 	}
-	p := Params{Experiment: experiment, Strategy: strategy, Buckets: 800, FileSize: 1 << 20,
+	p := Params{Experiment: experiment, Strategy: strategy, Buckets: 1009, // prime: Maglev tables need a prime size FileSize: 1 << 20,
 		Window: Duration(4 * time.Minute), Stall: Duration(15 * time.Second), Persistent: true, Seed: 1, Store: "embedded"}
 	switch size {
 	case SizePaper: // the paper's 7 clients × 100 connections, 1 MB files
@@ -97,6 +98,10 @@ func (p *Params) Validate() error {
 		return errors.New("stall timeout: want at least 1s (and more than the BGP hold time, 3s, to survive a mux kill)")
 	case p.Window < 0:
 		return errors.New("chaining window: must not be negative")
+	case p.Buckets <= uint32(max(p.Servers, 1)):
+		return fmt.Errorf("buckets %d: need more buckets than servers (%d)", p.Buckets, p.Servers)
+	case p.Strategy == "maglev" && !big.NewInt(int64(p.Buckets)).ProbablyPrime(0):
+		return fmt.Errorf("buckets %d: a Maglev table needs a prime size (e.g. 1009, 65537)", p.Buckets)
 	case p.Seed < 0:
 		return errors.New("seed: must not be negative")
 	case p.Warmup < 0 || p.Step <= 0:

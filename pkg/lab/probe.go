@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/netlab"
@@ -52,10 +53,21 @@ func (l *Lab) checkReachable(ctx context.Context, within time.Duration) error {
 				return ctx.Err()
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("client %d cannot download through %v after %v: %w", i, VIP, within, err)
+				return fmt.Errorf("client %d cannot download through %v after %v: %w (mux counters: %s)", i, VIP, within, err, nonZero(l.MuxCounters()))
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
 	return nil
+}
+
+// nonZero formats the non-zero counters, name=value.
+func nonZero(c map[string]uint64) string {
+	var parts []string
+	for _, k := range sortedKeys(c) {
+		if c[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, c[k]))
+		}
+	}
+	return strings.Join(parts, " ")
 }

@@ -52,6 +52,9 @@ func (r *Result) writeDetails(w io.Writer) {
 	if len(r.BrokenReasons) > 0 {
 		lines = append(lines, "broken: "+joinCounts(r.BrokenReasons))
 	}
+	if len(r.SubflowsMissing) > 0 {
+		lines = append(lines, "MPTCP connections closed without a secondary subflow: "+joinCounts(r.SubflowsMissing))
+	}
 	if len(r.ServerShare) > 0 {
 		parts := []string{}
 		for _, k := range sortedKeys(r.ServerShare) {

@@ -18,6 +18,7 @@ type Result struct {
 	BrokenReasons       map[string]int               `json:"broken_reasons,omitempty"`
 	SubflowsExpected    int                          `json:"subflows_expected"`
 	SubflowsEstablished int                          `json:"subflows_established"`
+	SubflowsMissing     map[string]int               `json:"subflows_missing,omitempty"` // connections closed without one, by why
 	ChainedPackets      uint64                       `json:"chained_packets"`
 	ChainedPerServer    map[string]uint64            `json:"chained_per_server,omitempty"`
 	Downloads           int                          `json:"downloads"`
@@ -46,7 +47,7 @@ type FloodResult struct {
 
 func (r *runner) result(lr LoadResult, tl []Sample, events []EventLog) *Result {
 	res := &Result{Scenario: r.sc.Name, Strategy: r.p.Strategy, Connections: lr.Connections, Broken: lr.Broken,
-		SubflowsExpected: lr.MPTCPConnections, SubflowsEstablished: lr.SubflowsEstablished,
+		SubflowsExpected: lr.MPTCPConnections, SubflowsEstablished: lr.SubflowsEstablished, SubflowsMissing: lr.SubflowsMissing,
 		Downloads: lr.Requests, BytesReceived: lr.Bytes, Events: events, Parameters: r.p, Timeline: tl,
 		FCTs: lr.FCTs, BrokenConns: lr.BrokenConns, BrokenReasons: map[string]int{}}
 	if lr.Connections > 0 {

@@ -63,7 +63,7 @@ func Run(ctx context.Context, o RunOptions) (res *Result, err error) {
 	r.lab = l
 	defer func() {
 		if err != nil && !errors.Is(err, context.Canceled) && o.Progress != nil {
-			fmt.Fprintf(o.Progress, "daemon logs (run directory %s):\n%s", dir, l.procs.logs())
+			fmt.Fprintf(o.Progress, "router: %s\ndaemon logs (run directory %s):\n%s", l.bgpSummary(), dir, l.procs.logs())
 		}
 		r.say("cleaning up: stopping daemons, removing namespaces")
 		if cerr := l.Close(); cerr != nil && err == nil {
@@ -96,9 +96,22 @@ type runner struct {
 }
 
 func (r *runner) say(format string, a ...any) {
-	if r.out != nil {
-		fmt.Fprintf(r.out, "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
+	if r.out == nil {
+		return
 	}
+	if isTerminal(r.out) {
+		fmt.Fprint(r.out, "\r\033[K") // over the progress line
+	}
+	fmt.Fprintf(r.out, "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // setUp creates the instance, starts the initial servers and muxes, and

@@ -2,7 +2,6 @@ package lab
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -29,12 +28,7 @@ type sampler struct {
 }
 
 func newSampler(r *runner) *sampler {
-	s := &sampler{r: r, quit: make(chan struct{}), done: make(chan struct{})}
-	if f, ok := r.out.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			s.isTTY = true
-		}
-	}
+	s := &sampler{r: r, quit: make(chan struct{}), done: make(chan struct{}), isTTY: isTerminal(r.out)}
 	go s.run()
 	return s
 }

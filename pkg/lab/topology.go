@@ -230,6 +230,9 @@ func setupClient(c *netlab.Namespace, i int) error {
 		// Kernel-chosen ports (MPTCP subflows) stay clear of the
 		// seeded ports the load generator binds.
 		"net.ipv4.ip_local_port_range": "60000 65000",
+		// Short-lived connections close from the client side; their
+		// ports come round again within TIME_WAIT in long runs.
+		"net.ipv4.tcp_tw_reuse": "1",
 	} {
 		if err := c.Sysctl(k, v); err != nil {
 			return err
