@@ -40,6 +40,7 @@ process also serves the embedded etcd other beamer commands connect to.`,
 	cmd.Flags().Float64Var(&defrag.Threshold, "defrag-threshold", defrag.Threshold, "defragment beamer instances whose fragmentation (range rules per DIP) is above this")
 	cmd.Flags().Float64Var(&defrag.TargetRate, "defrag-target-rate", defrag.TargetRate, "automatic defragmentation stops at this fragmentation, ≥ 1")
 	cmd.Flags().IntVar(&defrag.MaxMoves, "defrag-max-moves", defrag.MaxMoves, "per defragmentation step, at most this many buckets leave any DIP")
+	cmd.Flags().BoolVar(&defrag.AllowRise, "defrag-allow-rise", defrag.AllowRise, "let fragmentation rise during a run (the paper's algorithm: reaches the target from any table); without it a run never needs more range rules than it started with")
 	defragPeriod := cmd.Flags().Duration("defrag-period", forwarding.DefaultChainWindow, "one automatic defragmentation step per instance this often (paper: the 4-minute chaining window); 0 turns it off")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if h.Interval <= 0 || h.Timeout <= 0 || h.Fall < 1 || h.Rise < 1 || h.HalfLife <= 0 || *reconcile <= 0 || *blobEvery == 0 {

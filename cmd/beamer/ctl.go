@@ -164,13 +164,14 @@ func init() {
 	byID("drain NAME ID", "Move a DIP's buckets away (its connections finish by daisy chaining), keeping it configured", controller.OpDrain, false)
 	byID("undrain NAME ID", "Give a drained DIP its share of buckets again", controller.OpUndrain, false)
 
-	defrag, dff := newCtl("defrag NAME [--steps N] [--target-rate F] [--max-moves N]",
+	defrag, dff := newCtl("defrag NAME [--steps N] [--target-rate F] [--max-moves N] [--allow-rise]",
 		"Run defragmentation steps now (beamer instances): each step is a generation moving at most --max-moves buckets per DIP, with daisy chaining", cobra.ExactArgs(1))
 	steps := defrag.Flags().Int("steps", 1, fmt.Sprintf("steps to run now, 1–%d; each moves only buckets outside their chaining window", controller.MaxDefragSteps))
 	target := defrag.Flags().Float64("target-rate", assign.DefaultDefragParams.TargetRate, "stop once fragmentation (range rules per DIP) is at most this, ≥ 1")
 	maxMoves := defrag.Flags().Int("max-moves", assign.DefaultDefragParams.MaxMoves, "per step, at most this many buckets leave any DIP (and as many arrive)")
+	allowRise := defrag.Flags().Bool("allow-rise", false, "let fragmentation rise during the run, as the paper's algorithm does, so it reaches the target from any table (software muxes have no rule budget); without it a run never needs more rules than it started with and may stop short")
 	defrag.RunE = func(_ *cobra.Command, args []string) error {
-		p := assign.DefragParams{Threshold: *target, TargetRate: *target, MaxMoves: *maxMoves}
+		p := assign.DefragParams{Threshold: *target, TargetRate: *target, MaxMoves: *maxMoves, AllowRise: *allowRise}
 		if err := p.Validate(); err != nil {
 			return err
 		}

@@ -80,3 +80,46 @@ func TestDefragSkipsChainedBuckets(t *testing.T) {
 		t.Fatalf("step after the window: %v, %v", ch, err)
 	}
 }
+
+// TestDefragAllowRiseConverges: with AllowRise (the paper's algorithm, for
+// data planes without a rule budget) a run from a mildly fragmented table
+// reaches the target rate, with each server's bucket count unchanged at
+// every step and no bucket moved twice.
+func TestDefragAllowRiseConverges(t *testing.T) {
+	params := DefaultDefragParams
+	params.AllowRise = true
+	for seed := range uint64(2) {
+		buckets := mildlyFragmented(seed, 2000, 100)
+		start := Fragmentation(buckets)
+		counts := Counts(Owners(buckets))
+		plan, err := PlanDefrag(buckets, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		moved := map[uint32]bool{}
+		peak, steps := start, 0
+		for ; !plan.Done(buckets) && steps < 200; steps++ {
+			ch, err := plan.Step(buckets, uint32(10+steps))
+			if err != nil {
+				t.Fatalf("seed %d step %d: %v", seed, steps, err)
+			}
+			for _, c := range ch {
+				if moved[c.Index] {
+					t.Fatalf("seed %d: bucket %d moved twice", seed, c.Index)
+				}
+				moved[c.Index] = true
+			}
+			apply(buckets, ch)
+			peak = max(peak, Fragmentation(buckets))
+			if got := Counts(Owners(buckets)); !slices.Equal(got, counts) {
+				t.Fatalf("seed %d step %d: bucket counts changed", seed, steps)
+			}
+		}
+		end := Fragmentation(buckets)
+		t.Logf("seed %d: %.3f → %.3f rules/server in %d steps moving %d buckets (%.0f%%), peak %.2f",
+			seed, start, end, steps, len(moved), 100*float64(len(moved))/float64(len(buckets)), peak)
+		if end > params.TargetRate {
+			t.Errorf("seed %d: stopped at %.3f rules/server after %d steps, target %.2f", seed, end, steps, params.TargetRate)
+		}
+	}
+}

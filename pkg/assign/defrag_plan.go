@@ -32,6 +32,14 @@ type DefragParams struct {
 	// try to avoid migrating buckets that are being daisy chained"); moving
 	// it again would cut its previous owner's connections off. 0: no limit.
 	ChainWindow uint32
+	// AllowRise lets a step add range rules beyond the count the run
+	// started with, as the paper's algorithm does: fragmentation may rise
+	// for a while, but the run reaches TargetRate from any table. Without
+	// it a run never needs more rules than it started with (what a hardware
+	// data plane sized for its table wants), and may stall short of the
+	// target on a mildly fragmented table. A software mux matches per
+	// bucket and has no rule budget.
+	AllowRise bool
 }
 
 // DefaultDefragParams: start when servers average more than 1.5 rules,

@@ -2,6 +2,7 @@ package assign
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
@@ -88,12 +89,16 @@ func (p *DefragPlan) Step(buckets []forwarding.Bucket, now uint32) ([]forwarding
 	}
 	// Then any cycle of the misplaced graph that adds no rule, then ones
 	// that add rules while the table stays within the rule count it had
-	// when planned: fragmentation never exceeds its starting value.
+	// when planned (fragmentation never exceeds its starting value) — or,
+	// with AllowRise, any cycle.
 	for _, second := range []bool{false, true} {
 		for _, cyc := range cycles {
 			allowance := 0
 			if second {
 				allowance = p.rules - rules
+				if p.params.AllowRise {
+					allowance = math.MaxInt
+				}
 			}
 			take(cyc, allowance)
 		}

@@ -55,7 +55,7 @@ func TestDefragPlanKeepsWellPlacedRanges(t *testing.T) {
 }
 
 func TestDefragErrors(t *testing.T) {
-	for _, p := range []DefragParams{{1, 0.5, 1, 0}, {1, 1.2, 1, 0}, {2, 1, 0, 0}} {
+	for _, p := range []DefragParams{{Threshold: 1, TargetRate: 0.5, MaxMoves: 1}, {Threshold: 1, TargetRate: 1.2, MaxMoves: 1}, {Threshold: 2, TargetRate: 1}} {
 		if _, err := PlanDefrag(table(a), p); !errors.Is(err, ErrDefrag) {
 			t.Errorf("params %+v accepted", p)
 		}
