@@ -17,7 +17,7 @@ import (
 )
 
 // demoStrategies are what `beamer demo` runs by default.
-var demoStrategies = []string{"beamer"}
+var demoStrategies = []string{"beamer", "maglev"}
 
 func init() {
 	labCmd := &cobra.Command{

@@ -67,7 +67,8 @@ func DefaultParams(experiment, size, strategy string) (Params, error) {
 	if !ok {
 		return Params{}, fmt.Errorf("unknown experiment %q; experiments: %s", experiment, ExperimentNames())
 	}
-	p := Params{Experiment: experiment, Strategy: strategy, Buckets: 1009, // prime: Maglev tables need a prime size FileSize: 1 << 20,
+	// 1009 buckets: Maglev tables need a prime size.
+	p := Params{Experiment: experiment, Strategy: strategy, Buckets: 1009, FileSize: 1 << 20,
 		Window: Duration(4 * time.Minute), Stall: Duration(15 * time.Second), Persistent: true, Seed: 1, Store: "embedded"}
 	switch size {
 	case SizePaper: // the paper's 7 clients × 100 connections, 1 MB files
