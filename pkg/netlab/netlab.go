@@ -6,10 +6,12 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -113,7 +115,10 @@ func (l *Lab) Close() error {
 }
 
 // SweepStale removes namespaces named by this package whose owning process
-// has exited (a run that was killed before it could clean up).
+// has exited (a run that was killed before it could clean up), and first
+// ends the processes still running inside them (daemons that run was
+// running there): a namespace without its name lives on while a process
+// holds it.
 func SweepStale() {
 	entries, _ := os.ReadDir("/var/run/netns")
 	for _, e := range entries {
@@ -129,6 +134,7 @@ func SweepStale() {
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
 			continue
 		}
+		killInside(filepath.Join("/var/run/netns", e.Name()))
 		netns.DeleteNamed(e.Name())
 	}
 }
@@ -266,4 +272,23 @@ func (ns *Namespace) LinkMAC(dev string) ([]byte, error) {
 		return nil, fmt.Errorf("netlab: %s in %s: %w", dev, ns.Name, err)
 	}
 	return link.Attrs().HardwareAddr, nil
+}
+
+// killInside kills every process whose network namespace is the one
+// bound at path.
+func killInside(path string) {
+	var ns syscall.Stat_t
+	if err := syscall.Stat(path, &ns); err != nil {
+		return
+	}
+	links, _ := filepath.Glob("/proc/[0-9]*/ns/net")
+	for _, l := range links {
+		var st syscall.Stat_t
+		if syscall.Stat(l, &st) != nil || st.Ino != ns.Ino || st.Dev != ns.Dev {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.Split(l, "/")[2]); err == nil && pid != os.Getpid() {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
