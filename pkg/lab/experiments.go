@@ -112,15 +112,8 @@ var experiments = map[string]experiment{
 		},
 		scenario: func(p *Params) *Scenario {
 			sc := start("mux-churn", p.Servers, 1)
-			t := time.Duration(p.Warmup)
-			for i := 1; i < p.Muxes; i++ {
-				sc.at(t, "add-mux", i)
-				t += time.Duration(p.Step)
-			}
-			for i := p.Muxes - 1; i >= 1; i-- {
-				sc.at(t, "kill-mux", i)
-				t += time.Duration(p.Step)
-			}
+			t := sc.every(time.Duration(p.Warmup), p.Step, "add-mux", upFrom(1, p.Muxes))
+			t = sc.every(t, p.Step, "kill-mux", downTo(1, p.Muxes))
 			sc.at(t, "end")
 			return sc
 		},
@@ -137,12 +130,7 @@ var experiments = map[string]experiment{
 		check: func(p *Params) error { return nil },
 		scenario: func(p *Params) *Scenario {
 			sc := start("server-churn", 1, p.Muxes)
-			t := time.Duration(p.Warmup)
-			for i := 1; i < p.Servers; i++ {
-				sc.at(t, "add-server", i)
-				t += time.Duration(p.Step)
-			}
-			sc.at(t, "end")
+			sc.at(sc.every(time.Duration(p.Warmup), p.Step, "add-server", upFrom(1, p.Servers)), "end")
 			return sc
 		},
 	},
@@ -166,15 +154,8 @@ var experiments = map[string]experiment{
 		},
 		scenario: func(p *Params) *Scenario {
 			sc := start("mptcp", 1, p.Muxes)
-			t := time.Duration(p.Warmup)
-			for i := 1; i < p.Servers; i++ {
-				sc.at(t, "add-server", i)
-				t += time.Duration(p.Step)
-			}
-			for i := p.Muxes - 1; i >= 1; i-- {
-				sc.at(t, "kill-mux", i)
-				t += time.Duration(p.Step)
-			}
+			t := sc.every(time.Duration(p.Warmup), p.Step, "add-server", upFrom(1, p.Servers))
+			t = sc.every(t, p.Step, "kill-mux", downTo(1, p.Muxes))
 			sc.at(t, "end")
 			return sc
 		},
@@ -209,6 +190,31 @@ func start(name string, servers, muxes int) *Scenario {
 
 func (sc *Scenario) at(t time.Duration, action string, args ...int) {
 	sc.Events = append(sc.Events, Event{At: t, Action: action, Args: slices.Clone(args)})
+}
+
+// every schedules action on each index, one step apart from t, and
+// returns the time after the last.
+func (sc *Scenario) every(t time.Duration, step Duration, action string, indexes []int) time.Duration {
+	for _, i := range indexes {
+		sc.at(t, action, i)
+		t += time.Duration(step)
+	}
+	return t
+}
+
+// upFrom is lo, lo+1, …, n-1; downTo is n-1, …, lo.
+func upFrom(lo, n int) []int {
+	var out []int
+	for i := lo; i < n; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+func downTo(lo, n int) []int {
+	out := upFrom(lo, n)
+	slices.Reverse(out)
+	return out
 }
 
 // ExperimentScenario is the schedule of a built-in experiment.
