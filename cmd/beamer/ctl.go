@@ -159,7 +159,21 @@ func init() {
 			return f.submit(r)
 		}
 	}
-	byID("remove-dip NAME ID", "Remove a DIP: weight 0, rebalance with daisy chaining, then remove", controller.OpRemoveDIP, false)
+	rm, rmf := newCtl("remove-dip NAME ID [ID…]", "Remove DIPs: weight 0, one rebalance with daisy chaining, then remove (remove several at once, or a bucket may move twice within its chaining window)", cobra.MinimumNArgs(2))
+	rm.RunE = func(_ *cobra.Command, args []string) error {
+		r := controller.Request{Op: controller.OpRemoveDIP, Instance: args[0]}
+		for _, a := range args[1:] {
+			id, err := parseID(a)
+			if err != nil {
+				return err
+			}
+			r.IDs = append(r.IDs, id)
+		}
+		if len(r.IDs) == 1 {
+			r.ID, r.IDs = r.IDs[0], nil
+		}
+		return rmf.submit(r)
+	}
 	byID("set-weight NAME ID WEIGHT", "Change a DIP's weight and rebalance", controller.OpSetWeight, true)
 	byID("drain NAME ID", "Move a DIP's buckets away (its connections finish by daisy chaining), keeping it configured", controller.OpDrain, false)
 	byID("undrain NAME ID", "Give a drained DIP its share of buckets again", controller.OpUndrain, false)

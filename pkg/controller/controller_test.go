@@ -298,3 +298,37 @@ func TestBadRequests(t *testing.T) {
 		t.Fatalf("repeating an identical add: %v", err)
 	}
 }
+
+// TestRemoveSeveralAtOnce: DIPs removed in one request give their buckets
+// straight to the DIPs that stay, each moved bucket naming its owner before
+// the request as previous owner — no bucket passes through a leaving DIP,
+// which a second request would have to move again within its window.
+func TestRemoveSeveralAtOnce(t *testing.T) {
+	c, root, _ := setup(t, 400, 1, 1, 1, 1)
+	ctx := storetest.Context(t)
+	before := checkInvariants(t, root)
+	gone := map[forwarding.ServerID]bool{1026: true, 1027: true}
+	if err := c.RemoveDIPs(ctx, "web", []forwarding.ServerID{1026, 1027}); err != nil {
+		t.Fatal(err)
+	}
+	after := checkInvariants(t, root)
+	if after.Generation != before.Generation+1 {
+		t.Errorf("removing two DIPs took generations %d → %d, want one", before.Generation, after.Generation)
+	}
+	for i, b := range after.Buckets {
+		old := before.Buckets[i].Current
+		switch {
+		case gone[b.Current]:
+			t.Fatalf("bucket %d still owned by removed DIP %d", i, b.Current)
+		case b.Current != old && b.Previous != old:
+			t.Fatalf("bucket %d moved %d → %d but names %d as previous owner", i, old, b.Current, b.Previous)
+		case b.Current != old && !gone[old]:
+			t.Fatalf("bucket %d moved away from staying DIP %d", i, old)
+		}
+	}
+	for _, bad := range [][]forwarding.ServerID{{}, {1025, 1025}, {1025, 4000}} {
+		if err := c.RemoveDIPs(ctx, "web", bad); err == nil {
+			t.Errorf("RemoveDIPs(%v) accepted", bad)
+		}
+	}
+}

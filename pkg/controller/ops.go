@@ -98,7 +98,47 @@ func (c *Controller) update(ctx context.Context, name string, id forwarding.Serv
 // daisy-chained to it), then the record goes; its server id stays retired
 // in the ring until the chaining window is over.
 func (c *Controller) RemoveDIP(ctx context.Context, name string, id forwarding.ServerID) error {
-	return c.update(ctx, name, id, func(d *DIP) error { d.State = Removing; return nil })
+	return c.RemoveDIPs(ctx, name, []forwarding.ServerID{id})
+}
+
+// RemoveDIPs removes several DIPs in one operation: all are marked in one
+// commit, then one rebalance moves their buckets straight to the DIPs that
+// stay. Removing them one request after the other instead can hand a bucket
+// to a DIP that leaves next, moving it twice within its chaining window;
+// the packet names only the latest previous owner, so the first owner's
+// connections in that bucket would be lost.
+func (c *Controller) RemoveDIPs(ctx context.Context, name string, ids []forwarding.ServerID) error {
+	if len(ids) == 0 {
+		return badf("no DIP to remove")
+	}
+	in, err := c.instance(ctx, name)
+	if err != nil {
+		return err
+	}
+	var ops []store.Op
+	changed := map[forwarding.ServerID]*DIP{}
+	for _, id := range ids {
+		d, ok := in.dips[id]
+		if !ok {
+			return fmt.Errorf("%w: instance %q has no DIP with server id %d", ErrNotFound, name, id)
+		}
+		if _, dup := changed[id]; dup {
+			return badf("DIP %d listed twice", id)
+		}
+		nd := *d
+		nd.State = Removing
+		changed[id] = &nd
+		if nd != *d {
+			ops = append(ops, putDIP(&nd, in.k))
+		}
+	}
+	if err := c.commit(ctx, in, ops...); err != nil {
+		return err
+	}
+	for id, d := range changed {
+		in.dips[id] = d
+	}
+	return c.Reconcile(ctx, name)
 }
 
 // SetWeight changes a DIP's weight and rebalances.

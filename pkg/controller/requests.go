@@ -43,12 +43,13 @@ const (
 
 // Request is one `beamer ctl` operation.
 type Request struct {
-	Op       string               `json:"op"`
-	Instance string               `json:"instance"`
-	Config   *forwarding.Instance `json:"config,omitempty"`
-	ID       forwarding.ServerID  `json:"id,omitempty"`
-	Addr     netip.Addr           `json:"addr,omitzero"`
-	Weight   uint32               `json:"weight,omitempty"`
+	Op       string                `json:"op"`
+	Instance string                `json:"instance"`
+	Config   *forwarding.Instance  `json:"config,omitempty"`
+	ID       forwarding.ServerID   `json:"id,omitempty"`
+	IDs      []forwarding.ServerID `json:"ids,omitempty"` // remove-dip of several DIPs at once
+	Addr     netip.Addr            `json:"addr,omitzero"`
+	Weight   uint32                `json:"weight,omitempty"`
 	// Defrag: steps to run now, with these parameters.
 	Steps  int                  `json:"steps,omitempty"`
 	Defrag *assign.DefragParams `json:"defrag,omitempty"`
@@ -219,6 +220,9 @@ func (c *Controller) execute(ctx context.Context, r *Request) (string, error) {
 	case OpAddDIP:
 		return "", c.AddDIP(ctx, r.Instance, r.ID, r.Addr, r.Weight)
 	case OpRemoveDIP:
+		if len(r.IDs) > 0 {
+			return "", c.RemoveDIPs(ctx, r.Instance, r.IDs)
+		}
 		return "", c.RemoveDIP(ctx, r.Instance, r.ID)
 	case OpSetWeight:
 		return "", c.SetWeight(ctx, r.Instance, r.ID, r.Weight)
