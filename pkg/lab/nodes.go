@@ -206,18 +206,30 @@ func (l *Lab) startServer(i int, s *serverNode) (err error) {
 
 // RemoveServer takes server i out of the pool; it keeps running and
 // serving the connections it has (daisy chaining brings their packets).
-func (l *Lab) RemoveServer(i int) error {
-	s, err := l.server(i)
-	if err != nil {
+func (l *Lab) RemoveServer(i int) error { return l.RemoveServers(i) }
+
+// RemoveServers takes servers out of the pool in one controller request, so
+// their buckets move once, straight to the servers that stay.
+func (l *Lab) RemoveServers(idx ...int) error {
+	args := []string{"remove-dip", Instance}
+	var servers []*serverNode
+	for _, i := range idx {
+		s, err := l.server(i)
+		if err != nil {
+			return err
+		}
+		if !s.inPool {
+			return fmt.Errorf("server %d is not in the pool", i)
+		}
+		servers = append(servers, s)
+		args = append(args, fmt.Sprint(ServerID(i)))
+	}
+	if _, err := l.Ctl(args...); err != nil {
 		return err
 	}
-	if !s.inPool {
-		return fmt.Errorf("server %d is not in the pool", i)
+	for _, s := range servers {
+		s.inPool = false
 	}
-	if _, err := l.Ctl("remove-dip", Instance, fmt.Sprint(ServerID(i))); err != nil {
-		return err
-	}
-	s.inPool = false
 	return nil
 }
 

@@ -151,23 +151,44 @@ func (r *runner) play(ctx context.Context) (*Result, error) {
 		}
 	}()
 	var log []EventLog
-	for _, e := range r.sc.Events {
+	events := r.sc.Events
+	for i := 0; i < len(events); i++ {
+		// Servers removed at the same moment go in one request, so the
+		// controller rebalances once (pkg/controller RemoveDIPs).
+		batch := events[i : i+1]
+		for events[i].Action == "remove-server" && i+1 < len(events) &&
+			events[i+1].Action == "remove-server" && events[i+1].At == events[i].At {
+			i++
+			batch = events[i-len(batch) : i+1]
+		}
+		e := batch[0]
 		if err := sleepUntil(ctx, r.start.Add(e.At)); err != nil {
 			r.load.Abort()
 			samples.stop()
 			return nil, err
 		}
 		t0 := time.Now()
-		err := r.apply(ctx, e)
-		entry := EventLog{At: Duration(time.Since(r.start).Round(100 * time.Millisecond)), Event: e.String(),
-			Took: Duration(time.Since(t0).Round(10 * time.Millisecond))}
-		log = append(log, entry)
-		if err != nil {
-			r.load.Abort()
-			samples.stop()
-			return nil, fmt.Errorf("event %q at %v: %w", e, e.At, err)
+		var err error
+		if len(batch) > 1 {
+			ids := make([]int, len(batch))
+			for j, b := range batch {
+				ids[j] = b.Args[0]
+			}
+			err = l.RemoveServers(ids...)
+		} else {
+			err = r.apply(ctx, e)
 		}
-		r.say("%6s  %s (took %v)", time.Duration(entry.At), e, time.Duration(entry.Took))
+		for _, e := range batch {
+			entry := EventLog{At: Duration(time.Since(r.start).Round(100 * time.Millisecond)), Event: e.String(),
+				Took: Duration(time.Since(t0).Round(10 * time.Millisecond))}
+			log = append(log, entry)
+			if err != nil {
+				r.load.Abort()
+				samples.stop()
+				return nil, fmt.Errorf("event %q at %v: %w", e, e.At, err)
+			}
+			r.say("%6s  %s (took %v)", time.Duration(entry.At), e, time.Duration(entry.Took))
+		}
 	}
 	drain := time.Duration(r.p.Stall) + 10*time.Second
 	lr := r.load.Stop(drain)
