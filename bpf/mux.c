@@ -123,8 +123,9 @@ INLINE int decide_by_bucket(const struct vip_info *vip, void *servers, struct ip
 
 /*
  * Maglev with connection tracking: a known connection goes to the server
- * remembered for it while that server is active; a new one (a miss, or any
- * SYN) goes to the Maglev table's entry for its hash and is remembered,
+ * remembered for it while that server is healthy — active, or retired and
+ * draining its connections; a new one (a miss, or any SYN) goes to the
+ * Maglev table's entry for its hash and is remembered,
  * unless the flood guard says this CPU has inserted enough this second.
  * No option: servers of a Maglev VIP do not daisy-chain.
  */
@@ -143,7 +144,7 @@ INLINE int decide_by_maglev(const struct vip_info *vip, void *servers, struct ip
 		struct flow_entry *e = bpf_map_lookup_elem(ct, &key);
 		if (e) {
 			__u64 w = server_word(servers, e->server);
-			if (w && SERVER_STATE(w) == SERVER_ACTIVE) {
+			if (w && SERVER_STATE(w) != SERVER_DOWN) {
 				d->encap.daddr = SERVER_ADDR(w);
 				d->forward = 1;
 				return MUX_CT_HIT;

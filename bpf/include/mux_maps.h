@@ -50,7 +50,8 @@ struct vip_info {
 
 enum server_state {
 	SERVER_ACTIVE = 1,
-	SERVER_RETIRED = 2,
+	SERVER_RETIRED = 2, /* no bucket, still serving its connections */
+	SERVER_DOWN = 3,    /* failed health checks */
 };
 
 enum mux_counter {

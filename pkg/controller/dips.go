@@ -52,6 +52,10 @@ func (d *DIP) EffectiveWeight() uint32 {
 type idRecord struct {
 	Addr  netip.Addr `json:"addr"`
 	State string     `json:"state"` // active or retired, as in the ring
+	// Since is when the id was retired: a Maglev instance keeps a removed
+	// backend retired (muxes keep sending its remembered connections there)
+	// for the chaining window after it.
+	Since time.Time `json:"since,omitzero"`
 }
 
 func dipsKey(k ring.Keys) string { return k.Instance + "/dips" }

@@ -52,7 +52,7 @@ func (r *recorder) Replace(*forwarding.Table) error      { return errors.New("un
 // exactly Maglev's, one generation per operation whose delta holds exactly
 // the entries that changed, and removed backends gone from the server table.
 func TestMaglevInstance(t *testing.T) {
-	c, root, _ := setupInstance(t, maglevInstance(maglevSize), 1, 2, 3, 5, 7)
+	c, root, clk := setupInstance(t, maglevInstance(maglevSize), 1, 2, 3, 5, 7)
 	ctx := storetest.Context(t)
 	k := ring.InstanceKeys(root, "web")
 	f := ring.NewFollower(shared, k, ring.FollowerOptions{})
@@ -101,13 +101,20 @@ func TestMaglevInstance(t *testing.T) {
 		t.Logf("%s: %d of %d entries changed", s.name, changed, maglevSize)
 		before = after
 	}
-	if _, ok := before.Servers[1025]; ok {
-		t.Fatal("removed backend still in the server table: maglev entries never name it as previous owner")
+	if s := before.Servers[1025]; s.State != forwarding.Retired {
+		t.Fatalf("removed backend is %+v in the server table, want retired: muxes drain its remembered connections", s)
 	}
 	if _, err := c.Defrag(ctx, "web", 1, assign.DefaultDefragParams); !errors.Is(err, ErrBadRequest) {
 		t.Fatalf("defragmenting a maglev instance: %v", err)
 	}
-	// The id is free at once (no chaining window to wait for).
+	// After the window the id leaves the server table and is free again.
+	clk.advance(forwarding.DefaultChainWindow + time.Second)
+	if err := c.Reconcile(ctx, "web"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := checkInvariants(t, root).Servers[1025]; ok {
+		t.Fatal("removed backend still in the server table after the window")
+	}
 	if err := c.AddDIP(ctx, "web", 1025, netip.MustParseAddr("10.9.9.9"), 1); err != nil {
 		t.Fatalf("reusing a removed maglev backend's id: %v", err)
 	}

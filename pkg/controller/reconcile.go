@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/beamer-lb/beamer/pkg/assign"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
@@ -128,6 +129,11 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 			continue
 		}
 		want := forwarding.Server{Addr: dip.Addr, State: forwarding.Active}
+		if dip.Down && in.config.Strategy == forwarding.StrategyMaglev {
+			// Maglev muxes must stop sending it the connections they
+			// remember (Beamer never chains to a down DIP anyway).
+			want.State = forwarding.Down
+		}
 		if s, ok := t.Servers[id]; !ok || s != want {
 			d.Servers = append(d.Servers, forwarding.ServerChange{ID: id, Server: want})
 		}
@@ -168,21 +174,41 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 	slices.SortFunc(moves, func(a, b forwarding.BucketChange) int { return int(a.Index) - int(b.Index) })
 	d.Buckets = moves
 	// Servers without a live DIP: retired while connections may still be
-	// daisy-chained to them, removed after.
+	// daisy-chained to them (Beamer) or still be remembered by muxes for
+	// them (Maglev: for the window after their removal), removed after.
 	for _, id := range sortedKeys(t.Servers) {
 		s := t.Servers[id]
 		if dip, ok := in.dips[id]; ok && dip.State != Removing {
 			continue
 		}
+		keep := chaining[id] || c.draining(in, id, window, now)
 		switch {
-		case chaining[id] && s.State != forwarding.Retired:
+		case keep && s.State != forwarding.Retired:
 			s.State = forwarding.Retired
 			d.Servers = append(d.Servers, forwarding.ServerChange{ID: id, Server: s})
-		case !chaining[id]:
+		case !keep:
 			d.Servers = append(d.Servers, forwarding.ServerChange{ID: id, Remove: true})
 		}
 	}
 	return d, nil
+}
+
+// draining reports whether a removed backend of a Maglev instance is still
+// within the window after its removal, when muxes may still send it the
+// connections they remember (the papers' stateful mux drains them so).
+// A down backend does not drain.
+func (c *Controller) draining(in *instance, id forwarding.ServerID, window, now uint32) bool {
+	if in.config.Strategy != forwarding.StrategyMaglev {
+		return false
+	}
+	if dip, ok := in.dips[id]; ok && dip.Down {
+		return false
+	}
+	r, ok := in.ids[id]
+	if !ok || r.State != "retired" {
+		return true // removed just now: retire it first
+	}
+	return uint32(r.Since.Unix())+window > now
 }
 
 // settle updates the records that trail the published ring: additions
@@ -211,7 +237,7 @@ func (c *Controller) settle(ctx context.Context, in *instance) error {
 			ops = append(ops, store.Delete(idKey(in.k, id)))
 			delete(in.ids, id)
 		case inRing && s.State == forwarding.Retired && in.ids[id].State != "retired":
-			r := idRecord{Addr: s.Addr, State: "retired"}
+			r := idRecord{Addr: s.Addr, State: "retired", Since: c.now().UTC().Truncate(time.Second)}
 			ops = append(ops, putID(in.k, id, r))
 			in.ids[id] = r
 		}

@@ -94,7 +94,8 @@ func TestMaglevConnectionTable(t *testing.T) {
 		t.Fatalf("SYN reusing the tuple: to %v (%s), want the table's new entry", got, c)
 	}
 
-	// Retire the remembered server: its connections are chosen again.
+	// Retire the remembered server (removed from the table, draining): its
+	// connections stay; then it fails its health checks: they are chosen again.
 	g := r.flow(41001)
 	gb := g.Bucket(uint32(len(r.table.Buckets)))
 	was, _ := r.send(g, wiretest.SYN)
@@ -110,8 +111,12 @@ func TestMaglevConnectionTable(t *testing.T) {
 		}
 	}
 	r.apply(d)
+	if got, c := r.send(g, wiretest.ACK); got != was || c != "ct_hit" {
+		t.Fatalf("connection of a retired (draining) server: to %v (%s), want %v by ct_hit", got, c, was)
+	}
+	r.apply(&forwarding.Delta{Servers: []forwarding.ServerChange{{ID: id, Server: forwarding.Server{Addr: r.table.Servers[id].Addr, State: forwarding.Down}}}})
 	if got, c := r.send(g, wiretest.ACK); got == was || c != "ct_stale" {
-		t.Fatalf("connection of a retired server: to %v (%s), want another server by ct_stale", got, c)
+		t.Fatalf("connection of a down server: to %v (%s), want another server by ct_stale", got, c)
 	}
 	if got, c := r.send(g, wiretest.ACK); got != r.table.Servers[repl].Addr || c != "ct_hit" {
 		t.Fatalf("after re-choosing: to %v (%s)", got, c)

@@ -50,8 +50,12 @@ const (
 	Active ServerState = 1
 	// Retired servers own no bucket any more but are still named as the
 	// previous owner of buckets whose chaining window is open, so packets of
-	// their remaining connections can be daisy-chained back to them.
+	// their remaining connections can be daisy-chained back to them (Beamer),
+	// or keep receiving the connections a mux remembers for them (Maglev).
 	Retired ServerState = 2
+	// Down servers failed their health checks: they own no bucket, and a
+	// Maglev mux stops sending the connections it remembers for them.
+	Down ServerState = 3
 )
 
 func (s ServerState) String() string {
@@ -60,6 +64,8 @@ func (s ServerState) String() string {
 		return "active"
 	case Retired:
 		return "retired"
+	case Down:
+		return "down"
 	}
 	return fmt.Sprintf("state(%d)", uint8(s))
 }
@@ -182,7 +188,7 @@ func (t *Table) checkRemovals(d *Delta, changed map[uint32]Bucket) error {
 		if c.Remove {
 			gone[c.ID] = "removed"
 		} else if c.Server.State != Active {
-			gone[c.ID] = "retired"
+			gone[c.ID] = c.Server.State.String()
 		}
 	}
 	if len(gone) == 0 {
@@ -245,7 +251,7 @@ func checkServer(s Server) error {
 	if !s.Addr.Is4() || s.Addr.IsUnspecified() {
 		return fmt.Errorf("address %v is not a unicast IPv4 address", s.Addr)
 	}
-	if s.State != Active && s.State != Retired {
+	if s.State != Active && s.State != Retired && s.State != Down {
 		return fmt.Errorf("unknown state %d", s.State)
 	}
 	return nil

@@ -147,7 +147,7 @@ func (m *Mux) maglev(vip *VIP, flow wire.Flow, syn bool) (forwarding.Server, str
 	if syn {
 		counter = "ct_syn"
 	} else if id, ok := m.ConnTrack[flow]; ok {
-		if s, ok := vip.Table.Servers[id]; ok && s.State == forwarding.Active {
+		if s, ok := vip.Table.Servers[id]; ok && s.State != forwarding.Down {
 			return s, "ct_hit", true
 		}
 		counter = "ct_stale"
