@@ -45,8 +45,8 @@ var experiments = map[string]experiment{
 			Beamer:   "0 broken",
 			Stateful: "7–30% of connections broken (1–4 servers removed)"},
 		shape: func(p *Params, size string) {
-			// One server: removing more with one `ctl remove-dip` each can
-			// move a bucket twice within its chaining window (docs/lab.md).
+			// One server by default (a short run); `--removed 1-4` runs the
+			// paper's sweep, the servers going in one remove-dip request.
 			p.Servers, p.Muxes, p.Removed = 8, 2, 1
 			if size == SizeDemo {
 				p.Servers = 4
