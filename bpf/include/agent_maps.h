@@ -17,6 +17,7 @@
 #define BEAMER_AGENT_MAPS_H
 
 #include "defs.h"
+#include "counters.h"
 
 #define AGENT_MAX_VIPS 1024
 #define AGENT_MAX_PREFIXES 1024
@@ -95,20 +96,11 @@ struct {
 	__type(value, __u64);
 } agent_clock SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, AGENT_COUNTER_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} agent_counters SEC(".maps");
+DECLARE_COUNTERS(agent_counters, AGENT_COUNTER_MAX);
 
 INLINE void agent_count(enum agent_counter c)
 {
-	__u32 key = c;
-	__u64 *v = bpf_map_lookup_elem(&agent_counters, &key);
-
-	if (v)
-		*v += 1;
+	count_in(&agent_counters, c);
 }
 
 /* Raises *p to v if v is higher; returns the value now held. Lock-free: a

@@ -18,6 +18,7 @@
 #define BEAMER_MUX_MAPS_H
 
 #include "defs.h"
+#include "counters.h"
 
 #define MAX_VIPS 1024
 #define MAX_TABLES 256
@@ -119,20 +120,11 @@ struct {
 	__array(values, struct server_table);
 } server_tables SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, MUX_COUNTER_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} mux_counters SEC(".maps");
+DECLARE_COUNTERS(mux_counters, MUX_COUNTER_MAX);
 
 INLINE void mux_count(enum mux_counter c)
 {
-	__u32 key = c;
-	__u64 *v = bpf_map_lookup_elem(&mux_counters, &key);
-
-	if (v)
-		*v += 1;
+	count_in(&mux_counters, c);
 }
 
 /* The server word for id in table slot, or 0 when absent. */

@@ -97,11 +97,9 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 				cfg.Trusted = append(cfg.Trusted, p)
 			}
 		}
-		if addr != "" {
-			a, err := netip.ParseAddr(addr)
-			if err != nil {
-				return fmt.Errorf("--addr: %w", err)
-			}
+		if a, err := parseAddrFlag("addr", addr); err != nil {
+			return err
+		} else if a.IsValid() {
 			cfg.Address = a
 		}
 		if noVIPs {

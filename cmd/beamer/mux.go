@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -72,11 +71,9 @@ latest blob and the deltas after it, then applies each new generation.`,
 		} else if opts.Interface == "" || len(instances) == 0 {
 			return errors.New("give --config FILE, or --iface IF and --instance NAME (with --store)")
 		}
-		if addr != "" {
-			a, err := netip.ParseAddr(addr)
-			if err != nil {
-				return fmt.Errorf("--addr: %w", err)
-			}
+		if a, err := parseAddrFlag("addr", addr); err != nil {
+			return err
+		} else if a.IsValid() {
 			opts.Address = a
 		}
 		switch mode {
