@@ -41,7 +41,7 @@ type Daemon struct {
 	nl      *netlink.Handle
 	metrics *metrics.Server
 
-	stop      chan struct{} // closed by Close: ends the netlink watches
+	stop chan struct{} // closed by Close: ends the netlink watches
 
 	mu        sync.Mutex
 	instances map[string]forwarding.Instance
