@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -161,18 +162,7 @@ func TestAssignmentInvariants(t *testing.T) {
 	c, root, _ := setup(t, 1000, 1, 2, 3, 5, 7)
 	ctx := storetest.Context(t)
 	before := checkInvariants(t, root)
-	steps := []struct {
-		name string
-		op   func() error
-	}{
-		{"add", func() error { return c.AddDIP(ctx, "web", 2000, dipAddr(2000), 4) }},
-		{"weight", func() error { return c.SetWeight(ctx, "web", 1026, 9) }},
-		{"drain", func() error { return c.Drain(ctx, "web", 1027, true) }},
-		{"down", func() error { return c.SetHealth(ctx, "web", 1028, false) }},
-		{"up", func() error { return c.SetHealth(ctx, "web", 1028, true) }},
-		{"undrain", func() error { return c.Drain(ctx, "web", 1027, false) }},
-		{"remove", func() error { return c.RemoveDIP(ctx, "web", 1025) }},
-	}
+	steps := operationSteps(ctx, c)
 	for _, s := range steps {
 		if err := s.op(); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
@@ -334,5 +324,25 @@ func TestRemoveSeveralAtOnce(t *testing.T) {
 		if err := c.RemoveDIPs(ctx, "web", bad); err == nil {
 			t.Errorf("RemoveDIPs(%v) accepted", bad)
 		}
+	}
+}
+
+// opStep is one operation of the invariant tests.
+type opStep struct {
+	name string
+	op   func() error
+}
+
+// operationSteps is every kind of operation, in an order that leaves the
+// instance valid after each: on DIPs 1025–1029 created by setup.
+func operationSteps(ctx context.Context, c *Controller) []opStep {
+	return []opStep{
+		{"add", func() error { return c.AddDIP(ctx, "web", 2000, dipAddr(2000), 4) }},
+		{"weight", func() error { return c.SetWeight(ctx, "web", 1026, 9) }},
+		{"drain", func() error { return c.Drain(ctx, "web", 1027, true) }},
+		{"down", func() error { return c.SetHealth(ctx, "web", 1028, false) }},
+		{"up", func() error { return c.SetHealth(ctx, "web", 1028, true) }},
+		{"undrain", func() error { return c.Drain(ctx, "web", 1027, false) }},
+		{"remove", func() error { return c.RemoveDIP(ctx, "web", 1025) }},
 	}
 }

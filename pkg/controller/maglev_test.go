@@ -60,18 +60,7 @@ func TestMaglevInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := checkInvariants(t, root)
-	steps := []struct {
-		name string
-		op   func() error
-	}{
-		{"add", func() error { return c.AddDIP(ctx, "web", 2000, dipAddr(2000), 4) }},
-		{"weight", func() error { return c.SetWeight(ctx, "web", 1026, 9) }},
-		{"drain", func() error { return c.Drain(ctx, "web", 1027, true) }},
-		{"down", func() error { return c.SetHealth(ctx, "web", 1028, false) }},
-		{"up", func() error { return c.SetHealth(ctx, "web", 1028, true) }},
-		{"undrain", func() error { return c.Drain(ctx, "web", 1027, false) }},
-		{"remove", func() error { return c.RemoveDIP(ctx, "web", 1025) }},
-	}
+	steps := operationSteps(ctx, c)
 	for _, s := range steps {
 		if err := s.op(); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
