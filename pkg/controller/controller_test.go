@@ -161,8 +161,25 @@ func checkInvariants(t *testing.T, root string) *forwarding.Table {
 func TestAssignmentInvariants(t *testing.T) {
 	c, root, _ := setup(t, 1000, 1, 2, 3, 5, 7)
 	ctx := storetest.Context(t)
+	k := ring.InstanceKeys(root, "web")
+	runSteps(t, root, operationSteps(ctx, c), func(name string, before, after *forwarding.Table) {
+		// Only moved buckets change, and a moved bucket records its previous
+		// owner and the time.
+		for i := range after.Buckets {
+			a, b := before.Buckets[i], after.Buckets[i]
+			if a.Current != b.Current && b.Current != forwarding.NoServer && b.Previous != a.Current && !downOrNone(t, k, a.Current) {
+				t.Fatalf("%s: bucket %d moved %d → %d with previous %d", name, i, a.Current, b.Current, b.Previous)
+			}
+		}
+	})
+}
+
+// runSteps performs each operation, checks the invariants hold after it and
+// that it published exactly one generation, then hands the tables before and
+// after to check. It returns the last table.
+func runSteps(t *testing.T, root string, steps []opStep, check func(name string, before, after *forwarding.Table)) *forwarding.Table {
+	t.Helper()
 	before := checkInvariants(t, root)
-	steps := operationSteps(ctx, c)
 	for _, s := range steps {
 		if err := s.op(); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
@@ -171,17 +188,10 @@ func TestAssignmentInvariants(t *testing.T) {
 		if after.Generation != before.Generation+1 {
 			t.Fatalf("%s: generation %d → %d, want one generation per operation", s.name, before.Generation, after.Generation)
 		}
-		// Only moved buckets change, and a moved bucket records its previous
-		// owner and the time.
-		k := ring.InstanceKeys(root, "web")
-		for i := range after.Buckets {
-			a, b := before.Buckets[i], after.Buckets[i]
-			if a.Current != b.Current && b.Current != forwarding.NoServer && b.Previous != a.Current && !downOrNone(t, k, a.Current) {
-				t.Fatalf("%s: bucket %d moved %d → %d with previous %d", s.name, i, a.Current, b.Current, b.Previous)
-			}
-		}
+		check(s.name, before, after)
 		before = after
 	}
+	return before
 }
 
 func downOrNone(t *testing.T, k ring.Keys, id forwarding.ServerID) bool {
