@@ -16,6 +16,9 @@ type Options struct {
 	Ring ring.WriterOptions
 	// Now is the clock (tests move it to expire chaining windows).
 	Now func() time.Time
+	// Holds, when set, keeps history entries of servers that still hold
+	// connections of a bucket past the chaining window (history.go).
+	Holds HoldFunc
 }
 
 // Controller runs operations on the instances under one store root. Give
