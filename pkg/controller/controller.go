@@ -104,6 +104,9 @@ func (c *Controller) CreateInstance(ctx context.Context, in *forwarding.Instance
 	if err := CheckInstance(in); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
+	if err := c.checkNewInstance(ctx, in); err != nil {
+		return err
+	}
 	k := ring.InstanceKeys(c.root, in.Name)
 	if _, err := ring.Create(ctx, c.st, k, in, c.opts.Ring); err != nil {
 		if errors.Is(err, ring.ErrExists) {

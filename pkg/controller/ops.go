@@ -10,9 +10,8 @@ import (
 	"github.com/beamer-lb/beamer/pkg/store"
 )
 
-// MaxWeight bounds DIP weights; weights are relative, so this is plenty and
-// keeps weight sums far from overflow at 65 511 DIPs.
-const MaxWeight = 1_000_000
+// MaxWeight bounds DIP weights (forwarding.MaxWeight).
+const MaxWeight = forwarding.MaxWeight
 
 // AddDIP records a new DIP and publishes the generation giving it its
 // share of buckets. Adding the same DIP again (same id, address and
@@ -26,16 +25,11 @@ func (c *Controller) AddDIP(ctx context.Context, name string, id forwarding.Serv
 	if !id.Valid() {
 		return badf("server id %d is outside %d–%d (ids up to 1024 are service ports)", id, forwarding.MinServerID, forwarding.MaxServerID)
 	}
-	if !addr.Is4() || addr.IsUnspecified() || addr.IsMulticast() || addr.IsLoopback() {
-		return badf("DIP address %v is not a unicast IPv4 address", addr)
+	if err := c.checkNewDIP(ctx, name, id, addr); err != nil {
+		return err
 	}
-	if weight == 0 || weight > MaxWeight {
-		return badf("weight %d must be in 1–%d (use drain or remove to take a DIP out)", weight, MaxWeight)
-	}
-	for _, v := range in.config.VIPs {
-		if v == addr {
-			return badf("DIP address %v is a VIP of instance %q", addr, name)
-		}
+	if err := forwarding.CheckWeight(weight); err != nil {
+		return badf("%v", err)
 	}
 	if d, ok := in.dips[id]; ok {
 		if d.Addr == addr && d.Weight == weight && d.State != Removing {
@@ -143,8 +137,8 @@ func (c *Controller) RemoveDIPs(ctx context.Context, name string, ids []forwardi
 
 // SetWeight changes a DIP's weight and rebalances.
 func (c *Controller) SetWeight(ctx context.Context, name string, id forwarding.ServerID, weight uint32) error {
-	if weight == 0 || weight > MaxWeight {
-		return badf("weight %d must be in 1–%d (use drain or remove to take a DIP out)", weight, MaxWeight)
+	if err := forwarding.CheckWeight(weight); err != nil {
+		return badf("%v", err)
 	}
 	return c.update(ctx, name, id, func(d *DIP) error {
 		if d.State == Removing {
