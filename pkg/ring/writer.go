@@ -249,25 +249,9 @@ func (w *Writer) publish(ctx context.Context, d *forwarding.Delta) (PublishStats
 
 // GC deletes the generations older than the latest blob (§4.5 invariant c:
 // no mux needs them — a mux that was still reading them starts over from
-// the latest blob). It returns how many it deleted.
-func (w *Writer) GC(ctx context.Context) (int, error) {
-	names, err := w.st.Children(ctx, w.k.Gens())
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, name := range names {
-		g, ok := parseGen(name)
-		if !ok || g >= w.ptr.blob.Generation {
-			continue
-		}
-		if err := store.DeleteTree(ctx, w.st, w.k.Gen(g)); err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
-}
+// the latest blob), generations above latest-gen (left by a failed
+// attempt) and stray keys. It returns how many nodes it deleted.
+func (w *Writer) GC(ctx context.Context) (int, error) { return w.clean(ctx) }
 
 // pointerOps moves both pointers, on condition that latest-gen is still
 // where this writer last saw it.
