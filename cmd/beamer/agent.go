@@ -47,9 +47,9 @@ func parseAgentVIP(s string) (config.AgentVIP, error) {
 func init() {
 	var (
 		configPath, iface, addr, metricsAddr, apiAddr string
-		id                                   uint16
-		vips, trusted                        []string
-		noVIPs, noMPTCP                      bool
+		id                                            uint16
+		vips, trusted                                 []string
+		noVIPs, noMPTCP                               bool
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
