@@ -76,7 +76,7 @@ func TestDefragSteps(t *testing.T) {
 			if a.Current == b.Current {
 				continue
 			}
-			if b.Previous != a.Current || b.Changed != uint32(clk.now().Unix()) {
+			if b.History[0] != a.Current || b.Changed != uint32(clk.now().Unix()) {
 				t.Fatalf("bucket %d moved %+v → %+v without daisy chaining", i, a, b)
 			}
 			if last, ok := movedAt[uint32(i)]; ok && clk.now().Sub(last) < forwarding.DefaultChainWindow {

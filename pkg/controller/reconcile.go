@@ -150,25 +150,25 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 	window := uint32(in.config.ChainWindow.Seconds())
 	chaining := map[forwarding.ServerID]bool{} // still named as previous within the window
 	for i, b := range t.Buckets {
-		if moved[uint32(i)] || b.Previous == forwarding.NoServer {
+		if moved[uint32(i)] || b.History[0] == forwarding.NoServer {
 			continue
 		}
-		_, dipKnown := in.dips[b.Previous]
-		retiring := !dipKnown || in.dips[b.Previous].State == Removing
+		_, dipKnown := in.dips[b.History[0]]
+		retiring := !dipKnown || in.dips[b.History[0]].State == Removing
 		switch {
-		case down[b.Previous]:
-			b.Previous = forwarding.NoServer
+		case down[b.History[0]]:
+			b.History = forwarding.Chain{}
 			moves = append(moves, forwarding.BucketChange{Index: uint32(i), Bucket: b})
 		case retiring && b.Changed+window <= now:
-			b.Previous = forwarding.NoServer
+			b.History = forwarding.Chain{}
 			moves = append(moves, forwarding.BucketChange{Index: uint32(i), Bucket: b})
 		default:
-			chaining[b.Previous] = true
+			chaining[b.History[0]] = true
 		}
 	}
 	for _, m := range moves {
-		if m.Bucket.Previous != forwarding.NoServer {
-			chaining[m.Bucket.Previous] = true
+		if m.Bucket.History[0] != forwarding.NoServer {
+			chaining[m.Bucket.History[0]] = true
 		}
 	}
 	slices.SortFunc(moves, func(a, b forwarding.BucketChange) int { return int(a.Index) - int(b.Index) })

@@ -60,8 +60,8 @@ func Show(ctx context.Context, st store.Store, root, name string, now time.Time)
 	window := uint32(cfg.ChainWindow.Seconds())
 	for _, b := range tab.Buckets {
 		owned[b.Current]++
-		if b.Previous != forwarding.NoServer && b.Changed+window > uint32(now.Unix()) {
-			chained[b.Previous]++
+		if b.History[0] != forwarding.NoServer && b.Changed+window > uint32(now.Unix()) {
+			chained[b.History[0]]++
 		}
 	}
 	v.Unowned = owned[forwarding.NoServer]

@@ -53,8 +53,8 @@ func bucketMoves(cfg *forwarding.Instance, buckets []forwarding.Bucket, servers 
 	}
 	moves := assign.Rebalance(buckets, servers, now)
 	for i := range moves {
-		if down[moves[i].Bucket.Previous] || moves[i].Bucket.Current == forwarding.NoServer {
-			moves[i].Bucket.Previous = forwarding.NoServer
+		if down[moves[i].Bucket.History[0]] || moves[i].Bucket.Current == forwarding.NoServer {
+			moves[i].Bucket.History = forwarding.Chain{}
 		}
 	}
 	return moves, nil

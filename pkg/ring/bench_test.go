@@ -57,7 +57,7 @@ func BenchmarkColdStart(b *testing.B) {
 			Servers: []forwarding.ServerChange{{ID: id, Server: forwarding.Server{Addr: netip.AddrFrom4([4]byte{11, 0, 0, byte(i)}), State: forwarding.Active}}}}
 		for j := range 100 {
 			idx := uint32((i*100+j)*100 + 99)
-			d.Buckets = append(d.Buckets, forwarding.BucketChange{Index: idx, Bucket: forwarding.Bucket{Current: id, Previous: w.table.Buckets[idx].Current, Changed: 1_700_000_100}})
+			d.Buckets = append(d.Buckets, forwarding.BucketChange{Index: idx, Bucket: forwarding.Bucket{Current: id, History: forwarding.Chain{w.table.Buckets[idx].Current}, Changed: 1_700_000_100}})
 		}
 		if _, err := w.Publish(ctx, d); err != nil {
 			b.Fatal(err)

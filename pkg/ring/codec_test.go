@@ -23,7 +23,7 @@ func randomTable(rng *rand.Rand, n, servers int, gen uint32) *forwarding.Table {
 		cur := forwarding.ServerID(1025 + rng.IntN(servers))
 		b := forwarding.Bucket{Current: cur}
 		if rng.IntN(4) == 0 {
-			b.Previous = forwarding.ServerID(1025 + servers)
+			b.History = forwarding.Chain{forwarding.ServerID(1025 + servers)}
 			b.Changed = 1_700_000_000 + rng.Uint32N(1000)
 		}
 		t.Buckets[i] = b
@@ -64,7 +64,7 @@ func TestDeltaRoundTrip(t *testing.T) {
 			{ID: 1025, Server: forwarding.Server{Addr: netip.MustParseAddr("10.0.0.1"), State: forwarding.Active}},
 			{ID: 4000, Remove: true},
 		},
-		Buckets: []forwarding.BucketChange{{Index: 3, Bucket: forwarding.Bucket{Current: 1025, Previous: 1026, Changed: 77}}, {Index: 0, Bucket: forwarding.Bucket{Current: 1025}}},
+		Buckets: []forwarding.BucketChange{{Index: 3, Bucket: forwarding.Bucket{Current: 1025, History: forwarding.Chain{1026}, Changed: 77}}, {Index: 0, Bucket: forwarding.Bucket{Current: 1025}}},
 	}
 	got, err := unmarshalDelta(9, marshalDelta(want))
 	if err != nil {

@@ -105,9 +105,9 @@ func (r *reader) bucketColumns(dst []forwarding.Bucket) {
 	}
 	for i := range dst {
 		dst[i] = forwarding.Bucket{
-			Current:  forwarding.ServerID(binary.LittleEndian.Uint16(cur[2*i:])),
-			Previous: forwarding.ServerID(binary.LittleEndian.Uint16(prev[2*i:])),
-			Changed:  binary.LittleEndian.Uint32(changed[4*i:]),
+			Current: forwarding.ServerID(binary.LittleEndian.Uint16(cur[2*i:])),
+			History: forwarding.Chain{forwarding.ServerID(binary.LittleEndian.Uint16(prev[2*i:]))},
+			Changed: binary.LittleEndian.Uint32(changed[4*i:]),
 		}
 	}
 }
@@ -124,7 +124,7 @@ func putBucketColumns(b []byte, buckets func(i int) forwarding.Bucket, n int) {
 	for i := range n {
 		bk := buckets(i)
 		binary.LittleEndian.PutUint16(cur[2*i:], uint16(bk.Current))
-		binary.LittleEndian.PutUint16(prev[2*i:], uint16(bk.Previous))
+		binary.LittleEndian.PutUint16(prev[2*i:], uint16(bk.History[0]))
 		binary.LittleEndian.PutUint32(changed[4*i:], bk.Changed)
 	}
 }

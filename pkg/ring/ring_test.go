@@ -55,7 +55,7 @@ func nextDelta(rng *rand.Rand, tab *forwarding.Table) *forwarding.Delta {
 	for i, b := range tab.Buckets {
 		if b.Current == forwarding.NoServer || rng.IntN(len(tab.Servers)+1) == 0 {
 			prev := b.Current
-			d.Buckets = append(d.Buckets, forwarding.BucketChange{Index: uint32(i), Bucket: forwarding.Bucket{Current: id, Previous: prev, Changed: uint32(1000 + d.Generation)}})
+			d.Buckets = append(d.Buckets, forwarding.BucketChange{Index: uint32(i), Bucket: forwarding.Bucket{Current: id, History: forwarding.Chain{prev}, Changed: uint32(1000 + d.Generation)}})
 		}
 	}
 	return d
