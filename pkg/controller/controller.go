@@ -16,6 +16,11 @@ type Options struct {
 	Ring ring.WriterOptions
 	// Now is the clock (tests move it to expire chaining windows).
 	Now func() time.Time
+	// PendingUntilProbed: DIPs added own no bucket until their first
+	// successful health probe (set when health checks run).
+	PendingUntilProbed bool
+	// Metrics, if set, receives the controller's gauges.
+	Metrics *Metrics
 }
 
 // Controller runs operations on the instances under one store root. Give
@@ -27,6 +32,8 @@ type Controller struct {
 	opts  Options
 	now   func() time.Time
 	cache map[string]*instance
+	// metrics is opts.Metrics; its methods do nothing on nil.
+	metrics *Metrics
 }
 
 // New returns a Controller writing through st under root.
@@ -35,7 +42,7 @@ func New(st store.Store, root string, opts Options) *Controller {
 	if now == nil {
 		now = time.Now
 	}
-	return &Controller{st: st, root: root, opts: opts, now: now, cache: map[string]*instance{}}
+	return &Controller{st: st, root: root, opts: opts, now: now, cache: map[string]*instance{}, metrics: opts.Metrics}
 }
 
 // Errors for bad requests; the message says what exactly is wrong.

@@ -18,6 +18,9 @@ func CheckInstance(in *forwarding.Instance) error {
 	if err := in.Validate(); err != nil {
 		return err
 	}
+	if err := in.Health.Check(); err != nil {
+		return fmt.Errorf("%w %q: %v", forwarding.ErrConfig, in.Name, err)
+	}
 	if in.Strategy == forwarding.StrategyMaglev {
 		if err := assign.CheckMaglevSize(in.Buckets); err != nil {
 			return fmt.Errorf("%w %q: %v", forwarding.ErrConfig, in.Name, err)
