@@ -16,17 +16,24 @@ import (
 // prober runs the probe an instance configures (forwarding.HealthCheck).
 type prober struct {
 	timeout time.Duration
-	agents  *agentapi.Client
-	http    *http.Client
+	// dial opens the probes' connections (tests dial from a namespace).
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+	agents *agentapi.Client
+	http   *http.Client
 }
 
 func newProber(timeout time.Duration) *prober {
+	d := &net.Dialer{Timeout: timeout}
+	return newProberDial(timeout, d.DialContext)
+}
+
+func newProberDial(timeout time.Duration, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *prober {
 	// No keep-alive: a probe must see whether a new connection succeeds,
 	// and thousands of DIPs must not hold thousands of idle connections.
-	tr := &http.Transport{DisableKeepAlives: true, ResponseHeaderTimeout: timeout}
+	tr := &http.Transport{DisableKeepAlives: true, ResponseHeaderTimeout: timeout, DialContext: dial}
 	hc := &http.Client{Transport: tr, Timeout: timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &prober{timeout: timeout, agents: &agentapi.Client{HTTP: hc}, http: hc}
+	return &prober{timeout: timeout, dial: dial, agents: &agentapi.Client{HTTP: hc}, http: hc}
 }
 
 // probe checks one DIP; the error text is what operators see as the reason.
@@ -36,8 +43,7 @@ func (p *prober) probe(ctx context.Context, in *forwarding.Instance, d DIP) erro
 	case forwarding.HealthNone:
 		return nil
 	case forwarding.HealthTCP:
-		dl := net.Dialer{Timeout: p.timeout}
-		c, err := dl.DialContext(ctx, "tcp4", netip.AddrPortFrom(d.Addr, h.Port).String())
+		c, err := p.dial(ctx, "tcp4", netip.AddrPortFrom(d.Addr, h.Port).String())
 		if err != nil {
 			return err
 		}
