@@ -65,7 +65,10 @@ func TestProbesOnRealServer(t *testing.T) {
 		}
 	}))
 	var api *agentapi.Endpoint
-	if err := srv.Do(func() (err error) { api, err = agentapi.Serve("198.18.0.10:9300", agentapi.Options{VIPs: []netip.Addr{vip}}); return err }); err != nil {
+	if err := srv.Do(func() (err error) {
+		api, err = agentapi.Serve("198.18.0.10:9300", agentapi.Options{VIPs: []netip.Addr{vip}})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	defer api.Close()
