@@ -21,6 +21,9 @@ type Options struct {
 	PendingUntilProbed bool
 	// Metrics, if set, receives the controller's gauges.
 	Metrics *Metrics
+	// Holds, when set, keeps history entries of servers that still hold
+	// connections of a bucket past the chaining window (history.go).
+	Holds HoldFunc
 }
 
 // Controller runs operations on the instances under one store root. Give

@@ -67,8 +67,10 @@ func Show(ctx context.Context, st store.Store, root, name string, now time.Time)
 	window := uint32(cfg.ChainWindow.Seconds())
 	for _, b := range tab.Buckets {
 		owned[b.Current]++
-		if b.History[0] != forwarding.NoServer && b.Changed+window > uint32(now.Unix()) {
-			chained[b.History[0]]++
+		if b.Changed+window > uint32(now.Unix()) {
+			for _, id := range b.History[:b.History.Len()] {
+				chained[id]++
+			}
 		}
 	}
 	v.Unowned = owned[forwarding.NoServer]

@@ -31,9 +31,9 @@ func CheckInstance(in *forwarding.Instance) error {
 
 // bucketMoves decides the bucket changes of the next generation.
 //
-// beamer: the paper's greedy rebalance; moved buckets keep their previous
-// owner for daisy chaining, except that no bucket chains to a down DIP and
-// an unowned bucket chains nowhere.
+// beamer: the paper's greedy rebalance; each move names in History[0] the
+// owner the bucket moved from, and plan turns it into the bucket's history
+// (history.go).
 //
 // maglev: the Buckets array is the Maglev lookup table (B = M, prime),
 // rebuilt from scratch over the live backends and their weights; only
@@ -54,11 +54,5 @@ func bucketMoves(cfg *forwarding.Instance, buckets []forwarding.Bucket, servers 
 		}
 		return moves, nil
 	}
-	moves := assign.Rebalance(buckets, servers, now)
-	for i := range moves {
-		if down[moves[i].Bucket.History[0]] || moves[i].Bucket.Current == forwarding.NoServer {
-			moves[i].Bucket.History = forwarding.Chain{}
-		}
-	}
-	return moves, nil
+	return assign.Rebalance(buckets, servers, now), nil
 }
