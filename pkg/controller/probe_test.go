@@ -72,7 +72,8 @@ func TestProbesOnRealServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer api.Close()
-	p := newProberDial(time.Second, func(ctx context.Context, network, addr string) (c net.Conn, err error) {
+	// Generous timeout: a loaded CI machine must not turn a slow answer into a failure.
+	p := newProberDial(5*time.Second, func(ctx context.Context, network, addr string) (c net.Conn, err error) {
 		err = cli.Do(func() error { c, err = (&net.Dialer{}).DialContext(ctx, network, addr); return err })
 		return c, err
 	})
