@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/agentapi"
 	"github.com/beamer-lb/beamer/pkg/config"
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/metrics"
@@ -31,6 +32,7 @@ type Daemon struct {
 	agent   *dataplane.Agent
 	link    link.Link
 	metrics *metrics.Server
+	api     *agentapi.Endpoint
 
 	addedVIPs []netip.Addr
 	endpoints []uint8
@@ -87,6 +89,9 @@ func Start(cfg config.Agent) (d *Daemon, err error) {
 		if d.metrics, err = metrics.Serve(cfg.Metrics, reg, func() error { return nil }); err != nil {
 			return nil, err
 		}
+	}
+	if err := d.serveAPI(); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
@@ -185,6 +190,9 @@ func (d *Daemon) Close() error {
 	d.wg.Wait()
 	if d.metrics != nil {
 		d.metrics.Close()
+	}
+	if d.api != nil {
+		d.api.Close()
 	}
 	if d.link != nil {
 		d.link.Close()

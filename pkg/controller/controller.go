@@ -17,6 +17,11 @@ type Options struct {
 	// Now is the clock (tests move it to expire chaining windows); it also
 	// dates new incarnations.
 	Now func() time.Time
+	// PendingUntilProbed: DIPs added own no bucket until their first
+	// successful health probe (set when health checks run).
+	PendingUntilProbed bool
+	// Metrics, if set, receives the controller's gauges.
+	Metrics *Metrics
 	// Holds, when set, keeps history entries of servers that still hold
 	// connections of a bucket past the chaining window (history.go).
 	Holds HoldFunc
@@ -40,6 +45,8 @@ type Controller struct {
 	seen    map[string]ring.Pair
 	started map[string]bool
 	repairs map[string]string
+	// metrics is opts.Metrics; its methods do nothing on nil.
+	metrics *Metrics
 }
 
 // New returns a Controller writing through st under root.
@@ -56,7 +63,7 @@ func New(st store.Store, root string, opts Options) *Controller {
 		logf = func(string, ...any) {}
 	}
 	return &Controller{st: st, root: root, opts: opts, now: now, logf: logf, cache: map[string]*instance{},
-		seen: map[string]ring.Pair{}, started: map[string]bool{}, repairs: map[string]string{}}
+		seen: map[string]ring.Pair{}, started: map[string]bool{}, repairs: map[string]string{}, metrics: opts.Metrics}
 }
 
 // Errors for bad requests; the message says what exactly is wrong.

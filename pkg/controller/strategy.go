@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"github.com/beamer-lb/beamer/pkg/assign"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 )
@@ -15,7 +16,13 @@ const MaglevEntriesPerBackend = 100
 // forwarding.Instance.Validate's, so that ctl, requests, static files and
 // muxes reading the store refuse the same things with the same words.
 func CheckInstance(in *forwarding.Instance) error {
-	return in.Validate()
+	if err := in.Validate(); err != nil {
+		return err
+	}
+	if err := in.Health.Check(); err != nil {
+		return fmt.Errorf("%w %q: %v", forwarding.ErrConfig, in.Name, err)
+	}
+	return nil
 }
 
 // bucketMoves decides the bucket changes of the next generation.

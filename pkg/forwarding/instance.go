@@ -40,6 +40,10 @@ type Instance struct {
 	// 1..MaxChain; 0 means DefaultMaxChainLen (configurations written
 	// before the history existed).
 	MaxChainLen int `json:"max_chain,omitempty" yaml:"max_chain,omitempty"`
+
+	// Health says how the controller probes the instance's servers
+	// (healthcheck.go); nil means the default agent probe.
+	Health *HealthCheck `json:"health,omitempty" yaml:"health,omitempty"`
 }
 
 // DefaultMaxChainLen is K when the configuration does not say: a bucket
