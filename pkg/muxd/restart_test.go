@@ -47,7 +47,10 @@ func must(t testing.TB, err error) {
 	}
 }
 
-func newRestartNet(t *testing.T) *restartNet {
+func newRestartNet(t *testing.T) *restartNet { return newRestartNetMTU(t, 1600) }
+
+// newRestartNetMTU gives the mux's link the MTU muxMTU.
+func newRestartNetMTU(t *testing.T, muxMTU int) *restartNet {
 	lab := netlabtest.New(t, "muxrs")
 	ns := func(name string) *netlab.Namespace {
 		n, err := lab.Namespace(name)
@@ -59,7 +62,7 @@ func newRestartNet(t *testing.T) *restartNet {
 	r.pinDir = fmt.Sprintf("/sys/fs/bpf/beamer/test-restart-%d", os.Getpid())
 	t.Cleanup(func() { os.RemoveAll(r.pinDir) })
 	must(t, lab.Veth(r.client, "eth0", netip.PrefixFrom(rsClient, 24), fabric, "c0", netip.Prefix{}, 0))
-	must(t, lab.Veth(r.mux, "eth0", netip.PrefixFrom(rsMux, 24), fabric, "m0", netip.Prefix{}, 1600))
+	must(t, lab.Veth(r.mux, "eth0", netip.PrefixFrom(rsMux, 24), fabric, "m0", netip.Prefix{}, muxMTU))
 	must(t, lab.Veth(r.server, "eth0", netip.PrefixFrom(rsServer, 24), fabric, "s0", netip.Prefix{}, 1600))
 	must(t, fabric.Bridge("br0", "c0", "m0", "s0"))
 	pass, err := fabric.AttachXDPPass("m0") // receives the mux's XDP_TX frames
