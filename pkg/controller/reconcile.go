@@ -29,7 +29,12 @@ type instance struct {
 
 func (c *Controller) load(ctx context.Context, name string) (*instance, error) {
 	if in, ok := c.cache[name]; ok {
-		return in, nil
+		if err := c.verifyCached(ctx, in, false); err != nil {
+			return nil, err
+		}
+		if in, ok := c.cache[name]; ok {
+			return in, nil
+		}
 	}
 	k := ring.InstanceKeys(c.root, name)
 	cfg, err := ring.ReadInstance(ctx, c.st, k)
@@ -43,7 +48,7 @@ func (c *Controller) load(ctx context.Context, name string) (*instance, error) {
 	if in.ids, err = readIDs(ctx, c.st, k); err != nil {
 		return nil, err
 	}
-	if in.w, err = ring.Open(ctx, c.st, k, c.opts.Ring); err != nil {
+	if in.w, err = c.openRing(ctx, name, k); err != nil {
 		return nil, err
 	}
 	c.cache[name] = in
@@ -105,6 +110,7 @@ func (c *Controller) reconcile(ctx context.Context, in *instance) error {
 		if _, err := in.w.Publish(ctx, d); err != nil {
 			return err
 		}
+		c.published(in)
 	}
 	// 3. Records that follow the published ring.
 	return c.settle(ctx, in)
@@ -120,16 +126,22 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 	d := &forwarding.Delta{Generation: t.Generation + 1}
 	var servers []assign.Server
 	down := map[forwarding.ServerID]bool{}
+	fo := failingOpen(in.dips)
+	var owned map[forwarding.ServerID]int
+	var anyOwner bool
+	if fo.active {
+		owned, anyOwner = ownedBuckets(t, in.dips)
+	}
 	for _, id := range sortedKeys(in.dips) {
 		dip := in.dips[id]
-		if dip.Down {
+		if dip.Down && !fo.active {
 			down[id] = true
 		}
 		if dip.State == Removing {
 			continue
 		}
 		want := forwarding.Server{Addr: dip.Addr, State: forwarding.Active}
-		if dip.Down && in.config.Strategy == forwarding.StrategyMaglev {
+		if down[id] && in.config.Strategy == forwarding.StrategyMaglev {
 			// Maglev muxes must stop sending it the connections they
 			// remember (Beamer never chains to a down DIP anyway).
 			want.State = forwarding.Down
@@ -137,7 +149,7 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 		if s, ok := t.Servers[id]; !ok || s != want {
 			d.Servers = append(d.Servers, forwarding.ServerChange{ID: id, Server: want})
 		}
-		servers = append(servers, assign.Server{ID: id, Weight: dip.EffectiveWeight()})
+		servers = append(servers, assign.Server{ID: id, Weight: assignmentWeight(dip, fo, owned, anyOwner)})
 	}
 	moves, err := bucketMoves(in.config, t.Buckets, servers, down, now)
 	if err != nil {
