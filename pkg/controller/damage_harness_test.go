@@ -123,7 +123,7 @@ func backends(t *testing.T, f func(t *testing.T, open func() store.Store)) {
 	t.Run("zookeeper", func(t *testing.T) {
 		srv := storetest.StartZooKeeper(t)
 		f(t, func() store.Store {
-			s, err := zkstore.Open(context.Background(), zkstore.Config{Servers: []string{srv.Addr}, SessionTimeout: 2 * time.Second})
+			s, err := zkstore.Open(context.Background(), zkstore.Config{Servers: []string{srv.Addr}, SessionTimeout: 2 * time.Second, DialTimeout: 30 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}

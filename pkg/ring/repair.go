@@ -203,45 +203,52 @@ func Repair(ctx context.Context, st store.Store, k Keys, opts WriterOptions, flo
 }
 
 // salvage finds the newest readable blob and applies the deltas of its
-// incarnation that follow it and read and apply cleanly (up to latest-gen
-// when that pointer is sound), or returns an empty table.
+// incarnation that follow it and read and apply cleanly, or returns an
+// empty table. With a sound latest-gen it looks at and below it first
+// (deltas up to it); then above it: objects above the pointer are either a
+// failed attempt or a state rolled back by a restore, which muxes may run.
 func salvage(ctx context.Context, st store.Store, k Keys, lim limits, gens []uint32, ptr pointers, ptrOK bool, r *RepairReport) (*forwarding.Table, error) {
 	desc := slices.Clone(gens)
 	slices.Sort(desc)
 	slices.Reverse(desc)
 	tries := 0
-	for _, g := range desc {
-		if tries == salvageTries {
-			break
-		}
-		if ptrOK && g > ptr.gen.Generation {
-			continue // never published
-		}
-		t, m, _, err := readBlob(ctx, st, k, Pair{Generation: g}, lim)
-		if errors.Is(err, store.ErrNotFound) {
-			continue // a delta-only generation
-		}
-		tries++
-		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				return nil, err
-			}
-			r.Found = append(r.Found, err.Error())
-			continue
-		}
-		deltas := 0
-		for d := g + 1; d != 0 && (!ptrOK || d <= ptr.gen.Generation); d++ {
-			delta, _, err := readDelta(ctx, st, k, Pair{m.incarnation, d}, lim)
-			if err == nil {
-				err = t.Apply(delta)
-			}
-			if err != nil {
+	for _, above := range []bool{false, true} {
+		for _, g := range desc {
+			if tries == salvageTries {
 				break
 			}
-			deltas++
+			if ptrOK && (g > ptr.gen.Generation) != above {
+				continue
+			}
+			if !ptrOK && above {
+				break // the first pass saw everything
+			}
+			t, m, _, err := readBlob(ctx, st, k, Pair{Generation: g}, lim)
+			if errors.Is(err, store.ErrNotFound) {
+				continue // a delta-only generation
+			}
+			tries++
+			if err != nil {
+				if !errors.Is(err, ErrCorrupt) {
+					return nil, err
+				}
+				r.Found = append(r.Found, err.Error())
+				continue
+			}
+			deltas := 0
+			for d := g + 1; d != 0 && (above || !ptrOK || d <= ptr.gen.Generation); d++ {
+				delta, _, err := readDelta(ctx, st, k, Pair{m.incarnation, d}, lim)
+				if err == nil {
+					err = t.Apply(delta)
+				}
+				if err != nil {
+					break
+				}
+				deltas++
+			}
+			r.Salvaged = fmt.Sprintf("blob %d of incarnation %d and the %d deltas after it that read", g, m.incarnation, deltas)
+			return t, nil
 		}
-		r.Salvaged = fmt.Sprintf("blob %d of incarnation %d and the %d deltas after it that read", g, m.incarnation, deltas)
-		return t, nil
 	}
 	in, err := ReadInstance(ctx, st, k)
 	if err != nil {
