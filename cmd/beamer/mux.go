@@ -23,6 +23,7 @@ func init() {
 		bgpFlags                                   bgpFlags
 		stateFile, pinDir                          string
 		drain                                      time.Duration
+		health                                     muxd.HealthOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "mux",
@@ -46,6 +47,8 @@ latest blob and the deltas after it, then applies each new generation.`,
 	bgpFlags.register(cmd)
 	cmd.Flags().StringVar(&stateFile, "state-file", "", "record of the sysctls the mux changed, restored on exit (default /run/beamer/mux-NETNS-IFACE.json)")
 	cmd.Flags().StringVar(&pinDir, "pin-dir", "", `bpffs directory pinning the XDP program so it keeps forwarding if the mux dies, adopted by the next mux (default /sys/fs/bpf/beamer/mux-NETNS-IFACE; "-" = no pinning)`)
+	cmd.Flags().DurationVar(&health.StoreDownAfter, "store-down-after", 30*time.Second, "store mode: /healthz reports degraded once the store has been unreachable this long (forwarding and BGP go on)")
+	cmd.Flags().DurationVar(&health.WithdrawBehindAfter, "withdraw-behind-after", 30*time.Second, "store mode: withdraw an instance's VIPs from BGP once the store answers but the mux has not applied its latest generation for this long (negative: never)")
 	cmd.Flags().DurationVar(&drain, "drain-delay", 2*time.Second, "on SIGTERM/SIGINT with --bgp-peer: time between withdrawing the routes and detaching, while routers move traffic away")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -61,7 +64,10 @@ latest blob and the deltas after it, then applies each new generation.`,
 		}
 		ignoreHangup(log)
 		opts := muxd.Options{Interface: iface, Metrics: metricsAddr, ConnTrackEntries: ctEntries, MaxNewConnsPerSecond: maxNewConns,
-			StateFile: stateFile, PinDir: pinDir}
+			StateFile: stateFile, PinDir: pinDir, Health: health, Log: log}
+		if health.StoreDownAfter <= 0 {
+			return fmt.Errorf("--store-down-after %v: must be positive", health.StoreDownAfter)
+		}
 		if configPath != "" {
 			if len(instances) > 0 || cmd.Flags().Changed("store") {
 				return errors.New("--config runs a static mux: it takes no --store or --instance")

@@ -47,5 +47,6 @@ func (d *Daemon) Follow(ctx context.Context, st store.Store, root, name string, 
 	log.Info("instance loaded", "instance", name, "generation", t.Generation, "buckets", len(t.Buckets),
 		"servers", len(t.Servers), "load", fmt.Sprintf("%+v", stats), "took", time.Since(start))
 	go f.Run(ctx, t, applier{d: d, cfg: *cfg})
+	d.health.track(d.stop, st, name, k, f, func() (uint32, bool) { return d.mux.Generation(name) })
 	return nil
 }

@@ -7,6 +7,7 @@ package muxd
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -42,6 +43,9 @@ type Options struct {
 	// next mux swaps its program in once its tables are loaded (Ready).
 	// Default: /sys/fs/bpf/beamer/mux-NETNS-IFACE; "-" turns pinning off.
 	PinDir string
+	// Health bounds the store-outage and behind-the-store verdicts.
+	Health HealthOptions
+	Log    *slog.Logger // default slog.Default()
 }
 
 // Daemon is a running mux.
@@ -58,6 +62,7 @@ type Daemon struct {
 
 	mu        sync.Mutex
 	instances map[string]forwarding.Instance
+	health    *health // store reachability and lag of followed instances (health.go)
 
 	applySeconds prometheus.Histogram
 	generation   *prometheus.GaugeVec
@@ -101,7 +106,11 @@ func Start(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{opts: opts, node: node, instances: map[string]forwarding.Instance{}, stop: make(chan struct{})}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	d := &Daemon{opts: opts, node: node, instances: map[string]forwarding.Instance{}, stop: make(chan struct{}),
+		health: newHealth(opts.Health, opts.Log)}
 	if err := d.start(); err != nil {
 		if cerr := d.Close(); cerr != nil {
 			return nil, fmt.Errorf("%w (undoing the start: %v)", err, cerr)
@@ -170,21 +179,25 @@ func (d *Daemon) serveMetrics() error {
 		Help: "Generation of the forwarding state loaded, per instance."}, []string{"instance"})
 	d.applyErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "beamer_mux_apply_errors_total",
 		Help: "Generations or tables the mux refused (the previous state stays in force)."})
-	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors,
+	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors, d.health,
 		metrics.NewCounterCollector("beamer_mux_packets_total", "Packets by decision of the XDP mux.", "decision", d.mux.Counters))
 	s, err := metrics.Serve(d.opts.Metrics, reg, d.Healthy)
 	d.metrics = s
 	return err
 }
 
-// Healthy is nil while the mux is attached and holds at least one instance.
+// Healthy is nil while the mux holds at least one instance and, when it
+// follows the store, has not lost the store for longer than
+// HealthOptions.StoreDownAfter nor withdrawn an instance for being behind.
+// It is /healthz's verdict; BGP announcements follow announceVIPs.
 func (d *Daemon) Healthy() error {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if len(d.instances) == 0 {
+	n := len(d.instances)
+	d.mu.Unlock()
+	if n == 0 {
 		return errors.New("no instance loaded")
 	}
-	return nil
+	return d.health.degraded()
 }
 
 // Mux is the loaded data plane.
