@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/agentapi"
 	"github.com/beamer-lb/beamer/pkg/config"
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/metrics"
@@ -32,6 +33,7 @@ type Daemon struct {
 	agent   *dataplane.Agent
 	link    link.Link
 	metrics *metrics.Server
+	api     *agentapi.Endpoint
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -138,6 +140,9 @@ func (d *Daemon) start() error {
 			return err
 		}
 	}
+	if err := d.serveAPI(); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -208,6 +213,9 @@ func (d *Daemon) Close() error {
 	var errs []error
 	if d.metrics != nil {
 		d.metrics.Close()
+	}
+	if d.api != nil {
+		d.api.Close()
 	}
 	if d.link != nil {
 		if err := dataplane.Unpin(d.opts.PinDir, d.link); err != nil {

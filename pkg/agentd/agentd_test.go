@@ -76,6 +76,7 @@ func TestAgentSetup(t *testing.T) {
 		t.Errorf("%d programs at eth0's tc ingress, want the agent", n)
 	}
 	check(true, "1", "sysctl", "-n", "net.ipv4.conf.all.arp_ignore")
+	checkAPI(t, ns, d)
 	if err := ns.Do(d.Close); err != nil {
 		t.Fatal(err)
 	}

@@ -357,7 +357,7 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 		in.servers.store(uint32(id), s.Pack())
 	}
 	for i, b := range t.Buckets {
-		in.buckets.store(uint32(i), b.Pack())
+		in.buckets.store(uint32(i), bucketWord(b))
 	}
 	if err := m.objs.BucketTables.Put(slot, in.buckets.m); err != nil {
 		in.buckets.close()
@@ -404,7 +404,7 @@ func (m *Mux) ApplyDelta(name string, d *forwarding.Delta) error {
 		}
 	}
 	for _, c := range d.Buckets {
-		in.buckets.store(c.Index, c.Bucket.Pack())
+		in.buckets.store(c.Index, bucketWord(c.Bucket))
 	}
 	if err := in.table.Apply(d); err != nil {
 		return err // cannot happen after Check

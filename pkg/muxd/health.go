@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -67,9 +66,9 @@ type health struct {
 type instanceHealth struct {
 	keys     ring.Keys
 	follower *ring.Follower
-	applied  func() (uint32, bool)
+	applied  func() (ring.Pair, bool)
 
-	latest      uint32    // store's latest generation, when readable
+	latest      ring.Pair // store's latest pair, when readable
 	lastSync    time.Time // last probe that found the mux current
 	behindSince time.Time // zero while current
 	withdrawn   bool
@@ -91,7 +90,7 @@ func newHealth(opts HealthOptions, log *slog.Logger) *health {
 
 // track starts watching a followed instance; applied reads the generation
 // the data plane runs.
-func (h *health) track(stop <-chan struct{}, st store.Store, name string, k ring.Keys, f *ring.Follower, applied func() (uint32, bool)) {
+func (h *health) track(stop <-chan struct{}, st store.Store, name string, k ring.Keys, f *ring.Follower, applied func() (ring.Pair, bool)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.st = st
@@ -158,24 +157,23 @@ func (h *health) observe(name string, latest []byte, err error) {
 	}
 	applied, ok := in.applied()
 	failing := in.follower.Status().LastError
-	// Behind: the store's latest-gen pointer names a newer generation than
-	// the mux runs. Lower is not "behind": a store going back is refused
-	// by the follower and repaired by the controller at a newer
-	// generation. When the pointer does not read as a number, the
-	// follower's own verdict (its last round failed) stands in. A failure
-	// left over from an outage does not count while the pointer shows the
-	// mux current.
+	// Behind: the store's latest-gen pointer names a newer (incarnation,
+	// generation) pair than the mux runs. Lower is not "behind": a store
+	// going back is refused by the follower and repaired by the controller
+	// at a newer pair. When the pointer is unreadable, the follower's own
+	// verdict (its last round failed) stands in. A failure left over from
+	// an outage does not count while the pointer shows the mux current.
 	behind := !ok
-	if g, perr := strconv.ParseUint(string(latest), 10, 32); err == nil && perr == nil {
-		in.latest = uint32(g)
-		behind = behind || uint32(g) > applied
+	if p, perr := ring.ParsePointer(latest); err == nil && perr == nil {
+		in.latest = p
+		behind = behind || applied.Less(p)
 	} else {
 		behind = behind || failing != nil
 	}
 	switch {
 	case !behind:
 		if !in.behindSince.IsZero() {
-			h.log.Info("instance caught up with the store", "instance", name, "generation", applied,
+			h.log.Info("instance caught up with the store", "instance", name, "running", applied.String(),
 				"behind_for", now.Sub(in.behindSince).Round(time.Millisecond))
 		}
 		if in.withdrawn {
@@ -184,12 +182,12 @@ func (h *health) observe(name string, latest []byte, err error) {
 		in.behindSince, in.withdrawn, in.lastSync = time.Time{}, false, now
 	case in.behindSince.IsZero():
 		in.behindSince = now
-		h.log.Warn("instance behind the store", "instance", name, "applied", applied, "store_latest", in.latest,
+		h.log.Warn("instance behind the store", "instance", name, "running", applied.String(), "store_latest", in.latest.String(),
 			"follower_error", truncErr(failing))
 	case h.opts.WithdrawBehindAfter > 0 && !in.withdrawn && now.Sub(in.behindSince) >= h.opts.WithdrawBehindAfter:
 		in.withdrawn = true
 		h.log.Warn("instance behind the store too long: withdrawing its VIPs from BGP", "instance", name,
-			"behind_for", now.Sub(in.behindSince).Round(time.Millisecond), "applied", applied, "store_latest", in.latest)
+			"behind_for", now.Sub(in.behindSince).Round(time.Millisecond), "running", applied.String(), "store_latest", in.latest.String())
 	}
 }
 

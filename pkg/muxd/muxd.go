@@ -67,6 +67,9 @@ type Daemon struct {
 	applySeconds prometheus.Histogram
 	generation   *prometheus.GaugeVec
 	applyErrors  prometheus.Counter
+
+	servers servers     // reachability of the servers (servers.go)
+	ring    ringMetrics // ring follower events (follow.go)
 }
 
 // InterfaceAddr is the first IPv4 address of an interface.
@@ -179,6 +182,7 @@ func (d *Daemon) serveMetrics() error {
 		Help: "Generation of the forwarding state loaded, per instance."}, []string{"instance"})
 	d.applyErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "beamer_mux_apply_errors_total",
 		Help: "Generations or tables the mux refused (the previous state stays in force)."})
+	d.registerFollowMetrics(reg)
 	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors, d.health,
 		metrics.NewCounterCollector("beamer_mux_packets_total", "Packets by decision of the XDP mux.", "decision", d.mux.Counters))
 	s, err := metrics.Serve(d.opts.Metrics, reg, d.Healthy)
@@ -231,7 +235,8 @@ func (d *Daemon) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error
 	d.mu.Lock()
 	d.instances[cfg.Name] = cfg
 	d.mu.Unlock()
-	return dataplane.EnsureNeighbors(d.nl, d.mux.ServerAddrs(cfg.Name))
+	d.ensureServers(cfg.Name)
+	return nil
 }
 
 // ApplyDelta applies one generation to an instance.
@@ -243,7 +248,7 @@ func (d *Daemon) ApplyDelta(name string, delta *forwarding.Delta) error {
 		return err
 	}
 	if len(delta.Servers) > 0 {
-		return dataplane.EnsureNeighbors(d.nl, d.mux.ServerAddrs(name))
+		d.ensureServers(name)
 	}
 	return nil
 }
