@@ -23,6 +23,7 @@ import (
 type BGPPeer struct {
 	Addr netip.Addr
 	ASN  uint32
+	Port uint16 // 0: BGP's port, 179
 }
 
 // ParseBGPPeer reads ADDR:ASN, e.g. 198.18.0.254:65000.
@@ -98,7 +99,7 @@ func StartBGP(ctx context.Context, o BGPOptions) (*Announcer, error) {
 	for _, p := range o.Peers {
 		err := a.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: &api.Peer{
 			Conf:      &api.PeerConf{NeighborAddress: p.Addr.String(), PeerAsn: p.ASN},
-			Transport: &api.Transport{LocalAddress: o.NextHop.String()},
+			Transport: &api.Transport{LocalAddress: o.NextHop.String(), RemotePort: uint32(p.Port)},
 			Timers: &api.Timers{Config: &api.TimersConfig{
 				HoldTime: hold, KeepaliveInterval: max(hold/3, 1), ConnectRetry: 1,
 			}},

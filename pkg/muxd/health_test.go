@@ -167,6 +167,17 @@ func TestMuxSaysWhatIsWrong(t *testing.T) {
 	if !announced() || d.Healthy() != nil {
 		t.Fatalf("fresh mux: announcing %v, health %v", d.announceVIPs(), d.Healthy())
 	}
+	// A real BGP session to a router (GoBGP on loopback) shows what the
+	// network sees.
+	router := startTestRouter(t)
+	a, err := StartBGP(ctx, BGPOptions{ASN: 65001, NextHop: netip.MustParseAddr("127.0.0.2"), Peers: []BGPPeer{router.peer()},
+		HoldTime: 3 * time.Second, Log: log})
+	must(t, err)
+	defer a.Close()
+	go d.AnnounceWhileHealthy(fctx, a, 100*time.Millisecond, log)
+	if !router.has(t, vip, true, 10*time.Second) {
+		t.Fatal("router never learned the VIP")
+	}
 
 	t.Run("behind", func(t *testing.T) {
 		mux.hide(uint64(gen))
@@ -176,6 +187,9 @@ func TestMuxSaysWhatIsWrong(t *testing.T) {
 			t.Error("VIPs withdrawn before the bound")
 		}
 		waitUntil(t, "VIPs withdrawn after the bound", 3*time.Second, func() bool { return !announced() })
+		if !router.has(t, vip, false, 2*time.Second) {
+			t.Error("router still has the VIP's route from a mux that is behind")
+		}
 		if err := d.Healthy(); err == nil || !strings.Contains(err.Error(), "instance web behind the store") {
 			t.Errorf("healthz while withdrawn: %v", err)
 		}
@@ -184,6 +198,9 @@ func TestMuxSaysWhatIsWrong(t *testing.T) {
 		}
 		mux.hide(0)
 		waitUntil(t, "announced again once caught up", 15*time.Second, announced)
+		if !router.has(t, vip, true, 2*time.Second) {
+			t.Error("router did not learn the VIP again after the mux caught up")
+		}
 		if g, _ := d.Mux().Generation("web"); g != gen {
 			t.Errorf("announced again at generation %d, store has %d", g, gen)
 		}
@@ -216,7 +233,7 @@ func TestMuxSaysWhatIsWrong(t *testing.T) {
 			t.Errorf("sync age %v s during the outage", age)
 		}
 		time.Sleep(time.Second) // well past the withdraw bound
-		if !announced() {
+		if !announced() || !router.has(t, vip, true, 0) {
 			t.Error("VIPs withdrawn during a store outage: every mux would go down at once")
 		}
 		srv.Start()
