@@ -126,14 +126,17 @@ latest blob and the deltas after it, then applies each new generation.`,
 				return err
 			}
 			defer st.Close()
+			// A predecessor's pinned program keeps forwarding until
+			// every one of these is loaded.
+			d.Expect(instances...)
 			for _, name := range instances {
 				if err := d.Follow(ctx, st, target.Root, name, log); err != nil {
 					return err
 				}
 			}
 		}
-		// Tables loaded: replace a dead predecessor's pinned program, if
-		// any, with this one.
+		// Replace a dead predecessor's pinned program, if any, with this
+		// one once the tables are loaded (at once for a static mux).
 		if err := d.Ready(); err != nil {
 			return err
 		}

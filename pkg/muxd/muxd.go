@@ -57,8 +57,11 @@ type Daemon struct {
 	nl      *netlink.Handle
 	metrics *metrics.Server
 
-	stop     chan struct{} // closed by Close: ends the netlink watches
-	adopting bool          // a predecessor's pinned program forwards until Ready
+	stop chan struct{} // closed by Close: ends the netlink watches
+
+	attachMu sync.Mutex // guards link, adopting and takeover (adopt.go)
+	adopting bool       // a predecessor's pinned program forwards until this one takes over
+	takeover takeover
 
 	mu        sync.Mutex
 	instances map[string]forwarding.Instance
@@ -145,7 +148,7 @@ func (d *Daemon) start() error {
 	if pinned != nil {
 		pinned.Close()
 		d.adopting = true
-	} else if err := d.Ready(); err != nil {
+	} else if err := d.attach(); err != nil {
 		return err
 	}
 	if err := d.watchNextHops(); err != nil {
@@ -156,21 +159,6 @@ func (d *Daemon) start() error {
 			return err
 		}
 	}
-	return nil
-}
-
-// Ready attaches the mux if Start did not: a predecessor's pinned program
-// forwards until this call replaces it, in one step, with this one, so
-// call it once the instances are set. Calling it again does nothing.
-func (d *Daemon) Ready() error {
-	if d.link != nil {
-		return nil
-	}
-	l, err := d.mux.Attach(d.opts.Interface, d.opts.XDPMode)
-	if err != nil {
-		return err
-	}
-	d.link, d.adopting = l, false
 	return nil
 }
 
@@ -236,6 +224,7 @@ func (d *Daemon) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error
 	d.instances[cfg.Name] = cfg
 	d.mu.Unlock()
 	d.ensureServers(cfg.Name)
+	d.takeOverIfReady()
 	return nil
 }
 
@@ -270,6 +259,9 @@ func (d *Daemon) Close() error {
 	if d.metrics != nil {
 		d.metrics.Close()
 	}
+	d.attachMu.Lock()
+	defer d.attachMu.Unlock()
+	d.takeover.wanted = false // an instance loading now must not attach
 	if d.link != nil {
 		if err := dataplane.Unpin(d.opts.PinDir, d.link); err != nil {
 			errs = append(errs, err)
