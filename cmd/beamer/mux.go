@@ -105,11 +105,19 @@ latest blob and the deltas after it, then applies each new generation.`,
 		if err != nil {
 			return err
 		}
+		ctx, upgrading := upgradeContext(ctx)
 		d, err := muxd.Start(opts)
 		if err != nil {
 			return err
 		}
 		defer func() {
+			if upgrading() {
+				log.Info("mux exiting for an upgrade: its program stays pinned and forwarding for the next mux")
+				if err := d.Abandon(); err != nil {
+					log.Warn("mux: releasing", "error", err)
+				}
+				return
+			}
 			if err := d.Close(); err != nil {
 				log.Warn("mux: detaching and restoring", "error", err)
 			}
@@ -150,10 +158,13 @@ latest blob and the deltas after it, then applies each new generation.`,
 			}
 			go d.AnnounceWhileHealthy(ctx, a, time.Second, log)
 			<-ctx.Done()
+			a.Close()
+			if upgrading() {
+				return nil // the pinned program keeps forwarding: nothing to drain
+			}
 			// Graceful stop: withdraw, let routers move the traffic to
 			// other muxes while this one still forwards, then detach.
 			log.Info("mux stopping: routes withdrawn, draining", "delay", drain)
-			a.Close()
 			time.Sleep(drain)
 			return nil
 		}

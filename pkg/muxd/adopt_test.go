@@ -72,11 +72,9 @@ instances:
 	if dead == "" {
 		t.Fatal("first mux not attached")
 	}
-	// The first mux dies: its descriptors close, its pins and record stay.
-	close(first.stop)
-	first.link.Close()
-	first.mux.Close()
-	first.nl.Close()
+	// The first mux dies (or exits for an upgrade, SIGUSR2): its
+	// descriptors close, its pins and record stay.
+	must(t, first.Abandon())
 	if id := xdpProgID(t, ns); id != dead {
 		t.Fatalf("program %q after the mux died, want its pinned %s", id, dead)
 	}

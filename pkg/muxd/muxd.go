@@ -250,6 +250,31 @@ func (d *Daemon) RemoveInstance(name string) error {
 	return d.mux.RemoveInstance(name)
 }
 
+// Abandon ends this process's part — watches, metrics, descriptors — but
+// leaves the program pinned and forwarding with its last tables, and
+// forwarding on, for the next mux to take over: a hitless upgrade
+// (SIGUSR2). Routes are the caller's: an announcer closed with the process
+// withdraws them.
+func (d *Daemon) Abandon() error {
+	close(d.stop)
+	d.attachMu.Lock()
+	defer d.attachMu.Unlock()
+	d.takeover.wanted = false
+	if d.metrics != nil {
+		d.metrics.Close()
+	}
+	if d.link != nil {
+		d.link.Close()
+	}
+	if d.nl != nil {
+		d.nl.Close()
+	}
+	if d.mux != nil {
+		return d.mux.Close()
+	}
+	return nil
+}
+
 // Close detaches and unpins the mux, frees everything and restores the
 // sysctls. A mux that never attached (its start failed while a
 // predecessor's program was pinned) leaves that program forwarding.
