@@ -56,7 +56,7 @@ func must(t *testing.T, err error) {
 
 func lifecycleConfig() config.Agent {
 	return config.Agent{Interface: "eth0", ServerID: 1030, Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
-		VIPs: []config.AgentVIP{{VIP: netip.MustParseAddr("198.18.100.1"), Buckets: 100}}}
+		VIPs: []config.AgentVIP{{VIP: netip.MustParseAddr("198.18.100.1"), Buckets: 100}}, API: "off"}
 }
 
 func testOptions(t *testing.T) Options {
