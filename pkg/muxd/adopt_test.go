@@ -101,3 +101,35 @@ instances:
 		t.Errorf("pins left: %v", err)
 	}
 }
+
+// TestMuxStartFailureUnwinds: a mux whose start fails after it attached
+// (here: its metrics address) detaches, unpins and restores forwarding.
+func TestMuxStartFailureUnwinds(t *testing.T) {
+	lab := netlabtest.New(t, "muxfail")
+	ns, err := lab.Namespace("mux")
+	must(t, err)
+	peer, err := lab.Namespace("net")
+	must(t, err)
+	must(t, lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.1/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.10/24"), 0))
+	must(t, ns.Sysctl("net.ipv4.conf.eth0.forwarding", "0"))
+	dir := t.TempDir()
+	opts := Options{Interface: "eth0", XDPMode: dataplane.XDPGeneric, Metrics: "nonsense", StateFile: filepath.Join(dir, "state.json"),
+		PinDir: fmt.Sprintf("/sys/fs/bpf/beamer/test-muxfail-%d", os.Getpid())}
+	t.Cleanup(func() { os.RemoveAll(opts.PinDir) })
+	err = ns.Do(func() error { _, err := Start(opts); return err })
+	const want = "metrics listener: listen tcp: address nonsense: missing port in address"
+	if err == nil || err.Error() != want {
+		t.Fatalf("error %v, want %q", err, want)
+	}
+	if id := xdpProgID(t, ns); id != "" {
+		t.Errorf("program %s left attached", id)
+	}
+	if out, _ := ns.Run("sysctl", "-n", "net.ipv4.conf.eth0.forwarding"); strings.TrimSpace(out) != "0" {
+		t.Errorf("forwarding %q left", strings.TrimSpace(out))
+	}
+	for _, p := range []string{opts.PinDir, opts.StateFile} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s left: %v", p, err)
+		}
+	}
+}
