@@ -22,6 +22,7 @@ type Agent struct {
 	// MPTCP advertises VIP:server_id to MPTCP clients (default true).
 	MPTCP   *bool  `yaml:"mptcp,omitempty"`
 	Metrics string `yaml:"metrics,omitempty"` // listen address of /metrics and /healthz
+	API     string `yaml:"api,omitempty"`     // listen address of the agent API (see APIAddr)
 }
 
 // AgentVIP is one VIP served, with its instance's bucket count and window.
@@ -77,6 +78,9 @@ func (c *Agent) Validate() error {
 	}
 	if len(c.VIPs) == 0 {
 		return errors.New("vips: none configured")
+	}
+	if err := c.validateAPI(); err != nil {
+		return err
 	}
 	seen := map[netip.Addr]bool{}
 	for _, v := range c.VIPs {

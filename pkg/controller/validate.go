@@ -91,9 +91,9 @@ func (c *Controller) checkNewInstance(ctx context.Context, in *forwarding.Instan
 	return nil
 }
 
-// checkNewDIP refuses a DIP address that is not unicast IPv4 or that is a
+// checkDIPAddress refuses a DIP address that is not unicast IPv4 or that is a
 // VIP of any instance (its own included).
-func (c *Controller) checkNewDIP(ctx context.Context, name string, id forwarding.ServerID, addr netip.Addr) error {
+func (c *Controller) checkDIPAddress(ctx context.Context, name string, id forwarding.ServerID, addr netip.Addr) error {
 	if err := forwarding.CheckDIP(addr); err != nil {
 		return badf("%v", err)
 	}

@@ -36,6 +36,26 @@ type Instance struct {
 	PortHigh    uint16        `json:"port_high" yaml:"port_high"` // last service port, ≤ 1024
 	Buckets     uint32        `json:"buckets" yaml:"buckets"`     // B
 	ChainWindow time.Duration `json:"chain_window" yaml:"chain_window"`
+	// MaxChainLen is K: how many previous owners a bucket's history keeps,
+	// 1..MaxChain; 0 means DefaultMaxChainLen (configurations written
+	// before the history existed).
+	MaxChainLen int `json:"max_chain,omitempty" yaml:"max_chain,omitempty"`
+
+	// Health says how the controller probes the instance's servers
+	// (healthcheck.go); nil means the default agent probe.
+	Health *HealthCheck `json:"health,omitempty" yaml:"health,omitempty"`
+}
+
+// DefaultMaxChainLen is K when the configuration does not say: a bucket
+// survives four moves inside a window while its old owners still run.
+const DefaultMaxChainLen = 4
+
+// ChainLen is the effective K of the instance.
+func (in *Instance) ChainLen() int {
+	if in.MaxChainLen == 0 {
+		return DefaultMaxChainLen
+	}
+	return in.MaxChainLen
 }
 
 var instanceName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
@@ -80,6 +100,9 @@ func (in *Instance) Validate() error {
 	}
 	if in.ChainWindow < 0 {
 		return bad("chain window %v is negative", in.ChainWindow)
+	}
+	if in.MaxChainLen < 0 || in.MaxChainLen > MaxChain {
+		return bad("max_chain %d must be in 1–%d (0 = default %d)", in.MaxChainLen, MaxChain, DefaultMaxChainLen)
 	}
 	return nil
 }
