@@ -2,11 +2,13 @@ package etcdstore_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/beamer-lb/beamer/pkg/store/etcdstore"
+	"github.com/beamer-lb/beamer/pkg/store/storeurl"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -15,7 +17,8 @@ import (
 // password works — commits, watch, election — and one without credentials
 // or with a wrong password is refused at Open.
 func TestPasswordAuth(t *testing.T) {
-	e, err := etcdstore.StartEmbedded(etcdstore.EmbedConfig{Dir: t.TempDir(), ClientAddr: "127.0.0.1:0", PeerAddr: "127.0.0.1:0"})
+	dir := t.TempDir()
+	e, err := etcdstore.StartEmbedded(etcdstore.EmbedConfig{Dir: dir, ClientAddr: "127.0.0.1:0", PeerAddr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +58,20 @@ func TestPasswordAuth(t *testing.T) {
 	defer ccancel()
 	if _, err := s.Campaign(cctx, "/auth/leader", "me"); err != nil {
 		t.Fatalf("election with authentication: %v", err)
+	}
+	// Through a store URL, the password from the environment: embed://
+	// finds the running server through its endpoint file.
+	t.Setenv(storeurl.PasswordEnv, "r00t-pass")
+	for _, url := range []string{"embed://root@" + dir, "etcd://root@" + strings.TrimPrefix(e.Endpoint(), "http://")} {
+		s, _, err := storeurl.Open(ctx, url)
+		if err != nil {
+			t.Fatalf("%s: %v", url, err)
+		}
+		it, err := s.Get(ctx, "/auth/k")
+		s.Close()
+		if err != nil || string(it.Value) != "v" {
+			t.Fatalf("%s: read %q, %v", url, it.Value, err)
+		}
 	}
 	for who, pass := range map[string]string{"": "", "root": "wrong"} {
 		if s, err := open(who, pass); err == nil {

@@ -178,7 +178,7 @@ func OpenWith(ctx context.Context, raw string, o Options) (store.Store, *Target,
 	}
 	switch t.Scheme {
 	case "embed":
-		cfg := etcdstore.Config{DialTimeout: t.Timeout}
+		cfg := etcdstore.Config{DialTimeout: t.Timeout, Username: t.User, Password: pass}
 		if cfg.TLS, err = t.tlsConfig(); err != nil {
 			return nil, nil, err
 		}
