@@ -65,10 +65,10 @@ func parseID(s string) (forwarding.ServerID, error) {
 
 func parseWeight(s string) (uint32, error) {
 	n, err := strconv.ParseUint(s, 10, 32)
-	if err != nil || n == 0 || n > controller.MaxWeight {
+	if err != nil {
 		return 0, fmt.Errorf("weight %q must be a number in 1–%d", s, controller.MaxWeight)
 	}
-	return uint32(n), nil
+	return uint32(n), forwarding.CheckWeight(uint32(n))
 }
 
 func parsePorts(s string) (lo, hi uint16, err error) {
@@ -90,7 +90,7 @@ func init() {
 	create, cf := newCtl("create NAME --vip ADDR[,ADDR] --ports P[-Q] --buckets B", "Create an instance", cobra.ExactArgs(1))
 	vips := create.Flags().StringSlice("vip", nil, "virtual IPv4 address(es)")
 	ports := create.Flags().String("ports", "", "service port or range, ≤ 1024")
-	buckets := create.Flags().Uint32("buckets", 0, fmt.Sprintf("bucket count B, larger than the most DIPs the instance will have (paper: 100 per DIP); for maglev the lookup table size M, a prime ≥ 100 per backend (default %d)", assign.MaglevSmallTable))
+	buckets := create.Flags().Uint32("buckets", 0, fmt.Sprintf("beamer (required): bucket count B, larger than the most DIPs the instance will have (paper: 100 per DIP); maglev: the lookup table size M, a prime ≥ 100 per backend, %d when not given", assign.MaglevSmallTable))
 	window := create.Flags().Duration("chain-window", forwarding.DefaultChainWindow, "daisy-chaining window")
 	strategy := create.Flags().String("strategy", string(forwarding.StrategyBeamer), "beamer (stable hashing, daisy chaining) or maglev (Maglev hashing, connection tables in the muxes)")
 	healthKind := create.Flags().String("health", string(forwarding.HealthAgent), "how the controller probes servers: agent (the server's agent connects to VIP:port on the server; works for services bound only to the VIP), tcp (connect to DIP:port), http (GET http://DIP:port/PATH, 2xx), none")
@@ -99,7 +99,10 @@ func init() {
 	agentPort := create.Flags().Uint16("agent-port", 0, "port of the agent API on the servers (default 9300)")
 	create.RunE = func(cmd *cobra.Command, args []string) error {
 		in := &forwarding.Instance{Name: args[0], Strategy: forwarding.Strategy(*strategy), Buckets: *buckets, ChainWindow: *window}
-		if in.Strategy == forwarding.StrategyMaglev && !cmd.Flags().Changed("buckets") {
+		if !cmd.Flags().Changed("buckets") {
+			if in.Strategy != forwarding.StrategyMaglev {
+				return errMissingBuckets
+			}
 			in.Buckets = assign.MaglevSmallTable
 		}
 		for _, v := range *vips {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/controller"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
 )
 
 // parseAddDIPs reads the DIPs of `ctl add-dip`: ID ADDR [WEIGHT] (one DIP,
@@ -36,6 +37,9 @@ func parseAddDIPs(args []string, w string, weightFlag bool) ([]controller.NewDIP
 		addr, err := netip.ParseAddr(args[i+1])
 		if err != nil || !addr.Is4() {
 			return nil, fmt.Errorf("DIP address %q is not an IPv4 address", args[i+1])
+		}
+		if err := forwarding.CheckDIP(addr); err != nil {
+			return nil, err // the controller would say the same; say it before submitting
 		}
 		out = append(out, controller.NewDIP{ID: id, Addr: addr, Weight: weight})
 	}

@@ -129,6 +129,7 @@ func (c *Controller) defragStep(ctx context.Context, in *instance, params assign
 		c.forget(in)
 		return 0, false, err
 	}
+	c.published(in)
 	return len(changes), false, nil
 }
 

@@ -10,9 +10,8 @@ import (
 	"github.com/beamer-lb/beamer/pkg/store"
 )
 
-// MaxWeight bounds DIP weights; weights are relative, so this is plenty and
-// keeps weight sums far from overflow at 65 511 DIPs.
-const MaxWeight = 1_000_000
+// MaxWeight bounds DIP weights (forwarding.MaxWeight).
+const MaxWeight = forwarding.MaxWeight
 
 // NewDIP is one DIP of an add-dip request.
 type NewDIP struct {
@@ -54,7 +53,7 @@ func (c *Controller) AddDIPs(ctx context.Context, name string, add []NewDIP) err
 	addrs := map[netip.Addr]forwarding.ServerID{}
 	var fresh []*DIP
 	for _, n := range add {
-		if err := c.checkNewDIP(in, n); err != nil {
+		if err := c.checkNewDIP(ctx, in, n); err != nil {
 			return err
 		}
 		if ids[n.ID] {
@@ -93,21 +92,16 @@ func (c *Controller) AddDIPs(ctx context.Context, name string, add []NewDIP) err
 // checkNewDIP validates one DIP of an add-dip request against the
 // instance: range of id and weight, address kind, no clash with a VIP or
 // another DIP.
-func (c *Controller) checkNewDIP(in *instance, n NewDIP) error {
+func (c *Controller) checkNewDIP(ctx context.Context, in *instance, n NewDIP) error {
 	id, addr, weight, name := n.ID, n.Addr, n.Weight, in.config.Name
 	if !id.Valid() {
 		return badf("server id %d is outside %d–%d (ids up to 1024 are service ports)", id, forwarding.MinServerID, forwarding.MaxServerID)
 	}
-	if !addr.Is4() || addr.IsUnspecified() || addr.IsMulticast() || addr.IsLoopback() {
-		return badf("DIP address %v is not a unicast IPv4 address", addr)
+	if err := c.checkDIPAddress(ctx, name, id, addr); err != nil {
+		return err
 	}
-	if weight == 0 || weight > MaxWeight {
-		return badf("weight %d must be in 1–%d (use drain or remove to take a DIP out)", weight, MaxWeight)
-	}
-	for _, v := range in.config.VIPs {
-		if v == addr {
-			return badf("DIP address %v is a VIP of instance %q", addr, name)
-		}
+	if err := forwarding.CheckWeight(weight); err != nil {
+		return badf("%v", err)
 	}
 	if d, ok := in.dips[id]; ok {
 		if d.Addr == addr && d.Weight == weight && d.State != Removing {
@@ -207,8 +201,8 @@ func (c *Controller) RemoveDIPs(ctx context.Context, name string, ids []forwardi
 
 // SetWeight changes a DIP's weight and rebalances.
 func (c *Controller) SetWeight(ctx context.Context, name string, id forwarding.ServerID, weight uint32) error {
-	if weight == 0 || weight > MaxWeight {
-		return badf("weight %d must be in 1–%d (use drain or remove to take a DIP out)", weight, MaxWeight)
+	if err := forwarding.CheckWeight(weight); err != nil {
+		return badf("%v", err)
 	}
 	return c.update(ctx, name, id, func(d *DIP) error {
 		if d.State == Removing {

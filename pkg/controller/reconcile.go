@@ -29,7 +29,12 @@ type instance struct {
 
 func (c *Controller) load(ctx context.Context, name string) (*instance, error) {
 	if in, ok := c.cache[name]; ok {
-		return in, nil
+		if err := c.verifyCached(ctx, in, false); err != nil {
+			return nil, err
+		}
+		if in, ok := c.cache[name]; ok {
+			return in, nil
+		}
 	}
 	k := ring.InstanceKeys(c.root, name)
 	cfg, err := ring.ReadInstance(ctx, c.st, k)
@@ -43,7 +48,7 @@ func (c *Controller) load(ctx context.Context, name string) (*instance, error) {
 	if in.ids, err = readIDs(ctx, c.st, k); err != nil {
 		return nil, err
 	}
-	if in.w, err = ring.Open(ctx, c.st, k, c.opts.Ring); err != nil {
+	if in.w, err = c.openRing(ctx, name, k); err != nil {
 		return nil, err
 	}
 	c.cache[name] = in
@@ -105,6 +110,7 @@ func (c *Controller) reconcile(ctx context.Context, in *instance) error {
 		if _, err := in.w.Publish(ctx, d); err != nil {
 			return err
 		}
+		c.published(in)
 	}
 	// 3. Records that follow the published ring.
 	return c.settle(ctx, in)

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"fmt"
-
 	"github.com/beamer-lb/beamer/pkg/assign"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 )
@@ -12,19 +11,16 @@ import (
 // backends' loads, stray further from the weights. ctl show warns below it.
 const MaglevEntriesPerBackend = 100
 
-// CheckInstance validates a configuration for creation: forwarding's
-// checks plus the strategy's own (a Maglev table size must be prime).
+// CheckInstance validates a configuration for creation. Every rule on one
+// instance, the strategy's included (a Maglev table size must be prime), is
+// forwarding.Instance.Validate's, so that ctl, requests, static files and
+// muxes reading the store refuse the same things with the same words.
 func CheckInstance(in *forwarding.Instance) error {
 	if err := in.Validate(); err != nil {
 		return err
 	}
 	if err := in.Health.Check(); err != nil {
 		return fmt.Errorf("%w %q: %v", forwarding.ErrConfig, in.Name, err)
-	}
-	if in.Strategy == forwarding.StrategyMaglev {
-		if err := assign.CheckMaglevSize(in.Buckets); err != nil {
-			return fmt.Errorf("%w %q: %v", forwarding.ErrConfig, in.Name, err)
-		}
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ func TestBlobRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{1, 7, 1000} {
 		want := randomTable(rng, n, 5, 42)
-		obj, err := encodeObject(KindBlob, 42, marshalBlob(want), 1)
+		obj, err := encodeObject(meta{kind: KindBlob, generation: 42}, marshalBlob(want), 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func decodeAll(obj []byte, kind Kind, gen uint32) error {
 func TestCorruptionDetected(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	tab := randomTable(rng, 64, 3, 5)
-	obj, err := encodeObject(KindBlob, 5, marshalBlob(tab), 6)
+	obj, err := encodeObject(meta{kind: KindBlob, generation: 5}, marshalBlob(tab), 6)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestCorruptPayloadWithValidChecksums(t *testing.T) {
 		"owner not a server": append([]byte{0, 0, 0, 0, 1, 0, 0, 0}, 0x01, 0x04, 0, 0, 0, 0, 0, 0),
 	}
 	for name, raw := range cases {
-		obj, err := encodeObject(KindBlob, 1, raw, 1)
+		obj, err := encodeObject(meta{kind: KindBlob, generation: 1}, raw, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +178,7 @@ func TestCorruptPayloadWithValidChecksums(t *testing.T) {
 }
 
 func TestSplit(t *testing.T) {
-	obj, _ := encodeObject(KindDelta, 1, bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7}, 3000), 1)
+	obj, _ := encodeObject(meta{kind: KindDelta, generation: 1}, bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7}, 3000), 1)
 	n := len(obj)
 	chunks := split(obj, 50)
 	if len(chunks) != (n+49)/50 {
