@@ -151,6 +151,9 @@ func TestAgentRestoresAfterKill(t *testing.T) {
 	// hand), its pins, record and node changes stay.
 	first.link.Close()
 	first.agent.Close()
+	if first.api != nil {
+		first.api.Close() // its API listener dies with the process
+	}
 	close(first.stop)
 	if out, _ := ns.Run("sysctl", "-n", "net.ipv4.conf.eth0.forwarding"); strings.TrimSpace(out) != "1" {
 		t.Fatalf("forwarding %q while the dead agent's state is in force", out)
