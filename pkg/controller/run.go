@@ -115,6 +115,14 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 		}
 		o.Logf("recovery: %v", err)
 	}
+	if o.Health == nil {
+		if err := c.releasePending(ctx, o.Logf); err != nil {
+			if fatal(err) {
+				return err
+			}
+			o.Logf("releasing pending DIPs: %v", err)
+		}
+	}
 	bell := st.Watch(ctx, doorbellKey(root))
 	poll := time.NewTicker(time.Second)
 	defer poll.Stop()
