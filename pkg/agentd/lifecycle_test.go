@@ -49,7 +49,7 @@ var originalSysctls = map[string]string{
 
 func lifecycleConfig() config.Agent {
 	return config.Agent{Interface: "eth0", ServerID: 1030, Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
-		VIPs: []config.AgentVIP{{VIP: netip.MustParseAddr("198.18.100.1"), Buckets: 100}}}
+		VIPs: []config.AgentVIP{{VIP: netip.MustParseAddr("198.18.100.1"), Buckets: 100}}, API: "off"}
 }
 
 func testOptions(t *testing.T) Options {
@@ -113,7 +113,7 @@ func TestAgentStartFailuresUnwind(t *testing.T) {
 		{"chain window", func(c *config.Agent) { c.VIPs[0].ChainWindow = &day2 },
 			"VIP 198.18.100.1: chaining window 48h0m0s must be within 0–24h"},
 		{"bucket count", func(c *config.Agent) { c.VIPs[0].Buckets = 4294967295 },
-			"VIP 198.18.100.1: bucket count 4294967295 must be in 1–16777216"},
+			"vip 198.18.100.1: buckets 4294967295 must be in 2–16777216 (the instance's B)"},
 		{"interface", func(c *config.Agent) { c.Interface = "eth9"; c.Address = netip.MustParseAddr("198.18.0.10") },
 			"sysctl net.ipv4.conf.eth9.forwarding: open /proc/sys/net/ipv4/conf/eth9/forwarding: no such file or directory"},
 	}
