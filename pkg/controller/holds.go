@@ -152,14 +152,32 @@ func (h *holder) round(ctx context.Context, c *Controller) error {
 		return err
 	}
 	for _, name := range names {
-		if err := h.instance(ctx, c, name); err != nil {
+		if err := h.instance(ctx, c, name, true); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (h *holder) instance(ctx context.Context, c *Controller, name string) error {
+// prime polls every instance once before a new leader's first reconcile
+// (Recover), which would otherwise end the windows of held buckets whose
+// re-stamp the previous leader had not published yet.
+func (h *holder) prime(ctx context.Context, c *Controller) error {
+	names, err := c.Instances(ctx)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if err := h.instance(ctx, c, name, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// instance polls the agents of one instance if it is due, and reconciles
+// it (if reconcile) when a held bucket is due for a re-stamp.
+func (h *holder) instance(ctx context.Context, c *Controller, name string, reconcile bool) error {
 	in, err := c.instance(ctx, name)
 	if err != nil {
 		return err
@@ -262,7 +280,7 @@ func (h *holder) instance(ctx context.Context, c *Controller, name string) error
 	}
 	h.mu.Unlock()
 	c.metrics.observeHeld(name, reasons)
-	if restamp {
+	if restamp && reconcile {
 		return c.Reconcile(ctx, name)
 	}
 	return nil

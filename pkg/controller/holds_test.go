@@ -235,3 +235,39 @@ func TestHoldFallsBackToWindow(t *testing.T) {
 		t.Fatalf("unreachable agent not logged: %q", *logs)
 	}
 }
+
+// TestHoldSurvivesFailover: a new leader asks the agents before its first
+// reconcile, so a held bucket whose re-stamp is overdue (the old leader
+// died, the election took a while) is re-stamped, not dropped.
+func TestHoldSurvivesFailover(t *testing.T) {
+	c, h, agents, clk, root, _ := holdRig(t, 24*time.Hour)
+	ctx := storetest.Context(t)
+	if err := c.RemoveDIP(ctx, "web", 1026); err != nil {
+		t.Fatal(err)
+	}
+	tab, _ := loadTable(t, root)
+	b := -1
+	for i, bk := range tab.Buckets {
+		if bk.History.Contains(1026) {
+			b = i
+			break
+		}
+	}
+	agents.set(1026, uint32(b), 1)
+	tick(t, c, h, clk, root, 45*time.Second, map[uint32]forwarding.ServerID{uint32(b): 1026})
+	tab, _ = loadTable(t, root)
+	clk.t.Store(int64(tab.Buckets[b].Changed) + 62) // the old leader is gone past the window
+	h2 := newHolder(HoldOptions{Interval: 10 * time.Second, Client: agents})
+	c2 := New(shared, root, Options{Now: clk.now, Holds: h2.hold})
+	h2.now = clk.now
+	if err := h2.prime(ctx, c2); err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tab, _ = loadTable(t, root)
+	if bk := tab.Buckets[b]; !bk.History.Contains(1026) || bk.Changed != uint32(clk.now().Unix()) {
+		t.Fatalf("after failover, bucket %d is %+v: the held server was dropped", b, bk)
+	}
+}

@@ -109,6 +109,14 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 		hd.now = c.now
 	}
 	fatal := func(err error) bool { return errors.Is(err, store.ErrConflict) && !c.leading(ctx) }
+	if hd != nil {
+		if err := hd.prime(ctx, c); err != nil {
+			if fatal(err) {
+				return err
+			}
+			o.Logf("asking agents for held connections: %v", err)
+		}
+	}
 	if err := c.Recover(ctx); err != nil {
 		if fatal(err) {
 			return err
