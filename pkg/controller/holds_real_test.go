@@ -14,8 +14,8 @@ import (
 
 // TestHoldRealConnection: the whole hold path on a real server. A client
 // keeps a TCP connection open to a service bound to the VIP; the server
-// (1025, its agent API on the DIP) is drained, so every bucket moves to
-// 1026 naming 1025. Its agent, asked by the controller over HTTP, reports
+// (1025, its agent API on the DIP) gives every bucket to 1026, each naming
+// 1025. Its agent, asked by the controller over HTTP, reports
 // the live socket in the connection's bucket (computed here from the
 // client's own 5-tuple): that bucket keeps 1025 for three windows, the
 // others lose it at the window's end; once the client closes, the hold
