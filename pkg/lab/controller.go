@@ -118,3 +118,14 @@ func (l *Lab) Ctl(args ...string) (string, error) {
 	out, err := l.ctl.Run(l.opts.Beamer, append(append([]string{"ctl"}, args...), "--store", l.store)...)
 	return strings.TrimSpace(out), err
 }
+
+// agentAPIPort is where agents serve the agent API (the instance's
+// agent_port default).
+const agentAPIPort = 9300
+
+// hasFlag reports whether `beamer COMMAND --help` lists flag: the lab
+// drives binaries with and without newer daemon features.
+func hasFlag(beamer, command, flag string) bool {
+	out, _ := exec.Command(beamer, command, "--help").CombinedOutput()
+	return strings.Contains(string(out), flag+" ")
+}
