@@ -55,6 +55,7 @@ func (r *Result) writeDetails(w io.Writer) {
 	}
 	if len(r.BrokenByKind) > 0 {
 		lines = append(lines, "broken by kind of connection: "+joinCounts(r.BrokenByKind))
+		lines = append(lines, "broken by last server: "+joinCounts(r.BrokenByServer))
 	}
 	if len(r.BrokenConns) > 0 {
 		// When and on which server: matched against the events, this says

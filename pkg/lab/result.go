@@ -16,7 +16,8 @@ type Result struct {
 	Broken              int                          `json:"broken"`
 	BrokenPct           float64                      `json:"broken_pct"`
 	BrokenReasons       map[string]int               `json:"broken_reasons,omitempty"`
-	BrokenByKind        map[string]int               `json:"broken_by_kind,omitempty"` // busy, idle, short
+	BrokenByKind        map[string]int               `json:"broken_by_kind,omitempty"`   // busy, idle, short
+	BrokenByServer      map[string]int               `json:"broken_by_server,omitempty"` // last server that answered on them
 	IdleConnections     int                          `json:"idle_connections,omitempty"`
 	SubflowsExpected    int                          `json:"subflows_expected"`
 	SubflowsEstablished int                          `json:"subflows_established"`
@@ -60,8 +61,14 @@ func (r *runner) result(lr LoadResult, tl []Sample, events []EventLog) *Result {
 	if lr.Connections > 0 {
 		res.BrokenPct = math.Round(10000*float64(lr.Broken)/float64(lr.Connections)) / 100
 	}
+	res.BrokenByServer = map[string]int{}
 	for _, b := range lr.BrokenConns {
 		res.BrokenReasons[b.Reason]++
+		srv := b.Server
+		if srv == "" {
+			srv = "none" // broke before any response
+		}
+		res.BrokenByServer[srv]++
 	}
 	if len(lr.BrokenConns) > 20 {
 		res.BrokenConns = lr.BrokenConns[:20] // the reasons sum them all

@@ -136,6 +136,11 @@ func (r *runner) setUp(ctx context.Context) error {
 			return err
 		}
 	}
+	if r.sc.BindVIP {
+		if err := l.checkVIPOnly(r.sc.InitialServers[0]); err != nil {
+			return err
+		}
+	}
 	for _, i := range r.sc.InitialMuxes {
 		if err := l.StartMux(ctx, i); err != nil {
 			return err
