@@ -67,7 +67,7 @@ func TestDefragNeverRaisesFragmentation(t *testing.T) {
 func TestDefragSkipsChainedBuckets(t *testing.T) {
 	buckets := table(a, b, a, b, c, c)
 	buckets[2].Changed = 100 // moved to a at t=100
-	buckets[2].Previous = c
+	buckets[2].History = forwarding.Chain{c}
 	plan, err := PlanDefrag(buckets, DefragParams{Threshold: 1, TargetRate: 1, MaxMoves: 1, ChainWindow: 240})
 	if err != nil {
 		t.Fatal(err)

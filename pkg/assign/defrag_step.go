@@ -75,7 +75,7 @@ func (p *DefragPlan) Step(buckets []forwarding.Bucket, now uint32) ([]forwarding
 		for _, i := range cyc {
 			budget[buckets[i].Current]--
 			changes = append(changes, forwarding.BucketChange{Index: i, Bucket: forwarding.Bucket{
-				Current: p.target[i], Previous: buckets[i].Current, Changed: now}})
+				Current: p.target[i], History: forwarding.Chain{buckets[i].Current}, Changed: now}})
 		}
 		return true
 	}

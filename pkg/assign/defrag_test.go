@@ -24,8 +24,8 @@ func TestDefragGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []forwarding.BucketChange{
-		{Index: 1, Bucket: forwarding.Bucket{Current: a, Previous: b, Changed: 5}},
-		{Index: 2, Bucket: forwarding.Bucket{Current: b, Previous: a, Changed: 5}},
+		{Index: 1, Bucket: forwarding.Bucket{Current: a, History: forwarding.Chain{b}, Changed: 5}},
+		{Index: 2, Bucket: forwarding.Bucket{Current: b, History: forwarding.Chain{a}, Changed: 5}},
 	}
 	if !slices.Equal(ch, want) {
 		t.Fatalf("step %+v, want %+v", ch, want)
@@ -131,7 +131,7 @@ func TestDefragRandom(t *testing.T) {
 				gave := map[forwarding.ServerID]int{}
 				for _, x := range ch {
 					gave[buckets[x.Index].Current]++
-					if x.Bucket.Current != plan.Target()[x.Index] || x.Bucket.Previous != buckets[x.Index].Current {
+					if x.Bucket.Current != plan.Target()[x.Index] || x.Bucket.History[0] != buckets[x.Index].Current {
 						t.Fatalf("move %+v is not toward the target", x)
 					}
 				}

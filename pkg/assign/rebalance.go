@@ -85,7 +85,7 @@ func Rebalance(buckets []forwarding.Bucket, servers []Server, now uint32) []forw
 		n := min(owned[a]-quota[a], quota[b]-owned[b])
 		for _, idx := range pool.take(a, n) {
 			owner[idx] = b
-			changes = append(changes, forwarding.BucketChange{Index: idx, Bucket: forwarding.Bucket{Current: b, Previous: a, Changed: now}})
+			changes = append(changes, forwarding.BucketChange{Index: idx, Bucket: forwarding.Bucket{Current: b, History: forwarding.Chain{a}, Changed: now}})
 		}
 		owned[a] -= n
 		owned[b] += n

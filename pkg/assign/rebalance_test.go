@@ -64,7 +64,7 @@ func TestRebalanceGolden(t *testing.T) {
 				t.Errorf("%d changes, want %d", len(ch), tc.moves)
 			}
 			for _, x := range ch {
-				if x.Bucket.Changed != 77 || x.Bucket.Previous != tc.start[x.Index].Current && x.Bucket.Current != forwarding.NoServer {
+				if x.Bucket.Changed != 77 || x.Bucket.History[0] != tc.start[x.Index].Current && x.Bucket.Current != forwarding.NoServer {
 					t.Errorf("change %+v: want Previous %d and Changed 77", x, tc.start[x.Index].Current)
 				}
 			}
@@ -123,7 +123,7 @@ func checkRebalance(t *testing.T, before []forwarding.Bucket, servers []Server, 
 		if x.Bucket.Current == old.Current || x.Bucket.Changed != now {
 			t.Fatalf("useless or unstamped change %+v of %+v", x, old)
 		}
-		if x.Bucket.Current != forwarding.NoServer && x.Bucket.Previous != old.Current {
+		if x.Bucket.Current != forwarding.NoServer && x.Bucket.History[0] != old.Current {
 			t.Fatalf("change %+v does not name old owner %d", x, old.Current)
 		}
 		if newCount[old.Current] >= oldCount[old.Current] {

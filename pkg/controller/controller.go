@@ -14,8 +14,19 @@ import (
 // Options tune a Controller.
 type Options struct {
 	Ring ring.WriterOptions
-	// Now is the clock (tests move it to expire chaining windows).
+	// Now is the clock (tests move it to expire chaining windows); it also
+	// dates new incarnations.
 	Now func() time.Time
+	// PendingUntilProbed: DIPs added own no bucket until their first
+	// successful health probe (set when health checks run).
+	PendingUntilProbed bool
+	// Metrics, if set, receives the controller's gauges.
+	Metrics *Metrics
+	// Holds, when set, keeps history entries of servers that still hold
+	// connections of a bucket past the chaining window (history.go).
+	Holds HoldFunc
+	// Logf reports repairs and new incarnations (default: silent).
+	Logf func(format string, a ...any)
 }
 
 // Controller runs operations on the instances under one store root. Give
@@ -26,7 +37,16 @@ type Controller struct {
 	root  string
 	opts  Options
 	now   func() time.Time
+	logf  func(format string, a ...any)
 	cache map[string]*instance
+	// seen is the pair last published (or found and trusted) per instance;
+	// started the instances whose incarnation this controller began;
+	// repairs the instances found damaged, with what was found.
+	seen    map[string]ring.Pair
+	started map[string]bool
+	repairs map[string]string
+	// metrics is opts.Metrics; its methods do nothing on nil.
+	metrics *Metrics
 }
 
 // New returns a Controller writing through st under root.
@@ -35,7 +55,15 @@ func New(st store.Store, root string, opts Options) *Controller {
 	if now == nil {
 		now = time.Now
 	}
-	return &Controller{st: st, root: root, opts: opts, now: now, cache: map[string]*instance{}}
+	if opts.Ring.Now == nil {
+		opts.Ring.Now = now
+	}
+	logf := opts.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	return &Controller{st: st, root: root, opts: opts, now: now, logf: logf, cache: map[string]*instance{},
+		seen: map[string]ring.Pair{}, started: map[string]bool{}, repairs: map[string]string{}, metrics: opts.Metrics}
 }
 
 // Errors for bad requests; the message says what exactly is wrong.
@@ -75,6 +103,7 @@ func listInstances(ctx context.Context, st store.Store, root string) ([]string, 
 // forward. It goes on past a failing instance and reports all failures.
 func (c *Controller) Recover(ctx context.Context) error {
 	c.cache = map[string]*instance{}
+	c.started = map[string]bool{} // a new leadership: new incarnations
 	names, err := c.st.Children(ctx, ring.InstancesKey(c.root))
 	if err != nil {
 		return err
@@ -101,19 +130,27 @@ func (c *Controller) CreateInstance(ctx context.Context, in *forwarding.Instance
 	if err := CheckInstance(in); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
+	if err := c.checkNewInstance(ctx, in); err != nil {
+		return err
+	}
 	k := ring.InstanceKeys(c.root, in.Name)
-	if _, err := ring.Create(ctx, c.st, k, in, c.opts.Ring); err != nil {
+	w, err := ring.Create(ctx, c.st, k, in, c.opts.Ring)
+	if err != nil {
 		if errors.Is(err, ring.ErrExists) {
 			return badf("instance %q already exists", in.Name)
 		}
 		return err
 	}
+	// Created in this leadership: its first incarnation is ours.
+	c.started[in.Name], c.seen[in.Name] = true, w.Pair()
 	return nil
 }
 
 // DeleteInstance deletes an instance and everything under it.
 func (c *Controller) DeleteInstance(ctx context.Context, name string) error {
 	delete(c.cache, name)
+	delete(c.started, name)
+	delete(c.repairs, name)
 	err := ring.Delete(ctx, c.st, ring.InstanceKeys(c.root, name))
 	if errors.Is(err, ring.ErrNoInstance) {
 		return fmt.Errorf("%w: instance %q", ErrNotFound, name)

@@ -167,8 +167,8 @@ func TestAssignmentInvariants(t *testing.T) {
 		// owner and the time.
 		for i := range after.Buckets {
 			a, b := before.Buckets[i], after.Buckets[i]
-			if a.Current != b.Current && b.Current != forwarding.NoServer && b.Previous != a.Current && !downOrNone(t, k, a.Current) {
-				t.Fatalf("%s: bucket %d moved %d → %d with previous %d", name, i, a.Current, b.Current, b.Previous)
+			if a.Current != b.Current && b.Current != forwarding.NoServer && b.History[0] != a.Current && !downOrNone(t, k, a.Current) {
+				t.Fatalf("%s: bucket %d moved %d → %d with previous %d", name, i, a.Current, b.Current, b.History[0])
 			}
 		}
 	})
@@ -211,7 +211,7 @@ func TestDeadDIPNotChainedTo(t *testing.T) {
 	}
 	tab := checkInvariants(t, root)
 	for i, b := range tab.Buckets {
-		if b.Current == 1025 || b.Previous == 1025 {
+		if b.Current == 1025 || b.History[0] == 1025 {
 			t.Fatalf("bucket %d still refers to the dead DIP: %+v", i, b)
 		}
 	}
@@ -258,7 +258,7 @@ func TestRemoveRetiresThenExpires(t *testing.T) {
 		t.Fatal("server still in the ring after the chaining window")
 	}
 	for i, b := range tab.Buckets {
-		if b.Previous == 1026 {
+		if b.History[0] == 1026 {
 			t.Fatalf("bucket %d still chains to the removed DIP", i)
 		}
 	}
@@ -324,8 +324,8 @@ func TestRemoveSeveralAtOnce(t *testing.T) {
 		switch {
 		case gone[b.Current]:
 			t.Fatalf("bucket %d still owned by removed DIP %d", i, b.Current)
-		case b.Current != old && b.Previous != old:
-			t.Fatalf("bucket %d moved %d → %d but names %d as previous owner", i, old, b.Current, b.Previous)
+		case b.Current != old && b.History[0] != old:
+			t.Fatalf("bucket %d moved %d → %d but names %d as previous owner", i, old, b.Current, b.History[0])
 		case b.Current != old && !gone[old]:
 			t.Fatalf("bucket %d moved away from staying DIP %d", i, old)
 		}

@@ -31,6 +31,7 @@ const (
 	OpDrain          = "drain"
 	OpUndrain        = "undrain"
 	OpDefrag         = "defrag"
+	OpHealthClear    = "health-clear"
 )
 
 // Request statuses.
@@ -47,7 +48,8 @@ type Request struct {
 	Instance string                `json:"instance"`
 	Config   *forwarding.Instance  `json:"config,omitempty"`
 	ID       forwarding.ServerID   `json:"id,omitempty"`
-	IDs      []forwarding.ServerID `json:"ids,omitempty"` // remove-dip of several DIPs at once
+	IDs      []forwarding.ServerID `json:"ids,omitempty"`  // remove-dip of several DIPs at once
+	DIPs     []NewDIP              `json:"dips,omitempty"` // add-dip of several DIPs at once
 	Addr     netip.Addr            `json:"addr,omitzero"`
 	Weight   uint32                `json:"weight,omitempty"`
 	// Defrag: steps to run now, with these parameters.
@@ -55,6 +57,9 @@ type Request struct {
 	Defrag *assign.DefragParams `json:"defrag,omitempty"`
 	Status string               `json:"status"`
 	Error  string               `json:"error,omitempty"`
+	// LastError is why the latest attempt of a running request failed
+	// (store trouble); the controller retries it.
+	LastError string `json:"last_error,omitempty"`
 	// Result is what a successful operation reports (defrag: its figures).
 	Result    string    `json:"result,omitempty"`
 	Submitted time.Time `json:"submitted"`
@@ -109,15 +114,11 @@ func SubmitResult(ctx context.Context, st store.Store, root string, r Request, t
 			if got.Status == StatusPending {
 				// Withdraw it unless the controller took it meanwhile.
 				if err := st.Commit(ctx, store.IfVersion(key, it.Version), store.Delete(key)); err == nil {
-					leader, lerr := st.Leader(ctx, ElectionKey(root))
-					if lerr != nil {
-						return "", fmt.Errorf("%w within %v: no controller is running on this store (start `beamer controller`)", ErrNoController, timeout)
-					}
-					return "", fmt.Errorf("%w within %v: controller %q is elected but did not pick the request up", ErrNoController, timeout, leader)
+					return "", fmt.Errorf("%w within %v: %s", ErrNoController, timeout, notPickedUp(ctx, st, root))
 				}
 				continue
 			}
-			return "", fmt.Errorf("%w within %v: the controller is still working on it and will finish it; check with `beamer ctl show`", ErrNoController, timeout)
+			return "", fmt.Errorf("%w within %v: %s", ErrNoController, timeout, stillRunning(ctx, st, root, got))
 		}
 		select {
 		case <-ctx.Done():
@@ -125,6 +126,47 @@ func SubmitResult(ctx context.Context, st store.Store, root string, r Request, t
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// notPickedUp says, truthfully, why nobody took a request.
+func notPickedUp(ctx context.Context, st store.Store, root string) string {
+	leader, err := st.Leader(ctx, ElectionKey(root))
+	switch {
+	case err == nil:
+		return fmt.Sprintf("controller %q is elected but did not pick the request up", leader)
+	case errors.Is(err, store.ErrNotFound):
+		return "no controller is elected on this store (start `beamer controller`; one that lost its leadership in a store outage is elected again within seconds of the store's return)"
+	}
+	return fmt.Sprintf("the store could not say which controller is elected: %v", err)
+}
+
+// stillRunning says, truthfully, where a request taken by a controller is.
+func stillRunning(ctx context.Context, st store.Store, root string, r Request) string {
+	leader, err := st.Leader(ctx, ElectionKey(root))
+	switch {
+	case err == nil && r.LastError != "":
+		return fmt.Sprintf("controller %q took the request and is retrying it; its last attempt failed: %s", leader, r.LastError)
+	case err == nil:
+		return fmt.Sprintf("controller %q took the request and is still working on it; check with `beamer ctl show`", leader)
+	case errors.Is(err, store.ErrNotFound):
+		return "a controller took the request but none is elected now; the next elected controller runs it again"
+	}
+	return fmt.Sprintf("a controller took the request; the store could not say which controller is elected now: %v", err)
+}
+
+// noteAttempt records in a running request why its attempt failed, so that
+// ctl can say it; best effort (the store may be what failed).
+func (c *Controller) noteAttempt(ctx context.Context, key string, r *Request, opErr error) {
+	cur, err := c.st.Get(ctx, key)
+	if err != nil {
+		return
+	}
+	msg := opErr.Error()
+	if len(msg) > 300 {
+		msg = msg[:300] + "…"
+	}
+	r.LastError = c.now().UTC().Format(time.RFC3339) + ": " + msg
+	c.putRequest(ctx, key, cur.Version, r)
 }
 
 // finishedTTL: finished requests whose submitter went away are deleted
@@ -177,6 +219,7 @@ func (c *Controller) serveRequests(ctx context.Context) error {
 			opErr = nil // done before the crash that interrupted it
 		}
 		if opErr != nil && !errors.Is(opErr, ErrBadRequest) && !errors.Is(opErr, ErrNotFound) {
+			c.noteAttempt(ctx, key, &r, opErr)
 			return opErr // store trouble: leave it running for a retry
 		}
 		r.Status, r.Result = StatusDone, result
@@ -218,6 +261,9 @@ func (c *Controller) execute(ctx context.Context, r *Request) (string, error) {
 	case OpDeleteInstance:
 		return "", c.DeleteInstance(ctx, r.Instance)
 	case OpAddDIP:
+		if len(r.DIPs) > 0 {
+			return "", c.AddDIPs(ctx, r.Instance, r.DIPs)
+		}
 		return "", c.AddDIP(ctx, r.Instance, r.ID, r.Addr, r.Weight)
 	case OpRemoveDIP:
 		if len(r.IDs) > 0 {
@@ -230,6 +276,8 @@ func (c *Controller) execute(ctx context.Context, r *Request) (string, error) {
 		return "", c.Drain(ctx, r.Instance, r.ID, true)
 	case OpUndrain:
 		return "", c.Drain(ctx, r.Instance, r.ID, false)
+	case OpHealthClear:
+		return "", c.ClearDamping(ctx, r.Instance, r.ID)
 	case OpDefrag:
 		if r.Defrag == nil {
 			return "", badf("defrag without parameters")

@@ -19,6 +19,10 @@ type RunOptions struct {
 	// ReconcileEvery: how often every instance is reconciled even without
 	// requests, which ends chaining windows of removed DIPs (default 30 s).
 	ReconcileEvery time.Duration
+	// VerifyEvery: how often every instance's ring is read back in full as
+	// a mux would read it, and repaired if it is damaged or differs from
+	// what was published (default 10 s).
+	VerifyEvery time.Duration
 	// Defrag, if set, runs one defragmentation step every DefragEvery on
 	// beamer instances above its threshold.
 	Defrag      *AutoDefrag
@@ -34,13 +38,20 @@ func Run(ctx context.Context, st store.Store, root string, o RunOptions) error {
 	if o.ReconcileEvery == 0 {
 		o.ReconcileEvery = 30 * time.Second
 	}
+	if o.VerifyEvery == 0 {
+		o.VerifyEvery = 10 * time.Second
+	}
 	if o.Defrag != nil && o.DefragEvery <= 0 {
 		o.DefragEvery = forwarding.DefaultChainWindow // paper: one step per chaining window
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	pause := store.NewBackoff(time.Second, 30*time.Second)
+	o.Options.Logf = o.Logf
+	// Short pauses: after a store outage the controller must be elected
+	// again within seconds of the store's return, or ctl requests time out
+	// with no controller to take them.
+	pause := store.NewBackoff(time.Second, 5*time.Second)
 	for ctx.Err() == nil {
 		l, err := st.Campaign(ctx, ElectionKey(root), o.Identity)
 		if err != nil {
@@ -69,6 +80,14 @@ func Run(ctx context.Context, st store.Store, root string, o RunOptions) error {
 func lead(ctx context.Context, st store.Store, l store.Leadership, root string, o RunOptions) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if o.Health != nil {
+		o.Options.PendingUntilProbed = true
+		h := *o.Health
+		if h.Logf == nil {
+			h.Logf = o.Logf
+		}
+		o.Health = &h
+	}
 	c := New(store.Fenced(st, l), root, o.Options)
 	fatal := func(err error) bool { return errors.Is(err, store.ErrConflict) && !c.leading(ctx) }
 	if err := c.Recover(ctx); err != nil {
@@ -82,6 +101,8 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 	defer poll.Stop()
 	reconcile := time.NewTicker(o.ReconcileEvery)
 	defer reconcile.Stop()
+	verify := time.NewTicker(o.VerifyEvery)
+	defer verify.Stop()
 	var hc *checker
 	var healthTick <-chan time.Time
 	if o.Health != nil {
@@ -111,6 +132,8 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 			err = hc.round(ctx, c)
 		case <-reconcile.C:
 			err = c.reconcileAll(ctx)
+		case <-verify.C:
+			err = c.checkRings(ctx)
 		case <-defragTick:
 			err = c.autoDefrag(ctx, *o.Defrag, o.Logf)
 		}

@@ -266,7 +266,7 @@ func (e *e2eNet) moveAll(t *testing.T, from, to string, when time.Time) {
 	d := &forwarding.Delta{}
 	for i := 0; i < e2eBuckets; i++ {
 		d.Buckets = append(d.Buckets, forwarding.BucketChange{Index: uint32(i),
-			Bucket: forwarding.Bucket{Current: e2eID[to], Previous: e2eID[from], Changed: uint32(when.Unix())}})
+			Bucket: forwarding.Bucket{Current: e2eID[to], History: forwarding.Chain{e2eID[from]}, Changed: uint32(when.Unix())}})
 	}
 	e.publish(t, d)
 }

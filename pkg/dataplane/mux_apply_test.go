@@ -50,7 +50,7 @@ func TestMuxApplyDelta(t *testing.T) {
 	}
 
 	d := &forwarding.Delta{Generation: 8, Buckets: []forwarding.BucketChange{
-		{Index: 0, Bucket: forwarding.Bucket{Current: 1026, Previous: 1025, Changed: 1763700500}}}}
+		{Index: 0, Bucket: forwarding.Bucket{Current: 1026, History: forwarding.Chain{1025}, Changed: 1763700500}}}}
 	must(t, m.ApplyDelta("web", d))
 	_, o = forwardedBy(t, b, m, syn)
 	if o.Dst != netip.MustParseAddr("198.18.0.11") || o.Option.Generation != 8 ||
@@ -143,7 +143,7 @@ func TestMuxNeverTorn(t *testing.T) {
 		for g := uint32(8); !stop.Load() && g < 200000; g++ {
 			o := owners[g%2]
 			d := &forwarding.Delta{Generation: g, Buckets: []forwarding.BucketChange{
-				{Index: 0, Bucket: forwarding.Bucket{Current: o.cur, Previous: o.prev, Changed: base + g}}}}
+				{Index: 0, Bucket: forwarding.Bucket{Current: o.cur, History: forwarding.Chain{o.prev}, Changed: base + g}}}}
 			if err := m.ApplyDelta("web", d); err != nil {
 				t.Error(err)
 				return

@@ -99,7 +99,7 @@ func beamerInstance(b uint32) (forwarding.Instance, *forwarding.Table) {
 	for i := range t.Buckets {
 		prev := 1025 + (forwarding.ServerID(i)+1)%servers
 		if prev != t.Buckets[i].Current {
-			t.Buckets[i].Previous, t.Buckets[i].Changed = prev, 1763700000
+			t.Buckets[i].History, t.Buckets[i].Changed = forwarding.Chain{prev}, 1763700000
 		}
 	}
 	t.Generation = 1

@@ -23,23 +23,48 @@ const (
 // Valid reports whether id is in the range servers may use.
 func (id ServerID) Valid() bool { return id >= MinServerID }
 
+// MaxChain is how many previous owners of a bucket the data plane can name:
+// the Beamer IPv4 option is 16 bytes plus 4 per previous owner, and IPv4
+// leaves 40 bytes of option room (16 + 4·6 = 40).
+const MaxChain = 6
+
+// Chain lists previous owners of a bucket, most recent first. Entries after
+// the first NoServer are NoServer too (Validate checks it), so the zero value
+// is the empty chain and comparing chains with == is meaningful.
+type Chain [MaxChain]ServerID
+
+// Len is the number of previous owners in c.
+func (c Chain) Len() int {
+	for i, id := range c {
+		if id == NoServer {
+			return i
+		}
+	}
+	return MaxChain
+}
+
+// Contains reports whether id is one of c's previous owners.
+func (c Chain) Contains(id ServerID) bool {
+	for _, x := range c[:c.Len()] {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
 // Bucket is the ownership record of one bucket.
 type Bucket struct {
-	Current  ServerID // owner: new connections of this bucket go here
-	Previous ServerID // owner before Current, or NoServer
-	Changed  uint32   // Unix seconds when Current took over; 0 if never moved
-}
-
-// Pack encodes b in the 64-bit word the BPF programs read with one load:
-// bits 0–15 Current, 16–31 Previous, 32–63 Changed. Storing it as one aligned
-// 64-bit word is what makes a bucket update impossible to read torn.
-func (b Bucket) Pack() uint64 {
-	return uint64(b.Current) | uint64(b.Previous)<<16 | uint64(b.Changed)<<32
-}
-
-// UnpackBucket is the inverse of Pack.
-func UnpackBucket(w uint64) Bucket {
-	return Bucket{Current: ServerID(w), Previous: ServerID(w >> 16), Changed: uint32(w >> 32)}
+	// Current is the owner: new connections of this bucket go here.
+	Current ServerID
+	// History lists the distinct previous owners that may still hold
+	// connections of this bucket, most recent first; never Current. Servers
+	// it names chain those connections back along it (docs/wire-format.md).
+	History Chain
+	// Changed is the Unix time (controller clock, seconds) of the latest
+	// move of the bucket, or of the controller's latest re-stamp of its
+	// history while an old owner still holds connections; 0 if never moved.
+	Changed uint32
 }
 
 // ServerState tells how a server id may be used.
@@ -94,9 +119,13 @@ func UnpackServer(w uint64) (s Server, ok bool) {
 
 // Table is the complete forwarding state of one instance at one generation.
 type Table struct {
-	Generation uint32
-	Buckets    []Bucket
-	Servers    map[ServerID]Server
+	// Incarnation is the Unix time (controller clock) at which the current
+	// incarnation of the instance's ring began; (Incarnation, Generation)
+	// pairs are never reused (docs/control-plane.md).
+	Incarnation uint32
+	Generation  uint32
+	Buckets     []Bucket
+	Servers     map[ServerID]Server
 }
 
 // NewTable returns generation 0 of a table with n unowned buckets.
@@ -106,7 +135,7 @@ func NewTable(n int) *Table {
 
 // Clone returns a deep copy of t.
 func (t *Table) Clone() *Table {
-	c := &Table{Generation: t.Generation, Buckets: append([]Bucket(nil), t.Buckets...), Servers: make(map[ServerID]Server, len(t.Servers))}
+	c := &Table{Incarnation: t.Incarnation, Generation: t.Generation, Buckets: append([]Bucket(nil), t.Buckets...), Servers: make(map[ServerID]Server, len(t.Servers))}
 	for id, s := range t.Servers {
 		c.Servers[id] = s
 	}
@@ -201,8 +230,10 @@ func (t *Table) checkRemovals(d *Delta, changed map[uint32]Bucket) error {
 		if why, ok := gone[b.Current]; ok {
 			return fmt.Errorf("%w: bucket %d is still owned by %s server %d", ErrInvalid, i, why, b.Current)
 		}
-		if why, ok := gone[b.Previous]; ok && why == "removed" {
-			return fmt.Errorf("%w: bucket %d still names removed server %d as previous owner", ErrInvalid, i, b.Previous)
+		for _, p := range b.History[:b.History.Len()] {
+			if why, ok := gone[p]; ok && why == "removed" {
+				return fmt.Errorf("%w: bucket %d still names removed server %d as previous owner", ErrInvalid, i, p)
+			}
 		}
 	}
 	return nil
@@ -258,8 +289,14 @@ func checkServer(s Server) error {
 }
 
 func checkBucket(b Bucket, lookup func(ServerID) (Server, bool)) error {
+	n := b.History.Len()
+	for _, id := range b.History[n:] {
+		if id != NoServer {
+			return errors.New("previous owners after the end of the history")
+		}
+	}
 	if b.Current == NoServer {
-		if b.Previous != NoServer {
+		if n != 0 {
 			return errors.New("previous owner without a current one")
 		}
 		return nil
@@ -269,12 +306,17 @@ func checkBucket(b Bucket, lookup func(ServerID) (Server, bool)) error {
 	} else if s.State != Active {
 		return fmt.Errorf("owner %d is %v", b.Current, s.State)
 	}
-	if b.Previous != NoServer {
-		if _, ok := lookup(b.Previous); !ok {
-			return fmt.Errorf("previous owner %d is not in the server-id table", b.Previous)
+	for i, p := range b.History[:n] {
+		if _, ok := lookup(p); !ok {
+			return fmt.Errorf("previous owner %d is not in the server-id table", p)
 		}
-		if b.Previous == b.Current {
+		if p == b.Current {
 			return fmt.Errorf("previous owner equals owner %d", b.Current)
+		}
+		for _, q := range b.History[:i] {
+			if q == p {
+				return fmt.Errorf("previous owner %d listed twice", p)
+			}
 		}
 	}
 	return nil

@@ -7,14 +7,7 @@ import (
 	"time"
 )
 
-func TestPackRoundTrip(t *testing.T) {
-	b := Bucket{Current: 1025, Previous: 65535, Changed: 0xfedcba98}
-	if got := UnpackBucket(b.Pack()); got != b {
-		t.Fatalf("bucket %+v → %+v", b, got)
-	}
-	if w := b.Pack(); w != 0xfedcba98_ffff_0401 {
-		t.Fatalf("bucket word %#x: layout changed (bpf/include/mux_maps.h reads it)", w)
-	}
+func TestServerPackRoundTrip(t *testing.T) {
 	s := Server{Addr: netip.MustParseAddr("198.18.0.10"), State: Retired}
 	got, ok := UnpackServer(s.Pack())
 	if !ok || got != s {
@@ -45,7 +38,7 @@ func TestApply(t *testing.T) {
 	}
 	d := &Delta{Generation: 1,
 		Servers: []ServerChange{{ID: 1027, Server: Server{Addr: netip.MustParseAddr("198.18.0.12"), State: Active}}},
-		Buckets: []BucketChange{{Index: 0, Bucket: Bucket{Current: 1027, Previous: 1025, Changed: 100}}}}
+		Buckets: []BucketChange{{Index: 0, Bucket: Bucket{Current: 1027, History: Chain{1025}, Changed: 100}}}}
 	if err := tab.Apply(d); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +47,7 @@ func TestApply(t *testing.T) {
 	}
 	// Retiring 1025 is fine: it only remains as a previous owner.
 	d = &Delta{Generation: 2, Servers: []ServerChange{{ID: 1025, Server: Server{Addr: netip.MustParseAddr("198.18.0.10"), State: Retired}}},
-		Buckets: []BucketChange{{Index: 2, Bucket: Bucket{Current: 1026, Previous: 1025, Changed: 200}}}}
+		Buckets: []BucketChange{{Index: 2, Bucket: Bucket{Current: 1026, History: Chain{1025}, Changed: 200}}}}
 	if err := tab.Apply(d); err != nil {
 		t.Fatal(err)
 	}
@@ -64,8 +57,11 @@ func TestApply(t *testing.T) {
 		"bucket outside":          {Generation: 3, Buckets: []BucketChange{{Index: 4, Bucket: Bucket{Current: 1026}}}},
 		"owner unknown":           {Generation: 3, Buckets: []BucketChange{{Index: 1, Bucket: Bucket{Current: 1099}}}},
 		"owner retired":           {Generation: 3, Buckets: []BucketChange{{Index: 1, Bucket: Bucket{Current: 1025}}}},
-		"previous equals owner":   {Generation: 3, Buckets: []BucketChange{{Index: 1, Bucket: Bucket{Current: 1026, Previous: 1026}}}},
-		"previous without owner":  {Generation: 3, Buckets: []BucketChange{{Index: 1, Bucket: Bucket{Previous: 1026}}}},
+		"previous listed twice":   {Generation: 3, Buckets: []BucketChange{{Index: 1, Bucket: Bucket{Current: 1027, History: Chain{1026, 1026}}}}},
+		"hole in history":         {Generation: 3, Buckets: []BucketChange{{Index: 1, Bucket: Bucket{Current: 1027, History: Chain{0, 1026}}}}},
+		"unknown older owner":     {Generation: 3, Buckets: []BucketChange{{Index: 1, Bucket: Bucket{Current: 1027, History: Chain{1026, 1099}}}}},
+		"previous equals owner":   {Generation: 3, Buckets: []BucketChange{{Index: 1, Bucket: Bucket{Current: 1026, History: Chain{1026}}}}},
+		"previous without owner":  {Generation: 3, Buckets: []BucketChange{{Index: 1, Bucket: Bucket{History: Chain{1026}}}}},
 		"remove a previous owner": {Generation: 3, Servers: []ServerChange{{ID: 1025, Remove: true}}},
 		"remove an owner":         {Generation: 3, Servers: []ServerChange{{ID: 1027, Remove: true}}},
 		"retire an owner":         {Generation: 3, Servers: []ServerChange{{ID: 1026, Server: Server{Addr: netip.MustParseAddr("198.18.0.11"), State: Retired}}}},
@@ -118,6 +114,41 @@ func TestInstanceValidate(t *testing.T) {
 		mutate(&in)
 		if err := in.Validate(); !errors.Is(err, ErrConfig) {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestChain(t *testing.T) {
+	for _, tc := range []struct {
+		c   Chain
+		len int
+	}{{Chain{}, 0}, {Chain{1025}, 1}, {Chain{1025, 1026, 1027}, 3}, {Chain{1, 2, 3, 4, 5, 6}, MaxChain}} {
+		if got := tc.c.Len(); got != tc.len {
+			t.Errorf("%v: Len %d, want %d", tc.c, got, tc.len)
+		}
+	}
+	c := Chain{1025, 1026}
+	if !c.Contains(1026) || c.Contains(1027) || c.Contains(NoServer) {
+		t.Fatalf("Contains wrong on %v", c)
+	}
+}
+
+func TestChainLenConfig(t *testing.T) {
+	in := Instance{Name: "web", Strategy: StrategyBeamer, VIPs: []netip.Addr{netip.MustParseAddr("198.18.100.1")},
+		PortLow: 80, PortHigh: 80, Buckets: 10}
+	if in.ChainLen() != DefaultMaxChainLen {
+		t.Fatalf("default K %d", in.ChainLen())
+	}
+	for k := 1; k <= MaxChain; k++ {
+		in.MaxChainLen = k
+		if err := in.Validate(); err != nil || in.ChainLen() != k {
+			t.Fatalf("K=%d: %v, ChainLen %d", k, err, in.ChainLen())
+		}
+	}
+	for _, k := range []int{-1, MaxChain + 1} {
+		in.MaxChainLen = k
+		if err := in.Validate(); !errors.Is(err, ErrConfig) {
+			t.Fatalf("K=%d accepted: %v", k, err)
 		}
 	}
 }

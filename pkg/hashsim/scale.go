@@ -101,7 +101,7 @@ func deltaSize(ch []forwarding.BucketChange) (raw, compressed int) {
 	buf := make([]byte, 0, 12*len(ch))
 	for _, c := range ch {
 		buf = binary.LittleEndian.AppendUint32(buf, c.Index)
-		buf = binary.LittleEndian.AppendUint64(buf, c.Bucket.Pack())
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(c.Bucket.Current)|uint64(c.Bucket.History[0])<<16|uint64(c.Bucket.Changed)<<32)
 	}
 	var z bytes.Buffer
 	w := zlib.NewWriter(&z)

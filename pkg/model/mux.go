@@ -107,7 +107,7 @@ func (m *Mux) Process(frame []byte) Result {
 		}
 		server = s
 		opt = &wire.Option{Generation: vip.Generation}
-		if p, ok := vip.Table.Servers[b.Previous]; ok && b.Previous != forwarding.NoServer {
+		if p, ok := vip.Table.Servers[b.History[0]]; ok && b.History[0] != forwarding.NoServer {
 			opt.Previous, opt.Changed = p.Addr, b.Changed
 		}
 	}

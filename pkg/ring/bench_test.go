@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"testing"
@@ -34,18 +35,19 @@ func BenchmarkColdStart(b *testing.B) {
 	ctx := storetest.Context(b)
 	st := storetest.EmbeddedT(b)
 	tab := paperTable(servers, 1)
-	obj, err := encodeObject(KindBlob, 1, marshalBlob(tab), 1)
+	obj, err := encodeObject(meta{kind: KindBlob, generation: 1}, marshalBlob(tab), 1)
 	if err != nil {
 		b.Fatal(err)
 	}
 	if _, err := writeObject(ctx, st, k.objectDir(1, KindBlob), obj, st.MaxValueSize()); err != nil {
 		b.Fatal(err)
 	}
-	w := &Writer{st: st, k: k, table: tab, ptr: pointers{gen: 1, blob: 1}}
+	w := &Writer{st: st, k: k, table: tab, ptr: pointers{gen: Pair{Generation: 1}, blob: Pair{Generation: 1}}}
 	w.opts.fill(st)
 	w.opts.BlobEvery = 1 << 30
 	w.blobBytes = 1 << 40 // deltas only
-	if err := st.Commit(ctx, store.Put(k.LatestBlob(), formatPointer(1)), store.Put(k.LatestGen(), formatPointer(1))); err != nil {
+	cfg, _ := json.Marshal(testInstance("web", uint32(len(tab.Buckets))))
+	if err := st.Commit(ctx, store.Put(k.Config(), cfg), store.Put(k.LatestBlob(), formatPointer(Pair{Generation: 1})), store.Put(k.LatestGen(), formatPointer(Pair{Generation: 1}))); err != nil {
 		b.Fatal(err)
 	}
 	if it, err := st.Get(ctx, k.LatestGen()); err == nil {
@@ -57,7 +59,7 @@ func BenchmarkColdStart(b *testing.B) {
 			Servers: []forwarding.ServerChange{{ID: id, Server: forwarding.Server{Addr: netip.AddrFrom4([4]byte{11, 0, 0, byte(i)}), State: forwarding.Active}}}}
 		for j := range 100 {
 			idx := uint32((i*100+j)*100 + 99)
-			d.Buckets = append(d.Buckets, forwarding.BucketChange{Index: idx, Bucket: forwarding.Bucket{Current: id, Previous: w.table.Buckets[idx].Current, Changed: 1_700_000_100}})
+			d.Buckets = append(d.Buckets, forwarding.BucketChange{Index: idx, Bucket: forwarding.Bucket{Current: id, History: forwarding.Chain{w.table.Buckets[idx].Current}, Changed: 1_700_000_100}})
 		}
 		if _, err := w.Publish(ctx, d); err != nil {
 			b.Fatal(err)
@@ -86,7 +88,7 @@ func BenchmarkBlobCodec(b *testing.B) {
 		b.Run(fmt.Sprintf("level=%d", level), func(b *testing.B) {
 			var obj []byte
 			for b.Loop() {
-				obj, _ = encodeObject(KindBlob, 1, raw, level)
+				obj, _ = encodeObject(meta{kind: KindBlob, generation: 1}, raw, level)
 			}
 			b.ReportMetric(float64(len(obj)), "bytes")
 			b.ReportMetric(float64(len(raw)), "raw-bytes")

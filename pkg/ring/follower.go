@@ -18,11 +18,21 @@ type Applier interface {
 	// applied. d has been checked against that table (forwarding.Table.Check)
 	// so it applies in full; the Applier owns d.
 	ApplyDelta(d *forwarding.Delta) error
-	// Replace installs a whole table (verified with Validate), after the
+	// Replace installs a whole table (verified with Validate): after the
 	// follower fell behind a garbage-collected generation, skipped a corrupt
-	// delta by way of a newer blob, or after an Applier error left the data
-	// plane in an unknown state. The Applier owns t.
+	// delta by way of a newer blob, moved to a new incarnation, or after an
+	// Applier error left the data plane in an unknown state. The Applier
+	// owns t.
 	Replace(t *forwarding.Table) error
+}
+
+// Resync describes a whole-table load after start.
+type Resync struct {
+	From, To Pair
+	// Declared: the blob loaded is the resync blob that began To's
+	// incarnation (otherwise a later blob of that incarnation).
+	Declared bool
+	Why      string
 }
 
 // FollowerOptions tune a Follower; zero values take the defaults.
@@ -39,15 +49,23 @@ type FollowerOptions struct {
 	// unreachable, corrupt object, instance deleted, Applier failure). The
 	// last good state stays in force in all these cases.
 	OnError func(error)
+	// OnRefuse, if set, is called once for each store pair lower than the
+	// pair the follower runs (a store restored from an older backup, a
+	// rollback): the follower keeps its state and waits for a newer pair.
+	OnRefuse func(running, store Pair)
+	// OnResync, if set, is called after every whole-table load after start.
+	OnResync func(Resync)
 }
 
 // Status is a Follower's progress, for metrics and status output.
 type Status struct {
-	Generation uint32    // last generation applied
-	Updated    time.Time // when it was applied
-	Errors     uint64    // failed rounds so far
-	LastError  error     // error of the last failed round, nil after a good one
-	Resyncs    uint64    // full-table replacements after start
+	Incarnation uint32    // incarnation of the table applied
+	Generation  uint32    // last generation applied
+	Updated     time.Time // when it was applied
+	Errors      uint64    // failed rounds so far
+	LastError   error     // error of the last failed round, nil after a good one
+	Resyncs     uint64    // full-table replacements after start
+	Refused     uint64    // lower store pairs refused (each counted once)
 }
 
 // Follower keeps a mux's forwarding state in step with an instance's mux
@@ -59,6 +77,9 @@ type Follower struct {
 
 	table       *forwarding.Table // the follower's model of what the Applier holds
 	needReplace bool
+	refused     Pair // the last lower pair refused, reported once
+	lim         limits
+	limOK       bool
 
 	mu     sync.Mutex
 	status Status
@@ -125,7 +146,7 @@ func (f *Follower) CatchUp(ctx context.Context, a Applier) (RoundStats, error) {
 // with backoff and catches up when the store is back.
 func (f *Follower) Run(ctx context.Context, t *forwarding.Table, a Applier) error {
 	f.table = t.Clone()
-	f.setStatus(func(s *Status) { s.Generation, s.Updated = t.Generation, time.Now() })
+	f.setStatus(func(s *Status) { s.Incarnation, s.Generation, s.Updated = t.Incarnation, t.Generation, time.Now() })
 	notify := f.st.Watch(ctx, f.k.LatestGen())
 	poll := time.NewTicker(f.opts.Poll)
 	defer poll.Stop()
@@ -174,24 +195,71 @@ func (f *Follower) setStatus(change func(*Status)) {
 	change(&f.status)
 }
 
+func (f *Follower) pair() Pair { return Pair{f.table.Incarnation, f.table.Generation} }
+
+// limits are read once: the bucket count of an instance never changes.
+func (f *Follower) limits(ctx context.Context) (limits, error) {
+	if !f.limOK {
+		lim, err := ringLimits(ctx, f.st, f.k)
+		if err != nil {
+			return lim, err
+		}
+		f.lim, f.limOK = lim, true
+	}
+	return f.lim, nil
+}
+
+// refuse keeps the current state when the store names a lower pair, and
+// reports each such pair once.
+func (f *Follower) refuse(store Pair) {
+	if store == f.refused {
+		return
+	}
+	f.refused = store
+	f.setStatus(func(s *Status) { s.Refused++ })
+	if f.opts.OnRefuse != nil {
+		f.opts.OnRefuse(f.pair(), store)
+	}
+}
+
 // round brings the Applier up to latest-gen.
 func (f *Follower) round(ctx context.Context, a Applier, rs *RoundStats) error {
 	if f.needReplace {
-		return f.replace(a, f.table)
+		// The data plane's state is unknown after a failed apply. Install
+		// the newest table the store has, not the one that failed: a newer
+		// generation may be what makes it install.
+		return f.resync(ctx, a, "the data plane failed to apply the previous table")
 	}
 	p, err := readPointers(ctx, f.st, f.k)
 	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("ring: %s: %w (keeping generation %d)", f.k.Instance, ErrNoInstance, f.table.Generation)
+		if _, cerr := f.st.Get(ctx, f.k.Config()); errors.Is(cerr, store.ErrNotFound) {
+			return fmt.Errorf("ring: %s: %w (keeping %v)", f.k.Instance, ErrNoInstance, f.pair())
+		}
+		return fmt.Errorf("ring: %s: a generation pointer is missing (damaged ring; the controller repairs it), keeping %v: %w", f.k.Instance, f.pair(), err)
 	}
+	if err != nil {
+		return fmt.Errorf("ring: %s: keeping %v: %w", f.k.Instance, f.pair(), err)
+	}
+	cur := f.pair()
+	switch {
+	case p.gen == cur:
+		f.refused = Pair{}
+		return nil
+	case p.gen.Less(cur):
+		f.refuse(p.gen)
+		return nil
+	}
+	f.refused = Pair{}
+	if p.gen.Incarnation != cur.Incarnation {
+		// Never by deltas: a new incarnation is loaded whole.
+		return f.resync(ctx, a, "new incarnation")
+	}
+	lim, err := f.limits(ctx)
 	if err != nil {
 		return err
 	}
-	if p.gen < f.table.Generation {
-		// The ring went back: the instance was deleted and re-created.
-		return f.resync(ctx, a)
-	}
-	for g := f.table.Generation + 1; g <= p.gen && g != 0; g++ {
-		d, n, err := readDelta(ctx, f.st, f.k, g)
+	for g := cur.Generation + 1; g <= p.gen.Generation && g != 0; g++ {
+		d, n, err := readDelta(ctx, f.st, f.k, Pair{cur.Incarnation, g}, lim)
 		if err == nil {
 			if cerr := f.table.Check(d); cerr != nil {
 				err = fmt.Errorf("%w: delta of generation %d does not apply to %d: %v", ErrCorrupt, g, f.table.Generation, cerr)
@@ -199,10 +267,10 @@ func (f *Follower) round(ctx context.Context, a Applier, rs *RoundStats) error {
 		}
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			return f.resync(ctx, a) // garbage-collected: we fell behind a blob
-		case errors.Is(err, ErrCorrupt) && p.blob >= g:
+			return f.resync(ctx, a, fmt.Sprintf("delta %d was garbage-collected", g))
+		case errors.Is(err, ErrCorrupt) && p.blob.Generation >= g:
 			// A newer blob covers the bad delta.
-			if rerr := f.resync(ctx, a); rerr != nil {
+			if rerr := f.resync(ctx, a, fmt.Sprintf("corrupt delta %d is covered by blob %v", g, p.blob)); rerr != nil {
 				return errors.Join(err, rerr)
 			}
 			return err // still report the corrupt delta
@@ -224,13 +292,30 @@ func (f *Follower) round(ctx context.Context, a Applier, rs *RoundStats) error {
 	return nil
 }
 
-// resync replaces the Applier's table with a fresh cold start.
-func (f *Follower) resync(ctx context.Context, a Applier) error {
-	t, _, _, err := load(ctx, f.st, f.k)
+// resync replaces the Applier's table with a fresh cold start, unless the
+// store went back meanwhile.
+func (f *Follower) resync(ctx context.Context, a Applier, why string) error {
+	t, _, s, err := load(ctx, f.st, f.k)
 	if err != nil {
 		return err
 	}
-	return f.replace(a, t)
+	from, to := f.pair(), Pair{t.Incarnation, t.Generation}
+	if to.Less(from) {
+		f.refuse(to)
+		if !f.needReplace {
+			return nil
+		}
+		// Never go back, not even from an unknown data plane state:
+		// install again the newest table this follower had.
+		return f.replace(a, f.table)
+	}
+	if err := f.replace(a, t); err != nil {
+		return err
+	}
+	if f.opts.OnResync != nil {
+		f.opts.OnResync(Resync{From: from, To: to, Declared: s.Resync, Why: why})
+	}
+	return nil
 }
 
 func (f *Follower) replace(a Applier, t *forwarding.Table) error {
@@ -241,6 +326,9 @@ func (f *Follower) replace(a Applier, t *forwarding.Table) error {
 	}
 	f.needReplace = false
 	f.table = t
-	f.setStatus(func(s *Status) { s.Generation, s.Updated = t.Generation, time.Now(); s.Resyncs++ })
+	f.setStatus(func(s *Status) {
+		s.Incarnation, s.Generation, s.Updated = t.Incarnation, t.Generation, time.Now()
+		s.Resyncs++
+	})
 	return nil
 }

@@ -11,26 +11,41 @@ import (
 
 // LoadStats describes a cold start.
 type LoadStats struct {
-	Generation uint32 // generation loaded
-	Blob       uint32 // generation of the blob it started from
-	Deltas     int    // deltas applied after the blob
-	BlobBytes  int    // stored (compressed) bytes of the blob
-	DeltaBytes int    // stored bytes of the deltas
+	Incarnation uint32 // incarnation loaded
+	Generation  uint32 // generation loaded
+	Blob        uint32 // generation of the blob it started from
+	Resync      bool   // that blob began the incarnation (declared resync)
+	Deltas      int    // deltas applied after the blob
+	BlobBytes   int    // stored (compressed) bytes of the blob
+	DeltaBytes  int    // stored bytes of the deltas
 }
 
 // loadAttempts bounds restarts of a cold start that raced with garbage
 // collection (the blob or a delta it was about to read was deleted because
-// a newer blob appeared).
+// a newer blob appeared) or with a new incarnation.
 const loadAttempts = 5
+
+// ringLimits reads the instance's configuration for the bounds on what its
+// objects may claim to be.
+func ringLimits(ctx context.Context, st store.Store, k Keys) (limits, error) {
+	in, err := ReadInstance(ctx, st, k)
+	if err != nil {
+		return limits{}, err
+	}
+	return instanceLimits(in.Buckets, st.MaxValueSize()), nil
+}
 
 // load reads the latest blob and applies the deltas after it, in order.
 func load(ctx context.Context, st store.Store, k Keys) (*forwarding.Table, pointers, LoadStats, error) {
-	var err error
+	lim, err := ringLimits(ctx, st, k)
+	if err != nil {
+		return nil, pointers{}, LoadStats{}, err
+	}
 	for range loadAttempts {
 		var t *forwarding.Table
 		var p pointers
 		var s LoadStats
-		t, p, s, err = loadOnce(ctx, st, k)
+		t, p, s, err = loadOnce(ctx, st, k, lim)
 		if !errors.Is(err, errRaced) {
 			return t, p, s, err
 		}
@@ -40,37 +55,52 @@ func load(ctx context.Context, st store.Store, k Keys) (*forwarding.Table, point
 
 var errRaced = errors.New("generation deleted while reading")
 
-func loadOnce(ctx context.Context, st store.Store, k Keys) (*forwarding.Table, pointers, LoadStats, error) {
+// moved reports whether the pointers changed since p, which makes what
+// loadOnce failed on a race rather than damage.
+func moved(ctx context.Context, st store.Store, k Keys, p pointers) bool {
+	q, err := readPointers(ctx, st, k)
+	return err == nil && q.gen != p.gen
+}
+
+func loadOnce(ctx context.Context, st store.Store, k Keys, lim limits) (*forwarding.Table, pointers, LoadStats, error) {
 	var s LoadStats
 	p, err := readPointers(ctx, st, k)
 	if err != nil {
 		return nil, p, s, err
 	}
-	t, n, err := readBlob(ctx, st, k, p.blob)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, p, s, fmt.Errorf("%w: blob %d", errRaced, p.blob)
-	}
+	t, m, n, err := readBlob(ctx, st, k, p.blob, lim)
 	if err != nil {
+		if moved(ctx, st, k, p) {
+			return nil, p, s, fmt.Errorf("%w: blob %v: %v", errRaced, p.blob, err)
+		}
+		if errors.Is(err, store.ErrNotFound) {
+			err = fmt.Errorf("%w: blob %v named by latest-blob is missing", ErrCorrupt, p.blob)
+		}
 		return nil, p, s, err
 	}
-	s.Blob, s.BlobBytes = p.blob, n
-	for g := p.blob + 1; g <= p.gen && g != 0; g++ {
-		d, n, err := readDelta(ctx, st, k, g)
-		if errors.Is(err, store.ErrNotFound) {
-			if _, perr := readPointers(ctx, st, k); perr == nil {
-				return nil, p, s, fmt.Errorf("%w: delta %d", errRaced, g)
+	s.Blob, s.BlobBytes, s.Resync = p.blob.Generation, n, m.resync
+	for g := p.blob.Generation + 1; g <= p.gen.Generation && g != 0; g++ {
+		d, n, err := readDelta(ctx, st, k, Pair{p.gen.Incarnation, g}, lim)
+		if err == nil {
+			if cerr := t.Check(d); cerr != nil {
+				err = fmt.Errorf("%w: delta of generation %d does not apply: %v", ErrCorrupt, g, cerr)
+			}
+		}
+		if err != nil {
+			if moved(ctx, st, k, p) {
+				return nil, p, s, fmt.Errorf("%w: delta %d: %v", errRaced, g, err)
+			}
+			if errors.Is(err, store.ErrNotFound) {
+				err = fmt.Errorf("%w: delta of generation %d is missing (gap before latest-gen %v)", ErrCorrupt, g, p.gen)
 			}
 			return nil, p, s, err
 		}
-		if err != nil {
-			return nil, p, s, err
-		}
 		if err := t.Apply(d); err != nil {
-			return nil, p, s, fmt.Errorf("%w: delta of generation %d does not apply: %v", ErrCorrupt, g, err)
+			return nil, p, s, err // cannot happen: Check passed
 		}
 		s.Deltas++
 		s.DeltaBytes += n
 	}
-	s.Generation = t.Generation
+	s.Incarnation, s.Generation = t.Incarnation, t.Generation
 	return t, p, s, nil
 }

@@ -55,7 +55,7 @@ func nextDelta(rng *rand.Rand, tab *forwarding.Table) *forwarding.Delta {
 	for i, b := range tab.Buckets {
 		if b.Current == forwarding.NoServer || rng.IntN(len(tab.Servers)+1) == 0 {
 			prev := b.Current
-			d.Buckets = append(d.Buckets, forwarding.BucketChange{Index: uint32(i), Bucket: forwarding.Bucket{Current: id, Previous: prev, Changed: uint32(1000 + d.Generation)}})
+			d.Buckets = append(d.Buckets, forwarding.BucketChange{Index: uint32(i), Bucket: forwarding.Bucket{Current: id, History: forwarding.Chain{prev}, Changed: uint32(1000 + d.Generation)}})
 		}
 	}
 	return d
@@ -277,7 +277,7 @@ func TestCorruptDeltaNotApplied(t *testing.T) {
 	// Publish the next generation as the controller would, but with a
 	// damaged second chunk of its delta.
 	d := nextDelta(rng, w.Table())
-	obj, err := encodeObject(KindDelta, d.Generation, marshalDelta(d), 1)
+	obj, err := encodeObject(meta{kind: KindDelta, incarnation: w.Pair().Incarnation, generation: d.Generation}, marshalDelta(d), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestCorruptDeltaNotApplied(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := shared.Commit(storetest.Context(t), store.Put(k.LatestGen(), formatPointer(d.Generation))); err != nil {
+	if err := shared.Commit(storetest.Context(t), store.Put(k.LatestGen(), formatPointer(Pair{w.Pair().Incarnation, d.Generation}))); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "a corruption report", func() bool {
@@ -329,14 +329,14 @@ func TestCorruptDeltaNotApplied(t *testing.T) {
 // the repair an operator (or a controller that still has the table) makes.
 func writeBlobFor(t *testing.T, k Keys, tab *forwarding.Table, g uint32) {
 	t.Helper()
-	obj, err := encodeObject(KindBlob, g, marshalBlob(tab), 1)
+	obj, err := encodeObject(meta{kind: KindBlob, incarnation: tab.Incarnation, generation: g}, marshalBlob(tab), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := writeObject(storetest.Context(t), shared, k.objectDir(g, KindBlob), obj, 1024); err != nil {
 		t.Fatal(err)
 	}
-	if err := shared.Commit(storetest.Context(t), store.Put(k.LatestBlob(), formatPointer(g))); err != nil {
+	if err := shared.Commit(storetest.Context(t), store.Put(k.LatestBlob(), formatPointer(Pair{tab.Incarnation, g}))); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store"
@@ -23,6 +24,8 @@ type WriterOptions struct {
 	// Level is the zlib level; 0 = zlib.BestSpeed (see docs/control-plane.md
 	// for the measurements behind this default).
 	Level int
+	// Now is the clock incarnations are taken from (default time.Now).
+	Now func() time.Time
 }
 
 func (o *WriterOptions) fill(st store.Store) {
@@ -35,6 +38,20 @@ func (o *WriterOptions) fill(st store.Store) {
 	if o.Level == 0 {
 		o.Level = zlib.BestSpeed
 	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// nextIncarnation is the incarnation a new start takes: the clock's Unix
+// seconds, or one more than the highest incarnation known if the clock is
+// behind it, so incarnations of an instance only grow.
+func nextIncarnation(now time.Time, known uint32) uint32 {
+	n := uint32(max(now.Unix(), 1))
+	if n <= known {
+		n = known + 1
+	}
+	return n
 }
 
 // Writer publishes generations of one instance's mux ring. It is used by
@@ -58,8 +75,8 @@ var ErrExists = errors.New("ring: instance already exists")
 // publication: the generation is published, old ones are left for later.
 var ErrGC = errors.New("ring: garbage collection failed")
 
-// Create writes a new instance: its configuration and generation 0, a blob
-// of B unowned buckets. The configuration and both pointers appear in one
+// Create writes a new instance: its configuration and generation 0 of a
+// new incarnation, a resync blob of B unowned buckets. The configuration and both pointers appear in one
 // commit, after the blob, so the instance becomes visible complete or not
 // at all; leftovers of an earlier failed Create are overwritten.
 func Create(ctx context.Context, st store.Store, k Keys, in *forwarding.Instance, opts WriterOptions) (*Writer, error) {
@@ -77,20 +94,24 @@ func Create(ctx context.Context, st store.Store, k Keys, in *forwarding.Instance
 		return nil, err
 	}
 	t := forwarding.NewTable(int(in.Buckets))
+	// Incarnation from the clock: a re-created instance (generations from
+	// 0 again) still starts above anything muxes and agents remember.
+	t.Incarnation = nextIncarnation(opts.Now(), 0)
 	if err := store.DeleteTree(ctx, st, k.Ring()); err != nil {
 		return nil, err
 	}
-	obj, err := encodeObject(KindBlob, 0, marshalBlob(t), opts.Level)
+	obj, err := encodeObject(meta{kind: KindBlob, incarnation: t.Incarnation, resync: true}, marshalBlob(t), opts.Level)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := writeObject(ctx, st, k.objectDir(0, KindBlob), obj, opts.ChunkSize); err != nil {
 		return nil, err
 	}
+	p := formatPointer(Pair{Incarnation: t.Incarnation})
 	err = st.Commit(ctx,
 		store.IfAbsent(k.Config()),
-		store.Put(k.LatestBlob(), formatPointer(0)),
-		store.Put(k.LatestGen(), formatPointer(0)),
+		store.Put(k.LatestBlob(), p),
+		store.Put(k.LatestGen(), p),
 		store.Put(k.Config(), cfg))
 	if errors.Is(err, store.ErrConflict) {
 		return nil, fmt.Errorf("%w: %s", ErrExists, in.Name)
@@ -104,7 +125,8 @@ func Create(ctx context.Context, st store.Store, k Keys, in *forwarding.Instance
 // Open loads the current state of an existing ring, exactly as a mux
 // would, so the writer continues from what is really published: after a
 // controller crash, a half-written generation above latest-gen is ignored
-// here and overwritten by the next Publish.
+// here and overwritten by the next Publish. A damaged ring is an error
+// (ErrCorrupt, or ErrNotFound for a missing pointer): Repair it.
 func Open(ctx context.Context, st store.Store, k Keys, opts WriterOptions) (*Writer, error) {
 	opts.fill(st)
 	t, p, s, err := load(ctx, st, k)
@@ -114,13 +136,16 @@ func Open(ctx context.Context, st store.Store, k Keys, opts WriterOptions) (*Wri
 	return &Writer{st: st, k: k, opts: opts, table: t, ptr: p, blobBytes: s.BlobBytes, deltaBytes: s.DeltaBytes}, nil
 }
 
+// Pair is the published pair: incarnation and generation.
+func (w *Writer) Pair() Pair { return w.ptr.gen }
+
 // Table is the published table. It is the writer's own: read it, never
 // modify it (copying 6.4 M buckets per operation would cost more than the
 // operation).
 func (w *Writer) Table() *forwarding.Table { return w.table }
 
 // LatestBlob is the generation of the newest blob.
-func (w *Writer) LatestBlob() uint32 { return w.ptr.blob }
+func (w *Writer) LatestBlob() uint32 { return w.ptr.blob.Generation }
 
 // PublishStats describes one publication.
 type PublishStats struct {
@@ -147,6 +172,10 @@ func (w *Writer) Publish(ctx context.Context, d *forwarding.Delta) (PublishStats
 	if err := w.table.Check(d); err != nil {
 		return ps, err
 	}
+	if d.Generation == 0 {
+		// 2^32 generations in one incarnation: the pair would go back.
+		return ps, fmt.Errorf("ring: generation counter of %s wrapped; Repair starts a new incarnation", w.k.Instance)
+	}
 	ps, err := w.publish(ctx, d)
 	if err != nil && !errors.Is(err, ErrGC) {
 		w.broken = err
@@ -161,7 +190,8 @@ func (w *Writer) publish(ctx context.Context, d *forwarding.Delta) (PublishStats
 	if err := store.DeleteTree(ctx, w.st, w.k.Gen(gen)); err != nil {
 		return ps, err
 	}
-	obj, err := encodeObject(KindDelta, gen, marshalDelta(d), w.opts.Level)
+	inc := w.table.Incarnation
+	obj, err := encodeObject(meta{kind: KindDelta, incarnation: inc, generation: gen}, marshalDelta(d), w.opts.Level)
 	if err != nil {
 		return ps, err
 	}
@@ -169,13 +199,13 @@ func (w *Writer) publish(ctx context.Context, d *forwarding.Delta) (PublishStats
 		return ps, err
 	}
 	next := w.table
-	blobDue := gen-w.ptr.blob >= w.opts.BlobEvery || w.deltaBytes+ps.DeltaBytes > w.blobBytes
+	blobDue := gen-w.ptr.blob.Generation >= w.opts.BlobEvery || w.deltaBytes+ps.DeltaBytes > w.blobBytes
 	if blobDue {
 		next = w.table.Clone()
 		if err := next.Apply(d); err != nil {
 			return ps, err
 		}
-		obj, err := encodeObject(KindBlob, gen, marshalBlob(next), w.opts.Level)
+		obj, err := encodeObject(meta{kind: KindBlob, incarnation: inc, generation: gen}, marshalBlob(next), w.opts.Level)
 		if err != nil {
 			return ps, err
 		}
@@ -185,16 +215,16 @@ func (w *Writer) publish(ctx context.Context, d *forwarding.Delta) (PublishStats
 	}
 	blob := w.ptr.blob
 	if blobDue {
-		blob = gen
+		blob = Pair{inc, gen}
 	}
-	if err := w.st.Commit(ctx, w.pointerOps(gen, blob)...); err != nil {
+	if err := w.st.Commit(ctx, w.pointerOps(Pair{inc, gen}, blob)...); err != nil {
 		return ps, fmt.Errorf("ring: move latest-gen of %s to %d: %w", w.k.Instance, gen, err)
 	}
 	// Published. Bring the in-memory state along; re-read the versions the
 	// next conditional commit needs.
 	if blobDue {
 		w.table = next
-		w.ptr.blob = gen
+		w.ptr.blob = blob
 		w.blobBytes, w.deltaBytes = ps.BlobBytes, 0
 	} else {
 		if err := w.table.Apply(d); err != nil {
@@ -202,7 +232,7 @@ func (w *Writer) publish(ctx context.Context, d *forwarding.Delta) (PublishStats
 		}
 		w.deltaBytes += ps.DeltaBytes
 	}
-	w.ptr.gen = gen
+	w.ptr.gen = Pair{inc, gen}
 	it, err := w.st.Get(ctx, w.k.LatestGen())
 	if err != nil {
 		return ps, err
@@ -219,31 +249,15 @@ func (w *Writer) publish(ctx context.Context, d *forwarding.Delta) (PublishStats
 
 // GC deletes the generations older than the latest blob (§4.5 invariant c:
 // no mux needs them — a mux that was still reading them starts over from
-// the latest blob). It returns how many it deleted.
-func (w *Writer) GC(ctx context.Context) (int, error) {
-	names, err := w.st.Children(ctx, w.k.Gens())
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, name := range names {
-		g, ok := parseGen(name)
-		if !ok || g >= w.ptr.blob {
-			continue
-		}
-		if err := store.DeleteTree(ctx, w.st, w.k.Gen(g)); err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
-}
+// the latest blob), generations above latest-gen (left by a failed
+// attempt) and stray keys. It returns how many nodes it deleted.
+func (w *Writer) GC(ctx context.Context) (int, error) { return w.clean(ctx) }
 
 // pointerOps moves both pointers, on condition that latest-gen is still
 // where this writer last saw it.
-func (w *Writer) pointerOps(gen, blob uint32) []store.Op {
+func (w *Writer) pointerOps(gen, blob Pair) []store.Op {
 	ops := []store.Op{store.IfVersion(w.k.LatestGen(), w.ptr.genVersion), store.Put(w.k.LatestGen(), formatPointer(gen))}
-	if blob != w.ptr.blob || gen == 0 {
+	if blob != w.ptr.blob {
 		ops = append(ops, store.Put(w.k.LatestBlob(), formatPointer(blob)))
 	}
 	return ops

@@ -118,7 +118,7 @@ func (s *MuxScenario) Table() (*forwarding.Table, error) {
 		if int(b.Index) >= len(t.Buckets) {
 			return nil, fmt.Errorf("bucket %d outside %d", b.Index, len(t.Buckets))
 		}
-		t.Buckets[b.Index] = forwarding.Bucket{Current: b.Current, Previous: b.Previous, Changed: b.Changed}
+		t.Buckets[b.Index] = forwarding.Bucket{Current: b.Current, History: forwarding.Chain{b.Previous}, Changed: b.Changed}
 	}
 	return t, t.Validate()
 }
