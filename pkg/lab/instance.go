@@ -14,6 +14,7 @@ type InstanceState struct {
 	Unowned    int        `json:"unowned_buckets"`
 	DIPs       []DIPState `json:"dips"`
 	Retired    []int      `json:"retired"`
+	FailOpen   bool       `json:"fail_open,omitempty"` // every server down: the last owners kept
 	Warnings   []string   `json:"warnings,omitempty"`
 }
 
@@ -22,8 +23,21 @@ type DIPState struct {
 	ID      int    `json:"id"`
 	State   string `json:"state"`
 	Down    bool   `json:"down,omitempty"`
+	Pending bool   `json:"pending,omitempty"` // added, not yet probed up
+	Reason  string `json:"health_reason,omitempty"`
 	Buckets int    `json:"buckets"`
 	Chained int    `json:"chained"`
+}
+
+// Pending lists the server ids not yet probed up.
+func (s *InstanceState) Pending() []int {
+	var out []int
+	for _, d := range s.DIPs {
+		if d.Pending {
+			out = append(out, d.ID)
+		}
+	}
+	return out
 }
 
 // Down lists the server ids marked down.

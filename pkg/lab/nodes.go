@@ -93,9 +93,9 @@ func (l *Lab) StartMux(ctx context.Context, i int) error {
 		return fmt.Errorf("mux %d was already started", i)
 	}
 	hold := fmt.Sprintf("%ds", int(l.opts.BGPHold/time.Second))
-	m.proc, err = startProgram(m.ns, l.opts.Dir, fmt.Sprintf("mux%d", i), l.opts.Beamer, "mux",
-		"--store", l.store, "--instance", Instance, "--iface", "eth0", "--metrics", metricsAddr,
-		"--bgp-asn", fmt.Sprint(muxASN), "--bgp-peer", fmt.Sprintf("%s:%d", routerFabric, routerASN), "--bgp-hold-time", hold)
+	m.proc, err = startProgram(m.ns, l.opts.Dir, fmt.Sprintf("mux%d", i), l.opts.Beamer, l.storeArgs(l.store, "mux",
+		"--instance", Instance, "--iface", "eth0", "--metrics", metricsAddr,
+		"--bgp-asn", fmt.Sprint(muxASN), "--bgp-peer", fmt.Sprintf("%s:%d", routerFabric, routerASN), "--bgp-hold-time", hold)...)
 	if err != nil {
 		return err
 	}

@@ -73,8 +73,9 @@ func (r *Result) writeDetails(w io.Writer) {
 	if r.IdleConnections > 0 {
 		lines = append(lines, fmt.Sprintf("idle connections: %d of the %d", r.IdleConnections, r.Connections))
 	}
-	if f := r.Final; f != nil && (len(f.Down()) > 0 || f.Unowned > 0) {
-		lines = append(lines, fmt.Sprintf("at the end: servers marked down %v, %d buckets without an owner", f.Down(), f.Unowned))
+	if f := r.Final; f != nil && (len(f.Down()) > 0 || len(f.Pending()) > 0 || f.Unowned > 0 || f.FailOpen) {
+		lines = append(lines, fmt.Sprintf("at the end: servers marked down %v, pending %v, %d buckets without an owner, fail-open %v",
+			f.Down(), f.Pending(), f.Unowned, f.FailOpen))
 	}
 	if r.Churn != nil {
 		lines = append(lines, fmt.Sprintf("churn seed %d (replay with --seed %d)", r.Churn.Seed, r.Churn.Seed))

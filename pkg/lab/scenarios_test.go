@@ -46,7 +46,7 @@ func TestScenarioShortWindow(t *testing.T) {
 
 func TestScenarioVIPBound(t *testing.T) {
 	testScenario(t, "vip-bound", func(t *testing.T, r *Result) {
-		if r.Final == nil || len(r.Final.Down()) > 0 || r.Final.Unowned > 0 {
+		if r.Final == nil || len(r.Final.Down()) > 0 || len(r.Final.Pending()) > 0 || r.Final.Unowned > 0 || r.Final.FailOpen {
 			t.Errorf("beamer: health checks must keep servers bound to the VIP up: %+v", r.Final)
 		}
 	})

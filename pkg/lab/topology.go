@@ -49,7 +49,10 @@ type Lab struct {
 	// agentAPI: the beamer binary's agent serves the agent API (--api),
 	// through which the controller checks health and connections.
 	agentAPI bool
-	seen     Inventory // everything the lab made, to prove it is gone after Close
+	// insecureFlag: the binary's store commands take --insecure (and
+	// refuse a plaintext store off loopback without it).
+	insecureFlag bool
+	seen         Inventory // everything the lab made, to prove it is gone after Close
 
 	closeOnce sync.Once
 }
@@ -74,7 +77,8 @@ func Start(ctx context.Context, opts Options) (l *Lab, err error) {
 	if err != nil {
 		return nil, err
 	}
-	l = &Lab{opts: opts, net: n, agentAPI: hasFlag(opts.Beamer, "agent", "--api")}
+	l = &Lab{opts: opts, net: n, agentAPI: hasFlag(opts.Beamer, "agent", "--api"),
+		insecureFlag: hasFlag(opts.Beamer, "controller", "--insecure")}
 	defer func() {
 		if err != nil {
 			l.Close()
