@@ -39,6 +39,7 @@
 #include "include/wire.h"
 #include "include/csum.h"
 #include "include/agent_maps.h"
+#include "strategy/cheetah_agent.h"
 
 #ifndef AF_INET
 #define AF_INET 2
@@ -100,6 +101,9 @@ INLINE enum locality locality(struct __sk_buff *skb, struct iphdr *ip, struct tc
 
 INLINE int decap_to_stack(struct __sk_buff *skb, int outer_len, enum agent_counter why)
 {
+	/* Cheetah VIPs: the client's TSecr echoes our cookie, not our clock. */
+	if (cheetah_restore(skb, sizeof(struct ethhdr) + outer_len))
+		return drop(AGENT_DROP_DECAP);
 	if (bpf_skb_adjust_room(skb, -outer_len, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_DECAP_L3_IPV4))
 		return drop(AGENT_DROP_DECAP);
 	agent_count(why);

@@ -68,8 +68,9 @@ type Agent struct {
 	objs     agentObjects
 	bench    agentBenchExtras
 	counters *counterSet
-	clock    *wordArray // word 0: Unix − boot time (ns); word 1: current generation word (0/1)
-	seen     *wordArray // generation_seen: two words per VIP slot
+	cheetah  *counterSet // Cheetah's egress/ingress counters (agent_cheetah.go)
+	clock    *wordArray  // word 0: Unix − boot time (ns); word 1: current generation word (0/1)
+	seen     *wordArray  // generation_seen: two words per VIP slot
 	vips     int
 	pinDir   string
 
@@ -211,6 +212,9 @@ func (a *Agent) Rotate() {
 func (a *Agent) configure(spec *ebpf.CollectionSpec, opts AgentOptions) error {
 	var err error
 	if a.counters, err = newCounterSet(spec, a.objs.AgentCounters, "agent_counter", "AGENT_"); err != nil {
+		return err
+	}
+	if a.cheetah, err = newCounterSet(spec, a.objs.CheetahAgentCounters, "cheetah_agent_counter", "CHEETAH_"); err != nil {
 		return err
 	}
 	if a.clock, err = mapWords(a.objs.AgentClock); err != nil {

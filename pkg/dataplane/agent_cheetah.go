@@ -1,0 +1,68 @@
+package dataplane
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/beamer-lb/beamer/pkg/cheetah"
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+)
+
+// CheetahVIP is a VIP of a Cheetah instance this server serves: its slot in
+// the instance's server table and the instance's keys. The egress program
+// writes the cookie naming ID into the TSval of every segment the server
+// sends from the VIP, and the agent shows the stack a usable TSecr instead
+// of the client's echo (bpf/strategy/cheetah_agent.h).
+type CheetahVIP struct {
+	VIP  netip.Addr
+	ID   uint16
+	Keys cheetah.Keys
+}
+
+// SetCheetahVIP starts (or updates: a key rotation) the cookie for a VIP.
+// The record is replaced whole, so a segment sees either the old or the new
+// keys, never a mix.
+func (a *Agent) SetCheetahVIP(v CheetahVIP) error {
+	if !v.VIP.Is4() {
+		return fmt.Errorf("cheetah VIP %v is not IPv4", v.VIP)
+	}
+	if v.ID == 0 || v.ID > cheetah.MaxID {
+		return fmt.Errorf("cheetah VIP %v: server slot %d must be in 1–%d", v.VIP, v.ID, cheetah.MaxID)
+	}
+	if v.Keys.Current > 1 {
+		return fmt.Errorf("cheetah VIP %v: key id %d must be 0 or 1", v.VIP, v.Keys.Current)
+	}
+	rec := agentCheetahVip{Id: v.ID, Kid: v.Keys.Current}
+	for i, k := range v.Keys.Keys {
+		rec.Keys[i].K = k
+	}
+	return a.objs.CheetahVips.Put(v.VIP.As4(), &rec)
+}
+
+// DeleteCheetahVIP stops writing cookies for a VIP.
+func (a *Agent) DeleteCheetahVIP(vip netip.Addr) error {
+	return a.objs.CheetahVips.Delete(vip.As4())
+}
+
+// CheetahEgress is the tc egress program (for attaching or test runs).
+func (a *Agent) CheetahEgress() *ebpf.Program { return a.objs.CheetahEgress }
+
+// AttachCheetahEgress attaches the cookie writer to the egress of iface,
+// the interface the server's replies leave by (tcx).
+func (a *Agent) AttachCheetahEgress(iface string) (link.Link, error) {
+	ifi, err := net.InterfaceByName(iface)
+	if err != nil {
+		return nil, err
+	}
+	l, err := link.AttachTCX(link.TCXOptions{Program: a.objs.CheetahEgress, Attach: ebpf.AttachTCXEgress, Interface: ifi.Index})
+	if err != nil {
+		return nil, fmt.Errorf("attaching cheetah egress to %s: %w", iface, err)
+	}
+	return l, nil
+}
+
+// CheetahCounters returns the cookie writer's and restorer's counters
+// summed over CPUs.
+func (a *Agent) CheetahCounters() (map[string]uint64, error) { return a.cheetah.Read() }
