@@ -335,10 +335,8 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 	if err := m.checkVIPsFree(cfg); err != nil {
 		return err
 	}
-	if cfg.Strategy == forwarding.StrategyMaglev {
-		if err := m.ensureConnTrack(); err != nil {
-			return err
-		}
+	if err := muxStrategyOf(cfg).prepare(m); err != nil {
+		return err
 	}
 	slot, ok := m.freeSlot()
 	if !ok {
@@ -503,10 +501,6 @@ func (m *Mux) freeSlot() (uint32, bool) {
 
 // publish writes the VIP records naming the instance's slot and generation.
 func (m *Mux) publish(in *muxInstance) error {
-	strategy := uint8(1)
-	if in.cfg.Strategy == forwarding.StrategyMaglev {
-		strategy = 2
-	}
 	rec := muxVipInfo{
 		Table:       in.slot,
 		Buckets:     in.cfg.Buckets,
@@ -514,7 +508,7 @@ func (m *Mux) publish(in *muxInstance) error {
 		Incarnation: in.table.Incarnation,
 		PortLow:     in.cfg.PortLow,
 		PortHigh:    in.cfg.PortHigh,
-		Strategy:    strategy,
+		Strategy:    in.cfg.Strategy.Code(),
 	}
 	for _, v := range in.cfg.VIPs {
 		if err := m.objs.Vips.Put(v.As4(), &rec); err != nil {
