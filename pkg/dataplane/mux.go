@@ -46,6 +46,7 @@ type Mux struct {
 	objs      muxObjects
 	bench     benchPrograms
 	counters  *counterSet
+	cheetah   *counterSet // the cheetah strategy's counters (mux_cheetah.go)
 	instances map[string]*muxInstance
 	slots     [maxTables]bool
 
@@ -125,6 +126,10 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 		return nil, fmt.Errorf("loading mux program: %w", err)
 	}
 	if m.counters, err = newCounterSet(spec, m.objs.MuxCounters, "mux_counter", "MUX_"); err != nil {
+		m.objs.Close()
+		return nil, err
+	}
+	if m.cheetah, err = newCounterSet(spec, m.objs.CheetahMuxCounters, "cheetah_mux_counter", "CHEETAH_MUX_"); err != nil {
 		m.objs.Close()
 		return nil, err
 	}
@@ -363,6 +368,9 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 		return fmt.Errorf("installing server table: %w", err)
 	}
 	m.slots[slot] = true
+	if err := strategyInstalled(m, in); err != nil {
+		return err
+	}
 	if err := m.publish(in); err != nil {
 		return err
 	}
@@ -441,6 +449,9 @@ func (m *Mux) ApplyDelta(name string, d *forwarding.Delta) error {
 	}
 	if err := in.table.Apply(d); err != nil {
 		return err // cannot happen after Check
+	}
+	if err := strategyInstalled(m, in); err != nil {
+		return err
 	}
 	if err := m.publish(in); err != nil {
 		return err
@@ -537,6 +548,7 @@ func (m *Mux) release(in *muxInstance) {
 	m.objs.BucketTables.Delete(in.slot)
 	m.objs.ChainTables.Delete(in.slot)
 	m.objs.ServerTables.Delete(in.slot)
+	strategyReleased(m, in)
 	m.slots[in.slot] = false
 	in.close()
 }

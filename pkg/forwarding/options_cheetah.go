@@ -1,6 +1,59 @@
 package forwarding
 
-// CheetahOptions are the cheetah strategy's own settings (issue 13), json "cheetah" in
-// the instance configuration; its StrategySpec.Check validates them. The
-// strategy's implementation adds its fields here.
-type CheetahOptions struct{}
+import (
+	"fmt"
+
+	"github.com/beamer-lb/beamer/pkg/cheetah"
+)
+
+// CheetahPolicy is how a Cheetah mux picks the server of a new connection.
+type CheetahPolicy string
+
+// The policies (docs/strategy-cheetah.md).
+const (
+	// CheetahRR is round robin over the active servers (a position per
+	// mux CPU).
+	CheetahRR CheetahPolicy = "rr"
+	// CheetahWRR is round robin weighted by the servers' shares of the
+	// bucket table, which the controller sizes by weight.
+	CheetahWRR CheetahPolicy = "wrr"
+	// CheetahP2C is power of two choices over published server loads.
+	CheetahP2C CheetahPolicy = "p2c"
+	// CheetahHash is the Beamer bucket's owner (stateless hashing for the
+	// first packet, the cookie after).
+	CheetahHash CheetahPolicy = "hash"
+)
+
+// CheetahOptions are the cheetah strategy's own settings, json "cheetah" in
+// the instance configuration.
+type CheetahOptions struct {
+	Policy CheetahPolicy `json:"policy" yaml:"policy"`
+	// Keys obfuscate the cookie; muxes decode with the key id the cookie
+	// carries, servers encode new connections with Keys.Current. Rotation:
+	// put a new key in the other slot, then make it current; the old one
+	// stays for the connections that carry it.
+	Keys cheetah.Keys `json:"keys" yaml:"keys"`
+}
+
+func checkCheetah(in *Instance) error {
+	o := in.Cheetah
+	if o == nil {
+		return fmt.Errorf("strategy cheetah needs its options (policy and keys)")
+	}
+	switch o.Policy {
+	case CheetahRR, CheetahWRR, CheetahP2C, CheetahHash:
+	default:
+		return fmt.Errorf("cheetah policy %q is not rr, wrr, p2c or hash", o.Policy)
+	}
+	if o.Keys.Current > 1 {
+		return fmt.Errorf("cheetah current key id %d is not 0 or 1", o.Keys.Current)
+	}
+	if o.Keys.Keys[o.Keys.Current] == (cheetah.Key{}) {
+		return fmt.Errorf("cheetah current key is all zero: a client could compute cookies")
+	}
+	return nil
+}
+
+// Cheetah: the Beamer bucket table serves clients without timestamps, so
+// the instance's general rules apply, plus the policy and keys.
+func init() { RegisterStrategy(StrategySpec{Name: StrategyCheetah, Check: checkCheetah}) }
