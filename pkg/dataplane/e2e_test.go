@@ -51,6 +51,7 @@ type e2eConfig struct {
 	muxes    int
 	table    func() *forwarding.Table
 	servers  []string // of e2eServer; nil: a and b
+	cheetah  *forwarding.CheetahOptions
 }
 
 func muxAddrN(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, 0, byte(1 + i)}) }
@@ -137,7 +138,7 @@ func newE2EWith(t *testing.T, cfg e2eConfig) *e2eNet {
 		e.muxes = append(e.muxes, m)
 		must(t, mns.Do(func() error { l, err := m.Attach("eth0", XDPDriver); hold(l, err); return nil }))
 		must(t, m.SetInstance(forwarding.Instance{Name: "web", Strategy: cfg.strategy, VIPs: []netip.Addr{e2eVIP},
-			PortLow: 80, PortHigh: 80, Buckets: e2eBuckets, ChainWindow: window}, e.table))
+			PortLow: 80, PortHigh: 80, Buckets: e2eBuckets, ChainWindow: window, Cheetah: cfg.cheetah}, e.table))
 		must(t, EnsureNeighbors(mns.Netlink(), serverAddrs))
 	}
 	e.mux = e.muxes[0]
@@ -158,6 +159,10 @@ func newE2EWith(t *testing.T, cfg e2eConfig) *e2eNet {
 		t.Cleanup(func() { a.Close() })
 		e.agents[name] = a
 		must(t, s.Do(func() error { l, err := a.Attach("eth0"); hold(l, err); return nil }))
+		if cfg.cheetah != nil {
+			must(t, a.SetCheetahVIP(CheetahVIP{VIP: e2eVIP, ID: uint16(e2eID[name]), Keys: cfg.cheetah.Keys}))
+			must(t, s.Do(func() error { l, err := a.AttachCheetahEgress("eth0"); hold(l, err); return nil }))
+		}
 		serveEcho(t, s, name)
 	}
 	return e

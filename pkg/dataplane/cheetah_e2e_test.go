@@ -1,0 +1,180 @@
+package dataplane
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/cheetah"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+)
+
+// threeServers is a table with a, b and c active and the buckets dealt
+// round.
+func threeServers() *forwarding.Table {
+	table := forwarding.NewTable(e2eBuckets)
+	names := []string{"a", "b", "c"}
+	for _, name := range names {
+		table.Servers[e2eID[name]] = forwarding.Server{Addr: e2eServer[name], State: forwarding.Active}
+	}
+	for i := range table.Buckets {
+		table.Buckets[i] = forwarding.Bucket{Current: e2eID[names[i%3]]}
+	}
+	return table
+}
+
+// setState publishes a generation where server name has the given state;
+// a server that stops being active hands its buckets to the first active
+// one, naming itself as previous owner, as the controller does.
+func (e *e2eNet) setState(t *testing.T, name string, st forwarding.ServerState) {
+	d := &forwarding.Delta{Servers: []forwarding.ServerChange{{ID: e2eID[name], Server: forwarding.Server{Addr: e2eServer[name], State: st}}}}
+	if st != forwarding.Active {
+		var heir forwarding.ServerID
+		for _, n := range []string{"a", "b", "c"} {
+			if n != name && e.table.Servers[e2eID[n]].State == forwarding.Active {
+				heir = e2eID[n]
+				break
+			}
+		}
+		for i, b := range e.table.Buckets {
+			if b.Current == e2eID[name] {
+				d.Buckets = append(d.Buckets, forwarding.BucketChange{Index: uint32(i),
+					Bucket: forwarding.Bucket{Current: heir, History: forwarding.Chain{b.Current}, Changed: uint32(time.Now().Unix())}})
+			}
+		}
+	}
+	e.publish(t, d)
+}
+
+func cheetahOptions(t *testing.T, policy forwarding.CheetahPolicy) *forwarding.CheetahOptions {
+	k0, err := cheetah.NewKey()
+	must(t, err)
+	k1, err := cheetah.NewKey()
+	must(t, err)
+	return &forwarding.CheetahOptions{Policy: policy, Keys: cheetah.Keys{Current: 0, Keys: [2]cheetah.Key{k0, k1}}}
+}
+
+// TestCheetahEndToEnd carries real Linux TCP connections (timestamps on, as
+// Linux clients have them) through a Cheetah mux and three agents while the
+// server set changes generation after generation: round robin spreads new
+// connections over the active servers, every open connection keeps reaching
+// the server its cookie names (retired, or active again), no cookie is bad;
+// a client without timestamps is served through the Beamer buckets; and
+// with SYN cookies forced on every server, connections complete and carry
+// data (the agent hands the stack the SYN-cookie bits of the echo).
+func TestCheetahEndToEnd(t *testing.T) {
+	e := newE2EWith(t, e2eConfig{strategy: forwarding.StrategyCheetah, muxes: 1, table: threeServers,
+		servers: []string{"a", "b", "c"}, cheetah: cheetahOptions(t, forwarding.CheetahRR)})
+
+	type tracked struct {
+		c      *echoConn
+		server string
+	}
+	var open []tracked
+	dialSome := func(n int) map[string]int {
+		seen := map[string]int{}
+		for i := 0; i < n; i++ {
+			c := e.dial(t, false)
+			s, err := c.ask(fmt.Sprintf("hello %d", len(open)), 3*time.Second)
+			if err != nil {
+				t.Fatalf("new connection %d: %v", len(open), err)
+			}
+			seen[s]++
+			open = append(open, tracked{c, s})
+		}
+		return seen
+	}
+	checkAll := func(step string) {
+		t.Helper()
+		for i, o := range open {
+			s, err := o.c.ask(fmt.Sprintf("%s %d", step, i), 3*time.Second)
+			if err != nil {
+				t.Fatalf("%s: connection %d (on %s) broke: %v", step, i, o.server, err)
+			}
+			if s != o.server {
+				t.Fatalf("%s: connection %d moved from %s to %s", step, i, o.server, s)
+			}
+		}
+	}
+
+	if seen := dialSome(9); seen["a"] != 3 || seen["b"] != 3 || seen["c"] != 3 {
+		t.Fatalf("round robin over a, b, c gave %v", seen)
+	}
+	// DIP updates, one generation at a time; open connections must stay.
+	steps := []struct {
+		name  string
+		state forwarding.ServerState
+	}{{"b", forwarding.Retired}, {"a", forwarding.Retired}, {"b", forwarding.Active}, {"c", forwarding.Retired}, {"a", forwarding.Active}}
+	for i, st := range steps {
+		e.setState(t, st.name, st.state)
+		checkAll(fmt.Sprintf("after update %d", i+1))
+		active := map[string]bool{}
+		for _, n := range []string{"a", "b", "c"} {
+			active[n] = e.table.Servers[e2eID[n]].State == forwarding.Active
+		}
+		for s := range dialSome(4) {
+			if !active[s] {
+				t.Fatalf("after update %d a new connection went to %s, which is not active", i+1, s)
+			}
+		}
+	}
+	checkAll("at the end")
+
+	c, err := e.mux.CheetahCounters()
+	must(t, err)
+	if c["bad_cookie"] != 0 || c["cookie_hit"] == 0 || c["syn"] < 29 || c["fast_parse"] == 0 {
+		t.Fatalf("mux cheetah counters %v", c)
+	}
+	var cookies, echoes uint64
+	for name := range e.servers {
+		ac, err := e.agents[name].CheetahCounters()
+		must(t, err)
+		cookies += ac["egress_cookie"]
+		echoes += ac["ingress_no_echo"]
+	}
+	if cookies == 0 || echoes == 0 {
+		t.Fatalf("agents wrote %d cookies and restored %d echoes", cookies, echoes)
+	}
+
+	// A client without timestamps: the Beamer buckets.
+	must(t, e.client.Sysctl("net.ipv4.tcp_timestamps", "0"))
+	before := c["fallback"]
+	nots := e.dial(t, false)
+	if _, err := nots.ask("no timestamps", 3*time.Second); err != nil {
+		t.Fatalf("client without timestamps: %v", err)
+	}
+	must(t, e.client.Sysctl("net.ipv4.tcp_timestamps", "1"))
+	c, err = e.mux.CheetahCounters()
+	must(t, err)
+	if c["fallback"] <= before {
+		t.Fatalf("no fallback counted for a client without timestamps: %v", c)
+	}
+
+	// SYN cookies on every server: the handshake completes from the
+	// cookie, and the connection carries data both ways.
+	for _, s := range e.servers {
+		must(t, s.Sysctl("net.ipv4.tcp_syncookies", "2"))
+	}
+	for i := 0; i < 6; i++ {
+		sc := e.dial(t, false)
+		big := make([]byte, 200000)
+		for j := range big {
+			big[j] = 'a' + byte(j%26)
+		}
+		if s, err := sc.ask(string(big), 5*time.Second); err != nil {
+			t.Fatalf("connection %d under SYN cookies: %v", i, err)
+		} else if e.table.Servers[e2eID[s]].State != forwarding.Active {
+			t.Fatalf("SYN-cookie connection went to %s, not active", s)
+		}
+	}
+	var syncookies uint64
+	for name := range e.servers {
+		ac, err := e.agents[name].CheetahCounters()
+		must(t, err)
+		syncookies += ac["ingress_syncookie"]
+	}
+	if syncookies < 6 {
+		t.Fatalf("agents saw %d SYN-cookie echoes for 6 connections", syncookies)
+	}
+	checkAll("after the SYN-cookie connections")
+}
