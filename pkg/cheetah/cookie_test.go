@@ -20,16 +20,16 @@ func generate() *Vectors {
 	c := netip.MustParseAddr("198.18.1.10")
 	vip := netip.MustParseAddr("198.18.100.1")
 	cases := []CookieVector{
-		{Name: "data, kid 0", KID: 0, ID: 1, CPort: 40000, VPort: 80, TSval: 0x12345678},
-		{Name: "data, kid 1", KID: 1, ID: 1, CPort: 40000, VPort: 80, TSval: 0x12345678},
-		{Name: "other port, same server", KID: 0, ID: 1, CPort: 40001, VPort: 80, TSval: 0x12345678},
+		{Name: "data, kid 0", KID: 0, ID: 1025, CPort: 40000, VPort: 80, TSval: 0x12345678},
+		{Name: "data, kid 1", KID: 1, ID: 1025, CPort: 40000, VPort: 80, TSval: 0x12345678},
+		{Name: "other port, same server", KID: 0, ID: 1025, CPort: 40001, VPort: 80, TSval: 0x12345678},
 		{Name: "largest id", KID: 0, ID: MaxID, CPort: 51234, VPort: 443, TSval: 0x00000001},
-		{Name: "syn-ack keeps syn-cookie bits", KID: 0, ID: 7, CPort: 40000, VPort: 80, TSval: 0xa1b2c3e5, SynAck: true},
-		{Name: "syn-ack, low bits 63", KID: 1, ID: 7, CPort: 40000, VPort: 80, TSval: 0x0000003f, SynAck: true},
-		{Name: "clock about to wrap", KID: 0, ID: 300, CPort: 33333, VPort: 80, TSval: 0xffffffff},
-		{Name: "clock just wrapped", KID: 0, ID: 300, CPort: 33333, VPort: 80, TSval: 0x00000000},
-		{Name: "tick boundary below", KID: 0, ID: 300, CPort: 33333, VPort: 80, TSval: 0x007fffff},
-		{Name: "tick boundary above", KID: 0, ID: 300, CPort: 33333, VPort: 80, TSval: 0x00800000},
+		{Name: "syn-ack keeps syn-cookie bits", KID: 0, ID: 1031, CPort: 40000, VPort: 80, TSval: 0xa1b2c3e5, SynAck: true},
+		{Name: "syn-ack, low bits 63", KID: 1, ID: 1031, CPort: 40000, VPort: 80, TSval: 0x0000003f, SynAck: true},
+		{Name: "clock about to wrap", KID: 0, ID: 2000, CPort: 33333, VPort: 80, TSval: 0xffffffff},
+		{Name: "clock just wrapped", KID: 0, ID: 2000, CPort: 33333, VPort: 80, TSval: 0x00000000},
+		{Name: "tick boundary below", KID: 0, ID: 2000, CPort: 33333, VPort: 80, TSval: 0x007fffff},
+		{Name: "tick boundary above", KID: 0, ID: 2000, CPort: 33333, VPort: 80, TSval: 0x00800000},
 	}
 	v := &Vectors{}
 	for _, cv := range cases {
@@ -85,7 +85,7 @@ func TestVectorsMatchModel(t *testing.T) {
 func TestTimestampWrapAndPAWS(t *testing.T) {
 	f := wire.Flow{Src: netip.MustParseAddr("198.18.1.10"), Dst: netip.MustParseAddr("198.18.100.1"), SrcPort: 40000, DstPort: 80, Proto: 6}
 	ks := Keys{Keys: vecKeys}
-	cookie := ks.Encode(42, 0, f)
+	cookie := ks.Encode(1042, 0, f)
 	for _, start := range []uint32{0, 0x007fffc0, 0xff7fff00, 0xffffff00, 0x7fffffff} {
 		last := TSval(start, cookie, true)
 		// One segment every 997 ms for 50 hours: crosses ticks, and the wrap
@@ -95,7 +95,7 @@ func TestTimestampWrapAndPAWS(t *testing.T) {
 			if !PAWSAccepts(last, next) {
 				t.Fatalf("start %#x +%d ms: PAWS refuses %#x after %#x", start, ms, next, last)
 			}
-			if id, _ := ks.Decode(next, f); id != 42 {
+			if id, _ := ks.Decode(next, f); id != 1042 {
 				t.Fatalf("start %#x +%d ms: cookie names %d", start, ms, id)
 			}
 			last = next
@@ -117,7 +117,7 @@ func TestTimestampWrapAndPAWS(t *testing.T) {
 // one connection to the next names the target no more often than chance.
 func TestForgedCookies(t *testing.T) {
 	ks := Keys{Keys: vecKeys}
-	const target = 5
+	const target = 1025
 	hits := 0
 	f := wire.Flow{Src: netip.MustParseAddr("198.18.1.10"), Dst: netip.MustParseAddr("198.18.100.1"), DstPort: 80, Proto: 6}
 	prev := uint16(0)
