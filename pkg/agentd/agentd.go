@@ -32,6 +32,7 @@ type Daemon struct {
 	node    *nodestate.Record
 	agent   *dataplane.Agent
 	link    link.Link
+	egress  link.Link // cheetah's cookie writer (cheetah.go), nil without a Cheetah VIP
 	metrics *metrics.Server
 	api     *agentapi.Endpoint
 
@@ -126,6 +127,9 @@ func (d *Daemon) start() error {
 	if d.link, err = d.agent.Attach(cfg.Interface); err != nil {
 		return err
 	}
+	if err := d.startCheetah(); err != nil {
+		return err
+	}
 	if config.Flag(cfg.MPTCP) {
 		if err := d.advertise(); err != nil {
 			return err
@@ -136,6 +140,7 @@ func (d *Daemon) start() error {
 	if cfg.Metrics != "" {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(metrics.NewCounterCollector("beamer_agent_packets_total", "Packets by decision of the server agent.", "decision", d.agent.Counters))
+		reg.MustRegister(metrics.NewCounterCollector("beamer_agent_cheetah_packets_total", "Segments of Cheetah VIPs by what the agent did to their timestamps.", "decision", d.agent.CheetahCounters))
 		if d.metrics, err = metrics.Serve(cfg.Metrics, reg, func() error { return nil }); err != nil {
 			return err
 		}
@@ -243,6 +248,9 @@ func (d *Daemon) release(unpin bool) []error {
 		}
 	} else if unpin && d.opts.PinDir != "" {
 		dataplane.Unpin(d.opts.PinDir, nil) // state maps pinned by a start that failed
+	}
+	if d.egress != nil {
+		d.egress.Close()
 	}
 	if d.link != nil {
 		d.link.Close()

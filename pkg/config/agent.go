@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/cheetah"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 )
 
@@ -30,6 +31,10 @@ type AgentVIP struct {
 	VIP         netip.Addr     `yaml:"vip"`
 	Buckets     uint32         `yaml:"buckets"`
 	ChainWindow *time.Duration `yaml:"chain_window,omitempty"` // default 4m; 0s disables chaining
+	// Cheetah: the VIP's instance uses the cheetah strategy with these
+	// keys (the instance's, `ctl show --keys`); the agent writes the cookie
+	// naming server_id into every segment the server sends from the VIP.
+	Cheetah *cheetah.Keys `yaml:"cheetah,omitempty"`
 }
 
 // Window is the chaining window, the default when unset.
@@ -102,6 +107,14 @@ func (c *Agent) Validate() error {
 		}
 		if v.Window() < 0 {
 			return fmt.Errorf("vip %v: negative chain_window", v.VIP)
+		}
+		if v.Cheetah != nil {
+			if c.ServerID > cheetah.MaxID {
+				return fmt.Errorf("vip %v: server_id %d does not fit a Cheetah cookie (at most %d)", v.VIP, c.ServerID, cheetah.MaxID)
+			}
+			if v.Cheetah.Current > 1 || v.Cheetah.Keys[v.Cheetah.Current] == (cheetah.Key{}) {
+				return fmt.Errorf("vip %v: cheetah keys: current key id must be 0 or 1 and its key set", v.VIP)
+			}
 		}
 	}
 	return nil

@@ -97,6 +97,13 @@ func (c *Controller) checkNewDIP(ctx context.Context, in *instance, n NewDIP) er
 	if !id.Valid() {
 		return badf("server id %d is outside %d–%d (ids up to 1024 are service ports)", id, forwarding.MinServerID, forwarding.MaxServerID)
 	}
+	if s, err := strategyOf(in.config); err == nil {
+		if dc, ok := s.(dipChecker); ok {
+			if err := dc.checkDIP(id); err != nil {
+				return badf("%v", err)
+			}
+		}
+	}
 	if err := c.checkDIPAddress(ctx, name, id, addr); err != nil {
 		return err
 	}

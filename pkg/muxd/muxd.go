@@ -172,7 +172,8 @@ func (d *Daemon) serveMetrics() error {
 		Help: "Generations or tables the mux refused (the previous state stays in force)."})
 	d.registerFollowMetrics(reg)
 	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors, d.health,
-		metrics.NewCounterCollector("beamer_mux_packets_total", "Packets by decision of the XDP mux.", "decision", d.mux.Counters))
+		metrics.NewCounterCollector("beamer_mux_packets_total", "Packets by decision of the XDP mux.", "decision", d.mux.Counters),
+		metrics.NewCounterCollector("beamer_mux_cheetah_packets_total", "Segments of Cheetah VIPs by how the server was found (cookie hits, bad cookies, fallbacks to buckets).", "decision", d.mux.CheetahCounters))
 	s, err := metrics.Serve(d.opts.Metrics, reg, d.Healthy)
 	d.metrics = s
 	return err
