@@ -43,4 +43,6 @@ func (cheetahStrategy) checkDIP(id forwarding.ServerID) error {
 }
 
 // dipChecker is implemented by strategies with rules on server ids.
-type dipChecker interface{ checkDIP(forwarding.ServerID) error }
+type dipChecker interface {
+	checkDIP(forwarding.ServerID) error
+}
