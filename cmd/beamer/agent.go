@@ -66,6 +66,7 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 	cmd.Flags().StringVar(&addr, "addr", "", "the server's address (default: the interface's first IPv4)")
 	cmd.Flags().Uint16Var(&id, "id", 0, "server id, 1025–65535")
 	cmd.Flags().StringSliceVar(&vips, "vip", nil, "VIP:BUCKETS[:WINDOW] served (repeatable)")
+	cheetahKeys := cmd.Flags().String("cheetah-keys", "", "the --vip VIPs belong to a cheetah instance with these keys KEY0,KEY1[,CURRENT] (its `ctl show --json`)")
 	cmd.Flags().StringSliceVar(&trusted, "trusted", nil, "prefix of muxes and servers allowed to send encapsulated packets (repeatable)")
 	cmd.Flags().BoolVar(&noVIPs, "no-manage-vips", false, "do not put VIPs on loopback nor set ARP sysctls")
 	cmd.Flags().BoolVar(&noMPTCP, "no-mptcp", false, "do not advertise VIP:id to MPTCP clients")
@@ -92,6 +93,15 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 					return err
 				}
 				cfg.VIPs = append(cfg.VIPs, v)
+			}
+			if *cheetahKeys != "" {
+				ks, err := parseCheetahKeys(*cheetahKeys)
+				if err != nil {
+					return err
+				}
+				for i := range cfg.VIPs {
+					cfg.VIPs[i].Cheetah = &ks
+				}
 			}
 			for _, s := range trusted {
 				p, err := netip.ParsePrefix(s)

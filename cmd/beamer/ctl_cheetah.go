@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/beamer-lb/beamer/pkg/cheetah"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
@@ -17,7 +18,7 @@ type cheetahCreateFlags struct {
 func addCheetahFlags(cmd *cobra.Command) *cheetahCreateFlags {
 	return &cheetahCreateFlags{
 		policy: cmd.Flags().String("policy", string(forwarding.CheetahRR), "cheetah: how a new connection's server is picked: rr, wrr (by bucket share, i.e. weight), p2c (power of two choices over published loads) or hash (the Beamer bucket)"),
-		key:    cmd.Flags().String("cheetah-key", "", "cheetah: cookie key, 32 hex digits (default: drawn at random); the servers' agents must be given the same keys"),
+		key:    cmd.Flags().String("cheetah-keys", "", "cheetah: cookie keys KEY0[,KEY1], 32 hex digits each (default: drawn at random); key 0 is current; the servers' agents need the same keys (agent --cheetah-keys, or `ctl show --json`)"),
 	}
 }
 
@@ -25,26 +26,50 @@ func addCheetahFlags(cmd *cobra.Command) *cheetahCreateFlags {
 // and refuses cheetah flags given to another strategy.
 func (f *cheetahCreateFlags) apply(cmd *cobra.Command, in *forwarding.Instance) error {
 	if in.Strategy != forwarding.StrategyCheetah {
-		if cmd.Flags().Changed("policy") || cmd.Flags().Changed("cheetah-key") {
-			return fmt.Errorf("--policy and --cheetah-key are options of --strategy cheetah")
+		if cmd.Flags().Changed("policy") || cmd.Flags().Changed("cheetah-keys") {
+			return fmt.Errorf("--policy and --cheetah-keys are options of --strategy cheetah")
 		}
 		return nil
 	}
-	k, err := cheetah.NewKey()
+	keys, err := parseCheetahKeys(*f.key)
 	if err != nil {
 		return err
 	}
-	if *f.key != "" {
-		if k, err = cheetah.ParseKey(*f.key); err != nil {
-			return err
+	in.Cheetah = &forwarding.CheetahOptions{Policy: forwarding.CheetahPolicy(*f.policy), Keys: keys}
+	return nil
+}
+
+// parseCheetahKeys reads KEY0[,KEY1[,CURRENT]]; keys not given are drawn
+// at random (the second slot gets its own key: rotation writes the next
+// key there and makes it current).
+func parseCheetahKeys(s string) (cheetah.Keys, error) {
+	var ks cheetah.Keys
+	parts := []string{}
+	if s != "" {
+		parts = strings.Split(s, ",")
+	}
+	if len(parts) > 3 {
+		return ks, fmt.Errorf("cheetah keys %q: want KEY0[,KEY1[,CURRENT]]", s)
+	}
+	for i := range ks.Keys {
+		var err error
+		if i < len(parts) {
+			ks.Keys[i], err = cheetah.ParseKey(parts[i])
+		} else {
+			ks.Keys[i], err = cheetah.NewKey()
+		}
+		if err != nil {
+			return ks, err
 		}
 	}
-	// The second slot gets its own random key: rotation writes the next
-	// key there and makes it current.
-	k2, err := cheetah.NewKey()
-	if err != nil {
-		return err
+	if len(parts) == 3 {
+		switch parts[2] {
+		case "0":
+		case "1":
+			ks.Current = 1
+		default:
+			return ks, fmt.Errorf("cheetah keys %q: current key id must be 0 or 1", s)
+		}
 	}
-	in.Cheetah = &forwarding.CheetahOptions{Policy: forwarding.CheetahPolicy(*f.policy), Keys: cheetah.Keys{Current: 0, Keys: [2]cheetah.Key{k, k2}}}
-	return nil
+	return ks, nil
 }

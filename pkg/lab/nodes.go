@@ -190,6 +190,9 @@ func (l *Lab) startServer(i int, s *serverNode) (err error) {
 	args := []string{"agent", "--iface", "eth0",
 		"--id", fmt.Sprint(ServerID(i)), "--vip", fmt.Sprintf("%s:%d:%s", VIP, l.opts.Buckets, window),
 		"--trusted", fabricNet.String(), "--metrics", metricsAddr}
+	if sa, ok := strat.(strategyArgs); ok {
+		args = append(args, sa.agentArgs()...)
+	}
 	if l.agentAPI {
 		// The controller asks the agent for health (probing VIP:port on the
 		// server) and for the connections it still holds.
@@ -312,8 +315,14 @@ func (l *Lab) SetWeight(i, w int) error {
 
 // CreateInstance creates the lab's instance for the strategy.
 func (l *Lab) CreateInstance() error {
-	_, err := l.Ctl("create", Instance, "--vip", VIP.String(), "--ports", "80", "--buckets", fmt.Sprint(l.opts.Buckets),
-		"--strategy", l.opts.Strategy, "--chain-window", l.opts.Window.String())
+	args := []string{"create", Instance, "--vip", VIP.String(), "--ports", "80", "--buckets", fmt.Sprint(l.opts.Buckets),
+		"--strategy", l.opts.Strategy, "--chain-window", l.opts.Window.String()}
+	if strat, err := StrategyOf(l.opts.Strategy); err == nil {
+		if sa, ok := strat.(strategyArgs); ok {
+			args = append(args, sa.createArgs()...)
+		}
+	}
+	_, err := l.Ctl(args...)
 	return err
 }
 
