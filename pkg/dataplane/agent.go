@@ -265,6 +265,9 @@ type agentBenchExtras struct {
 	Bench *ebpf.Program `ebpf:"beamer_agent_bench"`
 	Empty *ebpf.Program `ebpf:"empty_tc_bench"`
 	Decap *ebpf.Program `ebpf:"decap_floor_bench"`
+	// Cheetah's rewrites, restored after each run (agent_cheetah.go).
+	CheetahEgress  *ebpf.Program `ebpf:"cheetah_egress_bench"`
+	CheetahIngress *ebpf.Program `ebpf:"cheetah_ingress_bench"`
 }
 
 // BenchProgram is the agent wrapped to restore the packet (benchmark build).
@@ -329,6 +332,8 @@ func (a *Agent) Close() error {
 		a.bench.Bench.Close()
 		a.bench.Empty.Close()
 		a.bench.Decap.Close()
+		a.bench.CheetahEgress.Close()
+		a.bench.CheetahIngress.Close()
 	}
 	return a.objs.Close()
 }

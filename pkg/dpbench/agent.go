@@ -143,5 +143,5 @@ func agentRows(r *rig, o Options, add func(string, int, int, trial, string) erro
 			return err
 		}
 	}
-	return nil
+	return cheetahAgentRows(ns, a, ctx, o, add)
 }

@@ -17,7 +17,9 @@ func TestQuickRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]bool{"empty": false, "floor": false, "encap-floor": false, "beamer": false, "beamer-mptcp": false, "maglev": false,
-		"empty-tc": false, "decap-floor": false, "agent-local": false, "agent-local-moved": false, "agent-chain": false, "agent-drop": false}
+		"empty-tc": false, "decap-floor": false, "agent-local": false, "agent-local-moved": false, "agent-chain": false, "agent-drop": false,
+		"cheetah-cookie": false, "cheetah-cookie-general": false, "cheetah-syn-rr": false, "cheetah-fallback": false,
+		"agent-cheetah-egress": false, "agent-cheetah-ingress": false}
 	for _, p := range rep.Programs {
 		want[p.Name] = true
 		if p.NsPerPacket <= 0 {

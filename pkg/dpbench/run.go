@@ -139,6 +139,9 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 			return nil, err
 		}
 	}
+	if err := cheetahMuxRows(r, o, ctx, add); err != nil {
+		return nil, err
+	}
 	if err := agentRows(r, o, add); err != nil {
 		return nil, err
 	}
