@@ -51,6 +51,8 @@ type Mux struct {
 	// InsertBudget, when not nil, is how many more entries the flood guard
 	// lets the connection table take.
 	InsertBudget *int
+	// RoundRobin is the cheetah strategy's position per instance (one CPU's).
+	RoundRobin map[string]int
 }
 
 func drop(counter string) Result { return Result{Action: Drop, Counter: counter} }
@@ -85,7 +87,7 @@ func (m *Mux) Process(frame []byte) Result {
 	if !ok {
 		return drop("drop_bad_strategy")
 	}
-	server, opt, counter, ok := strat.decide(m, vip, packet{flow: flow, syn: tcp[13]&0x12 == 0x02})
+	server, opt, counter, ok := strat.decide(m, vip, packet{flow: flow, syn: tcp[13]&0x12 == 0x02, tcp: tcp})
 	if !ok {
 		return drop(counter)
 	}

@@ -9,7 +9,8 @@ import (
 // (or, for strategies that want them, a port above 1024).
 type packet struct {
 	flow wire.Flow
-	syn  bool // SYN without ACK: a new connection
+	syn  bool   // SYN without ACK: a new connection
+	tcp  []byte // the TCP header with its options (strategies that read options)
 }
 
 // strategy is one forwarding strategy of the reference mux, mirroring its

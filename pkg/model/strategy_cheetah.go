@@ -1,0 +1,94 @@
+package model
+
+import (
+	"encoding/binary"
+	"slices"
+
+	"github.com/beamer-lb/beamer/pkg/cheetah"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/wire"
+)
+
+// cheetahStrategy mirrors bpf/strategy/cheetah.h: without a timestamp
+// option the Beamer strategy; a SYN goes to the policy's pick (round robin
+// over the active servers by id, or the bucket's owner for hash; wrr and p2c
+// are the mux's only); any other segment to the server its echoed cookie
+// names, or is dropped as a bad cookie.
+type cheetahStrategy struct{ beamer strategy }
+
+func init() {
+	registerStrategy(forwarding.StrategyCheetah, cheetahStrategy{beamer: strategies[forwarding.StrategyBeamer]})
+}
+
+// tsecr finds the timestamp option as the program does (any layout).
+func tsecr(tcp []byte) (uint32, bool) {
+	end := int(tcp[12]>>4) * 4
+	for off := 20; off < end && off < len(tcp); {
+		switch tcp[off] {
+		case 0:
+			return 0, false
+		case 1:
+			off++
+			continue
+		}
+		if off+1 >= end {
+			return 0, false
+		}
+		l := int(tcp[off+1])
+		if tcp[off] == 8 {
+			if l != 10 || off+10 > end {
+				return 0, false
+			}
+			return binary.BigEndian.Uint32(tcp[off+6:]), true
+		}
+		if l < 2 {
+			return 0, false
+		}
+		off += l
+	}
+	return 0, false
+}
+
+func (c cheetahStrategy) decide(m *Mux, vip *VIP, p packet) (forwarding.Server, *wire.Option, string, bool) {
+	echo, ok := tsecr(p.tcp)
+	if !ok {
+		return c.beamer.decide(m, vip, p)
+	}
+	o := vip.Instance.Cheetah
+	var id forwarding.ServerID
+	if p.syn {
+		switch o.Policy {
+		case forwarding.CheetahHash:
+			b, _, why, ok := owner(vip, p.flow)
+			if !ok {
+				return forwarding.Server{}, nil, why, false
+			}
+			id = b.Current
+		default: // rr
+			var active []forwarding.ServerID
+			for sid, s := range vip.Table.Servers {
+				if s.State == forwarding.Active && sid <= cheetah.MaxID {
+					active = append(active, sid)
+				}
+			}
+			if len(active) == 0 {
+				return forwarding.Server{}, nil, "drop_no_owner", false
+			}
+			slices.Sort(active)
+			if m.RoundRobin == nil {
+				m.RoundRobin = map[string]int{}
+			}
+			i := m.RoundRobin[vip.Instance.Name] % len(active)
+			m.RoundRobin[vip.Instance.Name] = i + 1
+			id = active[i]
+		}
+	} else {
+		sid, _ := o.Keys.Decode(echo, p.flow)
+		id = forwarding.ServerID(sid)
+	}
+	s, ok := vip.Table.Servers[id]
+	if !ok || id == forwarding.NoServer {
+		return forwarding.Server{}, nil, "drop_unknown_server", false
+	}
+	return s, nil, "fwd_server_id", true
+}
