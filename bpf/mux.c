@@ -24,6 +24,7 @@
 #include "include/wire.h"
 #include "include/encap.h"
 #include "include/nexthop.h"
+#include "include/icmp_too_big.h"
 #include "include/mux_maps.h"
 #include "include/conntrack.h"
 
@@ -35,6 +36,7 @@ struct decision {
 	struct encap_params encap;
 	int with_opt;
 	int forward; /* 1: encapsulate and send; 0: drop, the verdict says why */
+	int also;    /* a detail counter counted with the verdict once sent (0: none) */
 };
 
 static const enum mux_counter parse_drop[] = {
@@ -117,7 +119,7 @@ INLINE int decide_by_bucket(const struct vip_info *vip, void *servers, struct ip
 	d->with_opt = 1;
 	d->forward = 1;
 	if (prev_addr)
-		mux_count(MUX_FWD_WITH_PREVIOUS);
+		d->also = MUX_FWD_WITH_PREVIOUS;
 	return MUX_FWD_BUCKET;
 }
 
@@ -174,34 +176,66 @@ INLINE int decide_by_maglev(const struct vip_info *vip, void *servers, struct ip
 	return verdict;
 }
 
-INLINE int transmit(struct xdp_md *ctx, struct decision *d)
+/* Bytes the encapsulation adds in front of the packet. */
+INLINE int outer_len_of(const struct decision *d)
 {
-	struct ethhdr *eth;
+	return d->with_opt ? OUTER_LEN_OPT : OUTER_LEN_PLAIN;
+}
+
+/*
+ * Sends the packet to d's server, or answers it: every packet is counted
+ * exactly once, after its fate is known — the verdict when it leaves, a
+ * drop reason or icmp_too_big otherwise. ip is the packet's (parsed) IPv4
+ * header; it is read before the packet is touched.
+ */
+INLINE int transmit(struct xdp_md *ctx, struct decision *d, int verdict, struct iphdr *ip)
+{
+	struct nexthop_answer nh;
+	int outer_len = outer_len_of(d);
+	__u32 inner_tot = bpf_ntohs(ip->tot_len);
+	__be16 frag = ip->frag_off;
 
 	d->encap.saddr = mux_addr;
+	switch (xdp_nexthop(ctx, d->encap.saddr, d->encap.daddr, &nh)) {
+	case NEXTHOP_TX:
+	case NEXTHOP_REDIRECT:
+		break;
+	case NEXTHOP_NO_NEIGH:
+		return drop(MUX_DROP_NO_NEIGH);
+	default:
+		return drop(MUX_DROP_NO_ROUTE);
+	}
+
+	/* Too big once encapsulated. With DF the client does path MTU
+	 * discovery: tell it the size that fits. Without DF it expects a
+	 * router to fragment, which the mux cannot do (and fragments of it
+	 * would be dropped here anyway, having no ports to hash): drop. */
+	if (inner_tot + outer_len > nh.mtu) {
+		if (!(frag & bpf_htons(IP_DF)))
+			return drop(MUX_DROP_TOO_BIG);
+		__u32 fits = nh.mtu > outer_len + IPV4_MIN_MTU ? nh.mtu - outer_len : IPV4_MIN_MTU;
+		if (xdp_icmp_frag_needed(ctx, fits))
+			return drop(MUX_DROP_ENCAP);
+		mux_count(MUX_ICMP_TOO_BIG);
+		return XDP_TX;
+	}
+
+	struct ethhdr *eth;
 	if (d->with_opt)
 		eth = xdp_encap_ipv4(ctx, &d->encap, OUTER_LEN_OPT);
 	else
 		eth = xdp_encap_ipv4(ctx, &d->encap, OUTER_LEN_PLAIN);
 	if (!eth)
 		return drop(MUX_DROP_ENCAP);
+	__builtin_memcpy(eth->h_dest, nh.dmac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, nh.smac, ETH_ALEN);
 
-	void *data_end = (void *)(long)ctx->data_end;
-	struct iphdr *outer = (void *)(eth + 1);
-	if ((void *)(outer + 1) > data_end)
-		return drop(MUX_DROP_ENCAP);
-
-	__u32 ifindex = 0;
-	switch (xdp_nexthop(ctx, eth, d->encap.saddr, d->encap.daddr, bpf_ntohs(outer->tot_len), &ifindex)) {
-	case NEXTHOP_TX:
+	mux_count(verdict);
+	if (d->also)
+		mux_count(d->also);
+	if (nh.ifindex == ctx->ingress_ifindex)
 		return XDP_TX;
-	case NEXTHOP_REDIRECT:
-		return bpf_redirect(ifindex, 0);
-	case NEXTHOP_NO_NEIGH:
-		return drop(MUX_DROP_NO_NEIGH);
-	default:
-		return drop(MUX_DROP_NO_ROUTE);
-	}
+	return bpf_redirect(nh.ifindex, 0);
 }
 
 SEC("xdp")
@@ -258,8 +292,7 @@ int beamer_mux(struct xdp_md *ctx)
 		return drop(verdict);
 
 	d.encap.opt.generation = bpf_htonl(generation);
-	mux_count(verdict);
-	return transmit(ctx, &d);
+	return transmit(ctx, &d, verdict, ip);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -79,6 +79,8 @@ enum mux_counter {
 	MUX_CT_SYN,              /* maglev: SYN: server from the table, entry replaced */
 	MUX_CT_STALE,            /* maglev: entry's server gone or retired: chosen again */
 	MUX_CT_FLOOD,            /* maglev: entry not inserted, new-connection cap reached */
+	MUX_ICMP_TOO_BIG,        /* too big once encapsulated, DF set: ICMP frag needed sent back */
+	MUX_DROP_TOO_BIG,        /* too big once encapsulated, DF clear: cannot fragment */
 	MUX_COUNTER_MAX,
 };
 

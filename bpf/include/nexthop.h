@@ -11,6 +11,10 @@
  * while the epoch it was filled in is current; the loader bumps the epoch
  * every second (and on demand), so a route or neighbour change reaches the
  * data path within a second — without a clock read per packet.
+ *
+ * The answer includes the egress MTU (the route's, else the device's), so
+ * the mux decides about a packet too big to encapsulate from the same
+ * number whether the answer came from the cache or from the FIB.
  */
 #ifndef BEAMER_NEXTHOP_H
 #define BEAMER_NEXTHOP_H
@@ -36,7 +40,15 @@ struct nexthop {
 	__u64 epoch;     /* nexthop_epoch when filled */
 	__u8 dmac[ETH_ALEN];
 	__u8 smac[ETH_ALEN];
-	__u32 pad;
+	__u32 mtu;       /* egress MTU: largest outer packet the path takes */
+};
+
+/* What a lookup found: where to send and how large a packet may be. */
+struct nexthop_answer {
+	__u32 ifindex;
+	__u32 mtu;
+	__u8 dmac[ETH_ALEN];
+	__u8 smac[ETH_ALEN];
 };
 
 struct {
@@ -55,10 +67,11 @@ struct {
 	__type(value, __u64);
 } nexthop_epoch SEC(".maps");
 
-/* Looks up the route to daddr and writes the MACs into eth; sets *ifindex to
- * the egress device. */
-INLINE enum nexthop_result xdp_nexthop(struct xdp_md *ctx, struct ethhdr *eth, __be32 saddr, __be32 daddr,
-				       __u16 tot_len, __u32 *ifindex)
+/* Looks up the route to daddr: egress device, MACs and MTU. The FIB is
+ * asked with tot_len 0 so that it never refuses for size: on success the
+ * kernel (5.13+) returns the path MTU in mtu_result, and the caller compares
+ * the packet with it — the same check for cached and fresh answers. */
+INLINE enum nexthop_result xdp_nexthop(struct xdp_md *ctx, __be32 saddr, __be32 daddr, struct nexthop_answer *out)
 {
 	__u32 slot = (bpf_ntohl(daddr) * 2654435761u) >> (32 - 12);
 	__u32 zero = 0;
@@ -67,16 +80,17 @@ INLINE enum nexthop_result xdp_nexthop(struct xdp_md *ctx, struct ethhdr *eth, _
 	__u64 now = epoch ? READ_ONCE_U64(epoch) : 0;
 
 	if (nh && nh->daddr == daddr && nh->epoch == now && now) {
-		__builtin_memcpy(eth->h_dest, nh->dmac, ETH_ALEN);
-		__builtin_memcpy(eth->h_source, nh->smac, ETH_ALEN);
-		*ifindex = nh->ifindex;
+		__builtin_memcpy(out->dmac, nh->dmac, ETH_ALEN);
+		__builtin_memcpy(out->smac, nh->smac, ETH_ALEN);
+		out->ifindex = nh->ifindex;
+		out->mtu = nh->mtu;
 		return nh->ifindex == ctx->ingress_ifindex ? NEXTHOP_TX : NEXTHOP_REDIRECT;
 	}
 
 	struct bpf_fib_lookup fib = {};
 	fib.family = AF_INET;
 	fib.l4_protocol = IPPROTO_IPIP;
-	fib.tot_len = tot_len;
+	fib.tot_len = 0;
 	fib.ipv4_src = saddr;
 	fib.ipv4_dst = daddr;
 	fib.ifindex = ctx->ingress_ifindex;
@@ -86,13 +100,15 @@ INLINE enum nexthop_result xdp_nexthop(struct xdp_md *ctx, struct ethhdr *eth, _
 		return NEXTHOP_NO_NEIGH;
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
 		return NEXTHOP_NO_ROUTE;
-	__builtin_memcpy(eth->h_dest, fib.dmac, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, fib.smac, ETH_ALEN);
-	*ifindex = fib.ifindex;
+	__builtin_memcpy(out->dmac, fib.dmac, ETH_ALEN);
+	__builtin_memcpy(out->smac, fib.smac, ETH_ALEN);
+	out->ifindex = fib.ifindex;
+	out->mtu = fib.mtu_result;
 	if (nh) {
 		nh->daddr = daddr;
 		nh->ifindex = fib.ifindex;
 		nh->epoch = now;
+		nh->mtu = fib.mtu_result;
 		__builtin_memcpy(nh->dmac, fib.dmac, ETH_ALEN);
 		__builtin_memcpy(nh->smac, fib.smac, ETH_ALEN);
 	}

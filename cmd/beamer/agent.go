@@ -46,10 +46,11 @@ func parseAgentVIP(s string) (config.AgentVIP, error) {
 
 func init() {
 	var (
-		configPath, iface, addr, metricsAddr string
-		id                                   uint16
-		vips, trusted                        []string
-		noVIPs, noMPTCP                      bool
+		configPath, iface, addr, metricsAddr, apiAddr string
+		id                                            uint16
+		vips, trusted                                 []string
+		noVIPs, noMPTCP                               bool
+		node                                          agentd.Options
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -69,6 +70,9 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 	cmd.Flags().BoolVar(&noVIPs, "no-manage-vips", false, "do not put VIPs on loopback nor set ARP sysctls")
 	cmd.Flags().BoolVar(&noMPTCP, "no-mptcp", false, "do not advertise VIP:id to MPTCP clients")
 	cmd.Flags().StringVar(&metricsAddr, "metrics", "", "serve /metrics and /healthz on this address")
+	cmd.Flags().StringVar(&apiAddr, "api", "", `serve the agent API (health probes of VIP:port from this server, connections per bucket) on this address; default ":9300", "off" to disable`)
+	cmd.Flags().StringVar(&node.StateFile, "state-file", "", "record of the sysctls, addresses and endpoints the agent changed, undone on exit (default /run/beamer/agent-NETNS-IFACE.json)")
+	cmd.Flags().StringVar(&node.PinDir, "pin-dir", "", `bpffs directory pinning the program so it outlives the process (default /sys/fs/bpf/beamer/agent-NETNS-IFACE; "-" = no pinning)`)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		var cfg config.Agent
 		if configPath != "" {
@@ -111,18 +115,26 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 		if metricsAddr != "" {
 			cfg.Metrics = metricsAddr
 		}
+		if apiAddr != "" {
+			cfg.API = apiAddr
+		}
 		if err := cfg.Validate(); err != nil {
 			return err
 		}
 		log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 		defer stop()
-		d, err := agentd.Start(cfg)
+		ignoreHangup(log)
+		d, err := agentd.Start(cfg, node)
 		if err != nil {
 			return err
 		}
-		defer d.Close()
-		log.Info("agent running", "interface", cfg.Interface, "address", d.Address(), "server_id", cfg.ServerID)
+		defer func() {
+			if err := d.Close(); err != nil {
+				log.Warn("agent: undoing its setup", "error", err)
+			}
+		}()
+		log.Info("agent running", "interface", cfg.Interface, "address", d.Address(), "server_id", cfg.ServerID, "api", d.APIAddr())
 		<-ctx.Done()
 		log.Info("agent stopping")
 		return nil

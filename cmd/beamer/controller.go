@@ -30,10 +30,11 @@ process also serves the embedded etcd other beamer commands connect to.`,
 	noHealth := cmd.Flags().Bool("no-health-checks", false, "do not probe DIPs")
 	var h controller.HealthOptions
 	cmd.Flags().DurationVar(&h.Interval, "health-interval", 2*time.Second, "time between probes of a DIP")
-	cmd.Flags().DurationVar(&h.Timeout, "health-timeout", time.Second, "TCP connect timeout of a probe (to the DIP's first service port)")
+	cmd.Flags().DurationVar(&h.Timeout, "health-timeout", time.Second, "timeout of one probe (each instance says what a probe is: ctl create --health)")
 	cmd.Flags().IntVar(&h.Fall, "health-fall", 3, "consecutive failed probes that mark a DIP down")
 	cmd.Flags().IntVar(&h.Rise, "health-rise", 2, "consecutive good probes that mark a DIP up again")
 	cmd.Flags().DurationVar(&h.HalfLife, "flap-half-life", 5*time.Minute, "half-life of the flap penalty")
+	metricsAddr := cmd.Flags().String("metrics", "", "serve /metrics (fail-open instances, servers by health, buckets held open) on this address")
 	reconcile := cmd.Flags().Duration("reconcile-every", 30*time.Second, "reconcile all instances this often (ends chaining windows of removed DIPs)")
 	blobEvery := cmd.Flags().Uint32("blob-every", 64, "write a full blob at least every N generations")
 	defrag := assign.DefaultDefragParams
@@ -68,6 +69,11 @@ process also serves the embedded etcd other beamer commands connect to.`,
 		if *defragPeriod > 0 {
 			o.Defrag, o.DefragEvery = &controller.AutoDefrag{Params: defrag}, *defragPeriod
 		}
+		stopMetrics, err := serveControllerMetrics(*metricsAddr, &o)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
 		logger.Printf("store %s, root %s; campaigning as %q", *storeURL, target.Root, *identity)
 		controller.Run(ctx, st, target.Root, o)
 		return nil

@@ -65,10 +65,10 @@ func parseID(s string) (forwarding.ServerID, error) {
 
 func parseWeight(s string) (uint32, error) {
 	n, err := strconv.ParseUint(s, 10, 32)
-	if err != nil || n == 0 || n > controller.MaxWeight {
+	if err != nil {
 		return 0, fmt.Errorf("weight %q must be a number in 1–%d", s, controller.MaxWeight)
 	}
-	return uint32(n), nil
+	return uint32(n), forwarding.CheckWeight(uint32(n))
 }
 
 func parsePorts(s string) (lo, hi uint16, err error) {
@@ -90,12 +90,19 @@ func init() {
 	create, cf := newCtl("create NAME --vip ADDR[,ADDR] --ports P[-Q] --buckets B", "Create an instance", cobra.ExactArgs(1))
 	vips := create.Flags().StringSlice("vip", nil, "virtual IPv4 address(es)")
 	ports := create.Flags().String("ports", "", "service port or range, ≤ 1024")
-	buckets := create.Flags().Uint32("buckets", 0, fmt.Sprintf("bucket count B, larger than the most DIPs the instance will have (paper: 100 per DIP); for maglev the lookup table size M, a prime ≥ 100 per backend (default %d)", assign.MaglevSmallTable))
+	buckets := create.Flags().Uint32("buckets", 0, fmt.Sprintf("beamer (required): bucket count B, larger than the most DIPs the instance will have (paper: 100 per DIP); maglev: the lookup table size M, a prime ≥ 100 per backend, %d when not given", assign.MaglevSmallTable))
 	window := create.Flags().Duration("chain-window", forwarding.DefaultChainWindow, "daisy-chaining window")
 	strategy := create.Flags().String("strategy", string(forwarding.StrategyBeamer), "beamer (stable hashing, daisy chaining) or maglev (Maglev hashing, connection tables in the muxes)")
+	healthKind := create.Flags().String("health", string(forwarding.HealthAgent), "how the controller probes servers: agent (the server's agent connects to VIP:port on the server; works for services bound only to the VIP), tcp (connect to DIP:port), http (GET http://DIP:port/PATH, 2xx), none")
+	healthPort := create.Flags().Uint16("health-port", 0, "port probed (default: the first service port)")
+	healthPath := create.Flags().String("health-path", "", "path of the http probe (default /)")
+	agentPort := create.Flags().Uint16("agent-port", 0, "port of the agent API on the servers (default 9300)")
 	create.RunE = func(cmd *cobra.Command, args []string) error {
 		in := &forwarding.Instance{Name: args[0], Strategy: forwarding.Strategy(*strategy), Buckets: *buckets, ChainWindow: *window}
-		if in.Strategy == forwarding.StrategyMaglev && !cmd.Flags().Changed("buckets") {
+		if !cmd.Flags().Changed("buckets") {
+			if in.Strategy != forwarding.StrategyMaglev {
+				return errMissingBuckets
+			}
 			in.Buckets = assign.MaglevSmallTable
 		}
 		for _, v := range *vips {
@@ -109,10 +116,18 @@ func init() {
 		if in.PortLow, in.PortHigh, err = parsePorts(*ports); err != nil {
 			return err
 		}
+		if cmd.Flags().Changed("health") || *healthPort != 0 || *healthPath != "" || *agentPort != 0 {
+			in.Health = &forwarding.HealthCheck{Kind: forwarding.HealthKind(*healthKind), Port: *healthPort, Path: *healthPath, AgentPort: *agentPort}
+		}
 		if err := controller.CheckInstance(in); err != nil {
 			return err
 		}
-		return cf.submit(controller.Request{Op: controller.OpCreateInstance, Instance: in.Name, Config: in})
+		if err := cf.submit(controller.Request{Op: controller.OpCreateInstance, Instance: in.Name, Config: in}); err != nil {
+			return err
+		}
+		h := in.HealthProbe()
+		fmt.Printf("instance %s created (%s, %d buckets, health probe %s port %d)\n", in.Name, in.Strategy, in.Buckets, h.Kind, h.Port)
+		return nil
 	}
 
 	del, df := newCtl("delete NAME", "Delete an instance and all its state", cobra.ExactArgs(1))
@@ -120,23 +135,31 @@ func init() {
 		return df.submit(controller.Request{Op: controller.OpDeleteInstance, Instance: args[0]})
 	}
 
-	add, af := newCtl("add-dip NAME ID ADDR [WEIGHT]", "Add a DIP (server id 1025–65535, IPv4 address, weight default 1)", cobra.RangeArgs(3, 4))
-	add.RunE = func(_ *cobra.Command, args []string) error {
-		id, err := parseID(args[1])
+	add, af := newCtl("add-dip NAME ID ADDR [WEIGHT] | add-dip NAME ID ADDR ID ADDR… [--weight W]",
+		"Add DIPs (server id 1025–65535, IPv4 address, weight default 1); several at once get one rebalance", cobra.MinimumNArgs(3))
+	addWeight := add.Flags().String("weight", "1", "weight of every DIP of a several-DIP add")
+	add.Long = `Adds one DIP, or several in one request: all are recorded at once and one
+rebalance gives them their shares (adding them one request after the other
+would move some buckets twice). With health checks running, new DIPs own no
+bucket until their first successful probe ("pending" in ctl show).`
+	add.RunE = func(cmd *cobra.Command, args []string) error {
+		dips, err := parseAddDIPs(args[1:], *addWeight, cmd.Flags().Changed("weight"))
 		if err != nil {
 			return err
 		}
-		addr, err := netip.ParseAddr(args[2])
-		if err != nil || !addr.Is4() {
-			return fmt.Errorf("DIP address %q is not an IPv4 address", args[2])
+		r := controller.Request{Op: controller.OpAddDIP, Instance: args[0]}
+		if len(dips) == 1 {
+			r.ID, r.Addr, r.Weight = dips[0].ID, dips[0].Addr, dips[0].Weight
+		} else {
+			r.DIPs = dips
 		}
-		w := uint32(1)
-		if len(args) == 4 {
-			if w, err = parseWeight(args[3]); err != nil {
-				return err
-			}
+		if err := af.submit(r); err != nil {
+			return err
 		}
-		return af.submit(controller.Request{Op: controller.OpAddDIP, Instance: args[0], ID: id, Addr: addr, Weight: w})
+		for _, d := range dips {
+			fmt.Printf("instance %s: added DIP %d (%v, weight %d)\n", args[0], d.ID, d.Addr, d.Weight)
+		}
+		return nil
 	}
 
 	byID := func(use, short, op string, withWeight bool) {
@@ -169,10 +192,15 @@ func init() {
 			}
 			r.IDs = append(r.IDs, id)
 		}
+		ids := r.IDs
 		if len(r.IDs) == 1 {
 			r.ID, r.IDs = r.IDs[0], nil
 		}
-		return rmf.submit(r)
+		if err := rmf.submit(r); err != nil {
+			return err
+		}
+		fmt.Printf("instance %s: removed DIPs %v (their connections are daisy-chained to them while they last)\n", args[0], ids)
+		return nil
 	}
 	byID("set-weight NAME ID WEIGHT", "Change a DIP's weight and rebalance", controller.OpSetWeight, true)
 	byID("drain NAME ID", "Move a DIP's buckets away (its connections finish by daisy chaining), keeping it configured", controller.OpDrain, false)
@@ -197,6 +225,23 @@ func init() {
 			return err
 		}
 		fmt.Println(res)
+		return nil
+	}
+
+	healthCmd := &cobra.Command{Use: "health", Short: "Health checks of DIPs"}
+	ctlCmd.AddCommand(healthCmd)
+	clear, clf := newCtl("clear NAME ID", "Clear a DIP's flap damping (penalty and suppression): it comes up at its next good probes", cobra.ExactArgs(2))
+	ctlCmd.RemoveCommand(clear)
+	healthCmd.AddCommand(clear)
+	clear.RunE = func(_ *cobra.Command, args []string) error {
+		id, err := parseID(args[1])
+		if err != nil {
+			return err
+		}
+		if err := clf.submit(controller.Request{Op: controller.OpHealthClear, Instance: args[0], ID: id}); err != nil {
+			return err
+		}
+		fmt.Printf("instance %s: flap damping of DIP %d cleared\n", args[0], id)
 		return nil
 	}
 
@@ -272,9 +317,9 @@ func printView(v *controller.View) {
 		if d.Drained {
 			state += ",drained"
 		}
-		health := "up"
-		if d.Down {
-			health = "down since " + d.HealthChanged.Format(time.RFC3339)
+		health := d.Health
+		if health != "up" && !d.HealthChanged.IsZero() {
+			health += " since " + d.HealthChanged.Format(time.RFC3339)
 		}
 		fmt.Fprintf(w, "%d\t%v\t%s\t%s\t%d\t%d\t%d\t%.3f\t%.3f", d.ID, d.Addr, state, health, d.Weight, d.Effective,
 			d.Buckets, 100*d.LoadShare, 100*d.WeightShare)
@@ -284,6 +329,7 @@ func printView(v *controller.View) {
 		fmt.Fprintln(w)
 	}
 	w.Flush()
+	printHealthDetails(v)
 	if len(v.Retired) > 0 {
 		fmt.Printf("retired server ids (still daisy-chained to): %v\n", v.Retired)
 	}

@@ -21,6 +21,8 @@ func init() {
 		configPath, iface, addr, mode, metricsAddr string
 		instances                                  []string
 		bgpFlags                                   bgpFlags
+		stateFile, pinDir                          string
+		drain                                      time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "mux",
@@ -42,6 +44,9 @@ latest blob and the deltas after it, then applies each new generation.`,
 	cmd.Flags().IntVar(&ctEntries, "conntrack-entries", 1<<20, "size of the Maglev strategy's connection table")
 	cmd.Flags().Uint64Var(&maxNewConns, "max-new-conns", 0, "Maglev strategy: connection entries inserted per second at most, 0 = no cap (SYN-flood guard)")
 	bgpFlags.register(cmd)
+	cmd.Flags().StringVar(&stateFile, "state-file", "", "record of the sysctls the mux changed, restored on exit (default /run/beamer/mux-NETNS-IFACE.json)")
+	cmd.Flags().StringVar(&pinDir, "pin-dir", "", `bpffs directory pinning the XDP program so it keeps forwarding if the mux dies, adopted by the next mux (default /sys/fs/bpf/beamer/mux-NETNS-IFACE; "-" = no pinning)`)
+	cmd.Flags().DurationVar(&drain, "drain-delay", 2*time.Second, "on SIGTERM/SIGINT with --bgp-peer: time between withdrawing the routes and detaching, while routers move traffic away")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -51,7 +56,12 @@ latest blob and the deltas after it, then applies each new generation.`,
 		if ctEntries < 1 {
 			return fmt.Errorf("--conntrack-entries %d: must be positive", ctEntries)
 		}
-		opts := muxd.Options{Interface: iface, Metrics: metricsAddr, ConnTrackEntries: ctEntries, MaxNewConnsPerSecond: maxNewConns}
+		if drain < 0 {
+			return fmt.Errorf("--drain-delay %v: must not be negative", drain)
+		}
+		ignoreHangup(log)
+		opts := muxd.Options{Interface: iface, Metrics: metricsAddr, ConnTrackEntries: ctEntries, MaxNewConnsPerSecond: maxNewConns,
+			StateFile: stateFile, PinDir: pinDir}
 		if configPath != "" {
 			if len(instances) > 0 || cmd.Flags().Changed("store") {
 				return errors.New("--config runs a static mux: it takes no --store or --instance")
@@ -93,7 +103,11 @@ latest blob and the deltas after it, then applies each new generation.`,
 		if err != nil {
 			return err
 		}
-		defer d.Close()
+		defer func() {
+			if err := d.Close(); err != nil {
+				log.Warn("mux: detaching and restoring", "error", err)
+			}
+		}()
 		if static != nil {
 			for _, in := range static.Instances {
 				if err := d.SetInstance(in.Instance, in.Table()); err != nil {
@@ -112,17 +126,27 @@ latest blob and the deltas after it, then applies each new generation.`,
 				}
 			}
 		}
-		log.Info("mux forwarding", "interface", opts.Interface, "address", d.Address())
+		// Tables loaded: replace a dead predecessor's pinned program, if
+		// any, with this one.
+		if err := d.Ready(); err != nil {
+			return err
+		}
+		log.Info("mux forwarding", "interface", opts.Interface, "address", d.Address(), "pinned", opts.PinDir != "-")
 		if bgpOpts != nil {
-			// Announce only now that the instances are loaded; the deferred
-			// Close withdraws before the mux detaches.
+			// Announce only now that the instances are loaded.
 			bgpOpts.NextHop = d.Address()
 			a, err := muxd.StartBGP(ctx, *bgpOpts)
 			if err != nil {
 				return err
 			}
-			defer a.Close()
 			go d.AnnounceWhileHealthy(ctx, a, time.Second, log)
+			<-ctx.Done()
+			// Graceful stop: withdraw, let routers move the traffic to
+			// other muxes while this one still forwards, then detach.
+			log.Info("mux stopping: routes withdrawn, draining", "delay", drain)
+			a.Close()
+			time.Sleep(drain)
+			return nil
 		}
 		<-ctx.Done()
 		log.Info("mux stopping")

@@ -12,16 +12,23 @@ import (
 
 // addStoreFlag gives a command the --store flag every control-plane
 // command shares (URL scheme: pkg/store/storeurl, docs/control-plane.md).
+// It also adds --insecure: one command runs per process, so every command
+// may bind it to the same variable.
 func addStoreFlag(cmd *cobra.Command) *string {
+	cmd.Flags().BoolVar(&insecureStore, "insecure", false,
+		"allow a store on a non-loopback address without TLS (etcd://, zk://) or an embedded store serving one without mutual TLS: anyone on that network could rewrite it")
 	return cmd.Flags().String("store", storeurl.Default,
 		"control store: embed:///DIR (etcd embedded in a beamer process), etcd://HOST:PORT,…, zk://HOST:PORT,… (see docs/control-plane.md)")
 }
+
+// insecureStore is --insecure.
+var insecureStore bool
 
 // openStore opens the store named by url, failing within 30 s.
 func openStore(ctx context.Context, url string) (store.Store, *storeurl.Target, error) {
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	s, t, err := storeurl.Open(octx, url)
+	s, t, err := storeurl.OpenWith(octx, url, storeurl.Options{Insecure: insecureStore})
 	if err != nil {
 		return nil, nil, fmt.Errorf("open store: %w", err)
 	}

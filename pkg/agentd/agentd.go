@@ -9,17 +9,17 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
-	"strings"
+	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/agentapi"
 	"github.com/beamer-lb/beamer/pkg/config"
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/metrics"
 	"github.com/beamer-lb/beamer/pkg/mptcp"
 	"github.com/beamer-lb/beamer/pkg/muxd"
+	"github.com/beamer-lb/beamer/pkg/nodestate"
 	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netlink"
@@ -28,55 +28,107 @@ import (
 // Daemon is a running agent.
 type Daemon struct {
 	cfg     config.Agent
+	opts    Options
+	node    *nodestate.Record
 	agent   *dataplane.Agent
 	link    link.Link
 	metrics *metrics.Server
+	api     *agentapi.Endpoint
 
-	addedVIPs []netip.Addr
-	endpoints []uint8
-	stop      chan struct{}
-	wg        sync.WaitGroup
+	stop chan struct{}
+	wg   sync.WaitGroup
 }
 
-// Start sets the server up as cfg says and starts the agent.
-func Start(cfg config.Agent) (d *Daemon, err error) {
+// Options say where the agent keeps what must outlive its process.
+type Options struct {
+	// StateFile records the sysctls, loopback addresses and MPTCP
+	// endpoints the agent changed, so that they are undone on exit — also
+	// by the next agent when this one is killed. Default:
+	// /run/beamer/agent-NETNS-IFACE.json.
+	StateFile string
+	// PinDir is the bpffs directory where the tc program's link and state
+	// maps are pinned: a killed agent's program keeps decapsulating, and
+	// the next agent swaps its own in. Default:
+	// /sys/fs/bpf/beamer/agent-NETNS-IFACE. "-" turns pinning off.
+	PinDir string
+}
+
+func (o *Options) defaults(iface string) error {
+	if o.StateFile != "" && o.PinDir != "" {
+		return nil
+	}
+	name, err := nodestate.Name("agent", iface)
+	if err != nil {
+		return err
+	}
+	if o.StateFile == "" {
+		o.StateFile = filepath.Join(nodestate.DefaultDir, name+".json")
+	}
+	if o.PinDir == "" {
+		o.PinDir = filepath.Join(dataplane.BPFFSRoot, "beamer", name)
+	}
+	if o.PinDir == "-" {
+		o.PinDir = ""
+	}
+	return nil
+}
+
+// Start sets the server up as cfg says and starts the agent. On any error
+// everything it did so far is undone before it returns.
+func Start(cfg config.Agent, opts Options) (*Daemon, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if !cfg.Address.IsValid() {
-		if cfg.Address, err = muxd.InterfaceAddr(cfg.Interface); err != nil {
+		a, err := muxd.InterfaceAddr(cfg.Interface)
+		if err != nil {
 			return nil, err
 		}
+		cfg.Address = a
 	}
-	d = &Daemon{cfg: cfg, stop: make(chan struct{})}
-	defer func() {
-		if err != nil {
-			d.Close()
+	if err := opts.defaults(cfg.Interface); err != nil {
+		return nil, err
+	}
+	node, err := nodestate.Open(opts.StateFile)
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{cfg: cfg, opts: opts, node: node, stop: make(chan struct{})}
+	if err := d.start(); err != nil {
+		if cerr := d.Close(); cerr != nil {
+			return nil, fmt.Errorf("%w (undoing the start: %v)", err, cerr)
 		}
-	}()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Daemon) start() error {
+	cfg := d.cfg
+	var err error
 	if config.Flag(cfg.ManageVIPs) {
 		if err := d.setupVIPs(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	// Chained packets leave through bpf_fib_lookup, which answers only for
 	// interfaces that forward.
-	if err := sysctl("net/ipv4/conf/"+cfg.Interface+"/forwarding", "1"); err != nil {
-		return nil, err
+	if err := d.node.SetSysctl("net/ipv4/conf/"+cfg.Interface+"/forwarding", "1"); err != nil {
+		return err
 	}
-	opts := dataplane.AgentOptions{Addr: cfg.Address, Trusted: cfg.Trusted}
+	opts := dataplane.AgentOptions{Addr: cfg.Address, Trusted: cfg.Trusted, PinDir: d.opts.PinDir}
 	for _, v := range cfg.VIPs {
 		opts.VIPs = append(opts.VIPs, dataplane.AgentVIP{VIP: v.VIP, Buckets: v.Buckets, ChainWindow: v.Window()})
 	}
 	if d.agent, err = dataplane.LoadAgent(opts); err != nil {
-		return nil, err
+		return err
 	}
 	if d.link, err = d.agent.Attach(cfg.Interface); err != nil {
-		return nil, err
+		return err
 	}
 	if config.Flag(cfg.MPTCP) {
 		if err := d.advertise(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	d.wg.Add(1)
@@ -85,15 +137,11 @@ func Start(cfg config.Agent) (d *Daemon, err error) {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(metrics.NewCounterCollector("beamer_agent_packets_total", "Packets by decision of the server agent.", "decision", d.agent.Counters))
 		if d.metrics, err = metrics.Serve(cfg.Metrics, reg, func() error { return nil }); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return d, nil
-}
-
-func sysctl(key, value string) error {
-	if err := os.WriteFile("/proc/sys/"+key, []byte(value), 0o644); err != nil {
-		return fmt.Errorf("sysctl %s: %w", strings.ReplaceAll(key, "/", "."), err)
+	if err := d.serveAPI(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -103,24 +151,14 @@ func sysctl(key, value string) error {
 // attract VIP traffic, and replies leave with the VIP as source (DSR).
 func (d *Daemon) setupVIPs() error {
 	for _, kv := range [][2]string{{"net/ipv4/conf/all/arp_ignore", "1"}, {"net/ipv4/conf/all/arp_announce", "2"}} {
-		if err := sysctl(kv[0], kv[1]); err != nil {
+		if err := d.node.SetSysctl(kv[0], kv[1]); err != nil {
 			return err
 		}
 	}
-	lo, err := netlink.LinkByName("lo")
-	if err != nil {
-		return err
-	}
 	for _, v := range d.cfg.VIPs {
-		a, _ := netlink.ParseAddr(netip.PrefixFrom(v.VIP, 32).String())
-		err := netlink.AddrAdd(lo, a)
-		if errors.Is(err, syscall.EEXIST) {
-			continue
+		if err := d.node.AddLoAddr(v.VIP); err != nil {
+			return err
 		}
-		if err != nil {
-			return fmt.Errorf("VIP %v on loopback: %w", v.VIP, err)
-		}
-		d.addedVIPs = append(d.addedVIPs, v.VIP)
 	}
 	return nil
 }
@@ -140,19 +178,8 @@ func (d *Daemon) advertise() error {
 	}
 	for _, v := range d.cfg.VIPs {
 		e := mptcp.Endpoint{Addr: v.VIP, Port: uint16(d.cfg.ServerID), Flags: mptcp.FlagSignal, IfIndex: int32(lo.Attrs().Index)}
-		if err := c.Add(e); err != nil {
+		if err := d.node.AddEndpoint(c, e); err != nil {
 			return err
-		}
-	}
-	list, err := c.List()
-	if err != nil {
-		return err
-	}
-	for _, e := range list {
-		for _, v := range d.cfg.VIPs {
-			if e.Addr == v.VIP && e.Port == uint16(d.cfg.ServerID) {
-				d.endpoints = append(d.endpoints, e.ID)
-			}
 		}
 	}
 	return nil
@@ -179,32 +206,42 @@ func (d *Daemon) Agent() *dataplane.Agent { return d.agent }
 // Address is the server's address.
 func (d *Daemon) Address() netip.Addr { return d.cfg.Address }
 
-// Close detaches the agent and undoes what Start set up.
+// Close detaches the agent, unpins it and undoes what Start set up.
 func (d *Daemon) Close() error {
 	close(d.stop)
 	d.wg.Wait()
+	var errs []error
 	if d.metrics != nil {
 		d.metrics.Close()
 	}
+	if d.api != nil {
+		d.api.Close()
+	}
 	if d.link != nil {
+		if err := dataplane.Unpin(d.opts.PinDir, d.link); err != nil {
+			errs = append(errs, err)
+		}
 		d.link.Close()
-	}
-	if len(d.endpoints) > 0 {
-		if c, err := mptcp.Dial(); err == nil {
-			for _, id := range d.endpoints {
-				c.Delete(id)
-			}
-			c.Close()
-		}
-	}
-	if lo, err := netlink.LinkByName("lo"); err == nil {
-		for _, v := range d.addedVIPs {
-			a, _ := netlink.ParseAddr(netip.PrefixFrom(v, 32).String())
-			netlink.AddrDel(lo, a)
-		}
+	} else if d.opts.PinDir != "" && !d.adoptable() {
+		dataplane.Unpin(d.opts.PinDir, nil) // state maps pinned by a start that failed
 	}
 	if d.agent != nil {
-		return d.agent.Close()
+		if err := d.agent.Close(); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	return nil
+	if err := d.node.Undo(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// adoptable says whether an earlier agent's program is still pinned and
+// attached: a start that failed before taking it over leaves it alone.
+func (d *Daemon) adoptable() bool {
+	l, err := dataplane.PinnedLink(d.opts.PinDir)
+	if l != nil {
+		l.Close()
+	}
+	return l != nil || err != nil
 }

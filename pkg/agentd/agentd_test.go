@@ -31,7 +31,7 @@ func TestAgentSetup(t *testing.T) {
 	cfg := config.Agent{Interface: "eth0", ServerID: 1030, Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
 		VIPs: []config.AgentVIP{{VIP: netip.MustParseAddr("198.18.100.1"), Buckets: 100}}}
 	var d *Daemon
-	if err := ns.Do(func() (err error) { d, err = Start(cfg); return err }); err != nil {
+	if err := ns.Do(func() (err error) { d, err = Start(cfg, testOptions(t)); return err }); err != nil {
 		t.Fatal(err)
 	}
 	closed := false
@@ -76,6 +76,7 @@ func TestAgentSetup(t *testing.T) {
 		t.Errorf("%d programs at eth0's tc ingress, want the agent", n)
 	}
 	check(true, "1", "sysctl", "-n", "net.ipv4.conf.all.arp_ignore")
+	checkAPI(t, ns, d)
 	if err := ns.Do(d.Close); err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ type Agent struct {
 	// MPTCP advertises VIP:server_id to MPTCP clients (default true).
 	MPTCP   *bool  `yaml:"mptcp,omitempty"`
 	Metrics string `yaml:"metrics,omitempty"` // listen address of /metrics and /healthz
+	API     string `yaml:"api,omitempty"`     // listen address of the agent API (see APIAddr)
 }
 
 // AgentVIP is one VIP served, with its instance's bucket count and window.
@@ -59,8 +60,10 @@ func (c *Agent) Validate() error {
 	if c.Interface == "" {
 		return errors.New("interface: missing")
 	}
-	if c.Address.IsValid() && (!c.Address.Is4() || c.Address.IsUnspecified()) {
-		return fmt.Errorf("address %v: not a unicast IPv4 address", c.Address)
+	if c.Address.IsValid() {
+		if err := forwarding.CheckDIP(c.Address); err != nil {
+			return fmt.Errorf("address: %w", err)
+		}
 	}
 	if !c.ServerID.Valid() {
 		return fmt.Errorf("server_id %d: must be in %d–%d", c.ServerID, forwarding.MinServerID, forwarding.MaxServerID)
@@ -76,14 +79,26 @@ func (c *Agent) Validate() error {
 	if len(c.VIPs) == 0 {
 		return errors.New("vips: none configured")
 	}
+	if err := c.validateAPI(); err != nil {
+		return err
+	}
 	seen := map[netip.Addr]bool{}
 	for _, v := range c.VIPs {
-		if !v.VIP.Is4() || v.VIP.IsUnspecified() || seen[v.VIP] {
-			return fmt.Errorf("vip %v: not a unicast IPv4 address, or listed twice", v.VIP)
+		if err := forwarding.CheckVIP(v.VIP); err != nil {
+			return err
+		}
+		if seen[v.VIP] {
+			return fmt.Errorf("vip %v: listed twice", v.VIP)
 		}
 		seen[v.VIP] = true
+		if v.VIP == c.Address {
+			return fmt.Errorf("vip %v: is also the server's own address", v.VIP)
+		}
 		if v.Buckets == 0 {
 			return fmt.Errorf("vip %v: buckets missing (the instance's B)", v.VIP)
+		}
+		if v.Buckets < forwarding.MinBuckets || v.Buckets > forwarding.MaxBuckets {
+			return fmt.Errorf("vip %v: buckets %d must be in %d–%d (the instance's B)", v.VIP, v.Buckets, forwarding.MinBuckets, forwarding.MaxBuckets)
 		}
 		if v.Window() < 0 {
 			return fmt.Errorf("vip %v: negative chain_window", v.VIP)

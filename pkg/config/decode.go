@@ -2,7 +2,9 @@ package config
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"go.yaml.in/yaml/v3"
@@ -17,7 +19,13 @@ func decodeFile(path string, out any) error {
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	if err := dec.Decode(out); err != nil {
+	err = dec.Decode(out)
+	if errors.Is(err, io.EOF) {
+		// yaml reports a file with no document (empty, or only comments)
+		// as a bare "EOF".
+		return fmt.Errorf("%s: the file is empty: expected a YAML mapping (format: pkg/config)", path)
+	}
+	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil

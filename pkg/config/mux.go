@@ -30,7 +30,17 @@ type MuxInstance struct {
 type StaticServer struct {
 	ID      forwarding.ServerID `yaml:"id"`
 	Address netip.Addr          `yaml:"address"`
-	Weight  uint32              `yaml:"weight,omitempty"` // default 1
+	// Weight is relative, default 1; 0 is refused (leave the server out
+	// of the file to give it no traffic).
+	Weight *uint32 `yaml:"weight,omitempty"`
+}
+
+// weight is the server's weight, 1 when unset.
+func (s StaticServer) weight() uint32 {
+	if s.Weight == nil {
+		return 1
+	}
+	return *s.Weight
 }
 
 // LoadMux reads and validates a mux configuration file.
@@ -59,7 +69,13 @@ func (c *Mux) Validate() error {
 	if len(c.Instances) == 0 {
 		return errors.New("instances: none configured")
 	}
-	names, vips := map[string]bool{}, map[netip.Addr]string{}
+	if c.Address.IsValid() {
+		if err := forwarding.CheckDIP(c.Address); err != nil {
+			return fmt.Errorf("address: %w", err)
+		}
+	}
+	names := map[string]bool{}
+	claims := forwarding.NewClaims()
 	for i := range c.Instances {
 		in := &c.Instances[i]
 		if in.ChainWindow == 0 && in.Strategy == forwarding.StrategyBeamer {
@@ -72,20 +88,29 @@ func (c *Mux) Validate() error {
 			return fmt.Errorf("instance %q configured twice", in.Name)
 		}
 		names[in.Name] = true
-		for _, v := range in.VIPs {
-			if other, ok := vips[v]; ok {
-				return fmt.Errorf("VIP %v in both %q and %q", v, other, in.Name)
-			}
-			vips[v] = in.Name
-		}
-		if err := in.validateServers(); err != nil {
+		if err := claims.AddInstance(&in.Instance); err != nil {
 			return fmt.Errorf("instance %q: %w", in.Name, err)
+		}
+		if err := in.validateServers(c.Address); err != nil {
+			return fmt.Errorf("instance %q: %w", in.Name, err)
+		}
+	}
+	// Server addresses once every VIP is known, so that a server that is a
+	// VIP of a later instance is caught too.
+	for _, in := range c.Instances {
+		for _, s := range in.Servers {
+			if err := claims.AddDIP(in.Name, s.ID, s.Address); err != nil {
+				return fmt.Errorf("instance %q: server %d: %w", in.Name, s.ID, err)
+			}
 		}
 	}
 	return nil
 }
 
-func (in *MuxInstance) validateServers() error {
+// validateServers checks the servers of one instance. mux is the mux's own
+// address, if the file gives it: a server at that address would have the
+// mux encapsulate packets to itself.
+func (in *MuxInstance) validateServers(mux netip.Addr) error {
 	if len(in.Servers) == 0 {
 		return errors.New("no servers")
 	}
@@ -97,8 +122,14 @@ func (in *MuxInstance) validateServers() error {
 		if !s.ID.Valid() {
 			return fmt.Errorf("server id %d outside %d–%d", s.ID, forwarding.MinServerID, forwarding.MaxServerID)
 		}
-		if !s.Address.Is4() || s.Address.IsUnspecified() {
-			return fmt.Errorf("server %d: address %v is not a unicast IPv4 address", s.ID, s.Address)
+		if err := forwarding.CheckDIP(s.Address); err != nil {
+			return fmt.Errorf("server %d: %w", s.ID, err)
+		}
+		if s.Address == mux {
+			return fmt.Errorf("server %d: address %v is the mux's own address", s.ID, s.Address)
+		}
+		if err := forwarding.CheckWeight(s.weight()); err != nil {
+			return fmt.Errorf("server %d: %w", s.ID, err)
 		}
 		if ids[s.ID] || addrs[s.Address] {
 			return fmt.Errorf("server %d (%v): id or address listed twice", s.ID, s.Address)
@@ -115,10 +146,7 @@ func (in *MuxInstance) Table() *forwarding.Table {
 	t.Generation = 1
 	servers := make([]assign.Server, 0, len(in.Servers))
 	for _, s := range in.Servers {
-		w := s.Weight
-		if w == 0 {
-			w = 1
-		}
+		w := s.weight()
 		t.Servers[s.ID] = forwarding.Server{Addr: s.Address, State: forwarding.Active}
 		servers = append(servers, assign.Server{ID: s.ID, Weight: w})
 	}

@@ -17,6 +17,14 @@ type Options struct {
 	// Now is the clock (tests move it to expire chaining windows); it also
 	// dates new incarnations.
 	Now func() time.Time
+	// PendingUntilProbed: DIPs added own no bucket until their first
+	// successful health probe (set when health checks run).
+	PendingUntilProbed bool
+	// Metrics, if set, receives the controller's gauges.
+	Metrics *Metrics
+	// Holds, when set, keeps history entries of servers that still hold
+	// connections of a bucket past the chaining window (history.go).
+	Holds HoldFunc
 	// Logf reports repairs and new incarnations (default: silent).
 	Logf func(format string, a ...any)
 }
@@ -40,6 +48,8 @@ type Controller struct {
 	// last is the writer of the last publication per instance: its table
 	// is what muxes run, the best content for a repair.
 	last map[string]*ring.Writer
+	// metrics is opts.Metrics; its methods do nothing on nil.
+	metrics *Metrics
 }
 
 // New returns a Controller writing through st under root.
@@ -56,7 +66,8 @@ func New(st store.Store, root string, opts Options) *Controller {
 		logf = func(string, ...any) {}
 	}
 	return &Controller{st: st, root: root, opts: opts, now: now, logf: logf, cache: map[string]*instance{},
-		seen: map[string]ring.Pair{}, started: map[string]bool{}, repairs: map[string]string{}, last: map[string]*ring.Writer{}}
+		seen: map[string]ring.Pair{}, started: map[string]bool{}, repairs: map[string]string{}, last: map[string]*ring.Writer{},
+		metrics: opts.Metrics}
 }
 
 // Errors for bad requests; the message says what exactly is wrong.
@@ -122,6 +133,9 @@ func (c *Controller) Recover(ctx context.Context) error {
 func (c *Controller) CreateInstance(ctx context.Context, in *forwarding.Instance) error {
 	if err := CheckInstance(in); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+	}
+	if err := c.checkNewInstance(ctx, in); err != nil {
+		return err
 	}
 	k := ring.InstanceKeys(c.root, in.Name)
 	w, err := ring.Create(ctx, c.st, k, in, c.opts.Ring)

@@ -117,6 +117,14 @@ func (c *Controller) defragStep(ctx context.Context, in *instance, params assign
 	if err != nil {
 		return 0, false, err
 	}
+	down := map[forwarding.ServerID]bool{}
+	for id, d := range in.dips {
+		down[id] = d.Down
+	}
+	h := c.histories(in, down, uint32(c.now().Unix()))
+	for i, ch := range changes {
+		changes[i].Bucket = h.moved(ch.Index, t.Buckets[ch.Index], ch.Bucket)
+	}
 	if _, err := in.w.Publish(ctx, &forwarding.Delta{Generation: t.Generation + 1, Buckets: changes}); err != nil {
 		c.forget(in)
 		return 0, false, err

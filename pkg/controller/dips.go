@@ -36,13 +36,14 @@ type DIP struct {
 	Drained bool                `json:"drained,omitempty"`
 	// Down is set by health checks; a down DIP owns no bucket.
 	Down bool `json:"down,omitempty"`
-	// HealthChanged is when Down last changed.
+	// HealthChanged is when Down or Pending last changed.
 	HealthChanged time.Time `json:"health_changed,omitzero"`
+	HealthRecord
 }
 
 // EffectiveWeight is the weight bucket assignment uses.
 func (d *DIP) EffectiveWeight() uint32 {
-	if d.State == Removing || d.Drained || d.Down {
+	if d.State == Removing || d.Drained || d.Down || d.Pending {
 		return 0
 	}
 	return d.Weight

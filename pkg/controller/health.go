@@ -2,19 +2,17 @@ package controller
 
 import (
 	"context"
-	"math"
-	"net"
-	"net/netip"
-	"strconv"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/store"
 )
 
-// HealthOptions configure DIP health checks.
+// HealthOptions configure DIP health checks. What a probe is, each
+// instance says (forwarding.HealthCheck: through the agent by default).
 type HealthOptions struct {
 	Interval time.Duration // between probes of one DIP (default 2 s)
-	Timeout  time.Duration // of one TCP connect (default 1 s)
+	Timeout  time.Duration // of one probe (default 1 s)
 	Fall     int           // consecutive failures that mark a DIP down (default 3)
 	Rise     int           // consecutive successes that mark it up (default 2)
 	// Flap damping, in the manner of BGP route-flap damping: every up→down
@@ -24,8 +22,12 @@ type HealthOptions struct {
 	// within a few minutes suppress, as with BGP's 1000/2000/750).
 	HalfLife        time.Duration
 	Suppress, Reuse float64
-	// Probe checks one DIP; nil means a TCP connect to addr:port.
-	Probe func(ctx context.Context, addr netip.Addr, port uint16) error
+	// Probe checks one DIP of an instance; nil runs the instance's
+	// configured probe (agent, tcp or http).
+	Probe func(ctx context.Context, in *forwarding.Instance, d DIP) error
+	// Logf reports every health state change with its reason, and, at
+	// error level, every round an instance fails open.
+	Logf func(format string, a ...any)
 }
 
 func (o *HealthOptions) fill() {
@@ -51,131 +53,127 @@ func (o *HealthOptions) fill() {
 		o.Reuse = 1
 	}
 	if o.Probe == nil {
-		timeout := o.Timeout
-		o.Probe = func(ctx context.Context, addr netip.Addr, port uint16) error {
-			d := net.Dialer{Timeout: timeout}
-			c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(addr.String(), strconv.Itoa(int(port))))
-			if err == nil {
-				c.Close()
-			}
-			return err
-		}
+		o.Probe = newProber(o.Timeout).probe
 	}
-}
-
-// health is the damping state of one DIP.
-type health struct {
-	successes, failures int
-	penalty             float64
-	penaltyAt           time.Time
-	suppressed          bool // flapping: kept down until penalty < Reuse
-}
-
-func (h *health) decay(now time.Time, halfLife time.Duration) {
-	if !h.penaltyAt.IsZero() {
-		h.penalty *= math.Pow(0.5, now.Sub(h.penaltyAt).Seconds()/halfLife.Seconds())
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
 	}
-	h.penaltyAt = now
-}
-
-// verdict feeds one probe result and returns whether the DIP should be
-// marked up, given whether it is marked down now.
-func (h *health) verdict(ok, down bool, now time.Time, o *HealthOptions) (up bool) {
-	h.decay(now, o.HalfLife)
-	if ok {
-		h.successes++
-		h.failures = 0
-	} else {
-		h.failures++
-		h.successes = 0
-	}
-	if h.suppressed && h.penalty < o.Reuse {
-		h.suppressed = false
-	}
-	switch {
-	case !down && h.failures >= o.Fall:
-		h.penalty++
-		if h.penalty >= o.Suppress {
-			h.suppressed = true
-		}
-		return false
-	case down && h.successes >= o.Rise && !h.suppressed:
-		return true
-	}
-	return !down
 }
 
 // checker probes the DIPs of all instances.
 type checker struct {
-	opts  HealthOptions
-	state map[string]map[forwarding.ServerID]*health
+	opts   HealthOptions
+	streak map[string]map[forwarding.ServerID]*streak
 }
 
 func newChecker(o HealthOptions) *checker {
 	o.fill()
-	return &checker{opts: o, state: map[string]map[forwarding.ServerID]*health{}}
+	return &checker{opts: o, streak: map[string]map[forwarding.ServerID]*streak{}}
 }
 
-// round probes every DIP of every instance once (in parallel) and applies
-// the verdicts that changed a DIP's health.
+// round probes every DIP of every instance once (in parallel), then
+// writes, per instance in one batch, the records whose health changed, and
+// rebalances once if a DIP went up, down or out of pending.
 func (hc *checker) round(ctx context.Context, c *Controller) error {
 	names, err := c.Instances(ctx)
 	if err != nil {
 		return err
 	}
 	for _, name := range names {
-		in, err := c.instance(ctx, name)
-		if err != nil {
+		if err := hc.instance(ctx, c, name); err != nil {
 			return err
 		}
-		type result struct {
-			id forwarding.ServerID
-			ok bool
-		}
-		var probes []*DIP
-		for _, d := range in.dips {
-			if d.State != Removing {
-				probes = append(probes, d)
-			}
-		}
-		results := make(chan result, len(probes))
-		pctx, cancel := context.WithTimeout(ctx, hc.opts.Timeout)
-		sem := make(chan struct{}, 64) // bound concurrent connects
-		for _, d := range probes {
-			go func(d DIP) {
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				results <- result{d.ID, hc.opts.Probe(pctx, d.Addr, in.config.PortLow) == nil}
-			}(*d)
-		}
-		st := hc.state[name]
-		if st == nil {
-			st = map[forwarding.ServerID]*health{}
-			hc.state[name] = st
-		}
-		now := c.now()
-		var changes []result
-		for range probes {
-			r := <-results
-			h := st[r.id]
-			if h == nil {
-				h = &health{}
-				st[r.id] = h
-			}
-			d := in.dips[r.id]
-			if d == nil {
-				continue
-			}
-			if up := h.verdict(r.ok, d.Down, now, &hc.opts); up == d.Down {
-				changes = append(changes, result{r.id, up})
-			}
-		}
-		cancel()
-		for _, ch := range changes {
-			if err := c.SetHealth(ctx, name, ch.id, ch.ok); err != nil {
-				return err
-			}
+	}
+	return nil
+}
+
+func (hc *checker) instance(ctx context.Context, c *Controller, name string) error {
+	in, err := c.instance(ctx, name)
+	if err != nil {
+		return err
+	}
+	if in.config.HealthProbe().Kind == forwarding.HealthNone {
+		return nil
+	}
+	type result struct {
+		id  forwarding.ServerID
+		err error
+	}
+	var probes []DIP
+	for _, d := range in.dips {
+		if d.State != Removing {
+			probes = append(probes, *d)
 		}
 	}
+	results := make(chan result, len(probes))
+	pctx, cancel := context.WithTimeout(ctx, hc.opts.Timeout)
+	defer cancel()
+	sem := make(chan struct{}, 64) // bound concurrent probes
+	cfg := in.config
+	for _, d := range probes {
+		go func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			results <- result{d.ID, hc.opts.Probe(pctx, cfg, d)}
+		}()
+	}
+	st := hc.streak[name]
+	if st == nil {
+		st = map[forwarding.ServerID]*streak{}
+		hc.streak[name] = st
+	}
+	now := c.now()
+	var ops []store.Op
+	updated := map[forwarding.ServerID]*DIP{}
+	rebalance := false
+	for range probes {
+		r := <-results
+		d := in.dips[r.id]
+		if d == nil || d.State == Removing {
+			continue
+		}
+		s := st[r.id]
+		if s == nil {
+			s = &streak{}
+			st[r.id] = s
+		}
+		nd, what := healthStep(*d, s, r.err, now, &hc.opts)
+		if nd == *d {
+			continue
+		}
+		if nd.Down != d.Down || nd.Pending != d.Pending {
+			rebalance = true
+		}
+		if what != "" {
+			hc.opts.Logf("instance %s: server %d (%v): %s", name, r.id, d.Addr, what)
+		}
+		ops = append(ops, putDIP(&nd, in.k))
+		updated[r.id] = &nd
+	}
+	for id := range st {
+		if _, ok := in.dips[id]; !ok {
+			delete(st, id) // removed: a DIP added again with this id starts over
+		}
+	}
+	for len(ops) > 0 {
+		n := min(len(ops), 100)
+		if err := c.commit(ctx, in, ops[:n]...); err != nil {
+			return err
+		}
+		ops = ops[n:]
+	}
+	for id, d := range updated {
+		in.dips[id] = d
+	}
+	if rebalance {
+		if err := c.Reconcile(ctx, name); err != nil {
+			return err
+		}
+	}
+	if fo := failingOpen(in.dips); fo.active {
+		hc.opts.Logf("ERROR: instance %s: all %d servers are down (%s); failing open: buckets stay with their last owners until one comes back",
+			name, fo.down, fo.reasons)
+	}
+	c.metrics.observeHealth(name, in.dips)
 	return nil
 }

@@ -1,58 +1,83 @@
 package controller
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 )
 
-func TestHealthThresholdsAndDamping(t *testing.T) {
+// TestHealthStateMachine walks one DIP through every transition of
+// healthStep: pending until the first success, Fall failures down with the
+// probe's error as reason, Rise successes up, suppression after repeated
+// flaps, and the penalty's decay ending it.
+func TestHealthStateMachine(t *testing.T) {
 	o := HealthOptions{}
 	o.fill()
-	h := &health{}
 	now := time.Unix(1_700_000_000, 0)
-	down := false
-	step := func(ok bool) {
+	d := DIP{ID: 1025, Weight: 1, State: Active}
+	d.Pending = true
+	s := &streak{}
+	refused := errors.New("connect: connection refused")
+	var what string
+	step := func(err error) {
+		t.Helper()
 		now = now.Add(o.Interval)
-		down = !h.verdict(ok, down, now, &o)
+		d, what = healthStep(d, s, err, now, &o)
 	}
-	step(false)
-	step(false)
-	if down {
+	for range 5 {
+		step(refused)
+	}
+	if !d.Pending || d.Down || d.LastError != refused.Error() {
+		t.Fatalf("pending DIP after failures: %+v; want still pending, not down, last error kept", d)
+	}
+	step(nil)
+	if d.Pending || d.Down || !strings.Contains(what, "first probe") {
+		t.Fatalf("after the first success: %+v (%q), want up", d, what)
+	}
+	step(refused)
+	step(refused)
+	if d.Down {
 		t.Fatal("down after 2 failures with Fall 3")
 	}
-	step(false)
-	if !down {
-		t.Fatal("not down after 3 failures")
+	step(refused)
+	if !d.Down || !strings.Contains(what, "connection refused") || d.Reason != what || d.HealthChanged != now.UTC() {
+		t.Fatalf("after 3 failures: %+v (%q); want down with the probe error as reason", d, what)
 	}
-	step(true)
-	if !down {
+	step(nil)
+	if !d.Down {
 		t.Fatal("up after 1 success with Rise 2")
 	}
-	step(true)
-	if down {
+	step(nil)
+	if d.Down {
 		t.Fatal("not up after 2 successes")
 	}
 	// Flap twice more: the third down transition suppresses the DIP.
 	for range 2 {
 		for range 3 {
-			step(false)
+			step(refused)
 		}
 		for range 2 {
-			step(true)
+			step(nil)
 		}
 	}
-	if !down {
-		t.Fatal("a DIP flapping 3 times in a minute is back up; want it suppressed")
+	if !d.Down || !d.Suppressed {
+		t.Fatalf("a DIP flapping 3 times in a minute: %+v; want suppressed", d)
 	}
 	for range 10 {
-		step(true)
+		step(nil)
 	}
-	if !down {
+	if !d.Down {
 		t.Fatal("suppression ended before the penalty decayed")
 	}
+	unchanged := d
+	step(nil)
+	if d != unchanged {
+		t.Fatalf("a repeated success changed the record (%+v → %+v): every probe would write to the store", unchanged, d)
+	}
 	now = now.Add(2 * o.HalfLife) // penalty ~3 → ~0.75 < Reuse
-	step(true)
-	if down {
-		t.Fatal("still down after the penalty decayed below Reuse")
+	step(nil)
+	if d.Down || d.Suppressed {
+		t.Fatalf("still down after the penalty decayed below Reuse: %+v", d)
 	}
 }

@@ -114,6 +114,7 @@ func TestMaglevTableSize(t *testing.T) {
 	}
 	v := maglevInstance(101)
 	v.Name = "small"
+	v.VIPs = []netip.Addr{netip.MustParseAddr("192.0.2.2")} // one instance per VIP
 	if err := c.CreateInstance(ctx, v); err != nil {
 		t.Fatal(err)
 	}

@@ -10,36 +10,102 @@ import (
 	"github.com/beamer-lb/beamer/pkg/store"
 )
 
-// MaxWeight bounds DIP weights; weights are relative, so this is plenty and
-// keeps weight sums far from overflow at 65 511 DIPs.
-const MaxWeight = 1_000_000
+// MaxWeight bounds DIP weights (forwarding.MaxWeight).
+const MaxWeight = forwarding.MaxWeight
+
+// NewDIP is one DIP of an add-dip request.
+type NewDIP struct {
+	ID     forwarding.ServerID `json:"id"`
+	Addr   netip.Addr          `json:"addr"`
+	Weight uint32              `json:"weight"`
+}
 
 // AddDIP records a new DIP and publishes the generation giving it its
 // share of buckets. Adding the same DIP again (same id, address and
 // weight) is a no-op, so a retried request after a controller crash
 // succeeds.
 func (c *Controller) AddDIP(ctx context.Context, name string, id forwarding.ServerID, addr netip.Addr, weight uint32) error {
+	return c.AddDIPs(ctx, name, []NewDIP{{ID: id, Addr: addr, Weight: weight}})
+}
+
+// AddDIPs adds several DIPs in one operation: one commit records them all,
+// one rebalance gives them their shares. Added one request after the
+// other, each addition would move buckets again, some of them buckets that
+// had just moved. DIPs already present with the same address and weight
+// are left as they are (a retried request succeeds).
+//
+// A server id still retired in the ring (removed recently, still in some
+// bucket's history) may come back with the same address: it is activated
+// again with its histories intact, so connections it still holds keep
+// being daisy-chained to it (a rolling restart).
+//
+// With health checks running, new DIPs are pending: they own no bucket
+// until their first successful probe.
+func (c *Controller) AddDIPs(ctx context.Context, name string, add []NewDIP) error {
 	in, err := c.instance(ctx, name)
 	if err != nil {
 		return err
 	}
+	if len(add) == 0 {
+		return badf("no DIP to add")
+	}
+	ids := map[forwarding.ServerID]bool{}
+	addrs := map[netip.Addr]forwarding.ServerID{}
+	var fresh []*DIP
+	for _, n := range add {
+		if err := c.checkNewDIP(ctx, in, n); err != nil {
+			return err
+		}
+		if ids[n.ID] {
+			return badf("server id %d listed twice", n.ID)
+		}
+		if other, dup := addrs[n.Addr]; dup {
+			return badf("DIP address %v listed twice (server ids %d and %d)", n.Addr, other, n.ID)
+		}
+		ids[n.ID], addrs[n.Addr] = true, n.ID
+		if d, ok := in.dips[n.ID]; ok && d.Addr == n.Addr && d.Weight == n.Weight && d.State != Removing {
+			continue // already there: a retry
+		}
+		fresh = append(fresh, &DIP{ID: n.ID, Addr: n.Addr, Weight: n.Weight, State: Adding})
+	}
+	if uint64(len(in.dips)+len(fresh))+1 > uint64(in.config.Buckets) {
+		return badf("instance %q has %d buckets: it can serve at most %d DIPs (B must be larger than the DIP count)", name, in.config.Buckets, in.config.Buckets-1)
+	}
+	pending := c.opts.PendingUntilProbed && in.config.HealthProbe().Kind != forwarding.HealthNone
+	var ops []store.Op
+	for _, d := range fresh {
+		if pending {
+			d.Pending = true
+			d.Reason = "pending: no successful probe yet"
+		}
+		ops = append(ops, store.IfAbsent(dipKey(in.k, d.ID)), putDIP(d, in.k))
+	}
+	if err := c.commit(ctx, in, ops...); err != nil {
+		return err
+	}
+	for _, d := range fresh {
+		in.dips[d.ID] = d
+	}
+	return c.Reconcile(ctx, name)
+}
+
+// checkNewDIP validates one DIP of an add-dip request against the
+// instance: range of id and weight, address kind, no clash with a VIP or
+// another DIP.
+func (c *Controller) checkNewDIP(ctx context.Context, in *instance, n NewDIP) error {
+	id, addr, weight, name := n.ID, n.Addr, n.Weight, in.config.Name
 	if !id.Valid() {
 		return badf("server id %d is outside %d–%d (ids up to 1024 are service ports)", id, forwarding.MinServerID, forwarding.MaxServerID)
 	}
-	if !addr.Is4() || addr.IsUnspecified() || addr.IsMulticast() || addr.IsLoopback() {
-		return badf("DIP address %v is not a unicast IPv4 address", addr)
+	if err := c.checkDIPAddress(ctx, name, id, addr); err != nil {
+		return err
 	}
-	if weight == 0 || weight > MaxWeight {
-		return badf("weight %d must be in 1–%d (use drain or remove to take a DIP out)", weight, MaxWeight)
-	}
-	for _, v := range in.config.VIPs {
-		if v == addr {
-			return badf("DIP address %v is a VIP of instance %q", addr, name)
-		}
+	if err := forwarding.CheckWeight(weight); err != nil {
+		return badf("%v", err)
 	}
 	if d, ok := in.dips[id]; ok {
 		if d.Addr == addr && d.Weight == weight && d.State != Removing {
-			return c.Reconcile(ctx, name)
+			return nil
 		}
 		return badf("server id %d is already used by DIP %v (%s)", id, d.Addr, d.State)
 	}
@@ -51,15 +117,7 @@ func (c *Controller) AddDIP(ctx context.Context, name string, id forwarding.Serv
 	if s, ok := in.w.Table().Servers[id]; ok && s.Addr != addr {
 		return badf("server id %d was %v until recently and is still daisy-chained to (chaining window %v); wait or pick another id", id, s.Addr, in.config.ChainWindow)
 	}
-	if uint64(len(in.dips))+1 >= uint64(in.config.Buckets) {
-		return badf("instance %q has %d buckets: it can serve at most %d DIPs (B must be larger than the DIP count)", name, in.config.Buckets, in.config.Buckets-1)
-	}
-	d := &DIP{ID: id, Addr: addr, Weight: weight, State: Adding}
-	if err := c.commit(ctx, in, store.IfAbsent(dipKey(in.k, id)), putDIP(d, in.k)); err != nil {
-		return err
-	}
-	in.dips[id] = d
-	return c.Reconcile(ctx, name)
+	return nil
 }
 
 func (c *Controller) dip(ctx context.Context, name string, id forwarding.ServerID) (*instance, *DIP, error) {
@@ -143,8 +201,8 @@ func (c *Controller) RemoveDIPs(ctx context.Context, name string, ids []forwardi
 
 // SetWeight changes a DIP's weight and rebalances.
 func (c *Controller) SetWeight(ctx context.Context, name string, id forwarding.ServerID, weight uint32) error {
-	if weight == 0 || weight > MaxWeight {
-		return badf("weight %d must be in 1–%d (use drain or remove to take a DIP out)", weight, MaxWeight)
+	if err := forwarding.CheckWeight(weight); err != nil {
+		return badf("%v", err)
 	}
 	return c.update(ctx, name, id, func(d *DIP) error {
 		if d.State == Removing {
@@ -171,11 +229,28 @@ func (c *Controller) Drain(ctx context.Context, name string, id forwarding.Serve
 // SetHealth records a health-check verdict and moves buckets accordingly.
 func (c *Controller) SetHealth(ctx context.Context, name string, id forwarding.ServerID, up bool) error {
 	return c.update(ctx, name, id, func(d *DIP) error {
-		if d.Down == !up {
+		if d.Down == !up && (!up || !d.Pending) {
 			return nil
+		}
+		if up {
+			d.Pending = false
 		}
 		d.Down = !up
 		d.HealthChanged = c.now().UTC().Truncate(time.Second)
+		return nil
+	})
+}
+
+// ClearDamping forgets a DIP's flap penalty and suppression (`ctl health
+// clear`): a DIP kept down only because it flapped comes up at the next
+// successful probes.
+func (c *Controller) ClearDamping(ctx context.Context, name string, id forwarding.ServerID) error {
+	return c.update(ctx, name, id, func(d *DIP) error {
+		if d.Penalty == 0 && !d.Suppressed {
+			return nil
+		}
+		d.Penalty, d.PenaltyAt, d.Suppressed = 0, time.Time{}, false
+		d.Reason = "damping cleared by the operator"
 		return nil
 	})
 }

@@ -118,24 +118,30 @@ func (c *Controller) reconcile(ctx context.Context, in *instance) error {
 
 // plan computes the delta taking the published table to the one "dips"
 // asks for: servers added or reactivated, buckets reassigned by the
-// instance's strategy (bucketMoves), removed DIPs retired, retired ids
-// whose chaining window is over dropped.
+// instance's strategy (bucketMoves) with their histories (history.go),
+// removed DIPs retired while some history names them, and dropped after.
 func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 	t := in.w.Table()
 	now := uint32(c.now().Unix())
 	d := &forwarding.Delta{Generation: t.Generation + 1}
 	var servers []assign.Server
 	down := map[forwarding.ServerID]bool{}
+	fo := failingOpen(in.dips)
+	var owned map[forwarding.ServerID]int
+	var anyOwner bool
+	if fo.active {
+		owned, anyOwner = ownedBuckets(t, in.dips)
+	}
 	for _, id := range sortedKeys(in.dips) {
 		dip := in.dips[id]
-		if dip.Down {
+		if dip.Down && !fo.active {
 			down[id] = true
 		}
 		if dip.State == Removing {
 			continue
 		}
 		want := forwarding.Server{Addr: dip.Addr, State: forwarding.Active}
-		if dip.Down && in.config.Strategy == forwarding.StrategyMaglev {
+		if down[id] && in.config.Strategy == forwarding.StrategyMaglev {
 			// Maglev muxes must stop sending it the connections they
 			// remember (Beamer never chains to a down DIP anyway).
 			want.State = forwarding.Down
@@ -143,38 +149,28 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 		if s, ok := t.Servers[id]; !ok || s != want {
 			d.Servers = append(d.Servers, forwarding.ServerChange{ID: id, Server: want})
 		}
-		servers = append(servers, assign.Server{ID: id, Weight: dip.EffectiveWeight()})
+		servers = append(servers, assign.Server{ID: id, Weight: assignmentWeight(dip, fo, owned, anyOwner)})
 	}
 	moves, err := bucketMoves(in.config, t.Buckets, servers, down, now)
 	if err != nil {
 		return nil, err
 	}
-	moved := make(map[uint32]bool, len(moves))
-	for _, m := range moves {
-		moved[m.Index] = true
+	if in.config.Strategy == forwarding.StrategyBeamer {
+		// Histories: built from assign's moves and aged, in one place.
+		moves = c.histories(in, down, now).plan(t.Buckets, moves)
 	}
 	window := uint32(in.config.ChainWindow.Seconds())
-	chaining := map[forwarding.ServerID]bool{} // still named as previous within the window
-	for i, b := range t.Buckets {
-		if moved[uint32(i)] || b.History[0] == forwarding.NoServer {
-			continue
-		}
-		_, dipKnown := in.dips[b.History[0]]
-		retiring := !dipKnown || in.dips[b.History[0]].State == Removing
-		switch {
-		case down[b.History[0]]:
-			b.History = forwarding.Chain{}
-			moves = append(moves, forwarding.BucketChange{Index: uint32(i), Bucket: b})
-		case retiring && b.Changed+window <= now:
-			b.History = forwarding.Chain{}
-			moves = append(moves, forwarding.BucketChange{Index: uint32(i), Bucket: b})
-		default:
-			chaining[b.History[0]] = true
-		}
-	}
+	chaining := map[forwarding.ServerID]bool{} // still named in some bucket's history
+	moved := make(map[uint32]forwarding.Bucket, len(moves))
 	for _, m := range moves {
-		if m.Bucket.History[0] != forwarding.NoServer {
-			chaining[m.Bucket.History[0]] = true
+		moved[m.Index] = m.Bucket
+	}
+	for i, b := range t.Buckets {
+		if nb, ok := moved[uint32(i)]; ok {
+			b = nb
+		}
+		for _, id := range b.History[:b.History.Len()] {
+			chaining[id] = true
 		}
 	}
 	slices.SortFunc(moves, func(a, b forwarding.BucketChange) int { return int(a.Index) - int(b.Index) })
@@ -197,6 +193,13 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 		}
 	}
 	return d, nil
+}
+
+// histories is the history maintenance of the instance at time now; down
+// DIPs are dropped from every history.
+func (c *Controller) histories(in *instance, down map[forwarding.ServerID]bool, now uint32) *histories {
+	return &histories{instance: in.config.Name, k: in.config.ChainLen(), window: uint32(in.config.ChainWindow.Seconds()), now: now,
+		dropped: func(id forwarding.ServerID) bool { return down[id] }, hold: c.opts.Holds}
 }
 
 // draining reports whether a removed backend of a Maglev instance is still

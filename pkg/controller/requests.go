@@ -31,6 +31,7 @@ const (
 	OpDrain          = "drain"
 	OpUndrain        = "undrain"
 	OpDefrag         = "defrag"
+	OpHealthClear    = "health-clear"
 )
 
 // Request statuses.
@@ -47,7 +48,8 @@ type Request struct {
 	Instance string                `json:"instance"`
 	Config   *forwarding.Instance  `json:"config,omitempty"`
 	ID       forwarding.ServerID   `json:"id,omitempty"`
-	IDs      []forwarding.ServerID `json:"ids,omitempty"` // remove-dip of several DIPs at once
+	IDs      []forwarding.ServerID `json:"ids,omitempty"`  // remove-dip of several DIPs at once
+	DIPs     []NewDIP              `json:"dips,omitempty"` // add-dip of several DIPs at once
 	Addr     netip.Addr            `json:"addr,omitzero"`
 	Weight   uint32                `json:"weight,omitempty"`
 	// Defrag: steps to run now, with these parameters.
@@ -259,6 +261,9 @@ func (c *Controller) execute(ctx context.Context, r *Request) (string, error) {
 	case OpDeleteInstance:
 		return "", c.DeleteInstance(ctx, r.Instance)
 	case OpAddDIP:
+		if len(r.DIPs) > 0 {
+			return "", c.AddDIPs(ctx, r.Instance, r.DIPs)
+		}
 		return "", c.AddDIP(ctx, r.Instance, r.ID, r.Addr, r.Weight)
 	case OpRemoveDIP:
 		if len(r.IDs) > 0 {
@@ -271,6 +276,8 @@ func (c *Controller) execute(ctx context.Context, r *Request) (string, error) {
 		return "", c.Drain(ctx, r.Instance, r.ID, true)
 	case OpUndrain:
 		return "", c.Drain(ctx, r.Instance, r.ID, false)
+	case OpHealthClear:
+		return "", c.ClearDamping(ctx, r.Instance, r.ID)
 	case OpDefrag:
 		if r.Defrag == nil {
 			return "", badf("defrag without parameters")

@@ -80,6 +80,14 @@ func Run(ctx context.Context, st store.Store, root string, o RunOptions) error {
 func lead(ctx context.Context, st store.Store, l store.Leadership, root string, o RunOptions) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if o.Health != nil {
+		o.Options.PendingUntilProbed = true
+		h := *o.Health
+		if h.Logf == nil {
+			h.Logf = o.Logf
+		}
+		o.Health = &h
+	}
 	c := New(store.Fenced(st, l), root, o.Options)
 	fatal := func(err error) bool { return errors.Is(err, store.ErrConflict) && !c.leading(ctx) }
 	if err := c.Recover(ctx); err != nil {

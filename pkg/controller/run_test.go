@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,8 +19,8 @@ import (
 func TestTwoControllersFailover(t *testing.T) {
 	root := newRoot()
 	var dead atomic.Uint32 // id whose probe fails
-	probe := func(_ context.Context, addr netip.Addr, _ uint16) error {
-		if addr == dipAddr(forwarding.ServerID(dead.Load())) {
+	probe := func(_ context.Context, _ *forwarding.Instance, d DIP) error {
+		if d.Addr == dipAddr(forwarding.ServerID(dead.Load())) {
 			return errors.New("refused")
 		}
 		return nil

@@ -19,6 +19,11 @@ type DIPView struct {
 	LoadShare   float64 `json:"load_share"`   // buckets / B
 	WeightShare float64 `json:"weight_share"` // effective weight / total
 	Chained     int     `json:"chained"`      // buckets naming it as previous owner within the window
+	// Health is up, down, suppressed (down and flapping) or pending (not
+	// yet probed successfully); PenaltyNow the flap penalty decayed to now
+	// with the default half-life (5 min).
+	Health     string  `json:"health"`
+	PenaltyNow float64 `json:"penalty_now,omitempty"`
 }
 
 // View is the state of an instance.
@@ -34,6 +39,8 @@ type View struct {
 	// EntriesPerBackend (maglev): table entries per backend with a positive
 	// effective weight; Maglev wants at least MaglevEntriesPerBackend.
 	EntriesPerBackend float64 `json:"entries_per_backend,omitempty"`
+	// FailOpen: every server is down; buckets stay with their last owners.
+	FailOpen bool `json:"fail_open,omitempty"`
 	// Warnings an operator should act on.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -60,8 +67,10 @@ func Show(ctx context.Context, st store.Store, root, name string, now time.Time)
 	window := uint32(cfg.ChainWindow.Seconds())
 	for _, b := range tab.Buckets {
 		owned[b.Current]++
-		if b.History[0] != forwarding.NoServer && b.Changed+window > uint32(now.Unix()) {
-			chained[b.History[0]]++
+		if b.Changed+window > uint32(now.Unix()) {
+			for _, id := range b.History[:b.History.Len()] {
+				chained[id]++
+			}
 		}
 	}
 	v.Unowned = owned[forwarding.NoServer]
@@ -87,7 +96,13 @@ func Show(ctx context.Context, st store.Store, root, name string, now time.Time)
 		if total > 0 {
 			dv.WeightShare = float64(d.EffectiveWeight()) / float64(total)
 		}
+		dv.Health = healthWord(d)
+		dv.PenaltyNow = d.PenaltyNow(now, defaultHalfLife)
 		v.DIPs = append(v.DIPs, dv)
+	}
+	if fo := failingOpen(dips); fo.active {
+		v.FailOpen = true
+		v.Warnings = append(v.Warnings, fmt.Sprintf("FAILING OPEN: all %d servers are down (%s); buckets stay with their last owners until a server passes its health checks", fo.down, fo.reasons))
 	}
 	for _, id := range sortedKeys(tab.Servers) {
 		if tab.Servers[id].State == forwarding.Retired {
@@ -95,4 +110,20 @@ func Show(ctx context.Context, st store.Store, root, name string, now time.Time)
 		}
 	}
 	return v, nil
+}
+
+// defaultHalfLife is the flap half-life `ctl show` decays penalties with
+// (the controller's default; ctl does not know the running one's flags).
+const defaultHalfLife = 5 * time.Minute
+
+func healthWord(d *DIP) string {
+	switch {
+	case d.Pending:
+		return "pending"
+	case d.Down && d.Suppressed:
+		return "suppressed"
+	case d.Down:
+		return "down"
+	}
+	return "up"
 }

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"fmt"
-
 	"github.com/beamer-lb/beamer/pkg/assign"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 )
@@ -12,25 +11,25 @@ import (
 // backends' loads, stray further from the weights. ctl show warns below it.
 const MaglevEntriesPerBackend = 100
 
-// CheckInstance validates a configuration for creation: forwarding's
-// checks plus the strategy's own (a Maglev table size must be prime).
+// CheckInstance validates a configuration for creation. Every rule on one
+// instance, the strategy's included (a Maglev table size must be prime), is
+// forwarding.Instance.Validate's, so that ctl, requests, static files and
+// muxes reading the store refuse the same things with the same words.
 func CheckInstance(in *forwarding.Instance) error {
 	if err := in.Validate(); err != nil {
 		return err
 	}
-	if in.Strategy == forwarding.StrategyMaglev {
-		if err := assign.CheckMaglevSize(in.Buckets); err != nil {
-			return fmt.Errorf("%w %q: %v", forwarding.ErrConfig, in.Name, err)
-		}
+	if err := in.Health.Check(); err != nil {
+		return fmt.Errorf("%w %q: %v", forwarding.ErrConfig, in.Name, err)
 	}
 	return nil
 }
 
 // bucketMoves decides the bucket changes of the next generation.
 //
-// beamer: the paper's greedy rebalance; moved buckets keep their previous
-// owner for daisy chaining, except that no bucket chains to a down DIP and
-// an unowned bucket chains nowhere.
+// beamer: the paper's greedy rebalance; each move names in History[0] the
+// owner the bucket moved from, and plan turns it into the bucket's history
+// (history.go).
 //
 // maglev: the Buckets array is the Maglev lookup table (B = M, prime),
 // rebuilt from scratch over the live backends and their weights; only
@@ -51,11 +50,5 @@ func bucketMoves(cfg *forwarding.Instance, buckets []forwarding.Bucket, servers 
 		}
 		return moves, nil
 	}
-	moves := assign.Rebalance(buckets, servers, now)
-	for i := range moves {
-		if down[moves[i].Bucket.History[0]] || moves[i].Bucket.Current == forwarding.NoServer {
-			moves[i].Bucket.History = forwarding.Chain{}
-		}
-	}
-	return moves, nil
+	return assign.Rebalance(buckets, servers, now), nil
 }

@@ -26,6 +26,9 @@ type AgentOptions struct {
 	Addr    netip.Addr     // this server's address (its DIP)
 	VIPs    []AgentVIP     // the VIPs it serves (on its loopback)
 	Trusted []netip.Prefix // sources whose encapsulated packets are accepted
+	// PinDir, when set, is the bpffs directory where the attachment and the
+	// maps whose content outlives a daemon are pinned (pins.go).
+	PinDir string
 	// Benchmark loads the benchmark build: the same program plus
 	// BenchProgram, which restores the packet after each run, and
 	// EmptyProgram.
@@ -38,6 +41,7 @@ type Agent struct {
 	bench    agentBenchExtras
 	counters *counterSet
 	clock    *wordArray
+	pinDir   string
 }
 
 // LoadAgent validates the options and loads the agent program.
@@ -87,21 +91,33 @@ func LoadAgent(opts AgentOptions) (*Agent, error) {
 		return nil, err
 	}
 	spec.Maps["bucket_changed"].MaxEntries = uint32(total)
-	a := &Agent{}
+	a := &Agent{pinDir: opts.PinDir}
+	if a.pinDir != "" {
+		if err := ensureBPFFS(a.pinDir); err != nil {
+			return nil, err
+		}
+	}
+	adopted := pinnedMaps(agentStateDir(a.pinDir, opts.VIPs), spec, agentStateMaps)
+	defer closeMaps(adopted)
+	copts := &ebpf.CollectionOptions{MapReplacements: adopted}
 	if opts.Benchmark {
 		all := struct {
 			agentObjects
 			agentBenchExtras
 		}{}
-		err = spec.LoadAndAssign(&all, nil)
+		err = spec.LoadAndAssign(&all, copts)
 		a.objs, a.bench = all.agentObjects, all.agentBenchExtras
 	} else {
-		err = spec.LoadAndAssign(&a.objs, nil)
+		err = spec.LoadAndAssign(&a.objs, copts)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("loading agent program: %w", err)
 	}
 	if err := a.configure(spec, opts); err != nil {
+		a.Close()
+		return nil, err
+	}
+	if err := a.pinState(opts.VIPs); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -189,13 +205,17 @@ func (a *Agent) SetGenerationSeen(i int, g uint32) error {
 	return a.objs.GenerationSeen.Put(uint32(i), g)
 }
 
-// Attach attaches the agent to the ingress of the named interface (tcx).
+// Attach attaches the agent to the ingress of the named interface (tcx). With
+// AgentOptions.PinDir the link is pinned, or a link pinned there by an
+// earlier agent gets this program swapped in.
 func (a *Agent) Attach(iface string) (link.Link, error) {
 	ifi, err := net.InterfaceByName(iface)
 	if err != nil {
 		return nil, err
 	}
-	l, err := link.AttachTCX(link.TCXOptions{Program: a.objs.BeamerAgent, Attach: ebpf.AttachTCXIngress, Interface: ifi.Index})
+	l, _, err := adoptOrAttach(a.pinDir, a.objs.BeamerAgent, func() (link.Link, error) {
+		return link.AttachTCX(link.TCXOptions{Program: a.objs.BeamerAgent, Attach: ebpf.AttachTCXIngress, Interface: ifi.Index})
+	})
 	if err != nil {
 		return nil, fmt.Errorf("attaching agent to %s ingress: %w", iface, err)
 	}

@@ -30,6 +30,10 @@ type MuxOptions struct {
 	// MaxNewConnsPerSecond caps the connection entries the Maglev strategy
 	// inserts per second, over all CPUs (SYN-flood guard); 0 = no cap.
 	MaxNewConnsPerSecond uint64
+	// PinDir, when set, is the bpffs directory where the attachment and the
+	// maps whose content outlives a daemon are pinned (pins.go); a program
+	// pinned there by an earlier daemon is adopted: Attach swaps in this one.
+	PinDir string
 	// Benchmark loads the benchmark build instead: the same program plus
 	// BenchProgram, which undoes each encapsulation so repeated test runs
 	// take the full path every time, and EmptyProgram, the floor.
@@ -44,6 +48,8 @@ type Mux struct {
 	counters  *counterSet
 	instances map[string]*muxInstance
 	slots     [maxTables]bool
+
+	pinDir string // "" = nothing pinned
 
 	ctEntries uint32 // size of the connection table
 	ctReady   bool   // the connection table exists
@@ -95,20 +101,33 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 	if err := spec.Variables["max_inserts_per_cpu_second"].Set(perCPU); err != nil {
 		return nil, err
 	}
+	m.pinDir = opts.PinDir
+	if m.pinDir != "" {
+		if err := ensureBPFFS(m.pinDir); err != nil {
+			return nil, err
+		}
+	}
+	adopted := pinnedMaps(m.pinDir, spec, muxStateMaps)
+	defer closeMaps(adopted)
+	copts := &ebpf.CollectionOptions{MapReplacements: adopted}
 	if opts.Benchmark {
 		all := struct {
 			muxObjects
 			benchPrograms
 		}{}
-		err = spec.LoadAndAssign(&all, nil)
+		err = spec.LoadAndAssign(&all, copts)
 		m.objs, m.bench = all.muxObjects, all.benchPrograms
 	} else {
-		err = spec.LoadAndAssign(&m.objs, nil)
+		err = spec.LoadAndAssign(&m.objs, copts)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("loading mux program: %w", err)
 	}
 	if m.counters, err = newCounterSet(spec, m.objs.MuxCounters, "mux_counter", "MUX_"); err != nil {
+		m.objs.Close()
+		return nil, err
+	}
+	if err := m.adoptState(adopted); err != nil {
 		m.objs.Close()
 		return nil, err
 	}
@@ -194,7 +213,11 @@ const (
 	XDPGeneric                // in the stack, for any device
 )
 
-// Attach attaches the mux to the named interface. Closing the link detaches.
+// Attach attaches the mux to the named interface. Closing the link detaches,
+// unless it is pinned (MuxOptions.PinDir): then the program stays attached
+// after the process ends, and Attach in the next process swaps its own
+// program into the pinned link at once (the attach mode stays the pinned
+// link's).
 func (m *Mux) Attach(iface string, mode XDPMode) (link.Link, error) {
 	ifi, err := net.InterfaceByName(iface)
 	if err != nil {
@@ -204,7 +227,9 @@ func (m *Mux) Attach(iface string, mode XDPMode) (link.Link, error) {
 	if mode == XDPGeneric {
 		flags = link.XDPGenericMode
 	}
-	l, err := link.AttachXDP(link.XDPOptions{Program: m.objs.BeamerMux, Interface: ifi.Index, Flags: flags})
+	l, _, err := adoptOrAttach(m.pinDir, m.objs.BeamerMux, func() (link.Link, error) {
+		return link.AttachXDP(link.XDPOptions{Program: m.objs.BeamerMux, Interface: ifi.Index, Flags: flags})
+	})
 	if err != nil {
 		return nil, fmt.Errorf("attaching mux to %s: %w", iface, err)
 	}

@@ -40,6 +40,10 @@ type Instance struct {
 	// 1..MaxChain; 0 means DefaultMaxChainLen (configurations written
 	// before the history existed).
 	MaxChainLen int `json:"max_chain,omitempty" yaml:"max_chain,omitempty"`
+
+	// Health says how the controller probes the instance's servers
+	// (healthcheck.go); nil means the default agent probe.
+	Health *HealthCheck `json:"health,omitempty" yaml:"health,omitempty"`
 }
 
 // DefaultMaxChainLen is K when the configuration does not say: a bucket
@@ -75,8 +79,8 @@ func (in *Instance) Validate() error {
 	}
 	seen := map[netip.Addr]bool{}
 	for _, v := range in.VIPs {
-		if !v.Is4() || v.IsUnspecified() || v.IsMulticast() {
-			return bad("VIP %v is not a unicast IPv4 address", v)
+		if err := CheckVIP(v); err != nil {
+			return bad("%v", err)
 		}
 		if seen[v] {
 			return bad("VIP %v listed twice", v)
@@ -86,8 +90,13 @@ func (in *Instance) Validate() error {
 	if in.PortLow == 0 || in.PortLow > in.PortHigh || in.PortHigh > MaxServicePort {
 		return bad("service ports %d–%d must satisfy 1 ≤ low ≤ high ≤ %d", in.PortLow, in.PortHigh, MaxServicePort)
 	}
-	if in.Buckets == 0 || in.Buckets > 1<<24 {
-		return bad("bucket count %d must be in 1–%d", in.Buckets, 1<<24)
+	if in.Buckets < MinBuckets || in.Buckets > MaxBuckets {
+		return bad("bucket count %d must be in %d–%d (B must exceed the number of DIPs; about 100 per DIP is a good size)", in.Buckets, MinBuckets, MaxBuckets)
+	}
+	if in.Strategy == StrategyMaglev {
+		if err := checkMaglevSize(in.Buckets); err != nil {
+			return bad("%v", err)
+		}
 	}
 	if in.ChainWindow < 0 {
 		return bad("chain window %v is negative", in.ChainWindow)

@@ -9,13 +9,14 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/metrics"
+	"github.com/beamer-lb/beamer/pkg/nodestate"
 	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netlink"
@@ -31,17 +32,29 @@ type Options struct {
 	// connection table and its SYN-flood guard (dataplane.MuxOptions).
 	ConnTrackEntries     int
 	MaxNewConnsPerSecond uint64
+	// StateFile records the sysctls the mux changed, restored on exit —
+	// also by the next mux when this one is killed. Default:
+	// /run/beamer/mux-NETNS-IFACE.json.
+	StateFile string
+	// PinDir is the bpffs directory where the XDP link and the state maps
+	// are pinned: a killed mux's program keeps forwarding with its last
+	// tables (no routing loop of VIP packets through the kernel), and the
+	// next mux swaps its program in once its tables are loaded (Ready).
+	// Default: /sys/fs/bpf/beamer/mux-NETNS-IFACE; "-" turns pinning off.
+	PinDir string
 }
 
 // Daemon is a running mux.
 type Daemon struct {
 	opts    Options
+	node    *nodestate.Record
 	mux     *dataplane.Mux
-	link    link.Link
+	link    link.Link // nil until attached (Ready, when a predecessor's program is pinned)
 	nl      *netlink.Handle
 	metrics *metrics.Server
 
-	stop chan struct{} // closed by Close: ends the netlink watches
+	stop     chan struct{} // closed by Close: ends the netlink watches
+	adopting bool          // a predecessor's pinned program forwards until Ready
 
 	mu        sync.Mutex
 	instances map[string]forwarding.Instance
@@ -72,7 +85,10 @@ func InterfaceAddr(name string) (netip.Addr, error) {
 	return netip.Addr{}, fmt.Errorf("interface %s has no IPv4 address", name)
 }
 
-// Start loads and attaches the mux. It forwards nothing until instances are set.
+// Start loads the mux and attaches it, unless the program of a mux that
+// died is still pinned and forwarding: that one stays until Ready swaps
+// this one in, once its instances are set. It forwards nothing of its own
+// until instances are set.
 func Start(opts Options) (*Daemon, error) {
 	if !opts.Address.IsValid() {
 		a, err := InterfaceAddr(opts.Interface)
@@ -81,36 +97,72 @@ func Start(opts Options) (*Daemon, error) {
 		}
 		opts.Address = a
 	}
-	// bpf_fib_lookup answers only for interfaces that forward.
-	if err := os.WriteFile(fmt.Sprintf("/proc/sys/net/ipv4/conf/%s/forwarding", opts.Interface), []byte("1"), 0o644); err != nil {
-		return nil, fmt.Errorf("enabling forwarding on %s: %w", opts.Interface, err)
+	if err := opts.defaults(); err != nil {
+		return nil, err
 	}
-	m, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: opts.Address, ConnTrackEntries: opts.ConnTrackEntries,
-		MaxNewConnsPerSecond: opts.MaxNewConnsPerSecond})
+	node, err := nodestate.Open(opts.StateFile)
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{opts: opts, mux: m, instances: map[string]forwarding.Instance{}, stop: make(chan struct{})}
-	if d.nl, err = netlink.NewHandle(); err != nil {
-		m.Close()
+	d := &Daemon{opts: opts, node: node, instances: map[string]forwarding.Instance{}, stop: make(chan struct{})}
+	if err := d.start(); err != nil {
+		if cerr := d.Close(); cerr != nil {
+			return nil, fmt.Errorf("%w (undoing the start: %v)", err, cerr)
+		}
 		return nil, err
 	}
-	if d.link, err = m.Attach(opts.Interface, opts.XDPMode); err != nil {
-		d.nl.Close()
-		m.Close()
-		return nil, err
+	return d, nil
+}
+
+func (d *Daemon) start() error {
+	opts := d.opts
+	// bpf_fib_lookup answers only for interfaces that forward.
+	if err := d.node.SetSysctl("net/ipv4/conf/"+opts.Interface+"/forwarding", "1"); err != nil {
+		return fmt.Errorf("enabling forwarding on %s: %w", opts.Interface, err)
+	}
+	var err error
+	d.mux, err = dataplane.LoadMux(dataplane.MuxOptions{Addr: opts.Address, ConnTrackEntries: opts.ConnTrackEntries,
+		MaxNewConnsPerSecond: opts.MaxNewConnsPerSecond, PinDir: opts.PinDir})
+	if err != nil {
+		return err
+	}
+	if d.nl, err = netlink.NewHandle(); err != nil {
+		return err
+	}
+	pinned, err := dataplane.PinnedLink(opts.PinDir)
+	if err != nil {
+		return err
+	}
+	if pinned != nil {
+		pinned.Close()
+		d.adopting = true
+	} else if err := d.Ready(); err != nil {
+		return err
 	}
 	if err := d.watchNextHops(); err != nil {
-		d.Close()
-		return nil, fmt.Errorf("watching neighbours and routes: %w", err)
+		return fmt.Errorf("watching neighbours and routes: %w", err)
 	}
 	if opts.Metrics != "" {
 		if err := d.serveMetrics(); err != nil {
-			d.Close()
-			return nil, err
+			return err
 		}
 	}
-	return d, nil
+	return nil
+}
+
+// Ready attaches the mux if Start did not: a predecessor's pinned program
+// forwards until this call replaces it, in one step, with this one, so
+// call it once the instances are set. Calling it again does nothing.
+func (d *Daemon) Ready() error {
+	if d.link != nil {
+		return nil
+	}
+	l, err := d.mux.Attach(d.opts.Interface, d.opts.XDPMode)
+	if err != nil {
+		return err
+	}
+	d.link, d.adopting = l, false
+	return nil
 }
 
 func (d *Daemon) serveMetrics() error {
@@ -196,17 +248,60 @@ func (d *Daemon) RemoveInstance(name string) error {
 	return d.mux.RemoveInstance(name)
 }
 
-// Close detaches the mux and frees everything.
+// Close detaches and unpins the mux, frees everything and restores the
+// sysctls. A mux that never attached (its start failed while a
+// predecessor's program was pinned) leaves that program forwarding.
 func (d *Daemon) Close() error {
 	close(d.stop)
+	var errs []error
 	if d.metrics != nil {
 		d.metrics.Close()
 	}
 	if d.link != nil {
+		if err := dataplane.Unpin(d.opts.PinDir, d.link); err != nil {
+			errs = append(errs, err)
+		}
 		d.link.Close()
+	} else if d.opts.PinDir != "" && !d.adopting {
+		dataplane.Unpin(d.opts.PinDir, nil) // state maps pinned by a start that failed
 	}
 	if d.nl != nil {
 		d.nl.Close()
 	}
-	return d.mux.Close()
+	if d.mux != nil {
+		if err := d.mux.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if !d.adopting {
+		// The predecessor's program still forwards through this
+		// interface; it needs forwarding on.
+		if err := d.node.Undo(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (o *Options) defaults() error {
+	if o.StateFile != "" && o.PinDir != "" {
+		if o.PinDir == "-" {
+			o.PinDir = ""
+		}
+		return nil
+	}
+	name, err := nodestate.Name("mux", o.Interface)
+	if err != nil {
+		return err
+	}
+	if o.StateFile == "" {
+		o.StateFile = filepath.Join(nodestate.DefaultDir, name+".json")
+	}
+	switch o.PinDir {
+	case "":
+		o.PinDir = filepath.Join(dataplane.BPFFSRoot, "beamer", name)
+	case "-":
+		o.PinDir = ""
+	}
+	return nil
 }

@@ -23,8 +23,17 @@ func randomTable(rng *rand.Rand, n, servers int, gen uint32) *forwarding.Table {
 		cur := forwarding.ServerID(1025 + rng.IntN(servers))
 		b := forwarding.Bucket{Current: cur}
 		if rng.IntN(4) == 0 {
+			// A history of up to MaxChain distinct previous owners: the
+			// retired server first, then others that are not the owner.
 			b.History = forwarding.Chain{forwarding.ServerID(1025 + servers)}
 			b.Changed = 1_700_000_000 + rng.Uint32N(1000)
+			n := 1
+			for _, p := range rng.Perm(servers) {
+				if id := forwarding.ServerID(1025 + p); id != cur && n < 1+rng.IntN(forwarding.MaxChain) {
+					b.History[n] = id
+					n++
+				}
+			}
 		}
 		t.Buckets[i] = b
 	}
@@ -72,6 +81,13 @@ func TestDeltaRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+	full := &forwarding.Delta{Generation: 10, Servers: []forwarding.ServerChange{}, Buckets: []forwarding.BucketChange{
+		{Index: 1, Bucket: forwarding.Bucket{Current: 1025, History: forwarding.Chain{1026, 1027, 1028, 1029, 1030, 1031}, Changed: 5}},
+		{Index: 2, Bucket: forwarding.Bucket{Current: 1026, History: forwarding.Chain{1025, 1027}, Changed: 6}},
+		{Index: 7, Bucket: forwarding.Bucket{Current: 1027}}}}
+	if got, err := unmarshalDelta(10, marshalDelta(full)); err != nil || !reflect.DeepEqual(got, full) {
+		t.Fatalf("histories: got %+v, %v", got, err)
 	}
 	empty, err := unmarshalDelta(3, marshalDelta(&forwarding.Delta{Generation: 3}))
 	if err != nil || len(empty.Servers) != 0 || len(empty.Buckets) != 0 {
@@ -171,5 +187,36 @@ func TestSplit(t *testing.T) {
 	h, err := parseHeader(chunks[0])
 	if err != nil || int(h.chunks) != len(chunks) {
 		t.Fatalf("header says %d chunks, %v", h.chunks, err)
+	}
+}
+
+// TestHistoryLengthsChecked feeds payloads whose history lengths lie: one
+// longer than MaxChain, and lengths that claim more entries than the payload
+// holds. Both must be ErrCorrupt, never a panic or a short read.
+func TestHistoryLengthsChecked(t *testing.T) {
+	d := &forwarding.Delta{Generation: 4, Buckets: []forwarding.BucketChange{
+		{Index: 0, Bucket: forwarding.Bucket{Current: 1025, History: forwarding.Chain{1026, 1027}, Changed: 9}}}}
+	raw := marshalDelta(d)
+	// Layout: u32 S=0, u32 C=1, u32 index, u16 owner, u32 changed, u8 length, 2 × u16.
+	lenAt := 4 + 4 + 4 + 2 + 4
+	if raw[lenAt] != 2 {
+		t.Fatalf("length byte at %d is %d: layout changed", lenAt, raw[lenAt])
+	}
+	for _, l := range []byte{forwarding.MaxChain + 1, 3, 255} {
+		bad := bytes.Clone(raw)
+		bad[lenAt] = l
+		if _, err := unmarshalDelta(4, bad); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("history length %d: %v", l, err)
+		}
+	}
+	if _, err := unmarshalDelta(4, raw[:len(raw)-1]); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("cut history: %v", err)
+	}
+	// A blob whose history names a server it does not hold fails Validate.
+	tab := forwarding.NewTable(1)
+	tab.Servers[1025] = forwarding.Server{Addr: netip.MustParseAddr("10.0.0.1"), State: forwarding.Active}
+	tab.Buckets[0] = forwarding.Bucket{Current: 1025, History: forwarding.Chain{1026}}
+	if _, err := unmarshalBlob(1, marshalBlob(tab)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("history naming an unknown server: %v", err)
 	}
 }

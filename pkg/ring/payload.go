@@ -9,19 +9,24 @@ import (
 )
 
 // Raw (decompressed) payloads, little-endian. Buckets are stored by column
-// (all owners, then all previous owners, then all timestamps) because each
-// column is made of long runs — a server owns a range of buckets, moved
-// buckets share a timestamp — which zlib compresses far better than
-// interleaved records.
+// (all owners, then all timestamps, then all history lengths, then the
+// histories) because each column is made of long runs — a server owns a
+// range of buckets, moved buckets share a timestamp and a history — which
+// zlib compresses far better than interleaved records.
 //
 // Server record, 8 bytes: u16 id, u8 op (0 set, 1 remove; 0 in blobs),
 // u8 state, [4] IPv4 address.
 //
-// Delta: u32 S, S server records, u32 C, C × u32 bucket index,
-// C × u16 owner, C × u16 previous owner, C × u32 changed.
+// Bucket columns for n buckets: n × u16 owner, n × u32 changed, n × u8
+// history length (0..forwarding.MaxChain), then the history entries by
+// depth: every bucket's first previous owner (buckets whose history has
+// one), then every second one, and so on, each a u16.
 //
-// Blob: u32 S, S server records (sorted by id), u32 B, B × u16 owner,
-// B × u16 previous owner, B × u32 changed.
+// Delta: u32 S, S server records, u32 C, C × u32 bucket index, bucket
+// columns of the C buckets.
+//
+// Blob: u32 S, S server records (sorted by id), u32 B, bucket columns of
+// the B buckets.
 
 const serverRecord = 8
 
@@ -96,18 +101,44 @@ func (r *reader) servers() []forwarding.ServerChange {
 	return out
 }
 
-// bucketColumns reads n owners, previous owners and timestamps into dst.
+// bucketFixed is what each bucket takes at least in the bucket columns:
+// owner, changed and history length.
+const bucketFixed = 2 + 4 + 1
+
+// bucketColumns reads n buckets' columns into dst. Every length is checked
+// before it is used: a history longer than forwarding.MaxChain, or entries
+// beyond the payload, make the payload corrupt.
 func (r *reader) bucketColumns(dst []forwarding.Bucket) {
 	n := len(dst)
-	cur, prev, changed := r.take(2*n), r.take(2*n), r.take(4*n)
+	cur, changed, lens := r.take(2*n), r.take(4*n), r.take(n)
+	if r.err != nil {
+		return
+	}
+	total := 0
+	for i, l := range lens {
+		if int(l) > forwarding.MaxChain {
+			r.err = fmt.Errorf("%w: bucket %d has a history of %d (at most %d)", ErrCorrupt, i, l, forwarding.MaxChain)
+			return
+		}
+		total += int(l)
+	}
+	hist := r.take(2 * total)
 	if r.err != nil {
 		return
 	}
 	for i := range dst {
 		dst[i] = forwarding.Bucket{
 			Current: forwarding.ServerID(binary.LittleEndian.Uint16(cur[2*i:])),
-			History: forwarding.Chain{forwarding.ServerID(binary.LittleEndian.Uint16(prev[2*i:]))},
 			Changed: binary.LittleEndian.Uint32(changed[4*i:]),
+		}
+	}
+	off := 0
+	for depth := range forwarding.MaxChain {
+		for i, l := range lens {
+			if int(l) > depth {
+				dst[i].History[depth] = forwarding.ServerID(binary.LittleEndian.Uint16(hist[off:]))
+				off += 2
+			}
 		}
 	}
 }
@@ -119,20 +150,42 @@ func (r *reader) end() error {
 	return r.err
 }
 
+// bucketColumnsSize is the size of the bucket columns of n buckets whose
+// histories hold entries previous owners in all.
+func bucketColumnsSize(n, entries int) int { return bucketFixed*n + 2*entries }
+
+func historyEntries(n int, buckets func(i int) forwarding.Bucket) int {
+	e := 0
+	for i := range n {
+		e += buckets(i).History.Len()
+	}
+	return e
+}
+
 func putBucketColumns(b []byte, buckets func(i int) forwarding.Bucket, n int) {
-	cur, prev, changed := b[:2*n], b[2*n:4*n], b[4*n:8*n]
+	cur, changed, lens, hist := b[:2*n], b[2*n:6*n], b[6*n:7*n], b[7*n:]
 	for i := range n {
 		bk := buckets(i)
 		binary.LittleEndian.PutUint16(cur[2*i:], uint16(bk.Current))
-		binary.LittleEndian.PutUint16(prev[2*i:], uint16(bk.History[0]))
 		binary.LittleEndian.PutUint32(changed[4*i:], bk.Changed)
+		lens[i] = byte(bk.History.Len())
+	}
+	off := 0
+	for depth := range forwarding.MaxChain {
+		for i := range n {
+			if int(lens[i]) > depth {
+				binary.LittleEndian.PutUint16(hist[off:], uint16(buckets(i).History[depth]))
+				off += 2
+			}
+		}
 	}
 }
 
 // marshalDelta encodes d's raw payload.
 func marshalDelta(d *forwarding.Delta) []byte {
 	s, c := len(d.Servers), len(d.Buckets)
-	b := make([]byte, 4+s*serverRecord+4+c*12)
+	bucket := func(i int) forwarding.Bucket { return d.Buckets[i].Bucket }
+	b := make([]byte, 4+s*serverRecord+4+4*c+bucketColumnsSize(c, historyEntries(c, bucket)))
 	binary.LittleEndian.PutUint32(b, uint32(s))
 	off := 4
 	for _, sc := range d.Servers {
@@ -145,14 +198,14 @@ func marshalDelta(d *forwarding.Delta) []byte {
 		binary.LittleEndian.PutUint32(b[off+4*i:], bc.Index)
 	}
 	off += 4 * c
-	putBucketColumns(b[off:], func(i int) forwarding.Bucket { return d.Buckets[i].Bucket }, c)
+	putBucketColumns(b[off:], bucket, c)
 	return b
 }
 
 func unmarshalDelta(gen uint32, raw []byte) (*forwarding.Delta, error) {
 	r := &reader{b: raw}
 	d := &forwarding.Delta{Generation: gen, Servers: r.servers()}
-	c := r.count(12)
+	c := r.count(4 + bucketFixed)
 	idx := r.take(4 * c)
 	buckets := make([]forwarding.Bucket, c)
 	r.bucketColumns(buckets)
@@ -170,7 +223,8 @@ func unmarshalDelta(gen uint32, raw []byte) (*forwarding.Delta, error) {
 func marshalBlob(t *forwarding.Table) []byte {
 	ids := sortedIDs(t.Servers)
 	n := len(t.Buckets)
-	b := make([]byte, 4+len(ids)*serverRecord+4+8*n)
+	bucket := func(i int) forwarding.Bucket { return t.Buckets[i] }
+	b := make([]byte, 4+len(ids)*serverRecord+4+bucketColumnsSize(n, historyEntries(n, bucket)))
 	binary.LittleEndian.PutUint32(b, uint32(len(ids)))
 	off := 4
 	for _, id := range ids {
@@ -178,14 +232,14 @@ func marshalBlob(t *forwarding.Table) []byte {
 		off += serverRecord
 	}
 	binary.LittleEndian.PutUint32(b[off:], uint32(n))
-	putBucketColumns(b[off+4:], func(i int) forwarding.Bucket { return t.Buckets[i] }, n)
+	putBucketColumns(b[off+4:], bucket, n)
 	return b
 }
 
 func unmarshalBlob(gen uint32, raw []byte) (*forwarding.Table, error) {
 	r := &reader{b: raw}
 	servers := r.servers()
-	n := r.count(8)
+	n := r.count(bucketFixed)
 	t := &forwarding.Table{Generation: gen, Buckets: make([]forwarding.Bucket, n), Servers: make(map[forwarding.ServerID]forwarding.Server, len(servers))}
 	r.bucketColumns(t.Buckets)
 	if err := r.end(); err != nil {

@@ -21,6 +21,12 @@ type EmbedConfig struct {
 	// ClientAddr and PeerAddr are host:port to listen on; port 0 picks a
 	// free port. Empty means 127.0.0.1:2379 and 127.0.0.1:2380.
 	ClientAddr, PeerAddr string
+	// AdvertiseAddr is the client address announced to clients and written
+	// to the endpoint file; empty means ClientAddr (127.0.0.1 in place of
+	// an unspecified host such as 0.0.0.0).
+	AdvertiseAddr string
+	// TLS, if set, serves clients over TLS (mutual TLS with a client CA).
+	TLS *ServerTLS
 	// StartTimeout bounds the wait for the server to become ready; 0 = 60 s.
 	StartTimeout time.Duration
 }
@@ -54,11 +60,19 @@ func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("etcdstore: data directory: %w", err)
 	}
-	clientURL, err := listenURL(cfg.ClientAddr)
+	scheme := "http"
+	if cfg.TLS != nil {
+		scheme = "https"
+	}
+	clientURL, err := listenURL(scheme, cfg.ClientAddr)
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: client address: %w", err)
 	}
-	peerURL, err := listenURL(cfg.PeerAddr)
+	advertiseURL, err := advertise(scheme, clientURL, cfg.AdvertiseAddr)
+	if err != nil {
+		return nil, fmt.Errorf("etcdstore: advertised client address: %w", err)
+	}
+	peerURL, err := listenURL("http", cfg.PeerAddr)
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: peer address: %w", err)
 	}
@@ -66,7 +80,12 @@ func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
 	ec.Name = "beamer"
 	ec.Dir = filepath.Join(cfg.Dir, "etcd")
 	ec.ListenClientUrls = []url.URL{*clientURL}
-	ec.AdvertiseClientUrls = []url.URL{*clientURL}
+	ec.AdvertiseClientUrls = []url.URL{*advertiseURL}
+	if cfg.TLS != nil {
+		if ec.ClientTLSInfo, err = cfg.TLS.tlsInfo(); err != nil {
+			return nil, err
+		}
+	}
 	ec.ListenPeerUrls = []url.URL{*peerURL}
 	ec.AdvertisePeerUrls = []url.URL{*peerURL}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
@@ -91,7 +110,7 @@ func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
 		e.Close()
 		return nil, fmt.Errorf("etcdstore: embedded etcd in %s not ready after %v", cfg.Dir, cfg.StartTimeout)
 	}
-	ep := "http://" + e.Clients[0].Addr().String()
+	ep := advertiseURL.String()
 	if err := os.WriteFile(filepath.Join(cfg.Dir, EndpointFile), []byte(ep+"\n"), 0o600); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("etcdstore: %w", err)
@@ -101,7 +120,7 @@ func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
 
 // listenURL resolves port 0 to a free port now: etcd must advertise the
 // exact peer URL it listens on, so it cannot be left to the kernel later.
-func listenURL(addr string) (*url.URL, error) {
+func listenURL(scheme, addr string) (*url.URL, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
@@ -114,7 +133,24 @@ func listenURL(addr string) (*url.URL, error) {
 		addr = l.Addr().String()
 		l.Close()
 	}
-	return url.Parse("http://" + addr)
+	return url.Parse(scheme + "://" + addr)
+}
+
+// advertise is the client URL clients are told: addr if given, else the
+// listen URL with 127.0.0.1 for an unspecified host (a wildcard listener is
+// reachable on loopback; remote clients are configured with a real name).
+func advertise(scheme string, listen *url.URL, addr string) (*url.URL, error) {
+	if addr != "" {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, err
+		}
+		return url.Parse(scheme + "://" + addr)
+	}
+	host, port, _ := net.SplitHostPort(listen.Host)
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return url.Parse(scheme + "://" + net.JoinHostPort(host, port))
 }
 
 // Endpoint is the client URL of the server.
@@ -132,16 +168,31 @@ func (e *Embedded) Close() error {
 // that answers), it connects to it; otherwise it starts a server in this
 // process, which the Store's Close stops.
 func OpenEmbedded(ctx context.Context, cfg EmbedConfig, client Config) (*Store, error) {
+	if cfg.TLS != nil && client.TLS == nil {
+		return nil, fmt.Errorf("etcdstore: the embedded etcd of %s would serve TLS: this process needs the CA and a client certificate to use it too (store URL ca=, cert=, key=)", cfg.Dir)
+	}
+	var running error // why the server named in the endpoint file was not used
 	if b, err := os.ReadFile(filepath.Join(cfg.Dir, EndpointFile)); err == nil {
 		c := client
-		c.Endpoints = []string{strings.TrimSpace(string(b))}
+		ep := strings.TrimSpace(string(b))
+		c.Endpoints = []string{ep}
 		c.DialTimeout = 2 * time.Second
-		if s, err := Open(ctx, c); err == nil {
+		if strings.HasPrefix(ep, "https://") && c.TLS == nil {
+			return nil, fmt.Errorf("etcdstore: the embedded etcd of %s serves TLS (%s): this process needs the CA and a client certificate (store URL ca=, cert=, key=)", cfg.Dir, ep)
+		}
+		s, err := Open(ctx, c)
+		if err == nil {
 			return s, nil
 		}
+		running = fmt.Errorf("the server named in %s (%s) did not answer: %w", filepath.Join(cfg.Dir, EndpointFile), ep, err)
 	}
 	e, err := StartEmbedded(cfg)
 	if err != nil {
+		if running != nil {
+			// Most often the server is alive and refused us (TLS): say so
+			// rather than only "address in use".
+			return nil, fmt.Errorf("etcdstore: %v; starting a server here failed too: %w", running, err)
+		}
 		return nil, err
 	}
 	client.Endpoints = []string{e.Endpoint()}

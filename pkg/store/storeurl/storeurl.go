@@ -3,6 +3,7 @@
 //
 //	embed:///var/lib/beamer                 etcd embedded in this process, data in that directory
 //	embed:///var/lib/beamer?client=127.0.0.1:2379&peer=127.0.0.1:2380
+//	embed:///var/lib/beamer?client=10.0.0.1:2379&server-cert=s.pem&server-key=s.key&client-ca=ca.pem&ca=ca.pem&cert=c.pem&key=c.key
 //	etcd://10.0.0.1:2379,10.0.0.2:2379      an etcd cluster
 //	etcd://user@10.0.0.1:2379?ca=ca.pem&cert=c.pem&key=k.pem
 //	zk://10.0.0.1:2181,10.0.0.2:2181        a ZooKeeper ensemble
@@ -56,7 +57,7 @@ type Target struct {
 }
 
 var known = map[string][]string{
-	"embed": {"root", "timeout", "client", "peer"},
+	"embed": {"root", "timeout", "client", "peer", "advertise", "server-cert", "server-key", "client-ca", "ca", "cert", "key", "server-name"},
 	"etcd":  {"root", "timeout", "ca", "cert", "key", "server-name", "tls", "password-file", "lease-ttl"},
 	"zk":    {"root", "timeout", "session-timeout", "password-file"},
 }
@@ -155,9 +156,18 @@ func (t *Target) duration(name string) (time.Duration, error) {
 
 // Open parses raw and connects. The returned Target tells the key root.
 func Open(ctx context.Context, raw string) (store.Store, *Target, error) {
+	return OpenWith(ctx, raw, Options{})
+}
+
+// OpenWith is Open with options; a store reachable from the network without
+// TLS is refused unless o.Insecure (secure.go).
+func OpenWith(ctx context.Context, raw string, o Options) (store.Store, *Target, error) {
 	t, err := Parse(raw)
 	if err != nil {
 		return nil, nil, err
+	}
+	if err := t.checkSecure(o); err != nil {
+		return nil, nil, fmt.Errorf("store URL %q: %w", raw, err)
 	}
 	var pass string
 	if t.User != "" {
@@ -167,9 +177,11 @@ func Open(ctx context.Context, raw string) (store.Store, *Target, error) {
 	}
 	switch t.Scheme {
 	case "embed":
-		s, err := etcdstore.OpenEmbedded(ctx, etcdstore.EmbedConfig{
-			Dir: t.Dir, ClientAddr: t.query.Get("client"), PeerAddr: t.query.Get("peer"),
-		}, etcdstore.Config{DialTimeout: t.Timeout})
+		cfg := etcdstore.Config{DialTimeout: t.Timeout}
+		if cfg.TLS, err = t.tlsConfig(); err != nil {
+			return nil, nil, err
+		}
+		s, err := etcdstore.OpenEmbedded(ctx, t.embedConfig(), cfg)
 		return s, t, err
 	case "etcd":
 		cfg := etcdstore.Config{Endpoints: t.Hosts, Username: t.User, Password: pass, DialTimeout: t.Timeout}

@@ -1,0 +1,99 @@
+package agentapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Client asks agents. The zero value works (http.DefaultTransport without
+// a client timeout: give every call a context with a deadline).
+type Client struct {
+	HTTP *http.Client
+}
+
+// maxReport bounds what a client reads from an agent: a report lists at
+// most one entry per bucket (≤ 16M buckets, ~30 bytes each).
+const maxReport = 512 << 20
+
+func (c *Client) get(ctx context.Context, agent netip.AddrPort, path string, q url.Values, out any) error {
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	u := url.URL{Scheme: "http", Host: agent.String(), Path: path, RawQuery: q.Encode()}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("agent %v: %w", agent, err)
+	}
+	defer resp.Body.Close()
+	body := io.LimitReader(resp.Body, maxReport)
+	if resp.StatusCode != http.StatusOK {
+		var e ErrorReport
+		b, _ := io.ReadAll(io.LimitReader(body, 4096))
+		if json.Unmarshal(b, &e) != nil || e.Error == "" {
+			e.Error = fmt.Sprintf("%q", b)
+		}
+		return fmt.Errorf("agent %v: %s: %s", agent, resp.Status, e.Error)
+	}
+	if err := json.NewDecoder(body).Decode(out); err != nil {
+		return fmt.Errorf("agent %v: bad answer: %w", agent, err)
+	}
+	return nil
+}
+
+// Health asks the agent at agent to connect to vip:port on its server
+// within timeout. The error says why the probe failed: the agent could not
+// be asked, or its connect failed (then with the kernel's reason).
+func (c *Client) Health(ctx context.Context, agent netip.AddrPort, vip netip.Addr, port uint16, timeout time.Duration) error {
+	q := url.Values{"vip": {vip.String()}, "port": {strconv.Itoa(int(port))}}
+	if timeout > 0 {
+		q.Set("timeout_ms", strconv.FormatInt(max(timeout.Milliseconds(), 1), 10))
+	}
+	var rep HealthReport
+	if err := c.get(ctx, agent, HealthPath, q, &rep); err != nil {
+		return err
+	}
+	if !rep.OK {
+		if rep.Error == "" {
+			rep.Error = "failed"
+		}
+		return fmt.Errorf("agent %v: connect %v:%d on the server: %s", agent, vip, port, rep.Error)
+	}
+	return nil
+}
+
+// Connections asks the agent how many connections of vip it holds in each
+// bucket of a table of n buckets. The answer is checked: right VIP and
+// table size, buckets in range and increasing, counts adding up.
+func (c *Client) Connections(ctx context.Context, agent netip.AddrPort, vip netip.Addr, n uint32) (*ConnectionsReport, error) {
+	q := url.Values{"vip": {vip.String()}, "buckets": {strconv.FormatUint(uint64(n), 10)}}
+	var rep ConnectionsReport
+	if err := c.get(ctx, agent, ConnectionsPath, q, &rep); err != nil {
+		return nil, err
+	}
+	if rep.VIP != vip || rep.Buckets != n {
+		return nil, fmt.Errorf("agent %v: answered for %v with %d buckets, asked %v with %d", agent, rep.VIP, rep.Buckets, vip, n)
+	}
+	var sum uint64
+	for i, bc := range rep.Counts {
+		if bc.Bucket >= n || (i > 0 && bc.Bucket <= rep.Counts[i-1].Bucket) || bc.Count == 0 {
+			return nil, fmt.Errorf("agent %v: bad bucket list at entry %d (bucket %d, count %d)", agent, i, bc.Bucket, bc.Count)
+		}
+		sum += uint64(bc.Count)
+	}
+	if sum != uint64(rep.Total) {
+		return nil, fmt.Errorf("agent %v: counts add up to %d, total says %d", agent, sum, rep.Total)
+	}
+	return &rep, nil
+}

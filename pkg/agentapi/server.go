@@ -1,0 +1,210 @@
+package agentapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/vishvananda/netns"
+)
+
+// Bounds on what one caller can make the agent do.
+const (
+	DefaultProbeTimeout = time.Second
+	MaxProbeTimeout     = 10 * time.Second
+	MaxBuckets          = 1 << 24 // as forwarding.Instance
+)
+
+// Options configure the API of one agent.
+type Options struct {
+	// VIPs the agent serves: the only addresses it probes or reports.
+	VIPs []netip.Addr
+	// Netns is the server's network namespace, where probes connect and
+	// sockets are read. Zero: the namespace NewServer runs in.
+	Netns netns.NsHandle
+	// MaxProbes bounds health probes in flight (default 32); more get 503.
+	MaxProbes int
+}
+
+// Server answers the API.
+type Server struct {
+	vips   []netip.Addr
+	ns     netns.NsHandle
+	ownNS  bool
+	probes chan struct{}
+	dumps  chan struct{}
+}
+
+// NewServer returns the API of an agent serving o.VIPs.
+func NewServer(o Options) (*Server, error) {
+	if len(o.VIPs) == 0 {
+		return nil, errors.New("agent API: no VIP")
+	}
+	if o.MaxProbes <= 0 {
+		o.MaxProbes = 32
+	}
+	s := &Server{vips: slices.Clone(o.VIPs), ns: o.Netns, probes: make(chan struct{}, o.MaxProbes), dumps: make(chan struct{}, 2)}
+	if s.ns <= 0 { // unset (fd 0 is never a namespace)
+		h, err := netns.Get()
+		if err != nil {
+			return nil, fmt.Errorf("agent API: own network namespace: %w", err)
+		}
+		s.ns, s.ownNS = h, true
+	}
+	return s, nil
+}
+
+// Close releases the namespace handle NewServer took.
+func (s *Server) Close() error {
+	if s.ownNS {
+		return s.ns.Close()
+	}
+	return nil
+}
+
+// Handler serves the API paths.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+HealthPath, s.health)
+	mux.HandleFunc("GET "+ConnectionsPath, s.connections)
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+func fail(w http.ResponseWriter, code int, format string, a ...any) {
+	writeJSON(w, code, ErrorReport{Error: fmt.Sprintf(format, a...)})
+}
+
+// vip reads the vip parameter and checks that the agent serves it.
+func (s *Server) vip(r *http.Request) (netip.Addr, error) {
+	v, err := netip.ParseAddr(r.URL.Query().Get("vip"))
+	if err != nil || !v.Is4() {
+		return netip.Addr{}, fmt.Errorf("vip %q is not an IPv4 address", r.URL.Query().Get("vip"))
+	}
+	if !slices.Contains(s.vips, v) {
+		return netip.Addr{}, fmt.Errorf("vip %v is not served by this agent (its VIPs: %v)", v, s.vips)
+	}
+	return v, nil
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	vip, err := s.vip(r)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	q := r.URL.Query()
+	port, err := strconv.ParseUint(q.Get("port"), 10, 16)
+	if err != nil || port == 0 {
+		fail(w, http.StatusBadRequest, "port %q must be a number in 1–65535", q.Get("port"))
+		return
+	}
+	timeout := DefaultProbeTimeout
+	if t := q.Get("timeout_ms"); t != "" {
+		ms, err := strconv.ParseUint(t, 10, 32)
+		if err != nil || ms == 0 || time.Duration(ms)*time.Millisecond > MaxProbeTimeout {
+			fail(w, http.StatusBadRequest, "timeout_ms %q must be in 1–%d", t, MaxProbeTimeout.Milliseconds())
+			return
+		}
+		timeout = time.Duration(ms) * time.Millisecond
+	}
+	select {
+	case s.probes <- struct{}{}:
+		defer func() { <-s.probes }()
+	default:
+		fail(w, http.StatusServiceUnavailable, "%d probes in flight already", cap(s.probes))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	addr := netip.AddrPortFrom(vip, uint16(port))
+	start := time.Now()
+	var c net.Conn
+	err = inNamespace(s.ns, func() (err error) {
+		var d net.Dialer
+		c, err = d.DialContext(ctx, "tcp4", addr.String())
+		return err
+	})
+	rep := HealthReport{VIP: vip, Port: uint16(port), OK: err == nil, Micros: time.Since(start).Microseconds()}
+	if err != nil {
+		rep.Error = err.Error()
+	} else {
+		c.Close()
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+func (s *Server) connections(w http.ResponseWriter, r *http.Request) {
+	vip, err := s.vip(r)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	b := r.URL.Query().Get("buckets")
+	n, err := strconv.ParseUint(b, 10, 32)
+	if err != nil || n == 0 || n > MaxBuckets {
+		fail(w, http.StatusBadRequest, "buckets %q must be the instance's bucket count, 1–%d", b, MaxBuckets)
+		return
+	}
+	select {
+	case s.dumps <- struct{}{}:
+		defer func() { <-s.dumps }()
+	case <-r.Context().Done():
+		return
+	}
+	rep, err := countConnections(s.ns, vip, uint32(n))
+	if err != nil {
+		fail(w, http.StatusServiceUnavailable, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+// Endpoint is a running API listener.
+type Endpoint struct {
+	srv *http.Server
+	l   net.Listener
+	s   *Server
+}
+
+// Serve starts serving the API of o on addr (host:port; ":9300" for all
+// addresses). The listener is opened in the caller's network namespace.
+func Serve(addr string, o Options) (*Endpoint, error) {
+	s, err := NewServer(o)
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("agent API listener: %w", err)
+	}
+	e := &Endpoint{s: s, l: l, srv: &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second,
+		WriteTimeout: 30 * time.Second, MaxHeaderBytes: 8 << 10}}
+	go e.srv.Serve(l) // ends with ErrServerClosed on Close
+	return e, nil
+}
+
+// Addr is the address served (useful with port 0).
+func (e *Endpoint) Addr() net.Addr { return e.l.Addr() }
+
+// Close stops serving.
+func (e *Endpoint) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := e.srv.Shutdown(ctx)
+	e.s.Close()
+	return err
+}

@@ -1,0 +1,33 @@
+package agentd
+
+import (
+	"net"
+	"net/netip"
+
+	"github.com/beamer-lb/beamer/pkg/agentapi"
+)
+
+// serveAPI starts the agent API (health probes of VIP:port from this
+// server, connection counts per bucket) unless the configuration turns it
+// off. It runs in the namespace Start runs in, and probes from there.
+func (d *Daemon) serveAPI() error {
+	addr := d.cfg.APIAddr()
+	if addr == "" {
+		return nil
+	}
+	var vips []netip.Addr
+	for _, v := range d.cfg.VIPs {
+		vips = append(vips, v.VIP)
+	}
+	var err error
+	d.api, err = agentapi.Serve(addr, agentapi.Options{VIPs: vips})
+	return err
+}
+
+// APIAddr is the address the agent API listens on, nil when it is off.
+func (d *Daemon) APIAddr() net.Addr {
+	if d.api == nil {
+		return nil
+	}
+	return d.api.Addr()
+}

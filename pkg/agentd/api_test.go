@@ -1,0 +1,44 @@
+package agentd
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/agentapi"
+	"github.com/beamer-lb/beamer/pkg/netlab"
+)
+
+// checkAPI: the daemon serves the agent API by default (:9300), and its
+// health probe reaches a service bound only to the VIP the daemon put on
+// loopback, from the server's own namespace.
+func checkAPI(t *testing.T, ns *netlab.Namespace, d *Daemon) {
+	t.Helper()
+	a := d.APIAddr()
+	if a == nil || !strings.HasSuffix(a.String(), ":9300") {
+		t.Fatalf("agent API on %v, want the default :9300", a)
+	}
+	vip := netip.MustParseAddr("198.18.100.1")
+	var l net.Listener
+	if err := ns.Do(func() (err error) { l, err = net.Listen("tcp4", "198.18.100.1:8080"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c := &agentapi.Client{HTTP: &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, n, addr string) (conn net.Conn, err error) {
+		err = ns.Do(func() error { conn, err = (&net.Dialer{}).DialContext(ctx, n, addr); return err })
+		return conn, err
+	}}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	api := netip.MustParseAddrPort("198.18.0.10:9300")
+	if err := c.Health(ctx, api, vip, 8080, time.Second); err != nil {
+		t.Errorf("probe of a VIP-bound service through the daemon's API: %v", err)
+	}
+	if err := c.Health(ctx, api, vip, 8081, time.Second); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Errorf("probe of a closed port: %v, want refused", err)
+	}
+}

@@ -1,0 +1,64 @@
+package controller
+
+import (
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the controller's gauges. A nil *Metrics records nothing.
+type Metrics struct {
+	failOpen *prometheus.GaugeVec
+	servers  *prometheus.GaugeVec
+	held     *prometheus.GaugeVec
+}
+
+// NewMetrics registers the controller's gauges with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		failOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_controller_fail_open",
+			Help: "1 while every server of the instance is down and it keeps its last owners (fails open)."}, []string{"instance"}),
+		servers: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_controller_servers",
+			Help: "Servers of the instance by health: up, down, pending (not yet probed successfully), suppressed (down, flapping)."}, []string{"instance", "health"}),
+		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_controller_buckets_held",
+			Help: "Buckets whose history keeps a previous owner past the chaining window, by reason."}, []string{"instance", "reason"}),
+	}
+	reg.MustRegister(m.failOpen, m.servers, m.held)
+	return m
+}
+
+func (m *Metrics) observeHealth(instance string, dips map[forwarding.ServerID]*DIP) {
+	if m == nil {
+		return
+	}
+	n := map[string]int{"up": 0, "down": 0, "pending": 0, "suppressed": 0}
+	for _, d := range dips {
+		switch {
+		case d.Pending:
+			n["pending"]++
+		case d.Down && d.Suppressed:
+			n["suppressed"]++
+		case d.Down:
+			n["down"]++
+		default:
+			n["up"]++
+		}
+	}
+	for h, c := range n {
+		m.servers.WithLabelValues(instance, h).Set(float64(c))
+	}
+	fo := 0.0
+	if failingOpen(dips).active {
+		fo = 1
+	}
+	m.failOpen.WithLabelValues(instance).Set(fo)
+}
+
+// observeHeld sets the held-bucket gauge of one instance.
+func (m *Metrics) observeHeld(instance string, byReason map[string]int) {
+	if m == nil {
+		return
+	}
+	for r, n := range byReason {
+		m.held.WithLabelValues(instance, r).Set(float64(n))
+	}
+}

@@ -1,0 +1,76 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/agentapi"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+)
+
+// prober runs the probe an instance configures (forwarding.HealthCheck).
+type prober struct {
+	timeout time.Duration
+	// dial opens the probes' connections (tests dial from a namespace).
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+	agents *agentapi.Client
+	http   *http.Client
+}
+
+func newProber(timeout time.Duration) *prober {
+	d := &net.Dialer{Timeout: timeout}
+	return newProberDial(timeout, d.DialContext)
+}
+
+func newProberDial(timeout time.Duration, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *prober {
+	// No keep-alive: a probe must see whether a new connection succeeds,
+	// and thousands of DIPs must not hold thousands of idle connections.
+	tr := &http.Transport{DisableKeepAlives: true, ResponseHeaderTimeout: timeout, DialContext: dial}
+	hc := &http.Client{Transport: tr, Timeout: timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &prober{timeout: timeout, dial: dial, agents: &agentapi.Client{HTTP: hc}, http: hc}
+}
+
+// probe checks one DIP; the error text is what operators see as the reason.
+func (p *prober) probe(ctx context.Context, in *forwarding.Instance, d DIP) error {
+	h := in.HealthProbe()
+	switch h.Kind {
+	case forwarding.HealthNone:
+		return nil
+	case forwarding.HealthTCP:
+		c, err := p.dial(ctx, "tcp4", netip.AddrPortFrom(d.Addr, h.Port).String())
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	case forwarding.HealthHTTP:
+		u := "http://" + net.JoinHostPort(d.Addr.String(), strconv.Itoa(int(h.Port))) + h.Path
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := p.http.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode < 200 || resp.StatusCode > 299 {
+			return fmt.Errorf("GET %s: %s", u, resp.Status)
+		}
+		return nil
+	}
+	// The agent connects to each VIP on the server, leaving itself a part
+	// of the timeout to answer in.
+	agent := netip.AddrPortFrom(d.Addr, h.AgentPort)
+	for _, vip := range in.VIPs {
+		if err := p.agents.Health(ctx, agent, vip, h.Port, p.timeout*3/4); err != nil {
+			return err
+		}
+	}
+	return nil
+}

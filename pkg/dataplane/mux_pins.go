@@ -1,0 +1,37 @@
+package dataplane
+
+import (
+	"errors"
+
+	"github.com/cilium/ebpf"
+)
+
+// muxStateMaps are the mux maps whose content outlives a daemon: the
+// decision counters (totals stay monotonic for scrapers across restarts),
+// the Maglev connection table (its connections keep their server) and the
+// flood guard's per-CPU budget. Tables are not among them: the next daemon
+// loads complete ones from its store or configuration before it swaps its
+// program in.
+var muxStateMaps = []string{"mux_counters", "conntrack", "flood_guard"}
+
+// adoptState takes over a predecessor's connection table (when its maps
+// were reused) and pins this program's state maps for a successor.
+func (m *Mux) adoptState(adopted map[string]*ebpf.Map) error {
+	if _, ok := adopted["conntrack"]; ok {
+		var id ebpf.MapID
+		if err := m.objs.Conntrack.Lookup(uint32(0), &id); err == nil {
+			m.ctReady = true
+		} else if !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return err
+		}
+	}
+	if m.pinDir == "" {
+		return nil
+	}
+	return pinMaps(m.pinDir, map[string]*ebpf.Map{
+		"mux_counters": m.objs.MuxCounters, "conntrack": m.objs.Conntrack, "flood_guard": m.objs.FloodGuard,
+	})
+}
+
+// PinDir is where the mux is pinned, "" when it is not.
+func (m *Mux) PinDir() string { return m.pinDir }

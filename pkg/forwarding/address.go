@@ -1,0 +1,70 @@
+package forwarding
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// Addresses enter Beamer in three places — `beamer ctl` requests, static
+// YAML files and the store — and every one of them goes through the checks
+// of this file, so that one bad address gets the same clear refusal
+// wherever it is typed. A VIP or DIP that cannot carry unicast traffic
+// would otherwise be accepted, handed to every mux of the instance and fail
+// there (a broadcast DIP made every mux retry a full table replace forever).
+
+// MaxWeight bounds DIP weights; weights are relative, so this is plenty and
+// keeps weight sums far from overflow at 65 511 DIPs. A weight of 0 is never
+// accepted: taking a DIP out of rotation is `drain` (or `remove-dip`), which
+// keeps its connections alive by daisy chaining.
+const MaxWeight = 1_000_000
+
+// notUnicast says why a is no address a VIP or a DIP can be ("" when it
+// can): only unicast IPv4 addresses routable beyond the host are.
+func notUnicast(a netip.Addr) string {
+	switch {
+	case !a.IsValid():
+		return "missing"
+	case !a.Is4():
+		return "not an IPv4 address"
+	case a.IsUnspecified():
+		return "the unspecified address"
+	case a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return "the broadcast address"
+	case a.IsLoopback():
+		return "a loopback address (127.0.0.0/8)"
+	case a.IsMulticast():
+		return "a multicast address (224.0.0.0/4)"
+	case a.IsLinkLocalUnicast():
+		return "a link-local address (169.254.0.0/16)"
+	case a.As4()[0] == 0:
+		return "in 0.0.0.0/8 (\"this network\", never a destination)"
+	case a.As4()[0] >= 240:
+		return "in the reserved block 240.0.0.0/4"
+	}
+	return ""
+}
+
+// CheckVIP refuses a VIP that is not a unicast IPv4 address.
+func CheckVIP(a netip.Addr) error {
+	if why := notUnicast(a); why != "" {
+		return fmt.Errorf("VIP %v is %s: a VIP must be a unicast IPv4 address", a, why)
+	}
+	return nil
+}
+
+// CheckDIP refuses a server (DIP) address that is not a unicast IPv4
+// address. Whether it collides with a VIP is Claims' business.
+func CheckDIP(a netip.Addr) error {
+	if why := notUnicast(a); why != "" {
+		return fmt.Errorf("DIP address %v is %s: a server needs a unicast IPv4 address", a, why)
+	}
+	return nil
+}
+
+// CheckWeight refuses a weight outside 1–MaxWeight.
+func CheckWeight(w uint32) error {
+	if w == 0 || w > MaxWeight {
+		return fmt.Errorf("weight %d must be in 1–%d (weight 0 is not a way to take a DIP out: drain or remove it, so its connections finish)", w, MaxWeight)
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package storeurl
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+
+	"github.com/beamer-lb/beamer/pkg/store/etcdstore"
+)
+
+// Whoever can write the store decides where every mux sends traffic, so a
+// store reachable from the network must be encrypted and authenticated.
+// beamer therefore refuses, unless told --insecure (Options.Insecure):
+//
+//   - etcd:// to a non-loopback host without TLS;
+//   - zk:// to a non-loopback host without TLS (ZooKeeper's digest
+//     authentication sends the password in clear);
+//   - embed:// serving clients on a non-loopback address without mutual
+//     TLS (server-cert=, server-key= and client-ca=), or its peer port on a
+//     non-loopback address (a single-member etcd has no peer to talk to).
+//
+// Loopback stays plaintext by default: reaching it already takes an account
+// on the host.
+
+// ErrInsecure is wrapped by the refusals above.
+var ErrInsecure = errors.New("insecure store")
+
+// Options tune Open beyond the URL.
+type Options struct {
+	// Insecure allows the plaintext or unauthenticated non-loopback stores
+	// refused above (--insecure).
+	Insecure bool
+}
+
+// loopback tells whether host (from host:port) is only reachable from this
+// host. Names other than localhost are not resolved: they count as remote.
+func loopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Unmap().IsLoopback()
+}
+
+const secureHint = `docs/control-plane.md, "Securing the store"`
+
+// checkSecure applies the rules above to a parsed URL.
+func (t *Target) checkSecure(o Options) error {
+	if o.Insecure {
+		return nil
+	}
+	remote := func(hosts ...string) string {
+		for _, h := range hosts {
+			if !loopback(h) {
+				return h
+			}
+		}
+		return ""
+	}
+	tlsOn := t.query.Get("ca") != "" || t.query.Get("cert") != "" || t.query.Get("tls") == "true"
+	switch t.Scheme {
+	case "etcd", "zk":
+		if h := remote(t.Hosts...); h != "" && !tlsOn {
+			what := "etcd"
+			if t.Scheme == "zk" {
+				what = "ZooKeeper (digest authentication sends the password in clear)"
+			}
+			return fmt.Errorf("%w: plaintext %s connection to %s, which is not a loopback address: anyone on the network could read and rewrite the store; use TLS (ca=, cert=, key=; %s) or pass --insecure", ErrInsecure, what, h, secureHint)
+		}
+	case "embed":
+		client := t.embedConfig().ClientAddr
+		if client == "" {
+			client = "127.0.0.1:2379"
+		}
+		if remote(client) != "" && (t.query.Get("server-cert") == "" || t.query.Get("client-ca") == "") {
+			return fmt.Errorf("%w: the embedded etcd would serve clients on %s, which is not a loopback address, without mutual TLS: anyone on the network could read and rewrite the store; give server-cert=, server-key= and client-ca= (%s) or pass --insecure", ErrInsecure, client, secureHint)
+		}
+		if p := t.query.Get("peer"); p != "" && remote(p) != "" {
+			return fmt.Errorf("%w: the embedded etcd's peer port %s is not a loopback address: a single-member etcd needs no peer, and its peer port is plaintext; leave peer= out or pass --insecure", ErrInsecure, p)
+		}
+	}
+	return nil
+}
+
+// embedConfig is the embedded server's configuration from the URL.
+func (t *Target) embedConfig() etcdstore.EmbedConfig {
+	q := t.query
+	c := etcdstore.EmbedConfig{Dir: t.Dir, ClientAddr: q.Get("client"), PeerAddr: q.Get("peer"), AdvertiseAddr: q.Get("advertise")}
+	if q.Get("server-cert") != "" || q.Get("server-key") != "" || q.Get("client-ca") != "" {
+		c.TLS = &etcdstore.ServerTLS{CertFile: q.Get("server-cert"), KeyFile: q.Get("server-key"), ClientCAFile: q.Get("client-ca")}
+	}
+	return c
+}
