@@ -65,6 +65,7 @@ type Daemon struct {
 
 	servers servers     // reachability of the servers (servers.go)
 	ring    ringMetrics // ring follower events (follow.go)
+	loads   loadState   // instances still loading in the background (follow.go)
 }
 
 // InterfaceAddr is the first IPv4 address of an interface.
@@ -154,7 +155,7 @@ func (d *Daemon) start() error {
 // forwards until this call replaces it, in one step, with this one, so
 // call it once the instances are set. Calling it again does nothing.
 func (d *Daemon) Ready() error {
-	if d.link != nil {
+	if d.link != nil || d.deferReady() {
 		return nil
 	}
 	l, err := d.mux.Attach(d.opts.Interface, d.opts.XDPMode)
