@@ -45,11 +45,11 @@ type Controller struct {
 	seen    map[string]ring.Pair
 	started map[string]bool
 	repairs map[string]string
+	// metrics is opts.Metrics; its methods do nothing on nil.
+	metrics *Metrics
 	// last is the writer of the last publication per instance: its table
 	// is what muxes run, the best content for a repair.
 	last map[string]*ring.Writer
-	// metrics is opts.Metrics; its methods do nothing on nil.
-	metrics *Metrics
 }
 
 // New returns a Controller writing through st under root.
@@ -66,8 +66,8 @@ func New(st store.Store, root string, opts Options) *Controller {
 		logf = func(string, ...any) {}
 	}
 	return &Controller{st: st, root: root, opts: opts, now: now, logf: logf, cache: map[string]*instance{},
-		seen: map[string]ring.Pair{}, started: map[string]bool{}, repairs: map[string]string{}, last: map[string]*ring.Writer{},
-		metrics: opts.Metrics}
+		seen: map[string]ring.Pair{}, started: map[string]bool{}, repairs: map[string]string{}, metrics: opts.Metrics,
+		last: map[string]*ring.Writer{}}
 }
 
 // Errors for bad requests; the message says what exactly is wrong.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
@@ -42,43 +41,6 @@ func (d *Daemon) registerFollowMetrics(reg *prometheus.Registry) {
 	d.servers.gauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_mux_server_unreachable",
 		Help: "1 for each server this mux has no route or neighbour for: its buckets are dropped (drop_no_route)."}, []string{"instance", "server"})
 	reg.MustRegister(d.ring.refused, d.ring.resyncs, d.ring.incarnation, d.servers.gauge)
-}
-
-// loadState counts the instances Follow still loads in the background. A
-// mux adopting a dead predecessor's pinned program must not replace it
-// with its own before its tables are in: Ready waits for them.
-type loadState struct {
-	mu      sync.Mutex
-	pending int
-	wanted  bool // Ready was called while loads were pending
-}
-
-// deferReady reports whether Ready must wait for background loads, and
-// records that it was asked.
-func (d *Daemon) deferReady() bool {
-	d.loads.mu.Lock()
-	defer d.loads.mu.Unlock()
-	if d.loads.pending == 0 || !d.adopting {
-		return false
-	}
-	d.loads.wanted = true
-	return true
-}
-
-// loaded ends one background load, and runs the deferred Ready after the last.
-func (d *Daemon) loaded(log *slog.Logger) {
-	d.loads.mu.Lock()
-	d.loads.pending--
-	run := d.loads.pending == 0 && d.loads.wanted
-	d.loads.wanted = false
-	d.loads.mu.Unlock()
-	if run {
-		if err := d.Ready(); err != nil {
-			log.Error("mux: replacing the predecessor's program once loaded", "error", err)
-		} else {
-			log.Info("mux: instances loaded, this mux's program replaced its predecessor's")
-		}
-	}
 }
 
 // loadRetry bounds the pause between attempts to load a ring that cannot
@@ -130,6 +92,10 @@ func (d *Daemon) Follow(ctx context.Context, st store.Store, root, name string, 
 			}
 		},
 	})
+	d.health.track(d.stop, st, name, k, f, func() (ring.Pair, bool) {
+		inc, gen, ok := d.mux.Version(name)
+		return ring.Pair{Incarnation: inc, Generation: gen}, ok
+	})
 	t, err := d.load(ctx, f, *cfg, log)
 	if err == nil {
 		go f.Run(ctx, t, applier{d: d, cfg: *cfg})
@@ -137,15 +103,11 @@ func (d *Daemon) Follow(ctx context.Context, st store.Store, root, name string, 
 	}
 	log.Warn("instance not loaded yet: retrying in the background; nothing is forwarded for it until then (a dead predecessor's pinned program keeps forwarding meanwhile)",
 		"instance", name, "error", err, "retry", loadRetry)
-	d.loads.mu.Lock()
-	d.loads.pending++
-	d.loads.mu.Unlock()
 	go func() {
 		pause := store.NewBackoff(200*time.Millisecond, loadRetry)
 		for pause.Sleep(ctx) {
 			t, err := d.load(ctx, f, *cfg, log)
 			if err == nil {
-				d.loaded(log)
 				f.Run(ctx, t, applier{d: d, cfg: *cfg})
 				return
 			}
