@@ -27,7 +27,9 @@ import (
 // the table goes in whole, both are reported (log, metric), clients whose
 // bucket belongs to the good server connect through the mux while the
 // others' packets are dropped and counted, and the next generation —
-// which removes one bad server — applies.
+// which removes one bad server — applies. Then the store goes back (rows
+// "restored from an older backup"): the mux refuses, counts it, and loads
+// the repair's new incarnation whole.
 func TestFollowDamagedRingAndBadServers(t *testing.T) {
 	r := newRestartNet(t)
 	_, err := r.mux.Run("ip", "route", "add", "unreachable", "198.19.5.0/24")
@@ -180,5 +182,37 @@ func TestFollowDamagedRingAndBadServers(t *testing.T) {
 	}
 	if len(bad) != 1 {
 		t.Fatalf("after the removal, unreachable: %v", bad)
+	}
+
+	// The store goes back (a restored backup): refused, logged, counted;
+	// the repair's new incarnation is loaded whole.
+	back := ring.FormatPointer(ring.Pair{Incarnation: w2.Pair().Incarnation, Generation: d3.Generation - 1})
+	must(t, st.Commit(ctx, store.Put(k.LatestGen(), back), store.Put(k.LatestBlob(), back)))
+	counter := func(name string) float64 {
+		var m dto.Metric
+		switch name {
+		case "refused":
+			must(t, d.ring.refused.WithLabelValues("web").Write(&m))
+			return m.GetCounter().GetValue()
+		case "resyncs":
+			must(t, d.ring.resyncs.WithLabelValues("web").Write(&m))
+			return m.GetCounter().GetValue()
+		}
+		must(t, d.ring.incarnation.WithLabelValues("web").Write(&m))
+		return m.GetGauge().GetValue()
+	}
+	for deadline := time.Now().Add(20 * time.Second); counter("refused") != 1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("lower pair not refused")
+		}
+	}
+	if g, _ := d.Mux().Generation("web"); g != d3.Generation {
+		t.Fatalf("mux went back to generation %d", g)
+	}
+	w4, _, err := ring.Repair(ctx, st, k, ring.WriterOptions{}, ring.Pair{Incarnation: w2.Pair().Incarnation, Generation: d3.Generation}, w2.Table())
+	must(t, err)
+	waitGen(w4.Pair().Generation)
+	if counter("resyncs") != 1 || counter("incarnation") != float64(w4.Pair().Incarnation) || counter("refused") != 1 {
+		t.Fatalf("after the repair: resyncs %v, incarnation %v (want %d), refused %v", counter("resyncs"), counter("incarnation"), w4.Pair().Incarnation, counter("refused"))
 	}
 }
