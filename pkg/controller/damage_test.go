@@ -2,9 +2,11 @@ package controller
 
 import (
 	"bytes"
+	"compress/zlib"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"strings"
 	"testing"
 
@@ -16,7 +18,9 @@ import (
 
 // TestRingDamageRepaired writes garbage into the mux ring through the
 // store's own client — on embedded etcd and on a ZooKeeper server — under
-// a live controller and a live mux follower (issue 11, store rows), then
+// a live controller and a live mux follower (issue 11, store rows: also a
+// header claiming 256 MiB and a zlib bomb; their memory bound is measured
+// by pkg/ring's TestHostileSizesBounded), then
 // asks the controller for an operation. Every time: the ctl request
 // completes, the controller repairs the ring at a new incarnation and logs
 // what it found, the mux never goes back or sees one pair with two
@@ -61,6 +65,11 @@ func TestRingDamageRepaired(t *testing.T) {
 			h.put(h.k.Gen(next.Generation)+"/delta/000000", lyingHeader(next, 256<<20))
 			h.put(h.k.LatestGen(), []byte(next.String()))
 		}, "claims"},
+		{"zlib bomb", func(h *damageHarness, p ring.Pair) {
+			next := ring.Pair{Incarnation: p.Incarnation, Generation: p.Generation + 1}
+			h.put(h.k.Gen(next.Generation)+"/delta/000000", zlibBomb(next, 64<<20, 1<<20))
+			h.put(h.k.LatestGen(), []byte(next.String()))
+		}, "decompressed"},
 		{"unpublished delta of a failed attempt", func(h *damageHarness, p ring.Pair) {
 			h.failedAttempt()
 			// Invisible to the pointers: the periodic full check finds it.
@@ -162,6 +171,24 @@ func lyingHeader(p ring.Pair, size uint32) []byte {
 	binary.LittleEndian.PutUint32(b[32:], crc32.Checksum(b[:32], crc32.MakeTable(crc32.Castagnoli)))
 	return b
 }
+
+// zlibBomb is a delta object, checksums right, whose payload is n zero
+// bytes compressed (64 MiB → 65 KB) and whose header claims raw bytes.
+func zlibBomb(p ring.Pair, n int64, raw uint32) []byte {
+	var z bytes.Buffer
+	zw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
+	io.Copy(zw, io.LimitReader(zeroReader{}, n))
+	zw.Close()
+	obj := lyingHeader(p, raw)
+	binary.LittleEndian.PutUint32(obj[20:], uint32(z.Len()))
+	binary.LittleEndian.PutUint32(obj[28:], crc32.Checksum(z.Bytes(), crc32.MakeTable(crc32.Castagnoli)))
+	binary.LittleEndian.PutUint32(obj[32:], crc32.Checksum(obj[:32], crc32.MakeTable(crc32.Castagnoli)))
+	return append(obj, z.Bytes()...)
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(b []byte) (int, error) { clear(b); return len(b), nil }
 
 // failedAttempt publishes, as a deposed controller would, a generation
 // giving every bucket to server 1099 whose pointer commit fails: its delta
