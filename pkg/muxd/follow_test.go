@@ -127,7 +127,7 @@ func TestFollowDamagedRingAndBadServers(t *testing.T) {
 			defer wg.Done()
 			bucket := wire.Flow{Src: rsClient, Dst: rsVIP, SrcPort: port, DstPort: 80, Proto: 6}.Bucket(67)
 			r.client.Do(func() error {
-				dialer := net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: net.IP(rsClient.AsSlice()), Port: int(port)}}
+				dialer := net.Dialer{Timeout: 2 * time.Second, LocalAddr: &net.TCPAddr{IP: net.IP(rsClient.AsSlice()), Port: int(port)}}
 				c, err := dialer.Dial("tcp4", netip.AddrPortFrom(rsVIP, 80).String())
 				mu.Lock()
 				defer mu.Unlock()
@@ -212,6 +212,9 @@ func TestFollowDamagedRingAndBadServers(t *testing.T) {
 	w4, _, err := ring.Repair(ctx, st, k, ring.WriterOptions{}, ring.Pair{Incarnation: w2.Pair().Incarnation, Generation: d3.Generation}, w2.Table())
 	must(t, err)
 	waitGen(w4.Pair().Generation)
+	for deadline := time.Now().Add(10 * time.Second); counter("resyncs") == 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond) // counted right after the table goes in
+	}
 	if counter("resyncs") != 1 || counter("incarnation") != float64(w4.Pair().Incarnation) || counter("refused") != 1 {
 		t.Fatalf("after the repair: resyncs %v, incarnation %v (want %d), refused %v", counter("resyncs"), counter("incarnation"), w4.Pair().Incarnation, counter("refused"))
 	}
