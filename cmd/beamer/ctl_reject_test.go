@@ -81,7 +81,7 @@ func TestCtlCreateBucketsDefault(t *testing.T) {
 	}
 	store := fmt.Sprintf("embed://%s?client=127.0.0.1:0&peer=127.0.0.1:0", t.TempDir())
 	err := run("ctl", "create", "web", "--vip", "198.18.100.1", "--ports", "80", "--strategy", "maglev", "--store", store, "--timeout", "300ms")
-	if err == nil || !strings.Contains(err.Error(), "no controller is running on this store") {
+	if err == nil || !strings.Contains(err.Error(), "no controller is elected on this store") {
 		t.Fatalf("maglev create without --buckets: %v", err)
 	}
 }
