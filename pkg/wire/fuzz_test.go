@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"net/netip"
 	"reflect"
 	"testing"
 )
@@ -12,7 +13,9 @@ import (
 // decapsulated packet's inner part lies within the packet.
 
 func FuzzParseOption(f *testing.F) {
-	f.Add(Option{Flags: FlagChained, Generation: 7, Changed: 1_700_000_000}.Marshal())
+	f.Add(Option{Generation: 7, Changed: 1_700_000_000}.Marshal())
+	f.Add(Option{Hop: 1, Generation: 7, Incarnation: 1_700_000_000, Changed: 1_700_000_100,
+		Prev: []netip.Addr{netip.MustParseAddr("198.18.0.11"), netip.MustParseAddr("198.18.0.12")}}.Marshal())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		o, err := ParseOption(b)
 		if err != nil {
