@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -122,9 +123,9 @@ func TestRemoteMuxMutualTLS(t *testing.T) {
 
 	// The remote mux, over mutual TLS.
 	mux := beamer(t, muxNS, "mux", "--store", remote, "--instance", "web", "--iface", "m0", "--xdp-mode", "generic",
-		"--metrics", "127.0.0.1:9100")
+		"--metrics", "127.0.0.1:9100", "--pin-dir", "-")
 	mux.waitFor(t, "mux", "mux forwarding")
-	if out := mux.output(); !strings.Contains(out, `msg="instance loaded" instance=web generation=1 buckets=64 servers=1`) {
+	if out := mux.output(); !regexp.MustCompile(`msg="instance loaded" instance=web .*generation=1 buckets=64 servers=1 `).MatchString(out) {
 		t.Fatalf("mux did not load generation 1 with one server:\n%s", out)
 	}
 	// A change made after it started reaches it.
