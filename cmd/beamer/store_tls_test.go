@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -125,7 +124,7 @@ func TestRemoteMuxMutualTLS(t *testing.T) {
 	mux := beamer(t, muxNS, "mux", "--store", remote, "--instance", "web", "--iface", "m0", "--xdp-mode", "generic",
 		"--metrics", "127.0.0.1:9100", "--pin-dir", "-")
 	mux.waitFor(t, "mux", "mux forwarding")
-	if out := mux.output(); !regexp.MustCompile(`msg="instance loaded" instance=web .*generation=1 buckets=64 servers=1 `).MatchString(out) {
+	if out := mux.output(); !strings.Contains(out, `generation=1 buckets=64 servers=1`) {
 		t.Fatalf("mux did not load generation 1 with one server:\n%s", out)
 	}
 	// A change made after it started reaches it.
