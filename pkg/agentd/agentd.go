@@ -54,18 +54,17 @@ type Options struct {
 }
 
 func (o *Options) defaults(iface string) error {
-	if o.StateFile != "" && o.PinDir != "" {
-		return nil
-	}
-	name, err := nodestate.Name("agent", iface)
-	if err != nil {
-		return err
-	}
-	if o.StateFile == "" {
-		o.StateFile = filepath.Join(nodestate.DefaultDir, name+".json")
-	}
-	if o.PinDir == "" {
-		o.PinDir = filepath.Join(dataplane.BPFFSRoot, "beamer", name)
+	if o.StateFile == "" || o.PinDir == "" {
+		name, err := nodestate.Name("agent", iface)
+		if err != nil {
+			return err
+		}
+		if o.StateFile == "" {
+			o.StateFile = filepath.Join(nodestate.DefaultDir, name+".json")
+		}
+		if o.PinDir == "" {
+			o.PinDir = filepath.Join(dataplane.BPFFSRoot, "beamer", name)
+		}
 	}
 	if o.PinDir == "-" {
 		o.PinDir = ""
