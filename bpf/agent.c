@@ -254,9 +254,6 @@ int beamer_agent(struct __sk_buff *skb)
 	 * by this packet unless a sanity bound refuses it. */
 	__u64 epoch = (__u64)bpf_ntohl(opt->incarnation) << 32 | bpf_ntohl(opt->generation);
 	__u32 now = 0; /* read from the clock only when needed */
-	__u32 key = 1;
-	__u64 *cur_word = bpf_map_lookup_elem(&agent_clock, &key);
-	__u32 cur = cur_word ? (__u32)(READ_ONCE_U64(cur_word) & 1) : 0;
 	__u32 ka = vip->slot * 2, kb = vip->slot * 2 + 1;
 	__u64 *wa = bpf_map_lookup_elem(&generation_seen, &ka);
 	__u64 *wb = bpf_map_lookup_elem(&generation_seen, &kb);
@@ -278,14 +275,18 @@ int beamer_agent(struct __sk_buff *skb)
 			agent_count(AGENT_SUSPICIOUS_GENERATION);
 			accepted = 0;
 		}
-		if (accepted)
-			newest = atomic_max_u64(cur ? wb : wa, epoch);
+		if (accepted) {
+			/* Raise the word of the current memory period. */
+			__u32 key = 1;
+			__u64 *cur = bpf_map_lookup_elem(&agent_clock, &key);
+			newest = atomic_max_u64(cur && (READ_ONCE_U64(cur) & 1) ? wb : wa, epoch);
+		}
 	}
 	int is_newest = accepted && epoch == newest;
 
 	/* The first previous owner at or after hop that is not this server. */
 	int next = -1;
-	if (vip->window) {
+	if (vip->window && opt->hop < n) {
 #pragma unroll
 		for (int i = 0; i < BEAMER_MAX_CHAIN; i++)
 			if (next < 0 && i >= opt->hop && i < n && opt->prev[i] != local_addr)

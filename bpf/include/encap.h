@@ -37,23 +37,32 @@ INLINE void write_outer_ipv4(struct iphdr *outer, __u16 inner_tot, __u8 tos, __b
 	outer->saddr = p->saddr;
 	outer->daddr = p->daddr;
 	/* The caller checked that OUTER_LEN_MAX bytes from outer are in the
-	 * packet, so the conditional writes and reads below stay in bounds
-	 * whatever outer_len is; a bucket that never moved (n = 0) pays one
-	 * compare per absent previous owner. */
-	struct beamer_opt *o = (void *)(outer + 1);
-	if (outer_len > OUTER_LEN_PLAIN) {
-		__builtin_memcpy(o, &p->opt, BEAMER_OPT_FIXED);
-#pragma unroll
-		for (int i = 0; i < BEAMER_MAX_CHAIN; i++)
-			if (OUTER_LEN_WITH(i) < outer_len)
-				o->prev[i] = p->opt.prev[i];
-	}
+	 * packet, so the conditional writes below stay in bounds whatever
+	 * outer_len is. The checksum is summed from what was written: the IPv4
+	 * header always, the option's fixed part when there is an option, and
+	 * only then one compare per possible previous owner — a bucket that
+	 * never moved (n = 0) pays 6 compares over the fixed 36-byte header. */
 	const __u16 *w = (const __u16 *)outer;
 	__u32 sum = 0;
 #pragma unroll
-	for (int i = 0; i < OUTER_LEN_MAX / 2; i++)
-		if (i < (int)((__u32)outer_len >> 1))
-			sum += w[i];
+	for (int i = 0; i < OUTER_LEN_PLAIN / 2; i++)
+		sum += w[i];
+	if (outer_len > OUTER_LEN_PLAIN) {
+		struct beamer_opt *o = (void *)(outer + 1);
+		__builtin_memcpy(o, &p->opt, BEAMER_OPT_FIXED);
+		const __u16 *f = (const __u16 *)&p->opt;
+#pragma unroll
+		for (int i = 0; i < BEAMER_OPT_FIXED / 2; i++)
+			sum += f[i];
+#pragma unroll
+		for (int i = 0; i < BEAMER_MAX_CHAIN; i++) {
+			if (OUTER_LEN_WITH(i) < outer_len) {
+				__be32 a = p->opt.prev[i];
+				o->prev[i] = a;
+				sum += (a & 0xffff) + (a >> 16);
+			}
+		}
+	}
 	outer->check = csum_fold32(sum);
 }
 

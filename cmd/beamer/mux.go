@@ -86,6 +86,8 @@ latest blob and the deltas after it, then applies each new generation.`,
 			}
 		} else if opts.Interface == "" || len(instances) == 0 {
 			return errors.New("give --config FILE, or --iface IF and --instance NAME (with --store)")
+		} else if err := checkStore(*storeURL); err != nil {
+			return err // before attaching anything
 		}
 		if a, err := parseAddrFlag("addr", addr); err != nil {
 			return err
