@@ -125,11 +125,19 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 		defer stop()
 		ignoreHangup(log)
+		ctx, upgrading := upgradeContext(ctx)
 		d, err := agentd.Start(cfg, node)
 		if err != nil {
 			return err
 		}
 		defer func() {
+			if upgrading() {
+				log.Info("agent exiting for an upgrade: its program stays pinned for the next agent")
+				if err := d.Abandon(); err != nil {
+					log.Warn("agent: releasing", "error", err)
+				}
+				return
+			}
 			if err := d.Close(); err != nil {
 				log.Warn("agent: undoing its setup", "error", err)
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/beamer-lb/beamer/pkg/lab"
 	"github.com/spf13/cobra"
@@ -14,16 +13,17 @@ func init() {
 		strategies []string
 		out        string
 		seed       int64
-		step       time.Duration
+		stretch    float64
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run a load balancer in network namespaces and show connections surviving a server and a mux leaving",
+		Short: "Run a load balancer in network namespaces and show connections surviving a rolling removal of servers and a mux leaving",
 		Long: `Builds a small datacenter in network namespaces — clients, a border router running
 FRR bgpd with ECMP over two muxes that announce the VIP over BGP, servers running the
 agent and an HTTP server, a controller with its embedded etcd store — keeps
-persistent HTTP connections downloading through the VIP, removes a server, then a
-mux, and prints how many connections broke, for each strategy. Writes plots.
+persistent HTTP connections downloading through the VIP, removes three servers one
+request each, 2 s apart (a rolling removal), then a mux, and prints how many
+connections broke, for each strategy. Writes plots.
 Everything is removed at the end. Needs root. (The full experiments: beamer lab run.)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -35,12 +35,11 @@ Everything is removed at the end. Needs root. (The full experiments: beamer lab 
 			}
 			ctx, stop := interruptible()
 			defer stop()
-			results, err := lab.RunDemo(ctx, lab.DemoOptions{Strategies: strategies, Out: out, Params: func(p *lab.Params) {
-				p.Seed = seed
-				if step > 0 {
-					p.Step = lab.Duration(step)
-				}
-			}}, os.Stdout)
+			if stretch <= 0 || stretch > 100 {
+				return fmt.Errorf("--stretch %v: want a factor in (0, 100]", stretch)
+			}
+			results, err := lab.RunDemo(ctx, lab.DemoOptions{Strategies: strategies, Out: out, Stretch: stretch,
+				Params: func(p *lab.Params) { p.Seed = seed }}, os.Stdout)
 			if err != nil {
 				return err
 			}
@@ -53,6 +52,6 @@ Everything is removed at the end. Needs root. (The full experiments: beamer lab 
 	cmd.Flags().StringSliceVar(&strategies, "strategy", demoStrategies, "strategies to run, in order (beamer, maglev)")
 	cmd.Flags().StringVar(&out, "out", "lab-results/demo", "directory for plots and results.json (\"\" = none)")
 	cmd.Flags().Int64Var(&seed, "seed", 1, "seed of the flows and the router's ECMP hash")
-	cmd.Flags().DurationVar(&step, "step", 0, "time between events (default: the demo's)")
+	cmd.Flags().Float64Var(&stretch, "stretch", 1, "multiply the schedule's times by this factor")
 	rootCmd.AddCommand(cmd)
 }

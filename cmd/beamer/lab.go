@@ -42,7 +42,11 @@ func labExperimentsCmd() *cobra.Command {
 			for _, name := range lab.ExperimentOrder {
 				fmt.Printf("%-13s %s\n", name, lab.ExperimentTitle(name))
 			}
-			fmt.Printf("\nscenario files (--scenario FILE): `servers I…` and `muxes I…` (running at the start),\nthen `TIME ACTION ARGS…` lines, the last one `end`. Actions:\n%s\n", lab.ActionHelp())
+			fmt.Printf("\nbuilt-in scenarios (--scenario NAME; CI-sized, --stretch F for longer):\n")
+			for _, name := range lab.ScenarioNames() {
+				fmt.Printf("%-20s %s\n", name, lab.ScenarioTitle(name))
+			}
+			fmt.Printf("\nscenario files (--scenario FILE): `servers I…` and `muxes I…` (running at the start),\nsettings `window D`, `bind vip|all`, `idle N EVERY`, `churn FROM UNTIL EVERY SERVERS`,\nthen `TIME ACTION ARGS…` lines, the last one `end`. Actions:\n%s\n", lab.ActionHelp())
 		},
 	}
 }
@@ -57,13 +61,16 @@ func labRunCmd() *cobra.Command {
 		asJSON     bool
 		out, keep  string
 		invPath    string
+		stretch    float64
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run experiments (or a scenario file) for each strategy and print ours beside the paper's",
 		Example: `  beamer lab run --experiment affinity --removed 1-4
   beamer lab run --experiment all --size ci --json
-  beamer lab run --scenario my.scenario --strategy beamer --servers 4 --muxes 2`,
+  beamer lab run --scenario my.scenario --strategy beamer
+  beamer lab run --scenario rolling-removal --size ci          # a built-in scenario
+  beamer lab run --scenario short-window --size paper --stretch 1.5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := needRoot("the lab"); err != nil {
@@ -77,16 +84,20 @@ func labRunCmd() *cobra.Command {
 			}
 			var sc *lab.Scenario
 			if scenario != "" {
-				file, err := os.Open(scenario)
-				if err != nil {
+				var err error
+				if sc, err = lab.LoadScenario(scenario); err != nil {
 					return err
 				}
-				sc, err = lab.ParseScenario(filepath.Base(scenario), file)
-				file.Close()
-				if err != nil {
+				if stretch <= 0 || stretch > 100 {
+					return fmt.Errorf("--stretch %v: want a factor in (0, 100]", stretch)
+				}
+				sc.Stretch(stretch)
+				if err := sc.Validate(); err != nil {
 					return err
 				}
 				names = []string{"affinity"} // parameter defaults only
+			} else if cmd.Flags().Changed("stretch") {
+				return errors.New("--stretch applies to --scenario runs")
 			}
 			if slices.Contains(names, "all") {
 				names = lab.ExperimentOrder
@@ -155,7 +166,8 @@ func labRunCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&names, "experiment", nil, "experiments to run: "+lab.ExperimentNames()+", or all")
-	fl.StringVar(&scenario, "scenario", "", "scenario file to run instead of an experiment (see `beamer lab experiments`)")
+	fl.StringVar(&scenario, "scenario", "", "scenario file, or built-in scenario name, to run instead of an experiment (see `beamer lab experiments`)")
+	fl.Float64Var(&stretch, "stretch", 1, "multiply every time of the scenario (events, window, idle period, churn) by this factor")
 	fl.StringSliceVar(&strategies, "strategy", []string{"beamer", "maglev"}, "strategies, each run in turn")
 	fl.StringVar(&size, "size", lab.SizePaper, "parameter set: "+strings.Join(lab.Sizes, ", ")+" (flags below override it)")
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object per run (progress goes to stderr)")

@@ -99,5 +99,13 @@ func TestRequestRejections(t *testing.T) {
 	if err := submit(Request{Op: OpAddDIP, Instance: "api", ID: 1025, Addr: ip("10.0.4.1"), Weight: 1}); err != nil {
 		t.Fatalf("a server in two instances: %v", err)
 	}
+	// A controller that has loaded nothing yet (just elected) reads the
+	// claims from the store and refuses the same way (the server is now in
+	// api and web; api is read first).
+	fresh := New(shared, root, Options{})
+	err = fresh.CreateInstance(tctx, inst("shop", "10.0.4.1", 80, 80, 100, beamer))
+	if want := `bad request: VIP 10.0.4.1 is the address of DIP 1025 of instance "api"`; err == nil || err.Error() != want {
+		t.Errorf("uncached controller:\n got %v\nwant %s", err, want)
+	}
 	checkInvariants(t, root)
 }

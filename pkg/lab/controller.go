@@ -45,8 +45,8 @@ func (l *Lab) startController(ctx context.Context) error {
 	default:
 		return fmt.Errorf("lab: store %q: want one of %s", l.opts.Store, strings.Join(Stores, ", "))
 	}
-	p, err := startProgram(l.ctl, l.opts.Dir, "controller", l.opts.Beamer, "controller", "--store", ctlStore,
-		"--health-interval", "500ms", "--reconcile-every", "5s")
+	p, err := startProgram(l.ctl, l.opts.Dir, "controller", l.opts.Beamer, l.storeArgs(ctlStore,
+		"controller", "--health-interval", "500ms", "--reconcile-every", "5s")...)
 	if err != nil {
 		return err
 	}
@@ -115,6 +115,28 @@ func (l *Lab) startZooKeeper(dir string) error {
 
 // Ctl runs `beamer ctl args…` against the lab's store.
 func (l *Lab) Ctl(args ...string) (string, error) {
-	out, err := l.ctl.Run(l.opts.Beamer, append(append([]string{"ctl"}, args...), "--store", l.store)...)
+	out, err := l.ctl.Run(l.opts.Beamer, append([]string{"ctl"}, l.storeArgs(l.store, args...)...)...)
 	return strings.TrimSpace(out), err
+}
+
+// storeArgs are args with the store flag. The store is plaintext on the
+// lab's fabric, a network of namespaces nothing else reaches, so a beamer
+// that refuses plaintext stores off loopback is told --insecure.
+func (l *Lab) storeArgs(url string, args ...string) []string {
+	args = append(args, "--store", url)
+	if l.insecureFlag {
+		args = append(args, "--insecure")
+	}
+	return args
+}
+
+// agentAPIPort is where agents serve the agent API (the instance's
+// agent_port default).
+const agentAPIPort = 9300
+
+// hasFlag reports whether `beamer COMMAND --help` lists flag: the lab
+// drives binaries with and without newer daemon features.
+func hasFlag(beamer, command, flag string) bool {
+	out, _ := exec.Command(beamer, command, "--help").CombinedOutput()
+	return strings.Contains(string(out), flag+" ")
 }

@@ -7,17 +7,19 @@ import (
 	"os"
 )
 
-// DemoOptions shape the demo: the affinity experiment at demo size.
+// DemoOptions shape the demo: the built-in scenario "demo" at demo size.
 type DemoOptions struct {
 	Strategies []string
 	Out        string // directory for plots and results.json
 	Beamer     string
 	Params     func(*Params) // adjusts the demo's parameters (flags)
+	Stretch    float64       // multiplies the schedule's times (0 or 1: as is)
 }
 
-// RunDemo runs the connection-affinity scenario (remove a server, then a
-// mux, while persistent HTTP connections download through two muxes behind
-// a BGP router) once per strategy, prints the table and writes the plots.
+// RunDemo runs the demo scenario (a rolling removal of three servers, one
+// request each, then a mux, while persistent HTTP connections download
+// through two muxes behind a BGP router) once per strategy, prints the
+// table and writes the plots.
 func RunDemo(ctx context.Context, o DemoOptions, out io.Writer) ([]*Result, error) {
 	var results []*Result
 	for _, s := range o.Strategies {
@@ -25,11 +27,17 @@ func RunDemo(ctx context.Context, o DemoOptions, out io.Writer) ([]*Result, erro
 		if err != nil {
 			return nil, err
 		}
+		p.Experiment = ""
 		if o.Params != nil {
 			o.Params(&p)
 		}
-		fmt.Fprintf(out, "\n== %s, strategy %s: %s\n", p.Experiment, s, ExperimentTitle(p.Experiment))
-		r, err := Run(ctx, RunOptions{Params: p, Beamer: o.Beamer, Progress: out})
+		sc, err := LoadScenario("demo")
+		if err != nil {
+			return nil, err
+		}
+		sc.Stretch(o.Stretch)
+		fmt.Fprintf(out, "\n== demo, strategy %s: %s\n", s, ScenarioTitle("demo"))
+		r, err := Run(ctx, RunOptions{Params: p, Scenario: sc, Beamer: o.Beamer, Progress: out})
 		if err != nil {
 			return results, err
 		}

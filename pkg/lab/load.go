@@ -33,6 +33,9 @@ type LoadOptions struct {
 	// as a client sees it (as is one reset or closed by the server).
 	Stall time.Duration
 	Seed  int64 // picks the clients' source ports, and so the flows' hashes
+	// Idle adds persistent connections per client that ask a small
+	// response now and then and are silent in between.
+	Idle IdleLoad
 }
 
 // Load is the clients' traffic: PerClient connection slots on every
@@ -42,6 +45,8 @@ type Load struct {
 	ctx     context.Context
 	abort   context.CancelFunc
 	stop    atomic.Bool
+	stopped chan struct{} // closed with stop: wakes idle connections
+	once    sync.Once
 	wg      sync.WaitGroup
 	bytes   atomic.Uint64
 	started time.Time
@@ -58,7 +63,9 @@ type Load struct {
 // connRecord is one client connection as the client saw it.
 type connRecord struct {
 	client   int
-	opened   bool // the connection was established
+	kind     string // "busy" (persistent, downloading), "idle", "short"
+	server   string // the last server that answered on it
+	opened   bool   // the connection was established
 	requests int
 	broken   bool
 	mptcp    bool // MPTCP was negotiated
@@ -75,6 +82,7 @@ type FCT struct {
 type BrokenConn struct {
 	At     Duration `json:"at"` // since the load started
 	Client int      `json:"client"`
+	Kind   string   `json:"kind"`             // busy, idle or short
 	Server string   `json:"server,omitempty"` // last server that answered on it, if any
 	Reason string   `json:"reason"`
 }
@@ -89,7 +97,8 @@ type loadClient struct {
 // StartLoad starts the clients' traffic.
 func (l *Lab) StartLoad(o LoadOptions) *Load {
 	ctx, cancel := context.WithCancel(context.Background())
-	ld := &Load{opts: o, ctx: ctx, abort: cancel, started: time.Now(), live: map[net.Conn]struct{}{}, missing: map[string]int{}}
+	ld := &Load{opts: o, ctx: ctx, abort: cancel, started: time.Now(), live: map[net.Conn]struct{}{}, missing: map[string]int{},
+		stopped: make(chan struct{})}
 	for i, ns := range l.clients {
 		c := &loadClient{index: i, ns: ns, addr: clientAddr(0, i), ports: seededPorts(o.Seed, i)}
 		for j := 0; j < o.PerClient; j++ {
@@ -100,8 +109,18 @@ func (l *Lab) StartLoad(o LoadOptions) *Load {
 				go ld.shortLived(c, j)
 			}
 		}
+		for j := 0; j < o.Idle.PerClient; j++ {
+			ld.wg.Add(1)
+			go ld.idle(c, o.PerClient+j)
+		}
 	}
 	return ld
+}
+
+// halt sets stop and wakes the idle connections.
+func (ld *Load) halt() {
+	ld.stop.Store(true)
+	ld.once.Do(func() { close(ld.stopped) })
 }
 
 // seededPorts is a permutation of 10000–59999 drawn from the seed: the
@@ -116,8 +135,8 @@ func seededPorts(seed int64, client int) []int {
 	return ports
 }
 
-func (ld *Load) newRecord(client int) *connRecord {
-	rec := &connRecord{client: client}
+func (ld *Load) newRecord(client int, kind string) *connRecord {
+	rec := &connRecord{client: client, kind: kind}
 	ld.mu.Lock()
 	ld.conns = append(ld.conns, rec)
 	ld.mu.Unlock()
@@ -127,7 +146,7 @@ func (ld *Load) newRecord(client int) *connRecord {
 // persistent keeps one connection and downloads over it until stopped.
 func (ld *Load) persistent(c *loadClient, slot int) {
 	defer ld.wg.Done()
-	rec := ld.newRecord(c.index)
+	rec := ld.newRecord(c.index, "busy")
 	conn, err := ld.dial(c, c.ports[slot%len(c.ports)], rec)
 	if err != nil {
 		ld.fail(rec, c, "", err)
@@ -136,12 +155,12 @@ func (ld *Load) persistent(c *loadClient, slot int) {
 	defer ld.closeConn(conn)
 	br := bufio.NewReader(conn)
 	for !ld.stop.Load() {
-		server, err := ld.download(conn, br, time.Now(), false)
+		server, err := ld.download(conn, br, "/file", ld.opts.FileSize, time.Now(), false)
 		if err != nil {
 			ld.fail(rec, c, server, err)
 			return
 		}
-		ld.done(rec)
+		ld.done(rec, server)
 		if rec.mptcp {
 			ld.subflows(rec, conn, false)
 		}
@@ -155,7 +174,7 @@ func (ld *Load) persistent(c *loadClient, slot int) {
 func (ld *Load) shortLived(c *loadClient, slot int) {
 	defer ld.wg.Done()
 	for k := 0; !ld.stop.Load(); k++ {
-		rec := ld.newRecord(c.index)
+		rec := ld.newRecord(c.index, "short")
 		start := time.Now()
 		conn, err := ld.dial(c, c.ports[(slot+k*ld.opts.PerClient)%len(c.ports)], rec)
 		if err != nil {
@@ -165,11 +184,11 @@ func (ld *Load) shortLived(c *loadClient, slot int) {
 		if rec.mptcp {
 			ld.subflows(rec, conn, true)
 		}
-		server, err := ld.download(conn, bufio.NewReader(conn), start, true)
+		server, err := ld.download(conn, bufio.NewReader(conn), "/file", ld.opts.FileSize, start, true)
 		if err != nil {
 			ld.fail(rec, c, server, err)
 		} else {
-			ld.done(rec)
+			ld.done(rec, server)
 		}
 		ld.closeConn(conn)
 	}
@@ -213,10 +232,44 @@ func (ld *Load) closeConn(c *watchedConn) {
 	c.Close()
 }
 
-// download fetches the file once and checks its length; its completion
-// time counts from start (the dial, for a short-lived connection).
-func (ld *Load) download(conn *watchedConn, br *bufio.Reader, start time.Time, last bool) (server string, err error) {
-	req := "GET /file HTTP/1.1\r\nHost: " + VIP.String() + "\r\n"
+// idle keeps one connection that is silent most of the time: one small
+// request when it opens (so it is placed on a server), then one every
+// 0.5–1.5 × Every, drawn from the seed. When the load stops it asks once
+// more, so a connection broken while silent is counted.
+func (ld *Load) idle(c *loadClient, slot int) {
+	defer ld.wg.Done()
+	rec := ld.newRecord(c.index, "idle")
+	r := rand.New(rand.NewPCG(uint64(ld.opts.Seed), uint64(c.index)<<20|uint64(slot)))
+	conn, err := ld.dial(c, c.ports[slot%len(c.ports)], rec)
+	if err != nil {
+		ld.fail(rec, c, "", err)
+		return
+	}
+	defer ld.closeConn(conn)
+	br := bufio.NewReader(conn)
+	every := ld.opts.Idle.Every
+	for {
+		server, err := ld.download(conn, br, "/small", smallSize, time.Now(), false)
+		if err != nil {
+			ld.fail(rec, c, server, err)
+			return
+		}
+		ld.done(rec, server)
+		if ld.stop.Load() {
+			return
+		}
+		select {
+		case <-ld.stopped:
+		case <-time.After(every/2 + time.Duration(r.Int64N(int64(every)))):
+		}
+	}
+}
+
+// download fetches path once and checks its length is size; the
+// completion time of a file download counts from start (the dial, for a
+// short-lived connection).
+func (ld *Load) download(conn *watchedConn, br *bufio.Reader, path string, size int, start time.Time, last bool) (server string, err error) {
+	req := "GET " + path + " HTTP/1.1\r\nHost: " + VIP.String() + "\r\n"
 	if last {
 		req += "Connection: close\r\n"
 	}
@@ -234,8 +287,11 @@ func (ld *Load) download(conn *watchedConn, br *bufio.Reader, start time.Time, l
 	if err != nil {
 		return server, err
 	}
-	if resp.StatusCode != http.StatusOK || n != int64(ld.opts.FileSize) {
-		return server, fmt.Errorf("bad response: %s, %d of %d bytes", resp.Status, n, ld.opts.FileSize)
+	if resp.StatusCode != http.StatusOK || n != int64(size) {
+		return server, fmt.Errorf("bad response: %s, %d of %d bytes", resp.Status, n, size)
+	}
+	if path != "/file" {
+		return server, nil
 	}
 	end := time.Now()
 	ld.mu.Lock()
@@ -244,10 +300,11 @@ func (ld *Load) download(conn *watchedConn, br *bufio.Reader, start time.Time, l
 	return server, nil
 }
 
-// done records a completed download.
-func (ld *Load) done(rec *connRecord) {
+// done records a completed download and the server that answered.
+func (ld *Load) done(rec *connRecord, server string) {
 	ld.mu.Lock()
 	rec.requests++
+	rec.server = server
 	ld.mu.Unlock()
 }
 
@@ -309,8 +366,11 @@ func (ld *Load) fail(rec *connRecord, c *loadClient, server string, err error) {
 	}
 	ld.mu.Lock()
 	defer ld.mu.Unlock()
+	if server == "" {
+		server = rec.server // broke before this response named its server
+	}
 	rec.broken = true
-	ld.broken = append(ld.broken, BrokenConn{At: Duration(time.Since(ld.started).Round(time.Millisecond)), Client: c.index, Server: server, Reason: ld.reason(err)})
+	ld.broken = append(ld.broken, BrokenConn{At: Duration(time.Since(ld.started).Round(time.Millisecond)), Client: c.index, Kind: rec.kind, Server: server, Reason: ld.reason(err)})
 }
 
 func (ld *Load) reason(err error) string {
@@ -331,7 +391,7 @@ func (ld *Load) reason(err error) string {
 // the stall timeout), then summarises. Downloads still running after
 // drain are cut and not counted either way.
 func (ld *Load) Stop(drain time.Duration) LoadResult {
-	ld.stop.Store(true)
+	ld.halt()
 	finished := make(chan struct{})
 	go func() { ld.wg.Wait(); close(finished) }()
 	select {
@@ -345,7 +405,7 @@ func (ld *Load) Stop(drain time.Duration) LoadResult {
 
 // Abort ends the load at once (interrupt): nothing more is counted.
 func (ld *Load) Abort() {
-	ld.stop.Store(true)
+	ld.halt()
 	ld.abort()
 	ld.mu.Lock()
 	for c := range ld.live {
@@ -358,6 +418,8 @@ func (ld *Load) Abort() {
 type LoadResult struct {
 	Connections         int
 	Broken              int
+	IdleConnections     int
+	BrokenByKind        map[string]int
 	Requests            int
 	Bytes               uint64
 	MPTCPConnections    int
@@ -371,15 +433,20 @@ type LoadResult struct {
 func (ld *Load) Snapshot() LoadResult {
 	ld.mu.Lock()
 	defer ld.mu.Unlock()
-	r := LoadResult{Bytes: ld.bytes.Load(), SubflowsMissing: maps.Clone(ld.missing), BrokenConns: append([]BrokenConn(nil), ld.broken...), FCTs: append([]FCT(nil), ld.fcts...)}
+	r := LoadResult{BrokenByKind: map[string]int{}, Bytes: ld.bytes.Load(), SubflowsMissing: maps.Clone(ld.missing), BrokenConns: append([]BrokenConn(nil), ld.broken...), FCTs: append([]FCT(nil), ld.fcts...)}
 	for _, c := range ld.conns {
 		if !c.opened && !c.broken {
 			continue // being opened as the load stopped
 		}
 		r.Connections++
-		r.Requests += c.requests
+		if c.kind == "idle" {
+			r.IdleConnections++
+		} else {
+			r.Requests += c.requests
+		}
 		if c.broken {
 			r.Broken++
+			r.BrokenByKind[c.kind]++
 		}
 		if c.mptcp {
 			r.MPTCPConnections++

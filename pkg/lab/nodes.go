@@ -93,9 +93,9 @@ func (l *Lab) StartMux(ctx context.Context, i int) error {
 		return fmt.Errorf("mux %d was already started", i)
 	}
 	hold := fmt.Sprintf("%ds", int(l.opts.BGPHold/time.Second))
-	m.proc, err = startProgram(m.ns, l.opts.Dir, fmt.Sprintf("mux%d", i), l.opts.Beamer, "mux",
-		"--store", l.store, "--instance", Instance, "--iface", "eth0", "--metrics", metricsAddr,
-		"--bgp-asn", fmt.Sprint(muxASN), "--bgp-peer", fmt.Sprintf("%s:%d", routerFabric, routerASN), "--bgp-hold-time", hold)
+	m.proc, err = startProgram(m.ns, l.opts.Dir, fmt.Sprintf("mux%d", i), l.opts.Beamer, l.storeArgs(l.store, "mux",
+		"--instance", Instance, "--iface", "eth0", "--metrics", metricsAddr,
+		"--bgp-asn", fmt.Sprint(muxASN), "--bgp-peer", fmt.Sprintf("%s:%d", routerFabric, routerASN), "--bgp-hold-time", hold)...)
 	if err != nil {
 		return err
 	}
@@ -186,9 +186,15 @@ func (l *Lab) startServer(i int, s *serverNode) (err error) {
 	if l.opts.Strategy == "maglev" {
 		window = 0 // Maglev keeps no previous server: nothing to chain to
 	}
-	s.agent, err = startProgram(s.ns, l.opts.Dir, fmt.Sprintf("agent%d", i), l.opts.Beamer, "agent", "--iface", "eth0",
+	args := []string{"agent", "--iface", "eth0",
 		"--id", fmt.Sprint(ServerID(i)), "--vip", fmt.Sprintf("%s:%d:%s", VIP, l.opts.Buckets, window),
-		"--trusted", fabricNet.String(), "--metrics", metricsAddr)
+		"--trusted", fabricNet.String(), "--metrics", metricsAddr}
+	if l.agentAPI {
+		// The controller asks the agent for health (probing VIP:port on the
+		// server) and for the connections it still holds.
+		args = append(args, "--api", fmt.Sprintf(":%d", agentAPIPort))
+	}
+	s.agent, err = startProgram(s.ns, l.opts.Dir, fmt.Sprintf("agent%d", i), l.opts.Beamer, args...)
 	if err != nil {
 		return err
 	}
@@ -200,8 +206,50 @@ func (l *Lab) startServer(i int, s *serverNode) (err error) {
 		return err
 	}
 	l.seen.addPrograms(s.ns)
-	s.http, err = serveFiles(s.ns, fmt.Sprintf("srv%d", i), l.opts.FileSize)
+	bind := netip.AddrPortFrom(netip.IPv4Unspecified(), 80)
+	if l.opts.BindVIP {
+		bind = netip.AddrPortFrom(VIP, 80) // on lo, where the agent put it
+	}
+	s.http, err = serveFiles(s.ns, fmt.Sprintf("srv%d", i), l.opts.FileSize, bind)
 	return err
+}
+
+// FailHealth makes server i's service refuse new connections, so health
+// checks fail, while its link, its agent and its established connections
+// stay: the server is alive and still holds connections others may chain
+// to it.
+func (l *Lab) FailHealth(i int) error {
+	s, err := l.server(i)
+	if err != nil {
+		return err
+	}
+	if s.http == nil {
+		return fmt.Errorf("server %d is not running", i)
+	}
+	if err := s.http.refuse(); err != nil {
+		return fmt.Errorf("server %d: %w", i, err)
+	}
+	if !s.inPool {
+		return nil
+	}
+	// The scenario is about what happens once the controller acts on the
+	// failure: make sure it did (a few probe intervals).
+	return l.waitDown(i, true, 8*time.Second)
+}
+
+// RestoreHealth makes server i's service accept connections again.
+func (l *Lab) RestoreHealth(i int) error {
+	s, err := l.server(i)
+	if err != nil {
+		return err
+	}
+	if s.http == nil {
+		return fmt.Errorf("server %d is not running", i)
+	}
+	if err := s.http.accept(); err != nil {
+		return fmt.Errorf("server %d: %w", i, err)
+	}
+	return nil
 }
 
 // RemoveServer takes server i out of the pool; it keeps running and

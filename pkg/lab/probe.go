@@ -71,3 +71,30 @@ func nonZero(c map[string]uint64) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// checkVIPOnly proves a VIP-bound service is what the scenario claims:
+// nothing answers on DIP:80 (from the controller's namespace, where a
+// DIP:port health check comes from), while the server answers on VIP:80
+// locally.
+func (l *Lab) checkVIPOnly(i int) error {
+	s, err := l.server(i)
+	if err != nil {
+		return err
+	}
+	dial := func(ns *netlab.Namespace, to netip.Addr) error {
+		return ns.Do(func() error {
+			c, err := net.DialTimeout("tcp4", netip.AddrPortFrom(to, 80).String(), time.Second)
+			if err == nil {
+				c.Close()
+			}
+			return err
+		})
+	}
+	if dial(l.ctl, serverAddr(i)) == nil {
+		return fmt.Errorf("server %d's service is meant to listen on the VIP only, but answers on %v:80", i, serverAddr(i))
+	}
+	if err := dial(s.ns, VIP); err != nil {
+		return fmt.Errorf("server %d's service does not answer on %v:80 locally: %w", i, VIP, err)
+	}
+	return nil
+}

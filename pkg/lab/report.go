@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // WriteTable prints results as a table, ours beside the paper's.
@@ -51,6 +52,33 @@ func (r *Result) writeDetails(w io.Writer) {
 	var lines []string
 	if len(r.BrokenReasons) > 0 {
 		lines = append(lines, "broken: "+joinCounts(r.BrokenReasons))
+	}
+	if len(r.BrokenByKind) > 0 {
+		lines = append(lines, "broken by kind of connection: "+joinCounts(r.BrokenByKind))
+		lines = append(lines, "broken by last server: "+joinCounts(r.BrokenByServer))
+	}
+	if len(r.BrokenConns) > 0 {
+		// When and on which server: matched against the events, this says
+		// which change broke them.
+		var parts []string
+		for _, b := range r.BrokenConns {
+			parts = append(parts, fmt.Sprintf("%v %s@%s", time.Duration(b.At).Round(100*time.Millisecond), b.Kind, b.Server))
+		}
+		more := ""
+		if r.Broken > len(r.BrokenConns) {
+			more = fmt.Sprintf(" (first %d of %d)", len(r.BrokenConns), r.Broken)
+		}
+		lines = append(lines, "broken at (time kind@last server)"+more+": "+strings.Join(parts, ", "))
+	}
+	if r.IdleConnections > 0 {
+		lines = append(lines, fmt.Sprintf("idle connections: %d of the %d", r.IdleConnections, r.Connections))
+	}
+	if f := r.Final; f != nil && (len(f.Down()) > 0 || len(f.Pending()) > 0 || f.Unowned > 0 || f.FailOpen) {
+		lines = append(lines, fmt.Sprintf("at the end: servers marked down %v, pending %v, %d buckets without an owner, fail-open %v",
+			f.Down(), f.Pending(), f.Unowned, f.FailOpen))
+	}
+	if r.Churn != nil {
+		lines = append(lines, fmt.Sprintf("churn seed %d (replay with --seed %d)", r.Churn.Seed, r.Churn.Seed))
 	}
 	if len(r.SubflowsMissing) > 0 {
 		lines = append(lines, "MPTCP connections closed without a secondary subflow: "+joinCounts(r.SubflowsMissing))

@@ -16,6 +16,9 @@ type Result struct {
 	Broken              int                          `json:"broken"`
 	BrokenPct           float64                      `json:"broken_pct"`
 	BrokenReasons       map[string]int               `json:"broken_reasons,omitempty"`
+	BrokenByKind        map[string]int               `json:"broken_by_kind,omitempty"`   // busy, idle, short
+	BrokenByServer      map[string]int               `json:"broken_by_server,omitempty"` // last server that answered on them
+	IdleConnections     int                          `json:"idle_connections,omitempty"`
 	SubflowsExpected    int                          `json:"subflows_expected"`
 	SubflowsEstablished int                          `json:"subflows_established"`
 	SubflowsMissing     map[string]int               `json:"subflows_missing,omitempty"` // connections closed without one, by why
@@ -33,9 +36,13 @@ type Result struct {
 	Events              []EventLog                   `json:"events"`
 	Parameters          Params                       `json:"parameters"`
 	Paper               Paper                        `json:"paper"`
-	Timeline            []Sample                     `json:"timeline,omitempty"`
-	FCTs                []FCT                        `json:"-"`
-	BrokenConns         []BrokenConn                 `json:"broken_connections,omitempty"`
+	Churn               *Churn                       `json:"churn,omitempty"` // with its seed
+	// Final is the instance as the controller left it at the end: servers
+	// marked down by health checks, buckets without an owner.
+	Final       *InstanceState `json:"final_state,omitempty"`
+	Timeline    []Sample       `json:"timeline,omitempty"`
+	FCTs        []FCT          `json:"-"`
+	BrokenConns []BrokenConn   `json:"broken_connections,omitempty"`
 }
 
 // FloodResult is the SYN flood as sent.
@@ -49,12 +56,19 @@ func (r *runner) result(lr LoadResult, tl []Sample, events []EventLog) *Result {
 	res := &Result{Scenario: r.sc.Name, Strategy: r.p.Strategy, Connections: lr.Connections, Broken: lr.Broken,
 		SubflowsExpected: lr.MPTCPConnections, SubflowsEstablished: lr.SubflowsEstablished, SubflowsMissing: lr.SubflowsMissing,
 		Downloads: lr.Requests, BytesReceived: lr.Bytes, Events: events, Parameters: r.p, Timeline: tl,
-		FCTs: lr.FCTs, BrokenConns: lr.BrokenConns, BrokenReasons: map[string]int{}}
+		FCTs: lr.FCTs, BrokenConns: lr.BrokenConns, BrokenReasons: map[string]int{},
+		BrokenByKind: lr.BrokenByKind, IdleConnections: lr.IdleConnections}
 	if lr.Connections > 0 {
 		res.BrokenPct = math.Round(10000*float64(lr.Broken)/float64(lr.Connections)) / 100
 	}
+	res.BrokenByServer = map[string]int{}
 	for _, b := range lr.BrokenConns {
 		res.BrokenReasons[b.Reason]++
+		srv := b.Server
+		if srv == "" {
+			srv = "none" // broke before any response
+		}
+		res.BrokenByServer[srv]++
 	}
 	if len(lr.BrokenConns) > 20 {
 		res.BrokenConns = lr.BrokenConns[:20] // the reasons sum them all
@@ -78,6 +92,10 @@ func (r *runner) result(lr LoadResult, tl []Sample, events []EventLog) *Result {
 		res.Flood = &FloodResult{AskedPPS: f.Rate, AchievedPPS: math.Round(f.Achieved()), Sent: f.Sent()}
 	}
 	res.ServerShare = lastStepShare(tl, r.sc)
+	res.Churn = r.sc.Churn
+	if st, err := r.lab.Instance(); err == nil {
+		res.Final = st
+	}
 	return res
 }
 

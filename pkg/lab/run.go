@@ -37,6 +37,12 @@ func Run(ctx context.Context, o RunOptions) (res *Result, err error) {
 	} else if err := sc.Validate(); err != nil {
 		return nil, err
 	}
+	if sc, err = sc.Expanded(p.Seed); err != nil {
+		return nil, err
+	}
+	if sc.Window > 0 {
+		p.Window = Duration(sc.Window)
+	}
 	servers, muxes := sc.Needs()
 	if p.Experiment == "" {
 		p.Experiment = "scenario"
@@ -52,11 +58,15 @@ func Run(ctx context.Context, o RunOptions) (res *Result, err error) {
 		return nil, err
 	}
 	r := &runner{p: p, sc: sc, out: o.Progress}
-	r.say("%s/%s: building the lab: router (FRR bgpd), %d muxes, %d servers, %d clients, controller (%s store)",
-		sc.Name, p.Strategy, muxes, servers, p.Clients, p.Store)
+	r.say("%s/%s: building the lab: router (FRR bgpd), %d muxes, %d servers, %d clients, controller (%s store); chaining window %v, seed %d",
+		sc.Name, p.Strategy, muxes, servers, p.Clients, p.Store, time.Duration(p.Window), p.Seed)
+	if c := sc.Churn; c != nil {
+		r.say("churn: %d random server events from %v to %v, drawn from seed %d (replay: --seed %d)",
+			len(sc.Events)-1, c.From, c.Until, c.Seed, c.Seed)
+	}
 	l, err := Start(ctx, Options{Beamer: o.Beamer, Dir: dir, Clients: p.Clients, Muxes: muxes, Servers: servers,
 		Buckets: p.Buckets, Window: time.Duration(p.Window), FileSize: p.FileSize, Strategy: p.Strategy,
-		Store: p.Store, Seed: p.Seed})
+		Store: p.Store, Seed: p.Seed, BindVIP: sc.BindVIP})
 	if err != nil {
 		return nil, err
 	}
@@ -126,6 +136,11 @@ func (r *runner) setUp(ctx context.Context) error {
 			return err
 		}
 	}
+	if r.sc.BindVIP {
+		if err := l.checkVIPOnly(r.sc.InitialServers[0]); err != nil {
+			return err
+		}
+	}
 	for _, i := range r.sc.InitialMuxes {
 		if err := l.StartMux(ctx, i); err != nil {
 			return err
@@ -141,8 +156,11 @@ func (r *runner) play(ctx context.Context) (*Result, error) {
 	r.say("load: %d clients × %d %s %sconnections downloading %s files",
 		r.p.Clients, r.p.PerClient, map[bool]string{true: "persistent", false: "short-lived"}[r.p.Persistent],
 		map[bool]string{true: "MPTCP ", false: ""}[r.p.MPTCP], humanBytes(r.p.FileSize))
+	if r.sc.Idle.PerClient > 0 {
+		r.say("      + %d idle connections per client, one small request every ~%v", r.sc.Idle.PerClient, r.sc.Idle.Every)
+	}
 	r.load = l.StartLoad(LoadOptions{PerClient: r.p.PerClient, FileSize: r.p.FileSize, Persistent: r.p.Persistent,
-		MPTCP: r.p.MPTCP, Stall: time.Duration(r.p.Stall), Seed: r.p.Seed})
+		MPTCP: r.p.MPTCP, Stall: time.Duration(r.p.Stall), Seed: r.p.Seed, Idle: r.sc.Idle})
 	r.start = r.load.started
 	samples := newSampler(r)
 	defer func() {
@@ -218,6 +236,10 @@ func (r *runner) apply(ctx context.Context, e Event) error {
 		return l.FailServer(e.Args[0])
 	case "set-weight":
 		return l.SetWeight(e.Args[0], e.Args[1])
+	case "fail-health":
+		return l.FailHealth(e.Args[0])
+	case "restore-health":
+		return l.RestoreHealth(e.Args[0])
 	case "add-mux":
 		return l.StartMux(ctx, e.Args[0])
 	case "remove-mux":

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -30,16 +31,18 @@ var actions = map[string]struct {
 	args int
 	help string
 }{
-	"add-server":    {1, "add-server I: start server I if needed and add it to the pool"},
-	"remove-server": {1, "remove-server I: take server I out of the pool (it keeps serving its connections)"},
-	"fail-server":   {1, "fail-server I: server I's interface goes down and its daemons stop"},
-	"set-weight":    {2, "set-weight I W: give server I weight W"},
-	"add-mux":       {1, "add-mux I: start mux I; it announces the VIP over BGP"},
-	"remove-mux":    {1, "remove-mux I: stop mux I in order (BGP withdraw, then detach)"},
-	"kill-mux":      {1, "kill-mux I: mux I's interface goes down; the router notices after the BGP hold time"},
-	"flood-start":   {1, "flood-start RATE: SYN flood the VIP from spoofed sources at RATE SYNs/s (from the last client)"},
-	"flood-stop":    {0, "flood-stop: end the SYN flood"},
-	"end":           {0, "end: stop the load and count (required, last)"},
+	"add-server":     {1, "add-server I: start server I if needed and add it to the pool"},
+	"remove-server":  {1, "remove-server I: take server I out of the pool (it keeps serving its connections)"},
+	"fail-server":    {1, "fail-server I: server I's interface goes down and its daemons stop"},
+	"fail-health":    {1, "fail-health I: server I's service refuses new connections (health checks fail); its link, agent and established connections stay"},
+	"restore-health": {1, "restore-health I: server I's service accepts connections again"},
+	"set-weight":     {2, "set-weight I W: give server I weight W"},
+	"add-mux":        {1, "add-mux I: start mux I; it announces the VIP over BGP"},
+	"remove-mux":     {1, "remove-mux I: stop mux I in order (BGP withdraw, then detach)"},
+	"kill-mux":       {1, "kill-mux I: mux I's interface goes down; the router notices after the BGP hold time"},
+	"flood-start":    {1, "flood-start RATE: SYN flood the VIP from spoofed sources at RATE SYNs/s (from the last client)"},
+	"flood-stop":     {0, "flood-stop: end the SYN flood"},
+	"end":            {0, "end: stop the load and count (required, last)"},
 }
 
 // ActionHelp describes every scenario action, one a line.
@@ -59,12 +62,38 @@ type Scenario struct {
 	InitialServers []int   `json:"initial_servers"`
 	InitialMuxes   []int   `json:"initial_muxes"`
 	Events         []Event `json:"events"`
+	// Window, if set, is the chaining window of this scenario (instead of
+	// the parameters').
+	Window time.Duration `json:"window,omitempty"`
+	// BindVIP: servers' HTTP service listens only on VIP:80, as a DSR
+	// service usually does; otherwise on port 80 of every address.
+	BindVIP bool `json:"bind_vip,omitempty"`
+	// Idle adds, per client, persistent connections that are idle most of
+	// the time (websockets, database connections).
+	Idle IdleLoad `json:"idle,omitzero"`
+	// Churn, if set, is expanded into random events (Expand).
+	Churn *Churn `json:"churn,omitempty"`
+}
+
+// IdleLoad is PerClient persistent connections per client, each asking a
+// small response once per Every on average (uniformly 0.5–1.5 × Every
+// apart, drawn from the seed) and silent in between.
+type IdleLoad struct {
+	PerClient int           `json:"per_client"`
+	Every     time.Duration `json:"every"`
 }
 
 // ParseScenario reads a scenario file: lines `servers I…`, `muxes I…`
-// (what runs when the load starts), then `TIME ACTION ARGS…` with TIME a
-// Go duration after the load starts (5s, 1m30s) in order, the last one
-// `end`. `#` starts a comment.
+// (what runs when the load starts), optional settings, then `TIME ACTION
+// ARGS…` with TIME a Go duration after the load starts (5s, 1m30s) in
+// order, the last one `end`. `#` starts a comment. Settings:
+//
+//	window DURATION            chaining window of this scenario
+//	bind vip|all               servers' HTTP service on VIP:80 only, or on :80
+//	idle N EVERY               N more connections per client, idle but for one small request per EVERY
+//	churn FROM UNTIL EVERY S   random server events every EVERY from FROM to UNTIL over servers 0..S-1 (seeded by --seed)
+//
+// For example:
 //
 //	servers 0 1 2 3
 //	muxes 0 1
@@ -97,9 +126,15 @@ func ParseScenario(name string, r io.Reader) (*Scenario, error) {
 			}
 			continue
 		}
+		if set, ok := settings[f[0]]; ok {
+			if err := set(sc, f[1:]); err != nil {
+				return nil, bad("%s: %v", f[0], err)
+			}
+			continue
+		}
 		at, err := time.ParseDuration(f[0])
 		if err != nil || at < 0 {
-			return nil, bad("%q is neither `servers`, `muxes` nor a time like 10s", f[0])
+			return nil, bad("%q is neither `servers`, `muxes`, a setting (window, bind, idle, churn) nor a time like 10s", f[0])
 		}
 		if len(f) < 2 {
 			return nil, bad("no action after %s", f[0])
@@ -155,7 +190,69 @@ func (sc *Scenario) Validate() error {
 			return fmt.Errorf("scenario %s: %q: rate must be 1–%d", sc.Name, e, MaxFloodRate)
 		}
 	}
+	if sc.Window < 0 {
+		return fmt.Errorf("scenario %s: negative chaining window", sc.Name)
+	}
+	if sc.Idle.PerClient > 0 && sc.Idle.Every < 100*time.Millisecond {
+		return fmt.Errorf("scenario %s: idle connections must ask at most every 100ms", sc.Name)
+	}
+	if c := sc.Churn; c != nil {
+		if err := c.validate(sc.Duration()); err != nil {
+			return fmt.Errorf("scenario %s: churn: %w", sc.Name, err)
+		}
+	}
 	return nil
+}
+
+// settings are the scenario file's setting lines, by keyword.
+var settings = map[string]func(sc *Scenario, args []string) error{
+	"window": func(sc *Scenario, args []string) error {
+		if len(args) != 1 {
+			return errors.New("want `window DURATION`")
+		}
+		d, err := time.ParseDuration(args[0])
+		if err != nil || d <= 0 {
+			return fmt.Errorf("%q is not a positive duration", args[0])
+		}
+		sc.Window = d
+		return nil
+	},
+	"bind": func(sc *Scenario, args []string) error {
+		if len(args) != 1 || (args[0] != "vip" && args[0] != "all") {
+			return errors.New("want `bind vip` or `bind all`")
+		}
+		sc.BindVIP = args[0] == "vip"
+		return nil
+	},
+	"idle": func(sc *Scenario, args []string) error {
+		if len(args) != 2 {
+			return errors.New("want `idle CONNECTIONS-PER-CLIENT EVERY`")
+		}
+		n, err1 := strconv.Atoi(args[0])
+		d, err2 := time.ParseDuration(args[1])
+		if err1 != nil || n < 1 || n > 5000 || err2 != nil || d <= 0 {
+			return errors.New("want 1–5000 connections per client and a positive duration")
+		}
+		sc.Idle = IdleLoad{PerClient: n, Every: d}
+		return nil
+	},
+	"churn": parseChurn,
+}
+
+// Stretch multiplies every time of the scenario by f (a bigger run of the
+// same schedule): events, the chaining window, the idle period, the churn.
+func (sc *Scenario) Stretch(f float64) {
+	if f == 1 || f <= 0 {
+		return
+	}
+	mul := func(d time.Duration) time.Duration { return time.Duration(float64(d) * f).Round(time.Millisecond) }
+	for i := range sc.Events {
+		sc.Events[i].At = mul(sc.Events[i].At)
+	}
+	sc.Window, sc.Idle.Every = mul(sc.Window), mul(sc.Idle.Every)
+	if c := sc.Churn; c != nil {
+		c.From, c.Until, c.Every = mul(c.From), mul(c.Until), mul(c.Every)
+	}
 }
 
 // Needs is how many servers and muxes the scenario names (highest index + 1).
@@ -168,11 +265,14 @@ func (sc *Scenario) Needs() (servers, muxes int) {
 	}
 	for _, e := range sc.Events {
 		switch e.Action {
-		case "add-server", "remove-server", "fail-server", "set-weight":
+		case "add-server", "remove-server", "fail-server", "set-weight", "fail-health", "restore-health":
 			servers = max(servers, e.Args[0]+1)
 		case "add-mux", "remove-mux", "kill-mux":
 			muxes = max(muxes, e.Args[0]+1)
 		}
+	}
+	if sc.Churn != nil {
+		servers = max(servers, sc.Churn.Servers)
 	}
 	return servers, muxes
 }

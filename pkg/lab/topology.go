@@ -27,6 +27,7 @@ type Options struct {
 	Store    string        // embedded (default), etcd or zookeeper: the store the controller runs on
 	Seed     int64         // seeds the router's ECMP hash and the clients' ports
 	BGPHold  time.Duration // BGP hold time between muxes and router (default 3 s)
+	BindVIP  bool          // servers' HTTP service listens only on VIP:80 (DSR style)
 }
 
 // Instance is the name of the lab's one load-balanced service.
@@ -45,7 +46,13 @@ type Lab struct {
 	procs   processes
 	links   []link.Link // BPF links the lab holds (closing one detaches it)
 	store   string      // how muxes and ctl reach the store
-	seen    Inventory   // everything the lab made, to prove it is gone after Close
+	// agentAPI: the beamer binary's agent serves the agent API (--api),
+	// through which the controller checks health and connections.
+	agentAPI bool
+	// insecureFlag: the binary's store commands take --insecure (and
+	// refuse a plaintext store off loopback without it).
+	insecureFlag bool
+	seen         Inventory // everything the lab made, to prove it is gone after Close
 
 	closeOnce sync.Once
 }
@@ -70,7 +77,8 @@ func Start(ctx context.Context, opts Options) (l *Lab, err error) {
 	if err != nil {
 		return nil, err
 	}
-	l = &Lab{opts: opts, net: n}
+	l = &Lab{opts: opts, net: n, agentAPI: hasFlag(opts.Beamer, "agent", "--api"),
+		insecureFlag: hasFlag(opts.Beamer, "controller", "--insecure")}
 	defer func() {
 		if err != nil {
 			l.Close()

@@ -1,0 +1,129 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The scenarios of issue 10, what operators do every day, each run at CI
+// size for both strategies one after the other: Beamer must break no
+// connection; the maglev strategy (per-mux connection tables) runs beside
+// it as the comparison, and only has to run. A Beamer failure does not
+// stop the maglev run, so both figures are always in the log.
+
+func TestScenarioRollingRemoval(t *testing.T) {
+	testScenario(t, "rolling-removal", func(t *testing.T, r *Result) {
+		if r.ChainedPackets == 0 {
+			t.Error("beamer: no packet was daisy-chained: the removed servers' connections did not move")
+		}
+	})
+}
+
+func TestScenarioRollingAddition(t *testing.T) {
+	testScenario(t, "rolling-addition", nil)
+}
+
+func TestScenarioRemovalThenHealth(t *testing.T) {
+	// FailHealth waits until the controller marks the server down, so a
+	// run that reaches the end did move the new owner's buckets again.
+	testScenario(t, "removal-then-health", func(t *testing.T, r *Result) {
+		if r.Final == nil || len(r.Final.Down()) != 1 {
+			t.Errorf("beamer: want exactly the failed server down at the end, got %+v", r.Final)
+		}
+	})
+}
+
+func TestScenarioShortWindow(t *testing.T) {
+	testScenario(t, "short-window", func(t *testing.T, r *Result) {
+		if r.IdleConnections == 0 {
+			t.Error("no idle connection ran")
+		}
+	})
+}
+
+func TestScenarioVIPBound(t *testing.T) {
+	testScenario(t, "vip-bound", func(t *testing.T, r *Result) {
+		if r.Final == nil || len(r.Final.Down()) > 0 || len(r.Final.Pending()) > 0 || r.Final.Unowned > 0 || r.Final.FailOpen {
+			t.Errorf("beamer: health checks must keep servers bound to the VIP up: %+v", r.Final)
+		}
+	})
+}
+
+func TestScenarioChurnSoak(t *testing.T) {
+	testScenario(t, "churn-soak", func(t *testing.T, r *Result) {
+		if r.Churn == nil || len(r.Events) < 10 {
+			t.Errorf("the churn played %d events: too few to be a soak", len(r.Events))
+		}
+	})
+}
+
+// testScenario runs a built-in scenario for beamer, then maglev, and
+// checks beamer broke nothing (plus check, if any, on the beamer run).
+func testScenario(t *testing.T, name string, check func(*testing.T, *Result)) {
+	requireLab(t)
+	figures := map[string]string{}
+	for _, strategy := range []string{"beamer", "maglev"} {
+		t.Run(strategy, func(t *testing.T) {
+			r, err := runScenario(t, name, strategy)
+			if err != nil {
+				figures[strategy] = "run failed: " + firstLine(err.Error())
+				t.Fatal(err)
+			}
+			summary(t, r)
+			figures[strategy] = fmt.Sprintf("%d of %d broken %v", r.Broken, r.Connections, r.BrokenReasons)
+			if r.Connections == 0 {
+				t.Fatal("no connection was opened")
+			}
+			if strategy != "beamer" {
+				return
+			}
+			want := r.Parameters.Clients * (r.Parameters.PerClient + scenarioIdle(name))
+			if r.Connections != want || r.Broken != 0 {
+				t.Errorf("beamer: %d of %d connections broken (%v, by kind %v), want 0 of %d", r.Broken, r.Connections, r.BrokenReasons, r.BrokenByKind, want)
+			}
+			if check != nil {
+				check(t, r)
+			}
+		})
+	}
+	t.Logf("figures, %s: beamer %s; maglev %s", name, figures["beamer"], figures["maglev"])
+}
+
+func scenarioIdle(name string) int {
+	sc, err := LoadScenario(name)
+	if err != nil {
+		return 0
+	}
+	return sc.Idle.PerClient
+}
+
+// runScenario runs a built-in scenario at CI size and checks the lab
+// left nothing.
+func runScenario(t *testing.T, name, strategy string) (*Result, error) {
+	t.Helper()
+	sc, err := LoadScenario(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := DefaultParams("affinity", SizeCI, strategy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Experiment = ""
+	var inv *Inventory
+	var log strings.Builder
+	start := time.Now()
+	res, err := Run(context.Background(), RunOptions{Params: p, Scenario: sc, Beamer: beamerBin, Progress: &log,
+		Inventory: func(i *Inventory) { inv = i }})
+	t.Logf("%s/%s in %v:\n%s", name, strategy, time.Since(start).Round(time.Second), log.String())
+	checkClean(t, inv)
+	return res, err
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
