@@ -59,6 +59,7 @@ func (o *Options) defaults(iface string) error {
 		if err != nil {
 			return err
 		}
+		nodestate.SweepStale(nodestate.DefaultDir, filepath.Join(dataplane.BPFFSRoot, "beamer"), dataplane.Attached)
 		if o.StateFile == "" {
 			o.StateFile = filepath.Join(nodestate.DefaultDir, name+".json")
 		}
@@ -256,10 +257,4 @@ func (d *Daemon) release(unpin bool) []error {
 
 // adoptable says whether an earlier agent's program is still pinned and
 // attached: a start that failed before taking it over leaves it alone.
-func (d *Daemon) adoptable() bool {
-	l, err := dataplane.PinnedLink(d.opts.PinDir)
-	if l != nil {
-		l.Close()
-	}
-	return l != nil || err != nil
-}
+func (d *Daemon) adoptable() bool { return dataplane.Attached(d.opts.PinDir) }
