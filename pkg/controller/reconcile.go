@@ -143,7 +143,7 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 		want := forwarding.Server{Addr: dip.Addr, State: forwarding.Active}
 		if down[id] && in.config.Strategy == forwarding.StrategyMaglev {
 			// Maglev muxes must stop sending it the connections they
-			// remember (Beamer never chains to a down DIP anyway).
+			// remember (Beamer chains to a down DIP last, behind running owners).
 			want.State = forwarding.Down
 		}
 		if s, ok := t.Servers[id]; !ok || s != want {
