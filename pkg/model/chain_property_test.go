@@ -130,13 +130,8 @@ func (w *propWorld) publish(event string) {
 			d.Servers = append(d.Servers, forwarding.ServerChange{ID: s.id, Server: forwarding.Server{Addr: s.addr, State: forwarding.Active}})
 		}
 	}
-<<<<<<< HEAD
-	rules := &forwarding.HistoryRules{K: w.k, Window: w.window, Now: w.now, Dropped: func(id forwarding.ServerID) bool { return down[id] }}
-	d.Buckets = rules.Plan(w.table.Buckets, assign.RebalanceLimited(w.table.Buckets, servers, w.now, w.k))
-=======
 	rules := &forwarding.HistoryRules{K: w.k, Window: w.window, Now: w.now, Down: func(id forwarding.ServerID) bool { return down[id] }}
-	d.Buckets = rules.Plan(w.table.Buckets, assign.Rebalance(w.table.Buckets, servers, w.now))
->>>>>>> main
+	d.Buckets = rules.Plan(w.table.Buckets, assign.RebalanceLimited(w.table.Buckets, servers, w.now, w.k))
 	named := map[forwarding.ServerID]bool{}
 	after := append([]forwarding.Bucket(nil), w.table.Buckets...)
 	for _, c := range d.Buckets {
