@@ -5,7 +5,7 @@ BIN := bin/beamer
 BPF_SOURCES := $(wildcard bpf/*.c bpf/include/*.h bpf/bench/*.h bpf/probe/*.c)
 BPF_OBJECTS := pkg/dataplane/mux_bpfel.o pkg/dataplane/agent_bpfel.o pkg/dataplane/hashprobe_bpfel.o pkg/dataplane/muxbench_bpfel.o pkg/dataplane/agentbench_bpfel.o
 
-.PHONY: all setup generate build test demo clean
+.PHONY: all setup generate build test fuzz demo clean
 
 all: build
 
@@ -27,6 +27,11 @@ build: generate
 test: setup generate
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
+	$(MAKE) fuzz
+
+# Every Go fuzz target for a few seconds (FUZZTIME=2s each), seeds first.
+fuzz:
+	@GO=$(GO) scripts/fuzz.sh
 
 # The main job: a working load balancer in a namespace lab.
 demo: setup build

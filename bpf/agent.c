@@ -1,23 +1,34 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * The Beamer server agent: a tc ingress program on each server (Beamer §4.2,
- * the server side of Fig. 7). For every IP-in-IP packet from a trusted mux or
- * server it decides:
+ * the server side of Fig. 7, extended to multi-hop chains). For every IP-in-IP
+ * packet from a trusted mux or server it decides:
  *
  *   1. keep it (strip the outer header, hand the inner packet to the stack)
  *      when it is a SYN, belongs to a local socket, or is an ACK carrying a
  *      valid SYN cookie;
- *   2. else, when the option names a previous server, the packet was not
- *      chained before, and the chaining window after the bucket's latest
- *      change is open: daisy-chain it to the previous server;
- *   3. else, when it comes from a mux at the newest generation this server
- *      has seen: hand it to the stack, which resets the connection;
+ *   2. else, when the option names a previous owner of the bucket at or after
+ *      position hop that is not this server, and the chaining window after
+ *      the bucket's latest change is open: daisy-chain it to the first such
+ *      owner i, with hop = i + 1 (hop only grows and is at most 6: no loop);
+ *   3. else, when it comes from a mux at the newest (incarnation, generation)
+ *      this server remembers: hand it to the stack, which resets it;
  *   4. else drop it silently: a mux with stale state sent it, and the
  *      client's retransmission will find the right server once it catches up.
  *
  * The socket lookup of step 1 only matters when step 2 or 4 could follow:
  * when nothing can be chained and the generation is the newest, local or
  * not, the packet goes to the stack. That common case skips the lookup.
+ *
+ * Sanity bounds (issue 11.7): a packet cannot move the remembered state
+ * arbitrarily far ahead. A change time beyond the agent's clock + max_skew
+ * is clamped to it (counted); an incarnation beyond the clock + max_skew is
+ * not remembered (counted), nor is a generation more than max_gen_jump ahead
+ * of the remembered one in the same incarnation (counted) — such packets are
+ * handled as if from a stale mux (kept if local, chained if chainable, else
+ * dropped). And the newest remembered is the largest seen in the last one to
+ * two rotation periods (the daemon flips generation_seen's current word every
+ * period), so even an accepted forged value is forgotten within two periods.
  *
  * Packets without the option (MPTCP secondary subflows, addressed by server
  * id) are never chained: they are kept, and the stack answers them.
@@ -35,10 +46,13 @@
 
 /* This server's own address (its DIP). Set at load time. */
 volatile const __be32 local_addr;
+/* Sanity bounds, set at load time (pkg/dataplane AgentOptions). */
+volatile const __u32 max_skew = 60;          /* seconds the controller's clock may lead ours */
+volatile const __u32 max_gen_jump = 1 << 16; /* generations a mux may lead what we remember */
 
-/* Enough linear data for Ethernet, the outer header with option, the inner
+/* Enough linear data for Ethernet, the longest outer header, the inner
  * IPv4 header and a TCP header with options. */
-#define HEADERS_NEEDED (sizeof(struct ethhdr) + OUTER_LEN_OPT + sizeof(struct iphdr) + 60)
+#define HEADERS_NEEDED (sizeof(struct ethhdr) + OUTER_LEN_MAX + sizeof(struct iphdr) + 60)
 
 enum locality {
 	NOT_LOCAL = 0,
@@ -84,37 +98,40 @@ INLINE enum locality locality(struct __sk_buff *skb, struct iphdr *ip, struct tc
 	return l;
 }
 
-INLINE int decap_to_stack(struct __sk_buff *skb, int with_opt, enum agent_counter why)
+INLINE int decap_to_stack(struct __sk_buff *skb, int outer_len, enum agent_counter why)
 {
-	long rc;
-
-	if (with_opt)
-		rc = bpf_skb_adjust_room(skb, -OUTER_LEN_OPT, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_DECAP_L3_IPV4);
-	else
-		rc = bpf_skb_adjust_room(skb, -OUTER_LEN_PLAIN, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_DECAP_L3_IPV4);
-	if (rc)
+	if (bpf_skb_adjust_room(skb, -outer_len, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_DECAP_L3_IPV4))
 		return drop(AGENT_DROP_DECAP);
 	agent_count(why);
 	return TC_ACT_OK;
 }
 
-/* Sends the packet on to the previous server: the outer header now goes from
- * us to it, with the chained flag set so it is never chained again. */
-INLINE int chain(struct __sk_buff *skb, struct iphdr *outer, struct beamer_opt *opt)
+/* Sends the packet on to the bucket's previous owner prev[next]: the outer
+ * header now goes from us to it, with hop = next + 1, so that it, and every
+ * server after it, only looks further down the list. The caller checked
+ * that OUTER_LEN_MAX bytes from outer are in the linear data. */
+INLINE int chain(struct __sk_buff *skb, struct iphdr *outer, int outer_len, int next)
 {
 	struct {
 		struct iphdr ip;
 		struct beamer_opt opt;
 	} hdr;
 
-	__builtin_memcpy(&hdr.ip, outer, sizeof(hdr.ip));
-	__builtin_memcpy(&hdr.opt, opt, sizeof(hdr.opt));
+	__builtin_memcpy(&hdr, outer, OUTER_LEN_MAX);
+	if (next < 0 || next >= BEAMER_MAX_CHAIN)
+		return drop(AGENT_DROP_CHAIN_FAILED);
 	hdr.ip.saddr = local_addr;
-	hdr.ip.daddr = opt->prev_dip;
+	hdr.ip.daddr = hdr.opt.prev[next];
 	hdr.ip.ttl = BEAMER_OUTER_TTL;
 	hdr.ip.check = 0;
-	hdr.opt.flags |= BEAMER_OPT_F_CHAINED;
-	hdr.ip.check = ipv4_header_csum(&hdr, OUTER_LEN_OPT / 2);
+	hdr.opt.hop = next + 1;
+	const __u16 *w = (const __u16 *)&hdr;
+	__u32 sum = 0;
+#pragma unroll
+	for (int i = 0; i < OUTER_LEN_MAX / 2; i++)
+		if (i < (int)((__u32)outer_len >> 1))
+			sum += w[i];
+	hdr.ip.check = csum_fold32(sum);
 
 	struct bpf_fib_lookup fib = {};
 	fib.family = AF_INET;
@@ -127,8 +144,9 @@ INLINE int chain(struct __sk_buff *skb, struct iphdr *outer, struct beamer_opt *
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS && rc != BPF_FIB_LKUP_RET_NO_NEIGH)
 		return drop(AGENT_DROP_CHAIN_NO_ROUTE);
 
-	/* Pointers into the packet are invalid after this. */
-	if (bpf_skb_store_bytes(skb, sizeof(struct ethhdr), &hdr, sizeof(hdr), 0))
+	/* Only the IP header and the option's first word (hop) change.
+	 * Pointers into the packet are invalid after this. */
+	if (bpf_skb_store_bytes(skb, sizeof(struct ethhdr), &hdr, sizeof(struct iphdr) + 4, 0))
 		return drop(AGENT_DROP_CHAIN_FAILED);
 
 	agent_count(AGENT_CHAINED);
@@ -189,22 +207,27 @@ int beamer_agent(struct __sk_buff *skb)
 
 	struct beamer_opt *opt = NULL;
 	struct iphdr *ip;
-	int with_opt = outer->ihl == OUTER_LEN_OPT / 4;
-	if (with_opt) {
+	int outer_len = outer->ihl * 4;
+	int n = 0; /* previous owners in the option */
+	if (outer_len > OUTER_LEN_PLAIN) {
+		/* Valid packets hold the inner IPv4 and TCP headers after the
+		 * outer one, so OUTER_LEN_MAX bytes are there whatever n is. */
 		opt = (void *)(outer + 1);
 		if ((void *)(opt + 1) > data_end)
 			return drop(AGENT_DROP_TRUNCATED);
-		if (opt->type != BEAMER_OPT_TYPE || opt->len != BEAMER_OPT_LEN)
+		if (outer_len < OUTER_LEN_OPT || opt->type != BEAMER_OPT_TYPE || opt->len != outer_len - OUTER_LEN_PLAIN)
 			return drop(AGENT_DROP_BAD_OPTION);
-		ip = (void *)(opt + 1);
-	} else if (outer->ihl == OUTER_LEN_PLAIN / 4) {
-		ip = (void *)(outer + 1);
-	} else {
+		n = (outer_len - OUTER_LEN_OPT) >> 2;
+		if (opt->hop > n)
+			return drop(AGENT_DROP_BAD_OPTION);
+	} else if (outer_len != OUTER_LEN_PLAIN) {
 		return drop(AGENT_DROP_BAD_OPTION);
 	}
+	if (outer_len > OUTER_LEN_MAX)
+		return drop(AGENT_DROP_BAD_OPTION); /* cannot happen: IHL is 4 bits */
+	ip = (void *)outer + outer_len;
 	if ((void *)(ip + 1) > data_end)
 		return drop(AGENT_DROP_TRUNCATED);
-	__u32 outer_len = (void *)ip - (void *)outer;
 	if (outer_tot < outer_len)
 		return drop(AGENT_DROP_BAD_HEADER);
 
@@ -221,48 +244,90 @@ int beamer_agent(struct __sk_buff *skb)
 
 	/* A connection request is always this server's to answer. */
 	if (tcp->syn && !tcp->ack)
-		return decap_to_stack(skb, with_opt, AGENT_LOCAL_SYN);
+		return decap_to_stack(skb, outer_len, AGENT_LOCAL_SYN);
 	/* No option: a subflow addressed to this server by id, never chained;
 	 * the stack serves it or resets it. */
 	if (!opt)
-		return decap_to_stack(skb, 0, AGENT_STACK_NO_OPTION);
+		return decap_to_stack(skb, OUTER_LEN_PLAIN, AGENT_STACK_NO_OPTION);
 
-	/* Remember the newest generation and the latest bucket change seen. */
-	__u32 gen = bpf_ntohl(opt->generation);
-	__u32 slot = vip->slot;
-	__u32 *gen_seen = bpf_map_lookup_elem(&generation_seen, &slot);
-	__u32 newest = gen_seen ? atomic_max_u32(gen_seen, gen) : gen;
+	/* The newest (incarnation, generation) remembered for the VIP, raised
+	 * by this packet unless a sanity bound refuses it. */
+	__u64 epoch = (__u64)bpf_ntohl(opt->incarnation) << 32 | bpf_ntohl(opt->generation);
+	__u32 now = 0; /* read from the clock only when needed */
+	__u32 ka = vip->slot * 2, kb = vip->slot * 2 + 1;
+	__u64 *wa = bpf_map_lookup_elem(&generation_seen, &ka);
+	__u64 *wb = bpf_map_lookup_elem(&generation_seen, &kb);
+	if (!wa || !wb)
+		return drop(AGENT_DROP_UNKNOWN_VIP);
+	__u64 a = READ_ONCE_U64(wa), b = READ_ONCE_U64(wb);
+	__u64 newest = a > b ? a : b;
+	int accepted = 1;
+	if (epoch > newest) {
+		if (epoch >> 32 > newest >> 32) {
+			now = unix_seconds();
+			if ((__u64)(epoch >> 32) > (__u64)now + max_skew) {
+				agent_count(AGENT_FUTURE_INCARNATION);
+				accepted = 0;
+			} else if (newest) {
+				agent_count(AGENT_NEW_INCARNATION);
+			}
+		} else if (newest && (__u32)epoch - (__u32)newest > max_gen_jump) {
+			agent_count(AGENT_SUSPICIOUS_GENERATION);
+			accepted = 0;
+		}
+		if (accepted) {
+			/* Raise the word of the current memory period. */
+			__u32 key = 1;
+			__u64 *cur = bpf_map_lookup_elem(&agent_clock, &key);
+			newest = atomic_max_u64(cur && (READ_ONCE_U64(cur) & 1) ? wb : wa, epoch);
+		}
+	}
+	int is_newest = accepted && epoch == newest;
 
+	/* The first previous owner at or after hop that is not this server. */
+	int next = -1;
+	if (vip->window && opt->hop < n) {
+#pragma unroll
+		for (int i = 0; i < BEAMER_MAX_CHAIN; i++)
+			if (next < 0 && i >= opt->hop && i < n && opt->prev[i] != local_addr)
+				next = i;
+	}
 	int chainable = 0;
-	if (opt->prev_dip && !(opt->flags & BEAMER_OPT_F_CHAINED) && opt->prev_dip != local_addr && vip->window) {
+	if (next >= 0) {
+		if (!now)
+			now = unix_seconds();
 		__u32 changed = bpf_ntohl(opt->changed);
+		if ((__u64)changed > (__u64)now + max_skew) {
+			agent_count(AGENT_CLAMPED_CHANGE);
+			changed = now + max_skew;
+		}
 		__u32 index = vip->bucket_base +
 			      bucket_of(flow_hash(ip->saddr, ip->daddr, tcp->source, tcp->dest, IPPROTO_TCP), vip->buckets);
 		__u32 *seen = bpf_map_lookup_elem(&bucket_changed, &index);
 		if (seen)
 			changed = atomic_max_u32(seen, changed);
-		chainable = (__u64)unix_seconds() < (__u64)changed + vip->window;
+		chainable = (__u64)now < (__u64)changed + vip->window;
 	}
 
 	/*
-	 * Nothing to daisy-chain and a mux at the newest generation: whether
-	 * the connection is local or not, the stack is where the packet goes
-	 * (it serves it, or resets it). This is the common case — a bucket that
-	 * has not moved lately — and it needs no socket lookup.
+	 * Nothing to daisy-chain and a mux at the newest state: whether the
+	 * connection is local or not, the stack is where the packet goes (it
+	 * serves it, or resets it). This is the common case — a bucket that has
+	 * not moved lately — and it needs no socket lookup and no clock.
 	 */
-	if (!chainable && gen == newest)
-		return decap_to_stack(skb, 1, AGENT_TO_STACK);
+	if (!chainable && is_newest)
+		return decap_to_stack(skb, outer_len, AGENT_TO_STACK);
 
 	switch (locality(skb, ip, tcp)) {
 	case LOCAL_SOCKET:
-		return decap_to_stack(skb, 1, AGENT_LOCAL_SOCKET);
+		return decap_to_stack(skb, outer_len, AGENT_LOCAL_SOCKET);
 	case LOCAL_COOKIE:
-		return decap_to_stack(skb, 1, AGENT_LOCAL_COOKIE);
+		return decap_to_stack(skb, outer_len, AGENT_LOCAL_COOKIE);
 	default:
 		break;
 	}
 	if (chainable)
-		return chain(skb, outer, opt);
+		return chain(skb, outer, outer_len, next);
 	return drop(AGENT_DROP_STALE_GENERATION);
 }
 

@@ -5,8 +5,9 @@
  *
  *   service port (<= 1024): bucket = flow hash scaled to B; the bucket's
  *     current server gets the packet, with an IP option naming the bucket's
- *     previous server, when it changed hands and this mux's generation, so
- *     the server can daisy-chain connections it does not know.
+ *     previous owners (most recent first), when it last changed hands and
+ *     this mux's generation and incarnation, so servers can daisy-chain
+ *     connections they do not know along the bucket's history.
  *   port > 1024: an MPTCP secondary subflow; the port is the server id.
  *
  * Anything not addressed to a VIP goes to the kernel untouched; packets to a
@@ -35,6 +36,7 @@ volatile const __be32 mux_addr;
 struct decision {
 	struct encap_params encap;
 	int with_opt;
+	int prev;    /* previous owners in the option */
 	int forward; /* 1: encapsulate and send; 0: drop, the verdict says why */
 	int also;    /* a detail counter counted with the verdict once sent (0: none) */
 };
@@ -86,8 +88,39 @@ INLINE __u64 bucket_word(const struct vip_info *vip, struct iphdr *ip, struct tc
 	return READ_ONCE_U64(bw);
 }
 
-/* Stable hashing: the bucket's current owner, with the previous owner and
- * the time of the change in the option. */
+/* The previous owners of a moved bucket into the option: the chain entry
+ * the bucket word names, each id turned into its server's address. The list
+ * ends at the first id no longer in the server table (the table never names
+ * one, see forwarding.Table.Validate; this is defence). Returns how many
+ * were put. */
+INLINE int put_history(__u32 table, void *servers, __u16 ref, struct beamer_opt *opt)
+{
+	void *chains = bpf_map_lookup_elem(&chain_tables, &table);
+	__u32 key = ref;
+	struct chain_entry *ce = chains ? bpf_map_lookup_elem(chains, &key) : NULL;
+	int n = 0;
+
+	if (!ce) {
+		mux_count(MUX_CHAIN_MISSING);
+		return 0;
+	}
+	__u8 len = ce->n;
+#pragma unroll
+	for (int i = 0; i < BEAMER_MAX_CHAIN; i++) {
+		if (i < len && n == i) {
+			__u64 w = server_word(servers, ce->ids[i]);
+			if (w) {
+				opt->prev[i] = SERVER_ADDR(w);
+				n = i + 1;
+			}
+		}
+	}
+	return n;
+}
+
+/* Stable hashing: the bucket's current owner, with the bucket's previous
+ * owners and the time of its latest change in the option. A bucket that
+ * never moved (chain reference 0) reads nothing more than its word. */
 INLINE int decide_by_bucket(const struct vip_info *vip, void *servers, struct iphdr *ip, struct tcphdr *tcp,
 			    struct decision *d)
 {
@@ -104,21 +137,21 @@ INLINE int decide_by_bucket(const struct vip_info *vip, void *servers, struct ip
 	if (!cur)
 		return MUX_DROP_UNKNOWN_SERVER;
 
-	__be32 prev_addr = 0;
-	__u16 previous = BUCKET_PREVIOUS(bucket);
-	if (previous)
-		prev_addr = SERVER_ADDR(server_word(servers, previous));
+	int n = 0;
+	__u16 ref = BUCKET_CHAIN(bucket);
+	if (ref)
+		n = put_history(vip->table, servers, ref, &d->encap.opt);
 
 	d->encap.daddr = SERVER_ADDR(cur);
 	d->encap.opt.type = BEAMER_OPT_TYPE;
-	d->encap.opt.len = BEAMER_OPT_LEN;
+	d->encap.opt.len = BEAMER_OPT_FIXED + 4 * n;
+	d->encap.opt.hop = 0;
 	d->encap.opt.flags = 0;
-	d->encap.opt.reserved = 0;
-	d->encap.opt.prev_dip = prev_addr;
-	d->encap.opt.changed = prev_addr ? bpf_htonl(BUCKET_CHANGED(bucket)) : 0;
+	d->encap.opt.changed = n ? bpf_htonl(BUCKET_CHANGED(bucket)) : 0;
 	d->with_opt = 1;
+	d->prev = n;
 	d->forward = 1;
-	if (prev_addr)
+	if (n)
 		d->also = MUX_FWD_WITH_PREVIOUS;
 	return MUX_FWD_BUCKET;
 }
@@ -179,7 +212,7 @@ INLINE int decide_by_maglev(const struct vip_info *vip, void *servers, struct ip
 /* Bytes the encapsulation adds in front of the packet. */
 INLINE int outer_len_of(const struct decision *d)
 {
-	return d->with_opt ? OUTER_LEN_OPT : OUTER_LEN_PLAIN;
+	return d->with_opt ? OUTER_LEN_WITH(d->prev) : OUTER_LEN_PLAIN;
 }
 
 /*
@@ -221,10 +254,7 @@ INLINE int transmit(struct xdp_md *ctx, struct decision *d, int verdict, struct 
 	}
 
 	struct ethhdr *eth;
-	if (d->with_opt)
-		eth = xdp_encap_ipv4(ctx, &d->encap, OUTER_LEN_OPT);
-	else
-		eth = xdp_encap_ipv4(ctx, &d->encap, OUTER_LEN_PLAIN);
+	eth = xdp_encap_ipv4(ctx, &d->encap, outer_len);
 	if (!eth)
 		return drop(MUX_DROP_ENCAP);
 	__builtin_memcpy(eth->h_dest, nh.dmac, ETH_ALEN);
@@ -266,6 +296,7 @@ int beamer_mux(struct xdp_md *ctx)
 
 	__u32 table = vip->table;
 	__u32 generation = vip->generation;
+	__u32 incarnation = vip->incarnation;
 	barrier();
 	void *servers = bpf_map_lookup_elem(&server_tables, &table);
 	if (!servers)
@@ -292,6 +323,7 @@ int beamer_mux(struct xdp_md *ctx)
 		return drop(verdict);
 
 	d.encap.opt.generation = bpf_htonl(generation);
+	d.encap.opt.incarnation = bpf_htonl(incarnation);
 	return transmit(ctx, &d, verdict, ip);
 }
 

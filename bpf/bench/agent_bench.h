@@ -12,23 +12,19 @@
 SEC("tc")
 int beamer_agent_bench(struct __sk_buff *skb)
 {
-	__u8 saved[sizeof(struct ethhdr) + OUTER_LEN_OPT];
+	__u8 saved[sizeof(struct ethhdr) + OUTER_LEN_MAX];
 	__u32 len = skb->len;
 
 	if (bpf_skb_load_bytes(skb, 0, saved, sizeof(saved)))
 		return TC_ACT_SHOT;
-	int with_opt = (saved[sizeof(struct ethhdr)] & 0x0f) == OUTER_LEN_OPT / 4;
+	int outer_len = (saved[sizeof(struct ethhdr)] & 0x0f) * 4;
 	int action = beamer_agent(skb);
 
-	if (with_opt) {
-		if (skb->len < len && bpf_skb_adjust_room(skb, OUTER_LEN_OPT, BPF_ADJ_ROOM_MAC, 0))
-			return TC_ACT_SHOT;
-		bpf_skb_store_bytes(skb, 0, saved, sizeof(struct ethhdr) + OUTER_LEN_OPT, 0);
-	} else {
-		if (skb->len < len && bpf_skb_adjust_room(skb, OUTER_LEN_PLAIN, BPF_ADJ_ROOM_MAC, 0))
-			return TC_ACT_SHOT;
-		bpf_skb_store_bytes(skb, 0, saved, sizeof(struct ethhdr) + OUTER_LEN_PLAIN, 0);
-	}
+	if (outer_len < OUTER_LEN_PLAIN || outer_len > OUTER_LEN_MAX)
+		return TC_ACT_SHOT;
+	if (skb->len < len && bpf_skb_adjust_room(skb, outer_len, BPF_ADJ_ROOM_MAC, 0))
+		return TC_ACT_SHOT;
+	bpf_skb_store_bytes(skb, 0, saved, sizeof(saved), 0);
 	return action;
 }
 

@@ -54,7 +54,7 @@ INLINE int undo_encap(struct xdp_md *ctx, const struct ethhdr *saved, int action
 
 	if ((void *)(outer + 1) > data_end)
 		return XDP_ABORTED;
-	int outer_len = outer->ihl == OUTER_LEN_OPT / 4 ? OUTER_LEN_OPT : OUTER_LEN_PLAIN;
+	int outer_len = outer->ihl * 4; /* 20, or 36-60 with the option */
 	if (bpf_xdp_adjust_head(ctx, outer_len))
 		return XDP_ABORTED;
 	data = (void *)(long)ctx->data;
@@ -109,7 +109,7 @@ int encap_floor_bench(struct xdp_md *ctx)
 		return XDP_ABORTED;
 	struct encap_params p = {.saddr = mux_addr, .daddr = bpf_htonl(0xc612000a)};
 	p.opt.type = BEAMER_OPT_TYPE;
-	p.opt.len = BEAMER_OPT_LEN;
+	p.opt.len = BEAMER_OPT_FIXED;
 	struct ethhdr *eth = xdp_encap_ipv4(ctx, &p, OUTER_LEN_OPT);
 	if (!eth)
 		return XDP_ABORTED;

@@ -8,10 +8,15 @@
  *   trusted_sources  LPM trie of prefixes (muxes, fellow servers) whose
  *                    encapsulated packets are accepted.
  *   bucket_changed   per bucket: the latest "changed" time seen (Beamer §4.2:
- *                    the chaining window runs from the highest timestamp).
- *   generation_seen  per VIP slot: the highest mux generation seen.
+ *                    the chaining window runs from the highest timestamp),
+ *                    never beyond the agent's clock plus the allowed skew.
+ *   generation_seen  per VIP slot, two words: the newest (incarnation << 32 |
+ *                    generation) seen in the current and in the previous
+ *                    period of the daemon's rotation; the newest remembered
+ *                    is the larger of the two (see agent.c, "Sanity bounds").
  *   agent_clock      word 0: Unix time minus boot time, in ns, kept current
- *                    by the daemon (the option's times are Unix seconds).
+ *                    by the daemon (the option's times are Unix seconds);
+ *                    word 1: which generation_seen word is current (0/1).
  */
 #ifndef BEAMER_AGENT_MAPS_H
 #define BEAMER_AGENT_MAPS_H
@@ -43,12 +48,12 @@ enum agent_counter {
 	AGENT_LOCAL_SOCKET,         /* chainable or stale, but a local connection's: kept */
 	AGENT_LOCAL_COOKIE,         /* chainable or stale, but a valid SYN-cookie ACK: kept */
 	AGENT_STACK_NO_OPTION,      /* no option (subflow by server id): kept, stack answers */
-	AGENT_CHAINED,              /* daisy-chained to the previous server */
+	AGENT_CHAINED,              /* daisy-chained to a previous owner of the bucket */
 	AGENT_DROP_STALE_GENERATION,/* from a mux behind the newest generation: dropped */
 	AGENT_DROP_UNTRUSTED,       /* outer source not a trusted prefix */
 	AGENT_DROP_TRUNCATED,
 	AGENT_DROP_BAD_HEADER,
-	AGENT_DROP_BAD_OPTION,      /* outer options that are not exactly the Beamer option */
+	AGENT_DROP_BAD_OPTION,      /* outer options that are not exactly one valid Beamer option */
 	AGENT_DROP_FRAGMENT,
 	AGENT_DROP_NOT_TCP,
 	AGENT_DROP_INNER_OPTIONS,   /* inner IPv4 options (the mux never sends them) */
@@ -56,6 +61,10 @@ enum agent_counter {
 	AGENT_DROP_DECAP,           /* the kernel refused to strip the outer header */
 	AGENT_DROP_CHAIN_NO_ROUTE,  /* no route to the previous server */
 	AGENT_DROP_CHAIN_FAILED,    /* could not rewrite the packet */
+	AGENT_NEW_INCARNATION,      /* of the above: the option raised the incarnation (a reset) */
+	AGENT_FUTURE_INCARNATION,   /* of the above: incarnation ahead of clock + skew, not remembered */
+	AGENT_SUSPICIOUS_GENERATION,/* of the above: generation jump too large, not remembered */
+	AGENT_CLAMPED_CHANGE,       /* of the above: change time ahead of clock + skew, clamped */
 	AGENT_COUNTER_MAX,
 };
 
@@ -83,14 +92,15 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, AGENT_MAX_VIPS);
+	__uint(max_entries, 2 * AGENT_MAX_VIPS);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, __u64);
 } generation_seen SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, __u64);
@@ -112,6 +122,20 @@ INLINE __u32 atomic_max_u32(__u32 *p, __u32 v)
 
 	for (int i = 0; i < 4 && v > cur; i++) {
 		__u32 seen = __sync_val_compare_and_swap(p, cur, v);
+		if (seen == cur)
+			return v;
+		cur = seen;
+	}
+	return cur > v ? cur : v;
+}
+
+/* The 64-bit version of atomic_max_u32. */
+INLINE __u64 atomic_max_u64(__u64 *p, __u64 v)
+{
+	__u64 cur = *(volatile __u64 *)p;
+
+	for (int i = 0; i < 4 && v > cur; i++) {
+		__u64 seen = __sync_val_compare_and_swap(p, cur, v);
 		if (seen == cur)
 			return v;
 		cur = seen;

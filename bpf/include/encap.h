@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * IP-in-IP encapsulation in XDP: grow the packet at its head by the outer
- * header (20 bytes, or 36 with the Beamer option), then write a fresh
+ * header (20 bytes, or 36-60 with the Beamer option), then write a fresh
  * Ethernet header (MACs are filled by the next-hop lookup) and the outer
  * IPv4 header in front of the untouched inner packet.
  */
@@ -12,7 +12,8 @@
 #include "csum.h"
 #include "wire.h"
 
-/* What the outer header says; opt is used only when with_opt is set. */
+/* What the outer header says; opt (its first opt.len bytes) is used only
+ * when the outer header is longer than 20 bytes. */
 struct encap_params {
 	__be32 saddr;
 	__be32 daddr;
@@ -23,7 +24,7 @@ INLINE void write_outer_ipv4(struct iphdr *outer, __u16 inner_tot, __u8 tos, __b
 			     const struct encap_params *p, const int outer_len)
 {
 	outer->version = 4;
-	outer->ihl = outer_len / 4;
+	outer->ihl = (__u32)outer_len >> 2;
 	outer->tos = tos;
 	outer->tot_len = bpf_htons(inner_tot + outer_len);
 	outer->id = 0;
@@ -35,15 +36,40 @@ INLINE void write_outer_ipv4(struct iphdr *outer, __u16 inner_tot, __u8 tos, __b
 	outer->check = 0;
 	outer->saddr = p->saddr;
 	outer->daddr = p->daddr;
-	if (outer_len == OUTER_LEN_OPT)
-		__builtin_memcpy((void *)(outer + 1), &p->opt, sizeof(p->opt));
-	outer->check = ipv4_header_csum(outer, outer_len / 2);
+	/* The caller checked that OUTER_LEN_MAX bytes from outer are in the
+	 * packet, so the conditional writes below stay in bounds whatever
+	 * outer_len is. The checksum is summed from what was written: the IPv4
+	 * header always, the option's fixed part when there is an option, and
+	 * only then one compare per possible previous owner — a bucket that
+	 * never moved (n = 0) pays 6 compares over the fixed 36-byte header. */
+	const __u16 *w = (const __u16 *)outer;
+	__u32 sum = 0;
+#pragma unroll
+	for (int i = 0; i < OUTER_LEN_PLAIN / 2; i++)
+		sum += w[i];
+	if (outer_len > OUTER_LEN_PLAIN) {
+		struct beamer_opt *o = (void *)(outer + 1);
+		__builtin_memcpy(o, &p->opt, BEAMER_OPT_FIXED);
+		const __u16 *f = (const __u16 *)&p->opt;
+#pragma unroll
+		for (int i = 0; i < BEAMER_OPT_FIXED / 2; i++)
+			sum += f[i];
+#pragma unroll
+		for (int i = 0; i < BEAMER_MAX_CHAIN; i++) {
+			if (OUTER_LEN_WITH(i) < outer_len) {
+				__be32 a = p->opt.prev[i];
+				o->prev[i] = a;
+				sum += (a & 0xffff) + (a >> 16);
+			}
+		}
+	}
+	outer->check = csum_fold32(sum);
 }
 
 /*
  * Encapsulates the IPv4 packet that follows the Ethernet header. Returns the
  * new Ethernet header (MACs still to be set) or NULL if the packet could not
- * grow. outer_len must be a compile-time constant.
+ * grow. outer_len is 20, or 36 + 4n with n <= BEAMER_MAX_CHAIN.
  */
 INLINE struct ethhdr *xdp_encap_ipv4(struct xdp_md *ctx, const struct encap_params *p, const int outer_len)
 {
@@ -65,7 +91,10 @@ INLINE struct ethhdr *xdp_encap_ipv4(struct xdp_md *ctx, const struct encap_para
 	struct ethhdr *eth = data;
 	struct iphdr *outer = data + sizeof(struct ethhdr);
 
-	if ((void *)outer + outer_len > data_end)
+	/* The inner packet holds at least 40 bytes (IPv4 and TCP headers) and
+	 * the outer header at least 20: the 60 bytes of the longest outer
+	 * header are always in the packet, whatever outer_len is. */
+	if ((void *)outer + OUTER_LEN_MAX > data_end)
 		return NULL;
 	eth->h_proto = bpf_htons(ETH_P_IP);
 	write_outer_ipv4(outer, inner_tot, tos, frag, p, outer_len);

@@ -6,19 +6,25 @@
  *                  generation). A hash map without preallocation: an update
  *                  replaces the whole record under RCU, so a packet never sees
  *                  half of an old and half of a new record.
- *   bucket_tables  slot -> array of B 64-bit bucket words (forwarding.Bucket.Pack)
+ *   bucket_tables  slot -> array of B 64-bit bucket words (pkg/dataplane bucketWord)
+ *   chain_tables   slot -> array of struct chain_entry: the bucket histories
+ *                  (previous owners' ids) that bucket words refer to, each
+ *                  distinct list once, interned by pkg/dataplane
  *   server_tables  slot -> array of 65536 64-bit server words (forwarding.Server.Pack)
  *   mux_counters   per-CPU decision counters.
  *
  * Bucket and server words are 64 bits and written by the daemon with single
  * aligned atomic stores through mmap, so a packet reads either the old or the
- * new word, never a mix.
+ * new word, never a mix. A chain entry is written before any bucket word
+ * names it and never rewritten while one does (its slot is reused only after
+ * no word names it, and as late as possible), so it needs no atomicity.
  */
 #ifndef BEAMER_MUX_MAPS_H
 #define BEAMER_MUX_MAPS_H
 
 #include "defs.h"
 #include "counters.h"
+#include "wire.h"
 
 #define MAX_VIPS 1024
 #define MAX_TABLES 256
@@ -34,17 +40,19 @@ struct vip_info {
 	__u32 table;      /* slot in bucket_tables and server_tables */
 	__u32 buckets;    /* B: size of the bucket table */
 	__u32 generation; /* generation of the tables' content */
+	__u32 incarnation;/* incarnation of the instance's ring */
 	__u16 port_low;   /* service ports, host order, within 1..1024 */
 	__u16 port_high;
 	__u8 strategy;    /* enum strategy */
 	__u8 pad[3];
 };
 
-/* Bucket word: bits 0-15 current server id, 16-31 previous id, 32-63 Unix
- * seconds of the change. Server word: bytes 0-3 address (network order),
+/* Bucket word: bits 0-15 current server id, 16-31 chain reference (index
+ * in the instance's chain table, 0 = no previous owner), 32-63 Unix seconds
+ * of the latest change. Server word: bytes 0-3 address (network order),
  * byte 4 state. */
 #define BUCKET_CURRENT(w) ((__u16)(w))
-#define BUCKET_PREVIOUS(w) ((__u16)((w) >> 16))
+#define BUCKET_CHAIN(w) ((__u16)((w) >> 16))
 #define BUCKET_CHANGED(w) ((__u32)((w) >> 32))
 #define SERVER_ADDR(w) ((__be32)(w))
 #define SERVER_STATE(w) ((__u8)((w) >> 32))
@@ -60,7 +68,7 @@ enum mux_counter {
 	MUX_PASS_NOT_VIP,        /* IPv4 not addressed to a VIP: to the kernel */
 	MUX_FWD_BUCKET,          /* service port: forwarded by bucket */
 	MUX_FWD_SERVER_ID,       /* port > 1024: forwarded by server id (MPTCP) */
-	MUX_FWD_WITH_PREVIOUS,   /* of MUX_FWD_BUCKET: option named a previous server */
+	MUX_FWD_WITH_PREVIOUS,   /* of MUX_FWD_BUCKET: option named previous servers */
 	MUX_DROP_TRUNCATED,
 	MUX_DROP_BAD_HEADER,
 	MUX_DROP_IP_OPTIONS,
@@ -81,6 +89,7 @@ enum mux_counter {
 	MUX_CT_FLOOD,            /* maglev: entry not inserted, new-connection cap reached */
 	MUX_ICMP_TOO_BIG,        /* too big once encapsulated, DF set: ICMP frag needed sent back */
 	MUX_DROP_TOO_BIG,        /* too big once encapsulated, DF clear: cannot fragment */
+	MUX_CHAIN_MISSING,       /* bucket names a chain entry that is not loaded (sent without history) */
 	MUX_COUNTER_MAX,
 };
 
@@ -90,6 +99,24 @@ struct bucket_table {
 	__uint(map_flags, BPF_F_MMAPABLE | BPF_F_INNER_MAP);
 	__type(key, __u32);
 	__type(value, __u64);
+};
+
+/* A bucket history: n previous owners' server ids, most recent first. */
+struct chain_entry {
+	__u8 n;
+	__u8 pad;
+	__u16 ids[BEAMER_MAX_CHAIN];
+	__u16 pad2;
+};
+
+_Static_assert(sizeof(struct chain_entry) == 16, "chain entry is 16 bytes");
+
+struct chain_table {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* each inner map is created with its own size */
+	__uint(map_flags, BPF_F_INNER_MAP);
+	__type(key, __u32);
+	__type(value, __u64[2]); /* struct chain_entry: its BTF would be a bare forward here */
 };
 
 struct server_table {
@@ -114,6 +141,13 @@ struct {
 	__type(key, __u32);
 	__array(values, struct bucket_table);
 } bucket_tables SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, MAX_TABLES);
+	__type(key, __u32);
+	__array(values, struct chain_table);
+} chain_tables SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);

@@ -70,7 +70,7 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 	cmd.Flags().BoolVar(&noVIPs, "no-manage-vips", false, "do not put VIPs on loopback nor set ARP sysctls")
 	cmd.Flags().BoolVar(&noMPTCP, "no-mptcp", false, "do not advertise VIP:id to MPTCP clients")
 	cmd.Flags().StringVar(&metricsAddr, "metrics", "", "serve /metrics and /healthz on this address")
-	cmd.Flags().StringVar(&apiAddr, "api", "", `serve the agent API (health probes of VIP:port from this server, connections per bucket) on this address; default ":9300", "off" to disable`)
+	cmd.Flags().StringVar(&apiAddr, "api", "", `serve the agent API (health probes of VIP:port from this server, connections per bucket) on this address; default the server's address, port 9300; "off" to disable`)
 	cmd.Flags().StringVar(&node.StateFile, "state-file", "", "record of the sysctls, addresses and endpoints the agent changed, undone on exit (default /run/beamer/agent-NETNS-IFACE.json)")
 	cmd.Flags().StringVar(&node.PinDir, "pin-dir", "", `bpffs directory pinning the program so it outlives the process (default /sys/fs/bpf/beamer/agent-NETNS-IFACE; "-" = no pinning)`)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -125,11 +125,19 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 		defer stop()
 		ignoreHangup(log)
+		ctx, upgrading := upgradeContext(ctx)
 		d, err := agentd.Start(cfg, node)
 		if err != nil {
 			return err
 		}
 		defer func() {
+			if upgrading() {
+				log.Info("agent exiting for an upgrade: its program stays pinned for the next agent")
+				if err := d.Abandon(); err != nil {
+					log.Warn("agent: releasing", "error", err)
+				}
+				return
+			}
 			if err := d.Close(); err != nil {
 				log.Warn("agent: undoing its setup", "error", err)
 			}

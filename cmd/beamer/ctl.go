@@ -92,13 +92,14 @@ func init() {
 	ports := create.Flags().String("ports", "", "service port or range, ≤ 1024")
 	buckets := create.Flags().Uint32("buckets", 0, fmt.Sprintf("beamer (required): bucket count B, larger than the most DIPs the instance will have (paper: 100 per DIP); maglev: the lookup table size M, a prime ≥ 100 per backend, %d when not given", assign.MaglevSmallTable))
 	window := create.Flags().Duration("chain-window", forwarding.DefaultChainWindow, "daisy-chaining window")
+	maxChain := create.Flags().Int("max-chain", forwarding.DefaultMaxChainLen, fmt.Sprintf("K: previous owners a bucket's history keeps, 1–%d (a connection survives K moves of its bucket inside the window)", forwarding.MaxChain))
 	strategy := create.Flags().String("strategy", string(forwarding.StrategyBeamer), "beamer (stable hashing, daisy chaining) or maglev (Maglev hashing, connection tables in the muxes)")
 	healthKind := create.Flags().String("health", string(forwarding.HealthAgent), "how the controller probes servers: agent (the server's agent connects to VIP:port on the server; works for services bound only to the VIP), tcp (connect to DIP:port), http (GET http://DIP:port/PATH, 2xx), none")
 	healthPort := create.Flags().Uint16("health-port", 0, "port probed (default: the first service port)")
 	healthPath := create.Flags().String("health-path", "", "path of the http probe (default /)")
 	agentPort := create.Flags().Uint16("agent-port", 0, "port of the agent API on the servers (default 9300)")
 	create.RunE = func(cmd *cobra.Command, args []string) error {
-		in := &forwarding.Instance{Name: args[0], Strategy: forwarding.Strategy(*strategy), Buckets: *buckets, ChainWindow: *window}
+		in := &forwarding.Instance{Name: args[0], Strategy: forwarding.Strategy(*strategy), Buckets: *buckets, ChainWindow: *window, MaxChainLen: *maxChain}
 		if !cmd.Flags().Changed("buckets") {
 			if in.Strategy != forwarding.StrategyMaglev {
 				return errMissingBuckets
@@ -297,8 +298,8 @@ func printView(v *controller.View) {
 	for i, a := range in.VIPs {
 		vips[i] = a.String()
 	}
-	fmt.Printf("instance %s (%s): VIPs %s ports %d-%d, %d buckets, chaining window %v\n",
-		in.Name, in.Strategy, strings.Join(vips, ","), in.PortLow, in.PortHigh, in.Buckets, in.ChainWindow)
+	fmt.Printf("instance %s (%s): VIPs %s ports %d-%d, %d buckets, chaining window %v, max chain %d\n",
+		in.Name, in.Strategy, strings.Join(vips, ","), in.PortLow, in.PortHigh, in.Buckets, in.ChainWindow, in.ChainLen())
 	fmt.Printf("generation %d (blob at %d + %d deltas, %d+%d stored bytes)\n",
 		v.Generation, v.Load.Blob, v.Load.Deltas, v.Load.BlobBytes, v.Load.DeltaBytes)
 	unit, chained := "BUCKETS", "\tCHAINED"

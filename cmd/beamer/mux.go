@@ -23,6 +23,7 @@ func init() {
 		bgpFlags                                   bgpFlags
 		stateFile, pinDir                          string
 		drain                                      time.Duration
+		health                                     muxd.HealthOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "mux",
@@ -46,6 +47,8 @@ latest blob and the deltas after it, then applies each new generation.`,
 	bgpFlags.register(cmd)
 	cmd.Flags().StringVar(&stateFile, "state-file", "", "record of the sysctls the mux changed, restored on exit (default /run/beamer/mux-NETNS-IFACE.json)")
 	cmd.Flags().StringVar(&pinDir, "pin-dir", "", `bpffs directory pinning the XDP program so it keeps forwarding if the mux dies, adopted by the next mux (default /sys/fs/bpf/beamer/mux-NETNS-IFACE; "-" = no pinning)`)
+	cmd.Flags().DurationVar(&health.StoreDownAfter, "store-down-after", 30*time.Second, "store mode: /healthz reports degraded once the store has been unreachable this long (forwarding and BGP go on)")
+	cmd.Flags().DurationVar(&health.WithdrawBehindAfter, "withdraw-behind-after", 30*time.Second, "store mode: withdraw an instance's VIPs from BGP once the store answers but the mux has not applied its latest generation for this long (negative: never)")
 	cmd.Flags().DurationVar(&drain, "drain-delay", 2*time.Second, "on SIGTERM/SIGINT with --bgp-peer: time between withdrawing the routes and detaching, while routers move traffic away")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -61,7 +64,10 @@ latest blob and the deltas after it, then applies each new generation.`,
 		}
 		ignoreHangup(log)
 		opts := muxd.Options{Interface: iface, Metrics: metricsAddr, ConnTrackEntries: ctEntries, MaxNewConnsPerSecond: maxNewConns,
-			StateFile: stateFile, PinDir: pinDir}
+			StateFile: stateFile, PinDir: pinDir, Health: health, Log: log}
+		if health.StoreDownAfter <= 0 {
+			return fmt.Errorf("--store-down-after %v: must be positive", health.StoreDownAfter)
+		}
 		if configPath != "" {
 			if len(instances) > 0 || cmd.Flags().Changed("store") {
 				return errors.New("--config runs a static mux: it takes no --store or --instance")
@@ -80,6 +86,8 @@ latest blob and the deltas after it, then applies each new generation.`,
 			}
 		} else if opts.Interface == "" || len(instances) == 0 {
 			return errors.New("give --config FILE, or --iface IF and --instance NAME (with --store)")
+		} else if err := checkStore(*storeURL); err != nil {
+			return err // before attaching anything
 		}
 		if a, err := parseAddrFlag("addr", addr); err != nil {
 			return err
@@ -99,11 +107,19 @@ latest blob and the deltas after it, then applies each new generation.`,
 		if err != nil {
 			return err
 		}
+		ctx, upgrading := upgradeContext(ctx)
 		d, err := muxd.Start(opts)
 		if err != nil {
 			return err
 		}
 		defer func() {
+			if upgrading() {
+				log.Info("mux exiting for an upgrade: its program stays pinned and forwarding for the next mux")
+				if err := d.Abandon(); err != nil {
+					log.Warn("mux: releasing", "error", err)
+				}
+				return
+			}
 			if err := d.Close(); err != nil {
 				log.Warn("mux: detaching and restoring", "error", err)
 			}
@@ -120,14 +136,17 @@ latest blob and the deltas after it, then applies each new generation.`,
 				return err
 			}
 			defer st.Close()
+			// A predecessor's pinned program keeps forwarding until
+			// every one of these is loaded.
+			d.Expect(instances...)
 			for _, name := range instances {
 				if err := d.Follow(ctx, st, target.Root, name, log); err != nil {
 					return err
 				}
 			}
 		}
-		// Tables loaded: replace a dead predecessor's pinned program, if
-		// any, with this one.
+		// Replace a dead predecessor's pinned program, if any, with this
+		// one once the tables are loaded (at once for a static mux).
 		if err := d.Ready(); err != nil {
 			return err
 		}
@@ -141,10 +160,13 @@ latest blob and the deltas after it, then applies each new generation.`,
 			}
 			go d.AnnounceWhileHealthy(ctx, a, time.Second, log)
 			<-ctx.Done()
+			a.Close()
+			if upgrading() {
+				return nil // the pinned program keeps forwarding: nothing to drain
+			}
 			// Graceful stop: withdraw, let routers move the traffic to
 			// other muxes while this one still forwards, then detach.
 			log.Info("mux stopping: routes withdrawn, draining", "delay", drain)
-			a.Close()
 			time.Sleep(drain)
 			return nil
 		}

@@ -24,6 +24,14 @@ func addStoreFlag(cmd *cobra.Command) *string {
 // insecureStore is --insecure.
 var insecureStore bool
 
+// checkStore refuses a bad or insecure store URL without connecting.
+func checkStore(url string) error {
+	if err := storeurl.Check(url, storeurl.Options{Insecure: insecureStore}); err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	return nil
+}
+
 // openStore opens the store named by url, failing within 30 s.
 func openStore(ctx context.Context, url string) (store.Store, *storeurl.Target, error) {
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -35,7 +35,7 @@ type serverLab struct {
 	accepted []net.Conn
 }
 
-func newServerLab(t *testing.T) *serverLab {
+func newServerLab(t testing.TB) *serverLab {
 	lab := netlabtest.New(t, "agentapi")
 	l := &serverLab{}
 	var err error
@@ -91,7 +91,7 @@ func (l *serverLab) dialCli(ctx context.Context, network, addr string) (c net.Co
 	return c, err
 }
 
-func ctx(t *testing.T) context.Context {
+func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return c

@@ -208,6 +208,26 @@ func (d *Daemon) Address() netip.Addr { return d.cfg.Address }
 
 // Close detaches the agent, unpins it and undoes what Start set up.
 func (d *Daemon) Close() error {
+	// A start that failed before taking over a predecessor's pinned
+	// program leaves that program, its pins and the node setup it needs.
+	keep := d.link == nil && d.opts.PinDir != "" && d.adoptable()
+	errs := d.release(!keep)
+	if !keep {
+		if err := d.node.Undo(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Abandon ends this process's part — clock, API, metrics, descriptors —
+// but leaves the program pinned and decapsulating and the node set up, for
+// the next agent to adopt: a hitless upgrade (SIGUSR2).
+func (d *Daemon) Abandon() error { return errors.Join(d.release(false)...) }
+
+// release stops the goroutines and servers and closes the descriptors;
+// with unpin the attachment is removed too.
+func (d *Daemon) release(unpin bool) []error {
 	close(d.stop)
 	d.wg.Wait()
 	var errs []error
@@ -217,23 +237,22 @@ func (d *Daemon) Close() error {
 	if d.api != nil {
 		d.api.Close()
 	}
-	if d.link != nil {
+	if unpin && d.link != nil {
 		if err := dataplane.Unpin(d.opts.PinDir, d.link); err != nil {
 			errs = append(errs, err)
 		}
-		d.link.Close()
-	} else if d.opts.PinDir != "" && !d.adoptable() {
+	} else if unpin && d.opts.PinDir != "" {
 		dataplane.Unpin(d.opts.PinDir, nil) // state maps pinned by a start that failed
+	}
+	if d.link != nil {
+		d.link.Close()
 	}
 	if d.agent != nil {
 		if err := d.agent.Close(); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if err := d.node.Undo(); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // adoptable says whether an earlier agent's program is still pinned and

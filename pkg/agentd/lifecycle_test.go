@@ -47,6 +47,13 @@ var originalSysctls = map[string]string{
 	"net.ipv4.conf.all.arp_announce": "0",
 }
 
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func lifecycleConfig() config.Agent {
 	return config.Agent{Interface: "eth0", ServerID: 1030, Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
 		VIPs: []config.AgentVIP{{VIP: netip.MustParseAddr("198.18.100.1"), Buckets: 100}}, API: "off"}
@@ -112,6 +119,8 @@ func TestAgentStartFailuresUnwind(t *testing.T) {
 			"metrics listener: listen tcp: address nonsense: missing port in address"},
 		{"chain window", func(c *config.Agent) { c.VIPs[0].ChainWindow = &day2 },
 			"VIP 198.18.100.1: chaining window 48h0m0s must be within 0–24h"},
+		// Now refused by the configuration check itself (pkg/config), first
+		// thing in Start: still nothing to undo.
 		{"bucket count", func(c *config.Agent) { c.VIPs[0].Buckets = 4294967295 },
 			"vip 198.18.100.1: buckets 4294967295 must be in 2–16777216 (the instance's B)"},
 		{"interface", func(c *config.Agent) { c.Interface = "eth9"; c.Address = netip.MustParseAddr("198.18.0.10") },
@@ -147,11 +156,9 @@ func TestAgentRestoresAfterKill(t *testing.T) {
 	if err := ns.Do(func() (err error) { first, err = Start(lifecycleConfig(), opts); return err }); err != nil {
 		t.Fatal(err)
 	}
-	// The first agent "dies": its process resources go (here: closed by
-	// hand), its pins, record and node changes stay.
-	first.link.Close()
-	first.agent.Close()
-	close(first.stop)
+	// The first agent "dies" (or exits for an upgrade, SIGUSR2): its
+	// process resources go, its pins, record and node changes stay.
+	must(t, first.Abandon())
 	if out, _ := ns.Run("sysctl", "-n", "net.ipv4.conf.eth0.forwarding"); strings.TrimSpace(out) != "1" {
 		t.Fatalf("forwarding %q while the dead agent's state is in force", out)
 	}

@@ -34,6 +34,19 @@ import (
 // weight, every owned bucket becomes unowned. The result is deterministic.
 // Rebalance panics if servers fails CheckServers.
 func Rebalance(buckets []forwarding.Bucket, servers []Server, now uint32) []forwarding.BucketChange {
+	return RebalanceLimited(buckets, servers, now, 0)
+}
+
+// RebalanceLimited is Rebalance for a table whose buckets remember at most
+// maxHistory previous owners (K; 0: no limit). A bucket whose history is
+// full would forget its oldest owner if it moved again, breaking the
+// connections that owner still holds, so it does not move while its owner
+// stays: only donors that must give everything up (weight 0 or absent:
+// removed, down, drained) give such buckets. A donor left with nothing
+// else to give stays above its share; the next rebalance, once histories
+// have shrunk, completes the move. Among a donor's buckets, the longest
+// held go first, then those with the shortest history.
+func RebalanceLimited(buckets []forwarding.Bucket, servers []Server, now uint32, maxHistory int) []forwarding.BucketChange {
 	mustCheckServers(servers)
 	owned := make([]uint32, idSpace)
 	for _, b := range buckets {
@@ -64,7 +77,7 @@ func Rebalance(buckets []forwarding.Bucket, servers []Server, now uint32) []forw
 	if len(donors.ids) == 0 {
 		return nil
 	}
-	pool := donorPools(buckets, owned, quota)
+	pool := donorPools(buckets, owned, quota, weight, maxHistory)
 	changes := make([]forwarding.BucketChange, 0, excess(owned, quota))
 	if len(receivers.ids) == 0 { // nobody may own anything
 		for i, b := range buckets {
@@ -77,19 +90,23 @@ func Rebalance(buckets []forwarding.Bucket, servers []Server, now uint32) []forw
 	donors.init()
 	receivers.init()
 	owner := Owners(buckets) // ownership as the loop changes it
-	for donors.Len() > 0 {
+	for donors.Len() > 0 && receivers.Len() > 0 {
 		a, b := donors.top(), receivers.top()
+		if pool.left(a) == 0 { // only full-history buckets left: they stay
+			donors.settle(a, true)
+			continue
+		}
 		if nb := pool.neighbour(a, owner); owned[nb] < quota[nb] {
 			b = nb
 		}
-		n := min(owned[a]-quota[a], quota[b]-owned[b])
+		n := min(owned[a]-quota[a], quota[b]-owned[b], pool.left(a))
 		for _, idx := range pool.take(a, n) {
 			owner[idx] = b
 			changes = append(changes, forwarding.BucketChange{Index: idx, Bucket: forwarding.Bucket{Current: b, History: forwarding.Chain{a}, Changed: now}})
 		}
 		owned[a] -= n
 		owned[b] += n
-		donors.settle(a, owned[a] == quota[a])
+		donors.settle(a, owned[a] == quota[a] || pool.left(a) == 0)
 		receivers.settle(b, owned[b] == quota[b])
 	}
 	slices.SortFunc(changes, func(x, y forwarding.BucketChange) int { return int(x.Index) - int(y.Index) })
@@ -121,47 +138,63 @@ func excess(owned, quota []uint32) int {
 	return n
 }
 
-// pools holds, for each donor, its buckets in the order they are given
-// away: longest-held first, then highest index first.
+// pools holds, for each donor, the buckets it may give away, in the order
+// it gives them: longest-held first, then shortest history, then highest
+// index first.
 type pools struct {
 	list []uint32 // bucket indices, grouped by donor
 	next []uint32 // per id: position in list of the next bucket to give
+	end  []uint32 // per id: end of its group
 }
 
-func donorPools(buckets []forwarding.Bucket, owned, quota []uint32) *pools {
-	p := &pools{next: make([]uint32, idSpace)}
-	end := make([]uint32, idSpace)
+func donorPools(buckets []forwarding.Bucket, owned, quota, weight []uint32, maxHistory int) *pools {
+	p := &pools{next: make([]uint32, idSpace), end: make([]uint32, idSpace)}
 	var size uint32
 	for id := range owned {
 		if owned[id] > quota[id] {
 			p.next[id] = size
 			size += owned[id]
-			end[id] = size
+			p.end[id] = size
 		}
 	}
 	p.list = make([]uint32, size)
 	fill := slices.Clone(p.next)
 	for i := len(buckets) - 1; i >= 0; i-- {
-		if c := buckets[i].Current; owned[c] > quota[c] {
-			p.list[fill[c]] = uint32(i)
-			fill[c]++
+		b := &buckets[i]
+		c := b.Current
+		if owned[c] <= quota[c] {
+			continue
+		}
+		if maxHistory > 0 && weight[c] > 0 && b.History.Len() >= maxHistory {
+			continue // its owner stays: moving it would forget an owner
+		}
+		p.list[fill[c]] = uint32(i)
+		fill[c]++
+	}
+	for id := range owned {
+		if owned[id] > quota[id] {
+			p.end[id] = fill[id]
 		}
 	}
 	// Unowned buckets have no age and no owner whose range could stay
 	// whole; hand them out in index order so a fresh table reads naturally.
-	slices.Reverse(p.list[:end[forwarding.NoServer]])
+	slices.Reverse(p.list[p.next[forwarding.NoServer]:p.end[forwarding.NoServer]])
 	for id := 1; id < len(owned); id++ {
 		if owned[id] > quota[id] {
-			seg := p.list[p.next[id]:end[id]]
-			// Listed by descending index; order by age keeping that as the
-			// tie-break. Already-sorted input (all equally old) is linear.
+			seg := p.list[p.next[id]:p.end[id]]
+			// Listed by descending index; order by age, then history
+			// length, keeping the index order as the tie-break.
+			// Already-sorted input (all equally old) is linear.
 			slices.SortFunc(seg, func(x, y uint32) int {
-				cx, cy := buckets[x].Changed, buckets[y].Changed
-				if cx != cy {
-					if cx < cy {
+				bx, by := &buckets[x], &buckets[y]
+				if bx.Changed != by.Changed {
+					if bx.Changed < by.Changed {
 						return -1
 					}
 					return 1
+				}
+				if lx, ly := bx.History.Len(), by.History.Len(); lx != ly {
+					return lx - ly
 				}
 				return int(y) - int(x)
 			})
@@ -169,6 +202,9 @@ func donorPools(buckets []forwarding.Bucket, owned, quota []uint32) *pools {
 	}
 	return p
 }
+
+// left is how many buckets id may still give.
+func (p *pools) left(id forwarding.ServerID) uint32 { return p.end[id] - p.next[id] }
 
 // neighbour returns the owner of a bucket adjacent to the next bucket id
 // would give away (right side first), or NoServer.

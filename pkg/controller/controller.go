@@ -47,6 +47,9 @@ type Controller struct {
 	repairs map[string]string
 	// metrics is opts.Metrics; its methods do nothing on nil.
 	metrics *Metrics
+	// last is the writer of the last publication per instance: its table
+	// is what muxes run, the best content for a repair.
+	last map[string]*ring.Writer
 }
 
 // New returns a Controller writing through st under root.
@@ -63,7 +66,8 @@ func New(st store.Store, root string, opts Options) *Controller {
 		logf = func(string, ...any) {}
 	}
 	return &Controller{st: st, root: root, opts: opts, now: now, logf: logf, cache: map[string]*instance{},
-		seen: map[string]ring.Pair{}, started: map[string]bool{}, repairs: map[string]string{}, metrics: opts.Metrics}
+		seen: map[string]ring.Pair{}, started: map[string]bool{}, repairs: map[string]string{}, metrics: opts.Metrics,
+		last: map[string]*ring.Writer{}}
 }
 
 // Errors for bad requests; the message says what exactly is wrong.
@@ -142,7 +146,7 @@ func (c *Controller) CreateInstance(ctx context.Context, in *forwarding.Instance
 		return err
 	}
 	// Created in this leadership: its first incarnation is ours.
-	c.started[in.Name], c.seen[in.Name] = true, w.Pair()
+	c.started[in.Name], c.seen[in.Name], c.last[in.Name] = true, w.Pair(), w
 	return nil
 }
 
@@ -151,6 +155,7 @@ func (c *Controller) DeleteInstance(ctx context.Context, name string) error {
 	delete(c.cache, name)
 	delete(c.started, name)
 	delete(c.repairs, name)
+	delete(c.last, name)
 	err := ring.Delete(ctx, c.st, ring.InstanceKeys(c.root, name))
 	if errors.Is(err, ring.ErrNoInstance) {
 		return fmt.Errorf("%w: instance %q", ErrNotFound, name)

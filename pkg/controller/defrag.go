@@ -123,7 +123,7 @@ func (c *Controller) defragStep(ctx context.Context, in *instance, params assign
 	}
 	h := c.histories(in, down, uint32(c.now().Unix()))
 	for i, ch := range changes {
-		changes[i].Bucket = h.moved(ch.Index, t.Buckets[ch.Index], ch.Bucket)
+		changes[i].Bucket = h.Moved(t.Buckets[ch.Index], ch.Bucket)
 	}
 	if _, err := in.w.Publish(ctx, &forwarding.Delta{Generation: t.Generation + 1, Buckets: changes}); err != nil {
 		c.forget(in)

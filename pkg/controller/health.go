@@ -177,3 +177,28 @@ func (hc *checker) instance(ctx context.Context, c *Controller, name string) err
 	c.metrics.observeHealth(name, in.dips)
 	return nil
 }
+
+// releasePending takes every DIP out of pending when no health checks
+// run (a controller started with them off after one that had them on):
+// nothing would ever probe them, and they would own no bucket forever.
+func (c *Controller) releasePending(ctx context.Context, logf func(string, ...any)) error {
+	names, err := c.Instances(ctx)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		in, err := c.instance(ctx, name)
+		if err != nil {
+			return err
+		}
+		for _, id := range sortedKeys(in.dips) {
+			if in.dips[id].Pending {
+				logf("instance %s: server %d: up: pending, but health checks are off", name, id)
+				if err := c.SetHealth(ctx, name, id, true); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -211,3 +211,24 @@ func TestHealthPendingFailOpenClear(t *testing.T) {
 		t.Fatalf("clear damping of an unknown server: %v", err)
 	}
 }
+
+// TestPendingReleasedWithoutHealthChecks: DIPs left pending by a
+// controller with health checks are taken out of pending by one without
+// them (nothing would ever probe them).
+func TestPendingReleasedWithoutHealthChecks(t *testing.T) {
+	r := newHealthRig(t)
+	ctx := storetest.Context(t)
+	if err := r.c.AddDIPs(ctx, "web", []NewDIP{{1025, dipAddr(1025), 1}, {1026, dipAddr(1026), 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if o := r.owners(t); o[forwarding.NoServer] != 60 {
+		t.Fatalf("owners while pending: %v", o)
+	}
+	c := New(shared, r.root, Options{Now: r.clk.now})
+	if err := c.releasePending(ctx, func(string, ...any) {}); err != nil {
+		t.Fatal(err)
+	}
+	if o := r.owners(t); o[1025] != 30 || o[1026] != 30 {
+		t.Fatalf("owners after release: %v", o)
+	}
+}

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -16,14 +17,16 @@ import (
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
 )
 
-// TestProbesOnRealServer runs the controller's probes from a client
-// namespace against a server namespace whose service is bound only to the
-// VIP (direct server return) and whose agent API runs on the DIP. The
-// agent probe finds it healthy and takes the DIP out of pending; the tcp
-// probe to DIP:port, what the controller did before, cannot reach it and
-// leaves the DIP pending with the kernel's error; the http probe checks
-// the status code.
-func TestProbesOnRealServer(t *testing.T) {
+// dsrLab is a server namespace (DIP 198.18.0.10 on eth0, VIP 198.18.100.1
+// on lo, a service bound only to VIP:80, a status endpoint on DIP:8080,
+// the agent API on DIP:9300) and a controller namespace routed to the VIP
+// through the DIP; dial opens connections from the controller namespace.
+type dsrLab struct {
+	dip, vip netip.Addr
+	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+func newDSRLab(t *testing.T) *dsrLab {
 	lab := netlabtest.New(t, "probe")
 	srv, err := lab.Namespace("srv")
 	if err != nil {
@@ -40,6 +43,9 @@ func TestProbesOnRealServer(t *testing.T) {
 	if err := srv.AddAddr("lo", netip.PrefixFrom(vip, 32)); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := cli.Run("ip", "route", "add", "198.18.100.1/32", "via", "198.18.0.10"); err != nil {
+		t.Fatal(err)
+	}
 	listen := func(addr string) net.Listener {
 		var l net.Listener
 		if err := srv.Do(func() (err error) { l, err = net.Listen("tcp4", addr); return err }); err != nil {
@@ -48,14 +54,14 @@ func TestProbesOnRealServer(t *testing.T) {
 		t.Cleanup(func() { l.Close() })
 		return l
 	}
-	svc := listen("198.18.100.1:80") // the DSR service
+	svc := listen("198.18.100.1:80") // the DSR service: keeps connections open until the client closes
 	go func() {
 		for {
 			c, err := svc.Accept()
 			if err != nil {
 				return
 			}
-			c.Close()
+			go func() { io.Copy(io.Discard, c); c.Close() }()
 		}
 	}()
 	status := listen("198.18.0.10:8080") // a status endpoint on the DIP
@@ -71,12 +77,25 @@ func TestProbesOnRealServer(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	defer api.Close()
-	// Generous timeout: a loaded CI machine must not turn a slow answer into a failure.
-	p := newProberDial(5*time.Second, func(ctx context.Context, network, addr string) (c net.Conn, err error) {
+	t.Cleanup(func() { api.Close() })
+	return &dsrLab{dip: dip, vip: vip, dial: func(ctx context.Context, network, addr string) (c net.Conn, err error) {
 		err = cli.Do(func() error { c, err = (&net.Dialer{}).DialContext(ctx, network, addr); return err })
 		return c, err
-	})
+	}}
+}
+
+// TestProbesOnRealServer runs the controller's probes from a client
+// namespace against a server namespace whose service is bound only to the
+// VIP (direct server return) and whose agent API runs on the DIP. The
+// agent probe finds it healthy and takes the DIP out of pending; the tcp
+// probe to DIP:port, what the controller did before, cannot reach it and
+// leaves the DIP pending with the kernel's error; the http probe checks
+// the status code.
+func TestProbesOnRealServer(t *testing.T) {
+	l := newDSRLab(t)
+	dip, vip := l.dip, l.vip
+	// Generous timeout: a loaded CI machine must not turn a slow answer into a failure.
+	p := newProberDial(5*time.Second, l.dial)
 	ctx := storetest.Context(t)
 	in := &forwarding.Instance{Name: "web", Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{vip}, PortLow: 80, PortHigh: 80, Buckets: 20}
 	d := DIP{ID: 1025, Addr: dip, Weight: 1}

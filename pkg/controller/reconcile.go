@@ -143,7 +143,7 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 		want := forwarding.Server{Addr: dip.Addr, State: forwarding.Active}
 		if down[id] && in.config.Strategy == forwarding.StrategyMaglev {
 			// Maglev muxes must stop sending it the connections they
-			// remember (Beamer never chains to a down DIP anyway).
+			// remember (Beamer chains to a down DIP last, behind running owners).
 			want.State = forwarding.Down
 		}
 		if s, ok := t.Servers[id]; !ok || s != want {
@@ -157,7 +157,7 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 	}
 	if in.config.Strategy == forwarding.StrategyBeamer {
 		// Histories: built from assign's moves and aged, in one place.
-		moves = c.histories(in, down, now).plan(t.Buckets, moves)
+		moves = c.histories(in, down, now).Plan(t.Buckets, moves)
 	}
 	window := uint32(in.config.ChainWindow.Seconds())
 	chaining := map[forwarding.ServerID]bool{} // still named in some bucket's history
@@ -193,13 +193,6 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 		}
 	}
 	return d, nil
-}
-
-// histories is the history maintenance of the instance at time now; down
-// DIPs are dropped from every history.
-func (c *Controller) histories(in *instance, down map[forwarding.ServerID]bool, now uint32) *histories {
-	return &histories{instance: in.config.Name, k: in.config.ChainLen(), window: uint32(in.config.ChainWindow.Seconds()), now: now,
-		dropped: func(id forwarding.ServerID) bool { return down[id] }, hold: c.opts.Holds}
 }
 
 // draining reports whether a removed backend of a Maglev instance is still

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/ring"
 	"github.com/beamer-lb/beamer/pkg/store"
 )
@@ -43,7 +44,7 @@ func (c *Controller) openRing(ctx context.Context, name string, k ring.Keys) (*r
 		case err == nil:
 			hw := c.seen[name]
 			if follows(hw, w.Pair()) {
-				c.seen[name] = w.Pair()
+				c.seen[name], c.last[name] = w.Pair(), w
 				return w, nil
 			}
 			reason = fmt.Sprintf("the store names %v but this controller published %v last", w.Pair(), hw)
@@ -53,7 +54,11 @@ func (c *Controller) openRing(ctx context.Context, name string, k ring.Keys) (*r
 			return nil, err
 		}
 	}
-	w, rep, err := ring.Repair(ctx, c.st, k, c.opts.Ring, c.seen[name])
+	var known *forwarding.Table
+	if w, ok := c.last[name]; ok {
+		known = w.Table()
+	}
+	w, rep, err := ring.Repair(ctx, c.st, k, c.opts.Ring, c.seen[name], known)
 	if w == nil {
 		return nil, fmt.Errorf("repair of the ring of %s: %w", name, err)
 	}
@@ -62,7 +67,7 @@ func (c *Controller) openRing(ctx context.Context, name string, k ring.Keys) (*r
 	}
 	delete(c.repairs, name)
 	c.started[name] = true
-	c.seen[name] = w.Pair()
+	c.seen[name], c.last[name] = w.Pair(), w
 	if reason == "" && len(rep.Found) == 0 {
 		c.logf("instance %s: new incarnation for this controller: %v", name, rep)
 	} else {
@@ -75,7 +80,9 @@ func (c *Controller) openRing(ctx context.Context, name string, k ring.Keys) (*r
 }
 
 // published records the pair just published.
-func (c *Controller) published(in *instance) { c.seen[in.config.Name] = in.w.Pair() }
+func (c *Controller) published(in *instance) {
+	c.seen[in.config.Name], c.last[in.config.Name] = in.w.Pair(), in.w
+}
 
 // verifyCached checks that the cached instance's ring is still what this
 // controller published; damage marks it for repair and drops the cache.

@@ -27,6 +27,9 @@ type RunOptions struct {
 	// beamer instances above its threshold.
 	Defrag      *AutoDefrag
 	DefragEvery time.Duration
+	// Holds, if set, polls the agents of servers named in bucket histories
+	// and keeps those that still hold connections (holds.go).
+	Holds *HoldOptions
 	// Logf reports what the controller does and what fails.
 	Logf func(format string, a ...any)
 }
@@ -88,13 +91,45 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 		}
 		o.Health = &h
 	}
+	var hd *holder
+	var holdTick <-chan time.Time
+	if o.Holds != nil {
+		ho := *o.Holds
+		if ho.Logf == nil {
+			ho.Logf = o.Logf
+		}
+		hd = newHolder(ho)
+		o.Options.Holds = hd.hold
+		t := time.NewTicker(time.Second) // each instance polls at its own interval
+		defer t.Stop()
+		holdTick = t.C
+	}
 	c := New(store.Fenced(st, l), root, o.Options)
+	if hd != nil {
+		hd.now = c.now
+	}
 	fatal := func(err error) bool { return errors.Is(err, store.ErrConflict) && !c.leading(ctx) }
+	if hd != nil {
+		if err := hd.prime(ctx, c); err != nil {
+			if fatal(err) {
+				return err
+			}
+			o.Logf("asking agents for held connections: %v", err)
+		}
+	}
 	if err := c.Recover(ctx); err != nil {
 		if fatal(err) {
 			return err
 		}
 		o.Logf("recovery: %v", err)
+	}
+	if o.Health == nil {
+		if err := c.releasePending(ctx, o.Logf); err != nil {
+			if fatal(err) {
+				return err
+			}
+			o.Logf("releasing pending DIPs: %v", err)
+		}
 	}
 	bell := st.Watch(ctx, doorbellKey(root))
 	poll := time.NewTicker(time.Second)
@@ -134,6 +169,8 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 			err = c.reconcileAll(ctx)
 		case <-verify.C:
 			err = c.checkRings(ctx)
+		case <-holdTick:
+			err = hd.round(ctx, c)
 		case <-defragTick:
 			err = c.autoDefrag(ctx, *o.Defrag, o.Logf)
 		}

@@ -27,7 +27,8 @@ func CheckInstance(in *forwarding.Instance) error {
 
 // bucketMoves decides the bucket changes of the next generation.
 //
-// beamer: the paper's greedy rebalance; each move names in History[0] the
+// beamer: the paper's greedy rebalance, youngest buckets last, buckets
+// with a full history not at all unless their owner leaves; each move names in History[0] the
 // owner the bucket moved from, and plan turns it into the bucket's history
 // (history.go).
 //
@@ -50,5 +51,7 @@ func bucketMoves(cfg *forwarding.Instance, buckets []forwarding.Bucket, servers 
 		}
 		return moves, nil
 	}
-	return assign.Rebalance(buckets, servers, now), nil
+	// A bucket whose history already names K owners stays with an owner
+	// that stays: moving it would forget the oldest (assign.RebalanceLimited).
+	return assign.RebalanceLimited(buckets, servers, now, cfg.ChainLen()), nil
 }

@@ -31,6 +31,23 @@ func (c *Controller) claims(ctx context.Context, withDIPs bool) (*forwarding.Cla
 	cl := forwarding.NewClaims()
 	var dips []func() error
 	for _, n := range names {
+		if in, ok := c.cache[n]; ok {
+			// The controller's own view (it is the only writer): no reads,
+			// which matters with tens of thousands of DIPs.
+			cl.AddInstance(in.config)
+			if withDIPs {
+				dips = append(dips, func() error {
+					for id, d := range in.dips {
+						cl.AddDIP(n, id, d.Addr)
+					}
+					for id, r := range in.ids {
+						cl.AddDIP(n, id, r.Addr)
+					}
+					return nil
+				})
+			}
+			continue
+		}
 		k := ring.InstanceKeys(c.root, n)
 		it, err := c.st.Get(ctx, k.Config())
 		if errors.Is(err, store.ErrNotFound) {

@@ -68,6 +68,8 @@ func TestRequestRejections(t *testing.T) {
 			`bad request: DIP address 0.0.0.0 is the unspecified address: a server needs a unicast IPv4 address`},
 		{"link-local DIP", Request{Op: OpAddDIP, Instance: "web", ID: 1030, Addr: ip("169.254.1.1"), Weight: 1},
 			`bad request: DIP address 169.254.1.1 is a link-local address (169.254.0.0/16): a server needs a unicast IPv4 address`},
+		{"no DIP address", Request{Op: OpAddDIP, Instance: "web", ID: 1030, Weight: 1},
+			`bad request: DIP address missing: a server needs a unicast IPv4 address`},
 		{"DIP is its own instance's VIP", Request{Op: OpAddDIP, Instance: "web", ID: 1030, Addr: ip("192.0.2.1"), Weight: 1},
 			`bad request: DIP address 192.0.2.1 is a VIP of instance "web"`},
 		{"DIP is another instance's VIP", Request{Op: OpAddDIP, Instance: "web", ID: 1030, Addr: ip("192.0.2.2"), Weight: 1},
@@ -98,6 +100,14 @@ func TestRequestRejections(t *testing.T) {
 	// The same DIP may serve a second instance.
 	if err := submit(Request{Op: OpAddDIP, Instance: "api", ID: 1025, Addr: ip("10.0.4.1"), Weight: 1}); err != nil {
 		t.Fatalf("a server in two instances: %v", err)
+	}
+	// A controller that has loaded nothing yet (just elected) reads the
+	// claims from the store and refuses the same way (the server is now in
+	// api and web; api is read first).
+	fresh := New(shared, root, Options{})
+	err = fresh.CreateInstance(tctx, inst("shop", "10.0.4.1", 80, 80, 100, beamer))
+	if want := `bad request: VIP 10.0.4.1 is the address of DIP 1025 of instance "api"`; err == nil || err.Error() != want {
+		t.Errorf("uncached controller:\n got %v\nwant %s", err, want)
 	}
 	checkInvariants(t, root)
 }

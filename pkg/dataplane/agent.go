@@ -26,6 +26,20 @@ type AgentOptions struct {
 	Addr    netip.Addr     // this server's address (its DIP)
 	VIPs    []AgentVIP     // the VIPs it serves (on its loopback)
 	Trusted []netip.Prefix // sources whose encapsulated packets are accepted
+	// MaxClockSkew is how far the controller's clock may lead this
+	// server's: an option's change time beyond now + skew is clamped, an
+	// incarnation beyond it is not remembered (bpf/agent.c, "Sanity
+	// bounds"). 0 means DefaultMaxClockSkew.
+	MaxClockSkew time.Duration
+	// MaxGenerationJump is how far a packet's generation may lead the one
+	// remembered in the same incarnation and still be remembered. 0 means
+	// DefaultMaxGenerationJump.
+	MaxGenerationJump uint32
+	// GenerationMemory is the rotation period T: the newest (incarnation,
+	// generation) remembered is the largest seen in the last T to 2T, so a
+	// forged one is forgotten within 2T. 0 means DefaultGenerationMemory;
+	// negative turns the rotation off (tests drive Rotate themselves).
+	GenerationMemory time.Duration
 	// PinDir, when set, is the bpffs directory where the attachment and the
 	// maps whose content outlives a daemon are pinned (pins.go).
 	PinDir string
@@ -35,13 +49,32 @@ type AgentOptions struct {
 	Benchmark bool
 }
 
+// Defaults of the agent's sanity bounds (docs/wire-format.md).
+const (
+	// NTP keeps servers within milliseconds; a minute tolerates a badly
+	// kept clock and still bounds what a forged packet can do.
+	DefaultMaxClockSkew = time.Minute
+	// A controller publishes a handful of generations a second at most:
+	// 65536 is hours of changes, more than any mux can lead the newest this
+	// server saw within its memory period.
+	DefaultMaxGenerationJump = 1 << 16
+	// The newest state is remembered for one to two minutes after the
+	// last packet that carried it.
+	DefaultGenerationMemory = time.Minute
+)
+
 // Agent is the loaded server agent program and its maps.
 type Agent struct {
 	objs     agentObjects
 	bench    agentBenchExtras
 	counters *counterSet
-	clock    *wordArray
+	clock    *wordArray // word 0: Unix − boot time (ns); word 1: current generation word (0/1)
+	seen     *wordArray // generation_seen: two words per VIP slot
+	vips     int
 	pinDir   string
+
+	stopRotate chan struct{}
+	rotateDone chan struct{}
 }
 
 // LoadAgent validates the options and loads the agent program.
@@ -90,8 +123,25 @@ func LoadAgent(opts AgentOptions) (*Agent, error) {
 	if err := spec.Variables["local_addr"].Set(opts.Addr.As4()); err != nil {
 		return nil, err
 	}
+	skew := opts.MaxClockSkew
+	if skew == 0 {
+		skew = DefaultMaxClockSkew
+	}
+	if skew < 0 || skew > 24*time.Hour {
+		return nil, fmt.Errorf("maximum clock skew %v must be within 0–24h", skew)
+	}
+	jump := opts.MaxGenerationJump
+	if jump == 0 {
+		jump = DefaultMaxGenerationJump
+	}
+	if err := spec.Variables["max_skew"].Set(uint32(skew / time.Second)); err != nil {
+		return nil, err
+	}
+	if err := spec.Variables["max_gen_jump"].Set(jump); err != nil {
+		return nil, err
+	}
 	spec.Maps["bucket_changed"].MaxEntries = uint32(total)
-	a := &Agent{pinDir: opts.PinDir}
+	a := &Agent{vips: len(opts.VIPs), pinDir: opts.PinDir}
 	if a.pinDir != "" {
 		if err := ensureBPFFS(a.pinDir); err != nil {
 			return nil, err
@@ -121,7 +171,41 @@ func LoadAgent(opts AgentOptions) (*Agent, error) {
 		a.Close()
 		return nil, err
 	}
+	if period := opts.GenerationMemory; period >= 0 {
+		if period == 0 {
+			period = DefaultGenerationMemory
+		}
+		a.stopRotate, a.rotateDone = make(chan struct{}), make(chan struct{})
+		go a.rotateEvery(period)
+	}
 	return a, nil
+}
+
+func (a *Agent) rotateEvery(period time.Duration) {
+	defer close(a.rotateDone)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.stopRotate:
+			return
+		case <-t.C:
+			a.Rotate()
+		}
+	}
+}
+
+// Rotate starts a new memory period: the word of the period before last is
+// cleared and becomes the one packets raise, so the newest remembered is
+// the largest seen in this period and the previous one. A forged high
+// (incarnation, generation) is thereby forgotten two periods after the last
+// packet that carried it.
+func (a *Agent) Rotate() {
+	next := (a.clock.load(1) + 1) & 1
+	for i := 0; i < a.vips; i++ {
+		a.seen.store(uint32(2*i)+uint32(next), 0)
+	}
+	a.clock.store(1, next)
 }
 
 func (a *Agent) configure(spec *ebpf.CollectionSpec, opts AgentOptions) error {
@@ -130,6 +214,9 @@ func (a *Agent) configure(spec *ebpf.CollectionSpec, opts AgentOptions) error {
 		return err
 	}
 	if a.clock, err = mapWords(a.objs.AgentClock); err != nil {
+		return err
+	}
+	if a.seen, err = mapWords(a.objs.GenerationSeen); err != nil {
 		return err
 	}
 	a.SyncClock(time.Now())
@@ -192,17 +279,17 @@ func (a *Agent) Counters() (map[string]uint64, error) { return a.counters.Read()
 // CounterNames lists the counters in the order the program defines them.
 func (a *Agent) CounterNames() []string { return a.counters.Names() }
 
-// GenerationSeen is the highest mux generation seen for the i-th VIP.
-func (a *Agent) GenerationSeen(i int) (uint32, error) {
-	var g uint32
-	err := a.objs.GenerationSeen.Lookup(uint32(i), &g)
-	return g, err
+// NewestSeen is the newest (incarnation << 32 | generation) the agent
+// remembers for the i-th VIP.
+func (a *Agent) NewestSeen(i int) uint64 {
+	return max(a.seen.load(uint32(2*i)), a.seen.load(uint32(2*i+1)))
 }
 
-// SetGenerationSeen overwrites the highest generation seen for the i-th VIP
-// (tests use it to set up a case).
-func (a *Agent) SetGenerationSeen(i int, g uint32) error {
-	return a.objs.GenerationSeen.Put(uint32(i), g)
+// SetNewestSeen makes e the newest (incarnation << 32 | generation)
+// remembered for the i-th VIP (tests use it to set up a case).
+func (a *Agent) SetNewestSeen(i int, e uint64) {
+	a.seen.store(uint32(2*i), e)
+	a.seen.store(uint32(2*i+1), 0)
 }
 
 // Attach attaches the agent to the ingress of the named interface (tcx). With
@@ -224,8 +311,15 @@ func (a *Agent) Attach(iface string) (link.Link, error) {
 
 // Close releases the program and maps.
 func (a *Agent) Close() error {
+	if a.stopRotate != nil {
+		close(a.stopRotate)
+		<-a.rotateDone
+	}
 	if a.clock != nil {
 		unix.Munmap(a.clock.mem)
+	}
+	if a.seen != nil {
+		unix.Munmap(a.seen.mem)
 	}
 	if a.bench.Bench != nil {
 		a.bench.Bench.Close()

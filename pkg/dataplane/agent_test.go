@@ -72,7 +72,8 @@ func newAgentBench(t *testing.T, s *wiretest.AgentScenario) *agentBench {
 				State: netlink.NUD_PERMANENT, Family: netlink.FAMILY_V4}))
 		}
 	}
-	opts := AgentOptions{Addr: s.Addr, Trusted: s.Trusted}
+	opts := AgentOptions{Addr: s.Addr, Trusted: s.Trusted, MaxClockSkew: time.Duration(s.MaxSkew) * time.Second,
+		MaxGenerationJump: s.MaxGenJump, GenerationMemory: -1}
 	for _, v := range s.VIPs {
 		must(t, ns.AddAddr("lo", netip.PrefixFrom(v.VIP, 32)))
 		opts.VIPs = append(opts.VIPs, AgentVIP{VIP: v.VIP, Buckets: v.Buckets, ChainWindow: time.Duration(v.Window) * time.Second})

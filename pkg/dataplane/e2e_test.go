@@ -27,8 +27,9 @@ var (
 	e2eVIP    = netip.MustParseAddr("198.18.100.1")
 	e2eClient = netip.MustParseAddr("198.18.0.100")
 	e2eMux    = netip.MustParseAddr("198.18.0.1")
-	e2eServer = map[string]netip.Addr{"a": netip.MustParseAddr("198.18.0.10"), "b": netip.MustParseAddr("198.18.0.11")}
-	e2eID     = map[string]forwarding.ServerID{"a": 1025, "b": 1026}
+	e2eServer = map[string]netip.Addr{"a": netip.MustParseAddr("198.18.0.10"), "b": netip.MustParseAddr("198.18.0.11"),
+		"c": netip.MustParseAddr("198.18.0.12")}
+	e2eID = map[string]forwarding.ServerID{"a": 1025, "b": 1026, "c": 1027}
 )
 
 const e2eBuckets = 67 // prime, as a Maglev table needs
@@ -49,14 +50,15 @@ type e2eConfig struct {
 	strategy forwarding.Strategy
 	muxes    int
 	table    func() *forwarding.Table
+	servers  []string // of e2eServer; nil: a and b
 }
 
 func muxAddrN(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, 0, byte(1 + i)}) }
 
 func allToA() *forwarding.Table {
 	table := forwarding.NewTable(e2eBuckets)
-	for name, addr := range e2eServer {
-		table.Servers[e2eID[name]] = forwarding.Server{Addr: addr, State: forwarding.Active}
+	for _, name := range []string{"a", "b"} {
+		table.Servers[e2eID[name]] = forwarding.Server{Addr: e2eServer[name], State: forwarding.Active}
 	}
 	for i := range table.Buckets {
 		table.Buckets[i] = forwarding.Bucket{Current: e2eID["a"]}
@@ -89,14 +91,20 @@ func newE2EWith(t *testing.T, cfg e2eConfig) *e2eNet {
 		links = append(links, l)
 	}
 
-	// Encapsulation adds up to 36 bytes: links that carry it get a larger MTU.
+	// Encapsulation adds up to 60 bytes: links that carry it get a larger MTU.
 	must(t, lab.Veth(client, "eth0", netip.PrefixFrom(e2eClient, 24), fabric, "c0", netip.Prefix{}, 0))
 	ports := []string{"c0"}
-	for name, addr := range e2eServer {
+	if cfg.servers == nil {
+		cfg.servers = []string{"a", "b"}
+	}
+	var serverAddrs []netip.Addr
+	for _, name := range cfg.servers {
+		addr := e2eServer[name]
+		serverAddrs = append(serverAddrs, addr)
 		s := ns("srv" + name)
 		e.servers[name] = s
-		must(t, lab.Veth(s, "eth0", netip.PrefixFrom(addr, 24), fabric, name+"0", netip.Prefix{}, 1600))
-		ports = append(ports, name+"0")
+		must(t, lab.Veth(s, "eth0", netip.PrefixFrom(addr, 24), fabric, "s"+name, netip.Prefix{}, 1600))
+		ports = append(ports, "s"+name)
 	}
 	var muxNS []*netlab.Namespace
 	for i := 0; i < cfg.muxes; i++ {
@@ -130,7 +138,7 @@ func newE2EWith(t *testing.T, cfg e2eConfig) *e2eNet {
 		must(t, mns.Do(func() error { l, err := m.Attach("eth0", XDPDriver); hold(l, err); return nil }))
 		must(t, m.SetInstance(forwarding.Instance{Name: "web", Strategy: cfg.strategy, VIPs: []netip.Addr{e2eVIP},
 			PortLow: 80, PortHigh: 80, Buckets: e2eBuckets, ChainWindow: window}, e.table))
-		must(t, EnsureNeighbors(mns.Netlink(), []netip.Addr{e2eServer["a"], e2eServer["b"]}))
+		must(t, EnsureNeighbors(mns.Netlink(), serverAddrs))
 	}
 	e.mux = e.muxes[0]
 
@@ -389,7 +397,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Error("to_stack did not count the stray packet")
 		}
 		// A server that has seen a newer generation drops strays silently.
-		must(t, e.agents["b"].SetGenerationSeen(0, e.gen+1))
+		e.agents["b"].SetNewestSeen(0, e.agents["b"].NewestSeen(0)+1)
 		drops := e.counter(t, "b", "drop_stale_generation")
 		_, err = old[1].ask("stale", 700*time.Millisecond)
 		if ne, ok := err.(net.Error); !ok || !ne.Timeout() {

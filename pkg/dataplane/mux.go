@@ -67,6 +67,7 @@ type muxInstance struct {
 	slot    uint32
 	buckets *wordArray
 	servers *wordArray
+	chains  *chainTable
 	table   *forwarding.Table
 }
 
@@ -244,8 +245,7 @@ func (m *Mux) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, in := range m.instances {
-		in.buckets.close()
-		in.servers.close()
+		in.close()
 	}
 	m.instances = nil
 	if m.bench.Bench != nil {
@@ -345,29 +345,23 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 		return fmt.Errorf("dataplane: all %d table slots in use", maxTables)
 	}
 	in := &muxInstance{cfg: cfg, slot: slot, table: t.Clone()}
-	var err error
-	if in.buckets, err = newWordArray(cfg.Buckets, true); err != nil {
+	if err := in.build(t); err != nil {
+		in.close()
 		return err
-	}
-	if in.servers, err = newWordArray(serverTableSize, false); err != nil {
-		in.buckets.close()
-		return err
-	}
-	for id, s := range t.Servers {
-		in.servers.store(uint32(id), s.Pack())
-	}
-	for i, b := range t.Buckets {
-		in.buckets.store(uint32(i), bucketWord(b))
 	}
 	if err := m.objs.BucketTables.Put(slot, in.buckets.m); err != nil {
-		in.buckets.close()
-		in.servers.close()
+		in.close()
 		return fmt.Errorf("installing bucket table: %w", err)
+	}
+	if err := m.objs.ChainTables.Put(slot, in.chains.m); err != nil {
+		m.objs.BucketTables.Delete(slot)
+		in.close()
+		return fmt.Errorf("installing chain table: %w", err)
 	}
 	if err := m.objs.ServerTables.Put(slot, in.servers.m); err != nil {
 		m.objs.BucketTables.Delete(slot)
-		in.buckets.close()
-		in.servers.close()
+		m.objs.ChainTables.Delete(slot)
+		in.close()
 		return fmt.Errorf("installing server table: %w", err)
 	}
 	m.slots[slot] = true
@@ -383,11 +377,43 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 	return nil
 }
 
+// build fills fresh kernel tables with t.
+func (in *muxInstance) build(t *forwarding.Table) error {
+	var err error
+	if in.buckets, err = newWordArray(in.cfg.Buckets, true); err != nil {
+		return err
+	}
+	if in.servers, err = newWordArray(serverTableSize, false); err != nil {
+		return err
+	}
+	if in.chains, err = newChainTable(chainTableSize(in.cfg)); err != nil {
+		return err
+	}
+	for id, s := range t.Servers {
+		in.servers.store(uint32(id), s.Pack())
+	}
+	for i, b := range t.Buckets {
+		ref, _, err := in.chains.acquire(b.History)
+		if err != nil {
+			return err
+		}
+		in.buckets.store(uint32(i), bucketWord(b, ref))
+	}
+	return nil
+}
+
+func (in *muxInstance) close() {
+	in.buckets.close()
+	in.servers.close()
+	in.chains.close()
+}
+
 // ApplyDelta applies one generation to a loaded instance. The delta is
 // checked against the instance's table first; a bad delta changes nothing.
 // Words are written in an order that keeps every packet's view valid: new
-// servers, then buckets, then the VIP records with the new generation, and
-// only then removed servers.
+// servers, then the histories new bucket words name, then the buckets, then
+// the VIP records with the new generation, and only then removed servers
+// and histories no bucket names any more.
 func (m *Mux) ApplyDelta(name string, d *forwarding.Delta) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -403,14 +429,26 @@ func (m *Mux) ApplyDelta(name string, d *forwarding.Delta) error {
 			in.servers.store(uint32(c.ID), c.Server.Pack())
 		}
 	}
+	old := make([]uint16, 0, len(d.Buckets))
 	for _, c := range d.Buckets {
-		in.buckets.store(c.Index, bucketWord(c.Bucket))
+		ref, _, err := in.chains.acquire(c.Bucket.History)
+		if err != nil {
+			// The kernel refused a map write: give back what this delta
+			// took so far; the bucket words already written name valid
+			// entries, and the caller reloads the instance whole.
+			return err
+		}
+		old = append(old, wordRef(in.buckets.load(c.Index)))
+		in.buckets.store(c.Index, bucketWord(c.Bucket, ref))
 	}
 	if err := in.table.Apply(d); err != nil {
 		return err // cannot happen after Check
 	}
 	if err := m.publish(in); err != nil {
 		return err
+	}
+	for _, r := range old {
+		in.chains.release(r)
 	}
 	for _, c := range d.Servers {
 		if c.Remove {
@@ -470,12 +508,13 @@ func (m *Mux) publish(in *muxInstance) error {
 		strategy = 2
 	}
 	rec := muxVipInfo{
-		Table:      in.slot,
-		Buckets:    in.cfg.Buckets,
-		Generation: in.table.Generation,
-		PortLow:    in.cfg.PortLow,
-		PortHigh:   in.cfg.PortHigh,
-		Strategy:   strategy,
+		Table:       in.slot,
+		Buckets:     in.cfg.Buckets,
+		Generation:  in.table.Generation,
+		Incarnation: in.table.Incarnation,
+		PortLow:     in.cfg.PortLow,
+		PortHigh:    in.cfg.PortHigh,
+		Strategy:    strategy,
 	}
 	for _, v := range in.cfg.VIPs {
 		if err := m.objs.Vips.Put(v.As4(), &rec); err != nil {
@@ -502,10 +541,24 @@ func (m *Mux) unpublishStale(old *muxInstance, cfg forwarding.Instance) {
 // packets that already hold them are done (RCU).
 func (m *Mux) release(in *muxInstance) {
 	m.objs.BucketTables.Delete(in.slot)
+	m.objs.ChainTables.Delete(in.slot)
 	m.objs.ServerTables.Delete(in.slot)
 	m.slots[in.slot] = false
-	in.buckets.close()
-	in.servers.close()
+	in.close()
+}
+
+// ChainStats tells how full the named instance's history table is: the
+// references bucket words name now, its size, and how many bucket
+// histories were left out because it was full (those buckets forward, but
+// their moved connections cannot be chained).
+func (m *Mux) ChainStats(name string) (used, size int, overflow uint64, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	in, ok := m.instances[name]
+	if !ok {
+		return 0, 0, 0, false
+	}
+	return in.chains.used(), int(in.chains.size), in.chains.overflow, true
 }
 
 // ServerAddrs lists the addresses of an instance's servers, for next-hop

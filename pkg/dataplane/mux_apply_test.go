@@ -45,7 +45,7 @@ func TestMuxApplyDelta(t *testing.T) {
 	syn := caseNamed(t, v, "syn to bucket owned by on-link server") // bucket 0, owner 1025
 
 	_, o := forwardedBy(t, b, m, syn)
-	if o.Dst != netip.MustParseAddr("198.18.0.10") || o.Option.Generation != 7 || o.Option.HasPrevious() {
+	if o.Dst != netip.MustParseAddr("198.18.0.10") || o.Option.Generation != 7 || len(o.Option.Prev) != 0 {
 		t.Fatalf("before delta: to %v with %+v", o.Dst, o.Option)
 	}
 
@@ -54,7 +54,7 @@ func TestMuxApplyDelta(t *testing.T) {
 	must(t, m.ApplyDelta("web", d))
 	_, o = forwardedBy(t, b, m, syn)
 	if o.Dst != netip.MustParseAddr("198.18.0.11") || o.Option.Generation != 8 ||
-		o.Option.Previous != netip.MustParseAddr("198.18.0.10") || o.Option.Changed != 1763700500 {
+		len(o.Option.Prev) != 1 || o.Option.Prev[0] != netip.MustParseAddr("198.18.0.10") || o.Option.Changed != 1763700500 {
 		t.Fatalf("after delta: to %v with %+v", o.Dst, o.Option)
 	}
 	if g, _ := m.Generation("web"); g != 8 {
@@ -88,7 +88,7 @@ func TestMuxApplyDelta(t *testing.T) {
 		Buckets: []forwarding.BucketChange{{Index: 0, Bucket: forwarding.Bucket{Current: 1040}}}}
 	must(t, m.ApplyDelta("web", d))
 	_, o = forwardedBy(t, b, m, syn)
-	if o.Dst != netip.MustParseAddr("198.18.0.10") || o.Option.Generation != 9 || o.Option.HasPrevious() {
+	if o.Dst != netip.MustParseAddr("198.18.0.10") || o.Option.Generation != 9 || len(o.Option.Prev) != 0 {
 		t.Fatalf("after add: to %v with %+v", o.Dst, o.Option)
 	}
 	table, err := v.Mux.Table()
@@ -120,10 +120,12 @@ func countUsedSlots(m *Mux) int {
 }
 
 // TestMuxNeverTorn updates one bucket as fast as the daemon can while packets
-// are forwarded, and checks that every packet saw a whole bucket and a
-// generation no newer than the bucket's content. Each generation g sets the
-// bucket's change time to base+g, so the option shows which content
-// forwarded the packet.
+// are forwarded, and checks that every packet saw a whole bucket, its whole
+// history, and a generation no newer than the bucket's content. Each
+// generation g sets the bucket's change time to base+g, so the option shows
+// which content forwarded the packet. Histories cycle through 38 distinct
+// lists, more than the instance's chain table holds (2B+1 = 33), so chain
+// slots are freed and reused while packets run.
 func TestMuxNeverTorn(t *testing.T) {
 	v, m := loadVectorMux(t)
 	b := newMuxBench(t, &v.Mux)
@@ -133,17 +135,23 @@ func TestMuxNeverTorn(t *testing.T) {
 		cur, prev forwarding.ServerID
 		addr      netip.Addr
 	}{{1025, 1026, netip.MustParseAddr("198.18.0.10")}, {1026, 1025, netip.MustParseAddr("198.18.0.11")}}
-	prevOf := map[netip.Addr]netip.Addr{owners[0].addr: owners[1].addr, owners[1].addr: owners[0].addr}
+	older := func(g uint32) forwarding.ServerID { return 1040 + forwarding.ServerID(g%19) }
+	olderAddr := func(id forwarding.ServerID) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, 1, byte(id - 1000)}) }
+	add := &forwarding.Delta{Generation: 8}
+	for id := forwarding.ServerID(1040); id < 1059; id++ {
+		add.Servers = append(add.Servers, forwarding.ServerChange{ID: id, Server: forwarding.Server{Addr: olderAddr(id), State: forwarding.Active}})
+	}
+	must(t, m.ApplyDelta("web", add))
 
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for g := uint32(8); !stop.Load() && g < 200000; g++ {
+		for g := uint32(9); !stop.Load() && g < 200000; g++ {
 			o := owners[g%2]
 			d := &forwarding.Delta{Generation: g, Buckets: []forwarding.BucketChange{
-				{Index: 0, Bucket: forwarding.Bucket{Current: o.cur, History: forwarding.Chain{o.prev}, Changed: base + g}}}}
+				{Index: 0, Bucket: forwarding.Bucket{Current: o.cur, History: forwarding.Chain{o.prev, older(g)}, Changed: base + g}}}}
 			if err := m.ApplyDelta("web", d); err != nil {
 				t.Error(err)
 				return
@@ -160,7 +168,8 @@ func TestMuxNeverTorn(t *testing.T) {
 			continue // the vectors' initial content (generation 7)
 		}
 		content := o.Option.Changed - base
-		if prevOf[o.Dst] != o.Option.Previous || owners[content%2].addr != o.Dst {
+		prev := owners[(content+1)%2].addr
+		if len(o.Option.Prev) != 2 || o.Option.Prev[0] != prev || o.Option.Prev[1] != olderAddr(older(content)) || owners[content%2].addr != o.Dst {
 			t.Fatalf("torn bucket: to %v, option %+v (content of generation %d)", o.Dst, o.Option, content)
 		}
 		if o.Option.Generation > content {
@@ -170,5 +179,9 @@ func TestMuxNeverTorn(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 	g, _ := m.Generation("web")
-	t.Logf("%d packets forwarded while %d generations were applied", packets, g-7)
+	used, size, overflow, _ := m.ChainStats("web")
+	t.Logf("%d packets forwarded while %d generations were applied; chain table %d/%d used, %d overflows", packets, g-7, used, size, overflow)
+	if overflow != 0 {
+		t.Errorf("chain table overflowed %d times with 2 histories named at once", overflow)
+	}
 }

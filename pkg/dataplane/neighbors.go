@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // EnsureNeighbors creates a managed neighbour entry for the next hop towards
@@ -26,6 +27,14 @@ func EnsureNeighbors(nl *netlink.Handle, servers []netip.Addr) error {
 			continue
 		}
 		r := routes[0]
+		if r.Type == unix.RTN_LOCAL {
+			// The controller cannot know the muxes' addresses, so a DIP
+			// that is this mux is caught here: reported like a server with
+			// no route (its buckets are dropped and counted, never looped
+			// back into this mux), not an error of the whole table.
+			errs = append(errs, fmt.Errorf("server %v is an address of this mux", s))
+			continue
+		}
 		hop := net.IP(s.AsSlice())
 		if r.Gw != nil {
 			hop = r.Gw

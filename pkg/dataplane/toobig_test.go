@@ -157,6 +157,24 @@ func TestTooBig(t *testing.T) {
 
 	step("no DF", tooBigFrame(1500, 80, false), "drop", "drop_too_big")
 
+	// Buckets with two previous owners: the option grows to 16 + 4·2 bytes,
+	// the overhead to 44, the MTU the client is told to 1456.
+	hist := forwarding.NewTable(67)
+	hist.Generation = 2
+	hist.Servers[1025] = forwarding.Server{Addr: netip.MustParseAddr("198.18.0.10"), State: forwarding.Active}
+	hist.Servers[1026] = forwarding.Server{Addr: netip.MustParseAddr("198.18.0.11"), State: forwarding.Active}
+	hist.Servers[1027] = forwarding.Server{Addr: netip.MustParseAddr("198.18.0.12"), State: forwarding.Retired}
+	for i := range hist.Buckets {
+		var h forwarding.Chain
+		h[0], h[1] = 1026, 1027
+		hist.Buckets[i] = forwarding.Bucket{Current: 1025, History: h, Changed: 1_800_000_000}
+	}
+	must(t, m.SetInstance(forwarding.Instance{Name: "web", Strategy: forwarding.StrategyBeamer,
+		VIPs: []netip.Addr{tooBigVIP}, PortLow: 80, PortHigh: 80, Buckets: 67}, hist))
+	step("history fits", tooBigFrame(1456, 80, true), "tx", "fwd_bucket")
+	long := tooBigFrame(1457, 80, true)
+	checkFragNeeded(t, long, step("history too big", long, "tx", "icmp_too_big"), 1456)
+
 	// A route with its own, smaller MTU is the one that counts (locked: like
 	// the kernel forwarding path, the FIB uses a route MTU for forwarded
 	// packets only when locked or with ip_forward_use_pmtu).
@@ -164,6 +182,6 @@ func TestTooBig(t *testing.T) {
 	must(t, err)
 	m.FlushNextHops()
 	out := step("route MTU", big, "tx", "icmp_too_big")
-	checkFragNeeded(t, big, out, 1364)
+	checkFragNeeded(t, big, out, 1356) // 1400 − 44 (the option with two previous owners)
 	step("route MTU, cached", tooBigFrame(1400, 80, true), "tx", "icmp_too_big")
 }

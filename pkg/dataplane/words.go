@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 )
@@ -60,12 +59,4 @@ func (a *wordArray) close() {
 	}
 	unix.Munmap(a.mem)
 	a.m.Close()
-}
-
-// bucketWord encodes b in the 64-bit word the mux reads with one load
-// (bpf/include/mux_maps.h): bits 0–15 the current owner, 16–31 the most
-// recent previous owner, 32–63 the change time. Storing it as one aligned
-// word is what makes a bucket update impossible to read torn.
-func bucketWord(b forwarding.Bucket) uint64 {
-	return uint64(b.Current) | uint64(b.History[0])<<16 | uint64(b.Changed)<<32
 }

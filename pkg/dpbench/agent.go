@@ -85,8 +85,9 @@ func agentRows(r *rig, o Options, add func(string, int, int, trial, string) erro
 	defer s.Close()
 
 	a, err := dataplane.LoadAgent(dataplane.AgentOptions{Addr: agentAddr, Benchmark: true,
-		Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
-		VIPs:    []dataplane.AgentVIP{{VIP: beamerVIP, Buckets: 1000, ChainWindow: 4 * time.Minute}}})
+		Trusted:          []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
+		VIPs:             []dataplane.AgentVIP{{VIP: beamerVIP, Buckets: 1000, ChainWindow: 4 * time.Minute}},
+		GenerationMemory: -1})
 	if err != nil {
 		return err
 	}
@@ -103,7 +104,11 @@ func agentRows(r *rig, o Options, add func(string, int, int, trial, string) erro
 		}
 		return wiretest.Frame(wiretest.MuxMAC, net.HardwareAddr{2, 0xbe, 0xa0, 0, 0, 0x11}, outer)
 	}
-	moved := &wire.Option{Previous: prevAddr, Changed: uint32(now.Unix() - 10), Generation: 5}
+	moved := &wire.Option{Prev: []netip.Addr{prevAddr}, Changed: uint32(now.Unix() - 10), Generation: 5}
+	// Chained once already (hop 1) along a history of three: this server is
+	// prev[1] and skips itself, on to prev[2].
+	multi := &wire.Option{Prev: []netip.Addr{netip.MustParseAddr("198.18.0.12"), agentAddr, prevAddr}, Hop: 1,
+		Changed: uint32(now.Unix() - 10), Generation: 5}
 	steady := &wire.Option{Generation: 5}
 	stale := &wire.Option{Generation: 4}
 	ctx := skbContext(eth0.Attrs().Index)
@@ -124,13 +129,13 @@ func agentRows(r *rig, o Options, add func(string, int, int, trial, string) erro
 			"packet of a local connection in a bucket that moved: socket lookup, decapsulation (restored after each run)"},
 		{"agent-chain", a.BenchProgram(), 42000, moved, tcRedirect, "chained",
 			"stray packet in the chaining window: rewritten towards the previous server (restored after each run)"},
+		{"agent-chain-multihop", a.BenchProgram(), 42002, multi, tcRedirect, "chained",
+			"stray packet chained once already, this server second of three previous owners: on to the third (restored after each run)"},
 		{"agent-drop", a.BenchProgram(), 42001, stale, tcShot, "drop_stale_generation", "stray packet from a stale mux: dropped"},
 	}
 	for _, row := range rows {
 		if row.name == "agent-drop" { // the server has seen generation 5 by now
-			if err := a.SetGenerationSeen(0, 5); err != nil {
-				return err
-			}
+			a.SetNewestSeen(0, 5)
 		}
 		t := trial{ns: ns, prog: row.prog, frame: encap(row.sport, row.opt), ctx: ctx, want: row.want,
 			repeat: o.Repeat, counter: row.counter, read: a.Counters}

@@ -38,6 +38,50 @@ func frame(dst netip.Addr, dport uint16, flags int) []byte {
 	return append(f, make([]byte, max(0, 60-len(f)))...) // minimum Ethernet frame
 }
 
+// beamerRows measures the Beamer mux on b buckets whose histories hold
+// `moved` previous owners; first adds the floors and the MPTCP row.
+func beamerRows(r *rig, o Options, b uint32, moved int, first bool, ctx func([]byte) any, add func(string, int, int, trial, string) error) error {
+	cfg, table := beamerInstance(b, moved)
+	m, err := loadMux(cfg, table, 0)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	ack := frame(beamerVIP, 80, wiretest.ACK)
+	base := trial{ns: r.ns, frame: ack, ctx: ctx(ack), want: xdpTX, repeat: o.Repeat, read: m.Counters}
+	if first {
+		for _, p := range []struct {
+			name string
+			prog *ebpf.Program
+		}{{"empty", m.EmptyProgram()}, {"floor", m.FloorProgram()}, {"encap-floor", m.EncapFloorProgram()}} {
+			t := base
+			t.prog = p.prog
+			if err := add(p.name, 1, 0, t, "test run, repeat; empty returns XDP_TX; floor swaps MACs, XDP_TX; encap-floor writes fixed outer headers with the option and undoes them"); err != nil {
+				return err
+			}
+		}
+	}
+	if err := m.SetBenchFlows(uint32(o.BeamerFlows)); err != nil {
+		return err
+	}
+	t := base
+	t.prog, t.counter = m.BenchProgram(), "fwd_bucket"
+	name, what := "beamer", "no bucket ever moved: 16-byte option, no history read"
+	if moved > 0 {
+		t.counter = "fwd_with_previous"
+		name, what = fmt.Sprintf("beamer-moved%d", moved), fmt.Sprintf("every bucket moved: %d previous owners in the option (chain entry read)", moved)
+	}
+	if err := add(name, o.BeamerFlows, int(b), t, "test run, repeat; each repetition a new flow, encapsulation undone after it; "+what); err != nil {
+		return err
+	}
+	if first {
+		sub := frame(beamerVIP, 1030, wiretest.ACK)
+		t := trial{ns: r.ns, prog: m.BenchProgram(), frame: sub, ctx: ctx(sub), want: xdpTX, repeat: o.Repeat, counter: "fwd_server_id", read: m.Counters}
+		return add("beamer-mptcp", o.BeamerFlows, int(b), t, "test run, repeat; MPTCP subflow by server id, no option")
+	}
+	return nil
+}
+
 // Run measures every program and returns the report.
 func Run(o Options, progress io.Writer) (*Report, error) {
 	r, err := newRig()
@@ -65,43 +109,18 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 		return nil
 	}
 
-	// Beamer rows, and the floor and empty program from the same object.
+	// Beamer rows, and the floor and empty program from the same object:
+	// buckets that never moved (the fast path: no history to read), every
+	// bucket moved once (one previous owner in the option, the paper's
+	// case), and at the first size every bucket moved four times.
 	for i, b := range o.BeamerBuckets {
-		cfg, table := beamerInstance(b)
-		m, err := loadMux(cfg, table, 0)
-		if err != nil {
-			return nil, err
-		}
-		ack := frame(beamerVIP, 80, wiretest.ACK)
-		base := trial{ns: r.ns, frame: ack, ctx: ctx(ack), want: xdpTX, repeat: o.Repeat, read: m.Counters}
-		if i == 0 {
-			for _, p := range []struct {
-				name string
-				prog *ebpf.Program
-			}{{"empty", m.EmptyProgram()}, {"floor", m.FloorProgram()}, {"encap-floor", m.EncapFloorProgram()}} {
-				t := base
-				t.prog = p.prog
-				if err := add(p.name, 1, 0, t, "test run, repeat; empty returns XDP_TX; floor swaps MACs, XDP_TX; encap-floor writes fixed outer headers with the option and undoes them"); err != nil {
-					m.Close()
-					return nil, err
-				}
+		for _, moved := range []int{0, 1, 4} {
+			if moved == 4 && i > 0 {
+				continue
 			}
-		}
-		if err := m.SetBenchFlows(uint32(o.BeamerFlows)); err != nil {
-			m.Close()
-			return nil, err
-		}
-		t := base
-		t.prog, t.counter = m.BenchProgram(), "fwd_bucket"
-		err = add("beamer", o.BeamerFlows, int(b), t, "test run, repeat; each repetition a new flow, encapsulation (with option) undone after it")
-		if err == nil && i == 0 {
-			sub := frame(beamerVIP, 1030, wiretest.ACK)
-			t := trial{ns: r.ns, prog: m.BenchProgram(), frame: sub, ctx: ctx(sub), want: xdpTX, repeat: o.Repeat, counter: "fwd_server_id", read: m.Counters}
-			err = add("beamer-mptcp", o.BeamerFlows, int(b), t, "test run, repeat; MPTCP subflow by server id, no option")
-		}
-		m.Close()
-		if err != nil {
-			return nil, err
+			if err := beamerRows(r, o, b, moved, i == 0 && moved == 0, ctx, add); err != nil {
+				return nil, err
+			}
 		}
 	}
 

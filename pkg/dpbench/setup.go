@@ -88,8 +88,10 @@ func serverSet() (map[forwarding.ServerID]forwarding.Server, []assign.Server) {
 }
 
 // beamerInstance is a Beamer VIP with b buckets over the servers, every
-// bucket with a previous owner (the option carries one, as after a move).
-func beamerInstance(b uint32) (forwarding.Instance, *forwarding.Table) {
+// bucket with a history of `moved` previous owners (0: no bucket ever moved,
+// the fast path; 1: as after one move; more: a bucket moved that many times
+// within the window).
+func beamerInstance(b uint32, moved int) (forwarding.Instance, *forwarding.Table) {
 	t := forwarding.NewTable(int(b))
 	var backends []assign.Server
 	t.Servers, backends = serverSet()
@@ -97,9 +99,16 @@ func beamerInstance(b uint32) (forwarding.Instance, *forwarding.Table) {
 		t.Buckets[c.Index] = forwarding.Bucket{Current: c.Bucket.Current}
 	}
 	for i := range t.Buckets {
-		prev := 1025 + (forwarding.ServerID(i)+1)%servers
-		if prev != t.Buckets[i].Current {
-			t.Buckets[i].History, t.Buckets[i].Changed = forwarding.Chain{prev}, 1763700000
+		n := 0
+		for k := 1; n < moved && k < servers; k++ {
+			prev := 1025 + (forwarding.ServerID(i)+forwarding.ServerID(k))%servers
+			if prev != t.Buckets[i].Current {
+				t.Buckets[i].History[n] = prev
+				n++
+			}
+		}
+		if n > 0 {
+			t.Buckets[i].Changed = 1763700000
 		}
 	}
 	t.Generation = 1

@@ -33,9 +33,33 @@ type Agent struct {
 	// CookieValid says whether an ACK to a listener carries a valid SYN cookie.
 	CookieValid func(inner []byte) bool
 	NextHops    func(netip.Addr) NextHop
-	Now         uint32               // Unix seconds
-	GenSeen     map[uint32]uint32    // slot → highest generation seen
-	Changed     map[[2]uint32]uint32 // (slot, bucket) → latest change time seen
+	Now         uint32 // Unix seconds
+	// Sanity bounds (bpf/agent.c): how far the controller's clock may lead
+	// ours (seconds), and a generation the remembered one.
+	MaxSkew    uint32
+	MaxGenJump uint32
+	// Seen holds per VIP slot the newest (incarnation << 32 | generation)
+	// of the current and the previous memory period; Cur says which word
+	// is current (Rotate flips it).
+	Seen    map[uint32]*[2]uint64
+	Cur     int
+	Changed map[[2]uint32]uint32 // (slot, bucket) → latest change time seen
+}
+
+// Rotate starts a new memory period (pkg/dataplane Agent.Rotate).
+func (a *Agent) Rotate() {
+	a.Cur ^= 1
+	for _, w := range a.Seen {
+		w[a.Cur] = 0
+	}
+}
+
+// Newest is the newest (incarnation << 32 | generation) remembered for slot.
+func (a *Agent) Newest(slot uint32) uint64 {
+	if w := a.Seen[slot]; w != nil {
+		return max(w[0], w[1])
+	}
+	return 0
 }
 
 func (a *Agent) trusted(src netip.Addr) bool {
@@ -78,17 +102,20 @@ func (a *Agent) Process(frame []byte) Result {
 	}
 	var opt *wire.Option
 	outerLen := int(outer[0]&0x0f) * 4
-	switch outerLen {
-	case wire.OuterWithOp:
-		if len(outer) < wire.OuterWithOp {
-			return drop("drop_truncated")
+	switch {
+	case outerLen > wire.OuterPlain:
+		if len(outer) < wire.OuterMax {
+			return drop("drop_truncated") // valid packets hold 60 bytes past the outer start
 		}
-		o, err := wire.ParseOption(outer[20:36])
+		if outerLen < wire.OuterWithOp {
+			return drop("drop_bad_option")
+		}
+		o, err := wire.ParseOption(outer[20:outerLen])
 		if err != nil {
 			return drop("drop_bad_option")
 		}
 		opt = &o
-	case wire.OuterPlain:
+	case outerLen == wire.OuterPlain:
 	default:
 		return drop("drop_bad_option")
 	}
@@ -125,21 +152,58 @@ func (a *Agent) Process(frame []byte) Result {
 		return decap(frame, outerLen, "stack_no_option")
 	}
 
-	if opt.Generation > a.GenSeen[vip.Slot] {
-		a.GenSeen[vip.Slot] = opt.Generation
+	// The newest (incarnation, generation) remembered, raised by this
+	// packet unless a sanity bound refuses it.
+	if a.Seen == nil {
+		a.Seen = map[uint32]*[2]uint64{}
 	}
-	newest := a.GenSeen[vip.Slot]
+	if a.Seen[vip.Slot] == nil {
+		a.Seen[vip.Slot] = &[2]uint64{}
+	}
+	epoch, newest := opt.Epoch(), a.Newest(vip.Slot)
+	accepted := true
+	if epoch > newest {
+		switch {
+		case epoch>>32 > newest>>32:
+			if uint64(opt.Incarnation) > uint64(a.Now)+uint64(a.MaxSkew) {
+				accepted = false // "future_incarnation"
+			}
+		case newest != 0 && uint32(epoch)-uint32(newest) > a.MaxGenJump:
+			accepted = false // "suspicious_generation"
+		}
+		if accepted {
+			w := a.Seen[vip.Slot]
+			w[a.Cur] = max(w[a.Cur], epoch)
+			newest = a.Newest(vip.Slot)
+		}
+	}
+	isNewest := accepted && epoch == newest
+
+	// The first previous owner at or after hop that is not this server.
+	next := -1
+	if vip.Window != 0 {
+		for i := int(opt.Hop); i < len(opt.Prev); i++ {
+			if opt.Prev[i] != a.Addr {
+				next = i
+				break
+			}
+		}
+	}
 	chainable := false
-	if opt.HasPrevious() && !opt.Chained() && opt.Previous != a.Addr && vip.Window != 0 {
+	if next >= 0 {
+		changed := opt.Changed
+		if uint64(changed) > uint64(a.Now)+uint64(a.MaxSkew) {
+			changed = a.Now + a.MaxSkew // "clamped_change"
+		}
 		f := wire.Flow{Src: client.Addr(), Dst: vipAP.Addr(), SrcPort: client.Port(), DstPort: vipAP.Port(), Proto: wire.ProtoTCP}
 		key := [2]uint32{vip.Slot, f.Bucket(vip.Buckets)}
-		if opt.Changed > a.Changed[key] {
-			a.Changed[key] = opt.Changed
+		if changed > a.Changed[key] {
+			a.Changed[key] = changed
 		}
 		chainable = uint64(a.Now) < uint64(a.Changed[key])+uint64(vip.Window)
 	}
-	// Nothing to chain at the newest generation: to the stack, no lookup.
-	if !chainable && opt.Generation == newest {
+	// Nothing to chain at the newest state: to the stack, no lookup.
+	if !chainable && isNewest {
 		return decap(frame, outerLen, "to_stack")
 	}
 	switch a.Socket(client, vipAP) {
@@ -151,24 +215,26 @@ func (a *Agent) Process(frame []byte) Result {
 		}
 	}
 	if chainable {
-		return a.chain(frame, opt)
+		return a.chain(frame, outerLen, opt, next)
 	}
 	return drop("drop_stale_generation")
 }
 
-// chain rewrites the outer header towards the previous server.
-func (a *Agent) chain(frame []byte, opt *wire.Option) Result {
-	nh := a.NextHops(opt.Previous)
+// chain rewrites the outer header towards the previous owner opt.Prev[next],
+// with hop next+1.
+func (a *Agent) chain(frame []byte, outerLen int, opt *wire.Option, next int) Result {
+	to := opt.Prev[next]
+	nh := a.NextHops(to)
 	if nh.Result != "tx" && nh.Result != "redirect" && nh.Result != "no_neigh" {
 		return drop("drop_chain_no_route")
 	}
 	out := append([]byte(nil), frame...)
-	h := out[14 : 14+wire.OuterWithOp]
-	src, dst := a.Addr.As4(), opt.Previous.As4()
+	h := out[14 : 14+outerLen]
+	src, dst := a.Addr.As4(), to.As4()
 	copy(h[12:16], src[:])
 	copy(h[16:20], dst[:])
 	h[8] = wire.OuterTTL
-	h[22] |= wire.FlagChained
+	h[22] = byte(next + 1)
 	h[10], h[11] = 0, 0
 	binary.BigEndian.PutUint16(h[10:], wire.Checksum(h))
 	if nh.Result != "no_neigh" {

@@ -13,18 +13,27 @@ import (
 var (
 	serverA = netip.MustParseAddr("198.18.0.10") // previous owner
 	serverB = netip.MustParseAddr("198.18.0.11") // the agent under test
+	serverC = netip.MustParseAddr("198.18.0.12") // an older owner
 	vip2    = netip.MustParseAddr("198.18.100.2")
 )
 
-const agentNow = 1763700300
+const (
+	agentNow  = 1763700300
+	inc1      = agentNow - 86400 // the instance's incarnation (a day old)
+	inc2      = agentNow - 60    // a newer one (a controller took over a minute ago)
+	agentSkew = 60
+	agentJump = 1000
+)
 
 // agentScenario is the agent half of testdata/vectors.json before outputs:
 // server B serves two VIPs (one with chaining, one without), A is the
 // previous owner of moved buckets.
 func agentScenario() (wiretest.AgentScenario, []wiretest.PacketCase) {
 	s := wiretest.AgentScenario{
-		Addr: serverB,
-		Now:  agentNow,
+		Addr:       serverB,
+		Now:        agentNow,
+		MaxSkew:    agentSkew,
+		MaxGenJump: agentJump,
 		VIPs: []wiretest.AgentVIPVector{
 			{VIP: vip, Buckets: 16, Window: 240},
 			{VIP: vip2, Buckets: 8, Window: 0},
@@ -38,6 +47,7 @@ func agentScenario() (wiretest.AgentScenario, []wiretest.PacketCase) {
 		},
 		NextHops: []wiretest.NextHopVector{
 			{Addr: serverA, Result: "redirect", DstMAC: "02:be:a0:00:01:10", SrcMAC: "02:be:a0:00:00:11"},
+			{Addr: serverC, Result: "redirect", DstMAC: "02:be:a0:00:01:12", SrcMAC: "02:be:a0:00:00:11"},
 			{Addr: netip.MustParseAddr("198.18.0.14"), Result: "no_neigh"},
 			{Addr: netip.MustParseAddr("198.19.250.1"), Result: "no_route"},
 		},
@@ -57,16 +67,20 @@ func agentScenario() (wiretest.AgentScenario, []wiretest.PacketCase) {
 		}
 		return b
 	}
-	opt := func(prev netip.Addr, changed, gen uint32, flags uint8) *wire.Option {
-		return &wire.Option{Previous: prev, Changed: changed, Generation: gen, Flags: flags}
+	opt := func(prev []netip.Addr, changed, gen uint32, hop uint8) *wire.Option {
+		return &wire.Option{Prev: prev, Changed: changed, Generation: gen, Incarnation: inc1, Hop: hop}
 	}
+	inc := func(o *wire.Option, i uint32) *wire.Option { o.Incarnation = i; return o }
 	fromMux := func(inner []byte, o *wire.Option) string { return frame(enc(muxAddr, serverB, inner, o)) }
 	with := func(b []byte, f func([]byte)) []byte { c := append([]byte(nil), b...); f(c); return c }
 	stray := seg(vip, 42000, 80, wiretest.ACK).IPv4()  // mid-connection packet unknown to B
 	stray2 := seg(vip, 42001, 80, wiretest.ACK).IPv4() // another one
-	noPrev := netip.MustParseAddr("0.0.0.0")
+	stray3 := seg(vip, 42002, 80, wiretest.ACK).IPv4() // and another
+	A := []netip.Addr{serverA}
+	var none []netip.Addr
 	open := uint32(agentNow - 10)
 	closed := uint32(agentNow - 241)
+	addrs := func(a ...netip.Addr) []netip.Addr { return a }
 
 	// A client port whose flow lands in the same bucket as stray's.
 	strayBucket := wire.Flow{Src: client, Dst: vip, SrcPort: 42000, DstPort: 80, Proto: 6}.Bucket(16)
@@ -86,35 +100,51 @@ func agentScenario() (wiretest.AgentScenario, []wiretest.PacketCase) {
 
 	cases := []wiretest.PacketCase{
 		{Name: "plain traffic to the server passes untouched", Input: hex.EncodeToString(plainTCP)},
-		{Name: "ip-in-ip to another address passes", Input: frame(enc(muxAddr, netip.MustParseAddr("198.18.0.99"), stray, opt(serverA, open, 5, 0)))},
-		{Name: "untrusted source is dropped", Input: frame(enc(netip.MustParseAddr("198.18.9.1"), serverB, stray, opt(serverA, open, 5, 0)))},
-		{Name: "syn is kept", Input: fromMux(seg(vip, 42010, 80, wiretest.SYN).IPv4(), opt(serverA, open, 5, 0))},
-		{Name: "syn without listener is kept for the stack to refuse", Input: fromMux(seg(vip, 42010, 81, wiretest.SYN).IPv4(), opt(noPrev, 0, 5, 0))},
-		{Name: "packet of a local connection is kept", Input: fromMux(seg(vip, 41000, 80, wiretest.ACK).IPv4(), opt(serverA, open, 5, 0))},
-		{Name: "stray packet in open window is chained to previous server", Input: fromMux(stray, opt(serverA, open, 5, 0))},
-		{Name: "stray packet already chained is not chained again: stack resets", Input: fromMux(stray, opt(serverA, open, 5, wire.FlagChained))},
-		{Name: "same bucket with older change time still chains: highest time seen counts", Input: fromMux(seg(vip, sameBucket, 80, wiretest.ACK).IPv4(), opt(serverA, closed, 5, 0))},
-		{Name: "other bucket with closed window is not chained: stack resets", Input: fromMux(seg(vip, otherBucket, 80, wiretest.ACK).IPv4(), opt(serverA, closed, 5, 0))},
-		{Name: "newer generation raises the highest seen", Input: fromMux(stray2, opt(noPrev, 0, 6, 0))},
-		{Name: "stale generation without chaining is dropped", Input: fromMux(seg(vip, otherBucket, 80, wiretest.ACK).IPv4(), opt(serverA, closed, 5, 0))},
-		{Name: "stale generation but a local connection's packet is kept", Input: fromMux(seg(vip, 41000, 80, wiretest.ACK).IPv4(), opt(noPrev, 0, 5, 0))},
-		{Name: "local connection at the newest generation goes to the stack without a lookup", Input: fromMux(seg(vip, 41000, 80, wiretest.ACK).IPv4(), opt(noPrev, 0, 6, 0))},
-		{Name: "stale generation in open window still chains", Input: fromMux(stray, opt(serverA, open, 4, 0))},
-		{Name: "previous server is this server: not chained", Input: fromMux(stray2, opt(serverB, open, 6, 0))},
-		{Name: "vip without chaining resets at current generation", Input: fromMux(seg(vip2, 42000, 80, wiretest.ACK).IPv4(), opt(serverA, open, 6, 0))},
+		{Name: "ip-in-ip to another address passes", Input: frame(enc(muxAddr, netip.MustParseAddr("198.18.0.99"), stray, opt(A, open, 5, 0)))},
+		{Name: "untrusted source is dropped", Input: frame(enc(netip.MustParseAddr("198.18.9.1"), serverB, stray, opt(A, open, 5, 0)))},
+		{Name: "syn is kept", Input: fromMux(seg(vip, 42010, 80, wiretest.SYN).IPv4(), opt(A, open, 5, 0))},
+		{Name: "syn without listener is kept for the stack to refuse", Input: fromMux(seg(vip, 42010, 81, wiretest.SYN).IPv4(), opt(none, 0, 5, 0))},
+		{Name: "packet of a local connection is kept", Input: fromMux(seg(vip, 41000, 80, wiretest.ACK).IPv4(), opt(A, open, 5, 0))},
+		{Name: "stray packet in open window is chained to previous server with hop 1", Input: fromMux(stray, opt(A, open, 5, 0))},
+		{Name: "stray packet at the end of its list is not chained again: stack resets", Input: fromMux(stray, opt(A, open, 5, 1))},
+		{Name: "same bucket with older change time still chains: highest time seen counts", Input: fromMux(seg(vip, sameBucket, 80, wiretest.ACK).IPv4(), opt(A, closed, 5, 0))},
+		{Name: "other bucket with closed window is not chained: stack resets", Input: fromMux(seg(vip, otherBucket, 80, wiretest.ACK).IPv4(), opt(A, closed, 5, 0))},
+		{Name: "newer generation raises the newest seen", Input: fromMux(stray2, opt(none, 0, 6, 0))},
+		{Name: "stale generation without chaining is dropped", Input: fromMux(seg(vip, otherBucket, 80, wiretest.ACK).IPv4(), opt(A, closed, 5, 0))},
+		{Name: "stale generation but a local connection's packet is kept", Input: fromMux(seg(vip, 41000, 80, wiretest.ACK).IPv4(), opt(none, 0, 5, 0))},
+		{Name: "local connection at the newest generation goes to the stack without a lookup", Input: fromMux(seg(vip, 41000, 80, wiretest.ACK).IPv4(), opt(none, 0, 6, 0))},
+		{Name: "stale generation in open window still chains", Input: fromMux(stray, opt(A, open, 4, 0))},
+		{Name: "previous server is this server: not chained", Input: fromMux(stray2, opt(addrs(serverB), open, 6, 0))},
+		{Name: "this server first in the list is skipped: chained to the next with hop 2", Input: fromMux(stray2, opt(addrs(serverB, serverC), open, 6, 0))},
+		{Name: "chained from the new owner at hop 1: on to the older owner with hop 2", Input: frame(enc(serverA, serverB, stray3, opt(addrs(serverB, serverC), open, 6, 1)))},
+		{Name: "second of three owners at hop 1 chains to the third with hop 3", Input: frame(enc(serverA, serverB, stray3, opt(addrs(serverA, serverB, serverC), open, 6, 1)))},
+		{Name: "last owner of the list resets at the newest generation", Input: frame(enc(serverC, serverB, stray3, opt(addrs(serverA, serverC, serverB), open, 6, 3)))},
+		{Name: "six previous owners (IHL 15) chain to the first", Input: fromMux(stray3, opt(addrs(serverA, serverC, netip.MustParseAddr("198.18.0.20"), netip.MustParseAddr("198.18.0.21"), netip.MustParseAddr("198.18.0.22"), netip.MustParseAddr("198.18.0.23")), open, 6, 0))},
+		{Name: "vip without chaining resets at current generation", Input: fromMux(seg(vip2, 42000, 80, wiretest.ACK).IPv4(), opt(A, open, 6, 0))},
 		{Name: "mptcp subflow of a local connection is kept", Input: frame(enc(muxAddr, serverB, seg(vip, 41001, 1026, wiretest.ACK).IPv4(), nil))},
 		{Name: "mptcp subflow unknown here goes to the stack", Input: frame(enc(muxAddr, serverB, seg(vip, 41002, 1026, wiretest.ACK).IPv4(), nil))},
-		{Name: "chain towards unresolved neighbour lets the kernel resolve it", Input: fromMux(stray2, opt(netip.MustParseAddr("198.18.0.14"), open, 6, 0))},
-		{Name: "chain towards unroutable server is dropped", Input: fromMux(stray2, opt(netip.MustParseAddr("198.19.250.1"), open, 6, 0))},
-		{Name: "chained packet from a fellow server is reset at current generation", Input: frame(enc(serverA, serverB, stray2, opt(serverB, open, 6, wire.FlagChained)))},
-		{Name: "unknown option type is dropped", Input: frame(with(enc(muxAddr, serverB, stray, opt(serverA, open, 6, 0)), func(b []byte) { b[20] = 0x44 }))},
-		{Name: "outer header of 24 bytes is dropped", Input: frame(with(enc(muxAddr, serverB, stray, opt(serverA, open, 6, 0)), func(b []byte) { b[0] = 0x46 }))},
-		{Name: "outer fragment is dropped", Input: frame(with(enc(muxAddr, serverB, stray, opt(serverA, open, 6, 0)), func(b []byte) { b[6] = 0x20 }))},
-		{Name: "outer total length beyond packet is dropped", Input: frame(with(enc(muxAddr, serverB, stray, opt(serverA, open, 6, 0)), func(b []byte) { b[2], b[3] = 0x05, 0xdc }))},
-		{Name: "inner udp is dropped", Input: fromMux(with(stray, func(b []byte) { b[9] = 17 }), opt(serverA, open, 6, 0))},
-		{Name: "inner ip options are dropped", Input: fromMux(with(stray, func(b []byte) { b[0] = 0x46 }), opt(serverA, open, 6, 0))},
-		{Name: "inner tcp cut short is dropped", Input: fromMux(with(stray, func(b []byte) { b[32] = 0xf0 }), opt(serverA, open, 6, 0))},
-		{Name: "unknown vip is dropped", Input: fromMux(seg(netip.MustParseAddr("198.18.100.77"), 42000, 80, wiretest.ACK).IPv4(), opt(serverA, open, 6, 0))},
+		{Name: "chain towards unresolved neighbour lets the kernel resolve it", Input: fromMux(stray2, opt(addrs(netip.MustParseAddr("198.18.0.14")), open, 6, 0))},
+		{Name: "chain towards unroutable server is dropped", Input: fromMux(stray2, opt(addrs(netip.MustParseAddr("198.19.250.1")), open, 6, 0))},
+		{Name: "chained packet from a fellow server is reset at current generation", Input: frame(enc(serverA, serverB, stray2, opt(addrs(serverB), open, 6, 1)))},
+		{Name: "change time far in the future is clamped, the packet still chains", Input: fromMux(stray2, opt(A, agentNow+100000, 6, 0))},
+		{Name: "generation jump beyond the bound is not remembered: stray dropped as stale", Input: fromMux(stray3, opt(none, 0, 6+agentJump+1, 0))},
+		{Name: "after the refused jump generation 6 is still the newest", Input: fromMux(stray3, opt(none, 0, 6, 0))},
+		{Name: "incarnation ahead of the clock is not remembered: stray dropped as stale", Input: fromMux(stray3, inc(opt(none, 0, 1, 0), agentNow+agentSkew+1000))},
+		{Name: "after the refused incarnation generation 6 is still the newest", Input: fromMux(stray3, opt(none, 0, 6, 0))},
+		{Name: "newer incarnation is a reset, not stale: generation 1 is the newest now", Input: fromMux(stray3, inc(opt(none, 0, 1, 0), inc2))},
+		{Name: "a mux still on the older incarnation is stale", Input: fromMux(stray3, opt(none, 0, 7, 0))},
+		{Name: "newer incarnation's next generation is the newest", Input: fromMux(stray3, inc(opt(none, 0, 2, 0), inc2))},
+		{Name: "hop past the list is a bad option", Input: fromMux(stray, opt(A, open, 6, 2))},
+		{Name: "option length that disagrees with the header length is dropped", Input: frame(with(enc(muxAddr, serverB, stray, opt(A, open, 6, 0)), func(b []byte) { b[21] = 16 }))},
+		{Name: "unknown option type is dropped", Input: frame(with(enc(muxAddr, serverB, stray, opt(A, open, 6, 0)), func(b []byte) { b[20] = 0x44 }))},
+		{Name: "outer header of 24 bytes is dropped", Input: frame(with(enc(muxAddr, serverB, stray, opt(A, open, 6, 0)), func(b []byte) { b[0] = 0x46 }))},
+		{Name: "outer header claiming 60 bytes over a 40-byte option is dropped", Input: frame(with(enc(muxAddr, serverB, stray, opt(A, open, 6, 0)), func(b []byte) { b[0] = 0x4f }))},
+		{Name: "outer fragment is dropped", Input: frame(with(enc(muxAddr, serverB, stray, opt(A, open, 6, 0)), func(b []byte) { b[6] = 0x20 }))},
+		{Name: "outer total length beyond packet is dropped", Input: frame(with(enc(muxAddr, serverB, stray, opt(A, open, 6, 0)), func(b []byte) { b[2], b[3] = 0x05, 0xdc }))},
+		{Name: "inner udp is dropped", Input: fromMux(with(stray, func(b []byte) { b[9] = 17 }), opt(A, open, 6, 0))},
+		{Name: "inner ip options are dropped", Input: fromMux(with(stray, func(b []byte) { b[0] = 0x46 }), opt(A, open, 6, 0))},
+		{Name: "inner tcp cut short is dropped", Input: fromMux(with(stray, func(b []byte) { b[32] = 0xf0 }), opt(A, open, 6, 0))},
+		{Name: "unknown vip is dropped", Input: fromMux(seg(netip.MustParseAddr("198.18.100.77"), 42000, 80, wiretest.ACK).IPv4(), opt(A, open, 6, 0))},
 	}
 	return s, cases
 }
@@ -122,7 +152,7 @@ func agentScenario() (wiretest.AgentScenario, []wiretest.PacketCase) {
 // modelAgent builds the reference agent for a scenario.
 func modelAgent(s *wiretest.AgentScenario) *Agent {
 	a := &Agent{Addr: s.Addr, VIPs: map[netip.Addr]AgentVIP{}, Trusted: s.Trusted, Now: s.Now,
-		GenSeen: map[uint32]uint32{}, Changed: map[[2]uint32]uint32{}}
+		MaxSkew: s.MaxSkew, MaxGenJump: s.MaxGenJump, Changed: map[[2]uint32]uint32{}}
 	for i, v := range s.VIPs {
 		a.VIPs[v.VIP] = AgentVIP{Buckets: v.Buckets, Window: v.Window, Slot: uint32(i)}
 	}

@@ -35,9 +35,10 @@ type Result struct {
 
 // VIP is one VIP as the mux sees it.
 type VIP struct {
-	Instance   forwarding.Instance
-	Table      *forwarding.Table
-	Generation uint32 // published generation (the VIP record's)
+	Instance    forwarding.Instance
+	Table       *forwarding.Table
+	Generation  uint32 // published generation (the VIP record's)
+	Incarnation uint32 // the table's incarnation (the VIP record's)
 }
 
 // Mux is the reference mux.
@@ -106,9 +107,16 @@ func (m *Mux) Process(frame []byte) Result {
 			return drop("drop_unknown_server")
 		}
 		server = s
-		opt = &wire.Option{Generation: vip.Generation}
-		if p, ok := vip.Table.Servers[b.History[0]]; ok && b.History[0] != forwarding.NoServer {
-			opt.Previous, opt.Changed = p.Addr, b.Changed
+		opt = &wire.Option{Generation: vip.Generation, Incarnation: vip.Incarnation}
+		for _, id := range b.History[:b.History.Len()] {
+			p, ok := vip.Table.Servers[id]
+			if !ok {
+				break // cannot happen in a valid table; the C program stops there too
+			}
+			opt.Prev = append(opt.Prev, p.Addr)
+		}
+		if len(opt.Prev) > 0 {
+			opt.Changed = b.Changed
 		}
 	}
 	inner := ip[:binary.BigEndian.Uint16(ip[2:])]

@@ -32,7 +32,8 @@ func muxScenario() (wiretest.MuxScenario, []wiretest.PacketCase) {
 		MuxAddr: muxAddr,
 		Instance: forwarding.Instance{Name: "web", Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{vip},
 			PortLow: 80, PortHigh: 443, Buckets: 16, ChainWindow: 4 * time.Minute},
-		Generation: 7,
+		Generation:  7,
+		Incarnation: 1763600000,
 		Servers: []wiretest.ServerVector{
 			{ID: 1025, Addr: netip.MustParseAddr("198.18.0.10"), State: "active"},  // on-link, same interface
 			{ID: 1026, Addr: netip.MustParseAddr("198.18.0.11"), State: "active"},  // on-link
@@ -52,16 +53,23 @@ func muxScenario() (wiretest.MuxScenario, []wiretest.PacketCase) {
 			{Addr: netip.MustParseAddr("198.18.0.15"), Result: "tx", DstMAC: "02:be:a0:00:01:15", SrcMAC: "02:be:a0:00:00:02"},
 		},
 	}
-	owners := []struct {
-		cur, prev forwarding.ServerID
-		changed   uint32
-	}{
-		{1025, 0, 0}, {1026, 1025, 1763700000}, {1027, 0, 0}, {1028, 1026, 1763700100},
-		{1029, 0, 0}, {1030, 0, 0}, {0, 0, 0}, {1025, 1031, 1763700200},
+	type owner struct {
+		cur     forwarding.ServerID
+		history []forwarding.ServerID
+		changed uint32
+	}
+	h := func(ids ...forwarding.ServerID) []forwarding.ServerID { return ids }
+	owners := []owner{
+		{1025, nil, 0}, {1026, h(1025), 1763700000}, {1027, nil, 0}, {1028, h(1026), 1763700100},
+		{1029, nil, 0}, {1030, nil, 0}, {0, nil, 0}, {1025, h(1031), 1763700200},
+		// Buckets 8-10: histories of two, four (with the retired server)
+		// and six previous owners (the longest option: IHL 15).
+		{1025, h(1026, 1027), 1763700300}, {1026, h(1031, 1025, 1027, 1028), 1763700400},
+		{1027, h(1025, 1026, 1028, 1029, 1030, 1031), 1763700500},
 	}
 	for i := 0; i < int(s.Instance.Buckets); i++ {
 		o := owners[i%len(owners)]
-		s.Buckets = append(s.Buckets, wiretest.BucketVector{Index: uint32(i), Current: o.cur, Previous: o.prev, Changed: o.changed})
+		s.Buckets = append(s.Buckets, wiretest.BucketVector{Index: uint32(i), Current: o.cur, History: o.history, Changed: o.changed})
 	}
 
 	// A client port whose flow to port dport lands in the wanted bucket.
@@ -104,6 +112,10 @@ func muxScenario() (wiretest.MuxScenario, []wiretest.PacketCase) {
 		{Name: "no route to server", Input: frame(seg(5, 80, wiretest.SYN).IPv4())},
 		{Name: "bucket without owner", Input: frame(seg(6, 80, wiretest.SYN).IPv4())},
 		{Name: "retired previous owner is still named", Input: frame(seg(7, 80, wiretest.ACK).IPv4())},
+		{Name: "bucket moved twice carries both previous owners, newest first", Input: frame(seg(8, 80, wiretest.ACK).IPv4())},
+		{Name: "history of four with a retired owner", Input: frame(seg(9, 80, wiretest.ACK).IPv4())},
+		{Name: "history of six fills the option room (IHL 15)", Input: frame(seg(10, 80, wiretest.ACK).IPv4())},
+		{Name: "bucket that never moved beside moved ones has a 16-byte option", Input: frame(seg(11, 80, wiretest.ACK).IPv4())},
 		{Name: "mptcp subflow to server id port, no option", Input: frame(mptcp.IPv4())},
 		{Name: "mptcp subflow to unknown server id", Input: frame(seg(0, 5000, wiretest.SYN).IPv4())},
 		{Name: "mptcp subflow to retired server id", Input: frame(seg(0, 1031, wiretest.ACK).IPv4())},
@@ -148,7 +160,7 @@ func modelMux(t testing.TB, s *wiretest.MuxScenario) *Mux {
 		return NextHop{Result: "no_route"}
 	}}
 	for _, v := range s.Instance.VIPs {
-		m.VIPs[v] = &VIP{Instance: s.Instance, Table: table, Generation: s.Generation}
+		m.VIPs[v] = &VIP{Instance: s.Instance, Table: table, Generation: s.Generation, Incarnation: s.Incarnation}
 	}
 	return m
 }

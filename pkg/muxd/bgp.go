@@ -23,6 +23,7 @@ import (
 type BGPPeer struct {
 	Addr netip.Addr
 	ASN  uint32
+	Port uint16 // 0: BGP's port, 179
 }
 
 // ParseBGPPeer reads ADDR:ASN, e.g. 198.18.0.254:65000.
@@ -98,7 +99,7 @@ func StartBGP(ctx context.Context, o BGPOptions) (*Announcer, error) {
 	for _, p := range o.Peers {
 		err := a.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: &api.Peer{
 			Conf:      &api.PeerConf{NeighborAddress: p.Addr.String(), PeerAsn: p.ASN},
-			Transport: &api.Transport{LocalAddress: o.NextHop.String()},
+			Transport: &api.Transport{LocalAddress: o.NextHop.String(), RemotePort: uint32(p.Port)},
 			Timers: &api.Timers{Config: &api.TimersConfig{
 				HoldTime: hold, KeepaliveInterval: max(hold/3, 1), ConnectRetry: 1,
 			}},
@@ -184,18 +185,16 @@ func (a *Announcer) Close() {
 }
 
 // AnnounceWhileHealthy keeps the announced VIPs equal to the VIPs of the
-// instances the daemon forwards while it is healthy, and to nothing when it
-// is not, checking every interval until ctx ends.
+// instances the daemon forwards, less those of instances withdrawn for
+// being behind the store (health.go), checking every interval until ctx
+// ends. A store outage alone withdraws nothing: see docs/control-plane.md,
+// "Health and BGP policy".
 func (d *Daemon) AnnounceWhileHealthy(ctx context.Context, a *Announcer, every time.Duration, log *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	var lastErr string
 	for {
-		var vips []netip.Addr
-		if err := d.Healthy(); err == nil {
-			vips = d.VIPs()
-		}
-		err := a.Set(ctx, vips)
+		err := a.Set(ctx, d.announceVIPs())
 		if msg := fmt.Sprint(err); err != nil && msg != lastErr {
 			log.Warn("bgp", "error", err)
 			lastErr = msg
@@ -211,11 +210,22 @@ func (d *Daemon) AnnounceWhileHealthy(ctx context.Context, a *Announcer, every t
 }
 
 // VIPs are the VIPs of every instance the daemon forwards, sorted.
-func (d *Daemon) VIPs() []netip.Addr {
+func (d *Daemon) VIPs() []netip.Addr { return d.vips(func(string) bool { return true }) }
+
+// announceVIPs are the VIPs to announce: those of every instance forwarded
+// except instances the mux is too long behind on.
+func (d *Daemon) announceVIPs() []netip.Addr {
+	return d.vips(func(name string) bool { return !d.health.withdrawn(name) })
+}
+
+func (d *Daemon) vips(keep func(instance string) bool) []netip.Addr {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var vips []netip.Addr
-	for _, in := range d.instances {
+	for name, in := range d.instances {
+		if !keep(name) {
+			continue
+		}
 		for _, v := range in.VIPs {
 			if !slices.Contains(vips, v) {
 				vips = append(vips, v)

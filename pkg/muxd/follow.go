@@ -92,6 +92,10 @@ func (d *Daemon) Follow(ctx context.Context, st store.Store, root, name string, 
 			}
 		},
 	})
+	d.health.track(d.stop, st, name, k, f, func() (ring.Pair, bool) {
+		inc, gen, ok := d.mux.Version(name)
+		return ring.Pair{Incarnation: inc, Generation: gen}, ok
+	})
 	t, err := d.load(ctx, f, *cfg, log)
 	if err == nil {
 		go f.Run(ctx, t, applier{d: d, cfg: *cfg})

@@ -7,6 +7,7 @@ package muxd
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -42,6 +43,9 @@ type Options struct {
 	// next mux swaps its program in once its tables are loaded (Ready).
 	// Default: /sys/fs/bpf/beamer/mux-NETNS-IFACE; "-" turns pinning off.
 	PinDir string
+	// Health bounds the store-outage and behind-the-store verdicts.
+	Health HealthOptions
+	Log    *slog.Logger // default slog.Default()
 }
 
 // Daemon is a running mux.
@@ -53,11 +57,15 @@ type Daemon struct {
 	nl      *netlink.Handle
 	metrics *metrics.Server
 
-	stop     chan struct{} // closed by Close: ends the netlink watches
-	adopting bool          // a predecessor's pinned program forwards until Ready
+	stop chan struct{} // closed by Close: ends the netlink watches
+
+	attachMu sync.Mutex // guards link, adopting and takeover (adopt.go)
+	adopting bool       // a predecessor's pinned program forwards until this one takes over
+	takeover takeover
 
 	mu        sync.Mutex
 	instances map[string]forwarding.Instance
+	health    *health // store reachability and lag of followed instances (health.go)
 
 	applySeconds prometheus.Histogram
 	generation   *prometheus.GaugeVec
@@ -104,7 +112,11 @@ func Start(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{opts: opts, node: node, instances: map[string]forwarding.Instance{}, stop: make(chan struct{})}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	d := &Daemon{opts: opts, node: node, instances: map[string]forwarding.Instance{}, stop: make(chan struct{}),
+		health: newHealth(opts.Health, opts.Log)}
 	if err := d.start(); err != nil {
 		if cerr := d.Close(); cerr != nil {
 			return nil, fmt.Errorf("%w (undoing the start: %v)", err, cerr)
@@ -136,7 +148,7 @@ func (d *Daemon) start() error {
 	if pinned != nil {
 		pinned.Close()
 		d.adopting = true
-	} else if err := d.Ready(); err != nil {
+	} else if err := d.attach(); err != nil {
 		return err
 	}
 	if err := d.watchNextHops(); err != nil {
@@ -150,21 +162,6 @@ func (d *Daemon) start() error {
 	return nil
 }
 
-// Ready attaches the mux if Start did not: a predecessor's pinned program
-// forwards until this call replaces it, in one step, with this one, so
-// call it once the instances are set. Calling it again does nothing.
-func (d *Daemon) Ready() error {
-	if d.link != nil {
-		return nil
-	}
-	l, err := d.mux.Attach(d.opts.Interface, d.opts.XDPMode)
-	if err != nil {
-		return err
-	}
-	d.link, d.adopting = l, false
-	return nil
-}
-
 func (d *Daemon) serveMetrics() error {
 	reg := prometheus.NewRegistry()
 	d.applySeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "beamer_mux_apply_seconds",
@@ -174,21 +171,25 @@ func (d *Daemon) serveMetrics() error {
 	d.applyErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "beamer_mux_apply_errors_total",
 		Help: "Generations or tables the mux refused (the previous state stays in force)."})
 	d.registerFollowMetrics(reg)
-	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors,
+	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors, d.health,
 		metrics.NewCounterCollector("beamer_mux_packets_total", "Packets by decision of the XDP mux.", "decision", d.mux.Counters))
 	s, err := metrics.Serve(d.opts.Metrics, reg, d.Healthy)
 	d.metrics = s
 	return err
 }
 
-// Healthy is nil while the mux is attached and holds at least one instance.
+// Healthy is nil while the mux holds at least one instance and, when it
+// follows the store, has not lost the store for longer than
+// HealthOptions.StoreDownAfter nor withdrawn an instance for being behind.
+// It is /healthz's verdict; BGP announcements follow announceVIPs.
 func (d *Daemon) Healthy() error {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if len(d.instances) == 0 {
+	n := len(d.instances)
+	d.mu.Unlock()
+	if n == 0 {
 		return errors.New("no instance loaded")
 	}
-	return nil
+	return d.health.degraded()
 }
 
 // Mux is the loaded data plane.
@@ -223,6 +224,7 @@ func (d *Daemon) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error
 	d.instances[cfg.Name] = cfg
 	d.mu.Unlock()
 	d.ensureServers(cfg.Name)
+	d.takeOverIfReady()
 	return nil
 }
 
@@ -248,6 +250,31 @@ func (d *Daemon) RemoveInstance(name string) error {
 	return d.mux.RemoveInstance(name)
 }
 
+// Abandon ends this process's part — watches, metrics, descriptors — but
+// leaves the program pinned and forwarding with its last tables, and
+// forwarding on, for the next mux to take over: a hitless upgrade
+// (SIGUSR2). Routes are the caller's: an announcer closed with the process
+// withdraws them.
+func (d *Daemon) Abandon() error {
+	close(d.stop)
+	d.attachMu.Lock()
+	defer d.attachMu.Unlock()
+	d.takeover.wanted = false
+	if d.metrics != nil {
+		d.metrics.Close()
+	}
+	if d.link != nil {
+		d.link.Close()
+	}
+	if d.nl != nil {
+		d.nl.Close()
+	}
+	if d.mux != nil {
+		return d.mux.Close()
+	}
+	return nil
+}
+
 // Close detaches and unpins the mux, frees everything and restores the
 // sysctls. A mux that never attached (its start failed while a
 // predecessor's program was pinned) leaves that program forwarding.
@@ -257,6 +284,9 @@ func (d *Daemon) Close() error {
 	if d.metrics != nil {
 		d.metrics.Close()
 	}
+	d.attachMu.Lock()
+	defer d.attachMu.Unlock()
+	d.takeover.wanted = false // an instance loading now must not attach
 	if d.link != nil {
 		if err := dataplane.Unpin(d.opts.PinDir, d.link); err != nil {
 			errs = append(errs, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/netlab"
 	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 )
 
@@ -210,6 +211,21 @@ func (r *restartNet) forwardedByKernel(t *testing.T) uint64 {
 	return 0
 }
 
+// pinnedStateIDs are the ids of the pinned counter and connection-table
+// maps: the same maps must serve the next mux.
+func (r *restartNet) pinnedStateIDs(t *testing.T) [2]ebpf.MapID {
+	var ids [2]ebpf.MapID
+	for i, name := range []string{"mux_counters", "conntrack"} {
+		m, err := ebpf.LoadPinnedMap(filepath.Join(r.pinDir, name), nil)
+		must(t, err)
+		info, err := m.Info()
+		must(t, err)
+		ids[i], _ = info.ID()
+		m.Close()
+	}
+	return ids
+}
+
 func (r *restartNet) xdpProgram(t *testing.T) (uint32, bool) {
 	var id uint32
 	var ok bool
@@ -313,6 +329,7 @@ func TestMuxKillRestartUnderTraffic(t *testing.T) {
 	}
 	waitProgress("before the kill")
 
+	stateIDs := r.pinnedStateIDs(t)
 	kernelBefore := r.forwardedByKernel(t)
 	must(t, first.cmd.Process.Kill())
 	<-first.done
@@ -330,6 +347,9 @@ func TestMuxKillRestartUnderTraffic(t *testing.T) {
 		t.Fatalf("after the restart: XDP program %d (attached %v), want a new one swapped in for %d", secondProg, ok, firstProg)
 	}
 	waitProgress("after the restart")
+	if got := r.pinnedStateIDs(t); got != stateIDs {
+		t.Errorf("state maps after the restart %v, want the killed mux's %v adopted (counters and connection table kept)", got, stateIDs)
+	}
 	if n := r.forwardedByKernel(t) - kernelBefore; n > 0 {
 		t.Errorf("the mux's kernel forwarded %d packets across the restart", n)
 	}

@@ -33,16 +33,22 @@ func (r RepairReport) String() string {
 	if len(r.Found) > 0 {
 		found = "found: " + strings.Join(r.Found, "; ")
 	}
-	return fmt.Sprintf("%s; store named %v; table from %s; published resync %v; removed %d stale or stray nodes", found, r.From, r.Salvaged, r.To, r.Removed)
+	from := "no usable pair"
+	if r.From != (Pair{}) {
+		from = r.From.String()
+	}
+	return fmt.Sprintf("%s; store named %s; table from %s; published resync %v; removed %d stale or stray nodes", found, from, r.Salvaged, r.To, r.Removed)
 }
 
 // salvageTries bounds how many older blobs a repair tries when the latest
 // is unreadable.
 const salvageTries = 8
 
-// Repair starts a new incarnation of an instance's ring: it reads what it
-// can (the published state if it loads, else the newest readable blob and
-// the deltas that follow it, else an empty table), publishes that as a
+// Repair starts a new incarnation of an instance's ring: it takes the
+// published state if it loads and is not older than known (the table the
+// caller published last, nil if none), else known, else the newest
+// readable blob and the deltas that follow it, else an empty table; it
+// publishes that as a
 // resync blob at a new incarnation above everything the store holds and
 // above floor (the highest pair the caller knows of), moves both pointers
 // to it in one commit and deletes every other generation and stray key.
@@ -51,7 +57,7 @@ const salvageTries = 8
 // A new controller calls it for every instance when elected, and the
 // elected controller whenever the ring is damaged or differs from what it
 // published. Only the instance's configuration must be readable.
-func Repair(ctx context.Context, st store.Store, k Keys, opts WriterOptions, floor Pair) (*Writer, RepairReport, error) {
+func Repair(ctx context.Context, st store.Store, k Keys, opts WriterOptions, floor Pair, known *forwarding.Table) (*Writer, RepairReport, error) {
 	opts.fill(st)
 	var r RepairReport
 	cfg, err := ReadInstance(ctx, st, k)
@@ -59,15 +65,22 @@ func Repair(ctx context.Context, st store.Store, k Keys, opts WriterOptions, flo
 		return nil, r, err
 	}
 	lim := instanceLimits(cfg.Buckets, st.MaxValueSize())
-	note := func(format string, a ...any) { r.Found = append(r.Found, fmt.Sprintf(format, a...)) }
+	note := func(format string, a ...any) {
+		if f := fmt.Sprintf(format, a...); !slices.Contains(r.Found, f) {
+			r.Found = append(r.Found, f)
+		}
+	}
 
 	// The pointers, as they are.
 	var genVersion int64
-	known := floor // highest pair seen anywhere
+	high := floor // highest pair seen anywhere
 	see := func(p Pair) {
-		if known.Less(p) {
-			known = p
+		if high.Less(p) {
+			high = p
 		}
+	}
+	if known != nil {
+		see(Pair{known.Incarnation, known.Generation})
 	}
 	ptr, perr := readPointers(ctx, st, k)
 	if perr == nil {
@@ -110,8 +123,8 @@ func Repair(ctx context.Context, st store.Store, k Keys, opts WriterOptions, flo
 			continue
 		}
 		gens = append(gens, g)
-		if known.Generation < g {
-			known.Generation = g
+		if high.Generation < g {
+			high.Generation = g
 		}
 		if perr == nil && g > ptr.gen.Generation {
 			stray = append(stray, g)
@@ -130,6 +143,9 @@ func Repair(ctx context.Context, st store.Store, k Keys, opts WriterOptions, flo
 		var s LoadStats
 		t, _, s, err = loadOnce(ctx, st, k, lim)
 		switch {
+		case err == nil && known != nil && ptr.gen.Less(Pair{known.Incarnation, known.Generation}):
+			note("the store's state %v is older than %v, published before", ptr.gen, Pair{known.Incarnation, known.Generation})
+			t = nil
 		case err == nil:
 			r.Salvaged = fmt.Sprintf("the published state %v (blob %d and %d deltas)", ptr.gen, s.Blob, s.Deltas)
 		case errors.Is(err, ErrCorrupt) || errors.Is(err, errRaced):
@@ -139,6 +155,10 @@ func Repair(ctx context.Context, st store.Store, k Keys, opts WriterOptions, flo
 			return nil, r, err
 		}
 	}
+	if t == nil && known != nil {
+		t = known.Clone()
+		r.Salvaged = fmt.Sprintf("the table this controller published last (%v)", Pair{known.Incarnation, known.Generation})
+	}
 	if t == nil {
 		if t, err = salvage(ctx, st, k, lim, gens, ptr, perr == nil, &r); err != nil {
 			return nil, r, err
@@ -147,8 +167,8 @@ func Repair(ctx context.Context, st store.Store, k Keys, opts WriterOptions, flo
 	see(Pair{t.Incarnation, t.Generation})
 
 	// The resync: a new incarnation, a generation above all seen.
-	inc := nextIncarnation(opts.Now(), known.Incarnation)
-	gen := known.Generation + 1
+	inc := nextIncarnation(opts.Now(), high.Incarnation)
+	gen := high.Generation + 1
 	if gen == 0 {
 		gen = 1 // wrapped: the new incarnation keeps the pair unique
 	}
@@ -183,45 +203,52 @@ func Repair(ctx context.Context, st store.Store, k Keys, opts WriterOptions, flo
 }
 
 // salvage finds the newest readable blob and applies the deltas of its
-// incarnation that follow it and read and apply cleanly (up to latest-gen
-// when that pointer is sound), or returns an empty table.
+// incarnation that follow it and read and apply cleanly, or returns an
+// empty table. With a sound latest-gen it looks at and below it first
+// (deltas up to it); then above it: objects above the pointer are either a
+// failed attempt or a state rolled back by a restore, which muxes may run.
 func salvage(ctx context.Context, st store.Store, k Keys, lim limits, gens []uint32, ptr pointers, ptrOK bool, r *RepairReport) (*forwarding.Table, error) {
 	desc := slices.Clone(gens)
 	slices.Sort(desc)
 	slices.Reverse(desc)
 	tries := 0
-	for _, g := range desc {
-		if tries == salvageTries {
-			break
-		}
-		if ptrOK && g > ptr.gen.Generation {
-			continue // never published
-		}
-		t, m, _, err := readBlob(ctx, st, k, Pair{Generation: g}, lim)
-		if errors.Is(err, store.ErrNotFound) {
-			continue // a delta-only generation
-		}
-		tries++
-		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				return nil, err
-			}
-			r.Found = append(r.Found, err.Error())
-			continue
-		}
-		deltas := 0
-		for d := g + 1; d != 0 && (!ptrOK || d <= ptr.gen.Generation); d++ {
-			delta, _, err := readDelta(ctx, st, k, Pair{m.incarnation, d}, lim)
-			if err == nil {
-				err = t.Apply(delta)
-			}
-			if err != nil {
+	for _, above := range []bool{false, true} {
+		for _, g := range desc {
+			if tries == salvageTries {
 				break
 			}
-			deltas++
+			if ptrOK && (g > ptr.gen.Generation) != above {
+				continue
+			}
+			if !ptrOK && above {
+				break // the first pass saw everything
+			}
+			t, m, _, err := readBlob(ctx, st, k, Pair{Generation: g}, lim)
+			if errors.Is(err, store.ErrNotFound) {
+				continue // a delta-only generation
+			}
+			tries++
+			if err != nil {
+				if !errors.Is(err, ErrCorrupt) {
+					return nil, err
+				}
+				r.Found = append(r.Found, err.Error())
+				continue
+			}
+			deltas := 0
+			for d := g + 1; d != 0 && (above || !ptrOK || d <= ptr.gen.Generation); d++ {
+				delta, _, err := readDelta(ctx, st, k, Pair{m.incarnation, d}, lim)
+				if err == nil {
+					err = t.Apply(delta)
+				}
+				if err != nil {
+					break
+				}
+				deltas++
+			}
+			r.Salvaged = fmt.Sprintf("blob %d of incarnation %d and the %d deltas after it that read", g, m.incarnation, deltas)
+			return t, nil
 		}
-		r.Salvaged = fmt.Sprintf("blob %d of incarnation %d and the %d deltas after it that read", g, m.incarnation, deltas)
-		return t, nil
 	}
 	in, err := ReadInstance(ctx, st, k)
 	if err != nil {
@@ -293,6 +320,15 @@ func (w *Writer) Verify(ctx context.Context, full bool) error {
 	}
 	if !full {
 		return nil
+	}
+	names, err := w.st.Children(ctx, w.k.Gens())
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if g, ok := parseGen(n); !ok || g > w.ptr.gen.Generation {
+			return fmt.Errorf("%w: %s under %s, above latest-gen %v", ErrDiverged, Quote([]byte(n)), w.k.Gens(), w.ptr.gen)
+		}
 	}
 	t, _, _, err := load(ctx, w.st, w.k)
 	if err != nil {

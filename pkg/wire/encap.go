@@ -16,7 +16,8 @@ const (
 	ipFlagDF    = 0x4000
 	ipFragMask  = 0x3fff // MF and fragment offset
 	OuterPlain  = ipv4HdrLen
-	OuterWithOp = ipv4HdrLen + OptionLen
+	OuterWithOp = ipv4HdrLen + OptionFixed // with an option naming no previous server
+	OuterMax    = ipv4HdrLen + OptionMax   // IHL 15
 )
 
 // Checksum is the Internet checksum of b (RFC 1071).
@@ -44,7 +45,7 @@ func Encapsulate(inner []byte, src, dst netip.Addr, opt *Option) ([]byte, error)
 	}
 	hl := OuterPlain
 	if opt != nil {
-		hl = OuterWithOp
+		hl += opt.Len()
 	}
 	innerTot := int(binary.BigEndian.Uint16(inner[2:]))
 	out := make([]byte, hl+len(inner))
@@ -76,21 +77,21 @@ type Outer struct {
 var ErrNotBeamer = errors.New("wire: not a Beamer-encapsulated packet")
 
 // Decapsulate parses an IP-in-IP packet as the agent does: a 20-byte outer
-// header, or 36 bytes with exactly the Beamer option; no fragments.
+// header, or 36–60 bytes with exactly the Beamer option; no fragments.
 func Decapsulate(pkt []byte) (Outer, error) {
 	if len(pkt) < ipv4HdrLen || pkt[0]>>4 != 4 || pkt[9] != ProtoIPIP {
 		return Outer{}, ErrNotBeamer
 	}
 	hl := int(pkt[0]&0x0f) * 4
 	tot := int(binary.BigEndian.Uint16(pkt[2:]))
-	if (hl != OuterPlain && hl != OuterWithOp) || tot < hl || tot > len(pkt) {
+	if (hl != OuterPlain && hl < OuterWithOp) || tot < hl || tot > len(pkt) {
 		return Outer{}, fmt.Errorf("%w: header length %d, total %d, have %d", ErrNotBeamer, hl, tot, len(pkt))
 	}
 	if binary.BigEndian.Uint16(pkt[6:])&ipFragMask != 0 {
 		return Outer{}, fmt.Errorf("%w: fragment", ErrNotBeamer)
 	}
 	o := Outer{Src: netip.AddrFrom4([4]byte(pkt[12:16])), Dst: netip.AddrFrom4([4]byte(pkt[16:20])), Inner: pkt[hl:tot]}
-	if hl == OuterWithOp {
+	if hl >= OuterWithOp {
 		opt, err := ParseOption(pkt[ipv4HdrLen:hl])
 		if err != nil {
 			return Outer{}, err

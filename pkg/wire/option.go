@@ -10,51 +10,81 @@ import (
 // Option layout constants (docs/wire-format.md).
 const (
 	OptionType = 0x9e // RFC 4727 experimental: copy 1, class 0, number 30
-	OptionLen  = 16
-	// FlagChained marks a packet that was daisy-chained once already.
-	FlagChained = 0x01
+	// OptionFixed is the option without previous servers: type, length,
+	// hop, flags, generation, incarnation, change time.
+	OptionFixed = 16
+	// MaxPrev is how many previous servers an option can carry: IPv4 has
+	// 40 bytes of option room, 16 + 4·6 = 40.
+	MaxPrev = 6
+	// OptionMax is the longest option.
+	OptionMax = OptionFixed + 4*MaxPrev
 )
 
-// Option is the Beamer IP option: what a server needs to daisy-chain.
+// Option is the Beamer IP option: what servers need to daisy-chain a
+// packet along the bucket's previous owners.
 type Option struct {
-	Flags      uint8
-	Previous   netip.Addr // previous owner of the bucket; invalid or 0.0.0.0 = none
-	Changed    uint32     // Unix seconds the bucket changed owner; 0 = none
-	Generation uint32     // generation of the mux's forwarding state
+	// Hop is how many times the packet was daisy-chained so far (0 from
+	// the mux); the next server may only chain it to Prev[Hop] or later.
+	Hop   uint8
+	Flags uint8 // reserved, 0
+	// Generation and Incarnation of the mux's forwarding state: agents
+	// compare Incarnation<<32 | Generation as one number.
+	Generation  uint32
+	Incarnation uint32
+	// Changed is the Unix time (controller clock) the bucket last changed
+	// owner or was re-stamped; 0 when Prev is empty.
+	Changed uint32
+	// Prev lists the bucket's previous owners, most recent first (≤ MaxPrev).
+	Prev []netip.Addr
 }
 
-// Chained reports whether the packet was already daisy-chained.
-func (o Option) Chained() bool { return o.Flags&FlagChained != 0 }
+// Len is the option's length on the wire.
+func (o Option) Len() int { return OptionFixed + 4*len(o.Prev) }
 
-// HasPrevious reports whether the option names a previous server.
-func (o Option) HasPrevious() bool { return o.Previous.IsValid() && !o.Previous.IsUnspecified() }
+// Epoch is the (incarnation, generation) pair as the one number agents
+// compare.
+func (o Option) Epoch() uint64 { return uint64(o.Incarnation)<<32 | uint64(o.Generation) }
 
-// Marshal writes the 16 option bytes.
+// Marshal writes the option bytes (16 + 4 per previous server).
 func (o Option) Marshal() []byte {
-	b := make([]byte, OptionLen)
-	b[0], b[1], b[2] = OptionType, OptionLen, o.Flags
-	if o.HasPrevious() {
-		a := o.Previous.As4()
-		copy(b[4:8], a[:])
+	if len(o.Prev) > MaxPrev {
+		panic(fmt.Sprintf("wire: %d previous servers, at most %d", len(o.Prev), MaxPrev))
 	}
-	binary.BigEndian.PutUint32(b[8:], o.Changed)
-	binary.BigEndian.PutUint32(b[12:], o.Generation)
+	b := make([]byte, o.Len())
+	b[0], b[1], b[2], b[3] = OptionType, byte(o.Len()), o.Hop, o.Flags
+	binary.BigEndian.PutUint32(b[4:], o.Generation)
+	binary.BigEndian.PutUint32(b[8:], o.Incarnation)
+	binary.BigEndian.PutUint32(b[12:], o.Changed)
+	for i, p := range o.Prev {
+		a := p.As4()
+		copy(b[OptionFixed+4*i:], a[:])
+	}
 	return b
 }
 
 // ErrOption is returned for bytes that are not a Beamer option.
 var ErrOption = errors.New("wire: not a Beamer option")
 
-// ParseOption reads the 16 option bytes.
+// ParseOption reads an option that fills b exactly (the outer header's
+// option space): the length must be 16 + 4n with n ≤ MaxPrev and match
+// len(b), and the hop must not be past the list (hop ≤ n).
 func ParseOption(b []byte) (Option, error) {
-	if len(b) < OptionLen || b[0] != OptionType || b[1] != OptionLen {
+	if len(b) < OptionFixed || b[0] != OptionType || int(b[1]) != len(b) || (len(b)-OptionFixed)%4 != 0 || len(b) > OptionMax {
 		return Option{}, fmt.Errorf("%w: % x", ErrOption, b[:min(len(b), 2)])
 	}
+	n := (len(b) - OptionFixed) / 4
 	o := Option{
-		Flags:      b[2],
-		Previous:   netip.AddrFrom4([4]byte(b[4:8])),
-		Changed:    binary.BigEndian.Uint32(b[8:]),
-		Generation: binary.BigEndian.Uint32(b[12:]),
+		Hop:         b[2],
+		Flags:       b[3],
+		Generation:  binary.BigEndian.Uint32(b[4:]),
+		Incarnation: binary.BigEndian.Uint32(b[8:]),
+		Changed:     binary.BigEndian.Uint32(b[12:]),
+	}
+	if int(o.Hop) > n {
+		return Option{}, fmt.Errorf("%w: hop %d past %d previous servers", ErrOption, o.Hop, n)
+	}
+	for i := range n {
+		o.Prev = append(o.Prev, netip.AddrFrom4([4]byte(b[OptionFixed+4*i:])))
 	}
 	return o, nil
 }

@@ -83,6 +83,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	defer cancel()
 	if _, err := cli.Get(pctx, "/", clientv3.WithCountOnly()); err != nil {
 		cli.Close()
+		if why := diagnose(cfg.Endpoints[0], cfg.TLS, time.Second); why != "" {
+			return nil, fmt.Errorf("etcdstore: etcd at %v does not answer: %w (%s)", cfg.Endpoints, err, why)
+		}
 		return nil, fmt.Errorf("etcdstore: etcd at %v does not answer: %w", cfg.Endpoints, err)
 	}
 	return &Store{cli: cli, cfg: cfg, closedCh: make(chan struct{})}, nil

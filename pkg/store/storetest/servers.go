@@ -120,9 +120,8 @@ func tail(path string) string {
 // zkServerScript is where Debian's zookeeper package installs the launcher.
 const zkServerScript = "/usr/share/zookeeper/bin/zkServer.sh"
 
-// StartZooKeeper starts a standalone ZooKeeper (Debian package zookeeper)
-// on a free 127.0.0.1 port with a temporary data directory.
-func StartZooKeeper(t testing.TB) *Server {
+// requireZooKeeper skips (fails in CI) without ZooKeeper and java.
+func requireZooKeeper(t testing.TB) {
 	t.Helper()
 	if _, err := os.Stat(zkServerScript); err != nil {
 		needServer(t, "ZooKeeper is not installed (%s missing; Debian package zookeeper)", zkServerScript)
@@ -130,6 +129,13 @@ func StartZooKeeper(t testing.TB) *Server {
 	if _, err := exec.LookPath("java"); err != nil {
 		needServer(t, "java is not installed (needed by ZooKeeper)")
 	}
+}
+
+// StartZooKeeper starts a standalone ZooKeeper (Debian package zookeeper)
+// on a free 127.0.0.1 port with a temporary data directory.
+func StartZooKeeper(t testing.TB) *Server {
+	t.Helper()
+	requireZooKeeper(t)
 	dir := t.TempDir()
 	addr := FreeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)

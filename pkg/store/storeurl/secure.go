@@ -34,6 +34,19 @@ type Options struct {
 	Insecure bool
 }
 
+// Check parses raw and applies the rules above without connecting, so a
+// command can refuse a bad store before doing anything else.
+func Check(raw string, o Options) error {
+	t, err := Parse(raw)
+	if err != nil {
+		return err
+	}
+	if err := t.checkSecure(o); err != nil {
+		return fmt.Errorf("store URL %q: %w", raw, err)
+	}
+	return nil
+}
+
 // loopback tells whether host (from host:port) is only reachable from this
 // host. Names other than localhost are not resolved: they count as remote.
 func loopback(hostport string) bool {

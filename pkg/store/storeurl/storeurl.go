@@ -8,6 +8,7 @@
 //	etcd://user@10.0.0.1:2379?ca=ca.pem&cert=c.pem&key=k.pem
 //	zk://10.0.0.1:2181,10.0.0.2:2181        a ZooKeeper ensemble
 //	zk://user@10.0.0.1:2181?session-timeout=10s
+//	zk://user@10.0.0.1:2281?ca=ca.pem&cert=c.pem&key=k.pem      ZooKeeper's secureClientPort
 //
 // Common query parameters: root (the key prefix everything lives under,
 // default /beamer), timeout (connection timeout). Passwords never go in
@@ -59,7 +60,7 @@ type Target struct {
 var known = map[string][]string{
 	"embed": {"root", "timeout", "client", "peer", "advertise", "server-cert", "server-key", "client-ca", "ca", "cert", "key", "server-name"},
 	"etcd":  {"root", "timeout", "ca", "cert", "key", "server-name", "tls", "password-file", "lease-ttl"},
-	"zk":    {"root", "timeout", "session-timeout", "password-file"},
+	"zk":    {"root", "timeout", "session-timeout", "password-file", "ca", "cert", "key", "server-name", "tls"},
 }
 
 // Parse checks a store URL without connecting.
@@ -177,7 +178,7 @@ func OpenWith(ctx context.Context, raw string, o Options) (store.Store, *Target,
 	}
 	switch t.Scheme {
 	case "embed":
-		cfg := etcdstore.Config{DialTimeout: t.Timeout}
+		cfg := etcdstore.Config{DialTimeout: t.Timeout, Username: t.User, Password: pass}
 		if cfg.TLS, err = t.tlsConfig(); err != nil {
 			return nil, nil, err
 		}
@@ -196,6 +197,9 @@ func OpenWith(ctx context.Context, raw string, o Options) (store.Store, *Target,
 	case "zk":
 		cfg := zkstore.Config{Servers: t.Hosts, Username: t.User, Password: pass, DialTimeout: t.Timeout}
 		if cfg.SessionTimeout, err = t.duration("session-timeout"); err != nil {
+			return nil, nil, err
+		}
+		if cfg.TLS, err = t.tlsConfig(); err != nil {
 			return nil, nil, err
 		}
 		s, err := zkstore.Open(ctx, cfg)

@@ -22,6 +22,7 @@ package zkstore
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"slices"
@@ -47,6 +48,8 @@ type Config struct {
 	// Username and Password, if set, authenticate with the digest scheme
 	// and protect created znodes with a digest ACL for that user.
 	Username, Password string
+	// TLS, if set, connects over TLS (the ensemble's secureClientPort).
+	TLS *tls.Config
 	// MaxValueSize: 0 means 1000 KiB, under ZooKeeper's default
 	// jute.maxbuffer of 1 MiB with room for the request framing.
 	MaxValueSize int
@@ -87,8 +90,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.acl = zk.DigestACL(zk.PermAll, cfg.Username, cfg.Password)
 	}
 	session := make(chan struct{}, 1)
-	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
-		zk.WithLogger(quietLogger{}), zk.WithLogInfo(false),
+	opts := options(zk.WithLogger(quietLogger{}), zk.WithLogInfo(false),
 		zk.WithEventCallback(func(ev zk.Event) {
 			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
 				select {
@@ -98,6 +100,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 				s.broadcastReconnect()
 			}
 		}))
+	if cfg.TLS != nil {
+		opts = append(opts, zk.WithDialer(tlsDialer(cfg.TLS)))
+	}
+	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("zkstore: connect %v: %w", cfg.Servers, err)
 	}

@@ -42,10 +42,10 @@ type ServerVector struct {
 
 // BucketVector is one bucket.
 type BucketVector struct {
-	Index    uint32              `json:"index"`
-	Current  forwarding.ServerID `json:"current"`
-	Previous forwarding.ServerID `json:"previous"`
-	Changed  uint32              `json:"changed"`
+	Index   uint32                `json:"index"`
+	Current forwarding.ServerID   `json:"current"`
+	History []forwarding.ServerID `json:"history,omitempty"` // previous owners, most recent first
+	Changed uint32                `json:"changed"`
 }
 
 // NextHopVector says how the route lookup towards an address ends.
@@ -67,13 +67,14 @@ type PacketCase struct {
 
 // MuxScenario is a mux with one instance and the cases run against it.
 type MuxScenario struct {
-	MuxAddr    netip.Addr          `json:"mux_addr"`
-	Instance   forwarding.Instance `json:"instance"`
-	Generation uint32              `json:"generation"`
-	Servers    []ServerVector      `json:"servers"`
-	Buckets    []BucketVector      `json:"buckets"`
-	NextHops   []NextHopVector     `json:"nexthops"`
-	Cases      []PacketCase        `json:"cases"`
+	MuxAddr     netip.Addr          `json:"mux_addr"`
+	Instance    forwarding.Instance `json:"instance"`
+	Generation  uint32              `json:"generation"`
+	Incarnation uint32              `json:"incarnation"`
+	Servers     []ServerVector      `json:"servers"`
+	Buckets     []BucketVector      `json:"buckets"`
+	NextHops    []NextHopVector     `json:"nexthops"`
+	Cases       []PacketCase        `json:"cases"`
 }
 
 // AgentVIPVector is one VIP the agent serves.
@@ -94,19 +95,23 @@ type SocketVector struct {
 // AgentScenario is a server agent and the cases run against it in order:
 // cases change the agent's state (generations and change times seen).
 type AgentScenario struct {
-	Addr     netip.Addr       `json:"addr"`
-	Now      uint32           `json:"now"` // Unix seconds of the agent's clock
-	VIPs     []AgentVIPVector `json:"vips"`
-	Trusted  []netip.Prefix   `json:"trusted"`
-	Sockets  []SocketVector   `json:"sockets"`
-	NextHops []NextHopVector  `json:"nexthops"`
-	Cases    []PacketCase     `json:"cases"`
+	Addr netip.Addr `json:"addr"`
+	Now  uint32     `json:"now"` // Unix seconds of the agent's clock
+	// Sanity bounds: seconds the controller's clock may lead the agent's,
+	// generations a packet may lead the remembered one.
+	MaxSkew    uint32           `json:"max_skew_s"`
+	MaxGenJump uint32           `json:"max_gen_jump"`
+	VIPs       []AgentVIPVector `json:"vips"`
+	Trusted    []netip.Prefix   `json:"trusted"`
+	Sockets    []SocketVector   `json:"sockets"`
+	NextHops   []NextHopVector  `json:"nexthops"`
+	Cases      []PacketCase     `json:"cases"`
 }
 
 // Table builds the forwarding table the scenario describes.
 func (s *MuxScenario) Table() (*forwarding.Table, error) {
 	t := forwarding.NewTable(int(s.Instance.Buckets))
-	t.Generation = s.Generation
+	t.Generation, t.Incarnation = s.Generation, s.Incarnation
 	for _, sv := range s.Servers {
 		st := forwarding.Active
 		if sv.State == "retired" {
@@ -118,7 +123,12 @@ func (s *MuxScenario) Table() (*forwarding.Table, error) {
 		if int(b.Index) >= len(t.Buckets) {
 			return nil, fmt.Errorf("bucket %d outside %d", b.Index, len(t.Buckets))
 		}
-		t.Buckets[b.Index] = forwarding.Bucket{Current: b.Current, History: forwarding.Chain{b.Previous}, Changed: b.Changed}
+		if len(b.History) > forwarding.MaxChain {
+			return nil, fmt.Errorf("bucket %d: history of %d", b.Index, len(b.History))
+		}
+		bk := forwarding.Bucket{Current: b.Current, Changed: b.Changed}
+		copy(bk.History[:], b.History)
+		t.Buckets[b.Index] = bk
 	}
 	return t, t.Validate()
 }

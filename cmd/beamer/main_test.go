@@ -1,0 +1,19 @@
+package main
+
+import (
+	"os"
+	"testing"
+)
+
+// childEnv makes the test binary run beamer's main instead of the tests, so
+// a test can start real beamer processes (in other network namespaces)
+// without building the binary first.
+const childEnv = "BEAMER_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}

@@ -1,0 +1,136 @@
+package forwarding
+
+import "slices"
+
+// HistoryRules maintain the bucket histories of one Beamer instance: the
+// one place where they are built, for moves and for the passage of time
+// (the controller publishes what they give; the Go model's property test
+// drives them too).
+//
+// Rules (docs/wire-format.md, "Bucket history"):
+//   - a move from X to Y: History = dedupe([X] + old History) minus Y,
+//     servers that failed their health checks (down) moved behind every
+//     other entry, cut to K entries (the oldest go first, down ones before
+//     them);
+//   - a down server stays in the histories, last: a server whose probes
+//     fail may still run and hold connections (its service stopped taking
+//     new ones, a probe path broke), and those must keep reaching it; put
+//     behind the running owners, a server that is really dead can only
+//     swallow packets that no running owner claimed — packets of no live
+//     connection, which would otherwise have been reset — never those of
+//     the owners behind it. Entries of other servers stay, whoever the
+//     bucket's owner is and whatever happens to it (a health failure of
+//     the new owner erases nothing);
+//   - when the window since Changed is over, entries leave the history,
+//     except held ones; while an entry is held its bucket's Changed is
+//     re-stamped to now once the window is half gone, so that agents, which
+//     chain only within the window after the highest change time they saw,
+//     keep chaining to it without a gap;
+//   - a history longer than K (K lowered in the config) is cut to K.
+//
+// Removed servers are not pruned here: the controller keeps a removed server
+// retired for as long as some history names it, and removes it after.
+type HistoryRules struct {
+	K      int    // previous owners kept at most (Instance.ChainLen)
+	Window uint32 // chaining window, seconds
+	Now    uint32 // Unix seconds
+	// Down reports servers that failed their health checks: chained to
+	// last; nil: none.
+	Down func(ServerID) bool
+	// Held reports whether server id still holds connections of bucket;
+	// nil: nothing is held. Asked only from half the window on.
+	Held func(id ServerID, bucket uint32) bool
+}
+
+func (h *HistoryRules) down(id ServerID) bool { return h.Down != nil && h.Down(id) }
+
+// downLast returns ids with the down servers moved behind the others, each
+// group in its order.
+func (h *HistoryRules) downLast(ids []ServerID) []ServerID {
+	out := make([]ServerID, 0, len(ids))
+	for _, id := range ids {
+		if !h.down(id) {
+			out = append(out, id)
+		}
+	}
+	for _, id := range ids {
+		if h.down(id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Moved is the bucket after a move from old.Current to to.Current
+// (to.Changed is the time of the move).
+func (h *HistoryRules) Moved(old, to Bucket) Bucket {
+	out := Bucket{Current: to.Current, Changed: to.Changed}
+	if to.Current == NoServer {
+		return out // an unowned bucket chains nowhere
+	}
+	candidates := h.downLast(append([]ServerID{old.Current}, old.History[:old.History.Len()]...))
+	n := 0
+	for _, id := range candidates {
+		if n == h.K {
+			break
+		}
+		if id == NoServer || id == to.Current || slices.Contains(out.History[:n], id) {
+			continue
+		}
+		out.History[n] = id
+		n++
+	}
+	return out
+}
+
+// Aged is the bucket (not moved in this generation) after time passed:
+// expired entries gone, down ones moved last, held entries kept and the change time
+// re-stamped when due, the history cut to K. It returns b itself when
+// nothing changes.
+func (h *HistoryRules) Aged(index uint32, b Bucket) Bucket {
+	n := b.History.Len()
+	if n == 0 {
+		return b
+	}
+	expired := h.Now >= b.Changed+h.Window || b.Changed+h.Window < b.Changed // overflow: far future is bogus
+	halfGone := h.Now >= b.Changed+h.Window/2
+	out := Bucket{Current: b.Current, Changed: b.Changed}
+	kept, held := 0, false
+	for _, id := range h.downLast(b.History[:n]) {
+		if kept == h.K {
+			continue
+		}
+		isHeld := halfGone && h.Held != nil && h.Held(id, index)
+		if expired && !isHeld {
+			continue
+		}
+		held = held || isHeld
+		out.History[kept] = id
+		kept++
+	}
+	if held {
+		out.Changed = h.Now
+	}
+	return out
+}
+
+// Plan turns assign's moves (each naming, in History[0], the owner the
+// bucket moved from) into the bucket changes of the next generation, and
+// ages the histories of the buckets that did not move.
+func (h *HistoryRules) Plan(buckets []Bucket, moves []BucketChange) []BucketChange {
+	moved := make(map[uint32]bool, len(moves))
+	out := make([]BucketChange, 0, len(moves))
+	for _, m := range moves {
+		moved[m.Index] = true
+		out = append(out, BucketChange{Index: m.Index, Bucket: h.Moved(buckets[m.Index], m.Bucket)})
+	}
+	for i, b := range buckets {
+		if moved[uint32(i)] {
+			continue
+		}
+		if nb := h.Aged(uint32(i), b); nb != b {
+			out = append(out, BucketChange{Index: uint32(i), Bucket: nb})
+		}
+	}
+	return out
+}

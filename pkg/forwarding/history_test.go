@@ -1,0 +1,88 @@
+package forwarding
+
+import "testing"
+
+func noneDown(ServerID) bool { return false }
+
+// TestHistoryMoves: the rule for one bucket moved again and again: most
+// recent owner first, no duplicates, never the owner, at most K, down
+// servers behind the running ones (cut first), unowned buckets chain nowhere.
+func TestHistoryMoves(t *testing.T) {
+	h := &HistoryRules{K: 4, Window: 240, Now: 1000, Down: noneDown}
+	b := Bucket{Current: 1025}
+	for _, to := range []ServerID{1026, 1027, 1028, 1029, 1030} {
+		b = h.Moved(b, Bucket{Current: to, History: Chain{b.Current}, Changed: 1000})
+	}
+	if want := (Chain{1029, 1028, 1027, 1026}); b.History != want || b.Current != 1030 {
+		t.Fatalf("after five moves: %+v, want history %v (K=4 drops the oldest)", b, want)
+	}
+	// Back to an older owner: it leaves the history, the one it left joins.
+	b = h.Moved(b, Bucket{Current: 1027, History: Chain{1030}, Changed: 1001})
+	if want := (Chain{1030, 1029, 1028, 1026}); b.History != want {
+		t.Fatalf("back to 1027: %v, want %v", b.History, want)
+	}
+	// Down servers go behind the running ones; past K they are cut first.
+	h.Down = func(id ServerID) bool { return id == 1027 || id == 1029 }
+	b = h.Moved(b, Bucket{Current: 1031, History: Chain{1027}, Changed: 1002})
+	if want := (Chain{1030, 1028, 1026, 1027}); b.History != want {
+		t.Fatalf("moved away from down 1027: %v, want %v", b.History, want)
+	}
+	if u := h.Moved(b, Bucket{Changed: 1003}); u.History.Len() != 0 {
+		t.Fatalf("unowned bucket keeps history %v", u.History)
+	}
+	h.K = 1 // the paper: one previous owner
+	if got := h.Moved(b, Bucket{Current: 1025, History: Chain{1031}}); got.History != (Chain{1031}) {
+		t.Fatalf("K=1: %v", got.History)
+	}
+}
+
+// TestHistoryAging: entries leave at the end of the window unless held;
+// a held entry re-stamps the change time from half the window on, the
+// unheld entries beside it still leave at the end.
+func TestHistoryAging(t *testing.T) {
+	b := Bucket{Current: 1025, History: Chain{1026, 1027}, Changed: 1000}
+	h := &HistoryRules{K: 4, Window: 240, Down: noneDown}
+	h.Now = 1239
+	if got := h.Aged(3, b); got != b {
+		t.Fatalf("within the window: %+v", got)
+	}
+	h.Now = 1240
+	if got := h.Aged(3, b); got.History.Len() != 0 || got.Changed != 1000 || got.Current != 1025 {
+		t.Fatalf("window over: %+v", got)
+	}
+	var asked []ServerID
+	h.Held = func(id ServerID, bucket uint32) bool {
+		if bucket != 3 {
+			t.Fatalf("hold asked about bucket %d", bucket)
+		}
+		asked = append(asked, id)
+		return id == 1027
+	}
+	h.Now = 1100 // before half the window: holds are not even asked
+	if got := h.Aged(3, b); got != b || len(asked) != 0 {
+		t.Fatalf("early: %+v, asked %v", got, asked)
+	}
+	h.Now = 1130 // half gone: 1027 is held, the bucket re-stamped, 1026 stays (window open)
+	got := h.Aged(3, b)
+	if got.History != (Chain{1026, 1027}) || got.Changed != 1130 {
+		t.Fatalf("held at half window: %+v", got)
+	}
+	h.Now = 1240 // b not re-stamped: the window is over, only the held entry stays
+	if got := h.Aged(3, b); got.History != (Chain{1027}) || got.Changed != 1240 {
+		t.Fatalf("held at the end: %+v", got)
+	}
+	h.Held = nil
+	h.Down = func(id ServerID) bool { return id == 1026 }
+	h.Now = 1001
+	if got := h.Aged(3, b); got.History != (Chain{1027, 1026}) || got.Changed != 1000 {
+		t.Fatalf("down 1026 goes last: %+v", got)
+	}
+	h.Down, h.K = noneDown, 1
+	if got := h.Aged(3, b); got.History != (Chain{1026}) {
+		t.Fatalf("K lowered to 1: %+v", got)
+	}
+	far := Bucket{Current: 1025, History: Chain{1026}, Changed: ^uint32(0) - 10}
+	if got := (&HistoryRules{K: 4, Window: 240, Now: 1000, Down: noneDown}).Aged(0, far); got.History.Len() != 0 {
+		t.Fatalf("change time near 2^32 (window past the end of time) kept: %+v", got)
+	}
+}

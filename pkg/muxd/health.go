@@ -1,0 +1,269 @@
+package muxd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/ring"
+	"github.com/beamer-lb/beamer/pkg/store"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// HealthOptions bound how long the mux tolerates losing touch with the
+// store before it says so (docs/control-plane.md, "Health and BGP policy").
+type HealthOptions struct {
+	// StoreDownAfter: /healthz reports the mux degraded once the store has
+	// been unreachable this long (default 30 s). Forwarding and BGP
+	// announcements go on regardless.
+	StoreDownAfter time.Duration
+	// WithdrawBehindAfter: an instance whose latest generation the mux
+	// cannot apply while the store answers has its VIPs withdrawn from BGP
+	// after this long (default 30 s; negative: never). They are announced
+	// again as soon as the mux has caught up.
+	WithdrawBehindAfter time.Duration
+	// Probe is how often the store is asked for each instance's latest
+	// generation (default 1 s).
+	Probe time.Duration
+}
+
+func (o *HealthOptions) fill() {
+	if o.StoreDownAfter == 0 {
+		o.StoreDownAfter = 30 * time.Second
+	}
+	if o.WithdrawBehindAfter == 0 {
+		o.WithdrawBehindAfter = 30 * time.Second
+	}
+	if o.Probe == 0 {
+		o.Probe = time.Second
+	}
+}
+
+// health tracks, for the instances followed from the store, whether the
+// store answers and whether the mux runs the latest generation. It only
+// reads: the store's latest-gen pointer (its own probe) and the follower's
+// status; it never drives the follower.
+type health struct {
+	opts HealthOptions
+	log  *slog.Logger
+	now  func() time.Time
+
+	mu        sync.Mutex
+	st        store.Store
+	up        bool
+	downSince time.Time // first failed probe of the current outage
+	lastErr   error
+	instances map[string]*instanceHealth
+	started   bool
+
+	upDesc, ageDesc, behindDesc, withdrawnDesc *prometheus.Desc
+}
+
+type instanceHealth struct {
+	keys     ring.Keys
+	follower *ring.Follower
+	applied  func() (ring.Pair, bool)
+
+	latest      ring.Pair // store's latest pair, when readable
+	lastSync    time.Time // last probe that found the mux current
+	behindSince time.Time // zero while current
+	withdrawn   bool
+}
+
+func newHealth(opts HealthOptions, log *slog.Logger) *health {
+	opts.fill()
+	return &health{opts: opts, log: log, now: time.Now, up: true, instances: map[string]*instanceHealth{},
+		upDesc: prometheus.NewDesc("beamer_mux_store_up",
+			"1 while the last probe of the control store got an answer, 0 while it is unreachable.", nil, nil),
+		ageDesc: prometheus.NewDesc("beamer_mux_sync_age_seconds",
+			"Seconds since the mux last found itself running the store's latest generation, per instance.", []string{"instance"}, nil),
+		behindDesc: prometheus.NewDesc("beamer_mux_behind",
+			"1 while the store answers but the mux does not run its latest generation, per instance.", []string{"instance"}, nil),
+		withdrawnDesc: prometheus.NewDesc("beamer_mux_bgp_withdrawn",
+			"1 while the instance's VIPs are withdrawn from BGP because the mux is behind.", []string{"instance"}, nil),
+	}
+}
+
+// track starts watching a followed instance; applied reads the generation
+// the data plane runs.
+func (h *health) track(stop <-chan struct{}, st store.Store, name string, k ring.Keys, f *ring.Follower, applied func() (ring.Pair, bool)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.st = st
+	h.instances[name] = &instanceHealth{keys: k, follower: f, applied: applied, lastSync: h.now()}
+	if !h.started {
+		h.started = true
+		go h.run(stop)
+	}
+}
+
+func (h *health) run(stop <-chan struct{}) {
+	t := time.NewTicker(h.opts.Probe)
+	defer t.Stop()
+	for {
+		h.probe()
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// probe asks the store for every instance's latest generation once.
+func (h *health) probe() {
+	h.mu.Lock()
+	names := make([]string, 0, len(h.instances))
+	for n := range h.instances {
+		names = append(names, n)
+	}
+	st := h.st
+	h.mu.Unlock()
+	slices.Sort(names)
+	for _, name := range names {
+		timeout := min(h.opts.Probe, 2*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		item, err := st.Get(ctx, h.instances[name].keys.LatestGen())
+		cancel()
+		h.observe(name, item.Value, err)
+	}
+}
+
+// observe records one probe's answer and logs each change of state once.
+func (h *health) observe(name string, latest []byte, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := h.now()
+	in := h.instances[name]
+	// Any answer, even "no such key", means the store is reachable.
+	answered := err == nil || errors.Is(err, store.ErrNotFound)
+	switch {
+	case !answered && h.up:
+		h.up, h.downSince, h.lastErr = false, now, err
+		h.log.Warn("control store unreachable: forwarding and announcing with the last state",
+			"instance", name, "error", err)
+	case !answered:
+		h.lastErr = err
+	case !h.up:
+		h.up = true
+		h.log.Info("control store reachable again", "outage", now.Sub(h.downSince).Round(time.Millisecond))
+	}
+	if !answered {
+		return
+	}
+	applied, ok := in.applied()
+	failing := in.follower.Status().LastError
+	// Behind: the store's latest-gen pointer names a newer (incarnation,
+	// generation) pair than the mux runs. Lower is not "behind": a store
+	// going back is refused by the follower and repaired by the controller
+	// at a newer pair. When the pointer is unreadable, the follower's own
+	// verdict (its last round failed) stands in. A failure left over from
+	// an outage does not count while the pointer shows the mux current.
+	behind := !ok
+	if p, perr := ring.ParsePointer(latest); err == nil && perr == nil {
+		in.latest = p
+		behind = behind || applied.Less(p)
+	} else {
+		behind = behind || failing != nil
+	}
+	switch {
+	case !behind:
+		if !in.behindSince.IsZero() {
+			h.log.Info("instance caught up with the store", "instance", name, "running", applied.String(),
+				"behind_for", now.Sub(in.behindSince).Round(time.Millisecond))
+		}
+		if in.withdrawn {
+			h.log.Info("instance's VIPs announced again", "instance", name)
+		}
+		in.behindSince, in.withdrawn, in.lastSync = time.Time{}, false, now
+	case in.behindSince.IsZero():
+		in.behindSince = now
+		h.log.Warn("instance behind the store", "instance", name, "running", applied.String(), "store_latest", in.latest.String(),
+			"follower_error", truncErr(failing))
+	case h.opts.WithdrawBehindAfter > 0 && !in.withdrawn && now.Sub(in.behindSince) >= h.opts.WithdrawBehindAfter:
+		in.withdrawn = true
+		h.log.Warn("instance behind the store too long: withdrawing its VIPs from BGP", "instance", name,
+			"behind_for", now.Sub(in.behindSince).Round(time.Millisecond), "running", applied.String(), "store_latest", in.latest.String())
+	}
+}
+
+// truncErr quotes at most a short prefix of an error (values read from the
+// store can be large).
+func truncErr(err error) string {
+	if err == nil {
+		return ""
+	}
+	s := err.Error()
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// withdrawn says whether the instance's VIPs must not be announced.
+func (h *health) withdrawn(name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	in, ok := h.instances[name]
+	return ok && in.withdrawn
+}
+
+// degraded is the /healthz verdict on the store side: nil, or what is wrong.
+func (h *health) degraded() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := h.now()
+	var errs []error
+	if !h.up && now.Sub(h.downSince) >= h.opts.StoreDownAfter {
+		errs = append(errs, fmt.Errorf("control store unreachable for %v (forwarding with the last state): %s",
+			now.Sub(h.downSince).Round(time.Second), truncErr(h.lastErr)))
+	}
+	names := make([]string, 0, len(h.instances))
+	for n := range h.instances {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		in := h.instances[n]
+		if in.withdrawn {
+			errs = append(errs, fmt.Errorf("instance %s behind the store for %v: VIPs withdrawn from BGP", n,
+				now.Sub(in.behindSince).Round(time.Second)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Describe implements prometheus.Collector.
+func (h *health) Describe(ch chan<- *prometheus.Desc) {
+	ch <- h.upDesc
+	ch <- h.ageDesc
+	ch <- h.behindDesc
+	ch <- h.withdrawnDesc
+}
+
+// Collect implements prometheus.Collector.
+func (h *health) Collect(ch chan<- prometheus.Metric) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.started {
+		return // static mux: no store
+	}
+	now := h.now()
+	ch <- prometheus.MustNewConstMetric(h.upDesc, prometheus.GaugeValue, b2f(h.up))
+	for name, in := range h.instances {
+		ch <- prometheus.MustNewConstMetric(h.ageDesc, prometheus.GaugeValue, now.Sub(in.lastSync).Seconds(), name)
+		ch <- prometheus.MustNewConstMetric(h.behindDesc, prometheus.GaugeValue, b2f(!in.behindSince.IsZero()), name)
+		ch <- prometheus.MustNewConstMetric(h.withdrawnDesc, prometheus.GaugeValue, b2f(in.withdrawn), name)
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
