@@ -157,3 +157,19 @@ func TestKeyText(t *testing.T) {
 		t.Fatal("bad key accepted")
 	}
 }
+
+// The layout this package rejects: cookie in the high 16 bits, the clock's
+// low 16 bits below it. The client's PAWS refuses the segment after the low
+// bits wrap (65.5 s), which would stall every connection.
+func TestHighBitsCookieBreaksPAWS(t *testing.T) {
+	high := func(ts uint32) uint32 { return 0xabcd<<16 | ts&0xffff }
+	last := high(0x0001fff0)
+	for ms := uint32(1); ms < 100; ms++ {
+		next := high(0x0001fff0 + ms)
+		if !PAWSAccepts(last, next) {
+			return // the wrap: refused, as the doc says
+		}
+		last = next
+	}
+	t.Fatal("the high-bits layout passed PAWS across the wrap of its clock bits")
+}
