@@ -2,11 +2,14 @@ package dataplane
 
 import (
 	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/cheetah"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
+	"golang.org/x/sys/unix"
 )
 
 // threeServers is a table with a, b and c active and the buckets dealt
@@ -60,8 +63,9 @@ func cheetahOptions(t *testing.T, policy forwarding.CheetahPolicy) *forwarding.C
 // connections over the active servers, every open connection keeps reaching
 // the server its cookie names (retired, or active again), no cookie is bad;
 // a client without timestamps is served through the Beamer buckets; and
-// with SYN cookies forced on every server, connections complete and carry
-// data (the agent hands the stack the SYN-cookie bits of the echo).
+// while a SYN flood fills the servers' SYN queues, Linux answers with SYN
+// cookies and connections still complete and carry data (the agent hands
+// the stack the SYN-cookie bits of the echo).
 func TestCheetahEndToEnd(t *testing.T) {
 	e := newE2EWith(t, e2eConfig{strategy: forwarding.StrategyCheetah, muxes: 1, table: threeServers,
 		servers: []string{"a", "b", "c"}, cheetah: cheetahOptions(t, forwarding.CheetahRR)})
@@ -150,11 +154,11 @@ func TestCheetahEndToEnd(t *testing.T) {
 		t.Fatalf("no fallback counted for a client without timestamps: %v", c)
 	}
 
-	// SYN cookies on every server: the handshake completes from the
-	// cookie, and the connection carries data both ways.
-	for _, s := range e.servers {
-		must(t, s.Sysctl("net.ipv4.tcp_syncookies", "2"))
-	}
+	// A SYN flood: spoofed SYNs (with timestamps, so the policy spreads
+	// them) fill every server's SYN queue, and Linux answers with SYN
+	// cookies; real connections opened during the flood complete from the
+	// cookie and carry data both ways.
+	synFlood(t, e, 15000)
 	for i := 0; i < 6; i++ {
 		sc := e.dial(t, false)
 		big := make([]byte, 200000)
@@ -162,7 +166,7 @@ func TestCheetahEndToEnd(t *testing.T) {
 			big[j] = 'a' + byte(j%26)
 		}
 		if s, err := sc.ask(string(big), 5*time.Second); err != nil {
-			t.Fatalf("connection %d under SYN cookies: %v", i, err)
+			t.Fatalf("connection %d under the SYN flood: %v", i, err)
 		} else if e.table.Servers[e2eID[s]].State != forwarding.Active {
 			t.Fatalf("SYN-cookie connection went to %s, not active", s)
 		}
@@ -173,8 +177,32 @@ func TestCheetahEndToEnd(t *testing.T) {
 		must(t, err)
 		syncookies += ac["ingress_syncookie"]
 	}
+	t.Logf("SYN-cookie echoes seen by the agents: %d", syncookies)
 	if syncookies < 6 {
-		t.Fatalf("agents saw %d SYN-cookie echoes for 6 connections", syncookies)
+		t.Fatalf("agents saw %d SYN-cookie echoes for 6 connections under the flood", syncookies)
 	}
 	checkAll("after the SYN-cookie connections")
+}
+
+// synFlood sends n spoofed SYNs (sources 198.18.0.200–249, timestamps on)
+// to the VIP from the client namespace through a raw socket: bounded in
+// count, addressed only inside the test's namespaces.
+func synFlood(t *testing.T, e *e2eNet, n int) {
+	t.Helper()
+	must(t, e.client.Do(func() error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_RAW)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		dst := &unix.SockaddrInet4{Addr: e2eVIP.As4()}
+		for i := 0; i < n; i++ {
+			src := netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 18, 0, byte(200 + i%50)}), uint16(10000+i/50))
+			seg := wiretest.TSSegment(src, netip.AddrPortFrom(e2eVIP, 80), true, false, uint32(i), 0, true)
+			if err := unix.Sendto(fd, seg, 0, dst); err != nil {
+				return fmt.Errorf("flood packet %d: %w", i, err)
+			}
+		}
+		return nil
+	}))
 }
