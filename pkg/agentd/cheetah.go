@@ -4,9 +4,9 @@ import "github.com/beamer-lb/beamer/pkg/dataplane"
 
 // startCheetah gives the program the keys of every Cheetah VIP and attaches
 // the cookie writer to the egress of the server's interface, where its
-// replies leave (direct server return). The egress link is not pinned: an
-// agent restart leaves a gap in which replies carry the kernel's own TSval
-// (docs/strategy-cheetah.md, "What breaks").
+// replies leave (direct server return). The egress link is pinned with the
+// ingress one, so a hitless restart (SIGUSR2) leaves no reply without its
+// cookie; a plain stop detaches it (docs/strategy-cheetah.md, "What breaks").
 func (d *Daemon) startCheetah() error {
 	any := false
 	for _, v := range d.cfg.VIPs {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 
 	"github.com/beamer-lb/beamer/pkg/cheetah"
 	"github.com/cilium/ebpf"
@@ -50,13 +52,26 @@ func (a *Agent) DeleteCheetahVIP(vip netip.Addr) error {
 func (a *Agent) CheetahEgress() *ebpf.Program { return a.objs.CheetahEgress }
 
 // AttachCheetahEgress attaches the cookie writer to the egress of iface,
-// the interface the server's replies leave by (tcx).
+// the interface the server's replies leave by (tcx). With
+// AgentOptions.PinDir the link is pinned in its cheetah-egress
+// subdirectory, or a link pinned there by an earlier agent gets this
+// program swapped in, so replies never leave without their cookie across a
+// hitless restart (the key ids pinned on sockets start afresh: see the doc).
 func (a *Agent) AttachCheetahEgress(iface string) (link.Link, error) {
 	ifi, err := net.InterfaceByName(iface)
 	if err != nil {
 		return nil, err
 	}
-	l, err := link.AttachTCX(link.TCXOptions{Program: a.objs.CheetahEgress, Attach: ebpf.AttachTCXEgress, Interface: ifi.Index})
+	dir := ""
+	if a.pinDir != "" {
+		dir = filepath.Join(a.pinDir, "cheetah-egress")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	l, _, err := adoptOrAttach(dir, a.objs.CheetahEgress, func() (link.Link, error) {
+		return link.AttachTCX(link.TCXOptions{Program: a.objs.CheetahEgress, Attach: ebpf.AttachTCXEgress, Interface: ifi.Index})
+	})
 	if err != nil {
 		return nil, fmt.Errorf("attaching cheetah egress to %s: %w", iface, err)
 	}
