@@ -3,6 +3,7 @@ package dataplane
 import (
 	"fmt"
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 
@@ -101,8 +102,11 @@ func TestCheetahEndToEnd(t *testing.T) {
 		}
 	}
 
-	if seen := dialSome(9); seen["a"] != 3 || seen["b"] != 3 || seen["c"] != 3 {
-		t.Fatalf("round robin over a, b, c gave %v", seen)
+	// Round robin keeps one position per mux CPU: each CPU's share is
+	// spread evenly, so the servers' counts differ by at most the CPUs
+	// that took SYNs (docs/strategy-cheetah.md).
+	if seen := dialSome(9); len(seen) != 3 || maxMinusMin(seen) > runtime.NumCPU() {
+		t.Fatalf("round robin over a, b, c gave %v (%d CPUs)", seen, runtime.NumCPU())
 	}
 	// DIP updates, one generation at a time; open connections must stay.
 	steps := []struct {
@@ -205,4 +209,15 @@ func synFlood(t *testing.T, e *e2eNet, n int) {
 		}
 		return nil
 	}))
+}
+
+func maxMinusMin(counts map[string]int) int {
+	lo, hi := -1, 0
+	for _, n := range counts {
+		hi = max(hi, n)
+		if lo < 0 || n < lo {
+			lo = n
+		}
+	}
+	return hi - lo
 }
