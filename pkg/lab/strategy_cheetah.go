@@ -11,8 +11,10 @@ import (
 // rest; its bucket table (clients without timestamps) is Beamer's, so the
 // agents chain with the run's window. The lab draws the keys once per
 // process and gives the same to the instance and every agent, as an
-// operator copies them from `ctl show --json`.
-type cheetahStrategy struct{ keys string }
+// operator copies them from `ctl show --json`. "cheetah" picks new
+// connections by round robin; "cheetah-hash" is the same strategy with the
+// hash policy (the Beamer bucket), for the round-robin vs hash comparison.
+type cheetahStrategy struct{ name, policy, keys string }
 
 func init() {
 	k0, err0 := cheetah.NewKey()
@@ -28,7 +30,8 @@ func (cheetahStrategy) Check(uint32) error                             { return 
 func (cheetahStrategy) AgentWindow(window time.Duration) time.Duration { return window }
 
 func (s cheetahStrategy) createArgs() []string {
-	return []string{"--policy", "rr", "--cheetah-keys", s.keys}
+	// After the common --strategy NAME: the last value is the one taken.
+	return []string{"--strategy", "cheetah", "--policy", s.policy, "--cheetah-keys", s.keys}
 }
 func (s cheetahStrategy) agentArgs() []string { return []string{"--cheetah-keys", s.keys} }
 
