@@ -22,10 +22,12 @@ func init() {
 	if err0 != nil || err1 != nil {
 		panic(fmt.Sprintf("lab: drawing cheetah keys: %v %v", err0, err1))
 	}
-	registerStrategy(cheetahStrategy{keys: k0.String() + "," + k1.String()})
+	keys := k0.String() + "," + k1.String()
+	registerStrategy(cheetahStrategy{name: "cheetah", policy: "rr", keys: keys})
+	registerStrategy(cheetahStrategy{name: "cheetah-hash", policy: "hash", keys: keys})
 }
 
-func (cheetahStrategy) Name() string                                   { return "cheetah" }
+func (s cheetahStrategy) Name() string                                 { return s.name }
 func (cheetahStrategy) Check(uint32) error                             { return nil }
 func (cheetahStrategy) AgentWindow(window time.Duration) time.Duration { return window }
 
