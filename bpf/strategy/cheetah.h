@@ -12,6 +12,7 @@
  *     with no server is a bad cookie: dropped and counted.
  *   no timestamp option: the Beamer strategy — buckets and daisy chaining —
  *     for the whole connection (its server writes no cookie either).
+ *   ports above 1024: MPTCP secondary subflows, by server id as under Beamer.
  *
  * The timestamp option is found by the NOP NOP TS fast path, else by a
  * general parse of the options copied with bpf_xdp_load_bytes.
@@ -134,6 +135,10 @@ INLINE int decide_cheetah(struct xdp_md *ctx, const struct vip_info *vip, void *
 
 	if (!inst)
 		return MUX_DROP_NO_TABLE;
+	/* MPTCP secondary subflows name their server by port, as under
+	 * Beamer: their SYN must not be balanced by policy. */
+	if (bpf_ntohs(tcp->dest) > SERVICE_PORT_MAX)
+		return decide_beamer(vip, servers, ip, tcp, d);
 
 	void *data_end = (void *)(long)ctx->data_end;
 	int ts = tcp_ts_fast(tcp, data_end);

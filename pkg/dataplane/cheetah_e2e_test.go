@@ -128,6 +128,25 @@ func TestCheetahEndToEnd(t *testing.T) {
 	}
 	checkAll("at the end")
 
+	// MPTCP: the first subflow by policy and cookie, the secondary one by
+	// server id (VIP:id, announced by the server), both to the same server.
+	mp := e.dial(t, true)
+	first, err := mp.ask("mptcp", 3*time.Second)
+	must(t, err)
+	subflows := 0
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && subflows == 0; time.Sleep(50 * time.Millisecond) {
+		subflows, err = mptcpSubflows(mp.Conn)
+		must(t, err)
+	}
+	if subflows < 1 {
+		t.Fatal("no secondary MPTCP subflow was established through the cheetah mux")
+	}
+	for i := 0; i < 10; i++ {
+		if who, err := mp.ask(fmt.Sprint("mp-", i), 3*time.Second); err != nil || who != first {
+			t.Fatalf("mptcp exchange %d: served by %q, %v (first subflow on %s)", i, who, err, first)
+		}
+	}
+
 	c, err := e.mux.CheetahCounters()
 	must(t, err)
 	if c["bad_cookie"] != 0 || c["cookie_hit"] == 0 || c["syn"] < 29 || c["fast_parse"] == 0 {

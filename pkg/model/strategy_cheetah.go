@@ -51,7 +51,7 @@ func tsecr(tcp []byte) (uint32, bool) {
 
 func (c cheetahStrategy) decide(m *Mux, vip *VIP, p packet) (forwarding.Server, *wire.Option, string, bool) {
 	echo, ok := tsecr(p.tcp)
-	if !ok {
+	if !ok || p.flow.DstPort > forwarding.MaxServicePort {
 		return c.beamer.decide(m, vip, p)
 	}
 	o := vip.Instance.Cheetah
