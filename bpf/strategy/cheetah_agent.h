@@ -90,6 +90,10 @@ struct {
 } cheetah_kid SEC(".maps");
 
 DECLARE_COUNTERS(cheetah_agent_counters, CHEETAH_AGENT_COUNTER_MAX);
+/* How many Cheetah VIPs the agent serves (set by the loader): without any,
+ * the ingress skips even the map lookup, so Beamer's fast path pays nothing. */
+volatile __u32 cheetah_vips_in_use;
+
 /* Keeps the counter enum in BTF, where the loader reads the counter names. */
 volatile const enum cheetah_agent_counter cheetah_agent_counter_max = CHEETAH_AGENT_COUNTER_MAX;
 
@@ -141,7 +145,7 @@ INLINE int ts_store(struct __sk_buff *skb, __u32 tcp_off, __u32 off, __be32 old,
  */
 __attribute__((noinline)) int cheetah_restore(struct __sk_buff *skb, __u32 inner)
 {
-	if (!skb)
+	if (!skb || !cheetah_vips_in_use)
 		return 0;
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;

@@ -40,12 +40,34 @@ func (a *Agent) SetCheetahVIP(v CheetahVIP) error {
 	for i, k := range v.Keys.Keys {
 		rec.Keys[i].K = k
 	}
-	return a.objs.CheetahVips.Put(v.VIP.As4(), &rec)
+	if err := a.objs.CheetahVips.Put(v.VIP.As4(), &rec); err != nil {
+		return err
+	}
+	return a.countCheetahVIPs()
 }
 
 // DeleteCheetahVIP stops writing cookies for a VIP.
 func (a *Agent) DeleteCheetahVIP(vip netip.Addr) error {
-	return a.objs.CheetahVips.Delete(vip.As4())
+	if err := a.objs.CheetahVips.Delete(vip.As4()); err != nil {
+		return err
+	}
+	return a.countCheetahVIPs()
+}
+
+// countCheetahVIPs tells the ingress how many Cheetah VIPs there are (it
+// skips its map lookup when there are none).
+func (a *Agent) countCheetahVIPs() error {
+	n := uint32(0)
+	var k [4]byte
+	var v agentCheetahVip
+	it := a.objs.CheetahVips.Iterate()
+	for it.Next(&k, &v) {
+		n++
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	return a.objs.CheetahVipsInUse.Set(n)
 }
 
 // CheetahEgress is the tc egress program (for attaching or test runs).
