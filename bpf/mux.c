@@ -33,6 +33,7 @@
 #include "include/decision.h"
 #include "strategy/beamer.h"
 #include "strategy/maglev.h"
+#include "strategy/prism.h"
 
 /* The mux's own address: source of every outer header. Set at load time. */
 volatile const __be32 mux_addr;
@@ -161,6 +162,9 @@ int beamer_mux(struct xdp_md *ctx)
 			break;
 		case STRATEGY_MAGLEV:
 			verdict = decide_maglev(vip, servers, ip, tcp, &d);
+			break;
+		case STRATEGY_PRISM:
+			verdict = decide_prism(vip, servers, ip, tcp, &d);
 			break;
 		default:
 			verdict = MUX_DROP_BAD_STRATEGY;
