@@ -38,8 +38,9 @@ _Static_assert(sizeof(struct mct_value) == 8, "MCT value is 8 bytes");
 
 struct mct_table {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1); /* each inner map is created with its own size */
-	__uint(map_flags, BPF_F_INNER_MAP);
+	__uint(max_entries, 1); /* each inner map is created with its own size
+				 * (a hash map's size is not part of its type) */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);
 	__type(value, __u64); /* struct mct_value */
 };

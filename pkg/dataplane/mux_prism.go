@@ -27,7 +27,7 @@ func (prismMux) newState(cfg forwarding.Instance, t *forwarding.Table) (instance
 		return nil, fmt.Errorf("dataplane: instance %q: %d MCT entries, the MCT holds %d", cfg.Name, len(t.MCT), size)
 	}
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Hash, KeySize: 8, ValueSize: 8, MaxEntries: size,
-		Flags: unix.BPF_F_NO_PREALLOC | unix.BPF_F_INNER_MAP})
+		Flags: unix.BPF_F_NO_PREALLOC})
 	if err != nil {
 		return nil, fmt.Errorf("creating an MCT of %d entries: %w", size, err)
 	}

@@ -58,15 +58,7 @@ func Moves(buckets []forwarding.Bucket, servers []assign.Server, load func(owner
 			if load != nil {
 				w = load(owner)
 			}
-			slices.SortStableFunc(bins, func(a, b uint32) int {
-				switch {
-				case w[a] < w[b]:
-					return -1
-				case w[a] > w[b]:
-					return 1
-				}
-				return int(a) - int(b)
-			})
+			bins = ChooseBins(bins, w, len(bins))
 		}
 		freed = append(freed, bins[:excess]...)
 	}
@@ -97,3 +89,23 @@ func sortedOwners(m map[forwarding.ServerID][]uint32) []forwarding.ServerID {
 	slices.Sort(out)
 	return out
 }
+
+// ChooseBins is Algorithm 2: the n candidate bins of least expected MCT
+// load w (ties: lowest bin first). It sorts candidates in place.
+func ChooseBins(candidates []uint32, w map[uint32]float64, n int) []uint32 {
+	slices.SortStableFunc(candidates, func(a, b uint32) int {
+		switch {
+		case w[a] < w[b]:
+			return -1
+		case w[a] > w[b]:
+			return 1
+		}
+		return int(a) - int(b)
+	})
+	return candidates[:min(n, len(candidates))]
+}
+
+// ExpectedStay is how long a signature of the given age is expected to
+// stay in the MCT when connections last lifetime on average: T − age,
+// never negative (Appendix A's W(bin) sums it over a bin).
+func ExpectedStay(lifetime, age float64) float64 { return max(lifetime-age, 0) }

@@ -82,8 +82,7 @@ func (s *SCT) Load(id forwarding.ServerID, lifetime time.Duration, now time.Time
 	w := map[uint32]float64{}
 	for sig, info := range s.servers[id] {
 		b := wire.SigBucket(sig, s.Buckets)
-		left := (lifetime - now.Sub(info.First)).Seconds()
-		w[b] += max(left, 0) + 1e-3*float64(info.Count)
+		w[b] += ExpectedStay(lifetime.Seconds(), now.Sub(info.First).Seconds()) + 1e-3*float64(info.Count)
 	}
 	return w
 }
