@@ -207,8 +207,10 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 		}
 	}
 	if len(moves) == 0 {
+		c.metrics.observePrism(in.config.Name, mctAfter(t, mct), 0, 0, 0, len(mct))
 		return nil, mct, nil
 	}
+	prunedNow := len(mct)
 
 	// Algorithm 1 over the bins that move away from servers that are up.
 	bins := map[uint32]forwarding.ServerID{}
@@ -235,6 +237,7 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 	room := int(opts.MCTEntries) - len(t.MCT) + len(mct)
 	if len(got) > room {
 		c.logf("prism %s: %d signatures to migrate, room for %d in the MCT: bins stay where they are", in.config.Name, len(got), room)
+		c.metrics.observePrism(in.config.Name, mctAfter(t, mct), 0, 0, 0, prunedNow)
 		return nil, mct, nil
 	}
 	for sig, id := range got {
@@ -250,6 +253,7 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 		st.Rounds = append(st.Rounds, rd.New)
 	}
 	r.flipped[in.config.Name] = &flip{bins: bins, copied: got}
+	c.metrics.observePrism(in.config.Name, mctAfter(t, mct), len(got), 0, len(rounds), prunedNow)
 	c.logf("prism %s: %d bins move, %d signatures migrated in %d rounds %v", in.config.Name, len(moves), len(got), len(rounds), st.Rounds)
 	return moves, mct, nil
 }
@@ -286,6 +290,27 @@ func (c *Controller) prismFinal(ctx context.Context, in *instance) (*forwarding.
 		}
 	}
 	st.Late += len(d.MCT)
+	c.metrics.observePrism(in.config.Name, mctAfter(t, d.MCT), 0, len(d.MCT), 0, 0)
 	c.logf("prism %s: final round: %d late signatures", in.config.Name, len(d.MCT))
 	return d, nil
+}
+
+// mctAfter is the MCT's size once changes are applied to t.
+func mctAfter(t *forwarding.Table, changes []forwarding.MCTChange) int {
+	n := len(t.MCT)
+	seen := map[uint64]bool{}
+	for sig := range t.MCT {
+		seen[sig] = true
+	}
+	for _, c := range changes {
+		switch {
+		case c.Remove && seen[c.Sig]:
+			n--
+			seen[c.Sig] = false
+		case !c.Remove && !seen[c.Sig]:
+			n++
+			seen[c.Sig] = true
+		}
+	}
+	return n
 }
