@@ -52,6 +52,35 @@ struct {
 	__array(values, struct mct_table);
 } mct_tables SEC(".maps");
 
+/*
+ * SYN learning (the paper's FIB(SYN1) table, on each mux): a bin about to
+ * move is published first with its owner unchanged and its bucket word's
+ * upper half (Changed) non-zero — "migrating". A SYN that such a bin
+ * forwards is remembered here, signature -> the owner it went to, for
+ * PRISM_LEARN_SECONDS; later packets of the connection that miss the MCT
+ * follow the remembered server, so a connection whose SYN came after the
+ * controller's last look at the old owner survives the flip until the
+ * final round puts it in the MCT (docs/strategy-prism.md, "SYNs during a
+ * migration"). Shared by all CPUs (one LRU list each), sized by the daemon.
+ */
+#define PRISM_LEARN_SECONDS 60
+
+struct learned_value {
+	__u16 server;
+	__u16 pad;
+	__u32 until; /* coarse monotonic seconds */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_COMMON_LRU);
+	__type(key, __u64);
+	__type(value, struct learned_value);
+} prism_learned SEC(".maps");
+
+INLINE __u32 prism_now(void) { return (__u32)(bpf_ktime_get_coarse_ns() / 1000000000ULL); }
+
 INLINE __u64 prism_signature(__u32 hash, __be32 saddr, __be32 daddr, __be16 sport, __be16 dport)
 {
 	__u32 ports = ((__u32)bpf_ntohs(sport) << 16) | bpf_ntohs(dport);
@@ -88,6 +117,20 @@ INLINE int decide_prism(const struct vip_info *vip, void *servers, struct iphdr 
 		}
 	}
 
+	__u64 sig = prism_signature(hash, ip->saddr, ip->daddr, tcp->source, tcp->dest);
+	int syn = tcp->syn && !tcp->ack;
+	if (!syn) {
+		struct learned_value *l = bpf_map_lookup_elem(&prism_learned, &sig);
+		if (l && l->until >= prism_now()) {
+			__u64 w = server_word(servers, l->server);
+			if (w) {
+				d->encap.daddr = SERVER_ADDR(w);
+				d->forward = 1;
+				return MUX_PRISM_LEARNED_HIT;
+			}
+		}
+	}
+
 	void *buckets = bpf_map_lookup_elem(&bucket_tables, &table);
 	if (!buckets)
 		return MUX_DROP_NO_TABLE;
@@ -95,12 +138,18 @@ INLINE int decide_prism(const struct vip_info *vip, void *servers, struct iphdr 
 	__u64 *bw = bpf_map_lookup_elem(buckets, &index);
 	if (!bw)
 		return MUX_DROP_NO_TABLE;
-	__u16 current = BUCKET_CURRENT(READ_ONCE_U64(bw));
+	__u64 word = READ_ONCE_U64(bw);
+	__u16 current = BUCKET_CURRENT(word);
 	if (!current)
 		return MUX_DROP_NO_OWNER;
 	__u64 w = server_word(servers, current);
 	if (!w)
 		return MUX_DROP_UNKNOWN_SERVER;
+	if (syn && BUCKET_CHANGED(word)) {
+		struct learned_value l = {.server = current, .until = prism_now() + PRISM_LEARN_SECONDS};
+		bpf_map_update_elem(&prism_learned, &sig, &l, BPF_ANY);
+		d->also = MUX_PRISM_LEARNED;
+	}
 	d->encap.daddr = SERVER_ADDR(w);
 	d->forward = 1;
 	return MUX_PRISM_MCT_MISS;

@@ -214,10 +214,27 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 
 	// Algorithm 1 over the bins that move away from servers that are up.
 	bins := map[uint32]forwarding.ServerID{}
+	var announce []forwarding.BucketChange
 	for _, m := range moves {
 		if old := p.buckets[m.Index].Current; old != forwarding.NoServer && !p.down[old] {
 			bins[m.Index] = old
+			announce = append(announce, forwarding.BucketChange{Index: m.Index, Bucket: forwarding.Bucket{Current: old, Changed: p.now}})
 		}
+	}
+	// Announce them first (owner unchanged, Changed set: "migrating"), so
+	// every mux remembers the SYNs they forward from then on; wait until
+	// the muxes have it; only then read the old owners. A connection whose
+	// SYN came earlier is in their socket lists; a later one is remembered
+	// by its mux until the final round puts it in the MCT.
+	if len(announce) > 0 {
+		a := &forwarding.Delta{Generation: t.Generation + 1, Buckets: announce, MCT: mct}
+		if _, err := in.w.Publish(ctx, a); err != nil {
+			return nil, nil, err
+		}
+		c.published(in)
+		mct = nil
+		t = in.w.Table()
+		time.Sleep(opts.Settle)
 	}
 	owners := map[forwarding.ServerID]bool{}
 	for _, id := range bins {
@@ -234,11 +251,15 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 	if err != nil {
 		return nil, nil, err
 	}
-	room := int(opts.MCTEntries) - len(t.MCT) + len(mct)
+	room := int(opts.MCTEntries) - len(t.MCT)
 	if len(got) > room {
 		c.logf("prism %s: %d signatures to migrate, room for %d in the MCT: bins stay where they are", in.config.Name, len(got), room)
 		c.metrics.observePrism(in.config.Name, mctAfter(t, mct), 0, 0, 0, prunedNow)
-		return nil, mct, nil
+		var back []forwarding.BucketChange // no longer migrating
+		for _, m := range announce {
+			back = append(back, forwarding.BucketChange{Index: m.Index, Bucket: forwarding.Bucket{Current: m.Bucket.Current}})
+		}
+		return back, mct, nil
 	}
 	for sig, id := range got {
 		if cur, ok := t.MCT[sig]; ok && cur == id {

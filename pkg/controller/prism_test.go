@@ -5,10 +5,12 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/beamer-lb/beamer/pkg/agentapi"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/ring"
+	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
 	"github.com/beamer-lb/beamer/pkg/wire"
 )
@@ -87,6 +89,7 @@ type muxView struct {
 	table   *forwarding.Table
 	servers *prismServers
 	gens    int
+	resyncs int
 	broken  map[wire.Flow]uint32 // first generation that misrouted the flow
 }
 
@@ -99,7 +102,12 @@ func (m *muxView) ApplyDelta(d *forwarding.Delta) error {
 	return nil
 }
 
-func (m *muxView) Replace(t *forwarding.Table) error { m.table = t.Clone(); m.check(); return nil }
+func (m *muxView) Replace(t *forwarding.Table) error {
+	m.table = t.Clone()
+	m.resyncs++
+	m.check()
+	return nil
+}
 
 func (m *muxView) check() {
 	m.servers.each(func(f wire.Flow, server netip.Addr) {
@@ -112,12 +120,36 @@ func (m *muxView) check() {
 	})
 }
 
+// followingStore lets a mux follow every commit of the controller at once,
+// so that it applies every generation one by one, as a mux watching the
+// ring does, before the writer may garbage-collect a delta.
+type followingStore struct {
+	store.Store
+	mu     sync.Mutex
+	follow func()
+}
+
+func (s *followingStore) Commit(ctx context.Context, ops ...store.Op) error {
+	if err := s.Store.Commit(ctx, ops...); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	f := s.follow
+	s.mu.Unlock()
+	if f != nil {
+		f()
+	}
+	return nil
+}
+
 func prismRig(t *testing.T, servers *prismServers, weights ...uint32) (*Controller, *ring.Follower, *muxView) {
 	t.Helper()
 	in := webInstance(64)
 	in.Strategy = forwarding.StrategyPrism
+	in.Prism = &forwarding.PrismOptions{Settle: time.Millisecond}
 	root, clk := newRoot(), newClock()
-	c := New(shared, root, Options{Now: clk.now, Signatures: servers})
+	fs := &followingStore{Store: shared}
+	c := New(fs, root, Options{Now: clk.now, Signatures: servers})
 	ctx := storetest.Context(t)
 	if err := c.CreateInstance(ctx, in); err != nil {
 		t.Fatal(err)
@@ -128,12 +160,20 @@ func prismRig(t *testing.T, servers *prismServers, weights ...uint32) (*Controll
 			t.Fatal(err)
 		}
 	}
-	f := ring.NewFollower(shared, ring.InstanceKeys(root, "web"), ring.FollowerOptions{})
+	f := ring.NewFollower(shared, ring.InstanceKeys(root, "web"), ring.FollowerOptions{OnResync: func(r ring.Resync) { t.Logf("mux resync: %+v", r) }})
 	tab, _, err := f.Load(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, f, &muxView{t: t, table: tab, servers: servers, broken: map[wire.Flow]uint32{}}
+	mux := &muxView{t: t, table: tab, servers: servers, broken: map[wire.Flow]uint32{}}
+	fs.mu.Lock()
+	fs.follow = func() {
+		if _, err := f.CatchUp(ctx, mux); err != nil {
+			t.Errorf("follower: %v", err)
+		}
+	}
+	fs.mu.Unlock()
+	return c, f, mux
 }
 
 // openFlows opens n connections from client port base on, each to the
@@ -185,7 +225,10 @@ func TestPrismMCTOrdering(t *testing.T) {
 	if st.Updates < 3 || st.Migrated == 0 || len(mux.table.MCT) == 0 {
 		t.Fatalf("no migration happened: %+v, MCT %d", st, len(mux.table.MCT))
 	}
-	t.Logf("%d generations, stats %+v, MCT %d entries", mux.gens, st, len(mux.table.MCT))
+	t.Logf("%d generations applied one by one, %d resyncs, stats %+v, MCT %d entries", mux.gens, mux.resyncs, st, len(mux.table.MCT))
+	if mux.resyncs > 0 || mux.gens < 6 {
+		t.Fatalf("the mux saw %d generations one by one and %d whole tables: the test must see every generation", mux.gens, mux.resyncs)
+	}
 
 	// The removed server's connections end: its entries are pruned and it
 	// leaves the ring; the others' stay while their connections live.

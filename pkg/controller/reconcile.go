@@ -162,6 +162,10 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 		return nil, err
 	}
 	d.MCT = pl.mct
+	// A strategy may have published a generation of its own meanwhile
+	// (Prism announces the bins about to move); it changed no server.
+	t = in.w.Table()
+	d.Generation = t.Generation + 1
 	window := uint32(in.config.ChainWindow.Seconds())
 	chaining := map[forwarding.ServerID]bool{} // still named in some bucket's history
 	moved := make(map[uint32]forwarding.Bucket, len(moves))

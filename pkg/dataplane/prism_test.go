@@ -167,3 +167,49 @@ func TestPrismApplyOrder(t *testing.T) {
 		t.Fatalf("after a resync with the MCT: to %v (%s), want %v by a hit", got, c, first)
 	}
 }
+
+// TestPrismSYNLearning: a SYN forwarded by a bin announced as migrating
+// (owner unchanged, Changed set) is remembered by the mux; after the bin
+// flips, before any MCT entry for it exists, the connection's packets
+// still reach the server of its SYN (learned hit). SYNs of bins not
+// migrating are not remembered.
+func TestPrismSYNLearning(t *testing.T) {
+	r := newPrismRig(t)
+	f := r.flow(44000)
+	bin := f.Bucket(uint32(len(r.table.Buckets)))
+	owner := r.table.Buckets[bin].Current
+	other := forwarding.ServerID(1025)
+	if other == owner {
+		other = 1026
+	}
+	quiet := r.flow(44001)
+	for p := uint16(44001); quiet.Bucket(uint32(len(r.table.Buckets))) == bin; p++ {
+		quiet = r.flow(p)
+	}
+	r.send(quiet, wiretest.SYN)
+	must(t, r.apply(&forwarding.Delta{Buckets: []forwarding.BucketChange{{Index: bin, Bucket: forwarding.Bucket{Current: owner, Changed: 1763700000}}}}))
+	before, err := r.m.Counters()
+	must(t, err)
+	first, _ := r.send(f, wiretest.SYN)
+	after, err := r.m.Counters()
+	must(t, err)
+	if after["prism_learned"] != before["prism_learned"]+1 {
+		t.Fatalf("SYN in a migrating bin not remembered (counters %v)", after)
+	}
+	qb := quiet.Bucket(uint32(len(r.table.Buckets)))
+	must(t, r.apply(&forwarding.Delta{Buckets: []forwarding.BucketChange{
+		{Index: bin, Bucket: forwarding.Bucket{Current: other}},
+		{Index: qb, Bucket: forwarding.Bucket{Current: r.table.Buckets[qb].Current%2 + 1025}},
+	}}))
+	if got, _ := r.send(f, wiretest.ACK); got != first {
+		t.Fatalf("after the flip, without an MCT entry: to %v, want %v (remembered since the SYN)", got, first)
+	}
+	c, err := r.m.Counters()
+	must(t, err)
+	if c["prism_learned_hit"] == 0 {
+		t.Fatalf("no learned hit counted: %v", c)
+	}
+	if got, _ := r.send(quiet, wiretest.ACK); got != r.table.Servers[r.table.Buckets[qb].Current].Addr {
+		t.Fatalf("a connection of a bin that was not migrating was remembered: to %v", got)
+	}
+}

@@ -18,6 +18,11 @@ type PrismOptions struct {
 	// Lifetime is the expected connection lifetime T of Algorithm 2 (a
 	// signature's expected stay in the MCT is T minus its age).
 	Lifetime time.Duration `json:"lifetime,omitempty" yaml:"lifetime,omitempty"`
+	// Settle is how long the controller waits after announcing the bins
+	// about to move (muxes then remember their SYNs) before it reads the
+	// old owners' connections: longer than a mux takes to apply a
+	// generation.
+	Settle time.Duration `json:"settle,omitempty" yaml:"settle,omitempty"`
 }
 
 // Prism defaults and bounds.
@@ -26,6 +31,7 @@ const (
 	MaxMCTEntries      = 1 << 22
 	DefaultPrismRounds = 8
 	DefaultLifetime    = 60 * time.Second
+	DefaultSettle      = 500 * time.Millisecond
 )
 
 // PrismSettings is the instance's Prism options with defaults filled in.
@@ -43,6 +49,9 @@ func (in *Instance) PrismSettings() PrismOptions {
 	if o.Lifetime == 0 {
 		o.Lifetime = DefaultLifetime
 	}
+	if o.Settle == 0 {
+		o.Settle = DefaultSettle
+	}
 	return o
 }
 
@@ -55,6 +64,8 @@ func checkPrism(in *Instance) error {
 		return fmt.Errorf("prism max_rounds %d must be in 1–64", o.MaxRounds)
 	case o.Lifetime < 0:
 		return fmt.Errorf("prism lifetime %v is negative", o.Lifetime)
+	case o.Settle < 0 || o.Settle > time.Minute:
+		return fmt.Errorf("prism settle %v must be in 0–1m", o.Settle)
 	}
 	return nil
 }
