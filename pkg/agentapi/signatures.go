@@ -40,9 +40,12 @@ type SignaturesReport struct {
 	Sigs    []SigCount `json:"sigs"`
 }
 
-// prismStates are liveStates plus a request socket (TCP_NEW_SYN_RECV): a
-// connection whose SYN reached this server but whose handshake has not
-// completed must be migrated too, or its ACK goes to the bin's new owner.
+// prismLive: the states of liveStates, plus a request socket
+// (TCP_NEW_SYN_RECV) should the dump ever return one. The netlink library
+// asks sock_diag for states 0–11 only, so request sockets are not listed:
+// a connection still in its handshake when the controller reads (at least
+// the settle delay, 500 ms, after its bin was announced as migrating — a
+// SYN after the announcement is remembered by its mux instead) is missed.
 func prismLive(state uint8) bool { return liveStates[state] || state == 12 }
 
 func listSignatures(ns netns.NsHandle, vip netip.Addr, n uint32) (*SignaturesReport, error) {
