@@ -213,3 +213,46 @@ func TestPrismSYNLearning(t *testing.T) {
 		t.Fatalf("a connection of a bin that was not migrating was remembered: to %v", got)
 	}
 }
+
+// TestPrismSignatureVectors: the BPF program computes the signatures of
+// testdata/prism-signatures.json — an MCT entry keyed by the file's value
+// (not by Go's computation) is hit by the vector's packet.
+func TestPrismSignatureVectors(t *testing.T) {
+	vs, err := wiretest.LoadPrismVectors()
+	must(t, err)
+	v, err := wiretest.LoadVectors()
+	must(t, err)
+	m, err := LoadMux(MuxOptions{Addr: v.Maglev.MuxAddr})
+	must(t, err)
+	t.Cleanup(func() { m.Close() })
+	table, err := v.Maglev.Table()
+	must(t, err)
+	cfg := v.Maglev.Instance
+	cfg.Strategy = forwarding.StrategyPrism
+	cfg.VIPs = nil
+	cfg.PortLow, cfg.PortHigh = 1, 1024
+	table.MCT = map[uint64]forwarding.ServerID{}
+	for _, pv := range vs {
+		sig, err := pv.Signature()
+		must(t, err)
+		cfg.VIPs = append(cfg.VIPs, pv.Dst)
+		// The entry names a server the bin does not: only a hit reaches it.
+		owner := table.Buckets[pv.Flow().Bucket(uint32(len(table.Buckets)))].Current
+		table.MCT[sig] = 1025 + (owner-1025+1)%3
+	}
+	must(t, m.SetInstance(cfg, table))
+	bench := newMuxBench(t, &v.Mux)
+	for _, pv := range vs {
+		sig, _ := pv.Signature()
+		frame := wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, wiretest.Segment{Flow: pv.Flow(), Flags: wiretest.ACK}.IPv4())
+		action, out := runXDP(t, bench.ns, bench.ifindex, m.Program(), frame)
+		if action != "tx" && action != "redirect" {
+			t.Fatalf("%v: %s", pv.Flow(), action)
+		}
+		o, err := wire.Decapsulate(out[14:])
+		must(t, err)
+		if want := table.Servers[table.MCT[sig]].Addr; o.Dst != want {
+			t.Errorf("%v: to %v, want %v (MCT entry %s): the BPF signature differs from the vector", pv.Flow(), o.Dst, want, pv.Sig)
+		}
+	}
+}
