@@ -150,3 +150,9 @@ func (m *Mux) SetCheetahLoad(name string, id forwarding.ServerID, load uint32) e
 
 // CheetahCounters are the Cheetah strategy's counters summed over CPUs.
 func (m *Mux) CheetahCounters() (map[string]uint64, error) { return m.cheetah.Read() }
+
+// newState: the cheetah record follows the whole table (tableWatcher), so
+// the per-delta state hooks are not needed.
+func (cheetahMux) newState(forwarding.Instance, *forwarding.Table) (instanceState, error) {
+	return nil, nil
+}

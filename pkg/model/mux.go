@@ -53,6 +53,9 @@ type Mux struct {
 	InsertBudget *int
 	// RoundRobin is the cheetah strategy's position per instance (one CPU's).
 	RoundRobin map[string]int
+	// PrismLearned is the Prism strategy's SYN-learning table of this mux
+	// (signature -> server), filled by SYNs in migrating bins.
+	PrismLearned map[uint64]forwarding.ServerID
 }
 
 func drop(counter string) Result { return Result{Action: Drop, Counter: counter} }
