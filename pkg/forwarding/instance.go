@@ -44,6 +44,9 @@ type Instance struct {
 	// Health says how the controller probes the instance's servers
 	// (healthcheck.go); nil means the default agent probe.
 	Health *HealthCheck `json:"health,omitempty" yaml:"health,omitempty"`
+
+	// AWFD holds the options of an AWFD instance (awfd.go).
+	AWFD *AWFDOptions `json:"awfd,omitempty" yaml:"awfd,omitempty"`
 }
 
 // DefaultMaxChainLen is K when the configuration does not say: a bucket
@@ -71,7 +74,7 @@ func (in *Instance) Validate() error {
 	if !instanceName.MatchString(in.Name) {
 		return bad("name must be 1–63 characters of a-z, 0-9 and '-', starting with a letter or digit")
 	}
-	if in.Strategy != StrategyBeamer && in.Strategy != StrategyMaglev {
+	if in.Strategy != StrategyBeamer && in.Strategy != StrategyMaglev && in.Strategy != StrategyAWFD {
 		return bad("strategy %q is neither %q nor %q", in.Strategy, StrategyBeamer, StrategyMaglev)
 	}
 	if len(in.VIPs) == 0 {
@@ -95,6 +98,11 @@ func (in *Instance) Validate() error {
 	}
 	if in.Strategy == StrategyMaglev {
 		if err := checkMaglevSize(in.Buckets); err != nil {
+			return bad("%v", err)
+		}
+	}
+	if in.Strategy == StrategyAWFD {
+		if err := checkAWFD(in); err != nil {
 			return bad("%v", err)
 		}
 	}
