@@ -31,9 +31,14 @@
 #define SERVER_TABLE_SIZE 65536
 #define SERVICE_PORT_MAX 1024
 
+/* The strategy of a VIP: fixed values (forwarding.Strategy.Code), each
+ * strategy's decision in bpf/strategy/NAME.h. */
 enum strategy {
 	STRATEGY_BEAMER = 1,
 	STRATEGY_MAGLEV = 2,
+	STRATEGY_PRISM = 3,   /* reserved: issue 12 */
+	STRATEGY_CHEETAH = 4, /* reserved: issue 13 */
+	STRATEGY_AWFD = 5,    /* reserved: issue 14 */
 };
 
 struct vip_info {

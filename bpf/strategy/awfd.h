@@ -56,6 +56,10 @@ enum awfd_counter {
 
 DECLARE_COUNTERS(awfd_counters, AWFD_COUNTER_MAX);
 
+/* Keeps enum awfd_counter in the object's BTF, where the loader reads the
+ * counters' names (pkg/dataplane counterSet). */
+volatile const enum awfd_counter awfd_counter_names = AWFD_COUNTER_MAX;
+
 INLINE void awfd_count(enum awfd_counter c)
 {
 	count_in(&awfd_counters, c);

@@ -39,6 +39,13 @@ type View struct {
 	// EntriesPerBackend (maglev): table entries per backend with a positive
 	// effective weight; Maglev wants at least MaglevEntriesPerBackend.
 	EntriesPerBackend float64 `json:"entries_per_backend,omitempty"`
+	// Unit is what the strategy calls a bucket (BUCKETS, ENTRIES, ...),
+	// Histories whether its buckets name previous owners (the CHAINED
+	// column), Details the strategy's own lines of `ctl show`
+	// (Strategy.Show).
+	Unit      string   `json:"unit"`
+	Histories bool     `json:"histories"`
+	Details   []string `json:"details,omitempty"`
 	// FailOpen: every server is down; buckets stay with their last owners.
 	FailOpen bool `json:"fail_open,omitempty"`
 	// Warnings an operator should act on.
@@ -82,12 +89,9 @@ func Show(ctx context.Context, st store.Store, root, name string, now time.Time)
 			live++
 		}
 	}
-	if cfg.Strategy == forwarding.StrategyMaglev && live > 0 {
-		v.EntriesPerBackend = float64(cfg.Buckets) / float64(live)
-		if v.EntriesPerBackend < MaglevEntriesPerBackend {
-			v.Warnings = append(v.Warnings, fmt.Sprintf("Maglev table of %d entries for %d backends: %.0f entries per backend, Maglev needs at least %d for near-even shares; create a larger instance (B prime ≥ %d)",
-				cfg.Buckets, live, v.EntriesPerBackend, MaglevEntriesPerBackend, MaglevEntriesPerBackend*live))
-		}
+	if strat, err := strategyOf(cfg); err == nil {
+		v.Unit, v.Histories = "BUCKETS", strat.Histories()
+		strat.Show(v, live)
 	}
 	for _, id := range sortedKeys(dips) {
 		d := dips[id]

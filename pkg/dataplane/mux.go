@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/awfd"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -54,6 +55,9 @@ type Mux struct {
 	ctEntries uint32 // size of the connection table
 	ctReady   bool   // the connection table exists
 
+	awfd         map[string]*awfd.Record // AWFD class records loaded, by instance (mux_awfd.go)
+	awfdCounters *counterSet             // the awfd strategy's decision counters
+
 	epoch     *wordArray    // the next-hop cache's epoch (bpf/include/nexthop.h)
 	stopEpoch chan struct{} // ends the epoch ticker
 	epochDone chan struct{}
@@ -96,7 +100,7 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 		entries = 1 << 20
 	}
 	// Each CPU's LRU list gets a share of the entries; keep shares usable.
-	m := &Mux{instances: map[string]*muxInstance{}, ctEntries: uint32(max(entries, 16*cpus))}
+	m := &Mux{instances: map[string]*muxInstance{}, awfd: map[string]*awfd.Record{}, ctEntries: uint32(max(entries, 16*cpus))}
 	spec.Maps["conntrack"].InnerMap.MaxEntries = m.ctEntries
 	perCPU := (opts.MaxNewConnsPerSecond + uint64(cpus) - 1) / uint64(cpus)
 	if err := spec.Variables["max_inserts_per_cpu_second"].Set(perCPU); err != nil {
@@ -125,6 +129,10 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 		return nil, fmt.Errorf("loading mux program: %w", err)
 	}
 	if m.counters, err = newCounterSet(spec, m.objs.MuxCounters, "mux_counter", "MUX_"); err != nil {
+		m.objs.Close()
+		return nil, err
+	}
+	if m.awfdCounters, err = newCounterSet(spec, m.objs.AwfdCounters, "awfd_counter", "AWFD_"); err != nil {
 		m.objs.Close()
 		return nil, err
 	}
@@ -335,10 +343,8 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 	if err := m.checkVIPsFree(cfg); err != nil {
 		return err
 	}
-	if cfg.Strategy == forwarding.StrategyMaglev {
-		if err := m.ensureConnTrack(); err != nil {
-			return err
-		}
+	if err := muxStrategyOf(cfg).prepare(m); err != nil {
+		return err
 	}
 	slot, ok := m.freeSlot()
 	if !ok {
@@ -365,6 +371,9 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 		return fmt.Errorf("installing server table: %w", err)
 	}
 	m.slots[slot] = true
+	if err := m.awfdMoved(cfg.Name, slot); err != nil {
+		return err
+	}
 	if err := m.publish(in); err != nil {
 		return err
 	}
@@ -472,6 +481,7 @@ func (m *Mux) RemoveInstance(name string) error {
 		}
 	}
 	delete(m.instances, name)
+	delete(m.awfd, name)
 	m.release(in)
 	return nil
 }
@@ -503,10 +513,6 @@ func (m *Mux) freeSlot() (uint32, bool) {
 
 // publish writes the VIP records naming the instance's slot and generation.
 func (m *Mux) publish(in *muxInstance) error {
-	strategy := uint8(1)
-	if in.cfg.Strategy == forwarding.StrategyMaglev {
-		strategy = 2
-	}
 	rec := muxVipInfo{
 		Table:       in.slot,
 		Buckets:     in.cfg.Buckets,
@@ -514,7 +520,7 @@ func (m *Mux) publish(in *muxInstance) error {
 		Incarnation: in.table.Incarnation,
 		PortLow:     in.cfg.PortLow,
 		PortHigh:    in.cfg.PortHigh,
-		Strategy:    strategy,
+		Strategy:    in.cfg.Strategy.Code(),
 	}
 	for _, v := range in.cfg.VIPs {
 		if err := m.objs.Vips.Put(v.As4(), &rec); err != nil {
@@ -544,6 +550,7 @@ func (m *Mux) release(in *muxInstance) {
 	m.objs.ChainTables.Delete(in.slot)
 	m.objs.ServerTables.Delete(in.slot)
 	m.slots[in.slot] = false
+	m.awfdReleased(in.slot)
 	in.close()
 }
 

@@ -74,3 +74,8 @@ func (m *Mux) awfdMoved(name string, slot uint32) error {
 
 // awfdReleased forgets a freed slot's record (m.mu held).
 func (m *Mux) awfdReleased(slot uint32) { m.objs.AwfdRecords.Delete(slot) }
+
+// AWFDCounters are the awfd strategy's decision counters (by_class,
+// no_record, no_class, not_active, ct_hit, ct_stale, ct_flood), summed
+// over CPUs.
+func (m *Mux) AWFDCounters() (map[string]uint64, error) { return m.awfdCounters.Read() }

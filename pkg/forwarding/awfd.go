@@ -16,10 +16,14 @@ const (
 	MaxAWFDPoll        = 10 * time.Second
 )
 
-// AWFDOptions are the options of an AWFD instance (json "awfd"). The
-// instance's Buckets array is its Maglev table: the equal-share fallback
-// muxes use before the first class record and while no server reports
-// capacity; the class record (pkg/awfd) lives outside the ring.
+// AWFD: the instance's Buckets array is its Maglev table (prime size), the
+// equal-share fallback muxes use before the first class record and while no
+// server reports capacity; the class record (pkg/awfd) lives outside the
+// ring.
+func init() { RegisterStrategy(StrategySpec{Name: StrategyAWFD, Check: checkAWFD}) }
+
+// AWFDOptions are the awfd strategy's own settings (issue 14), json "awfd"
+// in the instance configuration, validated by checkAWFD.
 type AWFDOptions struct {
 	// Classes is m, the number of priority classes (default 4).
 	Classes int `json:"classes,omitempty" yaml:"classes,omitempty"`
@@ -70,7 +74,3 @@ func checkAWFD(in *Instance) error {
 	}
 	return nil
 }
-
-// StrategyAWFD is adaptive weighted flow dispatching (Spotlight). Reserved
-// by the strategy frame too; this copy goes when the frame is merged.
-const StrategyAWFD Strategy = "awfd"

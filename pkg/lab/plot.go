@@ -171,7 +171,7 @@ func brokenPlot(results []*Result) (*plot.Plot, error) {
 		by[l][r.Strategy] = r.BrokenPct
 	}
 	w := vg.Points(14)
-	for i, strategy := range []string{"beamer", "maglev"} {
+	for i, strategy := range Strategies() {
 		var v plotter.Values
 		for _, l := range labels {
 			v = append(v, by[l][strategy])

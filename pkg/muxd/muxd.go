@@ -177,7 +177,8 @@ func (d *Daemon) serveMetrics() error {
 	d.registerFollowMetrics(reg)
 	d.registerAWFDMetrics(reg)
 	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors, d.health,
-		metrics.NewCounterCollector("beamer_mux_packets_total", "Packets by decision of the XDP mux.", "decision", d.mux.Counters))
+		metrics.NewCounterCollector("beamer_mux_packets_total", "Packets by decision of the XDP mux.", "decision", d.mux.Counters),
+		metrics.NewCounterCollector("beamer_mux_awfd_packets_total", "Packets of AWFD VIPs by the awfd strategy's decision (by_class: new connection placed by its class record).", "decision", d.mux.AWFDCounters))
 	s, err := metrics.Serve(d.opts.Metrics, reg, d.Healthy)
 	d.metrics = s
 	return err
