@@ -2,9 +2,9 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +15,6 @@ import (
 	"github.com/beamer-lb/beamer/pkg/awfd"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/ring"
-	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
 )
 
@@ -51,7 +50,8 @@ func awfdRig(t *testing.T) (*AWFDPoller, *fakeCapacity, *time.Time, string) {
 	root := newRoot()
 	c := New(shared, root, Options{})
 	in := webInstance(307)
-	in.Strategy = forwarding.StrategyMaglev
+	in.Strategy = forwarding.StrategyAWFD
+	in.AWFD = &forwarding.AWFDOptions{Classes: 4, Poll: 250 * time.Millisecond}
 	ctx := storetest.Context(t)
 	if err := c.CreateInstance(ctx, in); err != nil {
 		t.Fatal(err)
@@ -64,11 +64,7 @@ func awfdRig(t *testing.T) (*AWFDPoller, *fakeCapacity, *time.Time, string) {
 	if err := c.AddDIPs(ctx, "web", add); err != nil {
 		t.Fatal(err)
 	}
-	// The instance becomes AWFD (its table is a Maglev table).
-	in.Strategy = forwarding.StrategyAWFD
-	in.AWFD = &forwarding.AWFDOptions{Classes: 4, Poll: 250 * time.Millisecond}
-	b, _ := json.Marshal(in)
-	if err := shared.Commit(ctx, store.Put(ring.InstanceKeys(root, "web").Config(), b)); err != nil {
+	if err := c.Reconcile(ctx, "web"); err != nil {
 		t.Fatal(err)
 	}
 	caps := &fakeCapacity{avail: map[netip.Addr]float64{}, down: map[netip.Addr]bool{}}
@@ -115,6 +111,15 @@ func TestAWFDPollerClassesAndMissedPolls(t *testing.T) {
 	}
 	if r.Total() != 7 || r.M() != 4 {
 		t.Fatalf("record %+v", r)
+	}
+	// ctl show prints the classes the muxes run.
+	v, err := Show(ctx, shared, root, "web", *now)
+	if err != nil || v.AWFD == nil || v.AWFD.Seq != r.Seq {
+		t.Fatalf("show: %v %+v", err, v)
+	}
+	if d := strings.Join(v.Details, "\n"); !strings.Contains(d, "class 4: range 3–6 (57.1% of new connections): 1025") ||
+		!strings.Contains(d, "class 0 (no new connections): 1028") {
+		t.Fatalf("show details:\n%s", d)
 	}
 	seq := r.Seq
 	// 1025 stops answering: held for 750 ms (3 polls).
