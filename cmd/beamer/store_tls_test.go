@@ -122,7 +122,7 @@ func TestRemoteMuxMutualTLS(t *testing.T) {
 
 	// The remote mux, over mutual TLS.
 	mux := beamer(t, muxNS, "mux", "--store", remote, "--instance", "web", "--iface", "m0", "--xdp-mode", "generic",
-		"--metrics", "127.0.0.1:9100")
+		"--metrics", "127.0.0.1:9100", "--pin-dir", "-")
 	mux.waitFor(t, "mux", "mux forwarding")
 	if out := mux.output(); !strings.Contains(out, `generation=1 buckets=64 servers=1`) {
 		t.Fatalf("mux did not load generation 1 with one server:\n%s", out)

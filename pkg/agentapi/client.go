@@ -42,7 +42,7 @@ func (c *Client) get(ctx context.Context, agent netip.AddrPort, path string, q u
 		var e ErrorReport
 		b, _ := io.ReadAll(io.LimitReader(body, 4096))
 		if json.Unmarshal(b, &e) != nil || e.Error == "" {
-			e.Error = fmt.Sprintf("%q", b)
+			e.Error = fmt.Sprintf("%q (not a beamer agent API answer: wrong agent_port, or an agent without --api?)", b)
 		}
 		return fmt.Errorf("agent %v: %s: %s", agent, resp.Status, e.Error)
 	}

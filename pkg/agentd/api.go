@@ -15,6 +15,12 @@ func (d *Daemon) serveAPI() error {
 	if addr == "" {
 		return nil
 	}
+	if d.cfg.API == "" {
+		// Default: the DIP only. Bound to every address it would answer on
+		// VIP:9300 too, and muxes forward VIP:PORT above 1024 to the server
+		// whose id is PORT (MPTCP subflows): clients could reach it.
+		addr = netip.AddrPortFrom(d.cfg.Address, agentapi.DefaultPort).String()
+	}
 	var vips []netip.Addr
 	for _, v := range d.cfg.VIPs {
 		vips = append(vips, v.VIP)

@@ -13,14 +13,15 @@ import (
 	"github.com/beamer-lb/beamer/pkg/netlab"
 )
 
-// checkAPI: the daemon serves the agent API by default (:9300), and its
+// checkAPI: the daemon serves the agent API by default on DIP:9300 (not
+// on the VIP, which clients reach), and its
 // health probe reaches a service bound only to the VIP the daemon put on
 // loopback, from the server's own namespace.
 func checkAPI(t *testing.T, ns *netlab.Namespace, d *Daemon) {
 	t.Helper()
 	a := d.APIAddr()
-	if a == nil || !strings.HasSuffix(a.String(), ":9300") {
-		t.Fatalf("agent API on %v, want the default :9300", a)
+	if a == nil || a.String() != "198.18.0.10:9300" {
+		t.Fatalf("agent API on %v, want the default DIP:9300", a)
 	}
 	vip := netip.MustParseAddr("198.18.100.1")
 	var l net.Listener

@@ -14,7 +14,8 @@ import (
 const APIOff = "off"
 
 // APIAddr is where the agent serves its API: Agent.API, default ":9300"
-// (all addresses; the controller reaches it at DIP:agent_port), "" if off.
+// (the agent binds it to its DIP only: the controller reaches it at
+// DIP:agent_port), "" if off.
 func (c *Agent) APIAddr() string {
 	switch c.API {
 	case "":

@@ -203,17 +203,33 @@ func downOrNone(t *testing.T, k ring.Keys, id forwarding.ServerID) bool {
 	return ok && d.Down
 }
 
-func TestDeadDIPNotChainedTo(t *testing.T) {
+// TestDownDIPChainedToLast: a DIP that fails its health checks owns no
+// bucket, and stays in the histories of the buckets it had (it may still
+// run and hold connections), behind every running owner.
+func TestDownDIPChainedToLast(t *testing.T) {
 	c, root, _ := setup(t, 300, 1, 1, 1)
 	ctx := storetest.Context(t)
 	if err := c.SetHealth(ctx, "web", 1025, false); err != nil {
 		t.Fatal(err)
 	}
 	tab := checkInvariants(t, root)
+	named := 0
 	for i, b := range tab.Buckets {
-		if b.Current == 1025 || b.History[0] == 1025 {
-			t.Fatalf("bucket %d still refers to the dead DIP: %+v", i, b)
+		if b.Current == 1025 {
+			t.Fatalf("bucket %d still owned by the down DIP: %+v", i, b)
 		}
+		n := b.History.Len()
+		for j, id := range b.History[:n] {
+			if id == 1025 {
+				named++
+				if j != n-1 {
+					t.Fatalf("bucket %d names the down DIP before a running owner: %+v", i, b)
+				}
+			}
+		}
+	}
+	if named == 0 {
+		t.Fatal("no bucket names the down DIP: its connections would break")
 	}
 	if err := c.SetHealth(ctx, "web", 1025, true); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -79,5 +80,28 @@ func TestHealthStateMachine(t *testing.T) {
 	step(nil)
 	if d.Down || d.Suppressed {
 		t.Fatalf("still down after the penalty decayed below Reuse: %+v", d)
+	}
+}
+
+// TestHealthRecordWritesBounded: a DIP failing on and on with error texts
+// that differ every time (ephemeral ports) changes its record only at the
+// start of the streak and when it goes down, not at every probe.
+func TestHealthRecordWritesBounded(t *testing.T) {
+	o := HealthOptions{}
+	o.fill()
+	now := time.Unix(1_700_000_000, 0)
+	d := DIP{ID: 1025, Weight: 1, State: Active}
+	s := &streak{}
+	changes := 0
+	for i := range 50 {
+		now = now.Add(o.Interval)
+		nd, _ := healthStep(d, s, fmt.Errorf("read tcp 198.18.0.1:%d->198.18.0.10:9300: connection reset by peer", 40000+i), now, &o)
+		if nd != d {
+			changes++
+		}
+		d = nd
+	}
+	if !d.Down || changes != 2 {
+		t.Fatalf("50 failures changed the record %d times (down=%v), want 2 (streak start, down)", changes, d.Down)
 	}
 }

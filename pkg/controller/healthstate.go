@@ -56,8 +56,11 @@ func healthStep(d DIP, s *streak, err error, now time.Time, o *HealthOptions) (n
 	} else {
 		s.failures++
 		s.successes = 0
-		if msg := err.Error(); msg != r.LastError || s.failures == 1 {
-			r.LastError, r.LastErrorAt = msg, now
+		// Recorded at the start of a failure streak and when the DIP goes
+		// down, not at every failure: error texts can carry ephemeral
+		// ports, and every change of the record is a store write.
+		if s.failures == 1 {
+			r.LastError, r.LastErrorAt = err.Error(), now
 		}
 	}
 	pen := r.PenaltyNow(now, o.HalfLife)
@@ -76,6 +79,7 @@ func healthStep(d DIP, s *streak, err error, now time.Time, o *HealthOptions) (n
 			change(false, false, "up: first probe succeeded")
 		}
 	case !d.Down && s.failures >= o.Fall:
+		r.LastError, r.LastErrorAt = err.Error(), now
 		r.Penalty, r.PenaltyAt = pen+1, now
 		reason := fmt.Sprintf("down: %d probes failed: %s", s.failures, r.LastError)
 		if r.Penalty >= o.Suppress {

@@ -15,10 +15,10 @@ import (
 type HoldFunc func(instance string, id forwarding.ServerID, bucket uint32) bool
 
 // histories is the history maintenance of instance in at time now: down
-// DIPs are dropped from every history, Options.Holds keeps entries.
+// DIPs go last in every history, Options.Holds keeps entries.
 func (c *Controller) histories(in *instance, down map[forwarding.ServerID]bool, now uint32) *forwarding.HistoryRules {
 	h := &forwarding.HistoryRules{K: in.config.ChainLen(), Window: uint32(in.config.ChainWindow.Seconds()), Now: now,
-		Dropped: func(id forwarding.ServerID) bool { return down[id] }}
+		Down: func(id forwarding.ServerID) bool { return down[id] }}
 	if hold, name := c.opts.Holds, in.config.Name; hold != nil {
 		h.Held = func(id forwarding.ServerID, bucket uint32) bool { return hold(name, id, bucket) }
 	}

@@ -68,6 +68,8 @@ func TestRequestRejections(t *testing.T) {
 			`bad request: DIP address 0.0.0.0 is the unspecified address: a server needs a unicast IPv4 address`},
 		{"link-local DIP", Request{Op: OpAddDIP, Instance: "web", ID: 1030, Addr: ip("169.254.1.1"), Weight: 1},
 			`bad request: DIP address 169.254.1.1 is a link-local address (169.254.0.0/16): a server needs a unicast IPv4 address`},
+		{"no DIP address", Request{Op: OpAddDIP, Instance: "web", ID: 1030, Weight: 1},
+			`bad request: DIP address missing: a server needs a unicast IPv4 address`},
 		{"DIP is its own instance's VIP", Request{Op: OpAddDIP, Instance: "web", ID: 1030, Addr: ip("192.0.2.1"), Weight: 1},
 			`bad request: DIP address 192.0.2.1 is a VIP of instance "web"`},
 		{"DIP is another instance's VIP", Request{Op: OpAddDIP, Instance: "web", ID: 1030, Addr: ip("192.0.2.2"), Weight: 1},

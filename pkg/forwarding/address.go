@@ -46,6 +46,9 @@ func notUnicast(a netip.Addr) string {
 
 // CheckVIP refuses a VIP that is not a unicast IPv4 address.
 func CheckVIP(a netip.Addr) error {
+	if !a.IsValid() {
+		return fmt.Errorf("VIP missing: a VIP must be a unicast IPv4 address")
+	}
 	if why := notUnicast(a); why != "" {
 		return fmt.Errorf("VIP %v is %s: a VIP must be a unicast IPv4 address", a, why)
 	}
@@ -55,6 +58,9 @@ func CheckVIP(a netip.Addr) error {
 // CheckDIP refuses a server (DIP) address that is not a unicast IPv4
 // address. Whether it collides with a VIP is Claims' business.
 func CheckDIP(a netip.Addr) error {
+	if !a.IsValid() {
+		return fmt.Errorf("DIP address missing: a server needs a unicast IPv4 address")
+	}
 	if why := notUnicast(a); why != "" {
 		return fmt.Errorf("DIP address %v is %s: a server needs a unicast IPv4 address", a, why)
 	}

@@ -9,12 +9,18 @@ import "slices"
 //
 // Rules (docs/wire-format.md, "Bucket history"):
 //   - a move from X to Y: History = dedupe([X] + old History) minus Y,
-//     minus dropped servers, cut to K entries (the oldest go first);
-//   - an entry whose server is dropped (down: failed health checks) leaves
-//     every history at once: chaining to a dead server would lose the packet
-//     before the older owners behind it in the list could be tried. Entries
-//     of other servers stay, whoever the bucket's owner is and whatever
-//     happens to it (a health failure of the new owner erases nothing);
+//     servers that failed their health checks (down) moved behind every
+//     other entry, cut to K entries (the oldest go first, down ones before
+//     them);
+//   - a down server stays in the histories, last: a server whose probes
+//     fail may still run and hold connections (its service stopped taking
+//     new ones, a probe path broke), and those must keep reaching it; put
+//     behind the running owners, a server that is really dead can only
+//     swallow packets that no running owner claimed — packets of no live
+//     connection, which would otherwise have been reset — never those of
+//     the owners behind it. Entries of other servers stay, whoever the
+//     bucket's owner is and whatever happens to it (a health failure of
+//     the new owner erases nothing);
 //   - when the window since Changed is over, entries leave the history,
 //     except held ones; while an entry is held its bucket's Changed is
 //     re-stamped to now once the window is half gone, so that agents, which
@@ -28,14 +34,32 @@ type HistoryRules struct {
 	K      int    // previous owners kept at most (Instance.ChainLen)
 	Window uint32 // chaining window, seconds
 	Now    uint32 // Unix seconds
-	// Dropped reports servers no longer chained to (down); nil: none.
-	Dropped func(ServerID) bool
+	// Down reports servers that failed their health checks: chained to
+	// last; nil: none.
+	Down func(ServerID) bool
 	// Held reports whether server id still holds connections of bucket;
 	// nil: nothing is held. Asked only from half the window on.
 	Held func(id ServerID, bucket uint32) bool
 }
 
-func (h *HistoryRules) dropped(id ServerID) bool { return h.Dropped != nil && h.Dropped(id) }
+func (h *HistoryRules) down(id ServerID) bool { return h.Down != nil && h.Down(id) }
+
+// downLast returns ids with the down servers moved behind the others, each
+// group in its order.
+func (h *HistoryRules) downLast(ids []ServerID) []ServerID {
+	out := make([]ServerID, 0, len(ids))
+	for _, id := range ids {
+		if !h.down(id) {
+			out = append(out, id)
+		}
+	}
+	for _, id := range ids {
+		if h.down(id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
 
 // Moved is the bucket after a move from old.Current to to.Current
 // (to.Changed is the time of the move).
@@ -44,13 +68,13 @@ func (h *HistoryRules) Moved(old, to Bucket) Bucket {
 	if to.Current == NoServer {
 		return out // an unowned bucket chains nowhere
 	}
-	candidates := append([]ServerID{old.Current}, old.History[:old.History.Len()]...)
+	candidates := h.downLast(append([]ServerID{old.Current}, old.History[:old.History.Len()]...))
 	n := 0
 	for _, id := range candidates {
 		if n == h.K {
 			break
 		}
-		if id == NoServer || id == to.Current || h.dropped(id) || slices.Contains(out.History[:n], id) {
+		if id == NoServer || id == to.Current || slices.Contains(out.History[:n], id) {
 			continue
 		}
 		out.History[n] = id
@@ -60,7 +84,7 @@ func (h *HistoryRules) Moved(old, to Bucket) Bucket {
 }
 
 // Aged is the bucket (not moved in this generation) after time passed:
-// dropped and expired entries gone, held entries kept and the change time
+// expired entries gone, down ones moved last, held entries kept and the change time
 // re-stamped when due, the history cut to K. It returns b itself when
 // nothing changes.
 func (h *HistoryRules) Aged(index uint32, b Bucket) Bucket {
@@ -72,8 +96,8 @@ func (h *HistoryRules) Aged(index uint32, b Bucket) Bucket {
 	halfGone := h.Now >= b.Changed+h.Window/2
 	out := Bucket{Current: b.Current, Changed: b.Changed}
 	kept, held := 0, false
-	for _, id := range b.History[:n] {
-		if kept == h.K || h.dropped(id) {
+	for _, id := range h.downLast(b.History[:n]) {
+		if kept == h.K {
 			continue
 		}
 		isHeld := halfGone && h.Held != nil && h.Held(id, index)

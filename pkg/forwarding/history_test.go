@@ -2,13 +2,13 @@ package forwarding
 
 import "testing"
 
-func noneDropped(ServerID) bool { return false }
+func noneDown(ServerID) bool { return false }
 
 // TestHistoryMoves: the rule for one bucket moved again and again: most
 // recent owner first, no duplicates, never the owner, at most K, down
-// servers skipped, unowned buckets chain nowhere.
+// servers behind the running ones (cut first), unowned buckets chain nowhere.
 func TestHistoryMoves(t *testing.T) {
-	h := &HistoryRules{K: 4, Window: 240, Now: 1000, Dropped: noneDropped}
+	h := &HistoryRules{K: 4, Window: 240, Now: 1000, Down: noneDown}
 	b := Bucket{Current: 1025}
 	for _, to := range []ServerID{1026, 1027, 1028, 1029, 1030} {
 		b = h.Moved(b, Bucket{Current: to, History: Chain{b.Current}, Changed: 1000})
@@ -21,10 +21,10 @@ func TestHistoryMoves(t *testing.T) {
 	if want := (Chain{1030, 1029, 1028, 1026}); b.History != want {
 		t.Fatalf("back to 1027: %v, want %v", b.History, want)
 	}
-	// A down server is skipped, the others stay.
-	h.Dropped = func(id ServerID) bool { return id == 1027 || id == 1029 }
+	// Down servers go behind the running ones; past K they are cut first.
+	h.Down = func(id ServerID) bool { return id == 1027 || id == 1029 }
 	b = h.Moved(b, Bucket{Current: 1031, History: Chain{1027}, Changed: 1002})
-	if want := (Chain{1030, 1028, 1026}); b.History != want {
+	if want := (Chain{1030, 1028, 1026, 1027}); b.History != want {
 		t.Fatalf("moved away from down 1027: %v, want %v", b.History, want)
 	}
 	if u := h.Moved(b, Bucket{Changed: 1003}); u.History.Len() != 0 {
@@ -41,7 +41,7 @@ func TestHistoryMoves(t *testing.T) {
 // unheld entries beside it still leave at the end.
 func TestHistoryAging(t *testing.T) {
 	b := Bucket{Current: 1025, History: Chain{1026, 1027}, Changed: 1000}
-	h := &HistoryRules{K: 4, Window: 240, Dropped: noneDropped}
+	h := &HistoryRules{K: 4, Window: 240, Down: noneDown}
 	h.Now = 1239
 	if got := h.Aged(3, b); got != b {
 		t.Fatalf("within the window: %+v", got)
@@ -72,17 +72,17 @@ func TestHistoryAging(t *testing.T) {
 		t.Fatalf("held at the end: %+v", got)
 	}
 	h.Held = nil
-	h.Dropped = func(id ServerID) bool { return id == 1026 }
+	h.Down = func(id ServerID) bool { return id == 1026 }
 	h.Now = 1001
-	if got := h.Aged(3, b); got.History != (Chain{1027}) {
-		t.Fatalf("down 1026 stays: %+v", got)
+	if got := h.Aged(3, b); got.History != (Chain{1027, 1026}) || got.Changed != 1000 {
+		t.Fatalf("down 1026 goes last: %+v", got)
 	}
-	h.Dropped, h.K = noneDropped, 1
+	h.Down, h.K = noneDown, 1
 	if got := h.Aged(3, b); got.History != (Chain{1026}) {
 		t.Fatalf("K lowered to 1: %+v", got)
 	}
 	far := Bucket{Current: 1025, History: Chain{1026}, Changed: ^uint32(0) - 10}
-	if got := (&HistoryRules{K: 4, Window: 240, Now: 1000, Dropped: noneDropped}).Aged(0, far); got.History.Len() != 0 {
+	if got := (&HistoryRules{K: 4, Window: 240, Now: 1000, Down: noneDown}).Aged(0, far); got.History.Len() != 0 {
 		t.Fatalf("change time near 2^32 (window past the end of time) kept: %+v", got)
 	}
 }

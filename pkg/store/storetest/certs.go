@@ -18,8 +18,8 @@ import (
 
 // Certs are PEM files made for one test in its temporary directory, so no
 // private key is ever committed: a CA, a server certificate for the given
-// IP addresses (usable for client authentication too, as etcd's gateway
-// needs), a client certificate signed by the CA and one signed by another
+// IP addresses (usable for client authentication too, as etcd's HTTP
+// gateway needs), a client certificate signed by the CA and one signed by another
 // CA (an outsider).
 type Certs struct {
 	CA                    string // CA certificate
