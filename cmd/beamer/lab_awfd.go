@@ -56,6 +56,8 @@ func awfdShape(size string) (lab.AWFDExperiment, error) {
 func labAWFDCmd() *cobra.Command {
 	var (
 		size, out string
+		plotDir   string
+		replot    string
 		reps      int
 		duration  time.Duration
 		loss      bool
@@ -71,6 +73,24 @@ AWFD m=4 at 250 ms losing 0–33% of its class records at every mux (Fig. 14).
 See docs/strategy-awfd.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			name := "awfd-lab"
+			if loss {
+				name = "awfd-loss"
+			}
+			if replot != "" {
+				var res lab.AWFDResult
+				b, err := os.ReadFile(replot)
+				if err == nil {
+					err = json.Unmarshal(b, &res)
+				}
+				if err != nil {
+					return fmt.Errorf("--replot %s: %w", replot, err)
+				}
+				if plotDir == "" {
+					return fmt.Errorf("--replot needs --plot DIR")
+				}
+				return lab.PlotAWFD(&res, plotDir, name)
+			}
 			e, err := awfdShape(size)
 			if err != nil {
 				return err
@@ -93,6 +113,11 @@ See docs/strategy-awfd.md.`,
 			if err != nil {
 				return err
 			}
+			if plotDir != "" {
+				if err := lab.PlotAWFD(res, plotDir, name); err != nil {
+					return err
+				}
+			}
 			fmt.Printf("capacity %.0f Mbit/s, offered %.0f Mbit/s\n%-26s %16s %18s %7s\n", res.Capacity, res.Offered, "variant", "throughput Mb/s", "mean FCT ms", "failed")
 			for _, s := range res.Summary {
 				fmt.Printf("%-26s %8.1f ± %5.1f %9.0f ± %6.0f %7d\n", s.Variant.Name, s.Throughput, s.ThroughputErr, s.MeanFCT, s.MeanFCTErr, s.Failed)
@@ -106,5 +131,7 @@ See docs/strategy-awfd.md.`,
 	f.DurationVar(&duration, "duration", 0, "arrivals per run (default: the size's)")
 	f.BoolVar(&loss, "loss", false, "run the record-loss experiment (Fig. 14) instead")
 	f.StringVar(&out, "json", "", "also write every run as JSON to this file")
+	f.StringVar(&plotDir, "plot", "", "also write SVG figures (throughput, mean FCT) into this directory")
+	f.StringVar(&replot, "replot", "", "only plot the JSON of an earlier run (with --plot; --loss names the figures awfd-loss)")
 	return cmd
 }

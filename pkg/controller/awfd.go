@@ -73,6 +73,10 @@ type AWFDPoller struct {
 	o    AWFDPollOptions
 	mu   sync.Mutex
 	inst map[string]*awfdInstance
+	// names lists the instances, re-read every Refresh: a deployment
+	// without AWFD instances costs one listing a second, not 20.
+	names  []string
+	listed time.Time
 }
 
 type awfdInstance struct {
@@ -121,12 +125,22 @@ func (p *AWFDPoller) Run(ctx context.Context) error {
 // Round polls every AWFD instance that is due, and writes its record when
 // the classes changed (or the heartbeat is due).
 func (p *AWFDPoller) Round(ctx context.Context) error {
-	names, err := listInstances(ctx, p.st, p.root)
-	if err != nil {
-		return err
+	if now := p.o.Now(); p.listed.IsZero() || now.Sub(p.listed) >= p.o.Refresh {
+		names, err := listInstances(ctx, p.st, p.root)
+		if err != nil {
+			return err
+		}
+		p.names, p.listed = names, now
+		p.mu.Lock()
+		for name := range p.inst {
+			if !slices.Contains(names, name) {
+				delete(p.inst, name) // deleted: a re-created instance starts afresh
+			}
+		}
+		p.mu.Unlock()
 	}
 	var errs []error
-	for _, name := range names {
+	for _, name := range p.names {
 		if err := p.instance(ctx, name); err != nil {
 			errs = append(errs, fmt.Errorf("instance %s: %w", name, err))
 		}
