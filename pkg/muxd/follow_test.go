@@ -159,12 +159,14 @@ func TestFollowDamagedRingAndBadServers(t *testing.T) {
 	if n := outcome[broadcast][0] + outcome[unroutable][0]; n != 0 {
 		t.Fatalf("%d connections through unreachable servers", n)
 	}
-	// The unroutable server's packets are dropped and counted. (The
-	// broadcast address's go to the default gateway, which drops them: the
-	// kernel's FIB routes 255.255.255.255 by the default route; the data
-	// plane's next-hop check, not this follower, would have to refuse it.)
-	if lost := uint64(outcome[unroutable][1]); lost == 0 || moved["drop_no_route"] < lost {
-		t.Fatalf("%d connections to the unroutable server, drop_no_route +%d", lost, moved["drop_no_route"])
+	// The packets of both are dropped and counted: the unroutable server
+	// has no route, and the broadcast address is refused by the data
+	// plane's next-hop check (the kernel's FIB would route it by the
+	// default route).
+	lost := uint64(outcome[unroutable][1] + outcome[broadcast][1])
+	if outcome[unroutable][1] == 0 || outcome[broadcast][1] == 0 || moved["drop_no_route"] < lost {
+		t.Fatalf("connections failed to the unroutable / broadcast server: %d / %d, drop_no_route +%d",
+			outcome[unroutable][1], outcome[broadcast][1], moved["drop_no_route"])
 	}
 
 	// The next generation removes the unroutable server: it applies.
