@@ -7,8 +7,10 @@
  * (conntrack.h), which keeps every later packet on its server (PCC) while
  * records change four times a second.
  *
- *   known connection, server not down -> its server (awfd_ct_hit)
- *   new (SYN or miss)                 -> Algorithm 1 on the record
+ *   known 5-tuple, server not down    -> its server (awfd_ct_hit), SYNs
+ *                                        included: a retransmitted SYN keeps
+ *                                        the server of the first
+ *   new (a miss)                      -> Algorithm 1 on the record
  *       no record yet / no class      -> the instance's Maglev table (equal
  *                                        shares), as a Maglev VIP would
  *       picked server not active      -> the Maglev table (the record is a
@@ -77,7 +79,12 @@ INLINE int decide_awfd(const struct vip_info *vip, void *servers, struct iphdr *
 	__u64 w;
 
 	d->with_opt = 0;
-	if (ct && !syn) {
+	/* Unlike Maglev, a SYN looks too: a retransmitted SYN must reach the
+	 * server its first SYN reached, though the record may have changed in
+	 * between (Maglev's table does not change under it; AWFD's record
+	 * changes four times a second). A new connection reusing a known
+	 * 5-tuple stays with that server, which is as good a choice. */
+	if (ct) {
 		struct flow_entry *e = bpf_map_lookup_elem(ct, &key);
 		if (e) {
 			w = server_word(servers, e->server);

@@ -118,6 +118,11 @@ func TestAWFDMux(t *testing.T) {
 	}
 	r.send(pinned, wiretest.SYN)
 	must(t, r.m.SetAWFDRecord(r.cfg.Name, r.record(12, map[forwarding.ServerID]int{ids[2]: 4})))
+	// A retransmitted SYN keeps the first SYN's server although the record
+	// now sends every new connection elsewhere.
+	if dst, c := r.send(pinned, wiretest.SYN); dst != r.addr(ids[0]) || c != "ct_hit" {
+		t.Fatalf("retransmitted SYN went to %v (%s), want %v: the handshake would be reset", dst, c, r.addr(ids[0]))
+	}
 	for i := 0; i < 5; i++ {
 		if dst, c := r.send(pinned, wiretest.ACK); dst != r.addr(ids[0]) || c != "ct_hit" {
 			t.Fatalf("established connection went to %v (%s) after the record changed, want %v", dst, c, r.addr(ids[0]))

@@ -5,8 +5,8 @@ import (
 	"github.com/beamer-lb/beamer/pkg/wire"
 )
 
-// awfdStrategy mirrors bpf/strategy/awfd.h: a known connection to its
-// remembered server while it is not down; a new one (SYN, miss, or stale)
+// awfdStrategy mirrors bpf/strategy/awfd.h: a known 5-tuple (SYNs
+// included) to its remembered server while it is not down; a new one (miss or stale)
 // by Algorithm 1 on the VIP's class record (awfd.Record.Select), falling
 // back to the Maglev table when there is no record, no class, or the
 // picked server is not active; the choice remembered.
@@ -21,7 +21,9 @@ func (awfdStrategy) decide(m *Mux, vip *VIP, p packet) (forwarding.Server, *wire
 	counter := "ct_miss"
 	if p.syn {
 		counter = "ct_syn"
-	} else if id, ok := m.ConnTrack[p.flow]; ok {
+	}
+	// SYNs look too: a retransmitted SYN keeps its first server.
+	if id, ok := m.ConnTrack[p.flow]; ok {
 		if s, ok := vip.Table.Servers[id]; ok && s.State != forwarding.Down {
 			return s, nil, "ct_hit", true
 		}
