@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/lab"
@@ -61,6 +62,7 @@ func labAWFDCmd() *cobra.Command {
 		reps      int
 		duration  time.Duration
 		loss      bool
+		only      []string
 	)
 	cmd := &cobra.Command{
 		Use:   "awfd",
@@ -102,6 +104,18 @@ See docs/strategy-awfd.md.`,
 				e.Flow.Duration = duration
 			}
 			e.Variants = awfdVariants(size, loss)
+			if len(only) > 0 {
+				var keep []lab.AWFDVariant
+				for _, v := range e.Variants {
+					if slices.Contains(only, v.Name) {
+						keep = append(keep, v)
+					}
+				}
+				if len(keep) == 0 {
+					return fmt.Errorf("--only %v names no variant", only)
+				}
+				e.Variants = keep
+			}
 			e.Progress = os.Stderr
 			res, err := lab.RunAWFDExperiment(cmd.Context(), e)
 			if res != nil && out != "" {
@@ -129,6 +143,7 @@ See docs/strategy-awfd.md.`,
 	f.StringVar(&size, "size", lab.SizePaper, "paper (4 servers, 2 muxes, 3 × 30 s per variant) or ci (2 servers, 1 mux, 1 × 8 s)")
 	f.IntVar(&reps, "reps", 0, "repetitions (default: the size's)")
 	f.DurationVar(&duration, "duration", 0, "arrivals per run (default: the size's)")
+	f.StringSliceVar(&only, "only", nil, `run only these variants (names as printed, e.g. "awfd m=2 1s")`)
 	f.BoolVar(&loss, "loss", false, "run the record-loss experiment (Fig. 14) instead")
 	f.StringVar(&out, "json", "", "also write every run as JSON to this file")
 	f.StringVar(&plotDir, "plot", "", "also write SVG figures (throughput, mean FCT) into this directory")
