@@ -18,7 +18,9 @@ import (
 func TestAWFDLab(t *testing.T) {
 	requireLab(t)
 	var log strings.Builder
-	e := AWFDExperiment{Beamer: beamerBin, Dir: t.TempDir(), Servers: 2, Muxes: 1, Clients: 1, Rates: []float64{40e6, 20e6},
+	// Run directories in the system temporary directory, which FRR (user
+	// frr) can enter; t.TempDir is private to root.
+	e := AWFDExperiment{Beamer: beamerBin, Servers: 2, Muxes: 1, Clients: 1, Rates: []float64{40e6, 20e6},
 		Load: 0.95, Reps: 1, Progress: &log,
 		Flow: FlowOptions{Duration: 8 * time.Second, MeanSize: 256 << 10, Alpha: 2, MaxSize: 32 << 20, Seed: 1},
 		Variants: []AWFDVariant{

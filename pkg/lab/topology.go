@@ -89,9 +89,10 @@ func Start(ctx context.Context, opts Options) (l *Lab, err error) {
 	}
 	l = &Lab{opts: opts, net: n, agentAPI: hasFlag(opts.Beamer, "agent", "--api"), agentCapacity: hasFlag(opts.Beamer, "agent", "--capacity-bps"),
 		insecureFlag: hasFlag(opts.Beamer, "controller", "--insecure")}
+	built := l // `return nil, err` clears l before this runs
 	defer func() {
 		if err != nil {
-			l.Close()
+			built.Close()
 		}
 	}()
 	if err := l.buildFabric(); err != nil {
