@@ -33,6 +33,7 @@
 #include "include/decision.h"
 #include "strategy/beamer.h"
 #include "strategy/maglev.h"
+#include "strategy/prism.h"
 #include "strategy/awfd.h"
 
 /* The mux's own address: source of every outer header. Set at load time. */
@@ -162,6 +163,9 @@ int beamer_mux(struct xdp_md *ctx)
 			break;
 		case STRATEGY_MAGLEV:
 			verdict = decide_maglev(vip, servers, ip, tcp, &d);
+			break;
+		case STRATEGY_PRISM:
+			verdict = decide_prism(vip, servers, ip, tcp, &d);
 			break;
 		case STRATEGY_AWFD:
 			verdict = decide_awfd(vip, servers, ip, tcp, &d);

@@ -95,6 +95,10 @@ enum mux_counter {
 	MUX_ICMP_TOO_BIG,        /* too big once encapsulated, DF set: ICMP frag needed sent back */
 	MUX_DROP_TOO_BIG,        /* too big once encapsulated, DF clear: cannot fragment */
 	MUX_CHAIN_MISSING,       /* bucket names a chain entry that is not loaded (sent without history) */
+	MUX_PRISM_MCT_HIT,       /* prism: signature in the MCT: its server (keep-alive bit set) */
+	MUX_PRISM_MCT_MISS,      /* prism: not in the MCT: the bin's owner */
+	MUX_PRISM_LEARNED,       /* prism: SYN in a migrating bin, remembered by this mux (also counted as a miss) */
+	MUX_PRISM_LEARNED_HIT,   /* prism: not in the MCT, remembered by this mux since its SYN */
 	MUX_COUNTER_MAX,
 };
 

@@ -99,10 +99,17 @@ func init() {
 	healthPort := create.Flags().Uint16("health-port", 0, "port probed (default: the first service port)")
 	healthPath := create.Flags().String("health-path", "", "path of the http probe (default /)")
 	agentPort := create.Flags().Uint16("agent-port", 0, "port of the agent API on the servers (default 9300)")
+	mctEntries := create.Flags().Uint32("mct-entries", 0, fmt.Sprintf("prism: size of the migrated-connection table (default %d, at most %d)", forwarding.DefaultMCTEntries, forwarding.MaxMCTEntries))
 	create.RunE = func(cmd *cobra.Command, args []string) error {
 		in := &forwarding.Instance{Name: args[0], Strategy: forwarding.Strategy(*strategy), Buckets: *buckets, ChainWindow: *window, MaxChainLen: *maxChain}
 		if err := awfdCreateOptions(cmd, in); err != nil {
 			return err
+		}
+		if cmd.Flags().Changed("mct-entries") {
+			if in.Strategy != forwarding.StrategyPrism {
+				return fmt.Errorf("--mct-entries is a prism option; this instance is %s", in.Strategy)
+			}
+			in.Prism = &forwarding.PrismOptions{MCTEntries: *mctEntries}
 		}
 		if !cmd.Flags().Changed("buckets") {
 			if in.Strategy != forwarding.StrategyMaglev && in.Strategy != forwarding.StrategyAWFD {

@@ -83,6 +83,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET "+HealthPath, s.health)
 	mux.HandleFunc("GET "+ConnectionsPath, s.connections)
 	mux.HandleFunc("GET "+CapacityPath, s.capacity)
+	mux.HandleFunc("GET "+SignaturesPath, s.signatures)
 	return mux
 }
 

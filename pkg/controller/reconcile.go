@@ -106,11 +106,14 @@ func (c *Controller) reconcile(ctx context.Context, in *instance) error {
 	if err != nil {
 		return err
 	}
-	if len(d.Servers) > 0 || len(d.Buckets) > 0 {
+	if len(d.Servers) > 0 || len(d.Buckets) > 0 || len(d.MCT) > 0 {
 		if _, err := in.w.Publish(ctx, d); err != nil {
 			return err
 		}
 		c.published(in)
+		if err := c.finish(ctx, in); err != nil {
+			return err
+		}
 	}
 	// 3. Records that follow the published ring.
 	return c.settle(ctx, in)
@@ -156,10 +159,16 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 		}
 		servers = append(servers, assign.Server{ID: id, Weight: assignmentWeight(dip, fo, owned, anyOwner)})
 	}
-	moves, err := strat.Moves(&planning{c: c, in: in, buckets: t.Buckets, servers: servers, down: down, now: now})
+	pl := &planning{c: c, in: in, buckets: t.Buckets, servers: servers, down: down, now: now}
+	moves, err := strat.Moves(pl)
 	if err != nil {
 		return nil, err
 	}
+	d.MCT = pl.mct
+	// A strategy may have published a generation of its own meanwhile
+	// (Prism announces the bins about to move); it changed no server.
+	t = in.w.Table()
+	d.Generation = t.Generation + 1
 	window := uint32(in.config.ChainWindow.Seconds())
 	chaining := map[forwarding.ServerID]bool{} // still named in some bucket's history
 	moved := make(map[uint32]forwarding.Bucket, len(moves))
@@ -171,6 +180,19 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 			b = nb
 		}
 		for _, id := range b.History[:b.History.Len()] {
+			chaining[id] = true
+		}
+	}
+	// A server an MCT entry names keeps its connections there (Prism).
+	dropped := map[uint64]bool{}
+	for _, m := range d.MCT {
+		dropped[m.Sig] = m.Remove
+		if !m.Remove {
+			chaining[m.Server] = true
+		}
+	}
+	for sig, id := range t.MCT {
+		if !dropped[sig] {
 			chaining[id] = true
 		}
 	}
@@ -195,6 +217,28 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 		}
 	}
 	return d, nil
+}
+
+// finish runs the strategy's work after a publication (finisher) and
+// publishes what it asks for.
+func (c *Controller) finish(ctx context.Context, in *instance) error {
+	strat, err := strategyOf(in.config)
+	if err != nil {
+		return err
+	}
+	f, ok := strat.(finisher)
+	if !ok {
+		return nil
+	}
+	d, err := f.Finish(c, in)
+	if err != nil || d == nil {
+		return err
+	}
+	if _, err := in.w.Publish(ctx, d); err != nil {
+		return err
+	}
+	c.published(in)
+	return nil
 }
 
 // draining reports whether a removed backend is still within the window

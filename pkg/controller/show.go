@@ -44,6 +44,8 @@ type View struct {
 	// Histories whether its buckets name previous owners (the CHAINED
 	// column), Details the strategy's own lines of `ctl show`
 	// (Strategy.Show).
+	// MCTSize (prism): entries in the migrated-connection table.
+	MCTSize   int      `json:"mct_size,omitempty"`
 	Unit      string   `json:"unit"`
 	Histories bool     `json:"histories"`
 	Details   []string `json:"details,omitempty"`
@@ -78,7 +80,7 @@ func Show(ctx context.Context, st store.Store, root, name string, now time.Time)
 	if err != nil {
 		return nil, err
 	}
-	v := &View{Instance: *cfg, Generation: tab.Generation, Load: ls, Fragmentation: assign.Fragmentation(tab.Buckets)}
+	v := &View{Instance: *cfg, Generation: tab.Generation, Load: ls, Fragmentation: assign.Fragmentation(tab.Buckets), MCTSize: len(tab.MCT)}
 	owned := map[forwarding.ServerID]int{}
 	chained := map[forwarding.ServerID]int{}
 	window := uint32(cfg.ChainWindow.Seconds())

@@ -39,6 +39,15 @@ type planning struct {
 	servers []assign.Server     // live servers with their assignment weights
 	down    map[forwarding.ServerID]bool
 	now     uint32
+	// mct is what the strategy changes in Prism's migrated-connection
+	// table in the same generation (Moves fills it).
+	mct []forwarding.MCTChange
+}
+
+// finisher is a strategy with work after its generation is published
+// (Prism: Algorithm 1's final round); a non-nil delta is published next.
+type finisher interface {
+	Finish(c *Controller, in *instance) (*forwarding.Delta, error)
 }
 
 var strategies = map[forwarding.Strategy]Strategy{}

@@ -73,6 +73,9 @@ type muxInstance struct {
 	servers *wordArray
 	chains  *chainTable
 	table   *forwarding.Table
+	// state is the strategy's own per-instance maps (nil: none), see
+	// mux_strategy.go.
+	state instanceState
 }
 
 // LoadMux loads the mux program; it forwards nothing until an instance is set.
@@ -370,6 +373,15 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 		in.close()
 		return fmt.Errorf("installing server table: %w", err)
 	}
+	if in.state != nil {
+		if err := in.state.install(m, slot); err != nil {
+			m.objs.BucketTables.Delete(slot)
+			m.objs.ChainTables.Delete(slot)
+			m.objs.ServerTables.Delete(slot)
+			in.close()
+			return err
+		}
+	}
 	m.slots[slot] = true
 	if err := m.awfdMoved(cfg.Name, slot); err != nil {
 		return err
@@ -408,13 +420,17 @@ func (in *muxInstance) build(t *forwarding.Table) error {
 		}
 		in.buckets.store(uint32(i), bucketWord(b, ref))
 	}
-	return nil
+	in.state, err = muxStrategyOf(in.cfg).newState(in.cfg, t)
+	return err
 }
 
 func (in *muxInstance) close() {
 	in.buckets.close()
 	in.servers.close()
 	in.chains.close()
+	if in.state != nil {
+		in.state.close()
+	}
 }
 
 // ApplyDelta applies one generation to a loaded instance. The delta is
@@ -438,6 +454,13 @@ func (m *Mux) ApplyDelta(name string, d *forwarding.Delta) error {
 			in.servers.store(uint32(c.ID), c.Server.Pack())
 		}
 	}
+	if in.state != nil {
+		// The strategy's entries a moved bucket needs (Prism: the MCT
+		// entries protecting its connections) before the bucket words.
+		if err := in.state.before(d); err != nil {
+			return err
+		}
+	}
 	old := make([]uint16, 0, len(d.Buckets))
 	for _, c := range d.Buckets {
 		ref, _, err := in.chains.acquire(c.Bucket.History)
@@ -458,6 +481,9 @@ func (m *Mux) ApplyDelta(name string, d *forwarding.Delta) error {
 	}
 	for _, r := range old {
 		in.chains.release(r)
+	}
+	if in.state != nil {
+		in.state.after(d)
 	}
 	for _, c := range d.Servers {
 		if c.Remove {
@@ -549,6 +575,9 @@ func (m *Mux) release(in *muxInstance) {
 	m.objs.BucketTables.Delete(in.slot)
 	m.objs.ChainTables.Delete(in.slot)
 	m.objs.ServerTables.Delete(in.slot)
+	if in.state != nil {
+		in.state.uninstall(m, in.slot)
+	}
 	m.slots[in.slot] = false
 	m.awfdReleased(in.slot)
 	in.close()

@@ -20,6 +20,12 @@ func init() { registerMuxStrategy(forwarding.StrategyAWFD, awfdMux{}) }
 func (awfdMux) prepare(m *Mux) error { return m.ensureConnTrack() }
 func (awfdMux) histories() bool      { return false }
 
+// newState: the record is not built from the table; it arrives on its own
+// (SetAWFDRecord) and follows the instance to new slots (awfdMoved).
+func (awfdMux) newState(forwarding.Instance, *forwarding.Table) (instanceState, error) {
+	return nil, nil
+}
+
 // SetAWFDRecord loads an AWFD instance's class record. Records with a
 // sequence below the loaded one are refused (a delayed write) — the
 // caller counts them.

@@ -10,3 +10,6 @@ func init() { registerMuxStrategy(forwarding.StrategyBeamer, beamerMux{}) }
 
 func (beamerMux) prepare(*Mux) error { return nil }
 func (beamerMux) histories() bool    { return true }
+func (beamerMux) newState(forwarding.Instance, *forwarding.Table) (instanceState, error) {
+	return nil, nil
+}

@@ -10,3 +10,6 @@ func init() { registerMuxStrategy(forwarding.StrategyMaglev, maglevMux{}) }
 
 func (maglevMux) prepare(m *Mux) error { return m.ensureConnTrack() }
 func (maglevMux) histories() bool      { return false }
+func (maglevMux) newState(forwarding.Instance, *forwarding.Table) (instanceState, error) {
+	return nil, nil
+}

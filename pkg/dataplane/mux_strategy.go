@@ -17,6 +17,22 @@ type muxStrategy interface {
 	prepare(m *Mux) error
 	// histories: bucket words name chain entries (previous owners).
 	histories() bool
+	// newState makes the strategy's per-instance maps filled from t, or
+	// nil when it has none.
+	newState(cfg forwarding.Instance, t *forwarding.Table) (instanceState, error)
+}
+
+// instanceState is a strategy's per-instance maps. The mux calls install
+// before the VIP records name the instance's slot, before with each delta
+// before any bucket word of the delta is written, after once the VIP
+// records name the delta's generation, and uninstall and close when the
+// slot is released.
+type instanceState interface {
+	install(m *Mux, slot uint32) error
+	uninstall(m *Mux, slot uint32)
+	before(d *forwarding.Delta) error
+	after(d *forwarding.Delta)
+	close()
 }
 
 var muxStrategies = map[forwarding.Strategy]muxStrategy{}
@@ -45,3 +61,6 @@ func (u unsupported) prepare(*Mux) error {
 	return fmt.Errorf("dataplane: strategy %q is not built into this mux", u.name)
 }
 func (unsupported) histories() bool { return false }
+func (unsupported) newState(forwarding.Instance, *forwarding.Table) (instanceState, error) {
+	return nil, nil
+}

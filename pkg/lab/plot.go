@@ -30,7 +30,7 @@ func WritePlots(dir string, results []*Result) ([]string, error) {
 	for _, r := range results {
 		base := fmt.Sprintf("%s-%s", strings.NewReplacer(" ", "", "(", "", ")", "").Replace(r.label()), r.Strategy)
 		for suffix, draw := range map[string]func(*Result) (*plot.Plot, error){
-			"servers": serverThroughputPlot, "total": totalThroughputPlot, "fct": fctPlot, "chained": chainedPlot,
+			"servers": serverThroughputPlot, "total": totalThroughputPlot, "fct": fctPlot, "chained": chainedPlot, "mct": mctPlot,
 		} {
 			p, err := draw(r)
 			if err != nil {

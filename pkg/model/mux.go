@@ -55,6 +55,9 @@ type Mux struct {
 	// InsertBudget, when not nil, is how many more entries the flood guard
 	// lets the connection table take.
 	InsertBudget *int
+	// PrismLearned is the Prism strategy's SYN-learning table of this mux
+	// (signature -> server), filled by SYNs in migrating bins.
+	PrismLearned map[uint64]forwarding.ServerID
 }
 
 func drop(counter string) Result { return Result{Action: Drop, Counter: counter} }
