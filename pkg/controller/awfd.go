@@ -46,6 +46,8 @@ type AWFDPollOptions struct {
 	// Heartbeat rewrites an unchanged record this often so that ctl show
 	// and the muxes' age metric see the poller alive (default 5 s).
 	Heartbeat time.Duration
+	// Metrics receives the poller's counters (nil: none).
+	Metrics *Metrics
 }
 
 func (o *AWFDPollOptions) fill() {
@@ -199,6 +201,7 @@ func (p *AWFDPoller) instance(ctx context.Context, name string) error {
 		return err
 	}
 	ai.last, ai.written = rec, now
+	p.o.Metrics.awfdWritten(ai.cfg.Name, rec)
 	return nil
 }
 
@@ -278,6 +281,7 @@ func (p *AWFDPoller) poll(ctx context.Context, ai *awfdInstance, o forwarding.AW
 	for range ai.servers {
 		a := <-answers
 		if a.err != nil {
+			p.o.Metrics.awfdFailed(ai.cfg.Name)
 			if ai.failures[a.id] == "" {
 				p.o.Logf("awfd: instance %s: server %d: capacity poll failed (last value kept %v, then decays): %v", ai.cfg.Name, a.id, o.Hold, a.err)
 			}

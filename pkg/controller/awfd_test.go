@@ -16,6 +16,8 @@ import (
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/ring"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // fakeCapacity answers capacity polls per server address.
@@ -69,7 +71,8 @@ func awfdRig(t *testing.T) (*AWFDPoller, *fakeCapacity, *time.Time, string) {
 	}
 	caps := &fakeCapacity{avail: map[netip.Addr]float64{}, down: map[netip.Addr]bool{}}
 	now := time.UnixMilli(1_700_000_000_000)
-	p := NewAWFDPoller(shared, root, AWFDPollOptions{Client: caps, Now: func() time.Time { return now }})
+	p := NewAWFDPoller(shared, root, AWFDPollOptions{Client: caps, Now: func() time.Time { return now },
+		Metrics: NewMetrics(prometheus.NewRegistry())})
 	return p, caps, &now, root
 }
 
@@ -144,6 +147,14 @@ func TestAWFDPollerClassesAndMissedPolls(t *testing.T) {
 	caps.set(1025, 100, false)
 	if w := weightsOf(step()); !slices.Equal(w, []int{4, 2, 1, 0}) {
 		t.Fatalf("after the agent answered again: %v", w)
+	}
+	var fails, writes, class4 dto.Metric
+	p.o.Metrics.awfd.failures.WithLabelValues("web").Write(&fails)
+	p.o.Metrics.awfd.writes.WithLabelValues("web").Write(&writes)
+	p.o.Metrics.awfd.classes.WithLabelValues("web", "4").Write(&class4)
+	if fails.GetCounter().GetValue() != 15 || writes.GetCounter().GetValue() < 3 || class4.GetGauge().GetValue() != 1 {
+		t.Fatalf("metrics: %v poll failures (want 15), %v records written, %v servers in class 4",
+			fails.GetCounter().GetValue(), writes.GetCounter().GetValue(), class4.GetGauge().GetValue())
 	}
 	// A new leader whose clock is 10 s behind continues the sequence.
 	seq = readRecord(t, root).Seq
