@@ -34,6 +34,7 @@
 #include "strategy/beamer.h"
 #include "strategy/maglev.h"
 #include "strategy/prism.h"
+#include "strategy/awfd.h"
 #include "strategy/cheetah.h"
 
 /* The mux's own address: source of every outer header. Set at load time. */
@@ -166,6 +167,9 @@ int beamer_mux(struct xdp_md *ctx)
 			break;
 		case STRATEGY_PRISM:
 			verdict = decide_prism(vip, servers, ip, tcp, &d);
+			break;
+		case STRATEGY_AWFD:
+			verdict = decide_awfd(vip, servers, ip, tcp, &d);
 			break;
 		case STRATEGY_CHEETAH:
 			verdict = decide_cheetah(ctx, vip, servers, ip, tcp, &d);

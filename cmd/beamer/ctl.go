@@ -93,6 +93,7 @@ func init() {
 	buckets := create.Flags().Uint32("buckets", 0, fmt.Sprintf("beamer (required): bucket count B, larger than the most DIPs the instance will have (paper: 100 per DIP); maglev: the lookup table size M, a prime ≥ 100 per backend, %d when not given", assign.MaglevSmallTable))
 	window := create.Flags().Duration("chain-window", forwarding.DefaultChainWindow, "daisy-chaining window")
 	maxChain := create.Flags().Int("max-chain", forwarding.DefaultMaxChainLen, fmt.Sprintf("K: previous owners a bucket's history keeps, 1–%d (a connection survives K moves of its bucket inside the window)", forwarding.MaxChain))
+	addAWFDCreateFlags(create)
 	strategy := create.Flags().String("strategy", string(forwarding.StrategyBeamer), "forwarding strategy: "+forwarding.StrategyNames()+" (beamer: stable hashing, daisy chaining; maglev: Maglev hashing, connection tables in the muxes)")
 	healthKind := create.Flags().String("health", string(forwarding.HealthAgent), "how the controller probes servers: agent (the server's agent connects to VIP:port on the server; works for services bound only to the VIP), tcp (connect to DIP:port), http (GET http://DIP:port/PATH, 2xx), none")
 	healthPort := create.Flags().Uint16("health-port", 0, "port probed (default: the first service port)")
@@ -105,6 +106,9 @@ func init() {
 		if err := cheetahFlags.apply(cmd, in); err != nil {
 			return err
 		}
+		if err := awfdCreateOptions(cmd, in); err != nil {
+			return err
+		}
 		if cmd.Flags().Changed("mct-entries") {
 			if in.Strategy != forwarding.StrategyPrism {
 				return fmt.Errorf("--mct-entries is a prism option; this instance is %s", in.Strategy)
@@ -112,7 +116,7 @@ func init() {
 			in.Prism = &forwarding.PrismOptions{MCTEntries: *mctEntries}
 		}
 		if !cmd.Flags().Changed("buckets") {
-			if in.Strategy != forwarding.StrategyMaglev {
+			if in.Strategy != forwarding.StrategyMaglev && in.Strategy != forwarding.StrategyAWFD {
 				return errMissingBuckets
 			}
 			in.Buckets = assign.MaglevSmallTable

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/awfd"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -55,6 +56,9 @@ type Mux struct {
 	ctEntries uint32 // size of the connection table
 	ctReady   bool   // the connection table exists
 
+	awfd         map[string]*awfd.Record // AWFD class records loaded, by instance (mux_awfd.go)
+	awfdCounters *counterSet             // the awfd strategy's decision counters
+
 	epoch     *wordArray    // the next-hop cache's epoch (bpf/include/nexthop.h)
 	stopEpoch chan struct{} // ends the epoch ticker
 	epochDone chan struct{}
@@ -100,7 +104,7 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 		entries = 1 << 20
 	}
 	// Each CPU's LRU list gets a share of the entries; keep shares usable.
-	m := &Mux{instances: map[string]*muxInstance{}, ctEntries: uint32(max(entries, 16*cpus))}
+	m := &Mux{instances: map[string]*muxInstance{}, awfd: map[string]*awfd.Record{}, ctEntries: uint32(max(entries, 16*cpus))}
 	spec.Maps["conntrack"].InnerMap.MaxEntries = m.ctEntries
 	perCPU := (opts.MaxNewConnsPerSecond + uint64(cpus) - 1) / uint64(cpus)
 	if err := spec.Variables["max_inserts_per_cpu_second"].Set(perCPU); err != nil {
@@ -133,6 +137,10 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 		return nil, err
 	}
 	if m.cheetah, err = newCounterSet(spec, m.objs.CheetahMuxCounters, "cheetah_mux_counter", "CHEETAH_MUX_"); err != nil {
+		m.objs.Close()
+		return nil, err
+	}
+	if m.awfdCounters, err = newCounterSet(spec, m.objs.AwfdCounters, "awfd_counter", "AWFD_"); err != nil {
 		m.objs.Close()
 		return nil, err
 	}
@@ -383,6 +391,9 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 	if err := strategyInstalled(m, in); err != nil {
 		return err
 	}
+	if err := m.awfdMoved(cfg.Name, slot); err != nil {
+		return err
+	}
 	if err := m.publish(in); err != nil {
 		return err
 	}
@@ -507,6 +518,7 @@ func (m *Mux) RemoveInstance(name string) error {
 		}
 	}
 	delete(m.instances, name)
+	delete(m.awfd, name)
 	m.release(in)
 	return nil
 }
@@ -579,6 +591,7 @@ func (m *Mux) release(in *muxInstance) {
 		in.state.uninstall(m, in.slot)
 	}
 	m.slots[in.slot] = false
+	m.awfdReleased(in.slot)
 	in.close()
 }
 
