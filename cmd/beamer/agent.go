@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"os"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -121,7 +120,7 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 		if err := cfg.Validate(); err != nil {
 			return err
 		}
-		log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+		log := slog.Default() // --log-level, --log-format: logging.go
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 		defer stop()
 		ignoreHangup(log)

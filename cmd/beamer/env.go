@@ -70,6 +70,9 @@ func applyEnv(cmd *cobra.Command) error {
 
 func init() {
 	rootCmd.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		return applyEnv(cmd)
+		if err := applyEnv(cmd); err != nil {
+			return err
+		}
+		return setupLogging()
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"os/signal"
 	"syscall"
 	"time"
@@ -51,7 +50,7 @@ latest blob and the deltas after it, then applies each new generation.`,
 	cmd.Flags().DurationVar(&health.WithdrawBehindAfter, "withdraw-behind-after", 30*time.Second, "store mode: withdraw an instance's VIPs from BGP once the store answers but the mux has not applied its latest generation for this long (negative: never)")
 	cmd.Flags().DurationVar(&drain, "drain-delay", 2*time.Second, "on SIGTERM/SIGINT with --bgp-peer: time between withdrawing the routes and detaching, while routers move traffic away")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+		log := slog.Default() // --log-level, --log-format: logging.go
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 		defer stop()
 

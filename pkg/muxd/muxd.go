@@ -167,7 +167,7 @@ func (d *Daemon) serveMetrics() error {
 	d.applySeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "beamer_mux_apply_seconds",
 		Help: "Time to apply one generation or table to the BPF maps.", Buckets: prometheus.ExponentialBuckets(1e-5, 4, 10)})
 	d.generation = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_mux_generation",
-		Help: "Generation of the forwarding state loaded, per instance."}, []string{"instance"})
+		Help: "Generation of the forwarding state loaded, per instance."}, []string{"lb_instance"})
 	d.applyErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "beamer_mux_apply_errors_total",
 		Help: "Generations or tables the mux refused (the previous state stays in force)."})
 	d.registerFollowMetrics(reg)
@@ -235,6 +235,9 @@ func (d *Daemon) ApplyDelta(name string, delta *forwarding.Delta) error {
 	d.observe(name, start, err)
 	if err != nil {
 		return err
+	}
+	if inc, gen, ok := d.mux.Version(name); ok {
+		d.opts.Log.Info("generation applied", "instance", name, "incarnation", inc, "generation", gen, "apply", time.Since(start).Round(time.Microsecond))
 	}
 	if len(delta.Servers) > 0 {
 		d.ensureServers(name)
