@@ -19,6 +19,7 @@ import (
 type Server struct {
 	srv *http.Server
 	l   net.Listener
+	mux *http.ServeMux
 }
 
 // Serve starts serving reg on addr. healthy returns nil while the daemon
@@ -43,7 +44,7 @@ func Serve(addr string, reg *prometheus.Registry, healthy func() error) (*Server
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, l: l}
+	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, l: l, mux: mux}
 	go func() {
 		if err := s.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			_ = err // the listener failed after start; the health check of the caller still reports state

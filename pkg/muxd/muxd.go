@@ -175,6 +175,9 @@ func (d *Daemon) serveMetrics() error {
 		metrics.NewCounterCollector("beamer_mux_packets_total", "Packets by decision of the XDP mux.", "decision", d.mux.Counters))
 	s, err := metrics.Serve(d.opts.Metrics, reg, d.Healthy)
 	d.metrics = s
+	if err == nil {
+		s.HandleStatus(func() (any, error) { return d.Status() }) // status.go
+	}
 	return err
 }
 
