@@ -87,6 +87,15 @@ INLINE enum nexthop_result xdp_nexthop(struct xdp_md *ctx, __be32 saddr, __be32 
 		return nh->ifindex == ctx->ingress_ifindex ? NEXTHOP_TX : NEXTHOP_REDIRECT;
 	}
 
+	/* Never send to an address that is not unicast (0/8's 0.0.0.0,
+	 * 127/8, 224/4 multicast, 240/4 with the broadcast address): a store
+	 * written by hand can name one, and the FIB would route it by the
+	 * default route. Checked on a miss only: the cache holds unicast
+	 * addresses alone. */
+	__u32 host = bpf_ntohl(daddr);
+	if (host == 0 || (host >> 24) == 127 || (host >> 28) >= 0xe)
+		return NEXTHOP_NO_ROUTE;
+
 	struct bpf_fib_lookup fib = {};
 	fib.family = AF_INET;
 	fib.l4_protocol = IPPROTO_IPIP;

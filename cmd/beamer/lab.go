@@ -92,6 +92,9 @@ func labRunCmd() *cobra.Command {
 					return fmt.Errorf("--stretch %v: want a factor in (0, 100]", stretch)
 				}
 				sc.Stretch(stretch)
+				if cmd.Flags().Changed("window") {
+					sc.Window = 0 // --window wins over the file's `window`
+				}
 				if err := sc.Validate(); err != nil {
 					return err
 				}

@@ -54,18 +54,18 @@ type Options struct {
 }
 
 func (o *Options) defaults(iface string) error {
-	if o.StateFile != "" && o.PinDir != "" {
-		return nil
-	}
-	name, err := nodestate.Name("agent", iface)
-	if err != nil {
-		return err
-	}
-	if o.StateFile == "" {
-		o.StateFile = filepath.Join(nodestate.DefaultDir, name+".json")
-	}
-	if o.PinDir == "" {
-		o.PinDir = filepath.Join(dataplane.BPFFSRoot, "beamer", name)
+	if o.StateFile == "" || o.PinDir == "" {
+		name, err := nodestate.Name("agent", iface)
+		if err != nil {
+			return err
+		}
+		nodestate.SweepStale(nodestate.DefaultDir, filepath.Join(dataplane.BPFFSRoot, "beamer"), dataplane.Attached)
+		if o.StateFile == "" {
+			o.StateFile = filepath.Join(nodestate.DefaultDir, name+".json")
+		}
+		if o.PinDir == "" {
+			o.PinDir = filepath.Join(dataplane.BPFFSRoot, "beamer", name)
+		}
 	}
 	if o.PinDir == "-" {
 		o.PinDir = ""
@@ -258,10 +258,4 @@ func (d *Daemon) release(unpin bool) []error {
 
 // adoptable says whether an earlier agent's program is still pinned and
 // attached: a start that failed before taking it over leaves it alone.
-func (d *Daemon) adoptable() bool {
-	l, err := dataplane.PinnedLink(d.opts.PinDir)
-	if l != nil {
-		l.Close()
-	}
-	return l != nil || err != nil
-}
+func (d *Daemon) adoptable() bool { return dataplane.Attached(d.opts.PinDir) }

@@ -2,9 +2,11 @@ package controller
 
 import (
 	"bytes"
+	"compress/zlib"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"strings"
 	"testing"
 
@@ -16,7 +18,9 @@ import (
 
 // TestRingDamageRepaired writes garbage into the mux ring through the
 // store's own client — on embedded etcd and on a ZooKeeper server — under
-// a live controller and a live mux follower (issue 11, store rows), then
+// a live controller and a live mux follower (issue 11, store rows: also a
+// header claiming 256 MiB and a zlib bomb; their memory bound is measured
+// by pkg/ring's TestHostileSizesBounded), then
 // asks the controller for an operation. Every time: the ctl request
 // completes, the controller repairs the ring at a new incarnation and logs
 // what it found, the mux never goes back or sees one pair with two
@@ -61,6 +65,11 @@ func TestRingDamageRepaired(t *testing.T) {
 			h.put(h.k.Gen(next.Generation)+"/delta/000000", lyingHeader(next, 256<<20))
 			h.put(h.k.LatestGen(), []byte(next.String()))
 		}, "claims"},
+		{"zlib bomb", func(h *damageHarness, p ring.Pair) {
+			next := ring.Pair{Incarnation: p.Incarnation, Generation: p.Generation + 1}
+			h.put(h.k.Gen(next.Generation)+"/delta/000000", zlibBomb(next, 64<<20, 1<<20))
+			h.put(h.k.LatestGen(), []byte(next.String()))
+		}, "decompressed"},
 		{"unpublished delta of a failed attempt", func(h *damageHarness, p ring.Pair) {
 			h.failedAttempt()
 			// Invisible to the pointers: the periodic full check finds it.
@@ -95,40 +104,40 @@ func TestRingDamageRepaired(t *testing.T) {
 				t.Logf("%v → %d@%d: %s", before, tab.Generation, tab.Incarnation, line)
 			})
 		}
+		// On the same store server: one ZooKeeper start for both.
+		t.Run("restored_backup", func(t *testing.T) { restoredBackup(t, open) })
 	})
 }
 
-// TestRestoredBackupNeverRollsBack restores the store from a backup taken
-// two generations earlier (issue 11, first row) under a live controller, a
-// running mux and a mux paused during the restore and resumed after the
-// next publication (second row): neither goes back, nothing forks, both
-// end equal to the store, which the controller moved to a new incarnation.
-func TestRestoredBackupNeverRollsBack(t *testing.T) {
-	backends(t, func(t *testing.T, open func() store.Store) {
-		h := newDamageHarness(t, open, 2)
-		b := h.backup()
-		h.addDIP(1027)
-		h.addDIP(1028)
-		paused := &muxModel{t: t, forks: h.forks}
-		pf := ring.NewFollower(h.st, h.k, ring.FollowerOptions{})
-		tab, _, err := pf.Load(h.ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		paused.Replace(tab)
-		newest := h.converged("before the restore", paused)
-		h.restore(b)
-		h.waitLog("ring repaired", "published")
-		h.addDIP(1029)
-		after := h.converged("after the restore")
-		if after.Incarnation <= newest.Incarnation {
-			t.Fatalf("store at %d@%d after the restore, not above %d@%d", after.Generation, after.Incarnation, newest.Generation, newest.Incarnation)
-		}
-		if _, err := pf.CatchUp(h.ctx, paused); err != nil {
-			t.Fatalf("paused mux resumed: %v", err)
-		}
-		h.converged("paused mux resumed", paused)
-	})
+// restoredBackup restores the store from a backup taken two generations
+// earlier (issue 11, first row) under a live controller, a running mux and
+// a mux paused during the restore and resumed after the next publication
+// (second row): neither goes back, nothing forks, both end equal to the
+// store, which the controller moved to a new incarnation.
+func restoredBackup(t *testing.T, open func() store.Store) {
+	h := newDamageHarness(t, open, 2)
+	b := h.backup()
+	h.addDIP(1027)
+	h.addDIP(1028)
+	paused := &muxModel{t: t, forks: h.forks}
+	pf := ring.NewFollower(h.st, h.k, ring.FollowerOptions{})
+	tab, _, err := pf.Load(h.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paused.Replace(tab)
+	newest := h.converged("before the restore", paused)
+	h.restore(b)
+	h.waitLog("ring repaired", "published")
+	h.addDIP(1029)
+	after := h.converged("after the restore")
+	if after.Incarnation <= newest.Incarnation {
+		t.Fatalf("store at %d@%d after the restore, not above %d@%d", after.Generation, after.Incarnation, newest.Generation, newest.Incarnation)
+	}
+	if _, err := pf.CatchUp(h.ctx, paused); err != nil {
+		t.Fatalf("paused mux resumed: %v", err)
+	}
+	h.converged("paused mux resumed", paused)
 }
 
 // blobChunk is the first chunk of the blob of generation g.
@@ -162,6 +171,24 @@ func lyingHeader(p ring.Pair, size uint32) []byte {
 	binary.LittleEndian.PutUint32(b[32:], crc32.Checksum(b[:32], crc32.MakeTable(crc32.Castagnoli)))
 	return b
 }
+
+// zlibBomb is a delta object, checksums right, whose payload is n zero
+// bytes compressed (64 MiB → 65 KB) and whose header claims raw bytes.
+func zlibBomb(p ring.Pair, n int64, raw uint32) []byte {
+	var z bytes.Buffer
+	zw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
+	io.Copy(zw, io.LimitReader(zeroReader{}, n))
+	zw.Close()
+	obj := lyingHeader(p, raw)
+	binary.LittleEndian.PutUint32(obj[20:], uint32(z.Len()))
+	binary.LittleEndian.PutUint32(obj[28:], crc32.Checksum(z.Bytes(), crc32.MakeTable(crc32.Castagnoli)))
+	binary.LittleEndian.PutUint32(obj[32:], crc32.Checksum(obj[:32], crc32.MakeTable(crc32.Castagnoli)))
+	return append(obj, z.Bytes()...)
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(b []byte) (int, error) { clear(b); return len(b), nil }
 
 // failedAttempt publishes, as a deposed controller would, a generation
 // giving every bucket to server 1099 whose pointer commit fails: its delta

@@ -83,7 +83,7 @@ func readDIPs(ctx context.Context, st store.Store, k ring.Keys) (map[forwarding.
 	for _, name := range names {
 		id, ok := parseID(name)
 		if !ok {
-			return nil, fmt.Errorf("%s: unexpected key %q", dipsKey(k), name)
+			return nil, fmt.Errorf("%s: unexpected key %s", dipsKey(k), ring.Quote([]byte(name)))
 		}
 		it, err := st.Get(ctx, dipKey(k, id))
 		if errors.Is(err, store.ErrNotFound) {
@@ -94,7 +94,7 @@ func readDIPs(ctx context.Context, st store.Store, k ring.Keys) (map[forwarding.
 		}
 		var d DIP
 		if err := json.Unmarshal(it.Value, &d); err != nil || d.ID != id {
-			return nil, fmt.Errorf("%s: bad record %q: %v", dipKey(k, id), it.Value, err)
+			return nil, fmt.Errorf("%s: bad record %s: %v", dipKey(k, id), ring.Quote(it.Value), err)
 		}
 		out[id] = &d
 	}

@@ -163,8 +163,8 @@ func (c *Controller) RemoveDIP(ctx context.Context, name string, id forwarding.S
 // commit, then one rebalance moves their buckets straight to the DIPs that
 // stay. Removing them one request after the other instead can hand a bucket
 // to a DIP that leaves next, moving it twice within its chaining window;
-// the packet names only the latest previous owner, so the first owner's
-// connections in that bucket would be lost.
+// the bucket's history (up to K owners) keeps both reachable, but one
+// request moves each bucket once and keeps the histories short.
 func (c *Controller) RemoveDIPs(ctx context.Context, name string, ids []forwarding.ServerID) error {
 	if len(ids) == 0 {
 		return badf("no DIP to remove")

@@ -74,6 +74,9 @@ func ElectionKey(root string) string { return root + "/controller/leader" }
 // ErrNoController: no controller picked a request up in time.
 var ErrNoController = errors.New("no controller answered")
 
+// ErrNotFinished: a controller took a request but did not finish it in time.
+var ErrNotFinished = errors.New("request not finished")
+
 // Submit hands a request to the elected controller and waits up to timeout
 // for its outcome. The returned error is the controller's verdict (its
 // text says what was wrong) or says why there was none.
@@ -118,7 +121,7 @@ func SubmitResult(ctx context.Context, st store.Store, root string, r Request, t
 				}
 				continue
 			}
-			return "", fmt.Errorf("%w within %v: %s", ErrNoController, timeout, stillRunning(ctx, st, root, got))
+			return "", fmt.Errorf("%w within %v: %s", ErrNotFinished, timeout, stillRunning(ctx, st, root, got))
 		}
 		select {
 		case <-ctx.Done():

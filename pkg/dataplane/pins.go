@@ -166,3 +166,12 @@ func Unpin(dir string, l link.Link) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Attached says whether a link pinned in dir is still attached to a device.
+func Attached(dir string) bool {
+	l, err := PinnedLink(dir)
+	if l != nil {
+		l.Close()
+	}
+	return l != nil || err != nil
+}

@@ -5,8 +5,9 @@
 //
 //   - the bucket table: a fixed number B of buckets; a connection hashes to one
 //     bucket for the whole life of the instance, and each bucket names the
-//     server that currently owns it, the server that owned it before, and when
-//     the ownership changed (Beamer §4.1–4.2);
+//     server that currently owns it, up to K servers that owned it before
+//     (its history, most recent first), and when the ownership last changed
+//     (Beamer §4.1–4.2, extended from one previous owner to K);
 //   - the server-id table: server id (1025–65535) → server address. Buckets
 //     name servers by id, and MPTCP secondary subflows are addressed to
 //     VIP:id (Beamer §4.4), so one table serves both.

@@ -191,8 +191,9 @@ func (l *Lab) startServer(i int, s *serverNode) (err error) {
 		"--trusted", fabricNet.String(), "--metrics", metricsAddr}
 	if l.agentAPI {
 		// The controller asks the agent for health (probing VIP:port on the
-		// server) and for the connections it still holds.
-		args = append(args, "--api", fmt.Sprintf(":%d", agentAPIPort))
+		// server) and for the connections it still holds. On the DIP only:
+		// on the VIP, clients could reach it.
+		args = append(args, "--api", netip.AddrPortFrom(serverAddr(i), agentAPIPort).String())
 	}
 	s.agent, err = startProgram(s.ns, l.opts.Dir, fmt.Sprintf("agent%d", i), l.opts.Beamer, args...)
 	if err != nil {

@@ -56,6 +56,9 @@ func (r *Result) writeDetails(w io.Writer) {
 	if len(r.BrokenByKind) > 0 {
 		lines = append(lines, "broken by kind of connection: "+joinCounts(r.BrokenByKind))
 		lines = append(lines, "broken by last server: "+joinCounts(r.BrokenByServer))
+		if len(r.FailedServers) > 0 {
+			lines = append(lines, fmt.Sprintf("of which on servers stopped by fail-server %v (lost with them): %d", r.FailedServers, r.BrokenOnFailed))
+		}
 	}
 	if len(r.BrokenConns) > 0 {
 		// When and on which server: matched against the events, this says

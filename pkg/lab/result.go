@@ -10,14 +10,20 @@ import (
 
 // Result is one run, as `beamer lab run --json` prints it.
 type Result struct {
-	Scenario            string                       `json:"scenario"`
-	Strategy            string                       `json:"strategy"`
-	Connections         int                          `json:"connections"`
-	Broken              int                          `json:"broken"`
-	BrokenPct           float64                      `json:"broken_pct"`
-	BrokenReasons       map[string]int               `json:"broken_reasons,omitempty"`
-	BrokenByKind        map[string]int               `json:"broken_by_kind,omitempty"`   // busy, idle, short
-	BrokenByServer      map[string]int               `json:"broken_by_server,omitempty"` // last server that answered on them
+	Scenario       string         `json:"scenario"`
+	Strategy       string         `json:"strategy"`
+	Connections    int            `json:"connections"`
+	Broken         int            `json:"broken"`
+	BrokenPct      float64        `json:"broken_pct"`
+	BrokenReasons  map[string]int `json:"broken_reasons,omitempty"`
+	BrokenByKind   map[string]int `json:"broken_by_kind,omitempty"`   // busy, idle, short
+	BrokenByServer map[string]int `json:"broken_by_server,omitempty"` // last server that answered on them
+	// BrokenOnFailed counts the broken connections last served by a
+	// server that fail-server stopped (link down, daemons gone): no load
+	// balancer can keep those. Broken − BrokenOnFailed is the load
+	// balancer's doing.
+	BrokenOnFailed      int                          `json:"broken_on_failed_servers,omitempty"`
+	FailedServers       []string                     `json:"failed_servers,omitempty"`
 	IdleConnections     int                          `json:"idle_connections,omitempty"`
 	SubflowsExpected    int                          `json:"subflows_expected"`
 	SubflowsEstablished int                          `json:"subflows_established"`
@@ -69,6 +75,10 @@ func (r *runner) result(lr LoadResult, tl []Sample, events []EventLog) *Result {
 			srv = "none" // broke before any response
 		}
 		res.BrokenByServer[srv]++
+	}
+	res.FailedServers = r.failed
+	for _, f := range r.failed {
+		res.BrokenOnFailed += res.BrokenByServer[f]
 	}
 	if len(lr.BrokenConns) > 20 {
 		res.BrokenConns = lr.BrokenConns[:20] // the reasons sum them all

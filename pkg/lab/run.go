@@ -103,6 +103,9 @@ type runner struct {
 	load  *Load
 	flood *Flood
 	start time.Time
+	// failed names the servers fail-server stopped: their connections die
+	// with them, whatever the load balancer does.
+	failed []string
 }
 
 func (r *runner) say(format string, a ...any) {
@@ -233,6 +236,7 @@ func (r *runner) apply(ctx context.Context, e Event) error {
 	case "remove-server":
 		return l.RemoveServer(e.Args[0])
 	case "fail-server":
+		r.failed = append(r.failed, fmt.Sprintf("srv%d", e.Args[0]))
 		return l.FailServer(e.Args[0])
 	case "set-weight":
 		return l.SetWeight(e.Args[0], e.Args[1])

@@ -131,7 +131,7 @@ func (w *propWorld) publish(event string) {
 		}
 	}
 	rules := &forwarding.HistoryRules{K: w.k, Window: w.window, Now: w.now, Down: func(id forwarding.ServerID) bool { return down[id] }}
-	d.Buckets = rules.Plan(w.table.Buckets, assign.Rebalance(w.table.Buckets, servers, w.now))
+	d.Buckets = rules.Plan(w.table.Buckets, assign.RebalanceLimited(w.table.Buckets, servers, w.now, w.k))
 	named := map[forwarding.ServerID]bool{}
 	after := append([]forwarding.Bucket(nil), w.table.Buckets...)
 	for _, c := range d.Buckets {
@@ -310,7 +310,7 @@ func (w *propWorld) check(t *testing.T, strict bool) []string {
 
 func TestChainingProperty(t *testing.T) {
 	rng := rand.New(rand.NewPCG(10, 1))
-	scenarios := 400
+	scenarios := 300
 	if testing.Short() {
 		scenarios = 50
 	}

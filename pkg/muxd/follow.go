@@ -101,7 +101,7 @@ func (d *Daemon) Follow(ctx context.Context, st store.Store, root, name string, 
 		go f.Run(ctx, t, applier{d: d, cfg: *cfg})
 		return nil
 	}
-	log.Warn("instance not loaded yet: retrying in the background; nothing is forwarded for it until then",
+	log.Warn("instance not loaded yet: retrying in the background; nothing is forwarded for it until then (a dead predecessor's pinned program keeps forwarding meanwhile)",
 		"instance", name, "error", err, "retry", loadRetry)
 	go func() {
 		pause := store.NewBackoff(200*time.Millisecond, loadRetry)

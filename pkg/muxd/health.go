@@ -117,9 +117,11 @@ func (h *health) run(stop <-chan struct{}) {
 // probe asks the store for every instance's latest generation once.
 func (h *health) probe() {
 	h.mu.Lock()
+	keys := make(map[string]string, len(h.instances))
 	names := make([]string, 0, len(h.instances))
-	for n := range h.instances {
+	for n, in := range h.instances {
 		names = append(names, n)
+		keys[n] = in.keys.LatestGen()
 	}
 	st := h.st
 	h.mu.Unlock()
@@ -127,7 +129,7 @@ func (h *health) probe() {
 	for _, name := range names {
 		timeout := min(h.opts.Probe, 2*time.Second)
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		item, err := st.Get(ctx, h.instances[name].keys.LatestGen())
+		item, err := st.Get(ctx, keys[name])
 		cancel()
 		h.observe(name, item.Value, err)
 	}

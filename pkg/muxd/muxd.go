@@ -330,6 +330,7 @@ func (o *Options) defaults() error {
 	if err != nil {
 		return err
 	}
+	nodestate.SweepStale(nodestate.DefaultDir, filepath.Join(dataplane.BPFFSRoot, "beamer"), dataplane.Attached)
 	if o.StateFile == "" {
 		o.StateFile = filepath.Join(nodestate.DefaultDir, name+".json")
 	}

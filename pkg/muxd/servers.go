@@ -1,13 +1,16 @@
 package muxd
 
 import (
+	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"sync"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
 )
 
 // One server the mux cannot reach (no route, no neighbour: an address like
@@ -51,7 +54,9 @@ func (d *Daemon) ensureServers(name string) {
 	addrs := d.mux.ServerAddrs(name)
 	bad := map[netip.Addr]string{}
 	for _, a := range addrs {
-		if err := dataplane.EnsureNeighbors(d.nl, []netip.Addr{a}); err != nil {
+		if why := d.unicastRoute(a); why != "" {
+			bad[a] = why
+		} else if err := dataplane.EnsureNeighbors(d.nl, []netip.Addr{a}); err != nil {
 			bad[a] = err.Error()
 		}
 	}
@@ -59,6 +64,23 @@ func (d *Daemon) ensureServers(name string) {
 	if len(bad) > 0 {
 		d.servers.once.Do(func() { go d.recheckServers() })
 	}
+}
+
+// unicastRoute says why the mux cannot send to a server, or "": the
+// address must be unicast and its route a unicast one (a broadcast,
+// local, unreachable or prohibit route gives the XDP program no next hop).
+func (d *Daemon) unicastRoute(a netip.Addr) string {
+	if !a.Is4() || a.IsUnspecified() || a.IsMulticast() || a.IsLoopback() || a == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+		return "not a unicast IPv4 address"
+	}
+	routes, err := d.nl.RouteGet(net.IP(a.AsSlice()))
+	if err != nil || len(routes) == 0 {
+		return fmt.Sprintf("no route: %v", err)
+	}
+	if t := routes[0].Type; t != unix.RTN_UNICAST {
+		return fmt.Sprintf("route of type %d (not unicast)", t)
+	}
+	return ""
 }
 
 // set replaces an instance's unreachable servers, logging each change once.

@@ -100,3 +100,43 @@ func TestUnreadableRecord(t *testing.T) {
 		t.Fatalf("corrupt record: %v", err)
 	}
 }
+
+// TestSweepStale: records and pins of namespaces that are gone are
+// removed; those of live namespaces, pins whose program is still attached
+// and files of other shapes stay.
+func TestSweepStale(t *testing.T) {
+	own, err := NetnsID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, pins := t.TempDir(), t.TempDir()
+	touch := func(p string) {
+		if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"mux-" + own + "-eth0.json", "mux-4294967290-eth0.json", "agent-4294967291-eth1.json", "notes.json"} {
+		touch(filepath.Join(dir, f))
+	}
+	for _, d := range []string{"mux-4294967290-eth0", "agent-4294967292-eth0", "mux-" + own + "-eth0"} {
+		if err := os.Mkdir(filepath.Join(pins, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stillAttached := filepath.Join(pins, "agent-4294967292-eth0")
+	SweepStale(dir, pins, func(p string) bool { return p == stillAttached })
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	for p, want := range map[string]bool{
+		filepath.Join(dir, "mux-"+own+"-eth0.json"):      true,
+		filepath.Join(dir, "mux-4294967290-eth0.json"):   false,
+		filepath.Join(dir, "agent-4294967291-eth1.json"): false,
+		filepath.Join(dir, "notes.json"):                 true,
+		filepath.Join(pins, "mux-4294967290-eth0"):       false,
+		stillAttached:                           true,
+		filepath.Join(pins, "mux-"+own+"-eth0"): true,
+	} {
+		if exists(p) != want {
+			t.Errorf("%s exists=%v, want %v", p, !want, want)
+		}
+	}
+}

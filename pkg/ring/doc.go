@@ -5,17 +5,25 @@
 // Each generation N holds a delta (the forwarding.Delta turning generation
 // N-1 into N) and optionally a blob (the whole forwarding.Table at N). Two
 // pointers say what is current: latest-gen (the newest complete
-// generation) and latest-blob (the newest generation with a blob). A mux
-// starts from the latest blob and applies the deltas after it in order;
-// then it watches latest-gen.
+// generation) and latest-blob (the newest generation with a blob), each as
+// GENERATION@INCARNATION. A mux starts from the latest blob and applies
+// the deltas after it in order; then it watches latest-gen.
 //
-// Deltas and blobs are "objects": a 32-byte header (magic, format version,
-// kind, codec, generation, chunk count, lengths, CRC32C of the payload and
-// of the header itself) followed by the zlib-compressed payload, split into
-// chunk keys no larger than the store's value limit. A reader checks the
-// header, the chunk count, every length and the checksum before it
-// decompresses, and decodes into fresh memory; a corrupt object is an
-// error and nothing of it reaches the caller's table.
+// An incarnation (Pair) begins with a full blob declared as a resync, at a
+// generation above all earlier ones; every newly elected controller and
+// every repair (Repair) begins one, so a (incarnation, generation) pair is
+// never published twice with different content, and a mux never goes to a
+// lower pair nor enters another incarnation except by loading a whole blob.
+//
+// Deltas and blobs are "objects": a 36-byte header (magic, format version,
+// kind, codec, resync flag, incarnation, generation, chunk count, lengths,
+// CRC32C of the payload and of the header itself) followed by the
+// zlib-compressed payload, split into chunk keys no larger than the store's
+// value limit. A reader checks the header, then every size it claims
+// against the instance's and the store's bounds before allocating, the
+// chunk count, every length and the checksum before it decompresses
+// (bounded), and decodes into fresh memory; a corrupt object is an error
+// and nothing of it reaches the caller's table.
 //
 // Writer is the controller's side: it publishes a generation by writing
 // all its chunks first and moving latest-gen (and latest-blob) last, in one

@@ -197,7 +197,8 @@ func (f *Follower) setStatus(change func(*Status)) {
 
 func (f *Follower) pair() Pair { return Pair{f.table.Incarnation, f.table.Generation} }
 
-// limits are read once: the bucket count of an instance never changes.
+// limits are read once per table loaded whole: the bucket count of an
+// instance never changes, but a deleted and re-created one may differ.
 func (f *Follower) limits(ctx context.Context) (limits, error) {
 	if !f.limOK {
 		lim, err := ringLimits(ctx, f.st, f.k)
@@ -295,6 +296,7 @@ func (f *Follower) round(ctx context.Context, a Applier, rs *RoundStats) error {
 // resync replaces the Applier's table with a fresh cold start, unless the
 // store went back meanwhile.
 func (f *Follower) resync(ctx context.Context, a Applier, why string) error {
+	f.limOK = false
 	t, _, s, err := load(ctx, f.st, f.k)
 	if err != nil {
 		return err

@@ -27,10 +27,10 @@ func (k Keys) Config() string { return k.Instance + "/config" }
 // Ring is the parent of the mux ring.
 func (k Keys) Ring() string { return k.Instance + "/ring" }
 
-// LatestGen holds the newest complete generation, in decimal.
+// LatestGen holds the newest complete generation, GENERATION@INCARNATION.
 func (k Keys) LatestGen() string { return k.Instance + "/ring/latest-gen" }
 
-// LatestBlob holds the newest generation that has a blob, in decimal.
+// LatestBlob holds the newest generation that has a blob, GENERATION@INCARNATION.
 func (k Keys) LatestBlob() string { return k.Instance + "/ring/latest-blob" }
 
 // Gens is the parent of the generation nodes.
