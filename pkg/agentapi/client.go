@@ -68,9 +68,23 @@ func (c *Client) Health(ctx context.Context, agent netip.AddrPort, vip netip.Add
 		if rep.Error == "" {
 			rep.Error = "failed"
 		}
-		return fmt.Errorf("agent %v: connect %v:%d on the server: %s", agent, vip, port, rep.Error)
+		return &ServiceError{Agent: agent, VIP: vip, Port: port, Reason: rep.Error}
 	}
 	return nil
+}
+
+// ServiceError is a health probe the agent answered: the server runs, the
+// service on VIP:Port does not answer. (Any other error of Health means
+// the agent itself could not be asked.)
+type ServiceError struct {
+	Agent  netip.AddrPort
+	VIP    netip.Addr
+	Port   uint16
+	Reason string
+}
+
+func (e *ServiceError) Error() string {
+	return fmt.Sprintf("agent %v: connect %v:%d on the server: %s", e.Agent, e.VIP, e.Port, e.Reason)
 }
 
 // Connections asks the agent how many connections of vip it holds in each

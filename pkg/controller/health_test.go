@@ -1,11 +1,16 @@
 package controller
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/beamer-lb/beamer/pkg/agentapi"
 )
 
 // TestHealthStateMachine walks one DIP through every transition of
@@ -103,5 +108,37 @@ func TestHealthRecordWritesBounded(t *testing.T) {
 	}
 	if !d.Down || changes != 2 {
 		t.Fatalf("50 failures changed the record %d times (down=%v), want 2 (streak start, down)", changes, d.Down)
+	}
+}
+
+// TestHealthUnreachable: a probe the server answered (its agent says the
+// service is down, a refused connect, an HTTP error) leaves the DIP
+// reachable; one that did not reach it (timeout, no route) marks it
+// unreachable — a down DIP that may be dead, chained to last.
+func TestHealthUnreachable(t *testing.T) {
+	o := HealthOptions{}
+	o.fill()
+	now := time.Unix(1_700_000_000, 0)
+	d := DIP{ID: 1025, Weight: 1, State: Active}
+	s := &streak{}
+	answered := []error{
+		&agentapi.ServiceError{Agent: netip.MustParseAddrPort("198.18.0.10:9300"), VIP: netip.MustParseAddr("198.18.100.1"), Port: 80, Reason: "connection refused"},
+		fmt.Errorf("dial tcp4 198.18.0.10:80: %w", syscall.ECONNREFUSED),
+		&statusError{url: "http://198.18.0.10:80/", status: "503 Service Unavailable"},
+	}
+	for _, err := range answered {
+		d, _ = healthStep(d, s, err, now, &o)
+		if d.Unreachable {
+			t.Fatalf("%v: marked unreachable, but the server answered", err)
+		}
+	}
+	timeout := fmt.Errorf("agent 198.18.0.10:9300: %w", context.DeadlineExceeded)
+	d, _ = healthStep(d, s, timeout, now, &o)
+	if !d.Unreachable || !d.Down {
+		t.Fatalf("after a probe that reached nothing: %+v, want down and unreachable", d)
+	}
+	d, _ = healthStep(d, s, nil, now, &o)
+	if d.Unreachable {
+		t.Fatal("a successful probe leaves the DIP unreachable")
 	}
 }

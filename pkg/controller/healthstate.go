@@ -26,6 +26,12 @@ type HealthRecord struct {
 	// LastError is the latest probe failure's text and time.
 	LastError   string    `json:"last_error,omitempty"`
 	LastErrorAt time.Time `json:"last_error_at,omitzero"`
+	// Unreachable: the latest failed probe did not reach the server at all
+	// (its agent did not answer, a connect timed out), so it may be dead;
+	// false when the server answered and only its service failed. A down
+	// server that may be dead is chained to after the down ones that still
+	// answer (forwarding.HistoryRules.Dead).
+	Unreachable bool `json:"unreachable,omitempty"`
 }
 
 // PenaltyNow is the damping penalty decayed to now.
@@ -53,9 +59,11 @@ func healthStep(d DIP, s *streak, err error, now time.Time, o *HealthOptions) (n
 	if err == nil {
 		s.successes++
 		s.failures = 0
+		r.Unreachable = false
 	} else {
 		s.failures++
 		s.successes = 0
+		r.Unreachable = !serverAnswered(err)
 		// Recorded at the start of a failure streak and when the DIP goes
 		// down, not at every failure: error texts can carry ephemeral
 		// ports, and every change of the record is a store write.

@@ -18,7 +18,8 @@ type HoldFunc func(instance string, id forwarding.ServerID, bucket uint32) bool
 // DIPs go last in every history, Options.Holds keeps entries.
 func (c *Controller) histories(in *instance, down map[forwarding.ServerID]bool, now uint32) *forwarding.HistoryRules {
 	h := &forwarding.HistoryRules{K: in.config.ChainLen(), Window: uint32(in.config.ChainWindow.Seconds()), Now: now,
-		Down: func(id forwarding.ServerID) bool { return down[id] }}
+		Down: func(id forwarding.ServerID) bool { return down[id] },
+		Dead: func(id forwarding.ServerID) bool { d := in.dips[id]; return down[id] && d != nil && d.Unreachable }}
 	if hold, name := c.opts.Holds, in.config.Name; hold != nil {
 		h.Held = func(id forwarding.ServerID, bucket uint32) bool { return hold(name, id, bucket) }
 	}

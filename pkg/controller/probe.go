@@ -2,11 +2,13 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/agentapi"
@@ -36,6 +38,21 @@ func newProberDial(timeout time.Duration, dial func(ctx context.Context, network
 	return &prober{timeout: timeout, dial: dial, agents: &agentapi.Client{HTTP: hc}, http: hc}
 }
 
+// statusError is an HTTP probe the server answered with a status outside 2xx.
+type statusError struct{ url, status string }
+
+func (e *statusError) Error() string { return fmt.Sprintf("GET %s: %s", e.url, e.status) }
+
+// serverAnswered tells a failed probe the server itself answered (its agent
+// reported the service down, it refused the connection, it sent an HTTP
+// error) from one that did not reach it (timeout, no route): only the
+// latter suggests the server may be dead.
+func serverAnswered(err error) bool {
+	var se *agentapi.ServiceError
+	var st *statusError
+	return errors.As(err, &se) || errors.As(err, &st) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
 // probe checks one DIP; the error text is what operators see as the reason.
 func (p *prober) probe(ctx context.Context, in *forwarding.Instance, d DIP) error {
 	h := in.HealthProbe()
@@ -60,7 +77,7 @@ func (p *prober) probe(ctx context.Context, in *forwarding.Instance, d DIP) erro
 		}
 		resp.Body.Close()
 		if resp.StatusCode < 200 || resp.StatusCode > 299 {
-			return fmt.Errorf("GET %s: %s", u, resp.Status)
+			return &statusError{url: u, status: resp.Status}
 		}
 		return nil
 	}

@@ -18,7 +18,9 @@ import "slices"
 //     behind the running owners, a server that is really dead can only
 //     swallow packets that no running owner claimed — packets of no live
 //     connection, which would otherwise have been reset — never those of
-//     the owners behind it. Entries of other servers stay, whoever the
+//     the owners behind it. Among down servers, those that may be dead
+//     (their last probe reached nothing) go behind those that still answer.
+//     Entries of other servers stay, whoever the
 //     bucket's owner is and whatever happens to it (a health failure of
 //     the new owner erases nothing);
 //   - when the window since Changed is over, entries leave the history,
@@ -35,8 +37,12 @@ type HistoryRules struct {
 	Window uint32 // chaining window, seconds
 	Now    uint32 // Unix seconds
 	// Down reports servers that failed their health checks: chained to
-	// last; nil: none.
+	// after the running ones; nil: none.
 	Down func(ServerID) bool
+	// Dead reports, among the down servers, those that may be dead (their
+	// last probe did not reach them at all): chained to after the down
+	// ones that still answer; nil: none.
+	Dead func(ServerID) bool
 	// Held reports whether server id still holds connections of bucket;
 	// nil: nothing is held. Asked only from half the window on.
 	Held func(id ServerID, bucket uint32) bool
@@ -44,18 +50,27 @@ type HistoryRules struct {
 
 func (h *HistoryRules) down(id ServerID) bool { return h.Down != nil && h.Down(id) }
 
-// downLast returns ids with the down servers moved behind the others, each
+// rank orders history entries: running servers, then down ones that still
+// answer, then down ones that may be dead.
+func (h *HistoryRules) rank(id ServerID) int {
+	switch {
+	case !h.down(id):
+		return 0
+	case h.Dead != nil && h.Dead(id):
+		return 2
+	}
+	return 1
+}
+
+// downLast returns ids ordered by rank (running, down, maybe dead), each
 // group in its order.
 func (h *HistoryRules) downLast(ids []ServerID) []ServerID {
 	out := make([]ServerID, 0, len(ids))
-	for _, id := range ids {
-		if !h.down(id) {
-			out = append(out, id)
-		}
-	}
-	for _, id := range ids {
-		if h.down(id) {
-			out = append(out, id)
+	for r := range 3 {
+		for _, id := range ids {
+			if h.rank(id) == r {
+				out = append(out, id)
+			}
 		}
 	}
 	return out

@@ -27,6 +27,18 @@ func TestHistoryMoves(t *testing.T) {
 	if want := (Chain{1030, 1028, 1026, 1027}); b.History != want {
 		t.Fatalf("moved away from down 1027: %v, want %v", b.History, want)
 	}
+	// Among down servers, those that may be dead go behind those that
+	// still answer.
+	h.Dead = func(id ServerID) bool { return id == 1027 }
+	h.Down = func(id ServerID) bool { return id == 1027 || id == 1028 }
+	if got := h.Moved(b, Bucket{Current: 1032, History: Chain{1031}, Changed: 1003}); got.History != (Chain{1031, 1030, 1026, 1028}) {
+		t.Fatalf("down 1028 answering, 1027 maybe dead, K=4: %v", got.History)
+	}
+	if got := h.Aged(0, Bucket{Current: 1031, History: Chain{1027, 1028, 1030}, Changed: 1003}); got.History != (Chain{1030, 1028, 1027}) {
+		t.Fatalf("aged: running, down, maybe dead: %v", got.History)
+	}
+	h.Dead = nil
+	h.Down = func(id ServerID) bool { return id == 1027 || id == 1029 }
 	if u := h.Moved(b, Bucket{Changed: 1003}); u.History.Len() != 0 {
 		t.Fatalf("unowned bucket keeps history %v", u.History)
 	}
