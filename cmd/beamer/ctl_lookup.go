@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
@@ -145,6 +146,9 @@ func init() {
 			if vip != "" {
 				if dst, err = netip.ParseAddr(vip); err != nil {
 					return fmt.Errorf("--vip: %w", err)
+				}
+				if !slices.Contains(in.VIPs, dst) {
+					return fmt.Errorf("--vip %v is not a VIP of %s (%v)", dst, in.Name, in.VIPs)
 				}
 			}
 			p := dport

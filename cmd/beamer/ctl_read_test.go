@@ -174,6 +174,13 @@ history: none
 		err.Error() != "port 81 is not a service port of web (80-80): the mux drops it" {
 		t.Errorf("closed port: %v", err)
 	}
+	if err := run("ctl", "lookup", "web", "198.18.1.5:40005", "--vip", "198.18.100.2", "--store", st); err == nil ||
+		err.Error() != "--vip 198.18.100.2 is not a VIP of web ([198.18.100.1])" {
+		t.Errorf("other VIP: %v", err)
+	}
+	if got := ctlOut(t, "ctl", "lookup", "api", "198.18.1.5:40005", "--vip", "198.18.100.3", "--dport", "444", "--store", st); !strings.Contains(got, "-> 198.18.100.3:444 tcp") || !strings.Contains(got, "current server: none (unowned: the mux drops it)") {
+		t.Errorf("second VIP, second port:\n%s", got)
+	}
 	if err := run("ctl", "lookup", "web", "198.18.1.5", "--store", st); err == nil || !strings.Contains(err.Error(), "want IPv4:PORT") {
 		t.Errorf("no port: %v", err)
 	}
