@@ -61,7 +61,7 @@ latest blob and the deltas after it, then applies each new generation.`,
 		if drain < 0 {
 			return fmt.Errorf("--drain-delay %v: must not be negative", drain)
 		}
-		ignoreHangup(log)
+		hup := hangups()
 		opts := muxd.Options{Interface: iface, Metrics: metricsAddr, ConnTrackEntries: ctEntries, MaxNewConnsPerSecond: maxNewConns,
 			StateFile: stateFile, PinDir: pinDir, Health: health, Log: log}
 		if health.StoreDownAfter <= 0 {
@@ -150,6 +150,11 @@ latest blob and the deltas after it, then applies each new generation.`,
 			return err
 		}
 		log.Info("mux forwarding", "interface", opts.Interface, "address", d.Address(), "pinned", opts.PinDir != "-")
+		if static != nil {
+			go reloadMux(ctx, hup, configPath, d, static, log) // reload.go
+		} else {
+			go ignoreHangups(ctx, hup, log)
+		}
 		if bgpOpts != nil {
 			// Announce only now that the instances are loaded.
 			bgpOpts.NextHop = d.Address()
