@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * The Beamer mux: an XDP program that forwards each TCP packet addressed to a
- * VIP to one server, keeping no per-connection state (Beamer §4, Fig. 7).
+ * VIP to one server. This file parses, finds the VIP, dispatches once on the
+ * VIP's strategy and transmits; each strategy's decision is its own header,
+ * bpf/strategy/NAME.h (docs/control-plane.md, "The strategy frame").
  *
+ * Strategy beamer keeps no per-connection state (Beamer §4, Fig. 7):
  *   service port (<= 1024): bucket = flow hash scaled to B; the bucket's
  *     current server gets the packet, with an IP option naming the bucket's
  *     previous owners (most recent first), when it last changed hands and
@@ -27,19 +30,13 @@
 #include "include/nexthop.h"
 #include "include/icmp_too_big.h"
 #include "include/mux_maps.h"
-#include "include/conntrack.h"
+#include "include/decision.h"
+#include "strategy/beamer.h"
+#include "strategy/maglev.h"
+#include "strategy/prism.h"
 
 /* The mux's own address: source of every outer header. Set at load time. */
 volatile const __be32 mux_addr;
-
-/* What a strategy decided for one packet. */
-struct decision {
-	struct encap_params encap;
-	int with_opt;
-	int prev;    /* previous owners in the option */
-	int forward; /* 1: encapsulate and send; 0: drop, the verdict says why */
-	int also;    /* a detail counter counted with the verdict once sent (0: none) */
-};
 
 static const enum mux_counter parse_drop[] = {
 	[PARSE_TRUNCATED] = MUX_DROP_TRUNCATED,
@@ -53,160 +50,6 @@ INLINE int drop(enum mux_counter why)
 {
 	mux_count(why);
 	return XDP_DROP;
-}
-
-/* MPTCP secondary subflow: the destination port names the server. Active
- * and retired servers both accept: a retired server still owns subflows of
- * its remaining connections. */
-INLINE int decide_by_server_id(void *servers, __u16 port, struct decision *d)
-{
-	__u64 w = server_word(servers, port);
-
-	if (!w)
-		return MUX_DROP_UNKNOWN_SERVER;
-	d->encap.daddr = SERVER_ADDR(w);
-	d->with_opt = 0;
-	d->forward = 1;
-	return MUX_FWD_SERVER_ID;
-}
-
-/* The bucket word of the packet's bucket (for Maglev: its table entry), or
- * 0 with *why set when the VIP's table is missing. */
-INLINE __u64 bucket_word(const struct vip_info *vip, struct iphdr *ip, struct tcphdr *tcp, int *why)
-{
-	__u32 table = vip->table;
-	void *buckets = bpf_map_lookup_elem(&bucket_tables, &table);
-
-	*why = MUX_DROP_NO_TABLE;
-	if (!buckets)
-		return 0;
-	__u32 index = bucket_of(flow_hash(ip->saddr, ip->daddr, tcp->source, tcp->dest, IPPROTO_TCP), vip->buckets);
-	__u64 *bw = bpf_map_lookup_elem(buckets, &index);
-	if (!bw)
-		return 0; /* B larger than the loaded table */
-	*why = MUX_DROP_NO_OWNER;
-	return READ_ONCE_U64(bw);
-}
-
-/* The previous owners of a moved bucket into the option: the chain entry
- * the bucket word names, each id turned into its server's address. The list
- * ends at the first id no longer in the server table (the table never names
- * one, see forwarding.Table.Validate; this is defence). Returns how many
- * were put. */
-INLINE int put_history(__u32 table, void *servers, __u16 ref, struct beamer_opt *opt)
-{
-	void *chains = bpf_map_lookup_elem(&chain_tables, &table);
-	__u32 key = ref;
-	struct chain_entry *ce = chains ? bpf_map_lookup_elem(chains, &key) : NULL;
-	int n = 0;
-
-	if (!ce) {
-		mux_count(MUX_CHAIN_MISSING);
-		return 0;
-	}
-	__u8 len = ce->n;
-#pragma unroll
-	for (int i = 0; i < BEAMER_MAX_CHAIN; i++) {
-		if (i < len && n == i) {
-			__u64 w = server_word(servers, ce->ids[i]);
-			if (w) {
-				opt->prev[i] = SERVER_ADDR(w);
-				n = i + 1;
-			}
-		}
-	}
-	return n;
-}
-
-/* Stable hashing: the bucket's current owner, with the bucket's previous
- * owners and the time of its latest change in the option. A bucket that
- * never moved (chain reference 0) reads nothing more than its word. */
-INLINE int decide_by_bucket(const struct vip_info *vip, void *servers, struct iphdr *ip, struct tcphdr *tcp,
-			    struct decision *d)
-{
-	int why;
-	__u64 bucket = bucket_word(vip, ip, tcp, &why);
-
-	if (!bucket)
-		return why;
-
-	__u16 current = BUCKET_CURRENT(bucket);
-	if (!current)
-		return MUX_DROP_NO_OWNER;
-	__u64 cur = server_word(servers, current);
-	if (!cur)
-		return MUX_DROP_UNKNOWN_SERVER;
-
-	int n = 0;
-	__u16 ref = BUCKET_CHAIN(bucket);
-	if (ref)
-		n = put_history(vip->table, servers, ref, &d->encap.opt);
-
-	d->encap.daddr = SERVER_ADDR(cur);
-	d->encap.opt.type = BEAMER_OPT_TYPE;
-	d->encap.opt.len = BEAMER_OPT_FIXED + 4 * n;
-	d->encap.opt.hop = 0;
-	d->encap.opt.flags = 0;
-	d->encap.opt.changed = n ? bpf_htonl(BUCKET_CHANGED(bucket)) : 0;
-	d->with_opt = 1;
-	d->prev = n;
-	d->forward = 1;
-	if (n)
-		d->also = MUX_FWD_WITH_PREVIOUS;
-	return MUX_FWD_BUCKET;
-}
-
-/*
- * Maglev with connection tracking: a known connection goes to the server
- * remembered for it while that server is healthy — active, or retired and
- * draining its connections; a new one (a miss, or any SYN) goes to the
- * Maglev table's entry for its hash and is remembered,
- * unless the flood guard says this CPU has inserted enough this second.
- * No option: servers of a Maglev VIP do not daisy-chain.
- */
-INLINE int decide_by_maglev(const struct vip_info *vip, void *servers, struct iphdr *ip, struct tcphdr *tcp,
-			    struct decision *d)
-{
-	struct flow_key key = {
-		.saddr = ip->saddr, .daddr = ip->daddr, .sport = tcp->source, .dport = tcp->dest, .proto = IPPROTO_TCP,
-	};
-	void *ct = conntrack_table();
-	int syn = tcp->syn && !tcp->ack;
-	int verdict = syn ? MUX_CT_SYN : MUX_CT_MISS;
-
-	d->with_opt = 0;
-	if (ct && !syn) {
-		struct flow_entry *e = bpf_map_lookup_elem(ct, &key);
-		if (e) {
-			__u64 w = server_word(servers, e->server);
-			if (w && SERVER_STATE(w) != SERVER_DOWN) {
-				d->encap.daddr = SERVER_ADDR(w);
-				d->forward = 1;
-				return MUX_CT_HIT;
-			}
-			verdict = MUX_CT_STALE;
-		}
-	}
-
-	int why;
-	__u64 entry = bucket_word(vip, ip, tcp, &why);
-	__u16 current = BUCKET_CURRENT(entry);
-	if (!current)
-		return why;
-	__u64 w = server_word(servers, current);
-	if (!w)
-		return MUX_DROP_UNKNOWN_SERVER;
-	if (ct) {
-		if (flood_allows_insert()) {
-			struct flow_entry fresh = {.server = current};
-			bpf_map_update_elem(ct, &key, &fresh, BPF_ANY);
-		} else {
-			mux_count(MUX_CT_FLOOD);
-		}
-	}
-	d->encap.daddr = SERVER_ADDR(w);
-	d->forward = 1;
-	return verdict;
 }
 
 /* Bytes the encapsulation adds in front of the packet. */
@@ -307,18 +150,25 @@ int beamer_mux(struct xdp_md *ctx)
 	int service = port >= vip->port_low && port <= vip->port_high;
 	int verdict;
 
-	/* Ports above 1024 name servers (MPTCP subflows) under Beamer; a
-	 * Maglev mux knows nothing of that and hashes them like any flow. */
+	/* The one dispatch on the strategy (bpf/strategy/NAME.h). Ports
+	 * above 1024 are the strategy's: Beamer's name servers (MPTCP
+	 * subflows), Maglev hashes them like any flow. */
 	if (port <= SERVICE_PORT_MAX && !service)
 		verdict = MUX_DROP_CLOSED_PORT;
-	else if (vip->strategy == STRATEGY_MAGLEV)
-		verdict = decide_by_maglev(vip, servers, ip, tcp, &d);
-	else if (vip->strategy != STRATEGY_BEAMER)
-		verdict = MUX_DROP_BAD_STRATEGY;
-	else if (port > SERVICE_PORT_MAX)
-		verdict = decide_by_server_id(servers, port, &d);
 	else
-		verdict = decide_by_bucket(vip, servers, ip, tcp, &d);
+		switch (vip->strategy) {
+		case STRATEGY_BEAMER:
+			verdict = decide_beamer(vip, servers, ip, tcp, &d);
+			break;
+		case STRATEGY_MAGLEV:
+			verdict = decide_maglev(vip, servers, ip, tcp, &d);
+			break;
+		case STRATEGY_PRISM:
+			verdict = decide_prism(vip, servers, ip, tcp, &d);
+			break;
+		default:
+			verdict = MUX_DROP_BAD_STRATEGY;
+		}
 	if (!d.forward)
 		return drop(verdict);
 

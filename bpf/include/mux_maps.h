@@ -31,9 +31,14 @@
 #define SERVER_TABLE_SIZE 65536
 #define SERVICE_PORT_MAX 1024
 
+/* The strategy of a VIP: fixed values (forwarding.Strategy.Code), each
+ * strategy's decision in bpf/strategy/NAME.h. */
 enum strategy {
 	STRATEGY_BEAMER = 1,
 	STRATEGY_MAGLEV = 2,
+	STRATEGY_PRISM = 3,   /* reserved: issue 12 */
+	STRATEGY_CHEETAH = 4, /* reserved: issue 13 */
+	STRATEGY_AWFD = 5,    /* reserved: issue 14 */
 };
 
 struct vip_info {
@@ -90,6 +95,10 @@ enum mux_counter {
 	MUX_ICMP_TOO_BIG,        /* too big once encapsulated, DF set: ICMP frag needed sent back */
 	MUX_DROP_TOO_BIG,        /* too big once encapsulated, DF clear: cannot fragment */
 	MUX_CHAIN_MISSING,       /* bucket names a chain entry that is not loaded (sent without history) */
+	MUX_PRISM_MCT_HIT,       /* prism: signature in the MCT: its server (keep-alive bit set) */
+	MUX_PRISM_MCT_MISS,      /* prism: not in the MCT: the bin's owner */
+	MUX_PRISM_LEARNED,       /* prism: SYN in a migrating bin, remembered by this mux (also counted as a miss) */
+	MUX_PRISM_LEARNED_HIT,   /* prism: not in the MCT, remembered by this mux since its SYN */
 	MUX_COUNTER_MAX,
 };
 

@@ -92,13 +92,20 @@ func init() {
 	buckets := create.Flags().Uint32("buckets", 0, fmt.Sprintf("beamer (required): bucket count B, larger than the most DIPs the instance will have (paper: 100 per DIP); maglev: the lookup table size M, a prime ≥ 100 per backend, %d when not given", assign.MaglevSmallTable))
 	window := create.Flags().Duration("chain-window", forwarding.DefaultChainWindow, "daisy-chaining window")
 	maxChain := create.Flags().Int("max-chain", forwarding.DefaultMaxChainLen, fmt.Sprintf("K: previous owners a bucket's history keeps, 1–%d (a connection survives K moves of its bucket inside the window)", forwarding.MaxChain))
-	strategy := create.Flags().String("strategy", string(forwarding.StrategyBeamer), "beamer (stable hashing, daisy chaining) or maglev (Maglev hashing, connection tables in the muxes)")
+	strategy := create.Flags().String("strategy", string(forwarding.StrategyBeamer), "forwarding strategy: "+forwarding.StrategyNames()+" (beamer: stable hashing, daisy chaining; maglev: Maglev hashing, connection tables in the muxes)")
 	healthKind := create.Flags().String("health", string(forwarding.HealthAgent), "how the controller probes servers: agent (the server's agent connects to VIP:port on the server; works for services bound only to the VIP), tcp (connect to DIP:port), http (GET http://DIP:port/PATH, 2xx), none")
 	healthPort := create.Flags().Uint16("health-port", 0, "port probed (default: the first service port)")
 	healthPath := create.Flags().String("health-path", "", "path of the http probe (default /)")
 	agentPort := create.Flags().Uint16("agent-port", 0, "port of the agent API on the servers (default 9300)")
+	mctEntries := create.Flags().Uint32("mct-entries", 0, fmt.Sprintf("prism: size of the migrated-connection table (default %d, at most %d)", forwarding.DefaultMCTEntries, forwarding.MaxMCTEntries))
 	create.RunE = func(cmd *cobra.Command, args []string) error {
 		in := &forwarding.Instance{Name: args[0], Strategy: forwarding.Strategy(*strategy), Buckets: *buckets, ChainWindow: *window, MaxChainLen: *maxChain}
+		if cmd.Flags().Changed("mct-entries") {
+			if in.Strategy != forwarding.StrategyPrism {
+				return fmt.Errorf("--mct-entries is a prism option; this instance is %s", in.Strategy)
+			}
+			in.Prism = &forwarding.PrismOptions{MCTEntries: *mctEntries}
+		}
 		if !cmd.Flags().Changed("buckets") {
 			if in.Strategy != forwarding.StrategyMaglev {
 				return errMissingBuckets
@@ -266,14 +273,12 @@ func printView(out io.Writer, v *controller.View) {
 		in.Name, in.Strategy, strings.Join(vips, ","), in.PortLow, in.PortHigh, in.Buckets, in.ChainWindow, in.ChainLen())
 	fmt.Fprintf(out, "generation %d (blob at %d + %d deltas, %d+%d stored bytes)\n",
 		v.Generation, v.Load.Blob, v.Load.Deltas, v.Load.BlobBytes, v.Load.DeltaBytes)
-	unit, chained := "BUCKETS", "\tCHAINED"
-	if in.Strategy == forwarding.StrategyMaglev {
-		// Maglev: no ranges, no daisy chaining; what matters is M/N.
-		unit, chained = "ENTRIES", ""
-		fmt.Fprintf(out, "strategy maglev: lookup table of M = %d entries (prime), %.0f entries per live backend (recommended ≥ %d), %d unowned entries\n",
-			in.Buckets, v.EntriesPerBackend, controller.MaglevEntriesPerBackend, v.Unowned)
-	} else {
-		fmt.Fprintf(out, "strategy beamer: %d buckets, fragmentation %.2f rules/DIP, %d unowned buckets\n", in.Buckets, v.Fragmentation, v.Unowned)
+	unit, chained := v.Unit, ""
+	if v.Histories {
+		chained = "\tCHAINED"
+	}
+	for _, line := range v.Details {
+		fmt.Fprintln(out, line)
 	}
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "ID\tADDRESS\tSTATE\tHEALTH\tWEIGHT\tEFFECTIVE\t%s\tLOAD%%\tWEIGHT%%%s\n", unit, chained)

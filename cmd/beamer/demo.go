@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/beamer-lb/beamer/pkg/lab"
 	"github.com/spf13/cobra"
@@ -49,7 +50,7 @@ Everything is removed at the end. Needs root. (The full experiments: beamer lab 
 			return nil
 		},
 	}
-	cmd.Flags().StringSliceVar(&strategies, "strategy", demoStrategies, "strategies to run, in order (beamer, maglev)")
+	cmd.Flags().StringSliceVar(&strategies, "strategy", demoStrategies, "strategies to run, in order ("+strings.Join(lab.Strategies(), ", ")+")")
 	cmd.Flags().StringVar(&out, "out", "lab-results/demo", "directory for plots and results.json (\"\" = none)")
 	cmd.Flags().Int64Var(&seed, "seed", 1, "seed of the flows and the router's ECMP hash")
 	cmd.Flags().Float64Var(&stretch, "stretch", 1, "multiply the schedule's times by this factor")

@@ -17,7 +17,7 @@ import (
 )
 
 // demoStrategies are what `beamer demo` runs by default.
-var demoStrategies = []string{"beamer", "maglev"}
+var demoStrategies = lab.Strategies()
 
 func init() {
 	labCmd := &cobra.Command{
@@ -171,7 +171,7 @@ func labRunCmd() *cobra.Command {
 	fl.StringSliceVar(&names, "experiment", nil, "experiments to run: "+lab.ExperimentNames()+", or all")
 	fl.StringVar(&scenario, "scenario", "", "scenario file, or built-in scenario name, to run instead of an experiment (see `beamer lab experiments`)")
 	fl.Float64Var(&stretch, "stretch", 1, "multiply every time of the scenario (events, window, idle period, churn) by this factor")
-	fl.StringSliceVar(&strategies, "strategy", []string{"beamer", "maglev"}, "strategies, each run in turn")
+	fl.StringSliceVar(&strategies, "strategy", lab.Strategies(), "strategies, each run in turn: "+strings.Join(lab.Strategies(), ", "))
 	fl.StringVar(&size, "size", lab.SizePaper, "parameter set: "+strings.Join(lab.Sizes, ", ")+" (flags below override it)")
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object per run (progress goes to stderr)")
 	fl.StringVar(&out, "out", "lab-results", "directory for the plots and results.json (\"\" = none)")
@@ -196,13 +196,8 @@ func needRoot(what string) error {
 }
 
 func checkStrategies(s []string) error {
-	if len(s) == 0 {
-		return errors.New("--strategy: give at least one of beamer, maglev")
-	}
-	for _, x := range s {
-		if x != "beamer" && x != "maglev" {
-			return fmt.Errorf("--strategy %q: want beamer or maglev", x)
-		}
+	if err := lab.CheckStrategies(s); err != nil {
+		return fmt.Errorf("--strategy: %w", err)
 	}
 	return nil
 }

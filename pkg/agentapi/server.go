@@ -74,6 +74,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+HealthPath, s.health)
 	mux.HandleFunc("GET "+ConnectionsPath, s.connections)
+	mux.HandleFunc("GET "+SignaturesPath, s.signatures)
 	return mux
 }
 

@@ -25,6 +25,9 @@ type Options struct {
 	// Holds, when set, keeps history entries of servers that still hold
 	// connections of a bucket past the chaining window (history.go).
 	Holds HoldFunc
+	// Signatures asks agents for their Prism signatures (the SCT); nil:
+	// HTTP to DIP:agent_port.
+	Signatures SignatureLister
 	// Logf reports repairs and new incarnations (default: silent).
 	Logf func(format string, a ...any)
 }
@@ -50,6 +53,8 @@ type Controller struct {
 	// last is the writer of the last publication per instance: its table
 	// is what muxes run, the best content for a repair.
 	last map[string]*ring.Writer
+	// prism is the Prism strategy's state (prism.go), made on first use.
+	prism *prismRuntime
 }
 
 // New returns a Controller writing through st under root.

@@ -56,8 +56,8 @@ func (c *Controller) Defrag(ctx context.Context, name string, steps int, params 
 	if err != nil {
 		return res, err
 	}
-	if in.config.Strategy != forwarding.StrategyBeamer {
-		return res, badf("instance %q uses %s hashing: only beamer instances have bucket ranges to defragment", name, in.config.Strategy)
+	if !hasHistories(in.config) {
+		return res, badf("instance %q uses %s hashing: only instances whose buckets keep histories (beamer) have bucket ranges to defragment", name, in.config.Strategy)
 	}
 	// Start from the table "dips" asks for, so the plan sees final loads.
 	if err := c.Reconcile(ctx, name); err != nil {
@@ -152,7 +152,7 @@ func (c *Controller) autoDefrag(ctx context.Context, a AutoDefrag, logf func(str
 			errs = append(errs, err)
 			continue
 		}
-		if in.config.Strategy != forwarding.StrategyBeamer || !a.Params.Needed(in.w.Table().Buckets) {
+		if !hasHistories(in.config) || !a.Params.Needed(in.w.Table().Buckets) {
 			continue
 		}
 		res, err := c.Defrag(ctx, name, 1, a.Params)

@@ -183,8 +183,8 @@ func (h *holder) instance(ctx context.Context, c *Controller, name string, recon
 		return err
 	}
 	cfg := in.config
-	if cfg.Strategy != forwarding.StrategyBeamer {
-		return nil
+	if !hasHistories(cfg) {
+		return nil // no previous owner to hold a bucket for
 	}
 	now := c.now()
 	h.mu.Lock()

@@ -10,6 +10,7 @@ type Metrics struct {
 	failOpen *prometheus.GaugeVec
 	servers  *prometheus.GaugeVec
 	held     *prometheus.GaugeVec
+	prism    *prismMetrics
 }
 
 // NewMetrics registers the controller's gauges with reg.
@@ -23,6 +24,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Buckets whose history keeps a previous owner past the chaining window, by reason."}, []string{"lb_instance", "reason"}),
 	}
 	reg.MustRegister(m.failOpen, m.servers, m.held)
+	m.prism = newPrismMetrics(reg)
 	return m
 }
 

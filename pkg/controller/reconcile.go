@@ -106,11 +106,14 @@ func (c *Controller) reconcile(ctx context.Context, in *instance) error {
 	if err != nil {
 		return err
 	}
-	if len(d.Servers) > 0 || len(d.Buckets) > 0 {
+	if len(d.Servers) > 0 || len(d.Buckets) > 0 || len(d.MCT) > 0 {
 		if _, err := in.w.Publish(ctx, d); err != nil {
 			return err
 		}
 		c.published(in)
+		if err := c.finish(ctx, in); err != nil {
+			return err
+		}
 	}
 	// 3. Records that follow the published ring.
 	return c.settle(ctx, in)
@@ -118,9 +121,13 @@ func (c *Controller) reconcile(ctx context.Context, in *instance) error {
 
 // plan computes the delta taking the published table to the one "dips"
 // asks for: servers added or reactivated, buckets reassigned by the
-// instance's strategy (bucketMoves) with their histories (history.go),
+// instance's strategy (Strategy.Moves) with their histories (history.go),
 // removed DIPs retired while some history names them, and dropped after.
 func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
+	strat, err := strategyOf(in.config)
+	if err != nil {
+		return nil, err
+	}
 	t := in.w.Table()
 	now := uint32(c.now().Unix())
 	d := &forwarding.Delta{Generation: t.Generation + 1}
@@ -141,24 +148,24 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 			continue
 		}
 		want := forwarding.Server{Addr: dip.Addr, State: forwarding.Active}
-		if down[id] && in.config.Strategy == forwarding.StrategyMaglev {
-			// Maglev muxes must stop sending it the connections they
-			// remember (Beamer chains to a down DIP last, behind running owners).
-			want.State = forwarding.Down
+		if down[id] {
+			want.State = strat.DownState()
 		}
 		if s, ok := t.Servers[id]; !ok || s != want {
 			d.Servers = append(d.Servers, forwarding.ServerChange{ID: id, Server: want})
 		}
 		servers = append(servers, assign.Server{ID: id, Weight: assignmentWeight(dip, fo, owned, anyOwner)})
 	}
-	moves, err := bucketMoves(in.config, t.Buckets, servers, down, now)
+	pl := &planning{c: c, in: in, buckets: t.Buckets, servers: servers, down: down, now: now}
+	moves, err := strat.Moves(pl)
 	if err != nil {
 		return nil, err
 	}
-	if in.config.Strategy == forwarding.StrategyBeamer {
-		// Histories: built from assign's moves and aged, in one place.
-		moves = c.histories(in, down, now).Plan(t.Buckets, moves)
-	}
+	d.MCT = pl.mct
+	// A strategy may have published a generation of its own meanwhile
+	// (Prism announces the bins about to move); it changed no server.
+	t = in.w.Table()
+	d.Generation = t.Generation + 1
 	window := uint32(in.config.ChainWindow.Seconds())
 	chaining := map[forwarding.ServerID]bool{} // still named in some bucket's history
 	moved := make(map[uint32]forwarding.Bucket, len(moves))
@@ -173,17 +180,31 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 			chaining[id] = true
 		}
 	}
+	// A server an MCT entry names keeps its connections there (Prism).
+	dropped := map[uint64]bool{}
+	for _, m := range d.MCT {
+		dropped[m.Sig] = m.Remove
+		if !m.Remove {
+			chaining[m.Server] = true
+		}
+	}
+	for sig, id := range t.MCT {
+		if !dropped[sig] {
+			chaining[id] = true
+		}
+	}
 	slices.SortFunc(moves, func(a, b forwarding.BucketChange) int { return int(a.Index) - int(b.Index) })
 	d.Buckets = moves
 	// Servers without a live DIP: retired while connections may still be
-	// daisy-chained to them (Beamer) or still be remembered by muxes for
-	// them (Maglev: for the window after their removal), removed after.
+	// daisy-chained to them (some history names them) or still be
+	// remembered by muxes for them (strategies that drain removed servers,
+	// for the window after their removal), removed after.
 	for _, id := range sortedKeys(t.Servers) {
 		s := t.Servers[id]
 		if dip, ok := in.dips[id]; ok && dip.State != Removing {
 			continue
 		}
-		keep := chaining[id] || c.draining(in, id, window, now)
+		keep := chaining[id] || (strat.DrainsRemoved() && c.draining(in, id, window, now))
 		switch {
 		case keep && s.State != forwarding.Retired:
 			s.State = forwarding.Retired
@@ -195,14 +216,33 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 	return d, nil
 }
 
-// draining reports whether a removed backend of a Maglev instance is still
-// within the window after its removal, when muxes may still send it the
-// connections they remember (the papers' stateful mux drains them so).
-// A down backend does not drain.
-func (c *Controller) draining(in *instance, id forwarding.ServerID, window, now uint32) bool {
-	if in.config.Strategy != forwarding.StrategyMaglev {
-		return false
+// finish runs the strategy's work after a publication (finisher) and
+// publishes what it asks for.
+func (c *Controller) finish(ctx context.Context, in *instance) error {
+	strat, err := strategyOf(in.config)
+	if err != nil {
+		return err
 	}
+	f, ok := strat.(finisher)
+	if !ok {
+		return nil
+	}
+	d, err := f.Finish(c, in)
+	if err != nil || d == nil {
+		return err
+	}
+	if _, err := in.w.Publish(ctx, d); err != nil {
+		return err
+	}
+	c.published(in)
+	return nil
+}
+
+// draining reports whether a removed backend is still within the window
+// after its removal, when muxes may still send it the connections they
+// remember (the papers' stateful mux drains them so). A down backend does
+// not drain.
+func (c *Controller) draining(in *instance, id forwarding.ServerID, window, now uint32) bool {
 	if dip, ok := in.dips[id]; ok && dip.Down {
 		return false
 	}

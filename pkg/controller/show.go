@@ -39,6 +39,15 @@ type View struct {
 	// EntriesPerBackend (maglev): table entries per backend with a positive
 	// effective weight; Maglev wants at least MaglevEntriesPerBackend.
 	EntriesPerBackend float64 `json:"entries_per_backend,omitempty"`
+	// Unit is what the strategy calls a bucket (BUCKETS, ENTRIES, ...),
+	// Histories whether its buckets name previous owners (the CHAINED
+	// column), Details the strategy's own lines of `ctl show`
+	// (Strategy.Show).
+	// MCTSize (prism): entries in the migrated-connection table.
+	MCTSize   int      `json:"mct_size,omitempty"`
+	Unit      string   `json:"unit"`
+	Histories bool     `json:"histories"`
+	Details   []string `json:"details,omitempty"`
 	// FailOpen: every server is down; buckets stay with their last owners.
 	FailOpen bool `json:"fail_open,omitempty"`
 	// Warnings an operator should act on.
@@ -61,7 +70,7 @@ func Show(ctx context.Context, st store.Store, root, name string, now time.Time)
 	if err != nil {
 		return nil, err
 	}
-	v := &View{Instance: *cfg, Generation: tab.Generation, Load: ls, Fragmentation: assign.Fragmentation(tab.Buckets)}
+	v := &View{Instance: *cfg, Generation: tab.Generation, Load: ls, Fragmentation: assign.Fragmentation(tab.Buckets), MCTSize: len(tab.MCT)}
 	owned := map[forwarding.ServerID]int{}
 	chained := map[forwarding.ServerID]int{}
 	window := uint32(cfg.ChainWindow.Seconds())
@@ -82,12 +91,9 @@ func Show(ctx context.Context, st store.Store, root, name string, now time.Time)
 			live++
 		}
 	}
-	if cfg.Strategy == forwarding.StrategyMaglev && live > 0 {
-		v.EntriesPerBackend = float64(cfg.Buckets) / float64(live)
-		if v.EntriesPerBackend < MaglevEntriesPerBackend {
-			v.Warnings = append(v.Warnings, fmt.Sprintf("Maglev table of %d entries for %d backends: %.0f entries per backend, Maglev needs at least %d for near-even shares; create a larger instance (B prime ≥ %d)",
-				cfg.Buckets, live, v.EntriesPerBackend, MaglevEntriesPerBackend, MaglevEntriesPerBackend*live))
-		}
+	if strat, err := strategyOf(cfg); err == nil {
+		v.Unit, v.Histories = "BUCKETS", strat.Histories()
+		strat.Show(v, live)
 	}
 	for _, id := range sortedKeys(dips) {
 		d := dips[id]

@@ -2,14 +2,75 @@ package controller
 
 import (
 	"fmt"
+
 	"github.com/beamer-lb/beamer/pkg/assign"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 )
 
-// MaglevEntriesPerBackend is the table size per backend Maglev recommends
-// (§3.4, §5.3: M ≫ N, "M > 100·N"): below it the entry shares, and so the
-// backends' loads, stray further from the weights. ctl show warns below it.
-const MaglevEntriesPerBackend = 100
+// Strategy is what the controller does differently per forwarding strategy.
+// Each strategy is one type in its own file (strategy_NAME.go), registered
+// by name; the rest of the controller asks the instance's strategy instead
+// of switching on its name.
+type Strategy interface {
+	Name() forwarding.Strategy
+	// Moves decides the bucket changes of the next generation from the
+	// published buckets and the live servers (with their weights).
+	Moves(p *planning) ([]forwarding.BucketChange, error)
+	// DownState is the server-table state of a DIP failing its health
+	// checks while it is in the pool.
+	DownState() forwarding.ServerState
+	// DrainsRemoved: a removed server stays retired for the chain window
+	// after its removal (muxes may still send it connections they remember).
+	DrainsRemoved() bool
+	// Histories: buckets keep previous owners, so agents are polled for the
+	// connections they hold (holds.go) and bucket ranges can be
+	// defragmented (defrag.go).
+	Histories() bool
+	// Show adds the strategy's part of `ctl show`; live is the number of
+	// DIPs with a positive effective weight.
+	Show(v *View, live int)
+}
+
+// planning is the input of one generation's bucket decisions.
+type planning struct {
+	c       *Controller
+	in      *instance
+	buckets []forwarding.Bucket // the published table's
+	servers []assign.Server     // live servers with their assignment weights
+	down    map[forwarding.ServerID]bool
+	now     uint32
+	// mct is what the strategy changes in Prism's migrated-connection
+	// table in the same generation (Moves fills it).
+	mct []forwarding.MCTChange
+}
+
+// finisher is a strategy with work after its generation is published
+// (Prism: Algorithm 1's final round); a non-nil delta is published next.
+type finisher interface {
+	Finish(c *Controller, in *instance) (*forwarding.Delta, error)
+}
+
+var strategies = map[forwarding.Strategy]Strategy{}
+
+func registerStrategy(s Strategy) {
+	if _, dup := strategies[s.Name()]; dup {
+		panic(fmt.Sprintf("controller: strategy %q registered twice", s.Name()))
+	}
+	strategies[s.Name()] = s
+}
+
+// strategyOf is the strategy of a configuration. Configurations are
+// validated before they reach the controller (forwarding.Instance.Validate
+// accepts only registered strategies), and every strategy registered there
+// has a controller side in this package; the fallback covers a build that
+// forgot one, loudly in the logs of whoever reads the error.
+func strategyOf(cfg *forwarding.Instance) (Strategy, error) {
+	s, ok := strategies[cfg.Strategy]
+	if !ok {
+		return nil, fmt.Errorf("%w %q: strategy %q has no controller in this build", forwarding.ErrConfig, cfg.Name, cfg.Strategy)
+	}
+	return s, nil
+}
 
 // CheckInstance validates a configuration for creation. Every rule on one
 // instance, the strategy's included (a Maglev table size must be prime), is
@@ -19,39 +80,17 @@ func CheckInstance(in *forwarding.Instance) error {
 	if err := in.Validate(); err != nil {
 		return err
 	}
+	if _, err := strategyOf(in); err != nil {
+		return err
+	}
 	if err := in.Health.Check(); err != nil {
 		return fmt.Errorf("%w %q: %v", forwarding.ErrConfig, in.Name, err)
 	}
 	return nil
 }
 
-// bucketMoves decides the bucket changes of the next generation.
-//
-// beamer: the paper's greedy rebalance, youngest buckets last, buckets
-// with a full history not at all unless their owner leaves; each move names in History[0] the
-// owner the bucket moved from, and plan turns it into the bucket's history
-// (history.go).
-//
-// maglev: the Buckets array is the Maglev lookup table (B = M, prime),
-// rebuilt from scratch over the live backends and their weights; only
-// entries whose owner differs are published, with Previous and Changed 0
-// (no daisy chaining: muxes keep established connections in their
-// connection tables instead).
-func bucketMoves(cfg *forwarding.Instance, buckets []forwarding.Bucket, servers []assign.Server, down map[forwarding.ServerID]bool, now uint32) ([]forwarding.BucketChange, error) {
-	if cfg.Strategy == forwarding.StrategyMaglev {
-		table, err := assign.MaglevTable(servers, uint32(len(buckets)))
-		if err != nil {
-			return nil, err
-		}
-		var moves []forwarding.BucketChange
-		for i, owner := range table {
-			if buckets[i] != (forwarding.Bucket{Current: owner}) {
-				moves = append(moves, forwarding.BucketChange{Index: uint32(i), Bucket: forwarding.Bucket{Current: owner}})
-			}
-		}
-		return moves, nil
-	}
-	// A bucket whose history already names K owners stays with an owner
-	// that stays: moving it would forget the oldest (assign.RebalanceLimited).
-	return assign.RebalanceLimited(buckets, servers, now, cfg.ChainLen()), nil
+// hasHistories tells whether the instance's buckets keep previous owners.
+func hasHistories(cfg *forwarding.Instance) bool {
+	s, err := strategyOf(cfg)
+	return err == nil && s.Histories()
 }

@@ -69,6 +69,9 @@ type muxInstance struct {
 	servers *wordArray
 	chains  *chainTable
 	table   *forwarding.Table
+	// state is the strategy's own per-instance maps (nil: none), see
+	// mux_strategy.go.
+	state instanceState
 }
 
 // LoadMux loads the mux program; it forwards nothing until an instance is set.
@@ -335,10 +338,8 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 	if err := m.checkVIPsFree(cfg); err != nil {
 		return err
 	}
-	if cfg.Strategy == forwarding.StrategyMaglev {
-		if err := m.ensureConnTrack(); err != nil {
-			return err
-		}
+	if err := muxStrategyOf(cfg).prepare(m); err != nil {
+		return err
 	}
 	slot, ok := m.freeSlot()
 	if !ok {
@@ -363,6 +364,15 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 		m.objs.ChainTables.Delete(slot)
 		in.close()
 		return fmt.Errorf("installing server table: %w", err)
+	}
+	if in.state != nil {
+		if err := in.state.install(m, slot); err != nil {
+			m.objs.BucketTables.Delete(slot)
+			m.objs.ChainTables.Delete(slot)
+			m.objs.ServerTables.Delete(slot)
+			in.close()
+			return err
+		}
 	}
 	m.slots[slot] = true
 	if err := m.publish(in); err != nil {
@@ -399,13 +409,17 @@ func (in *muxInstance) build(t *forwarding.Table) error {
 		}
 		in.buckets.store(uint32(i), bucketWord(b, ref))
 	}
-	return nil
+	in.state, err = muxStrategyOf(in.cfg).newState(in.cfg, t)
+	return err
 }
 
 func (in *muxInstance) close() {
 	in.buckets.close()
 	in.servers.close()
 	in.chains.close()
+	if in.state != nil {
+		in.state.close()
+	}
 }
 
 // ApplyDelta applies one generation to a loaded instance. The delta is
@@ -429,6 +443,13 @@ func (m *Mux) ApplyDelta(name string, d *forwarding.Delta) error {
 			in.servers.store(uint32(c.ID), c.Server.Pack())
 		}
 	}
+	if in.state != nil {
+		// The strategy's entries a moved bucket needs (Prism: the MCT
+		// entries protecting its connections) before the bucket words.
+		if err := in.state.before(d); err != nil {
+			return err
+		}
+	}
 	old := make([]uint16, 0, len(d.Buckets))
 	for _, c := range d.Buckets {
 		ref, _, err := in.chains.acquire(c.Bucket.History)
@@ -449,6 +470,9 @@ func (m *Mux) ApplyDelta(name string, d *forwarding.Delta) error {
 	}
 	for _, r := range old {
 		in.chains.release(r)
+	}
+	if in.state != nil {
+		in.state.after(d)
 	}
 	for _, c := range d.Servers {
 		if c.Remove {
@@ -503,10 +527,6 @@ func (m *Mux) freeSlot() (uint32, bool) {
 
 // publish writes the VIP records naming the instance's slot and generation.
 func (m *Mux) publish(in *muxInstance) error {
-	strategy := uint8(1)
-	if in.cfg.Strategy == forwarding.StrategyMaglev {
-		strategy = 2
-	}
 	rec := muxVipInfo{
 		Table:       in.slot,
 		Buckets:     in.cfg.Buckets,
@@ -514,7 +534,7 @@ func (m *Mux) publish(in *muxInstance) error {
 		Incarnation: in.table.Incarnation,
 		PortLow:     in.cfg.PortLow,
 		PortHigh:    in.cfg.PortHigh,
-		Strategy:    strategy,
+		Strategy:    in.cfg.Strategy.Code(),
 	}
 	for _, v := range in.cfg.VIPs {
 		if err := m.objs.Vips.Put(v.As4(), &rec); err != nil {
@@ -543,6 +563,9 @@ func (m *Mux) release(in *muxInstance) {
 	m.objs.BucketTables.Delete(in.slot)
 	m.objs.ChainTables.Delete(in.slot)
 	m.objs.ServerTables.Delete(in.slot)
+	if in.state != nil {
+		in.state.uninstall(m, in.slot)
+	}
 	m.slots[in.slot] = false
 	in.close()
 }

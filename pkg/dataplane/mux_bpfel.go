@@ -19,6 +19,13 @@ type muxFloodWindow struct {
 	Inserts uint64
 }
 
+type muxLearnedValue struct {
+	_      structs.HostLayout
+	Server uint16
+	Pad    uint16
+	Until  uint32
+}
+
 type muxMuxCounter uint32
 
 const (
@@ -48,7 +55,11 @@ const (
 	muxMuxCounterMUX_ICMP_TOO_BIG        muxMuxCounter = 23
 	muxMuxCounterMUX_DROP_TOO_BIG        muxMuxCounter = 24
 	muxMuxCounterMUX_CHAIN_MISSING       muxMuxCounter = 25
-	muxMuxCounterMUX_COUNTER_MAX         muxMuxCounter = 26
+	muxMuxCounterMUX_PRISM_MCT_HIT       muxMuxCounter = 26
+	muxMuxCounterMUX_PRISM_MCT_MISS      muxMuxCounter = 27
+	muxMuxCounterMUX_PRISM_LEARNED       muxMuxCounter = 28
+	muxMuxCounterMUX_PRISM_LEARNED_HIT   muxMuxCounter = 29
+	muxMuxCounterMUX_COUNTER_MAX         muxMuxCounter = 30
 )
 
 type muxNexthop struct {
@@ -81,9 +92,11 @@ const (
 	muxMapChainTables            = "chain_tables"
 	muxMapConntrack              = "conntrack"
 	muxMapFloodGuard             = "flood_guard"
+	muxMapMctTables              = "mct_tables"
 	muxMapMuxCounters            = "mux_counters"
 	muxMapNexthopCache           = "nexthop_cache"
 	muxMapNexthopEpoch           = "nexthop_epoch"
+	muxMapPrismLearned           = "prism_learned"
 	muxMapServerTables           = "server_tables"
 	muxMapVips                   = "vips"
 	muxProgBeamerMux             = "beamer_mux"
@@ -144,9 +157,11 @@ type muxMapSpecs struct {
 	ChainTables  *ebpf.MapSpec `ebpf:"chain_tables"`
 	Conntrack    *ebpf.MapSpec `ebpf:"conntrack"`
 	FloodGuard   *ebpf.MapSpec `ebpf:"flood_guard"`
+	MctTables    *ebpf.MapSpec `ebpf:"mct_tables"`
 	MuxCounters  *ebpf.MapSpec `ebpf:"mux_counters"`
 	NexthopCache *ebpf.MapSpec `ebpf:"nexthop_cache"`
 	NexthopEpoch *ebpf.MapSpec `ebpf:"nexthop_epoch"`
+	PrismLearned *ebpf.MapSpec `ebpf:"prism_learned"`
 	ServerTables *ebpf.MapSpec `ebpf:"server_tables"`
 	Vips         *ebpf.MapSpec `ebpf:"vips"`
 }
@@ -183,9 +198,11 @@ type muxMaps struct {
 	ChainTables  *ebpf.Map `ebpf:"chain_tables"`
 	Conntrack    *ebpf.Map `ebpf:"conntrack"`
 	FloodGuard   *ebpf.Map `ebpf:"flood_guard"`
+	MctTables    *ebpf.Map `ebpf:"mct_tables"`
 	MuxCounters  *ebpf.Map `ebpf:"mux_counters"`
 	NexthopCache *ebpf.Map `ebpf:"nexthop_cache"`
 	NexthopEpoch *ebpf.Map `ebpf:"nexthop_epoch"`
+	PrismLearned *ebpf.Map `ebpf:"prism_learned"`
 	ServerTables *ebpf.Map `ebpf:"server_tables"`
 	Vips         *ebpf.Map `ebpf:"vips"`
 }
@@ -196,9 +213,11 @@ func (m *muxMaps) Close() error {
 		m.ChainTables,
 		m.Conntrack,
 		m.FloodGuard,
+		m.MctTables,
 		m.MuxCounters,
 		m.NexthopCache,
 		m.NexthopEpoch,
+		m.PrismLearned,
 		m.ServerTables,
 		m.Vips,
 	)

@@ -19,6 +19,13 @@ type muxBenchFloodWindow struct {
 	Inserts uint64
 }
 
+type muxBenchLearnedValue struct {
+	_      structs.HostLayout
+	Server uint16
+	Pad    uint16
+	Until  uint32
+}
+
 type muxBenchNexthop struct {
 	_       structs.HostLayout
 	Daddr   uint32
@@ -49,9 +56,11 @@ const (
 	muxBenchMapChainTables            = "chain_tables"
 	muxBenchMapConntrack              = "conntrack"
 	muxBenchMapFloodGuard             = "flood_guard"
+	muxBenchMapMctTables              = "mct_tables"
 	muxBenchMapMuxCounters            = "mux_counters"
 	muxBenchMapNexthopCache           = "nexthop_cache"
 	muxBenchMapNexthopEpoch           = "nexthop_epoch"
+	muxBenchMapPrismLearned           = "prism_learned"
 	muxBenchMapServerTables           = "server_tables"
 	muxBenchMapVips                   = "vips"
 	muxBenchProgBeamerMux             = "beamer_mux"
@@ -125,9 +134,11 @@ type muxBenchMapSpecs struct {
 	ChainTables  *ebpf.MapSpec `ebpf:"chain_tables"`
 	Conntrack    *ebpf.MapSpec `ebpf:"conntrack"`
 	FloodGuard   *ebpf.MapSpec `ebpf:"flood_guard"`
+	MctTables    *ebpf.MapSpec `ebpf:"mct_tables"`
 	MuxCounters  *ebpf.MapSpec `ebpf:"mux_counters"`
 	NexthopCache *ebpf.MapSpec `ebpf:"nexthop_cache"`
 	NexthopEpoch *ebpf.MapSpec `ebpf:"nexthop_epoch"`
+	PrismLearned *ebpf.MapSpec `ebpf:"prism_learned"`
 	ServerTables *ebpf.MapSpec `ebpf:"server_tables"`
 	Vips         *ebpf.MapSpec `ebpf:"vips"`
 }
@@ -167,9 +178,11 @@ type muxBenchMaps struct {
 	ChainTables  *ebpf.Map `ebpf:"chain_tables"`
 	Conntrack    *ebpf.Map `ebpf:"conntrack"`
 	FloodGuard   *ebpf.Map `ebpf:"flood_guard"`
+	MctTables    *ebpf.Map `ebpf:"mct_tables"`
 	MuxCounters  *ebpf.Map `ebpf:"mux_counters"`
 	NexthopCache *ebpf.Map `ebpf:"nexthop_cache"`
 	NexthopEpoch *ebpf.Map `ebpf:"nexthop_epoch"`
+	PrismLearned *ebpf.Map `ebpf:"prism_learned"`
 	ServerTables *ebpf.Map `ebpf:"server_tables"`
 	Vips         *ebpf.Map `ebpf:"vips"`
 }
@@ -180,9 +193,11 @@ func (m *muxBenchMaps) Close() error {
 		m.ChainTables,
 		m.Conntrack,
 		m.FloodGuard,
+		m.MctTables,
 		m.MuxCounters,
 		m.NexthopCache,
 		m.NexthopEpoch,
+		m.PrismLearned,
 		m.ServerTables,
 		m.Vips,
 	)

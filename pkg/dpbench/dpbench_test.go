@@ -16,7 +16,7 @@ func TestQuickRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{"empty": false, "floor": false, "encap-floor": false, "beamer": false, "beamer-mptcp": false, "maglev": false,
+	want := map[string]bool{"empty": false, "floor": false, "encap-floor": false, "beamer": false, "beamer-mptcp": false, "maglev": false, "prism-miss": false, "prism-hit": false,
 		"empty-tc": false, "decap-floor": false, "agent-local": false, "agent-local-moved": false, "agent-chain": false, "agent-drop": false}
 	for _, p := range rep.Programs {
 		want[p.Name] = true

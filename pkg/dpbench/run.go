@@ -139,6 +139,12 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 			return nil, err
 		}
 	}
+	// Prism rows: MCT hits and misses, at the Maglev rows' flow counts.
+	for _, n := range o.MaglevFlows {
+		if err := prismRows(r, o, n, ctx, add); err != nil {
+			return nil, err
+		}
+	}
 	if err := agentRows(r, o, add); err != nil {
 		return nil, err
 	}

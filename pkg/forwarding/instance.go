@@ -8,16 +8,6 @@ import (
 	"time"
 )
 
-// Strategy names how muxes of an instance pick servers.
-type Strategy string
-
-const (
-	// StrategyBeamer is stable hashing into buckets with daisy chaining.
-	StrategyBeamer Strategy = "beamer"
-	// StrategyMaglev is Maglev hashing with a per-CPU connection table.
-	StrategyMaglev Strategy = "maglev"
-)
-
 // MaxServicePort is the highest port a service may use; ports above it name
 // servers for MPTCP secondary subflows.
 const MaxServicePort = 1024
@@ -40,6 +30,13 @@ type Instance struct {
 	// 1..MaxChain; 0 means DefaultMaxChainLen (configurations written
 	// before the history existed).
 	MaxChainLen int `json:"max_chain,omitempty" yaml:"max_chain,omitempty"`
+
+	// The options of the strategies that have their own, each in its own
+	// file (options_NAME.go); only the instance's strategy's may be set,
+	// and its StrategySpec.Check validates them.
+	Prism   *PrismOptions   `json:"prism,omitempty" yaml:"prism,omitempty"`
+	Cheetah *CheetahOptions `json:"cheetah,omitempty" yaml:"cheetah,omitempty"`
+	AWFD    *AWFDOptions    `json:"awfd,omitempty" yaml:"awfd,omitempty"`
 
 	// Health says how the controller probes the instance's servers
 	// (healthcheck.go); nil means the default agent probe.
@@ -71,8 +68,8 @@ func (in *Instance) Validate() error {
 	if !instanceName.MatchString(in.Name) {
 		return bad("name must be 1–63 characters of a-z, 0-9 and '-', starting with a letter or digit")
 	}
-	if in.Strategy != StrategyBeamer && in.Strategy != StrategyMaglev {
-		return bad("strategy %q is neither %q nor %q", in.Strategy, StrategyBeamer, StrategyMaglev)
+	if !in.Strategy.Known() {
+		return bad("%v", in.checkStrategy())
 	}
 	if len(in.VIPs) == 0 {
 		return bad("no VIP")
@@ -93,10 +90,8 @@ func (in *Instance) Validate() error {
 	if in.Buckets < MinBuckets || in.Buckets > MaxBuckets {
 		return bad("bucket count %d must be in %d–%d (B must exceed the number of DIPs; about 100 per DIP is a good size)", in.Buckets, MinBuckets, MaxBuckets)
 	}
-	if in.Strategy == StrategyMaglev {
-		if err := checkMaglevSize(in.Buckets); err != nil {
-			return bad("%v", err)
-		}
+	if err := in.checkStrategy(); err != nil {
+		return bad("%v", err)
 	}
 	if in.ChainWindow < 0 {
 		return bad("chain window %v is negative", in.ChainWindow)

@@ -3,6 +3,7 @@ package forwarding
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 )
 
@@ -126,6 +127,9 @@ type Table struct {
 	Generation  uint32
 	Buckets     []Bucket
 	Servers     map[ServerID]Server
+	// MCT is Prism's migrated-connection table (mct.go); nil for the other
+	// strategies.
+	MCT map[uint64]ServerID
 }
 
 // NewTable returns generation 0 of a table with n unowned buckets.
@@ -138,6 +142,9 @@ func (t *Table) Clone() *Table {
 	c := &Table{Incarnation: t.Incarnation, Generation: t.Generation, Buckets: append([]Bucket(nil), t.Buckets...), Servers: make(map[ServerID]Server, len(t.Servers))}
 	for id, s := range t.Servers {
 		c.Servers[id] = s
+	}
+	if t.MCT != nil {
+		c.MCT = maps.Clone(t.MCT)
 	}
 	return c
 }
@@ -156,11 +163,14 @@ type ServerChange struct {
 }
 
 // Delta is what one generation changes. Server changes are applied before
-// bucket changes, so a delta may add a server and give it buckets at once.
+// MCT changes and those before bucket changes, so a delta may add a server
+// and give it buckets at once, and a bucket never moves before the MCT
+// entries that keep its connections where they are.
 type Delta struct {
 	Generation uint32
 	Servers    []ServerChange
 	Buckets    []BucketChange
+	MCT        []MCTChange
 }
 
 // Errors returned by Apply and Validate.
@@ -206,6 +216,9 @@ func (t *Table) Check(d *Delta) error {
 		}
 		changed[c.Index] = c.Bucket
 	}
+	if err := t.checkMCT(d, lookup); err != nil {
+		return err
+	}
 	return t.checkRemovals(d, changed)
 }
 
@@ -222,6 +235,11 @@ func (t *Table) checkRemovals(d *Delta, changed map[uint32]Bucket) error {
 	}
 	if len(gone) == 0 {
 		return nil
+	}
+	for id := range t.mctNames(d) {
+		if why, ok := gone[id]; ok && why == "removed" {
+			return fmt.Errorf("%w: an MCT entry still names removed server %d", ErrInvalid, id)
+		}
 	}
 	for i, b := range t.Buckets {
 		if nb, ok := changed[uint32(i)]; ok {
@@ -251,6 +269,7 @@ func (t *Table) Apply(d *Delta) error {
 			t.Servers[c.ID] = c.Server
 		}
 	}
+	t.applyMCT(d)
 	for _, c := range d.Buckets {
 		t.Buckets[c.Index] = c.Bucket
 	}
@@ -275,7 +294,7 @@ func (t *Table) Validate() error {
 			return fmt.Errorf("%w: bucket %d: %v", ErrInvalid, i, err)
 		}
 	}
-	return nil
+	return t.validateMCT()
 }
 
 func checkServer(s Server) error {

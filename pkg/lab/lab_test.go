@@ -123,6 +123,25 @@ func TestAffinity(t *testing.T) {
 			t.Errorf("maglev: no connection broke out of %d: the experiment does not measure what it claims", r.Connections)
 		}
 	})
+
+	// Prism keeps the removed server's connections there through the MCT
+	// (their signatures migrated from its agent's socket list before its
+	// bins flipped), and a mux leaving changes nothing: the MCT is the
+	// ring's, the same on every mux.
+	t.Run("prism", func(t *testing.T) {
+		r, err := runCI(t, "affinity", "prism", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		summary(t, r)
+		want := r.Parameters.Clients * r.Parameters.PerClient
+		if r.Connections != want || r.Broken != 0 {
+			t.Errorf("prism: %d of %d connections broken (%v), want 0 of %d", r.Broken, r.Connections, r.BrokenReasons, want)
+		}
+		if r.MuxCounters["prism_mct_hit"] == 0 {
+			t.Errorf("prism: no packet hit the MCT (mux counters %v): the removed server's connections were not migrated", r.MuxCounters)
+		}
+	})
 }
 
 // Experiment 2: a server leaves while spoofed SYNs flood the VIP.

@@ -182,10 +182,11 @@ func (l *Lab) AddServer(i int) error {
 }
 
 func (l *Lab) startServer(i int, s *serverNode) (err error) {
-	window := l.opts.Window
-	if l.opts.Strategy == "maglev" {
-		window = 0 // Maglev keeps no previous server: nothing to chain to
+	strat, err := StrategyOf(l.opts.Strategy)
+	if err != nil {
+		return err
 	}
+	window := strat.AgentWindow(l.opts.Window)
 	args := []string{"agent", "--iface", "eth0",
 		"--id", fmt.Sprint(ServerID(i)), "--vip", fmt.Sprintf("%s:%d:%s", VIP, l.opts.Buckets, window),
 		"--trusted", fabricNet.String(), "--metrics", metricsAddr}

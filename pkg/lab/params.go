@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"time"
 )
 
@@ -28,13 +27,13 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // same schedule.
 type Params struct {
 	Experiment string `json:"experiment"` // built-in experiment, or "scenario" for a file
-	Strategy   string `json:"strategy"`   // beamer or maglev
+	Strategy   string `json:"strategy"`   // a registered strategy (strategy.go)
 	Clients    int    `json:"clients"`
 	PerClient  int    `json:"connections_per_client"`
 	FileSize   int    `json:"file_size"`
 	Buckets    uint32 `json:"buckets"`
-	// Window is the chaining window of the beamer strategy (maglev runs
-	// its agents with none).
+	// Window is the chaining window of the beamer strategy (a strategy's
+	// agents may run with none: Strategy.AgentWindow).
 	Window     Duration `json:"chaining_window"`
 	Stall      Duration `json:"stall_timeout"`
 	Persistent bool     `json:"persistent"`
@@ -86,9 +85,11 @@ func DefaultParams(experiment, size, strategy string) (Params, error) {
 
 // Validate rejects parameters no lab can run.
 func (p *Params) Validate() error {
+	strat, err := StrategyOf(p.Strategy)
+	if err != nil {
+		return err
+	}
 	switch {
-	case p.Strategy != "beamer" && p.Strategy != "maglev":
-		return fmt.Errorf("strategy %q: want beamer or maglev", p.Strategy)
 	case p.Clients < 1 || p.Clients > MaxClients:
 		return fmt.Errorf("clients %d: want 1–%d", p.Clients, MaxClients)
 	case p.PerClient < 1 || p.PerClient > 5000:
@@ -101,8 +102,8 @@ func (p *Params) Validate() error {
 		return errors.New("chaining window: must not be negative")
 	case p.Buckets <= uint32(max(p.Servers, 1)):
 		return fmt.Errorf("buckets %d: need more buckets than servers (%d)", p.Buckets, p.Servers)
-	case p.Strategy == "maglev" && !big.NewInt(int64(p.Buckets)).ProbablyPrime(0):
-		return fmt.Errorf("buckets %d: a Maglev table needs a prime size (e.g. 1009, 65537)", p.Buckets)
+	case strat.Check(p.Buckets) != nil:
+		return strat.Check(p.Buckets)
 	case p.Seed < 0:
 		return errors.New("seed: must not be negative")
 	case p.Warmup < 0 || p.Step <= 0:

@@ -30,7 +30,7 @@ func WritePlots(dir string, results []*Result) ([]string, error) {
 	for _, r := range results {
 		base := fmt.Sprintf("%s-%s", strings.NewReplacer(" ", "", "(", "", ")", "").Replace(r.label()), r.Strategy)
 		for suffix, draw := range map[string]func(*Result) (*plot.Plot, error){
-			"servers": serverThroughputPlot, "total": totalThroughputPlot, "fct": fctPlot, "chained": chainedPlot,
+			"servers": serverThroughputPlot, "total": totalThroughputPlot, "fct": fctPlot, "chained": chainedPlot, "mct": mctPlot,
 		} {
 			p, err := draw(r)
 			if err != nil {
@@ -171,7 +171,7 @@ func brokenPlot(results []*Result) (*plot.Plot, error) {
 		by[l][r.Strategy] = r.BrokenPct
 	}
 	w := vg.Points(14)
-	for i, strategy := range []string{"beamer", "maglev"} {
+	for i, strategy := range Strategies() {
 		var v plotter.Values
 		for _, l := range labels {
 			v = append(v, by[l][strategy])

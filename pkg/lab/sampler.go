@@ -15,6 +15,7 @@ type Sample struct {
 	Muxes      int                `json:"muxes"` // next hops of the router's route to the VIP
 	Broken     int                `json:"broken"`
 	FloodPPS   float64            `json:"flood_pps,omitempty"`
+	MCT        int                `json:"mct_entries,omitempty"` // prism: MCT size on a running mux
 }
 
 // sampler records the timeline and shows progress.
@@ -65,6 +66,9 @@ func (s *sampler) run() {
 		}
 		if hops, err := r.lab.VIPNextHops(); err == nil {
 			smp.Muxes = len(hops)
+		}
+		if r.p.Strategy == "prism" {
+			smp.MCT, _ = r.lab.MCTEntries()
 		}
 		snap := r.load.brokenCount()
 		smp.Broken = snap

@@ -130,3 +130,23 @@ func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
 }
+
+// TestScenarioRollingRemovalPrism: the rolling removal (servers drained one
+// request at a time while connections run) under Prism breaks nothing: each
+// removed server's connections are migrated into the MCT before its bins
+// flip, from its agent's socket list.
+func TestScenarioRollingRemovalPrism(t *testing.T) {
+	requireLab(t)
+	r, err := runScenario(t, "rolling-removal", "prism")
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary(t, r)
+	want := r.Parameters.Clients * (r.Parameters.PerClient + scenarioIdle("rolling-removal"))
+	if r.Connections != want || r.Broken != 0 {
+		t.Errorf("prism: %d of %d connections broken (%v, by kind %v), want 0 of %d", r.Broken, r.Connections, r.BrokenReasons, r.BrokenByKind, want)
+	}
+	if r.MuxCounters["prism_mct_hit"] == 0 {
+		t.Error("prism: no packet hit the MCT: the removed servers' connections were not migrated")
+	}
+}

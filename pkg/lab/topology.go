@@ -23,7 +23,7 @@ type Options struct {
 	Buckets  uint32        // B of the instance
 	Window   time.Duration // chaining window of the beamer strategy
 	FileSize int           // bytes of the file servers serve
-	Strategy string        // beamer or maglev
+	Strategy string        // a registered strategy (strategy.go)
 	Store    string        // embedded (default), etcd or zookeeper: the store the controller runs on
 	Seed     int64         // seeds the router's ECMP hash and the clients' ports
 	BGPHold  time.Duration // BGP hold time between muxes and router (default 3 s)
@@ -111,8 +111,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("lab: %d buckets: need more buckets than servers (%d)", o.Buckets, o.Servers)
 	case o.FileSize < 1:
 		return errors.New("lab: the file must have at least one byte")
-	case o.Strategy != "beamer" && o.Strategy != "maglev":
-		return fmt.Errorf("lab: strategy %q: want beamer or maglev", o.Strategy)
+	case CheckStrategies([]string{o.Strategy}) != nil:
+		return fmt.Errorf("lab: %v", CheckStrategies([]string{o.Strategy}))
 	case o.Dir == "":
 		return errors.New("lab: no run directory")
 	}

@@ -51,6 +51,9 @@ type Mux struct {
 	// InsertBudget, when not nil, is how many more entries the flood guard
 	// lets the connection table take.
 	InsertBudget *int
+	// PrismLearned is the Prism strategy's SYN-learning table of this mux
+	// (signature -> server), filled by SYNs in migrating bins.
+	PrismLearned map[uint64]forwarding.ServerID
 }
 
 func drop(counter string) Result { return Result{Action: Drop, Counter: counter} }
@@ -76,48 +79,18 @@ func (m *Mux) Process(frame []byte) Result {
 	flow := wire.Flow{Src: netip.AddrFrom4([4]byte(ip[12:16])), Dst: dst,
 		SrcPort: binary.BigEndian.Uint16(tcp[0:]), DstPort: binary.BigEndian.Uint16(tcp[2:]), Proto: wire.ProtoTCP}
 
-	var server forwarding.Server
-	var opt *wire.Option
-	counter := "fwd_bucket"
 	service := flow.DstPort >= vip.Instance.PortLow && flow.DstPort <= vip.Instance.PortHigh
-	switch {
-	case flow.DstPort <= forwarding.MaxServicePort && !service:
+	if flow.DstPort <= forwarding.MaxServicePort && !service {
 		return drop("drop_closed_port")
-	case vip.Instance.Strategy == forwarding.StrategyMaglev:
-		var ok bool
-		server, counter, ok = m.maglev(vip, flow, tcp[13]&0x12 == 0x02)
-		if !ok {
-			return drop(counter)
-		}
-	case vip.Instance.Strategy != forwarding.StrategyBeamer:
+	}
+	// The one dispatch on the strategy (strategy_NAME.go), as in bpf/mux.c.
+	strat, ok := strategies[vip.Instance.Strategy]
+	if !ok {
 		return drop("drop_bad_strategy")
-	case flow.DstPort > forwarding.MaxServicePort:
-		s, ok := vip.Table.Servers[forwarding.ServerID(flow.DstPort)]
-		if !ok {
-			return drop("drop_unknown_server")
-		}
-		server, counter = s, "fwd_server_id"
-	default:
-		b := vip.Table.Buckets[flow.Bucket(uint32(len(vip.Table.Buckets)))]
-		if b.Current == forwarding.NoServer {
-			return drop("drop_no_owner")
-		}
-		s, ok := vip.Table.Servers[b.Current]
-		if !ok {
-			return drop("drop_unknown_server")
-		}
-		server = s
-		opt = &wire.Option{Generation: vip.Generation, Incarnation: vip.Incarnation}
-		for _, id := range b.History[:b.History.Len()] {
-			p, ok := vip.Table.Servers[id]
-			if !ok {
-				break // cannot happen in a valid table; the C program stops there too
-			}
-			opt.Prev = append(opt.Prev, p.Addr)
-		}
-		if len(opt.Prev) > 0 {
-			opt.Changed = b.Changed
-		}
+	}
+	server, opt, counter, ok := strat.decide(m, vip, packet{flow: flow, syn: tcp[13]&0x12 == 0x02})
+	if !ok {
+		return drop(counter)
 	}
 	inner := ip[:binary.BigEndian.Uint16(ip[2:])]
 	outer, err := wire.Encapsulate(inner, m.Addr, server.Addr, opt)
@@ -143,38 +116,6 @@ func (m *Mux) Process(frame []byte) Result {
 		act = Redirect
 	}
 	return Result{Action: act, Counter: counter, Output: out}
-}
-
-// maglev mirrors decide_by_maglev: the remembered server of a known
-// connection while it is active, else the Maglev table's entry, remembered.
-func (m *Mux) maglev(vip *VIP, flow wire.Flow, syn bool) (forwarding.Server, string, bool) {
-	if m.ConnTrack == nil {
-		m.ConnTrack = map[wire.Flow]forwarding.ServerID{}
-	}
-	counter := "ct_miss"
-	if syn {
-		counter = "ct_syn"
-	} else if id, ok := m.ConnTrack[flow]; ok {
-		if s, ok := vip.Table.Servers[id]; ok && s.State != forwarding.Down {
-			return s, "ct_hit", true
-		}
-		counter = "ct_stale"
-	}
-	e := vip.Table.Buckets[flow.Bucket(uint32(len(vip.Table.Buckets)))]
-	if e.Current == forwarding.NoServer {
-		return forwarding.Server{}, "drop_no_owner", false
-	}
-	s, ok := vip.Table.Servers[e.Current]
-	if !ok {
-		return forwarding.Server{}, "drop_unknown_server", false
-	}
-	if m.InsertBudget == nil || *m.InsertBudget > 0 {
-		m.ConnTrack[flow] = e.Current
-		if m.InsertBudget != nil {
-			*m.InsertBudget--
-		}
-	}
-	return s, counter, true
 }
 
 // checkIPv4Plain mirrors check_ipv4_plain in bpf/include/parse.h; avail is

@@ -171,7 +171,7 @@ func (d *Daemon) serveMetrics() error {
 	d.applyErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "beamer_mux_apply_errors_total",
 		Help: "Generations or tables the mux refused (the previous state stays in force)."})
 	d.registerFollowMetrics(reg)
-	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors, d.health,
+	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors, d.health, newPrismCollector(d),
 		metrics.NewCounterCollector("beamer_mux_packets_total", "Packets by decision of the XDP mux.", "decision", d.mux.Counters))
 	s, err := metrics.Serve(d.opts.Metrics, reg, d.Healthy)
 	d.metrics = s

@@ -1,9 +1,11 @@
 package ring
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 )
@@ -27,8 +29,61 @@ import (
 //
 // Blob: u32 S, S server records (sorted by id), u32 B, bucket columns of
 // the B buckets.
+//
+// Both may end with Prism's MCT section (forwarding/mct.go), present only
+// when the delta changes MCT entries or the blob's table has some, so
+// payloads of the other strategies are byte for byte what they were:
+// u32 M, M MCT records of 12 bytes: u64 signature, u16 server id, u8 op
+// (0 set, 1 remove; 0 in blobs), u8 zero. Blob records are sorted by
+// signature.
 
 const serverRecord = 8
+
+const mctRecord = 12
+
+func mctSize(n int) int {
+	if n == 0 {
+		return 0
+	}
+	return 4 + n*mctRecord
+}
+
+func putMCT(b []byte, cs []forwarding.MCTChange) {
+	if len(cs) == 0 {
+		return
+	}
+	binary.LittleEndian.PutUint32(b, uint32(len(cs)))
+	for i, c := range cs {
+		r := b[4+i*mctRecord:]
+		binary.LittleEndian.PutUint64(r, c.Sig)
+		binary.LittleEndian.PutUint16(r[8:], uint16(c.Server))
+		if c.Remove {
+			r[10] = 1
+		}
+	}
+}
+
+// mct reads the optional MCT section: nothing when the payload ends here.
+func (r *reader) mct() []forwarding.MCTChange {
+	if r.err != nil || len(r.b) == 0 {
+		return nil
+	}
+	n := r.count(mctRecord)
+	raw := r.take(n * mctRecord)
+	if r.err != nil {
+		return nil
+	}
+	out := make([]forwarding.MCTChange, n)
+	for i := range out {
+		rec := raw[i*mctRecord:]
+		if rec[10] > 1 || rec[11] != 0 {
+			r.err = fmt.Errorf("%w: MCT record %d: op %d, pad %d", ErrCorrupt, i, rec[10], rec[11])
+			return nil
+		}
+		out[i] = forwarding.MCTChange{Sig: binary.LittleEndian.Uint64(rec), Server: forwarding.ServerID(binary.LittleEndian.Uint16(rec[8:])), Remove: rec[10] == 1}
+	}
+	return out
+}
 
 func putServer(b []byte, id forwarding.ServerID, s forwarding.Server, remove bool) {
 	binary.LittleEndian.PutUint16(b, uint16(id))
@@ -185,7 +240,8 @@ func putBucketColumns(b []byte, buckets func(i int) forwarding.Bucket, n int) {
 func marshalDelta(d *forwarding.Delta) []byte {
 	s, c := len(d.Servers), len(d.Buckets)
 	bucket := func(i int) forwarding.Bucket { return d.Buckets[i].Bucket }
-	b := make([]byte, 4+s*serverRecord+4+4*c+bucketColumnsSize(c, historyEntries(c, bucket)))
+	cols := bucketColumnsSize(c, historyEntries(c, bucket))
+	b := make([]byte, 4+s*serverRecord+4+4*c+cols+mctSize(len(d.MCT)))
 	binary.LittleEndian.PutUint32(b, uint32(s))
 	off := 4
 	for _, sc := range d.Servers {
@@ -199,6 +255,7 @@ func marshalDelta(d *forwarding.Delta) []byte {
 	}
 	off += 4 * c
 	putBucketColumns(b[off:], bucket, c)
+	putMCT(b[off+cols:], d.MCT)
 	return b
 }
 
@@ -209,6 +266,7 @@ func unmarshalDelta(gen uint32, raw []byte) (*forwarding.Delta, error) {
 	idx := r.take(4 * c)
 	buckets := make([]forwarding.Bucket, c)
 	r.bucketColumns(buckets)
+	d.MCT = r.mct()
 	if err := r.end(); err != nil {
 		return nil, err
 	}
@@ -224,7 +282,13 @@ func marshalBlob(t *forwarding.Table) []byte {
 	ids := sortedIDs(t.Servers)
 	n := len(t.Buckets)
 	bucket := func(i int) forwarding.Bucket { return t.Buckets[i] }
-	b := make([]byte, 4+len(ids)*serverRecord+4+bucketColumnsSize(n, historyEntries(n, bucket)))
+	cols := bucketColumnsSize(n, historyEntries(n, bucket))
+	mct := make([]forwarding.MCTChange, 0, len(t.MCT))
+	for sig, id := range t.MCT {
+		mct = append(mct, forwarding.MCTChange{Sig: sig, Server: id})
+	}
+	slices.SortFunc(mct, func(a, b forwarding.MCTChange) int { return cmp.Compare(a.Sig, b.Sig) })
+	b := make([]byte, 4+len(ids)*serverRecord+4+cols+mctSize(len(mct)))
 	binary.LittleEndian.PutUint32(b, uint32(len(ids)))
 	off := 4
 	for _, id := range ids {
@@ -233,6 +297,7 @@ func marshalBlob(t *forwarding.Table) []byte {
 	}
 	binary.LittleEndian.PutUint32(b[off:], uint32(n))
 	putBucketColumns(b[off+4:], bucket, n)
+	putMCT(b[off+4+cols:], mct)
 	return b
 }
 
@@ -242,8 +307,21 @@ func unmarshalBlob(gen uint32, raw []byte) (*forwarding.Table, error) {
 	n := r.count(bucketFixed)
 	t := &forwarding.Table{Generation: gen, Buckets: make([]forwarding.Bucket, n), Servers: make(map[forwarding.ServerID]forwarding.Server, len(servers))}
 	r.bucketColumns(t.Buckets)
+	mct := r.mct()
 	if err := r.end(); err != nil {
 		return nil, err
+	}
+	for _, c := range mct {
+		if c.Remove {
+			return nil, fmt.Errorf("%w: blob has an MCT removal", ErrCorrupt)
+		}
+		if t.MCT == nil {
+			t.MCT = make(map[uint64]forwarding.ServerID, len(mct))
+		}
+		if _, dup := t.MCT[c.Sig]; dup {
+			return nil, fmt.Errorf("%w: MCT entry %#x twice in blob", ErrCorrupt, c.Sig)
+		}
+		t.MCT[c.Sig] = c.Server
 	}
 	for _, s := range servers {
 		if s.Remove {

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * What every strategy's decision shares: the decision it fills for the
+ * mux's transmit path (bpf/mux.c) and the bucket word of a packet. Each
+ * strategy's decision lives in its own header, bpf/strategy/NAME.h, as one
+ * function
+ *
+ *   INLINE int decide_NAME(const struct vip_info *vip, void *servers,
+ *                          struct iphdr *ip, struct tcphdr *tcp,
+ *                          struct decision *d);
+ *
+ * returning the verdict counter, with d->forward set when the packet is to
+ * be sent; mux.c dispatches on vip->strategy once.
+ */
+#ifndef BEAMER_DECISION_H
+#define BEAMER_DECISION_H
+
+#include "defs.h"
+#include "flow_hash.h"
+#include "encap.h"
+#include "mux_maps.h"
+
+/* What a strategy decided for one packet. */
+struct decision {
+	struct encap_params encap;
+	int with_opt;
+	int prev;    /* previous owners in the option */
+	int forward; /* 1: encapsulate and send; 0: drop, the verdict says why */
+	int also;    /* a detail counter counted with the verdict once sent (0: none) */
+};
+
+/* The bucket word of the packet's bucket (for Maglev: its table entry), or
+ * 0 with *why set when the VIP's table is missing. */
+INLINE __u64 bucket_word(const struct vip_info *vip, struct iphdr *ip, struct tcphdr *tcp, int *why)
+{
+	__u32 table = vip->table;
+	void *buckets = bpf_map_lookup_elem(&bucket_tables, &table);
+
+	*why = MUX_DROP_NO_TABLE;
+	if (!buckets)
+		return 0;
+	__u32 index = bucket_of(flow_hash(ip->saddr, ip->daddr, tcp->source, tcp->dest, IPPROTO_TCP), vip->buckets);
+	__u64 *bw = bpf_map_lookup_elem(buckets, &index);
+	if (!bw)
+		return 0; /* B larger than the loaded table */
+	*why = MUX_DROP_NO_OWNER;
+	return READ_ONCE_U64(bw);
+}
+
+#endif

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Strategy beamer (Beamer §4): stable hashing into buckets, the bucket's
+ * previous owners in an IP option so servers daisy-chain connections they
+ * do not know; ports above 1024 are MPTCP secondary subflows naming their
+ * server.
+ */
+#ifndef BEAMER_STRATEGY_BEAMER_H
+#define BEAMER_STRATEGY_BEAMER_H
+
+#include "../include/decision.h"
+#include "../include/wire.h"
+
+/* MPTCP secondary subflow: the destination port names the server. Active
+ * and retired servers both accept: a retired server still owns subflows of
+ * its remaining connections. */
+INLINE int decide_by_server_id(void *servers, __u16 port, struct decision *d)
+{
+	__u64 w = server_word(servers, port);
+
+	if (!w)
+		return MUX_DROP_UNKNOWN_SERVER;
+	d->encap.daddr = SERVER_ADDR(w);
+	d->with_opt = 0;
+	d->forward = 1;
+	return MUX_FWD_SERVER_ID;
+}
+
+/* The previous owners of a moved bucket into the option: the chain entry
+ * the bucket word names, each id turned into its server's address. The list
+ * ends at the first id no longer in the server table (the table never names
+ * one, see forwarding.Table.Validate; this is defence). Returns how many
+ * were put. */
+INLINE int put_history(__u32 table, void *servers, __u16 ref, struct beamer_opt *opt)
+{
+	void *chains = bpf_map_lookup_elem(&chain_tables, &table);
+	__u32 key = ref;
+	struct chain_entry *ce = chains ? bpf_map_lookup_elem(chains, &key) : NULL;
+	int n = 0;
+
+	if (!ce) {
+		mux_count(MUX_CHAIN_MISSING);
+		return 0;
+	}
+	__u8 len = ce->n;
+#pragma unroll
+	for (int i = 0; i < BEAMER_MAX_CHAIN; i++) {
+		if (i < len && n == i) {
+			__u64 w = server_word(servers, ce->ids[i]);
+			if (w) {
+				opt->prev[i] = SERVER_ADDR(w);
+				n = i + 1;
+			}
+		}
+	}
+	return n;
+}
+
+/* Stable hashing: the bucket's current owner, with the bucket's previous
+ * owners and the time of its latest change in the option. A bucket that
+ * never moved (chain reference 0) reads nothing more than its word. */
+INLINE int decide_by_bucket(const struct vip_info *vip, void *servers, struct iphdr *ip, struct tcphdr *tcp,
+			    struct decision *d)
+{
+	int why;
+	__u64 bucket = bucket_word(vip, ip, tcp, &why);
+
+	if (!bucket)
+		return why;
+
+	__u16 current = BUCKET_CURRENT(bucket);
+	if (!current)
+		return MUX_DROP_NO_OWNER;
+	__u64 cur = server_word(servers, current);
+	if (!cur)
+		return MUX_DROP_UNKNOWN_SERVER;
+
+	int n = 0;
+	__u16 ref = BUCKET_CHAIN(bucket);
+	if (ref)
+		n = put_history(vip->table, servers, ref, &d->encap.opt);
+
+	d->encap.daddr = SERVER_ADDR(cur);
+	d->encap.opt.type = BEAMER_OPT_TYPE;
+	d->encap.opt.len = BEAMER_OPT_FIXED + 4 * n;
+	d->encap.opt.hop = 0;
+	d->encap.opt.flags = 0;
+	d->encap.opt.changed = n ? bpf_htonl(BUCKET_CHANGED(bucket)) : 0;
+	d->with_opt = 1;
+	d->prev = n;
+	d->forward = 1;
+	if (n)
+		d->also = MUX_FWD_WITH_PREVIOUS;
+	return MUX_FWD_BUCKET;
+}
+
+INLINE int decide_beamer(const struct vip_info *vip, void *servers, struct iphdr *ip, struct tcphdr *tcp,
+			 struct decision *d)
+{
+	__u16 port = bpf_ntohs(tcp->dest);
+
+	if (port > SERVICE_PORT_MAX)
+		return decide_by_server_id(servers, port, d);
+	return decide_by_bucket(vip, servers, ip, tcp, d);
+}
+
+#endif
