@@ -13,6 +13,31 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type muxAwfdCounter uint32
+
+const (
+	muxAwfdCounterAWFD_BY_CLASS    muxAwfdCounter = 0
+	muxAwfdCounterAWFD_NO_RECORD   muxAwfdCounter = 1
+	muxAwfdCounterAWFD_NO_CLASS    muxAwfdCounter = 2
+	muxAwfdCounterAWFD_NOT_ACTIVE  muxAwfdCounter = 3
+	muxAwfdCounterAWFD_CT_HIT      muxAwfdCounter = 4
+	muxAwfdCounterAWFD_CT_STALE    muxAwfdCounter = 5
+	muxAwfdCounterAWFD_CT_FLOOD    muxAwfdCounter = 6
+	muxAwfdCounterAWFD_COUNTER_MAX muxAwfdCounter = 7
+)
+
+type muxAwfdRecord struct {
+	_       structs.HostLayout
+	Seq     uint64
+	Total   uint32
+	Classes uint8
+	Pad     [3]uint8
+	Upper   [16]uint32
+	Start   [16]uint16
+	Count   [16]uint16
+	Servers [1024]uint16
+}
+
 type muxFloodWindow struct {
 	_       structs.HostLayout
 	Start   uint64
@@ -88,6 +113,8 @@ type muxVipInfo struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	muxMapAwfdCounters           = "awfd_counters"
+	muxMapAwfdRecords            = "awfd_records"
 	muxMapBucketTables           = "bucket_tables"
 	muxMapChainTables            = "chain_tables"
 	muxMapConntrack              = "conntrack"
@@ -100,6 +127,7 @@ const (
 	muxMapServerTables           = "server_tables"
 	muxMapVips                   = "vips"
 	muxProgBeamerMux             = "beamer_mux"
+	muxVarAwfdCounterNames       = "awfd_counter_names"
 	muxVarMaxInsertsPerCpuSecond = "max_inserts_per_cpu_second"
 	muxVarMuxAddr                = "mux_addr"
 )
@@ -153,6 +181,8 @@ type muxProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type muxMapSpecs struct {
+	AwfdCounters *ebpf.MapSpec `ebpf:"awfd_counters"`
+	AwfdRecords  *ebpf.MapSpec `ebpf:"awfd_records"`
 	BucketTables *ebpf.MapSpec `ebpf:"bucket_tables"`
 	ChainTables  *ebpf.MapSpec `ebpf:"chain_tables"`
 	Conntrack    *ebpf.MapSpec `ebpf:"conntrack"`
@@ -170,6 +200,7 @@ type muxMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type muxVariableSpecs struct {
+	AwfdCounterNames       *ebpf.VariableSpec `ebpf:"awfd_counter_names"`
 	MaxInsertsPerCpuSecond *ebpf.VariableSpec `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.VariableSpec `ebpf:"mux_addr"`
 }
@@ -194,6 +225,8 @@ func (o *muxObjects) Close() error {
 //
 // It can be passed to loadMuxObjects or ebpf.CollectionSpec.LoadAndAssign.
 type muxMaps struct {
+	AwfdCounters *ebpf.Map `ebpf:"awfd_counters"`
+	AwfdRecords  *ebpf.Map `ebpf:"awfd_records"`
 	BucketTables *ebpf.Map `ebpf:"bucket_tables"`
 	ChainTables  *ebpf.Map `ebpf:"chain_tables"`
 	Conntrack    *ebpf.Map `ebpf:"conntrack"`
@@ -209,6 +242,8 @@ type muxMaps struct {
 
 func (m *muxMaps) Close() error {
 	return _MuxClose(
+		m.AwfdCounters,
+		m.AwfdRecords,
 		m.BucketTables,
 		m.ChainTables,
 		m.Conntrack,
@@ -227,6 +262,7 @@ func (m *muxMaps) Close() error {
 //
 // It can be passed to loadMuxObjects or ebpf.CollectionSpec.LoadAndAssign.
 type muxVariables struct {
+	AwfdCounterNames       *ebpf.Variable `ebpf:"awfd_counter_names"`
 	MaxInsertsPerCpuSecond *ebpf.Variable `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.Variable `ebpf:"mux_addr"`
 }

@@ -13,6 +13,31 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type muxBenchAwfdCounter uint32
+
+const (
+	muxBenchAwfdCounterAWFD_BY_CLASS    muxBenchAwfdCounter = 0
+	muxBenchAwfdCounterAWFD_NO_RECORD   muxBenchAwfdCounter = 1
+	muxBenchAwfdCounterAWFD_NO_CLASS    muxBenchAwfdCounter = 2
+	muxBenchAwfdCounterAWFD_NOT_ACTIVE  muxBenchAwfdCounter = 3
+	muxBenchAwfdCounterAWFD_CT_HIT      muxBenchAwfdCounter = 4
+	muxBenchAwfdCounterAWFD_CT_STALE    muxBenchAwfdCounter = 5
+	muxBenchAwfdCounterAWFD_CT_FLOOD    muxBenchAwfdCounter = 6
+	muxBenchAwfdCounterAWFD_COUNTER_MAX muxBenchAwfdCounter = 7
+)
+
+type muxBenchAwfdRecord struct {
+	_       structs.HostLayout
+	Seq     uint64
+	Total   uint32
+	Classes uint8
+	Pad     [3]uint8
+	Upper   [16]uint32
+	Start   [16]uint16
+	Count   [16]uint16
+	Servers [1024]uint16
+}
+
 type muxBenchFloodWindow struct {
 	_       structs.HostLayout
 	Start   uint64
@@ -52,6 +77,8 @@ type muxBenchVipInfo struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	muxBenchMapAwfdCounters           = "awfd_counters"
+	muxBenchMapAwfdRecords            = "awfd_records"
 	muxBenchMapBucketTables           = "bucket_tables"
 	muxBenchMapChainTables            = "chain_tables"
 	muxBenchMapConntrack              = "conntrack"
@@ -69,6 +96,7 @@ const (
 	muxBenchProgEncapFloorBench       = "encap_floor_bench"
 	muxBenchProgFloorBench            = "floor_bench"
 	muxBenchProgTrafficGenBench       = "traffic_gen_bench"
+	muxBenchVarAwfdCounterNames       = "awfd_counter_names"
 	muxBenchVarBenchFlows             = "bench_flows"
 	muxBenchVarBenchSeq               = "bench_seq"
 	muxBenchVarGenFrame               = "gen_frame"
@@ -130,6 +158,8 @@ type muxBenchProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type muxBenchMapSpecs struct {
+	AwfdCounters *ebpf.MapSpec `ebpf:"awfd_counters"`
+	AwfdRecords  *ebpf.MapSpec `ebpf:"awfd_records"`
 	BucketTables *ebpf.MapSpec `ebpf:"bucket_tables"`
 	ChainTables  *ebpf.MapSpec `ebpf:"chain_tables"`
 	Conntrack    *ebpf.MapSpec `ebpf:"conntrack"`
@@ -147,6 +177,7 @@ type muxBenchMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type muxBenchVariableSpecs struct {
+	AwfdCounterNames       *ebpf.VariableSpec `ebpf:"awfd_counter_names"`
 	BenchFlows             *ebpf.VariableSpec `ebpf:"bench_flows"`
 	BenchSeq               *ebpf.VariableSpec `ebpf:"bench_seq"`
 	GenFrame               *ebpf.VariableSpec `ebpf:"gen_frame"`
@@ -174,6 +205,8 @@ func (o *muxBenchObjects) Close() error {
 //
 // It can be passed to loadMuxBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type muxBenchMaps struct {
+	AwfdCounters *ebpf.Map `ebpf:"awfd_counters"`
+	AwfdRecords  *ebpf.Map `ebpf:"awfd_records"`
 	BucketTables *ebpf.Map `ebpf:"bucket_tables"`
 	ChainTables  *ebpf.Map `ebpf:"chain_tables"`
 	Conntrack    *ebpf.Map `ebpf:"conntrack"`
@@ -189,6 +222,8 @@ type muxBenchMaps struct {
 
 func (m *muxBenchMaps) Close() error {
 	return _MuxBenchClose(
+		m.AwfdCounters,
+		m.AwfdRecords,
 		m.BucketTables,
 		m.ChainTables,
 		m.Conntrack,
@@ -207,6 +242,7 @@ func (m *muxBenchMaps) Close() error {
 //
 // It can be passed to loadMuxBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type muxBenchVariables struct {
+	AwfdCounterNames       *ebpf.Variable `ebpf:"awfd_counter_names"`
 	BenchFlows             *ebpf.Variable `ebpf:"bench_flows"`
 	BenchSeq               *ebpf.Variable `ebpf:"bench_seq"`
 	GenFrame               *ebpf.Variable `ebpf:"gen_frame"`
