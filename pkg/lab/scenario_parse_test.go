@@ -129,3 +129,16 @@ func TestChurnSeeded(t *testing.T) {
 		t.Error("a churn scenario with its own server events was accepted")
 	}
 }
+
+// A name that is neither a file nor a built-in scenario says which
+// built-in ones there are.
+func TestLoadScenarioUnknown(t *testing.T) {
+	_, err := LoadScenario("no-such-scenario")
+	if err == nil || !strings.Contains(err.Error(), "rolling-removal") {
+		t.Fatalf("want an error listing the built-in scenarios, got %v", err)
+	}
+	sc, err := LoadScenario("rolling-removal.scenario")
+	if err != nil || sc.Name != "rolling-removal" {
+		t.Fatalf("built-in by file name: %v, %+v", err, sc)
+	}
+}
