@@ -34,6 +34,7 @@
 #include "strategy/beamer.h"
 #include "strategy/maglev.h"
 #include "strategy/prism.h"
+#include "strategy/awfd.h"
 
 /* The mux's own address: source of every outer header. Set at load time. */
 volatile const __be32 mux_addr;
@@ -165,6 +166,9 @@ int beamer_mux(struct xdp_md *ctx)
 			break;
 		case STRATEGY_PRISM:
 			verdict = decide_prism(vip, servers, ip, tcp, &d);
+			break;
+		case STRATEGY_AWFD:
+			verdict = decide_awfd(vip, servers, ip, tcp, &d);
 			break;
 		default:
 			verdict = MUX_DROP_BAD_STRATEGY;

@@ -18,3 +18,4 @@ run ./pkg/ring/ringfuzz FuzzObject FuzzPointer FuzzGenName
 run ./pkg/store FuzzValidKey
 run ./pkg/config FuzzLoadMux FuzzLoadAgent
 run ./pkg/wire FuzzParseOption FuzzDecapsulate
+run ./pkg/awfd FuzzDecode

@@ -47,6 +47,7 @@ func parseAgentVIP(s string) (config.AgentVIP, error) {
 func init() {
 	var (
 		configPath, iface, addr, metricsAddr, apiAddr string
+		capacityBps                                   float64
 		id                                            uint16
 		vips, trusted                                 []string
 		noVIPs, noMPTCP                               bool
@@ -70,6 +71,7 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 	cmd.Flags().BoolVar(&noVIPs, "no-manage-vips", false, "do not put VIPs on loopback nor set ARP sysctls")
 	cmd.Flags().BoolVar(&noMPTCP, "no-mptcp", false, "do not advertise VIP:id to MPTCP clients")
 	cmd.Flags().StringVar(&metricsAddr, "metrics", "", "serve /metrics and /healthz on this address")
+	cmd.Flags().Float64Var(&capacityBps, "capacity-bps", 0, "the interface's rate in bits/s for capacity reports (AWFD) when no tbf/htb qdisc states it")
 	cmd.Flags().StringVar(&apiAddr, "api", "", `serve the agent API (health probes of VIP:port from this server, connections per bucket) on this address; default the server's address, port 9300; "off" to disable`)
 	cmd.Flags().StringVar(&node.StateFile, "state-file", "", "record of the sysctls, addresses and endpoints the agent changed, undone on exit (default /run/beamer/agent-NETNS-IFACE.json)")
 	cmd.Flags().StringVar(&node.PinDir, "pin-dir", "", `bpffs directory pinning the program so it outlives the process (default /sys/fs/bpf/beamer/agent-NETNS-IFACE; "-" = no pinning)`)
@@ -114,6 +116,9 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 		}
 		if metricsAddr != "" {
 			cfg.Metrics = metricsAddr
+		}
+		if capacityBps > 0 {
+			cfg.CapacityBps = capacityBps
 		}
 		if apiAddr != "" {
 			cfg.API = apiAddr

@@ -93,6 +93,7 @@ func init() {
 	buckets := create.Flags().Uint32("buckets", 0, fmt.Sprintf("beamer (required): bucket count B, larger than the most DIPs the instance will have (paper: 100 per DIP); maglev: the lookup table size M, a prime ≥ 100 per backend, %d when not given", assign.MaglevSmallTable))
 	window := create.Flags().Duration("chain-window", forwarding.DefaultChainWindow, "daisy-chaining window")
 	maxChain := create.Flags().Int("max-chain", forwarding.DefaultMaxChainLen, fmt.Sprintf("K: previous owners a bucket's history keeps, 1–%d (a connection survives K moves of its bucket inside the window)", forwarding.MaxChain))
+	addAWFDCreateFlags(create)
 	strategy := create.Flags().String("strategy", string(forwarding.StrategyBeamer), "forwarding strategy: "+forwarding.StrategyNames()+" (beamer: stable hashing, daisy chaining; maglev: Maglev hashing, connection tables in the muxes)")
 	healthKind := create.Flags().String("health", string(forwarding.HealthAgent), "how the controller probes servers: agent (the server's agent connects to VIP:port on the server; works for services bound only to the VIP), tcp (connect to DIP:port), http (GET http://DIP:port/PATH, 2xx), none")
 	healthPort := create.Flags().Uint16("health-port", 0, "port probed (default: the first service port)")
@@ -101,6 +102,9 @@ func init() {
 	mctEntries := create.Flags().Uint32("mct-entries", 0, fmt.Sprintf("prism: size of the migrated-connection table (default %d, at most %d)", forwarding.DefaultMCTEntries, forwarding.MaxMCTEntries))
 	create.RunE = func(cmd *cobra.Command, args []string) error {
 		in := &forwarding.Instance{Name: args[0], Strategy: forwarding.Strategy(*strategy), Buckets: *buckets, ChainWindow: *window, MaxChainLen: *maxChain}
+		if err := awfdCreateOptions(cmd, in); err != nil {
+			return err
+		}
 		if cmd.Flags().Changed("mct-entries") {
 			if in.Strategy != forwarding.StrategyPrism {
 				return fmt.Errorf("--mct-entries is a prism option; this instance is %s", in.Strategy)
@@ -108,7 +112,7 @@ func init() {
 			in.Prism = &forwarding.PrismOptions{MCTEntries: *mctEntries}
 		}
 		if !cmd.Flags().Changed("buckets") {
-			if in.Strategy != forwarding.StrategyMaglev {
+			if in.Strategy != forwarding.StrategyMaglev && in.Strategy != forwarding.StrategyAWFD {
 				return errMissingBuckets
 			}
 			in.Buckets = assign.MaglevSmallTable

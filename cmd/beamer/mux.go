@@ -42,7 +42,9 @@ latest blob and the deltas after it, then applies each new generation.`,
 	cmd.Flags().StringSliceVar(&instances, "instance", nil, "instance to forward (store mode; repeatable)")
 	var ctEntries int
 	var maxNewConns uint64
+	var awfdDrop float64
 	cmd.Flags().IntVar(&ctEntries, "conntrack-entries", 1<<20, "size of the Maglev strategy's connection table")
+	cmd.Flags().Float64Var(&awfdDrop, "awfd-drop", 0, "AWFD: drop each new class record with this probability, as a lost update (experiments only)")
 	cmd.Flags().Uint64Var(&maxNewConns, "max-new-conns", 0, "Maglev strategy: connection entries inserted per second at most, 0 = no cap (SYN-flood guard)")
 	bgpFlags.register(cmd)
 	cmd.Flags().StringVar(&stateFile, "state-file", "", "record of the sysctls the mux changed, restored on exit (default /run/beamer/mux-NETNS-IFACE.json)")
@@ -59,11 +61,14 @@ latest blob and the deltas after it, then applies each new generation.`,
 		if ctEntries < 1 {
 			return fmt.Errorf("--conntrack-entries %d: must be positive", ctEntries)
 		}
+		if awfdDrop < 0 || awfdDrop >= 1 {
+			return fmt.Errorf("--awfd-drop %v: must be in [0, 1)", awfdDrop)
+		}
 		if drain < 0 {
 			return fmt.Errorf("--drain-delay %v: must not be negative", drain)
 		}
 		ignoreHangup(log)
-		opts := muxd.Options{Interface: iface, Metrics: metricsAddr, ConnTrackEntries: ctEntries, MaxNewConnsPerSecond: maxNewConns,
+		opts := muxd.Options{Interface: iface, Metrics: metricsAddr, ConnTrackEntries: ctEntries, MaxNewConnsPerSecond: maxNewConns, AWFDDrop: awfdDrop,
 			StateFile: stateFile, PinDir: pinDir, Health: health, Log: log}
 		if health.StoreDownAfter <= 0 {
 			return fmt.Errorf("--store-down-after %v: must be positive", health.StoreDownAfter)

@@ -31,6 +31,9 @@ type Options struct {
 	Netns netns.NsHandle
 	// MaxProbes bounds health probes in flight (default 32); more get 503.
 	MaxProbes int
+	// Capacity says what GET /v1/capacity measures; nil (or no Iface):
+	// the endpoint answers 404.
+	Capacity *CapacityOptions
 }
 
 // Server answers the API.
@@ -40,6 +43,8 @@ type Server struct {
 	ownNS  bool
 	probes chan struct{}
 	dumps  chan struct{}
+	// sampler measures capacity (capacity.go); nil when not configured.
+	sampler *sampler
 }
 
 // NewServer returns the API of an agent serving o.VIPs.
@@ -58,6 +63,9 @@ func NewServer(o Options) (*Server, error) {
 		}
 		s.ns, s.ownNS = h, true
 	}
+	if o.Capacity != nil && o.Capacity.Iface != "" {
+		s.sampler = newSampler(*o.Capacity, s.ns)
+	}
 	return s, nil
 }
 
@@ -74,6 +82,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+HealthPath, s.health)
 	mux.HandleFunc("GET "+ConnectionsPath, s.connections)
+	mux.HandleFunc("GET "+CapacityPath, s.capacity)
 	mux.HandleFunc("GET "+SignaturesPath, s.signatures)
 	return mux
 }

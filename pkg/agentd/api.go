@@ -26,7 +26,8 @@ func (d *Daemon) serveAPI() error {
 		vips = append(vips, v.VIP)
 	}
 	var err error
-	d.api, err = agentapi.Serve(addr, agentapi.Options{VIPs: vips})
+	d.api, err = agentapi.Serve(addr, agentapi.Options{VIPs: vips,
+		Capacity: &agentapi.CapacityOptions{Iface: d.cfg.Interface, RateBps: d.cfg.CapacityBps}})
 	return err
 }
 

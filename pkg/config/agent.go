@@ -23,6 +23,10 @@ type Agent struct {
 	MPTCP   *bool  `yaml:"mptcp,omitempty"`
 	Metrics string `yaml:"metrics,omitempty"` // listen address of /metrics and /healthz
 	API     string `yaml:"api,omitempty"`     // listen address of the agent API (see APIAddr)
+	// CapacityBps is the interface's rate for GET /v1/capacity when no
+	// tbf/htb root qdisc states it (0: unknown; AWFD instances need one of
+	// the two, or a CPU quota on the agent's cgroup).
+	CapacityBps float64 `yaml:"capacity_bps,omitempty"`
 }
 
 // AgentVIP is one VIP served, with its instance's bucket count and window.

@@ -11,6 +11,7 @@ type Metrics struct {
 	servers  *prometheus.GaugeVec
 	held     *prometheus.GaugeVec
 	prism    *prismMetrics
+	awfd     *awfdMetrics
 }
 
 // NewMetrics registers the controller's gauges with reg.
@@ -25,6 +26,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(m.failOpen, m.servers, m.held)
 	m.prism = newPrismMetrics(reg)
+	m.awfd = newAWFDMetrics(reg)
 	return m
 }
 

@@ -149,6 +149,9 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 		}
 		want := forwarding.Server{Addr: dip.Addr, State: forwarding.Active}
 		if down[id] {
+			// Stateful muxes must stop sending it the connections they
+			// remember (Beamer chains to a down DIP last, behind running
+			// owners): Strategy.DownState.
 			want.State = strat.DownState()
 		}
 		if s, ok := t.Servers[id]; !ok || s != want {

@@ -105,6 +105,9 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 		holdTick = t.C
 	}
 	c := New(store.Fenced(st, l), root, o.Options)
+	// AWFD capacity polls run beside the loop: a round of agents answering
+	// within 80% of a 250 ms interval must not wait behind a reconcile.
+	go NewAWFDPoller(store.Fenced(st, l), root, AWFDPollOptions{Logf: o.Logf, Metrics: o.Options.Metrics}).Run(ctx)
 	if hd != nil {
 		hd.now = c.now
 	}

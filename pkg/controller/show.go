@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/assign"
+	"github.com/beamer-lb/beamer/pkg/awfd"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/ring"
 	"github.com/beamer-lb/beamer/pkg/store"
@@ -48,10 +49,19 @@ type View struct {
 	Unit      string   `json:"unit"`
 	Histories bool     `json:"histories"`
 	Details   []string `json:"details,omitempty"`
+	// AWFD (awfd): the class record the muxes dispatch by and its age.
+	AWFD    *awfd.Record  `json:"awfd,omitempty"`
+	AWFDAge time.Duration `json:"awfd_age,omitempty"`
 	// FailOpen: every server is down; buckets stay with their last owners.
 	FailOpen bool `json:"fail_open,omitempty"`
 	// Warnings an operator should act on.
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// showReader is a strategy whose part of `ctl show` reads more of the
+// store (Strategy.Show then prints it).
+type showReader interface {
+	readShow(ctx context.Context, st store.Store, k ring.Keys, v *View, now time.Time) error
 }
 
 // Show reads the state of an instance. It only reads, so `beamer ctl show`
@@ -92,6 +102,11 @@ func Show(ctx context.Context, st store.Store, root, name string, now time.Time)
 		}
 	}
 	if strat, err := strategyOf(cfg); err == nil {
+		if r, ok := strat.(showReader); ok {
+			if err := r.readShow(ctx, st, k, v, now); err != nil {
+				return nil, err
+			}
+		}
 		v.Unit, v.Histories = "BUCKETS", strat.Histories()
 		strat.Show(v, live)
 	}

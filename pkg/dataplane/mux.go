@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/awfd"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -54,6 +55,9 @@ type Mux struct {
 	ctEntries uint32 // size of the connection table
 	ctReady   bool   // the connection table exists
 
+	awfd         map[string]*awfd.Record // AWFD class records loaded, by instance (mux_awfd.go)
+	awfdCounters *counterSet             // the awfd strategy's decision counters
+
 	epoch     *wordArray    // the next-hop cache's epoch (bpf/include/nexthop.h)
 	stopEpoch chan struct{} // ends the epoch ticker
 	epochDone chan struct{}
@@ -99,7 +103,7 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 		entries = 1 << 20
 	}
 	// Each CPU's LRU list gets a share of the entries; keep shares usable.
-	m := &Mux{instances: map[string]*muxInstance{}, ctEntries: uint32(max(entries, 16*cpus))}
+	m := &Mux{instances: map[string]*muxInstance{}, awfd: map[string]*awfd.Record{}, ctEntries: uint32(max(entries, 16*cpus))}
 	spec.Maps["conntrack"].InnerMap.MaxEntries = m.ctEntries
 	perCPU := (opts.MaxNewConnsPerSecond + uint64(cpus) - 1) / uint64(cpus)
 	if err := spec.Variables["max_inserts_per_cpu_second"].Set(perCPU); err != nil {
@@ -128,6 +132,10 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 		return nil, fmt.Errorf("loading mux program: %w", err)
 	}
 	if m.counters, err = newCounterSet(spec, m.objs.MuxCounters, "mux_counter", "MUX_"); err != nil {
+		m.objs.Close()
+		return nil, err
+	}
+	if m.awfdCounters, err = newCounterSet(spec, m.objs.AwfdCounters, "awfd_counter", "AWFD_"); err != nil {
 		m.objs.Close()
 		return nil, err
 	}
@@ -375,6 +383,9 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 		}
 	}
 	m.slots[slot] = true
+	if err := m.awfdMoved(cfg.Name, slot); err != nil {
+		return err
+	}
 	if err := m.publish(in); err != nil {
 		return err
 	}
@@ -496,6 +507,7 @@ func (m *Mux) RemoveInstance(name string) error {
 		}
 	}
 	delete(m.instances, name)
+	delete(m.awfd, name)
 	m.release(in)
 	return nil
 }
@@ -567,6 +579,7 @@ func (m *Mux) release(in *muxInstance) {
 		in.state.uninstall(m, in.slot)
 	}
 	m.slots[in.slot] = false
+	m.awfdReleased(in.slot)
 	in.close()
 }
 

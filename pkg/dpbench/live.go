@@ -36,12 +36,13 @@ type LiveOptions struct {
 	Flows   int
 	Beamer  []uint32 // bucket counts
 	Maglev  []uint32 // table sizes (prime)
+	AWFD    []uint32 // Maglev fallback table sizes (prime) of the awfd rows
 }
 
 // LiveFull and LiveQuick are the live benchmark's sizes.
 var (
-	LiveFull  = LiveOptions{Packets: 4_000_000, Flows: 1_000_000, Beamer: []uint32{1000, 1_000_000}, Maglev: []uint32{1009, 1_000_003}}
-	LiveQuick = LiveOptions{Packets: 20_000, Flows: 1000, Beamer: []uint32{1000}, Maglev: []uint32{1009}}
+	LiveFull  = LiveOptions{Packets: 4_000_000, Flows: 1_000_000, Beamer: []uint32{1000, 1_000_000}, Maglev: []uint32{1009, 1_000_003}, AWFD: []uint32{1009}}
+	LiveQuick = LiveOptions{Packets: 20_000, Flows: 1000, Beamer: []uint32{1000}, Maglev: []uint32{1009}, AWFD: []uint32{1009}}
 )
 
 // liveNet: generator → mux → sink, each in its namespace. The generator is
@@ -144,7 +145,7 @@ func liveInstance(strategy forwarding.Strategy, size uint32) (forwarding.Instanc
 		t.Servers[id] = forwarding.Server{Addr: liveServer(i), State: forwarding.Active}
 		backends = append(backends, assign.Server{ID: id, Weight: 1})
 	}
-	if strategy == forwarding.StrategyMaglev {
+	if strategy == forwarding.StrategyMaglev || strategy == forwarding.StrategyAWFD {
 		entries, err := assign.MaglevTable(backends, size)
 		if err != nil {
 			return forwarding.Instance{}, nil, err
@@ -186,7 +187,7 @@ func RunLive(o LiveOptions, progress io.Writer) ([]LiveRow, error) {
 	for _, c := range []struct {
 		s     forwarding.Strategy
 		sizes []uint32
-	}{{forwarding.StrategyBeamer, o.Beamer}, {forwarding.StrategyMaglev, o.Maglev}} {
+	}{{forwarding.StrategyBeamer, o.Beamer}, {forwarding.StrategyMaglev, o.Maglev}, {forwarding.StrategyAWFD, o.AWFD}} {
 		for _, size := range c.sizes {
 			row, err := n.measure(c.s, size, o)
 			if err != nil {
@@ -212,6 +213,17 @@ func (n *liveNet) measure(s forwarding.Strategy, size uint32, o LiveOptions) (Li
 	defer m.Close()
 	if err := m.SetInstance(cfg, table); err != nil {
 		return LiveRow{}, err
+	}
+	if s == forwarding.StrategyAWFD {
+		// Every server in a class (weights 1–4): a miss takes the whole
+		// Algorithm 1 path, not the no-record fallback.
+		rec, err := liveAWFDRecord(table)
+		if err != nil {
+			return LiveRow{}, err
+		}
+		if err := m.SetAWFDRecord(cfg.Name, rec); err != nil {
+			return LiveRow{}, err
+		}
 	}
 	var attached link.Link
 	if err := n.mux.Do(func() (err error) { attached, err = m.Attach("eth0", dataplane.XDPDriver); return err }); err != nil {
@@ -265,11 +277,12 @@ func (n *liveNet) measure(s forwarding.Strategy, size uint32, o LiveOptions) (Li
 		return LiveRow{}, err
 	}
 	counter := "fwd_bucket"
-	if s == forwarding.StrategyMaglev {
+	stateful := s == forwarding.StrategyMaglev || s == forwarding.StrategyAWFD
+	if stateful {
 		counter = "ct_hit"
 	}
 	fwd := after[counter] - before[counter]
-	if s == forwarding.StrategyMaglev {
+	if stateful {
 		fwd += after["ct_miss"] - before["ct_miss"]
 	}
 	runs0, runs1 := stats0.RunCount, stats1.RunCount

@@ -19,6 +19,9 @@ import (
 // websocket's heartbeat, a database query) asks now and then.
 const smallSize = 2 << 10
 
+// maxBytes bounds GET /bytes.
+const maxBytes = 64 << 20
+
 // fileServer is a server's HTTP service: GET /file returns the file, GET
 // /small a few bytes, and both name the server in X-Server. It listens on
 // all addresses (health checks reach it at the DIP, clients at the VIP), or
@@ -56,6 +59,27 @@ func serveFiles(ns *netlab.Namespace, name string, size int, addr netip.AddrPort
 			if err != nil {
 				return
 			}
+		}
+	})
+	// GET /bytes?n=N: N bytes (≤ maxBytes), the heavy-tailed downloads of
+	// the AWFD experiment (awfd_flows.go).
+	mux.HandleFunc("/bytes", func(w http.ResponseWriter, r *http.Request) {
+		n, err := strconv.Atoi(r.URL.Query().Get("n"))
+		if err != nil || n < 0 || n > maxBytes {
+			http.Error(w, "n must be 0–64 MiB", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("X-Server", name)
+		w.Header().Set("Content-Length", strconv.Itoa(n))
+		fs.requests.Add(1)
+		for off := 0; off < n; {
+			k := min(n-off, len(body), 64<<10)
+			m, err := w.Write(body[:k])
+			fs.sent.Add(uint64(m))
+			if err != nil {
+				return
+			}
+			off += k
 		}
 	})
 	mux.HandleFunc("/small", func(w http.ResponseWriter, _ *http.Request) {

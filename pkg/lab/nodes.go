@@ -93,9 +93,10 @@ func (l *Lab) StartMux(ctx context.Context, i int) error {
 		return fmt.Errorf("mux %d was already started", i)
 	}
 	hold := fmt.Sprintf("%ds", int(l.opts.BGPHold/time.Second))
-	m.proc, err = startProgram(m.ns, l.opts.Dir, fmt.Sprintf("mux%d", i), l.opts.Beamer, l.storeArgs(l.store, "mux",
-		"--instance", Instance, "--iface", "eth0", "--metrics", metricsAddr,
-		"--bgp-asn", fmt.Sprint(muxASN), "--bgp-peer", fmt.Sprintf("%s:%d", routerFabric, routerASN), "--bgp-hold-time", hold)...)
+	args := append([]string{"mux", "--instance", Instance, "--iface", "eth0", "--metrics", metricsAddr,
+		"--bgp-asn", fmt.Sprint(muxASN), "--bgp-peer", fmt.Sprintf("%s:%d", routerFabric, routerASN), "--bgp-hold-time", hold},
+		l.opts.MuxArgs...)
+	m.proc, err = startProgram(m.ns, l.opts.Dir, fmt.Sprintf("mux%d", i), l.opts.Beamer, l.storeArgs(l.store, args...)...)
 	if err != nil {
 		return err
 	}
@@ -195,6 +196,12 @@ func (l *Lab) startServer(i int, s *serverNode) (err error) {
 		// server) and for the connections it still holds. On the DIP only:
 		// on the VIP, clients could reach it.
 		args = append(args, "--api", netip.AddrPortFrom(serverAddr(i), agentAPIPort).String())
+	}
+	if err := l.shapeServer(i, s); err != nil {
+		return err
+	}
+	if l.agentCapacity {
+		args = append(args, "--capacity-bps", fmt.Sprint(agentNominalBps))
 	}
 	s.agent, err = startProgram(s.ns, l.opts.Dir, fmt.Sprintf("agent%d", i), l.opts.Beamer, args...)
 	if err != nil {
@@ -313,8 +320,8 @@ func (l *Lab) SetWeight(i, w int) error {
 
 // CreateInstance creates the lab's instance for the strategy.
 func (l *Lab) CreateInstance() error {
-	_, err := l.Ctl("create", Instance, "--vip", VIP.String(), "--ports", "80", "--buckets", fmt.Sprint(l.opts.Buckets),
-		"--strategy", l.opts.Strategy, "--chain-window", l.opts.Window.String())
+	_, err := l.Ctl(append([]string{"create", Instance, "--vip", VIP.String(), "--ports", "80", "--buckets", fmt.Sprint(l.opts.Buckets),
+		"--strategy", l.opts.Strategy, "--chain-window", l.opts.Window.String()}, l.opts.CreateArgs...)...)
 	return err
 }
 

@@ -28,6 +28,14 @@ type Options struct {
 	Seed     int64         // seeds the router's ECMP hash and the clients' ports
 	BGPHold  time.Duration // BGP hold time between muxes and router (default 3 s)
 	BindVIP  bool          // servers' HTTP service listens only on VIP:80 (DSR style)
+	// ServerRates, when set, shapes server i's link to ServerRates[i]
+	// bits/s (tbf on its interface; cycled if shorter than Servers): servers
+	// of unequal capacity for the AWFD experiment (awfd_experiment.go).
+	ServerRates []float64
+	// CreateArgs are added to `ctl create` (a strategy's options, e.g.
+	// --classes 4 --poll 250ms); MuxArgs to every `beamer mux`.
+	CreateArgs []string
+	MuxArgs    []string
 }
 
 // Instance is the name of the lab's one load-balanced service.
@@ -49,6 +57,8 @@ type Lab struct {
 	// agentAPI: the beamer binary's agent serves the agent API (--api),
 	// through which the controller checks health and connections.
 	agentAPI bool
+	// agentCapacity: the agent takes --capacity-bps (AWFD capacity reports).
+	agentCapacity bool
 	// insecureFlag: the binary's store commands take --insecure (and
 	// refuse a plaintext store off loopback without it).
 	insecureFlag bool
@@ -77,11 +87,12 @@ func Start(ctx context.Context, opts Options) (l *Lab, err error) {
 	if err != nil {
 		return nil, err
 	}
-	l = &Lab{opts: opts, net: n, agentAPI: hasFlag(opts.Beamer, "agent", "--api"),
+	l = &Lab{opts: opts, net: n, agentAPI: hasFlag(opts.Beamer, "agent", "--api"), agentCapacity: hasFlag(opts.Beamer, "agent", "--capacity-bps"),
 		insecureFlag: hasFlag(opts.Beamer, "controller", "--insecure")}
+	built := l // `return nil, err` clears l before this runs
 	defer func() {
 		if err != nil {
-			l.Close()
+			built.Close()
 		}
 	}()
 	if err := l.buildFabric(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/beamer-lb/beamer/pkg/awfd"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/wire"
 )
@@ -39,6 +40,9 @@ type VIP struct {
 	Table       *forwarding.Table
 	Generation  uint32 // published generation (the VIP record's)
 	Incarnation uint32 // the table's incarnation (the VIP record's)
+	// AWFD is the class record an awfd VIP dispatches new connections by
+	// (nil: none loaded yet).
+	AWFD *awfd.Record
 }
 
 // Mux is the reference mux.

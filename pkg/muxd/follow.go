@@ -96,6 +96,9 @@ func (d *Daemon) Follow(ctx context.Context, st store.Store, root, name string, 
 		inc, gen, ok := d.mux.Version(name)
 		return ring.Pair{Incarnation: inc, Generation: gen}, ok
 	})
+	if cfg.Strategy == forwarding.StrategyAWFD {
+		go d.followAWFD(ctx, st, k, name, log)
+	}
 	t, err := d.load(ctx, f, *cfg, log)
 	if err == nil {
 		go f.Run(ctx, t, applier{d: d, cfg: *cfg})

@@ -45,7 +45,10 @@ type Options struct {
 	PinDir string
 	// Health bounds the store-outage and behind-the-store verdicts.
 	Health HealthOptions
-	Log    *slog.Logger // default slog.Default()
+	// AWFDDrop drops each new AWFD class record with this probability, as
+	// if the update were lost (the control-loss experiment; 0 in service).
+	AWFDDrop float64
+	Log      *slog.Logger // default slog.Default()
 }
 
 // Daemon is a running mux.
@@ -73,6 +76,7 @@ type Daemon struct {
 
 	servers servers     // reachability of the servers (servers.go)
 	ring    ringMetrics // ring follower events (follow.go)
+	awfdm   awfdMetrics // AWFD class records (awfd.go)
 }
 
 // InterfaceAddr is the first IPv4 address of an interface.
@@ -171,8 +175,10 @@ func (d *Daemon) serveMetrics() error {
 	d.applyErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "beamer_mux_apply_errors_total",
 		Help: "Generations or tables the mux refused (the previous state stays in force)."})
 	d.registerFollowMetrics(reg)
+	d.registerAWFDMetrics(reg)
 	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors, d.health, newPrismCollector(d),
-		metrics.NewCounterCollector("beamer_mux_packets_total", "Packets by decision of the XDP mux.", "decision", d.mux.Counters))
+		metrics.NewCounterCollector("beamer_mux_packets_total", "Packets by decision of the XDP mux.", "decision", d.mux.Counters),
+		metrics.NewCounterCollector("beamer_mux_awfd_packets_total", "Packets of AWFD VIPs by the awfd strategy's decision (by_class: new connection placed by its class record).", "decision", d.mux.AWFDCounters))
 	s, err := metrics.Serve(d.opts.Metrics, reg, d.Healthy)
 	d.metrics = s
 	return err

@@ -1,0 +1,51 @@
+package lab
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAWFDLab runs the AWFD experiment at CI size on real kernels: two
+// servers shaped 2:1 (tbf), one mux, Pareto downloads near full load, AWFD
+// (m=4, 250 ms polls) then Beamer with equal shares. Checked: the AWFD mux
+// placed new connections by class records (real capacity polls reached
+// it), the faster server got more downloads than the slower one under AWFD,
+// and no download failed under either. The
+// throughput and FCT figures are logged, not asserted (a shared CI machine
+// makes them noisy); docs/strategy-awfd.md has the full runs.
+func TestAWFDLab(t *testing.T) {
+	requireLab(t)
+	var log strings.Builder
+	// Run directories in the system temporary directory, which FRR (user
+	// frr) can enter; t.TempDir is private to root.
+	e := AWFDExperiment{Beamer: beamerBin, Servers: 2, Muxes: 1, Clients: 1, Rates: []float64{40e6, 20e6},
+		Load: 0.95, Reps: 1, Progress: &log,
+		Flow: FlowOptions{Duration: 8 * time.Second, MeanSize: 256 << 10, Alpha: 2, MaxSize: 32 << 20, Seed: 1},
+		Variants: []AWFDVariant{
+			{Name: "awfd", Strategy: "awfd", Classes: 4, Poll: 250 * time.Millisecond},
+			{Name: "beamer", Strategy: "beamer"},
+		}}
+	start := time.Now()
+	res, err := RunAWFDExperiment(context.Background(), e)
+	t.Logf("in %v:\n%s", time.Since(start).Round(time.Second), log.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	aw, eq := res.Runs[0], res.Runs[1]
+	if aw.AWFD["by_class"] == 0 {
+		t.Fatalf("AWFD mux placed no connection by class (decisions %v): no record reached it", aw.AWFD)
+	}
+	for _, r := range res.Runs {
+		if r.Flows.Failed > 0 || r.Flows.Completed == 0 {
+			t.Errorf("%s: %d of %d downloads failed: %v", r.Variant.Name, r.Flows.Failed, r.Flows.Started, r.Flows.Errors)
+		}
+	}
+	fast, slow := aw.Flows.PerServer["srv0"], aw.Flows.PerServer["srv1"]
+	if fast <= slow {
+		t.Errorf("AWFD sent %d downloads to the 40 Mbit/s server and %d to the 20 Mbit/s one: capacity did not steer it", fast, slow)
+	}
+	t.Logf("awfd: %.1f Mbit/s, mean FCT %.0f ms, per server %v; beamer: %.1f Mbit/s, mean FCT %.0f ms, per server %v",
+		aw.Flows.Throughput, aw.Flows.MeanFCT, aw.Flows.PerServer, eq.Flows.Throughput, eq.Flows.MeanFCT, eq.Flows.PerServer)
+}
