@@ -5,7 +5,7 @@ BIN := bin/beamer
 BPF_SOURCES := $(wildcard bpf/*.c bpf/include/*.h bpf/strategy/*.h bpf/bench/*.h bpf/probe/*.c)
 BPF_OBJECTS := pkg/dataplane/mux_bpfel.o pkg/dataplane/agent_bpfel.o pkg/dataplane/hashprobe_bpfel.o pkg/dataplane/muxbench_bpfel.o pkg/dataplane/agentbench_bpfel.o
 
-.PHONY: all setup generate build test fuzz demo clean
+.PHONY: all setup generate check-generated build test fuzz demo deb clean
 
 all: build
 
@@ -19,12 +19,16 @@ $(BPF_OBJECTS) &: $(BPF_SOURCES) pkg/dataplane/generate.go
 
 generate: $(BPF_OBJECTS)
 
+# The committed objects and bindings are what bpf/ compiles to (CI runs it).
+check-generated:
+	@GO=$(GO) scripts/check-generated.sh
+
 build: generate
 	$(GO) build -o $(BIN) ./cmd/beamer
 
 # The test command (README, .ci/run): vet, then every test. Privileged tests
 # run for real as root; CI=true makes them fail rather than skip without it.
-test: setup generate
+test: setup check-generated generate
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
 	$(MAKE) fuzz
@@ -37,5 +41,11 @@ fuzz:
 demo: setup build
 	$(BIN) demo
 
+# The Debian package dist/beamer_VERSION_amd64.deb (nfpm, a pinned Go module;
+# packaging/nfpm.yaml): the binary, systemd units, example configurations.
+deb:
+	@GO=$(GO) scripts/deb.sh
+
+# The generated eBPF objects are committed: `make generate` remakes them.
 clean:
-	rm -rf bin $(BPF_OBJECTS) pkg/dataplane/*_bpfel.go
+	rm -rf bin dist

@@ -36,7 +36,7 @@
 enum strategy {
 	STRATEGY_BEAMER = 1,
 	STRATEGY_MAGLEV = 2,
-	STRATEGY_PRISM = 3,   /* reserved: issue 12 */
+	STRATEGY_PRISM = 3,   /* bpf/strategy/prism.h (issue 12) */
 	STRATEGY_CHEETAH = 4, /* reserved: issue 13 */
 	STRATEGY_AWFD = 5,    /* reserved: issue 14 */
 };

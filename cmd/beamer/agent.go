@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"os"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -77,75 +76,87 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 	cmd.Flags().StringVar(&node.StateFile, "state-file", "", "record of the sysctls, addresses and endpoints the agent changed, undone on exit (default /run/beamer/agent-NETNS-IFACE.json)")
 	cmd.Flags().StringVar(&node.PinDir, "pin-dir", "", `bpffs directory pinning the program so it outlives the process (default /sys/fs/bpf/beamer/agent-NETNS-IFACE; "-" = no pinning)`)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		var cfg config.Agent
-		if configPath != "" {
-			if iface != "" || id != 0 || len(vips) > 0 || len(trusted) > 0 {
-				return errors.New("--config takes no --iface, --id, --vip or --trusted")
-			}
-			c, err := config.LoadAgent(configPath)
-			if err != nil {
-				return err
-			}
-			cfg = *c
-		} else {
-			cfg = config.Agent{Interface: iface, ServerID: forwarding.ServerID(id)}
-			for _, s := range vips {
-				v, err := parseAgentVIP(s)
+		// build reads the configuration: the file (re-read on SIGHUP) and
+		// the flags that override it.
+		build := func() (config.Agent, error) {
+			var cfg config.Agent
+			if configPath != "" {
+				if iface != "" || id != 0 || len(vips) > 0 || len(trusted) > 0 {
+					return cfg, errors.New("--config takes no --iface, --id, --vip or --trusted")
+				}
+				c, err := config.LoadAgent(configPath)
 				if err != nil {
-					return err
+					return cfg, err
 				}
-				cfg.VIPs = append(cfg.VIPs, v)
+				cfg = *c
+			} else {
+				cfg = config.Agent{Interface: iface, ServerID: forwarding.ServerID(id)}
+				for _, s := range vips {
+					v, err := parseAgentVIP(s)
+					if err != nil {
+						return cfg, err
+					}
+					cfg.VIPs = append(cfg.VIPs, v)
+				}
+				if *cheetahKeys != "" {
+					ks, err := parseCheetahKeys(*cheetahKeys)
+					if err != nil {
+						return cfg, err
+					}
+					for i := range cfg.VIPs {
+						cfg.VIPs[i].Cheetah = &ks
+					}
+				}
+				for _, s := range trusted {
+					p, err := netip.ParsePrefix(s)
+					if err != nil {
+						return cfg, fmt.Errorf("--trusted %q: %w", s, err)
+					}
+					cfg.Trusted = append(cfg.Trusted, p)
+				}
 			}
-			if *cheetahKeys != "" {
-				ks, err := parseCheetahKeys(*cheetahKeys)
-				if err != nil {
-					return err
-				}
-				for i := range cfg.VIPs {
-					cfg.VIPs[i].Cheetah = &ks
-				}
+			if a, err := parseAddrFlag("addr", addr); err != nil {
+				return cfg, err
+			} else if a.IsValid() {
+				cfg.Address = a
 			}
-			for _, s := range trusted {
-				p, err := netip.ParsePrefix(s)
-				if err != nil {
-					return fmt.Errorf("--trusted %q: %w", s, err)
-				}
-				cfg.Trusted = append(cfg.Trusted, p)
+			if noVIPs {
+				cfg.ManageVIPs = new(bool)
 			}
+			if noMPTCP {
+				cfg.MPTCP = new(bool)
+			}
+			if metricsAddr != "" {
+				cfg.Metrics = metricsAddr
+			}
+			if capacityBps > 0 {
+				cfg.CapacityBps = capacityBps
+			}
+			if apiAddr != "" {
+				cfg.API = apiAddr
+			}
+			if err := cfg.Validate(); err != nil {
+				return cfg, err
+			}
+			return cfg, nil
 		}
-		if a, err := parseAddrFlag("addr", addr); err != nil {
+		cfg, err := build()
+		if err != nil {
 			return err
-		} else if a.IsValid() {
-			cfg.Address = a
 		}
-		if noVIPs {
-			cfg.ManageVIPs = new(bool)
-		}
-		if noMPTCP {
-			cfg.MPTCP = new(bool)
-		}
-		if metricsAddr != "" {
-			cfg.Metrics = metricsAddr
-		}
-		if capacityBps > 0 {
-			cfg.CapacityBps = capacityBps
-		}
-		if apiAddr != "" {
-			cfg.API = apiAddr
-		}
-		if err := cfg.Validate(); err != nil {
-			return err
-		}
-		log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+		log := slog.Default() // --log-level, --log-format: logging.go
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 		defer stop()
-		ignoreHangup(log)
+		hup := hangups()
 		ctx, upgrading := upgradeContext(ctx)
 		d, err := agentd.Start(cfg, node)
 		if err != nil {
 			return err
 		}
 		defer func() {
+			if d == nil {
+				return
+			}
 			if upgrading() {
 				log.Info("agent exiting for an upgrade: its program stays pinned for the next agent")
 				if err := d.Abandon(); err != nil {
@@ -158,7 +169,13 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 			}
 		}()
 		log.Info("agent running", "interface", cfg.Interface, "address", d.Address(), "server_id", cfg.ServerID, "api", d.APIAddr())
-		<-ctx.Done()
+		if configPath == "" {
+			go ignoreHangups(ctx, hup, log)
+			<-ctx.Done()
+		} else if d, err = reloadAgent(ctx, hup, build, d, cfg, node, log); err != nil { // reload.go
+			d = nil // the previous one handed over: nothing to close
+			return fmt.Errorf("SIGHUP: starting the agent from the new configuration (the pinned program keeps decapsulating): %w", err)
+		}
 		log.Info("agent stopping")
 		return nil
 	}

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"log"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -61,8 +61,8 @@ process also serves the embedded etcd other beamer commands connect to.`,
 			return err
 		}
 		defer st.Close()
-		logger := log.New(os.Stderr, "controller: ", log.LstdFlags)
-		o := controller.RunOptions{Identity: *identity, ReconcileEvery: *reconcile, Logf: logger.Printf}
+		logger := slog.Default().With("component", "controller")
+		o := controller.RunOptions{Identity: *identity, ReconcileEvery: *reconcile, Logf: slogf(logger)}
 		o.Ring.BlobEvery = *blobEvery
 		if !*noHealth {
 			o.Health = &h
@@ -78,7 +78,7 @@ process also serves the embedded etcd other beamer commands connect to.`,
 			return err
 		}
 		defer stopMetrics()
-		logger.Printf("store %s, root %s; campaigning as %q", *storeURL, target.Root, *identity)
+		logger.Info("campaigning", "store", *storeURL, "root", target.Root, "identity", *identity)
 		controller.Run(ctx, st, target.Root, o)
 		return nil
 	}

@@ -2,10 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"io"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -31,7 +30,7 @@ type ctlFlags struct {
 }
 
 func newCtl(use, short string, args cobra.PositionalArgs) (*cobra.Command, *ctlFlags) {
-	cmd := &cobra.Command{Use: use, Short: short, Args: args}
+	cmd := &cobra.Command{Use: use, Short: short, Args: args, ValidArgsFunction: completeInstance}
 	f := &ctlFlags{store: addStoreFlag(cmd)}
 	f.timeout = cmd.Flags().Duration("timeout", 30*time.Second, "how long to wait for the controller")
 	ctlCmd.AddCommand(cmd)
@@ -148,7 +147,11 @@ func init() {
 
 	del, df := newCtl("delete NAME", "Delete an instance and all its state", cobra.ExactArgs(1))
 	del.RunE = func(_ *cobra.Command, args []string) error {
-		return df.submit(controller.Request{Op: controller.OpDeleteInstance, Instance: args[0]})
+		if err := df.submit(controller.Request{Op: controller.OpDeleteInstance, Instance: args[0]}); err != nil {
+			return err
+		}
+		fmt.Printf("instance %s deleted\n", args[0])
+		return nil
 	}
 
 	add, af := newCtl("add-dip NAME ID ADDR [WEIGHT] | add-dip NAME ID ADDR ID ADDR… [--weight W]",
@@ -195,7 +198,11 @@ bucket until their first successful probe ("pending" in ctl show).`
 					return err
 				}
 			}
-			return f.submit(r)
+			if err := f.submit(r); err != nil {
+				return err
+			}
+			fmt.Printf("instance %s: %s %d done\n", args[0], strings.Fields(use)[0], id)
+			return nil
 		}
 	}
 	rm, rmf := newCtl("remove-dip NAME ID [ID…]", "Remove DIPs: weight 0, one rebalance with daisy chaining, then remove (remove several at once, or a bucket may move twice within its chaining window)", cobra.MinimumNArgs(2))
@@ -261,70 +268,27 @@ bucket until their first successful probe ("pending" in ctl show).`
 		return nil
 	}
 
-	show, sf := newCtl("show NAME", "Show an instance: generation, buckets per DIP, load vs weight, fragmentation", cobra.ExactArgs(1))
-	asJSON := show.Flags().Bool("json", false, "print JSON")
-	show.RunE = func(_ *cobra.Command, args []string) error {
-		ctx := context.Background()
-		st, t, err := openStore(ctx, *sf.store)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		v, err := controller.Show(ctx, st, t.Root, args[0], time.Now())
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			enc := json.NewEncoder(os.Stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(v)
-		}
-		printView(v)
-		return nil
-	}
-
-	list, lf := newCtl("list", "List instances and the elected controller", cobra.NoArgs)
-	list.RunE = func(*cobra.Command, []string) error {
-		ctx := context.Background()
-		st, t, err := openStore(ctx, *lf.store)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		leader, err := st.Leader(ctx, controller.ElectionKey(t.Root))
-		if err != nil {
-			leader = "none (start `beamer controller`)"
-		}
-		fmt.Printf("controller: %s\n", leader)
-		names, err := controller.New(st, t.Root, controller.Options{}).Instances(ctx)
-		if err != nil {
-			return err
-		}
-		for _, n := range names {
-			fmt.Println(n)
-		}
-		return nil
-	}
+	// show, list and lookup (read-only): ctl_read.go
 }
 
-func printView(v *controller.View) {
+func printView(out io.Writer, v *controller.View) {
 	in := v.Instance
 	vips := make([]string, len(in.VIPs))
 	for i, a := range in.VIPs {
 		vips[i] = a.String()
 	}
-	fmt.Printf("instance %s (%s): VIPs %s ports %d-%d, %d buckets, chaining window %v, max chain %d\n",
+	fmt.Fprintf(out, "instance %s (%s): VIPs %s ports %d-%d, %d buckets, chaining window %v, max chain %d\n",
 		in.Name, in.Strategy, strings.Join(vips, ","), in.PortLow, in.PortHigh, in.Buckets, in.ChainWindow, in.ChainLen())
-	fmt.Printf("generation %d (blob at %d + %d deltas, %d+%d stored bytes)\n",
+	fmt.Fprintf(out, "generation %d (blob at %d + %d deltas, %d+%d stored bytes)\n",
 		v.Generation, v.Load.Blob, v.Load.Deltas, v.Load.BlobBytes, v.Load.DeltaBytes)
 	unit, chained := v.Unit, ""
 	if v.Histories {
 		chained = "\tCHAINED"
 	}
 	for _, line := range v.Details {
-		fmt.Println(line)
+		fmt.Fprintln(out, line)
 	}
-	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "ID\tADDRESS\tSTATE\tHEALTH\tWEIGHT\tEFFECTIVE\t%s\tLOAD%%\tWEIGHT%%%s\n", unit, chained)
 	for _, d := range v.DIPs {
 		state := string(d.State)
@@ -343,11 +307,11 @@ func printView(v *controller.View) {
 		fmt.Fprintln(w)
 	}
 	w.Flush()
-	printHealthDetails(v)
+	printHealthDetails(out, v)
 	if len(v.Retired) > 0 {
-		fmt.Printf("retired server ids (still daisy-chained to): %v\n", v.Retired)
+		fmt.Fprintf(out, "retired server ids (still daisy-chained to): %v\n", v.Retired)
 	}
 	for _, warning := range v.Warnings {
-		fmt.Printf("WARNING: %s\n", warning)
+		fmt.Fprintf(out, "WARNING: %s\n", warning)
 	}
 }

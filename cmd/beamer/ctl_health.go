@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/netip"
 	"time"
 
@@ -48,27 +49,27 @@ func parseAddDIPs(args []string, w string, weightFlag bool) ([]controller.NewDIP
 
 // printHealthDetails prints, under the DIP table, why DIPs are not plainly
 // up: reason of the last change, last probe error, flap penalty.
-func printHealthDetails(v *controller.View) {
+func printHealthDetails(out io.Writer, v *controller.View) {
 	for _, d := range v.DIPs {
 		if d.Health == "up" && d.PenaltyNow < 0.01 && d.LastError == "" {
 			continue
 		}
-		fmt.Printf("DIP %d: %s", d.ID, d.Health)
+		fmt.Fprintf(out, "DIP %d: %s", d.ID, d.Health)
 		if d.Reason != "" {
-			fmt.Printf(" (%s)", d.Reason)
+			fmt.Fprintf(out, " (%s)", d.Reason)
 		}
 		if !d.HealthChanged.IsZero() {
-			fmt.Printf(", changed %s", d.HealthChanged.Format(time.RFC3339))
+			fmt.Fprintf(out, ", changed %s", d.HealthChanged.Format(time.RFC3339))
 		}
 		if d.PenaltyNow >= 0.01 {
-			fmt.Printf(", flap penalty %.2f", d.PenaltyNow)
+			fmt.Fprintf(out, ", flap penalty %.2f", d.PenaltyNow)
 		}
 		if d.Suppressed {
-			fmt.Printf(", suppressed (clear: beamer ctl health clear %s %d)", v.Instance.Name, d.ID)
+			fmt.Fprintf(out, ", suppressed (clear: beamer ctl health clear %s %d)", v.Instance.Name, d.ID)
 		}
 		if d.LastError != "" {
-			fmt.Printf("; last probe error at %s: %s", d.LastErrorAt.Format(time.RFC3339), d.LastError)
+			fmt.Fprintf(out, "; last probe error at %s: %s", d.LastErrorAt.Format(time.RFC3339), d.LastError)
 		}
-		fmt.Println()
+		fmt.Fprintln(out)
 	}
 }

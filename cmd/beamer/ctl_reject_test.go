@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -67,6 +68,12 @@ func TestCtlRejections(t *testing.T) {
 			`invalid instance configuration "web": VIP 169.254.0.1 is a link-local address (169.254.0.0/16): a VIP must be a unicast IPv4 address`},
 		{"ctl create web --vip 198.18.100.1 --ports 80 --strategy maglev --buckets 65536",
 			`invalid instance configuration "web": maglev table size 65536 is not prime (Maglev needs a prime size): the nearest primes are 65521 and 65537`},
+		{"ctl create web --vip 198.18.100.1 --ports 80 --buckets 100 --mct-entries 5",
+			"--mct-entries is a prism option; this instance is beamer"},
+		{"ctl create web --vip 198.18.100.1 --ports 80 --buckets 100 --strategy prism --mct-entries 99999999",
+			`invalid instance configuration "web": prism mct_entries 99999999 must be in 1–4194304`},
+		{"ctl create web --vip 198.18.100.1 --ports 80 --buckets 100 --strategy round-robin",
+			`invalid instance configuration "web": strategy "round-robin" is unknown; want ` + forwarding.StrategyNames()},
 	}
 	for _, c := range cases {
 		err := run(strings.Fields(c.args)...)

@@ -19,6 +19,7 @@ var rootCmd = &cobra.Command{
 }
 
 func main() {
+	documentEnv(rootCmd)
 	if err := rootCmd.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "beamer:", err)
 		os.Exit(1)

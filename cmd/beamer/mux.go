@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"os/signal"
 	"syscall"
 	"time"
@@ -53,7 +52,7 @@ latest blob and the deltas after it, then applies each new generation.`,
 	cmd.Flags().DurationVar(&health.WithdrawBehindAfter, "withdraw-behind-after", 30*time.Second, "store mode: withdraw an instance's VIPs from BGP once the store answers but the mux has not applied its latest generation for this long (negative: never)")
 	cmd.Flags().DurationVar(&drain, "drain-delay", 2*time.Second, "on SIGTERM/SIGINT with --bgp-peer: time between withdrawing the routes and detaching, while routers move traffic away")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+		log := slog.Default() // --log-level, --log-format: logging.go
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 		defer stop()
 
@@ -67,7 +66,7 @@ latest blob and the deltas after it, then applies each new generation.`,
 		if drain < 0 {
 			return fmt.Errorf("--drain-delay %v: must not be negative", drain)
 		}
-		ignoreHangup(log)
+		hup := hangups()
 		opts := muxd.Options{Interface: iface, Metrics: metricsAddr, ConnTrackEntries: ctEntries, MaxNewConnsPerSecond: maxNewConns, AWFDDrop: awfdDrop,
 			StateFile: stateFile, PinDir: pinDir, Health: health, Log: log}
 		if health.StoreDownAfter <= 0 {
@@ -156,6 +155,11 @@ latest blob and the deltas after it, then applies each new generation.`,
 			return err
 		}
 		log.Info("mux forwarding", "interface", opts.Interface, "address", d.Address(), "pinned", opts.PinDir != "-")
+		if static != nil {
+			go reloadMux(ctx, hup, configPath, d, static, log) // reload.go
+		} else {
+			go ignoreHangups(ctx, hup, log)
+		}
 		if bgpOpts != nil {
 			// Announce only now that the instances are loaded.
 			bgpOpts.NextHop = d.Address()

@@ -133,7 +133,7 @@ func TestRemoteMuxMutualTLS(t *testing.T) {
 	}
 	for i := 0; ; i++ {
 		out, _ := muxNS.Run("curl", "-s", "http://127.0.0.1:9100/metrics")
-		if strings.Contains(out, `beamer_mux_generation{instance="web"} 2`) {
+		if strings.Contains(out, `beamer_mux_generation{lb_instance="web"} 2`) {
 			break
 		}
 		if i > 200 {

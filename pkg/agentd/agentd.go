@@ -144,6 +144,7 @@ func (d *Daemon) start() error {
 		if d.metrics, err = metrics.Serve(cfg.Metrics, reg, func() error { return nil }); err != nil {
 			return err
 		}
+		d.metrics.HandleStatus(func() (any, error) { return d.Status() }) // status.go
 	}
 	if err := d.serveAPI(); err != nil {
 		return err

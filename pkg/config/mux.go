@@ -78,6 +78,9 @@ func (c *Mux) Validate() error {
 	claims := forwarding.NewClaims()
 	for i := range c.Instances {
 		in := &c.Instances[i]
+		if in.Strategy == "" {
+			in.Strategy = forwarding.StrategyBeamer // as `ctl create` without --strategy
+		}
 		if in.ChainWindow == 0 && in.Strategy == forwarding.StrategyBeamer {
 			in.ChainWindow = forwarding.DefaultChainWindow
 		}

@@ -18,11 +18,11 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		failOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_controller_fail_open",
-			Help: "1 while every server of the instance is down and it keeps its last owners (fails open)."}, []string{"instance"}),
+			Help: "1 while every server of the instance is down and it keeps its last owners (fails open)."}, []string{"lb_instance"}),
 		servers: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_controller_servers",
-			Help: "Servers of the instance by health: up, down, pending (not yet probed successfully), suppressed (down, flapping)."}, []string{"instance", "health"}),
+			Help: "Servers of the instance by health: up, down, pending (not yet probed successfully), suppressed (down, flapping)."}, []string{"lb_instance", "health"}),
 		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_controller_buckets_held",
-			Help: "Buckets whose history keeps a previous owner past the chaining window, by reason."}, []string{"instance", "reason"}),
+			Help: "Buckets whose history keeps a previous owner past the chaining window, by reason."}, []string{"lb_instance", "reason"}),
 	}
 	reg.MustRegister(m.failOpen, m.servers, m.held)
 	m.prism = newPrismMetrics(reg)

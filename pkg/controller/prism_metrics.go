@@ -11,12 +11,12 @@ type prismMetrics struct {
 }
 
 func newPrismMetrics(reg prometheus.Registerer) *prismMetrics {
-	l := []string{"instance"}
+	l := []string{"lb_instance"}
 	p := &prismMetrics{
 		mct: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_controller_prism_mct_entries",
 			Help: "Entries of the Prism migrated-connection table as published."}, l),
 		migrated: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beamer_controller_prism_migrated_total",
-			Help: "Signatures copied into the MCT by Algorithm 1 (late: by the final round after a flip)."}, []string{"instance", "when"}),
+			Help: "Signatures copied into the MCT by Algorithm 1 (late: by the final round after a flip)."}, []string{"lb_instance", "when"}),
 		rounds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_controller_prism_last_rounds",
 			Help: "Rounds Algorithm 1 ran in the last pool update."}, l),
 		pruned: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beamer_controller_prism_pruned_total",

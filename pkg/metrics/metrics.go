@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -18,11 +19,18 @@ import (
 type Server struct {
 	srv *http.Server
 	l   net.Listener
+	mux *http.ServeMux
 }
 
 // Serve starts serving reg on addr. healthy returns nil while the daemon
 // forwards traffic; its error is the body of a 503 otherwise.
+//
+// Every daemon's registry also gets the standard collectors: Go runtime
+// (go_*), process (process_*) and build info (go_build_info).
 func Serve(addr string, reg *prometheus.Registry, healthy func() error) (*Server, error) {
+	if err := RegisterStandard(reg); err != nil {
+		return nil, err
+	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics listener: %w", err)
@@ -36,13 +44,27 @@ func Serve(addr string, reg *prometheus.Registry, healthy func() error) (*Server
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, l: l}
+	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, l: l, mux: mux}
 	go func() {
 		if err := s.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			_ = err // the listener failed after start; the health check of the caller still reports state
 		}
 	}()
 	return s, nil
+}
+
+// RegisterStandard adds the Go runtime, process and build-info collectors.
+func RegisterStandard(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewBuildInfoCollector(),
+	} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+	}
+	return nil
 }
 
 // Addr is the address served (useful with port 0).

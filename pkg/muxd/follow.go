@@ -32,14 +32,14 @@ type ringMetrics struct {
 func (d *Daemon) registerFollowMetrics(reg *prometheus.Registry) {
 	d.ring = ringMetrics{
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beamer_mux_ring_refused_total",
-			Help: "Store states older than the one the mux runs (a rollback, a restored backup), refused; each counted once."}, []string{"instance"}),
+			Help: "Store states older than the one the mux runs (a rollback, a restored backup), refused; each counted once."}, []string{"lb_instance"}),
 		resyncs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beamer_mux_ring_resyncs_total",
-			Help: "Whole tables loaded after start (new incarnation, garbage-collected or corrupt delta, failed apply)."}, []string{"instance"}),
+			Help: "Whole tables loaded after start (new incarnation, garbage-collected or corrupt delta, failed apply)."}, []string{"lb_instance"}),
 		incarnation: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_mux_incarnation",
-			Help: "Incarnation of the forwarding state loaded, per instance."}, []string{"instance"}),
+			Help: "Incarnation of the forwarding state loaded, per instance."}, []string{"lb_instance"}),
 	}
 	d.servers.gauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_mux_server_unreachable",
-		Help: "1 for each server this mux has no route or neighbour for: its buckets are dropped (drop_no_route)."}, []string{"instance", "server"})
+		Help: "1 for each server this mux has no route or neighbour for: its buckets are dropped (drop_no_route)."}, []string{"lb_instance", "server"})
 	reg.MustRegister(d.ring.refused, d.ring.resyncs, d.ring.incarnation, d.servers.gauge)
 }
 

@@ -80,11 +80,11 @@ func newHealth(opts HealthOptions, log *slog.Logger) *health {
 		upDesc: prometheus.NewDesc("beamer_mux_store_up",
 			"1 while the last probe of the control store got an answer, 0 while it is unreachable.", nil, nil),
 		ageDesc: prometheus.NewDesc("beamer_mux_sync_age_seconds",
-			"Seconds since the mux last found itself running the store's latest generation, per instance.", []string{"instance"}, nil),
+			"Seconds since the mux last found itself running the store's latest generation, per instance.", []string{"lb_instance"}, nil),
 		behindDesc: prometheus.NewDesc("beamer_mux_behind",
-			"1 while the store answers but the mux does not run its latest generation, per instance.", []string{"instance"}, nil),
+			"1 while the store answers but the mux does not run its latest generation, per instance.", []string{"lb_instance"}, nil),
 		withdrawnDesc: prometheus.NewDesc("beamer_mux_bgp_withdrawn",
-			"1 while the instance's VIPs are withdrawn from BGP because the mux is behind.", []string{"instance"}, nil),
+			"1 while the instance's VIPs are withdrawn from BGP because the mux is behind.", []string{"lb_instance"}, nil),
 	}
 }
 

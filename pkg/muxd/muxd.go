@@ -171,7 +171,7 @@ func (d *Daemon) serveMetrics() error {
 	d.applySeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "beamer_mux_apply_seconds",
 		Help: "Time to apply one generation or table to the BPF maps.", Buckets: prometheus.ExponentialBuckets(1e-5, 4, 10)})
 	d.generation = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_mux_generation",
-		Help: "Generation of the forwarding state loaded, per instance."}, []string{"instance"})
+		Help: "Generation of the forwarding state loaded, per instance."}, []string{"lb_instance"})
 	d.applyErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "beamer_mux_apply_errors_total",
 		Help: "Generations or tables the mux refused (the previous state stays in force)."})
 	d.registerFollowMetrics(reg)
@@ -182,6 +182,9 @@ func (d *Daemon) serveMetrics() error {
 		metrics.NewCounterCollector("beamer_mux_awfd_packets_total", "Packets of AWFD VIPs by the awfd strategy's decision (by_class: new connection placed by its class record).", "decision", d.mux.AWFDCounters))
 	s, err := metrics.Serve(d.opts.Metrics, reg, d.Healthy)
 	d.metrics = s
+	if err == nil {
+		s.HandleStatus(func() (any, error) { return d.Status() }) // status.go
+	}
 	return err
 }
 
@@ -242,6 +245,9 @@ func (d *Daemon) ApplyDelta(name string, delta *forwarding.Delta) error {
 	d.observe(name, start, err)
 	if err != nil {
 		return err
+	}
+	if inc, gen, ok := d.mux.Version(name); ok {
+		d.opts.Log.Info("generation applied", "instance", name, "incarnation", inc, "generation", gen, "apply", time.Since(start).Round(time.Microsecond))
 	}
 	if len(delta.Servers) > 0 {
 		d.ensureServers(name)

@@ -99,7 +99,7 @@ instances:
 		t.Errorf("healthz %d: %s", code, body)
 	}
 	if _, body := get("/metrics"); !strings.Contains(body, `beamer_mux_packets_total{decision="fwd_bucket"}`) ||
-		!strings.Contains(body, `beamer_mux_generation{instance="web"} 1`) {
+		!strings.Contains(body, `beamer_mux_generation{lb_instance="web"} 1`) {
 		t.Errorf("metrics lack the decision counters or generation:\n%.2000s", body)
 	}
 }

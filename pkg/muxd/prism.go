@@ -28,7 +28,7 @@ type prismCollector struct {
 }
 
 func newPrismCollector(d *Daemon) *prismCollector {
-	l := []string{"instance"}
+	l := []string{"lb_instance"}
 	return &prismCollector{d: d, last: map[string]time.Time{}, idle: map[string]int{},
 		entries:  prometheus.NewDesc("beamer_mux_prism_mct_entries", "Entries in the Prism migrated-connection table.", l, nil),
 		capacity: prometheus.NewDesc("beamer_mux_prism_mct_capacity", "Size of the Prism migrated-connection table map.", l, nil),

@@ -19,7 +19,7 @@ import (
 // packets of that server's buckets are dropped and counted by the XDP
 // program (drop_no_route), and the server is reported here — logged when
 // it becomes unreachable and when it comes back, and exported as
-// beamer_mux_server_unreachable{instance,server} — while everything else
+// beamer_mux_server_unreachable{lb_instance,server} — while everything else
 // forwards and newer generations keep applying.
 
 // recheckEvery is how often unreachable servers are tried again (a route

@@ -11,13 +11,13 @@ import (
 
 // LoadStats describes a cold start.
 type LoadStats struct {
-	Incarnation uint32 // incarnation loaded
-	Generation  uint32 // generation loaded
-	Blob        uint32 // generation of the blob it started from
-	Resync      bool   // that blob began the incarnation (declared resync)
-	Deltas      int    // deltas applied after the blob
-	BlobBytes   int    // stored (compressed) bytes of the blob
-	DeltaBytes  int    // stored bytes of the deltas
+	Incarnation uint32 `json:"incarnation"`     // incarnation loaded
+	Generation  uint32 `json:"generation"`      // generation loaded
+	Blob        uint32 `json:"blob_generation"` // generation of the blob it started from
+	Resync      bool   `json:"resync"`          // that blob began the incarnation (declared resync)
+	Deltas      int    `json:"deltas"`          // deltas applied after the blob
+	BlobBytes   int    `json:"blob_bytes"`      // stored (compressed) bytes of the blob
+	DeltaBytes  int    `json:"delta_bytes"`     // stored bytes of the deltas
 }
 
 // loadAttempts bounds restarts of a cold start that raced with garbage

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/ring"
+	"github.com/beamer-lb/beamer/pkg/store"
+	"github.com/beamer-lb/beamer/pkg/wire"
+	"github.com/spf13/cobra"
+)
+
+// lookupView is `ctl lookup -o json|yaml` (docs/operations.md).
+type lookupView struct {
+	Instance    string       `json:"instance"`
+	Src         string       `json:"src"`
+	SrcPort     uint16       `json:"src_port"`
+	Dst         string       `json:"dst"`
+	DstPort     uint16       `json:"dst_port"`
+	Hash        uint32       `json:"hash"`
+	Bucket      uint32       `json:"bucket"`
+	Buckets     uint32       `json:"buckets"`
+	Incarnation uint32       `json:"incarnation"`
+	Generation  uint32       `json:"generation"`
+	Current     lookupServer `json:"current"`
+	// History: previous owners the mux's option names, most recent first;
+	// an agent daisy-chains a packet it has no state for along it.
+	History []lookupServer `json:"history"`
+	// Changed (Unix seconds) is the bucket's latest move or re-stamp;
+	// chaining is open until ChainOpenUntil (Unix seconds). Both are 0 for
+	// a bucket without history.
+	Changed        uint32 `json:"changed"`
+	ChainOpenUntil uint32 `json:"chain_open_until"`
+	ChainOpen      bool   `json:"chain_open"`
+	// Note says when the bucket is not the whole answer (maglev, server-id ports).
+	Note string `json:"note,omitempty"`
+}
+
+type lookupServer struct {
+	ID      uint16 `json:"id"`
+	Address string `json:"address"` // "" when the id is not in the table
+}
+
+// lookup computes what the mux does with the flow src → dst, as
+// bpf/mux.c decides: the flow hash (pkg/wire, the same vectors as the C
+// program) picks the bucket; the bucket names the current owner and history.
+func lookup(tab *forwarding.Table, in *forwarding.Instance, src netip.AddrPort, dst netip.AddrPort, now time.Time) (*lookupView, error) {
+	if len(tab.Buckets) == 0 {
+		return nil, fmt.Errorf("instance %s has an empty table", in.Name)
+	}
+	f := wire.Flow{Src: src.Addr(), Dst: dst.Addr(), SrcPort: src.Port(), DstPort: dst.Port(), Proto: wire.ProtoTCP}
+	v := &lookupView{Instance: in.Name, Src: src.Addr().String(), SrcPort: src.Port(), Dst: dst.Addr().String(), DstPort: dst.Port(),
+		Hash: f.Hash(), Buckets: uint32(len(tab.Buckets)), Incarnation: tab.Incarnation, Generation: tab.Generation, History: []lookupServer{}}
+	server := func(id forwarding.ServerID) lookupServer {
+		s := lookupServer{ID: uint16(id)}
+		if sv, ok := tab.Servers[id]; ok {
+			s.Address = sv.Addr.String()
+		}
+		return s
+	}
+	switch {
+	case dst.Port() > forwarding.MaxServicePort:
+		v.Current = server(forwarding.ServerID(dst.Port()))
+		v.Note = fmt.Sprintf("port %d > %d is an MPTCP secondary subflow: the port is the server id, no bucket", dst.Port(), forwarding.MaxServicePort)
+		return v, nil
+	case dst.Port() < in.PortLow || dst.Port() > in.PortHigh:
+		return nil, fmt.Errorf("port %d is not a service port of %s (%d-%d): the mux drops it", dst.Port(), in.Name, in.PortLow, in.PortHigh)
+	}
+	v.Bucket = f.Bucket(uint32(len(tab.Buckets)))
+	b := tab.Buckets[v.Bucket]
+	v.Current = server(b.Current)
+	for _, id := range b.History[:b.History.Len()] {
+		v.History = append(v.History, server(id))
+	}
+	if len(v.History) > 0 {
+		v.Changed = b.Changed
+		v.ChainOpenUntil = b.Changed + uint32(in.ChainWindow.Seconds())
+		v.ChainOpen = uint32(now.Unix()) < v.ChainOpenUntil
+	}
+	if in.Strategy == forwarding.StrategyMaglev {
+		v.Note = "maglev: this is the table entry for a new connection; an established one follows the mux's connection table (see bpf/mux.c)"
+	}
+	return v, nil
+}
+
+func printLookup(w io.Writer, v *lookupView) {
+	fmt.Fprintf(w, "flow %s:%d -> %s:%d tcp: hash %#08x, bucket %d of %d (incarnation %d, generation %d)\n",
+		v.Src, v.SrcPort, v.Dst, v.DstPort, v.Hash, v.Bucket, v.Buckets, v.Incarnation, v.Generation)
+	name := func(s lookupServer) string {
+		if s.ID == uint16(forwarding.NoServer) {
+			return "none (unowned: the mux drops it)"
+		}
+		if s.Address == "" {
+			return fmt.Sprintf("%d (not in the table)", s.ID)
+		}
+		return fmt.Sprintf("%d %s", s.ID, s.Address)
+	}
+	fmt.Fprintf(w, "current server: %s\n", name(v.Current))
+	if len(v.History) == 0 {
+		fmt.Fprintln(w, "history: none")
+	} else {
+		fmt.Fprint(w, "history (chain, most recent first):")
+		for i, s := range v.History {
+			sep := ","
+			if i == 0 {
+				sep = ""
+			}
+			fmt.Fprintf(w, "%s %s", sep, name(s))
+		}
+		state := "closed"
+		if v.ChainOpen {
+			state = "open"
+		}
+		fmt.Fprintf(w, "\nchanged %s, chaining window %s until %s\n", time.Unix(int64(v.Changed), 0).UTC().Format(time.RFC3339),
+			state, time.Unix(int64(v.ChainOpenUntil), 0).UTC().Format(time.RFC3339))
+	}
+	if v.Note != "" {
+		fmt.Fprintf(w, "note: %s\n", v.Note)
+	}
+}
+
+func init() {
+	var dport uint16
+	var vip string
+	cmd := readCmd("lookup NAME SRC:PORT [--dport P] [--vip ADDR]", "Show which bucket and server a client's connection maps to, and the bucket's history (chain)", cobra.ExactArgs(2),
+		func(ctx context.Context, cmd *cobra.Command, args []string, st store.Store, root, format string) error {
+			src, err := netip.ParseAddrPort(args[1])
+			if err != nil || !src.Addr().Is4() {
+				return fmt.Errorf("client %q: want IPv4:PORT, e.g. 198.18.1.5:40000", args[1])
+			}
+			k := ring.InstanceKeys(root, args[0])
+			in, err := ring.ReadInstance(ctx, st, k)
+			if err != nil {
+				return err
+			}
+			tab, _, err := ring.NewFollower(st, k, ring.FollowerOptions{}).Load(ctx)
+			if err != nil {
+				return err
+			}
+			dst := in.VIPs[0]
+			if vip != "" {
+				if dst, err = netip.ParseAddr(vip); err != nil {
+					return fmt.Errorf("--vip: %w", err)
+				}
+				if !slices.Contains(in.VIPs, dst) {
+					return fmt.Errorf("--vip %v is not a VIP of %s (%v)", dst, in.Name, in.VIPs)
+				}
+			}
+			p := dport
+			if p == 0 {
+				p = in.PortLow
+			}
+			v, err := lookup(tab, in, src, netip.AddrPortFrom(dst, p), time.Now())
+			if err != nil {
+				return err
+			}
+			return emit(cmd.OutOrStdout(), format, v, func(w io.Writer) { printLookup(w, v) })
+		})
+	cmd.Flags().Uint16Var(&dport, "dport", 0, "destination (service) port (default: the instance's first port)")
+	cmd.Flags().StringVar(&vip, "vip", "", "destination VIP (default: the instance's first VIP)")
+}

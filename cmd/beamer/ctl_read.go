@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/controller"
+	"github.com/beamer-lb/beamer/pkg/store"
+	"github.com/spf13/cobra"
+)
+
+// The read-only ctl commands (show, list, lookup) read the store directly,
+// never through the elected controller: they work while no controller runs.
+
+// listView is `ctl list -o json|yaml`. Field names and units are a stable
+// interface (docs/operations.md): add fields, never rename them.
+type listView struct {
+	// Controller is the elected controller's name, "" when none is elected.
+	Controller string         `json:"controller"`
+	Instances  []listInstance `json:"instances"`
+}
+
+type listInstance struct {
+	Name               string       `json:"name"`
+	Strategy           string       `json:"strategy"`
+	VIPs               []string     `json:"vips"`
+	PortLow            uint16       `json:"port_low"`
+	PortHigh           uint16       `json:"port_high"`
+	Buckets            uint32       `json:"buckets"` // B (maglev: table size M)
+	Incarnation        uint32       `json:"incarnation"`
+	Generation         uint32       `json:"generation"`
+	ChainWindowSeconds float64      `json:"chain_window_seconds"`
+	UnownedBuckets     int          `json:"unowned_buckets"`
+	FailOpen           bool         `json:"fail_open"`
+	Servers            []listServer `json:"servers"`
+	// Error: the instance exists but its state could not be read.
+	Error string `json:"error,omitempty"`
+}
+
+type listServer struct {
+	ID              uint16 `json:"id"`
+	Address         string `json:"address"`
+	Weight          uint32 `json:"weight"`
+	EffectiveWeight uint32 `json:"effective_weight"` // 0 while drained, down, pending or removing
+	State           string `json:"state"`            // adding, active, removing
+	Drained         bool   `json:"drained"`
+	Health          string `json:"health"` // up, down, pending, suppressed
+	Buckets         int    `json:"buckets"`
+	// Share is the fraction (0–1) of the instance's buckets it owns.
+	Share   float64 `json:"share"`
+	Chained int     `json:"chained_buckets"` // buckets naming it as a previous owner within the window
+}
+
+// readList builds the list of every instance from the store.
+func readList(ctx context.Context, st store.Store, root string, now time.Time) (*listView, error) {
+	lv := &listView{Instances: []listInstance{}}
+	if leader, err := st.Leader(ctx, controller.ElectionKey(root)); err == nil {
+		lv.Controller = leader
+	}
+	names, err := controller.New(st, root, controller.Options{}).Instances(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		li := listInstance{Name: n, Servers: []listServer{}}
+		v, err := controller.Show(ctx, st, root, n, now)
+		if err != nil {
+			li.Error = err.Error()
+			lv.Instances = append(lv.Instances, li)
+			continue
+		}
+		in := v.Instance
+		li.Strategy, li.PortLow, li.PortHigh, li.Buckets = string(in.Strategy), in.PortLow, in.PortHigh, in.Buckets
+		li.Incarnation, li.Generation = v.Load.Incarnation, v.Generation
+		li.ChainWindowSeconds = in.ChainWindow.Seconds()
+		li.UnownedBuckets, li.FailOpen = v.Unowned, v.FailOpen
+		for _, a := range in.VIPs {
+			li.VIPs = append(li.VIPs, a.String())
+		}
+		for _, d := range v.DIPs {
+			li.Servers = append(li.Servers, listServer{ID: uint16(d.ID), Address: d.Addr.String(), Weight: d.Weight,
+				EffectiveWeight: d.Effective, State: string(d.State), Drained: d.Drained, Health: d.Health,
+				Buckets: d.Buckets, Share: d.LoadShare, Chained: d.Chained})
+		}
+		lv.Instances = append(lv.Instances, li)
+	}
+	return lv, nil
+}
+
+// printList is the ipvsadm-like screen: one line per instance, one "->"
+// line per server under it.
+func printList(out io.Writer, lv *listView) {
+	c := lv.Controller
+	if c == "" {
+		c = "none (start `beamer controller`)"
+	}
+	fmt.Fprintf(out, "controller: %s\n", c)
+	var tab bytes.Buffer
+	w := tabwriter.NewWriter(&tab, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "INSTANCE\tVIP\tPORTS\tSTRATEGY\tGEN\tSERVER\tADDRESS\tWEIGHT\tSTATE\tHEALTH\tBUCKETS\tSHARE")
+	for _, in := range lv.Instances {
+		if in.Error != "" {
+			fmt.Fprintf(w, "%s\t-\t-\t-\t-\t\t\t\t\t\t\t\n", in.Name)
+			continue
+		}
+		ports := fmt.Sprint(in.PortLow)
+		if in.PortHigh != in.PortLow {
+			ports += fmt.Sprintf("-%d", in.PortHigh)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t\t\t\t\t\t%d\t\n", in.Name, strings.Join(in.VIPs, ","), ports, in.Strategy, in.Generation, in.Buckets)
+		for _, s := range in.Servers {
+			state := s.State
+			if s.Drained {
+				state += ",drained"
+			}
+			fmt.Fprintf(w, "\t\t\t\t\t-> %d\t%s\t%d\t%s\t%s\t%d\t%.2f%%\n", s.ID, s.Address, s.Weight, state, s.Health, s.Buckets, 100*s.Share)
+		}
+		if len(in.Servers) == 0 {
+			fmt.Fprintf(w, "\t\t\t\t\t-> none\t\t\t\t\t\t\n")
+		}
+	}
+	w.Flush()
+	for _, line := range strings.SplitAfter(tab.String(), "\n") {
+		fmt.Fprint(out, strings.TrimRight(line, " \n")+strings.Repeat("\n", strings.Count(line, "\n")))
+	}
+	for _, in := range lv.Instances {
+		if in.Error != "" {
+			fmt.Fprintf(out, "%s: %s\n", in.Name, in.Error)
+		}
+		if in.FailOpen {
+			fmt.Fprintf(out, "%s: FAILING OPEN (every server is down; buckets stay with their last owners)\n", in.Name)
+		}
+	}
+}
+
+// readCmd is a read-only ctl command: its store, its -o.
+func readCmd(use, short string, args cobra.PositionalArgs, run func(ctx context.Context, cmd *cobra.Command, args []string, st store.Store, root, format string) error) *cobra.Command {
+	cmd, f := newCtl(use, short, args)
+	format := addOutputFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := checkOutput(*format); err != nil {
+			return err
+		}
+		ctx := context.Background()
+		st, t, err := openStore(ctx, *f.store)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		return run(ctx, cmd, args, st, t.Root, *format)
+	}
+	return cmd
+}
+
+func init() {
+	show := readCmd("show NAME", "Show an instance: generation, buckets per DIP, load vs weight, fragmentation", cobra.ExactArgs(1),
+		func(ctx context.Context, cmd *cobra.Command, args []string, st store.Store, root, format string) error {
+			v, err := controller.Show(ctx, st, root, args[0], time.Now())
+			if err != nil {
+				return err
+			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				format = "json"
+			}
+			return emit(cmd.OutOrStdout(), format, v, func(w io.Writer) { printView(w, v) })
+		})
+	show.Flags().Bool("json", false, "print JSON (same as -o json)")
+	_ = show.Flags().MarkDeprecated("json", "use -o json")
+
+	readCmd("list", "List every instance, VIP, port, strategy and server with weight, state, health, buckets and share", cobra.NoArgs,
+		func(ctx context.Context, cmd *cobra.Command, _ []string, st store.Store, root, format string) error {
+			lv, err := readList(ctx, st, root, time.Now())
+			if err != nil {
+				return err
+			}
+			return emit(cmd.OutOrStdout(), format, lv, func(w io.Writer) { printList(w, lv) })
+		})
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// TestEnvFlags: BEAMER_STORE gives ctl its store; the command line wins
+// over the variable; list flags split on commas; a bad value names the
+// variable; the help says which variable a flag reads.
+func TestEnvFlags(t *testing.T) {
+	st := ctlStore(t)
+	t.Setenv("BEAMER_STORE", st)
+	if got := ctlOut(t, "ctl", "list"); !strings.Contains(got, "\nweb ") {
+		t.Errorf("ctl list with BEAMER_STORE:\n%s", got)
+	}
+	// The command line wins: a store that does not exist is refused.
+	if err := run("ctl", "list", "--store", "bogus://x"); err == nil || !strings.Contains(err.Error(), "bogus://x") {
+		t.Errorf("--store over BEAMER_STORE: %v", err)
+	}
+	t.Setenv("BEAMER_INSTANCE", "web,api")
+	t.Setenv("BEAMER_IFACE", "eth7")
+	mux := findCmd(t, "mux")
+	if err := applyEnv(mux); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := mux.Flags().GetStringSlice("instance"); strings.Join(got, " ") != "web api" {
+		t.Errorf("BEAMER_INSTANCE: %v", got)
+	}
+	if got, _ := mux.Flags().GetString("iface"); got != "eth7" {
+		t.Errorf("BEAMER_IFACE: %v", got)
+	}
+	t.Setenv("BEAMER_INSECURE", "maybe")
+	if err := run("ctl", "list"); err == nil || !strings.HasPrefix(err.Error(), `BEAMER_INSECURE="maybe": `) {
+		t.Errorf("bad BEAMER_INSECURE: %v", err)
+	}
+	documentEnv(rootCmd)
+	documentEnv(rootCmd) // idempotent
+	if u := mux.Flags().Lookup("store").Usage; !strings.HasSuffix(u, "(env BEAMER_STORE)") || strings.Count(u, "BEAMER_STORE") != 1 {
+		t.Errorf("--store help: %q", u)
+	}
+}
+
+func findCmd(t *testing.T, name string) *cobra.Command {
+	t.Helper()
+	for _, c := range rootCmd.Commands() {
+		if c.Name() == name {
+			return c
+		}
+	}
+	t.Fatalf("no command %s", name)
+	return nil
+}
