@@ -2,7 +2,6 @@ package agentapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -11,7 +10,6 @@ import (
 	"strconv"
 
 	"github.com/beamer-lb/beamer/pkg/wire"
-	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -49,29 +47,9 @@ type SignaturesReport struct {
 func prismLive(state uint8) bool { return liveStates[state] || state == 12 }
 
 func listSignatures(ns netns.NsHandle, vip netip.Addr, n uint32) (*SignaturesReport, error) {
-	var h *netlink.Handle
-	var err error
-	if ns.IsOpen() {
-		h, err = netlink.NewHandleAt(ns, unix.NETLINK_INET_DIAG)
-	} else {
-		h, err = netlink.NewHandle(unix.NETLINK_INET_DIAG)
-	}
+	socks, err := dumpTCP(ns)
 	if err != nil {
-		return nil, fmt.Errorf("sock_diag: %w", err)
-	}
-	defer h.Close()
-	var socks []*netlink.Socket
-	for attempt := 0; ; attempt++ {
-		socks, err = h.SocketDiagTCP(unix.AF_INET)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, netlink.ErrDumpInterrupted) {
-			return nil, fmt.Errorf("sock_diag: %w", err)
-		}
-		if attempt == 4 {
-			return nil, errDumpInterrupted
-		}
+		return nil, err
 	}
 	counts := map[uint64]uint32{}
 	r := &SignaturesReport{VIP: vip, Buckets: n}

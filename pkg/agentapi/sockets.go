@@ -34,31 +34,9 @@ var errDumpInterrupted = errors.New("socket table changed during the dump; try a
 // whose local address is vip. The bucket is the mux's: the flow hash of the
 // client → VIP 5-tuple (pkg/wire).
 func countConnections(ns netns.NsHandle, vip netip.Addr, n uint32) (*ConnectionsReport, error) {
-	var h *netlink.Handle
-	var err error
-	if ns.IsOpen() {
-		h, err = netlink.NewHandleAt(ns, unix.NETLINK_INET_DIAG)
-	} else {
-		h, err = netlink.NewHandle(unix.NETLINK_INET_DIAG)
-	}
+	socks, err := dumpTCP(ns)
 	if err != nil {
-		return nil, fmt.Errorf("sock_diag: %w", err)
-	}
-	defer h.Close()
-	var socks []*netlink.Socket
-	for attempt := 0; ; attempt++ {
-		socks, err = h.SocketDiagTCP(unix.AF_INET)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, netlink.ErrDumpInterrupted) {
-			return nil, fmt.Errorf("sock_diag: %w", err)
-		}
-		// A partial dump could miss connections and let the controller drop
-		// a bucket that still holds some: never answer with one.
-		if attempt == 4 {
-			return nil, errDumpInterrupted
-		}
+		return nil, err
 	}
 	counts := map[uint32]uint32{}
 	r := &ConnectionsReport{VIP: vip, Buckets: n}
@@ -81,4 +59,34 @@ func countConnections(ns netns.NsHandle, vip netip.Addr, n uint32) (*Connections
 	}
 	slices.SortFunc(r.Counts, func(a, b BucketCount) int { return int(a.Bucket) - int(b.Bucket) })
 	return r, nil
+}
+
+// dumpTCP lists the IPv4 TCP sockets of the namespace ns (the current one
+// when ns is not open) through sock_diag, whole or not at all: a partial
+// dump could miss connections and let the controller drop a bucket that
+// still holds some, so an interrupted dump is retried, then refused.
+func dumpTCP(ns netns.NsHandle) ([]*netlink.Socket, error) {
+	var h *netlink.Handle
+	var err error
+	if ns.IsOpen() {
+		h, err = netlink.NewHandleAt(ns, unix.NETLINK_INET_DIAG)
+	} else {
+		h, err = netlink.NewHandle(unix.NETLINK_INET_DIAG)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sock_diag: %w", err)
+	}
+	defer h.Close()
+	for attempt := 0; ; attempt++ {
+		socks, err := h.SocketDiagTCP(unix.AF_INET)
+		if err == nil {
+			return socks, nil
+		}
+		if !errors.Is(err, netlink.ErrDumpInterrupted) {
+			return nil, fmt.Errorf("sock_diag: %w", err)
+		}
+		if attempt == 4 {
+			return nil, errDumpInterrupted
+		}
+	}
 }
