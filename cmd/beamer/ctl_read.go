@@ -170,7 +170,6 @@ func init() {
 			return emit(cmd.OutOrStdout(), format, v, func(w io.Writer) { printView(w, v) })
 		})
 	show.Flags().Bool("json", false, "print JSON (same as -o json)")
-	_ = show.Flags().MarkDeprecated("json", "use -o json")
 
 	readCmd("list", "List every instance, VIP, port, strategy and server with weight, state, health, buckets and share", cobra.NoArgs,
 		func(ctx context.Context, cmd *cobra.Command, _ []string, st store.Store, root, format string) error {

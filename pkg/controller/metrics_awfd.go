@@ -17,11 +17,11 @@ type awfdMetrics struct {
 func newAWFDMetrics(reg prometheus.Registerer) *awfdMetrics {
 	m := &awfdMetrics{
 		classes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_controller_awfd_class_servers",
-			Help: "Servers in each AWFD class of the latest record (class 0: no new connections)."}, []string{"instance", "class"}),
+			Help: "Servers in each AWFD class of the latest record (class 0: no new connections)."}, []string{"lb_instance", "class"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beamer_controller_awfd_poll_failures_total",
-			Help: "Capacity polls of AWFD servers that failed (the server's last value is kept for the hold, then decays)."}, []string{"instance"}),
+			Help: "Capacity polls of AWFD servers that failed (the server's last value is kept for the hold, then decays)."}, []string{"lb_instance"}),
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beamer_controller_awfd_records_total",
-			Help: "AWFD class records written (classes changed, or the heartbeat)."}, []string{"instance"}),
+			Help: "AWFD class records written (classes changed, or the heartbeat)."}, []string{"lb_instance"}),
 	}
 	reg.MustRegister(m.classes, m.failures, m.writes)
 	return m

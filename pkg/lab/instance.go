@@ -53,7 +53,7 @@ func (s *InstanceState) Down() []int {
 
 // Instance reads the instance's state from the store.
 func (l *Lab) Instance() (*InstanceState, error) {
-	out, err := l.Ctl("show", Instance, "--json")
+	out, err := l.Ctl("show", Instance, "-o", "json")
 	if err != nil {
 		return nil, err
 	}

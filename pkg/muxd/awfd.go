@@ -33,11 +33,11 @@ func (d *Daemon) registerAWFDMetrics(reg *prometheus.Registry) {
 	d.awfdm = awfdMetrics{
 		records: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beamer_mux_awfd_records_total",
 			Help: "AWFD class records seen, by result: loaded, refused_old (sequence below the running one), invalid (kept the last good one), dropped (--awfd-drop, the loss experiment), failed (data plane)."},
-			[]string{"instance", "result"}),
+			[]string{"lb_instance", "result"}),
 		age: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_mux_awfd_record_age_seconds",
-			Help: "Age of the AWFD class record this mux dispatches by, from the controller's timestamp (set when a record loads)."}, []string{"instance"}),
+			Help: "Age of the AWFD class record this mux dispatches by, from the controller's timestamp (set when a record loads)."}, []string{"lb_instance"}),
 		servers: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_mux_awfd_class_servers",
-			Help: "Servers in each AWFD class of the loaded record (class 0: idle, gets no new connection)."}, []string{"instance", "class"}),
+			Help: "Servers in each AWFD class of the loaded record (class 0: idle, gets no new connection)."}, []string{"lb_instance", "class"}),
 	}
 	reg.MustRegister(d.awfdm.records, d.awfdm.age, d.awfdm.servers)
 }
