@@ -16,6 +16,9 @@ func TestConformance(t *testing.T) {
 		s, err := zkstore.Open(context.Background(), zkstore.Config{
 			Servers:        []string{srv.Addr},
 			SessionTimeout: 2 * time.Second,
+			// The ZooKeeper JVM can take well over 10 s to serve its first
+			// session while the lab tests load both cores (seen in CI runs).
+			DialTimeout: 40 * time.Second,
 		})
 		if err != nil {
 			t.Fatal(err)
