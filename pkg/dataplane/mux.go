@@ -59,6 +59,8 @@ type Mux struct {
 	awfd         map[string]*awfd.Record // AWFD class records loaded, by instance (mux_awfd.go)
 	awfdCounters *counterSet             // the awfd strategy's decision counters
 
+	ports portSets // port_sets entries of VIPs with many port ranges (mux_ports.go)
+
 	epoch     *wordArray    // the next-hop cache's epoch (bpf/include/nexthop.h)
 	stopEpoch chan struct{} // ends the epoch ticker
 	epochDone chan struct{}
@@ -516,6 +518,7 @@ func (m *Mux) RemoveInstance(name string) error {
 		if err := m.objs.Vips.Delete(v.As4()); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 			return fmt.Errorf("removing VIP %v: %w", v, err)
 		}
+		m.forgetVIP(v)
 	}
 	delete(m.instances, name)
 	delete(m.awfd, name)
@@ -550,19 +553,15 @@ func (m *Mux) freeSlot() (uint32, bool) {
 
 // publish writes the VIP records naming the instance's slot and generation.
 func (m *Mux) publish(in *muxInstance) error {
-	rec := muxVipInfo{
-		Table:       in.slot,
-		Buckets:     in.cfg.Buckets,
-		Generation:  in.table.Generation,
-		Incarnation: in.table.Incarnation,
-		PortLow:     in.cfg.PortLow,
-		PortHigh:    in.cfg.PortHigh,
-		Strategy:    in.cfg.Strategy.Code(),
-	}
 	for _, v := range in.cfg.VIPs {
+		rec, published, err := m.vipRecord(in, v) // mux_ports.go
+		if err != nil {
+			return err
+		}
 		if err := m.objs.Vips.Put(v.As4(), &rec); err != nil {
 			return fmt.Errorf("publishing VIP %v: %w", v, err)
 		}
+		published()
 	}
 	return nil
 }
@@ -576,6 +575,7 @@ func (m *Mux) unpublishStale(old *muxInstance, cfg forwarding.Instance) {
 		}
 		if !keep {
 			m.objs.Vips.Delete(v.As4())
+			m.forgetVIP(v)
 		}
 	}
 }

@@ -85,16 +85,43 @@ type muxBenchNexthop struct {
 	Mtu     uint32
 }
 
+type muxBenchPortSet struct {
+	_       structs.HostLayout
+	UdpMask uint16
+	N       uint8
+	Pad     uint8
+	R       [15]struct {
+		_    structs.HostLayout
+		Low  uint16
+		High uint16
+	}
+}
+
 type muxBenchVipInfo struct {
 	_           structs.HostLayout
 	Table       uint32
 	Buckets     uint32
 	Generation  uint32
 	Incarnation uint32
-	PortLow     uint16
-	PortHigh    uint16
+	IdLow       uint16
+	IdHigh      uint16
 	Strategy    uint8
-	Pad         [3]uint8
+	Flags       uint8
+	N_ranges    uint8
+	UdpMask     uint8
+	Ranges      [4]struct {
+		_    structs.HostLayout
+		Low  uint16
+		High uint16
+	}
+	PortSet    uint16
+	QuicConfig uint8
+	QuicCidLen uint8
+	QuicPorts  struct {
+		_    structs.HostLayout
+		Low  uint16
+		High uint16
+	}
 }
 
 // Names of all BPF objects in the ELF.
@@ -115,6 +142,7 @@ const (
 	muxBenchMapMuxCounters            = "mux_counters"
 	muxBenchMapNexthopCache           = "nexthop_cache"
 	muxBenchMapNexthopEpoch           = "nexthop_epoch"
+	muxBenchMapPortSets               = "port_sets"
 	muxBenchMapPrismLearned           = "prism_learned"
 	muxBenchMapServerTables           = "server_tables"
 	muxBenchMapVips                   = "vips"
@@ -201,6 +229,7 @@ type muxBenchMapSpecs struct {
 	MuxCounters        *ebpf.MapSpec `ebpf:"mux_counters"`
 	NexthopCache       *ebpf.MapSpec `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.MapSpec `ebpf:"nexthop_epoch"`
+	PortSets           *ebpf.MapSpec `ebpf:"port_sets"`
 	PrismLearned       *ebpf.MapSpec `ebpf:"prism_learned"`
 	ServerTables       *ebpf.MapSpec `ebpf:"server_tables"`
 	Vips               *ebpf.MapSpec `ebpf:"vips"`
@@ -253,6 +282,7 @@ type muxBenchMaps struct {
 	MuxCounters        *ebpf.Map `ebpf:"mux_counters"`
 	NexthopCache       *ebpf.Map `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.Map `ebpf:"nexthop_epoch"`
+	PortSets           *ebpf.Map `ebpf:"port_sets"`
 	PrismLearned       *ebpf.Map `ebpf:"prism_learned"`
 	ServerTables       *ebpf.Map `ebpf:"server_tables"`
 	Vips               *ebpf.Map `ebpf:"vips"`
@@ -274,6 +304,7 @@ func (m *muxBenchMaps) Close() error {
 		m.MuxCounters,
 		m.NexthopCache,
 		m.NexthopEpoch,
+		m.PortSets,
 		m.PrismLearned,
 		m.ServerTables,
 		m.Vips,
