@@ -40,7 +40,9 @@ const (
 	agentAgentCounterAGENT_FUTURE_INCARNATION    agentAgentCounter = 21
 	agentAgentCounterAGENT_SUSPICIOUS_GENERATION agentAgentCounter = 22
 	agentAgentCounterAGENT_CLAMPED_CHANGE        agentAgentCounter = 23
-	agentAgentCounterAGENT_COUNTER_MAX           agentAgentCounter = 24
+	agentAgentCounterAGENT_ICMP_FRAG_NEEDED      agentAgentCounter = 24
+	agentAgentCounterAGENT_DROP_ICMP             agentAgentCounter = 25
+	agentAgentCounterAGENT_COUNTER_MAX           agentAgentCounter = 26
 )
 
 type agentAgentVip struct {
