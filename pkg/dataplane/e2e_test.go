@@ -35,6 +35,8 @@ var (
 const e2eBuckets = 67 // prime, as a Maglev table needs
 
 type e2eNet struct {
+	lab     *netlab.Lab
+	fabric  *netlab.Namespace // the bridge br0 joining everyone
 	client  *netlab.Namespace
 	mux     *Mux   // the mux the client's route uses first
 	muxes   []*Mux // all muxes, mux i at 198.18.0.(1+i)
@@ -81,7 +83,7 @@ func newE2EWith(t *testing.T, cfg e2eConfig) *e2eNet {
 		return n
 	}
 	fabric, client := ns("fabric"), ns("client")
-	e := &e2eNet{client: client, servers: map[string]*netlab.Namespace{}, agents: map[string]*Agent{}, gen: 1}
+	e := &e2eNet{lab: lab, fabric: fabric, client: client, servers: map[string]*netlab.Namespace{}, agents: map[string]*Agent{}, gen: 1}
 	links := []link.Link{}
 	t.Cleanup(func() {
 		for _, l := range links {
