@@ -63,13 +63,13 @@ func lookup(tab *forwarding.Table, in *forwarding.Instance, src netip.AddrPort, 
 		}
 		return s
 	}
-	switch {
-	case dst.Port() > forwarding.MaxServicePort:
+	switch ids := in.ServerIDs(); {
+	case ids.Contains(dst.Port()):
 		v.Current = server(forwarding.ServerID(dst.Port()))
-		v.Note = fmt.Sprintf("port %d > %d is an MPTCP secondary subflow: the port is the server id, no bucket", dst.Port(), forwarding.MaxServicePort)
+		v.Note = fmt.Sprintf("port %d is in the server-id range %v: an MPTCP secondary subflow, the port is the server id, no bucket", dst.Port(), ids)
 		return v, nil
-	case dst.Port() < in.PortLow || dst.Port() > in.PortHigh:
-		return nil, fmt.Errorf("port %d is not a service port of %s (%d-%d): the mux drops it", dst.Port(), in.Name, in.PortLow, in.PortHigh)
+	case !in.PortsOf(dst.Addr()).Open(forwarding.TCP, dst.Port()):
+		return nil, fmt.Errorf("port %d is not a TCP service port of %s on %v (%s): the mux drops it", dst.Port(), in.Name, dst.Addr(), in.PortSummary())
 	}
 	v.Bucket = f.Bucket(uint32(len(tab.Buckets)))
 	b := tab.Buckets[v.Bucket]
@@ -153,7 +153,7 @@ func init() {
 			}
 			p := dport
 			if p == 0 {
-				p = in.PortLow
+				p = in.FirstTCPPort()
 			}
 			v, err := lookup(tab, in, src, netip.AddrPortFrom(dst, p), time.Now())
 			if err != nil {

@@ -171,7 +171,7 @@ history: none
 		t.Errorf("server-id port:\n%s", got)
 	}
 	if err := run("ctl", "lookup", "web", "198.18.1.5:40005", "--dport", "81", "--store", st); err == nil ||
-		err.Error() != "port 81 is not a service port of web (80-80): the mux drops it" {
+		err.Error() != "port 81 is not a TCP service port of web on 198.18.100.1 (80): the mux drops it" {
 		t.Errorf("closed port: %v", err)
 	}
 	if err := run("ctl", "lookup", "web", "198.18.1.5:40005", "--vip", "198.18.100.2", "--store", st); err == nil ||

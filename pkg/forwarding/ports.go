@@ -204,8 +204,13 @@ func (in *Instance) FirstTCPPort() uint16 {
 	return 0
 }
 
-// PortSummary is the instance's ports for humans: "tcp 80,443 udp 443 ids 1025-65535".
+// PortSummary is the instance's ports for humans: "tcp 80,443 udp 443 ids
+// 20000-29999", or just "80-81" for a configuration of TCP ports only with
+// the default server ids (as before services existed).
 func (in *Instance) PortSummary() string {
+	if len(in.Services) == 0 && in.ServerIDRange == nil {
+		return PortRange{in.PortLow, in.PortHigh}.String()
+	}
 	var parts []string
 	if in.PortLow != 0 {
 		parts = append(parts, "tcp "+PortRange{in.PortLow, in.PortHigh}.String())
@@ -274,6 +279,9 @@ func (in *Instance) checkPorts() error {
 		if r.Low < uint16(MinServerID) || r.Low > r.High {
 			return fmt.Errorf("server-id range %v must satisfy %d ≤ low ≤ high ≤ %d (ids up to 1024 are reserved for services)", r.PortRange, MinServerID, MaxServerID)
 		}
+	}
+	if h := in.HealthProbe(); h.Kind != HealthNone && h.Port == 0 {
+		return fmt.Errorf("no TCP service port for the %s health probe: set its port (ctl create --health-port) or kind none", h.Kind)
 	}
 	ids := in.ServerIDs()
 	for _, v := range in.VIPs {
