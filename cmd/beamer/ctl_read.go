@@ -31,7 +31,7 @@ type listInstance struct {
 	VIPs               []string     `json:"vips"`
 	PortLow            uint16       `json:"port_low"`
 	PortHigh           uint16       `json:"port_high"`
-	Ports              string       `json:"ports"` // every protocol and range, and the server-id range
+	Ports              string       `json:"ports"`   // every protocol and range, and the server-id range
 	Buckets            uint32       `json:"buckets"` // B (maglev: table size M)
 	Incarnation        uint32       `json:"incarnation"`
 	Generation         uint32       `json:"generation"`
