@@ -2,10 +2,8 @@
 /*
  * The mux's maps: the layout the control plane drives (pkg/dataplane).
  *
- *   vips           VIP address -> struct vip_info (which tables, B, ports,
- *                  generation). A hash map without preallocation: an update
- *                  replaces the whole record under RCU, so a packet never sees
- *                  half of an old and half of a new record.
+ *   vip_front,     VIP address -> struct vip_info (which tables, B, ports,
+ *   vip_records    generation): vips.h, never torn.
  *   bucket_tables  slot -> array of B 64-bit bucket words (pkg/dataplane bucketWord)
  *   chain_tables   slot -> array of struct chain_entry: the bucket histories
  *                  (previous owners' ids) that bucket words refer to, each
@@ -41,11 +39,13 @@ enum strategy {
 	STRATEGY_AWFD = 5,    /* reserved: issue 14 */
 };
 
+/* The per-VIP record every strategy reads (at most 64 bytes: vips.h). */
 struct vip_info {
+	__u64 version;    /* generation of the tables' content (bits 0-31) and
+			   * incarnation of the instance's ring (32-63): one
+			   * word, stored atomically by the daemon */
 	__u32 table;      /* slot in bucket_tables and server_tables */
 	__u32 buckets;    /* B: size of the bucket table */
-	__u32 generation; /* generation of the tables' content */
-	__u32 incarnation;/* incarnation of the instance's ring */
 	__u16 port_low;   /* service ports, host order, within 1..1024 */
 	__u16 port_high;
 	__u8 strategy;    /* enum strategy */
@@ -135,14 +135,6 @@ struct server_table {
 	__type(key, __u32);
 	__type(value, __u64);
 };
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_VIPS);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __be32);
-	__type(value, struct vip_info);
-} vips SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
