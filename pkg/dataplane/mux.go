@@ -72,7 +72,7 @@ type Mux struct {
 type muxInstance struct {
 	cfg     forwarding.Instance
 	slot    uint32
-	buckets *wordArray
+	buckets *bucketArray
 	servers *wordArray
 	chains  *chainTable
 	table   *forwarding.Table
@@ -382,7 +382,7 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 		in.close()
 		return err
 	}
-	if err := m.objs.BucketTables.Put(slot, in.buckets.m); err != nil {
+	if err := m.objs.BucketTables.Put(slot, in.buckets.words.m); err != nil {
 		in.close()
 		return fmt.Errorf("installing bucket table: %w", err)
 	}
@@ -428,7 +428,7 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 // build fills fresh kernel tables with t.
 func (in *muxInstance) build(t *forwarding.Table) error {
 	var err error
-	if in.buckets, err = newWordArray(in.cfg.Buckets, true); err != nil {
+	if in.buckets, err = newBucketArray(in.cfg.Buckets); err != nil {
 		return err
 	}
 	if in.servers, err = newWordArray(serverTableSize, false); err != nil {
@@ -445,11 +445,16 @@ func (in *muxInstance) build(t *forwarding.Table) error {
 		if err != nil {
 			return err
 		}
-		in.buckets.store(uint32(i), bucketWord(b, ref))
+		in.buckets.set(uint32(i), b, ref, in.keepChanged())
 	}
 	in.state, err = muxStrategyOf(in.cfg).newState(in.cfg, t)
 	return err
 }
+
+// keepChanged: the strategy reads the change time of buckets without
+// history (Prism marks migrating bins by it); Beamer's option carries the
+// change time only with a history.
+func (in *muxInstance) keepChanged() bool { return !muxStrategyOf(in.cfg).histories() }
 
 func (in *muxInstance) close() {
 	in.buckets.close()
@@ -497,8 +502,8 @@ func (m *Mux) ApplyDelta(name string, d *forwarding.Delta) error {
 			// entries, and the caller reloads the instance whole.
 			return err
 		}
-		old = append(old, wordRef(in.buckets.load(c.Index)))
-		in.buckets.store(c.Index, bucketWord(c.Bucket, ref))
+		old = append(old, wordRef(in.buckets.get(c.Index)))
+		in.buckets.set(c.Index, c.Bucket, ref, in.keepChanged())
 	}
 	if err := in.table.Apply(d); err != nil {
 		return err // cannot happen after Check
