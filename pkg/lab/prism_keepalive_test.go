@@ -3,12 +3,14 @@ package lab
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -142,6 +144,18 @@ func TestPrismKeepAlive(t *testing.T) {
 	}
 	if n := waitMCT(len(moved), 15*time.Second); n != len(moved) {
 		t.Fatalf("MCT holds %d entries after server 1's removal, want its %d connections", n, len(moved))
+	}
+	// What the operator sees: ctl show's MCT size, text and JSON.
+	out, err := l.Ctl("show", Instance)
+	if err != nil || !strings.Contains(out, fmt.Sprintf("MCT %d of", len(moved))) {
+		t.Errorf("ctl show does not give the MCT size %d (%v):\n%s", len(moved), err, out)
+	}
+	out, err = l.Ctl("show", Instance, "-o", "json")
+	var view struct {
+		MCTSize int `json:"mct_size"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &view) != nil || view.MCTSize != len(moved) {
+		t.Errorf("ctl show -o json: mct_size %d, want %d (%v)", view.MCTSize, len(moved), err)
 	}
 	// Split: busy (a request every 300 ms), silent (open, nothing sent),
 	// closed.
