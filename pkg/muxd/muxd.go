@@ -18,6 +18,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/metrics"
 	"github.com/beamer-lb/beamer/pkg/nodestate"
+	"github.com/beamer-lb/beamer/pkg/prism"
 	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netlink"
@@ -177,7 +178,8 @@ func (d *Daemon) serveMetrics() error {
 		Help: "Generations or tables the mux refused (the previous state stays in force)."})
 	d.registerFollowMetrics(reg)
 	d.registerAWFDMetrics(reg)
-	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors, d.health, newPrismCollector(d),
+	bits := newPrismBits(d)
+	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors, d.health, bits,
 		metrics.NewCounterCollector("beamer_mux_packets_total", "Packets by decision of the XDP mux.", "decision", d.mux.Counters),
 		metrics.NewCounterCollector("beamer_mux_cheetah_packets_total", "Segments of Cheetah VIPs by how the server was found (cookie hits, bad cookies, fallbacks to buckets).", "decision", d.mux.CheetahCounters),
 		metrics.NewCounterCollector("beamer_mux_awfd_packets_total", "Packets of AWFD VIPs by the awfd strategy's decision (by_class: new connection placed by its class record).", "decision", d.mux.AWFDCounters))
@@ -185,6 +187,7 @@ func (d *Daemon) serveMetrics() error {
 	d.metrics = s
 	if err == nil {
 		s.HandleStatus(func() (any, error) { return d.Status() }) // status.go
+		s.HandleFunc(prism.KeepAlivePath, bits.serveKeepAlive)    // prism.go
 	}
 	return err
 }
