@@ -24,6 +24,7 @@
  */
 #include "include/defs.h"
 #include "include/parse.h"
+#include "include/flow.h"
 #include "include/flow_hash.h"
 #include "include/wire.h"
 #include "include/encap.h"
@@ -119,7 +120,8 @@ int beamer_mux(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct iphdr *ip = ipv4_after_eth(data, data_end);
-	struct tcphdr *tcp;
+	struct tcphdr *tcp = NULL;
+	struct flow f = {};
 	enum parse_verdict pv;
 
 	if (!ip) {
@@ -132,10 +134,11 @@ int beamer_mux(struct xdp_md *ctx)
 		return XDP_PASS;
 	}
 
-	/* Addressed to a VIP: from here on we forward it whole or drop it. */
+	/* Addressed to a VIP: from here on we forward it whole or drop it.
+	 * Parsed once into the flow every strategy reads. */
 	pv = check_ipv4_plain(ip, data_end - (void *)ip);
 	if (pv == PARSE_OK)
-		pv = parse_tcp_after(ip, data_end, &tcp);
+		pv = parse_flow(ip, data_end, &f, &tcp);
 	if (pv != PARSE_OK)
 		return drop(parse_drop[pv]);
 
@@ -148,7 +151,7 @@ int beamer_mux(struct xdp_md *ctx)
 		return drop(MUX_DROP_NO_TABLE);
 
 	struct decision d = {};
-	__u16 port = bpf_ntohs(tcp->dest);
+	__u16 port = flow_dport(&f);
 	int service = port >= vip->port_low && port <= vip->port_high;
 	int verdict;
 
@@ -160,19 +163,19 @@ int beamer_mux(struct xdp_md *ctx)
 	else
 		switch (vip->strategy) {
 		case STRATEGY_BEAMER:
-			verdict = decide_beamer(vip, servers, ip, tcp, &d);
+			verdict = decide_beamer(vip, servers, &f, &d);
 			break;
 		case STRATEGY_MAGLEV:
-			verdict = decide_maglev(vip, servers, ip, tcp, &d);
+			verdict = decide_maglev(vip, servers, &f, &d);
 			break;
 		case STRATEGY_PRISM:
-			verdict = decide_prism(vip, servers, ip, tcp, &d);
+			verdict = decide_prism(vip, servers, &f, &d);
 			break;
 		case STRATEGY_AWFD:
-			verdict = decide_awfd(vip, servers, ip, tcp, &d);
+			verdict = decide_awfd(vip, servers, &f, &d);
 			break;
 		case STRATEGY_CHEETAH:
-			verdict = decide_cheetah(ctx, vip, servers, ip, tcp, &d);
+			verdict = decide_cheetah(ctx, vip, servers, &f, tcp, &d);
 			break;
 		default:
 			verdict = MUX_DROP_BAD_STRATEGY;

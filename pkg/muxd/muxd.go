@@ -61,7 +61,8 @@ type Daemon struct {
 	nl      *netlink.Handle
 	metrics *metrics.Server
 
-	stop chan struct{} // closed by Close: ends the netlink watches
+	stop     chan struct{} // closed once by Close or Abandon (halt): ends the watches
+	stopOnce sync.Once
 
 	attachMu sync.Mutex // guards link, adopting and takeover (adopt.go)
 	adopting bool       // a predecessor's pinned program forwards until this one takes over
@@ -272,7 +273,7 @@ func (d *Daemon) RemoveInstance(name string) error {
 // (SIGUSR2). Routes are the caller's: an announcer closed with the process
 // withdraws them.
 func (d *Daemon) Abandon() error {
-	close(d.stop)
+	d.halt()
 	d.attachMu.Lock()
 	defer d.attachMu.Unlock()
 	d.takeover.wanted = false
@@ -291,11 +292,14 @@ func (d *Daemon) Abandon() error {
 	return nil
 }
 
+// halt ends the watches; Close after Abandon (or twice) must not panic.
+func (d *Daemon) halt() { d.stopOnce.Do(func() { close(d.stop) }) }
+
 // Close detaches and unpins the mux, frees everything and restores the
 // sysctls. A mux that never attached (its start failed while a
 // predecessor's program was pinned) leaves that program forwarding.
 func (d *Daemon) Close() error {
-	close(d.stop)
+	d.halt()
 	var errs []error
 	if d.metrics != nil {
 		d.metrics.Close()
