@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"text/tabwriter"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/assign"
@@ -295,4 +296,15 @@ func (n *liveNet) measure(s forwarding.Strategy, size uint32, o LiveOptions) (Li
 		row.ProgramNs = float64((rt1 - rt0).Nanoseconds()) / float64(runs1-runs0)
 	}
 	return row, nil
+}
+
+// printLive writes the live rows as a table.
+func printLive(w io.Writer, rows []LiveRow) {
+	fmt.Fprintln(w, "live traffic through a mux on veth (generator: XDP live frames, minimum-size packets):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "strategy\tbuckets\tflows\tsent\tforwarded\tMpps\tns/packet (bpf stats)\t")
+	for _, l := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.2f\t%.1f\t\n", l.Strategy, l.Buckets, l.Flows, l.Sent, l.Forwarded, l.ForwardedMpps, l.ProgramNs)
+	}
+	tw.Flush()
 }
