@@ -13,7 +13,7 @@ import (
 var quickRows = []string{"empty", "floor", "encap-floor", "beamer", "beamer-mptcp", "maglev", "prism-miss", "prism-hit",
 	"empty-tc", "decap-floor", "agent-local", "agent-local-moved", "agent-chain", "agent-drop",
 	"cheetah-cookie", "cheetah-cookie-general", "cheetah-syn-rr", "cheetah-fallback",
-	"agent-cheetah-egress", "agent-cheetah-ingress"}
+	"agent-cheetah-egress", "agent-cheetah-ingress", "decap-floor-xdp", "agent-xdp-local", "agent-xdp-pass"}
 
 // TestQuickRun is CI's smoke of `beamer bench dataplane`: every program runs
 // and took its intended path on every repetition, by both methods (the
@@ -26,7 +26,7 @@ func TestQuickRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRows(t, rep, false)
-	if rep.Ratios.BeamerOverFloor <= 0 || rep.Ratios.AgentLocalOverEmptyTC <= 0 {
+	if rep.Ratios.BeamerOverFloor <= 0 || rep.Ratios.AgentLocalOverEmptyTC <= 0 || rep.Ratios.AgentXDPLocalOverEmpty <= 0 {
 		t.Errorf("ratios: %+v", rep.Ratios)
 	}
 }

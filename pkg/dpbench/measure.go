@@ -30,6 +30,7 @@ type trial struct {
 	want    uint32 // the action every run must return
 	repeat  int
 	counter string // must move by exactly the runs made ("" = not checked)
+	unmoved string // with counter "": must not move (the path that does nothing)
 	read    counterReader
 
 	// single is the production program the per-packet method runs (nil:
@@ -67,23 +68,35 @@ type result struct {
 	baselineVerified bool
 }
 
-// delta is how far a counter moved during fn.
-func (t trial) delta(fn func() error) (uint64, error) {
-	if t.counter == "" {
-		return 0, fn()
+// delta runs fn and says whether the path counters show the runs took the
+// intended path: counter moved by exactly runs, or unmoved did not move.
+func (t trial) delta(runs uint64, fn func() error) (bool, error) {
+	name := t.counter
+	if name == "" {
+		name = t.unmoved
+	}
+	if name == "" {
+		return false, fn()
 	}
 	before, err := t.read()
 	if err != nil {
-		return 0, err
+		return false, err
 	}
 	if err := fn(); err != nil {
-		return 0, err
+		return false, err
 	}
 	after, err := t.read()
 	if err != nil {
-		return 0, err
+		return false, err
 	}
-	return after[t.counter] - before[t.counter], nil
+	if _, ok := after[name]; !ok {
+		return false, fmt.Errorf("no counter %s", name)
+	}
+	moved := after[name] - before[name]
+	if t.counter == "" {
+		return moved == 0, nil
+	}
+	return moved == runs, nil
 }
 
 // batched runs prog repeat times in one test run, on CPU 0, and returns the
@@ -94,7 +107,7 @@ func (t trial) batched(prog *ebpf.Program) (float64, bool, error) {
 		return 0, false, err
 	}
 	var ret, ns uint32
-	moved, err := t.delta(func() error {
+	ok, err := t.delta(uint64(t.repeat), func() error {
 		// On one CPU, so per-CPU state (next-hop cache) stays warm.
 		return t.ns.DoOnCPU(0, func() (err error) {
 			ret, ns, err = runTest(prog.FD(), t.frame, ctx, uint32(t.repeat))
@@ -107,7 +120,7 @@ func (t trial) batched(prog *ebpf.Program) (float64, bool, error) {
 	if ret != t.want {
 		return 0, false, fmt.Errorf("%s returned %d, want %d", prog, ret, t.want)
 	}
-	return float64(ns), t.counter != "" && moved == uint64(t.repeat), nil
+	return float64(ns), ok, nil
 }
 
 // perPacket runs the production program once per packet, t.packets times,
@@ -126,7 +139,7 @@ func (t trial) perPacket(i int) (float64, bool, error) {
 		}
 	}
 	var total uint64
-	moved, err := t.delta(func() error {
+	ok, err := t.delta(uint64(t.packets), func() error {
 		return t.ns.DoOnCPU(0, func() error {
 			fd := t.single.FD()
 			for _, f := range frames {
@@ -146,7 +159,7 @@ func (t trial) perPacket(i int) (float64, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
-	return float64(total) / float64(t.packets), t.counter != "" && moved == uint64(t.packets), nil
+	return float64(total) / float64(t.packets), ok, nil
 }
 
 func contextBytes(ctx any) ([]byte, error) {
@@ -168,7 +181,8 @@ func contextBytes(ctx any) ([]byte, error) {
 // baseline's, in alternation) and the per-packet method. A figure is
 // verified only if every trial's counter moved by exactly its runs.
 func (t trial) run(trials int) (result, error) {
-	r := result{verified: t.counter != "", perPacketOK: t.counter != "", baselineVerified: t.counter != ""}
+	checked := t.counter != "" || t.unmoved != ""
+	r := result{verified: checked, perPacketOK: checked, baselineVerified: checked}
 	var b, base, single []float64
 	for i := 0; i < trials; i++ {
 		ns, ok, err := t.batched(t.prog)

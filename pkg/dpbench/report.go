@@ -40,6 +40,8 @@ type Ratios struct {
 	BeamerOverFloor       float64 `json:"beamer_over_floor"`
 	BeamerOverMaglev1M    float64 `json:"beamer_over_maglev_1m"`
 	AgentLocalOverEmptyTC float64 `json:"agent_local_over_empty_tc"`
+	// The XDP fast path against the empty XDP program.
+	AgentXDPLocalOverEmpty float64 `json:"agent_xdp_local_over_empty_xdp"`
 }
 
 // Report is the whole result.
@@ -95,8 +97,8 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nbeamer / floor: %.2f (target ≤ 2)   beamer / maglev at 1M flows: %.2f (target ≤ 0.5)   agent local / empty tc: %.2f (target ≤ 1.3)\n",
-		r.Ratios.BeamerOverFloor, r.Ratios.BeamerOverMaglev1M, r.Ratios.AgentLocalOverEmptyTC)
+	fmt.Fprintf(w, "\nbeamer / floor: %.2f (target ≤ 2)   beamer / maglev at 1M flows: %.2f (target ≤ 0.5)   agent local / empty tc: %.2f, in XDP / empty XDP: %.2f (target ≤ 1.3)\n",
+		r.Ratios.BeamerOverFloor, r.Ratios.BeamerOverMaglev1M, r.Ratios.AgentLocalOverEmptyTC, r.Ratios.AgentXDPLocalOverEmpty)
 	if len(r.Live) > 0 {
 		fmt.Fprintln(w)
 		printLive(w, r.Live)

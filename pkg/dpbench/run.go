@@ -253,4 +253,7 @@ func (rep *Report) ratios() {
 	if local, empty := rep.find("agent-local", 0, 0), rep.find("empty-tc", 0, 0); local != nil && empty != nil {
 		rep.Ratios.AgentLocalOverEmptyTC = local.NsPerPacket / empty.NsPerPacket
 	}
+	if local, empty := rep.find("agent-xdp-local", 0, 0), rep.find("empty", 0, 0); local != nil && empty != nil {
+		rep.Ratios.AgentXDPLocalOverEmpty = local.NsPerPacket / empty.NsPerPacket
+	}
 }
