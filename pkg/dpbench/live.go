@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"runtime"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -29,6 +31,27 @@ type LiveRow struct {
 	Seconds       float64 `json:"seconds"`
 	ForwardedMpps float64 `json:"forwarded_mpps"`
 	ProgramNs     float64 `json:"program_ns_per_packet"` // kernel BPF statistics of the mux program
+
+	// Where each part ran and what it cost: the generator (the test-run
+	// thread), the mux (its receive interface's NAPI thread: veth receive,
+	// the XDP program, the redirect to the sink's ring) and the sink (its
+	// NAPI thread), CPU ns per packet sent (generator) or forwarded.
+	GenCPU    int     `json:"generator_cpu"`
+	MuxCPU    int     `json:"mux_cpu"`
+	SinkCPU   int     `json:"sink_cpu"`
+	GenNs     float64 `json:"generator_cpu_ns_per_packet"`
+	MuxNs     float64 `json:"mux_cpu_ns_per_packet"`
+	SinkNs    float64 `json:"sink_cpu_ns_per_packet"`
+	MuxBusy   float64 `json:"mux_cpu_busy"`          // share of the run the mux's thread was on its CPU
+	GenXmit   uint64  `json:"generator_transmitted"` // frames the generator's veth took
+	Delivered uint64  `json:"delivered"`             // forwarded frames that reached the sink's ring
+	// Frames refused because the receiver's ring was full (veth counts them
+	// on the sender as xdp_xmit_errors): the sender was faster, for a while,
+	// than the receiver's poll.
+	DropsToMux  uint64 `json:"drops_gen_to_mux"`
+	DropsToSink uint64 `json:"drops_mux_to_sink"`
+	// Other non-zero veth counters of the run, per interface.
+	Veth map[string]map[string]uint64 `json:"veth,omitempty"`
 }
 
 // LiveOptions shape the live benchmark.
@@ -52,9 +75,11 @@ var (
 // The sink drops everything in XDP. Servers' addresses are on the sink's
 // link, so the mux redirects from eth0 to eth1.
 type liveNet struct {
-	gen, mux, sink *netlab.Namespace
-	genIf, muxIf   int
-	links          []link.Link
+	gen, mux, sink          *netlab.Namespace
+	genIf, muxIf            int
+	links                   []link.Link
+	genCPU, muxCPU, sinkCPU int
+	sinkThreads             []int
 }
 
 var liveServerBase = netip.MustParseAddr("198.18.2.10")
@@ -105,11 +130,25 @@ func newLiveNet(lab *netlab.Lab) (*liveNet, error) {
 	if n.muxIf, err = n.mux.LinkIndex("eth0"); err != nil {
 		return nil, err
 	}
+	// Each part on its own CPU where there are enough: generator on 0,
+	// mux on 1, sink on 2; with two CPUs the sink shares the generator's.
+	cpus := runtime.NumCPU()
+	n.genCPU, n.muxCPU, n.sinkCPU = 0, min(1, cpus-1), min(2, cpus-1)
+	if cpus == 2 {
+		n.sinkCPU = 0
+	}
+	napi, err := napiThreads()
+	if err != nil {
+		return nil, err
+	}
 	drop, err := xdpDrop(n.sink, "eth0")
 	if err != nil {
 		return nil, err
 	}
 	n.links = append(n.links, drop)
+	if n.sinkThreads, err = threadNAPI(n.sink, "eth0", n.sinkCPU, napi); err != nil {
+		return nil, err
+	}
 	return n, nil
 }
 
@@ -226,11 +265,19 @@ func (n *liveNet) measure(s forwarding.Strategy, size uint32, o LiveOptions) (Li
 			return LiveRow{}, err
 		}
 	}
+	napi, err := napiThreads()
+	if err != nil {
+		return LiveRow{}, err
+	}
 	var attached link.Link
 	if err := n.mux.Do(func() (err error) { attached, err = m.Attach("eth0", dataplane.XDPDriver); return err }); err != nil {
 		return LiveRow{}, err
 	}
 	defer attached.Close()
+	muxThreads, err := threadNAPI(n.mux, "eth0", n.muxCPU, napi)
+	if err != nil {
+		return LiveRow{}, err
+	}
 	gen, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: netip.MustParseAddr("198.18.1.2"), Benchmark: true})
 	if err != nil {
 		return LiveRow{}, err
@@ -257,18 +304,52 @@ func (n *liveNet) measure(s forwarding.Strategy, size uint32, o LiveOptions) (Li
 	if err != nil {
 		return LiveRow{}, err
 	}
+	vethBefore, err := n.vethStats()
+	if err != nil {
+		return LiveRow{}, err
+	}
+	mux0, err := cpuNs(muxThreads)
+	if err != nil {
+		return LiveRow{}, err
+	}
+	sink0, err := cpuNs(n.sinkThreads)
+	if err != nil {
+		return LiveRow{}, err
+	}
 	var took time.Duration
-	err = n.gen.Do(func() error {
+	var genNs uint64
+	err = n.gen.DoOnCPU(n.genCPU, func() error {
+		g0, err := threadCPUNs()
+		if err != nil {
+			return err
+		}
 		start := time.Now()
-		_, err := gen.TrafficGenProgram().Run(&ebpf.RunOptions{Data: f, Repeat: uint32(o.Packets), Flags: unix.BPF_F_TEST_XDP_LIVE_FRAMES,
+		_, err = gen.TrafficGenProgram().Run(&ebpf.RunOptions{Data: f, Repeat: uint32(o.Packets), Flags: unix.BPF_F_TEST_XDP_LIVE_FRAMES,
 			BatchSize: 64, Context: xdpMD{DataEnd: uint32(len(f)), IngressIfindex: uint32(n.genIf)}})
 		took = time.Since(start)
+		if err != nil {
+			return err
+		}
+		g1, err := threadCPUNs()
+		genNs = g1 - g0
 		return err
 	})
 	if err != nil {
 		return LiveRow{}, fmt.Errorf("generator: %w", err)
 	}
 	time.Sleep(50 * time.Millisecond) // let the last batches drain
+	mux1, err := cpuNs(muxThreads)
+	if err != nil {
+		return LiveRow{}, err
+	}
+	sink1, err := cpuNs(n.sinkThreads)
+	if err != nil {
+		return LiveRow{}, err
+	}
+	vethAfter, err := n.vethStats()
+	if err != nil {
+		return LiveRow{}, err
+	}
 	after, err := m.Counters()
 	if err != nil {
 		return LiveRow{}, err
@@ -295,16 +376,68 @@ func (n *liveNet) measure(s forwarding.Strategy, size uint32, o LiveOptions) (Li
 	if runs1 > runs0 {
 		row.ProgramNs = float64((rt1 - rt0).Nanoseconds()) / float64(runs1-runs0)
 	}
+	row.GenCPU, row.MuxCPU, row.SinkCPU = n.genCPU, n.muxCPU, n.sinkCPU
+	row.GenNs = float64(genNs) / float64(o.Packets)
+	if fwd > 0 {
+		row.MuxNs = float64(mux1-mux0) / float64(fwd)
+		row.SinkNs = float64(sink1-sink0) / float64(fwd)
+	}
+	row.MuxBusy = float64(mux1-mux0) / float64(took.Nanoseconds()+50e6)
+	row.Veth = map[string]map[string]uint64{}
+	for k := range vethAfter {
+		if d := statsDelta(vethBefore[k], vethAfter[k]); len(d) > 0 {
+			row.Veth[k] = d
+		}
+	}
+	// A veth refuses a frame when its peer's ring (256 frames) is full: the
+	// sender counts it in tx_queue_N_xdp_xmit_errors and frees it.
+	row.GenXmit = sumSuffix(row.Veth["gen/eth0"], "_xdp_xmit")
+	row.DropsToMux = sumSuffix(row.Veth["gen/eth0"], "_xdp_xmit_errors")
+	row.DropsToSink = sumSuffix(row.Veth["mux/eth1"], "_xdp_xmit_errors")
+	// Frames the mux's redirects put in the sink's ring (the sink's own
+	// count also holds the odd frame of the mux's stack, e.g. neighbour
+	// discovery).
+	row.Delivered = sumSuffix(row.Veth["mux/eth1"], "_xdp_xmit")
 	return row, nil
+}
+
+// sumSuffix sums the per-queue counters whose name ends in suffix (rx/tx
+// queue N) — "_xdp_xmit" does not match "_xdp_xmit_errors".
+func sumSuffix(st map[string]uint64, suffix string) uint64 {
+	var n uint64
+	for k, v := range st {
+		if strings.HasSuffix(k, suffix) && strings.Contains(k, "_queue_") {
+			n += v
+		}
+	}
+	return n
+}
+
+// vethStats reads the veth counters of every hop.
+func (n *liveNet) vethStats() (map[string]map[string]uint64, error) {
+	out := map[string]map[string]uint64{}
+	for _, h := range []struct {
+		name string
+		ns   *netlab.Namespace
+		dev  string
+	}{{"gen/eth0", n.gen, "eth0"}, {"mux/eth0", n.mux, "eth0"}, {"mux/eth1", n.mux, "eth1"}, {"sink/eth0", n.sink, "eth0"}} {
+		st, err := ethtoolStats(h.ns, h.dev)
+		if err != nil {
+			return nil, err
+		}
+		out[h.name] = st
+	}
+	return out, nil
 }
 
 // printLive writes the live rows as a table.
 func printLive(w io.Writer, rows []LiveRow) {
-	fmt.Fprintln(w, "live traffic through a mux on veth (generator: XDP live frames, minimum-size packets):")
+	fmt.Fprintln(w, "live traffic through a mux on veth (generator: XDP live frames, minimum-size packets; each part's CPU time from the kernel):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\tbuckets\tflows\tsent\tforwarded\tMpps\tns/packet (bpf stats)\t")
+	fmt.Fprintln(tw, "strategy\tbuckets\tflows\tsent\tdropped gen→mux\tforwarded\tdropped mux→sink\tdelivered\tforwarded Mpps\tmux program ns\tmux CPU ns/pkt\tmux busy\tgenerator CPU ns/pkt\tsink CPU ns/pkt\tCPUs gen/mux/sink\t")
 	for _, l := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.2f\t%.1f\t\n", l.Strategy, l.Buckets, l.Flows, l.Sent, l.Forwarded, l.ForwardedMpps, l.ProgramNs)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.1f\t%.1f\t%.0f%%\t%.1f\t%.1f\t%d/%d/%d\t\n", l.Strategy, l.Buckets, l.Flows, l.Sent,
+			l.DropsToMux, l.Forwarded, l.DropsToSink, l.Delivered, l.ForwardedMpps, l.ProgramNs, l.MuxNs, 100*l.MuxBusy, l.GenNs, l.SinkNs, l.GenCPU, l.MuxCPU, l.SinkCPU)
 	}
 	tw.Flush()
 }
