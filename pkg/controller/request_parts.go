@@ -29,7 +29,7 @@ func partKey(key string, i int) string { return fmt.Sprintf("%s/part/%06d", key,
 
 // requestPart is one part's content.
 type requestPart struct {
-	DIPs []NewDIP             `json:"dips,omitempty"`
+	DIPs []NewDIP              `json:"dips,omitempty"`
 	IDs  []forwarding.ServerID `json:"ids,omitempty"`
 }
 
