@@ -40,9 +40,10 @@ const (
 	agentAgentCounterAGENT_FUTURE_INCARNATION    agentAgentCounter = 21
 	agentAgentCounterAGENT_SUSPICIOUS_GENERATION agentAgentCounter = 22
 	agentAgentCounterAGENT_CLAMPED_CHANGE        agentAgentCounter = 23
-	agentAgentCounterAGENT_ICMP_FRAG_NEEDED      agentAgentCounter = 24
-	agentAgentCounterAGENT_DROP_ICMP             agentAgentCounter = 25
-	agentAgentCounterAGENT_COUNTER_MAX           agentAgentCounter = 26
+	agentAgentCounterAGENT_XDP_DECAP             agentAgentCounter = 24
+	agentAgentCounterAGENT_ICMP_FRAG_NEEDED      agentAgentCounter = 25
+	agentAgentCounterAGENT_DROP_ICMP             agentAgentCounter = 26
+	agentAgentCounterAGENT_COUNTER_MAX           agentAgentCounter = 27
 )
 
 type agentAgentVip struct {
@@ -101,6 +102,7 @@ const (
 	agentMapGenerationSeen         = "generation_seen"
 	agentMapTrustedSources         = "trusted_sources"
 	agentProgBeamerAgent           = "beamer_agent"
+	agentProgBeamerAgentXdp        = "beamer_agent_xdp"
 	agentProgCheetahEgress         = "cheetah_egress"
 	agentVarCheetahAgentCounterMax = "cheetah_agent_counter_max"
 	agentVarCheetahVipsInUse       = "cheetah_vips_in_use"
@@ -151,8 +153,9 @@ type agentSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type agentProgramSpecs struct {
-	BeamerAgent   *ebpf.ProgramSpec `ebpf:"beamer_agent"`
-	CheetahEgress *ebpf.ProgramSpec `ebpf:"cheetah_egress"`
+	BeamerAgent    *ebpf.ProgramSpec `ebpf:"beamer_agent"`
+	BeamerAgentXdp *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp"`
+	CheetahEgress  *ebpf.ProgramSpec `ebpf:"cheetah_egress"`
 }
 
 // agentMapSpecs contains maps before they are loaded into the kernel.
@@ -241,13 +244,15 @@ type agentVariables struct {
 //
 // It can be passed to loadAgentObjects or ebpf.CollectionSpec.LoadAndAssign.
 type agentPrograms struct {
-	BeamerAgent   *ebpf.Program `ebpf:"beamer_agent"`
-	CheetahEgress *ebpf.Program `ebpf:"cheetah_egress"`
+	BeamerAgent    *ebpf.Program `ebpf:"beamer_agent"`
+	BeamerAgentXdp *ebpf.Program `ebpf:"beamer_agent_xdp"`
+	CheetahEgress  *ebpf.Program `ebpf:"cheetah_egress"`
 }
 
 func (p *agentPrograms) Close() error {
 	return _AgentClose(
 		p.BeamerAgent,
+		p.BeamerAgentXdp,
 		p.CheetahEgress,
 	)
 }

@@ -140,19 +140,23 @@ type muxPortSet struct {
 	}
 }
 
+type muxVipFrontLine struct {
+	_ structs.HostLayout
+	W [8]uint64
+}
+
 type muxVipInfo struct {
-	_           structs.HostLayout
-	Table       uint32
-	Buckets     uint32
-	Generation  uint32
-	Incarnation uint32
-	IdLow       uint16
-	IdHigh      uint16
-	Strategy    uint8
-	Flags       uint8
-	N_ranges    uint8
-	UdpMask     uint8
-	Ranges      [4]struct {
+	_        structs.HostLayout
+	Version  uint64
+	Table    uint32
+	Buckets  uint32
+	IdLow    uint16
+	IdHigh   uint16
+	Strategy uint8
+	Flags    uint8
+	N_ranges uint8
+	UdpMask  uint8
+	Ranges   [4]struct {
 		_    structs.HostLayout
 		Low  uint16
 		High uint16
@@ -165,6 +169,12 @@ type muxVipInfo struct {
 		Low  uint16
 		High uint16
 	}
+}
+
+type muxVipRecord struct {
+	_    structs.HostLayout
+	Info muxVipInfo
+	_    [16]byte
 }
 
 // Names of all BPF objects in the ELF.
@@ -188,7 +198,8 @@ const (
 	muxMapPortSets               = "port_sets"
 	muxMapPrismLearned           = "prism_learned"
 	muxMapServerTables           = "server_tables"
-	muxMapVips                   = "vips"
+	muxMapVipFront               = "vip_front"
+	muxMapVipRecords             = "vip_records"
 	muxProgBeamerMux             = "beamer_mux"
 	muxVarAwfdCounterNames       = "awfd_counter_names"
 	muxVarCheetahMuxCounterMax   = "cheetah_mux_counter_max"
@@ -262,7 +273,8 @@ type muxMapSpecs struct {
 	PortSets           *ebpf.MapSpec `ebpf:"port_sets"`
 	PrismLearned       *ebpf.MapSpec `ebpf:"prism_learned"`
 	ServerTables       *ebpf.MapSpec `ebpf:"server_tables"`
-	Vips               *ebpf.MapSpec `ebpf:"vips"`
+	VipFront           *ebpf.MapSpec `ebpf:"vip_front"`
+	VipRecords         *ebpf.MapSpec `ebpf:"vip_records"`
 }
 
 // muxVariableSpecs contains global variables before they are loaded into the kernel.
@@ -312,7 +324,8 @@ type muxMaps struct {
 	PortSets           *ebpf.Map `ebpf:"port_sets"`
 	PrismLearned       *ebpf.Map `ebpf:"prism_learned"`
 	ServerTables       *ebpf.Map `ebpf:"server_tables"`
-	Vips               *ebpf.Map `ebpf:"vips"`
+	VipFront           *ebpf.Map `ebpf:"vip_front"`
+	VipRecords         *ebpf.Map `ebpf:"vip_records"`
 }
 
 func (m *muxMaps) Close() error {
@@ -334,7 +347,8 @@ func (m *muxMaps) Close() error {
 		m.PortSets,
 		m.PrismLearned,
 		m.ServerTables,
-		m.Vips,
+		m.VipFront,
+		m.VipRecords,
 	)
 }
 

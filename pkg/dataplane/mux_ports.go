@@ -37,11 +37,10 @@ type portSets struct {
 func (m *Mux) vipRecord(in *muxInstance, vip netip.Addr) (muxVipInfo, func(), error) {
 	cfg := &in.cfg
 	rec := muxVipInfo{
-		Table:       in.slot,
-		Buckets:     cfg.Buckets,
-		Generation:  in.table.Generation,
-		Incarnation: in.table.Incarnation,
-		Strategy:    cfg.Strategy.Code(),
+		Version:  uint64(in.table.Incarnation)<<32 | uint64(in.table.Generation),
+		Table:    in.slot,
+		Buckets:  cfg.Buckets,
+		Strategy: cfg.Strategy.Code(),
 	}
 	if ids := cfg.ServerIDs(); !ids.None {
 		rec.IdLow, rec.IdHigh = ids.Low, ids.High

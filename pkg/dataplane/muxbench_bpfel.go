@@ -97,31 +97,39 @@ type muxBenchPortSet struct {
 	}
 }
 
-type muxBenchVipInfo struct {
-	_           structs.HostLayout
-	Table       uint32
-	Buckets     uint32
-	Generation  uint32
-	Incarnation uint32
-	IdLow       uint16
-	IdHigh      uint16
-	Strategy    uint8
-	Flags       uint8
-	N_ranges    uint8
-	UdpMask     uint8
-	Ranges      [4]struct {
-		_    structs.HostLayout
-		Low  uint16
-		High uint16
+type muxBenchVipFrontLine struct {
+	_ structs.HostLayout
+	W [8]uint64
+}
+
+type muxBenchVipRecord struct {
+	_    structs.HostLayout
+	Info struct {
+		_        structs.HostLayout
+		Version  uint64
+		Table    uint32
+		Buckets  uint32
+		IdLow    uint16
+		IdHigh   uint16
+		Strategy uint8
+		Flags    uint8
+		N_ranges uint8
+		UdpMask  uint8
+		Ranges   [4]struct {
+			_    structs.HostLayout
+			Low  uint16
+			High uint16
+		}
+		PortSet    uint16
+		QuicConfig uint8
+		QuicCidLen uint8
+		QuicPorts  struct {
+			_    structs.HostLayout
+			Low  uint16
+			High uint16
+		}
 	}
-	PortSet    uint16
-	QuicConfig uint8
-	QuicCidLen uint8
-	QuicPorts  struct {
-		_    structs.HostLayout
-		Low  uint16
-		High uint16
-	}
+	_ [16]byte
 }
 
 // Names of all BPF objects in the ELF.
@@ -145,7 +153,8 @@ const (
 	muxBenchMapPortSets               = "port_sets"
 	muxBenchMapPrismLearned           = "prism_learned"
 	muxBenchMapServerTables           = "server_tables"
-	muxBenchMapVips                   = "vips"
+	muxBenchMapVipFront               = "vip_front"
+	muxBenchMapVipRecords             = "vip_records"
 	muxBenchProgBeamerMux             = "beamer_mux"
 	muxBenchProgBeamerMuxBench        = "beamer_mux_bench"
 	muxBenchProgEmptyBench            = "empty_bench"
@@ -154,6 +163,7 @@ const (
 	muxBenchProgTrafficGenBench       = "traffic_gen_bench"
 	muxBenchVarAwfdCounterNames       = "awfd_counter_names"
 	muxBenchVarBenchFlows             = "bench_flows"
+	muxBenchVarBenchOrderVersion      = "bench_order_version"
 	muxBenchVarBenchSeq               = "bench_seq"
 	muxBenchVarCheetahMuxCounterMax   = "cheetah_mux_counter_max"
 	muxBenchVarGenFrame               = "gen_frame"
@@ -232,7 +242,8 @@ type muxBenchMapSpecs struct {
 	PortSets           *ebpf.MapSpec `ebpf:"port_sets"`
 	PrismLearned       *ebpf.MapSpec `ebpf:"prism_learned"`
 	ServerTables       *ebpf.MapSpec `ebpf:"server_tables"`
-	Vips               *ebpf.MapSpec `ebpf:"vips"`
+	VipFront           *ebpf.MapSpec `ebpf:"vip_front"`
+	VipRecords         *ebpf.MapSpec `ebpf:"vip_records"`
 }
 
 // muxBenchVariableSpecs contains global variables before they are loaded into the kernel.
@@ -241,6 +252,7 @@ type muxBenchMapSpecs struct {
 type muxBenchVariableSpecs struct {
 	AwfdCounterNames       *ebpf.VariableSpec `ebpf:"awfd_counter_names"`
 	BenchFlows             *ebpf.VariableSpec `ebpf:"bench_flows"`
+	BenchOrderVersion      *ebpf.VariableSpec `ebpf:"bench_order_version"`
 	BenchSeq               *ebpf.VariableSpec `ebpf:"bench_seq"`
 	CheetahMuxCounterMax   *ebpf.VariableSpec `ebpf:"cheetah_mux_counter_max"`
 	GenFrame               *ebpf.VariableSpec `ebpf:"gen_frame"`
@@ -285,7 +297,8 @@ type muxBenchMaps struct {
 	PortSets           *ebpf.Map `ebpf:"port_sets"`
 	PrismLearned       *ebpf.Map `ebpf:"prism_learned"`
 	ServerTables       *ebpf.Map `ebpf:"server_tables"`
-	Vips               *ebpf.Map `ebpf:"vips"`
+	VipFront           *ebpf.Map `ebpf:"vip_front"`
+	VipRecords         *ebpf.Map `ebpf:"vip_records"`
 }
 
 func (m *muxBenchMaps) Close() error {
@@ -307,7 +320,8 @@ func (m *muxBenchMaps) Close() error {
 		m.PortSets,
 		m.PrismLearned,
 		m.ServerTables,
-		m.Vips,
+		m.VipFront,
+		m.VipRecords,
 	)
 }
 
@@ -317,6 +331,7 @@ func (m *muxBenchMaps) Close() error {
 type muxBenchVariables struct {
 	AwfdCounterNames       *ebpf.Variable `ebpf:"awfd_counter_names"`
 	BenchFlows             *ebpf.Variable `ebpf:"bench_flows"`
+	BenchOrderVersion      *ebpf.Variable `ebpf:"bench_order_version"`
 	BenchSeq               *ebpf.Variable `ebpf:"bench_seq"`
 	CheetahMuxCounterMax   *ebpf.Variable `ebpf:"cheetah_mux_counter_max"`
 	GenFrame               *ebpf.Variable `ebpf:"gen_frame"`
