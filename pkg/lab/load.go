@@ -36,6 +36,8 @@ type LoadOptions struct {
 	// Idle adds persistent connections per client that ask a small
 	// response now and then and are silent in between.
 	Idle IdleLoad
+	// UDPFlows adds long-lived UDP flows per client to VIP:53 (udp.go).
+	UDPFlows int
 }
 
 // Load is the clients' traffic: PerClient connection slots on every
@@ -112,6 +114,10 @@ func (l *Lab) StartLoad(o LoadOptions) *Load {
 		for j := 0; j < o.Idle.PerClient; j++ {
 			ld.wg.Add(1)
 			go ld.idle(c, o.PerClient+j)
+		}
+		for j := 0; j < o.UDPFlows; j++ {
+			ld.wg.Add(1)
+			go ld.udpFlow(c, j)
 		}
 	}
 	return ld

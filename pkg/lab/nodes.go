@@ -23,6 +23,7 @@ type serverNode struct {
 	ns       *netlab.Namespace
 	agent    *process
 	http     *fileServer
+	udp      *udpServer        // nil unless the lab offers UDP
 	inPool   bool              // a DIP of the instance
 	counters map[string]uint64 // agent packet counters, read before it stopped
 }
@@ -234,6 +235,10 @@ func (l *Lab) startServer(i int, s *serverNode) (err error) {
 		bind = netip.AddrPortFrom(VIP, 80) // on lo, where the agent put it
 	}
 	s.http, err = serveFiles(s.ns, fmt.Sprintf("srv%d", i), l.opts.FileSize, bind)
+	if err != nil || !l.opts.UDP {
+		return err
+	}
+	s.udp, err = serveUDP(s.ns, fmt.Sprintf("srv%d", i))
 	return err
 }
 
@@ -319,6 +324,7 @@ func (l *Lab) FailServer(i int) error {
 	}
 	s.counters, _ = scrapeCounters(s.ns, agentPackets)
 	s.http.close()
+	s.udp.close()
 	s.agent.stop(5 * time.Second)
 	return nil
 }
@@ -336,6 +342,9 @@ func (l *Lab) SetWeight(i, w int) error {
 func (l *Lab) CreateInstance() error {
 	args := append([]string{"create", Instance, "--vip", VIP.String(), "--ports", "80", "--buckets", fmt.Sprint(l.opts.Buckets),
 		"--strategy", l.opts.Strategy, "--chain-window", l.opts.Window.String()}, l.opts.CreateArgs...)
+	if l.opts.UDP {
+		args = append(args, "--udp-ports", fmt.Sprint(UDPPort))
+	}
 	if strat, err := StrategyOf(l.opts.Strategy); err == nil {
 		if sa, ok := strat.(strategyArgs); ok {
 			args = append(args, sa.createArgs()...)
