@@ -97,14 +97,16 @@ func summary(t *testing.T, r *Result) {
 // "Stateful") must break some, or the experiment measures nothing.
 func TestAffinity(t *testing.T) {
 	requireLab(t)
-	r, err := runCI(t, "affinity", "beamer", nil)
+	// Beside the TCP load, long-lived UDP flows whose servers answer from
+	// connected sockets (issue 17): the agents keep them across the moves.
+	r, err := runCI(t, "affinity", "beamer", func(p *Params) { p.UDPFlows = 4 })
 	if err != nil {
 		t.Fatal(err)
 	}
 	summary(t, r)
-	want := r.Parameters.Clients * r.Parameters.PerClient
+	want := r.Parameters.Clients * (r.Parameters.PerClient + r.Parameters.UDPFlows)
 	if r.Connections != want || r.Broken != 0 {
-		t.Errorf("beamer: %d of %d connections broken (%v), want 0 of %d", r.Broken, r.Connections, r.BrokenReasons, want)
+		t.Errorf("beamer: %d of %d connections and UDP flows broken (%v), want 0 of %d", r.Broken, r.Connections, r.BrokenReasons, want)
 	}
 	if r.ChainedPackets == 0 {
 		t.Error("beamer: no packet was daisy-chained: the removed server's connections did not move")
