@@ -174,6 +174,10 @@ history: none
 		err.Error() != "port 81 is not a TCP service port of web on 198.18.100.1 (80): the mux drops it" {
 		t.Errorf("closed port: %v", err)
 	}
+	if err := run("ctl", "lookup", "web", "198.18.1.5:40005", "--dport", "80", "--proto", "udp", "--store", st); err == nil ||
+		!strings.Contains(err.Error(), "not a UDP service port of web") {
+		t.Errorf("udp to a tcp-only port: %v", err)
+	}
 	if err := run("ctl", "lookup", "web", "198.18.1.5:40005", "--vip", "198.18.100.2", "--store", st); err == nil ||
 		err.Error() != "--vip 198.18.100.2 is not a VIP of web ([198.18.100.1])" {
 		t.Errorf("other VIP: %v", err)
