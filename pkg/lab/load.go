@@ -38,6 +38,9 @@ type LoadOptions struct {
 	Idle IdleLoad
 	// UDPFlows adds long-lived UDP flows per client to VIP:53 (udp.go).
 	UDPFlows int
+	// QUICFlows adds QUIC connections per client to VIP:443 that migrate
+	// once (quic.go).
+	QUICFlows int
 }
 
 // Load is the clients' traffic: PerClient connection slots on every
@@ -118,6 +121,10 @@ func (l *Lab) StartLoad(o LoadOptions) *Load {
 		for j := 0; j < o.UDPFlows; j++ {
 			ld.wg.Add(1)
 			go ld.udpFlow(c, j)
+		}
+		for j := 0; j < o.QUICFlows; j++ {
+			ld.wg.Add(1)
+			go ld.quicFlow(c, j)
 		}
 	}
 	return ld

@@ -40,9 +40,12 @@ type Params struct {
 	MPTCP      bool     `json:"mptcp"`
 	// UDPFlows: long-lived UDP flows per client to VIP:53 beside the TCP
 	// load (issue 17); 0: none.
-	UDPFlows int    `json:"udp_flows_per_client,omitempty"`
-	Seed     int64  `json:"seed"`
-	Store    string `json:"store"`
+	UDPFlows int `json:"udp_flows_per_client,omitempty"`
+	// QUICFlows: QUIC connections per client to VIP:443, routed by
+	// connection id, each migrating once (issue 17); 0: none.
+	QUICFlows int    `json:"quic_flows_per_client,omitempty"`
+	Seed      int64  `json:"seed"`
+	Store     string `json:"store"`
 	// Shape of the built-in experiments.
 	Servers   int      `json:"servers"`
 	Muxes     int      `json:"muxes"`
@@ -99,6 +102,8 @@ func (p *Params) Validate() error {
 		return fmt.Errorf("connections per client %d: want 1–5000", p.PerClient)
 	case p.UDPFlows < 0 || p.UDPFlows > 500:
 		return fmt.Errorf("UDP flows per client %d: want 0–500", p.UDPFlows)
+	case p.QUICFlows < 0 || p.QUICFlows > 200:
+		return fmt.Errorf("QUIC flows per client %d: want 0–200", p.QUICFlows)
 	case p.FileSize < 1 || p.FileSize > 1<<30:
 		return fmt.Errorf("file size %d: want 1 byte to 1 GiB", p.FileSize)
 	case p.Stall < Duration(time.Second):

@@ -29,6 +29,7 @@ type Options struct {
 	BGPHold  time.Duration // BGP hold time between muxes and router (default 3 s)
 	BindVIP  bool          // servers' HTTP service listens only on VIP:80 (DSR style)
 	UDP      bool          // the instance offers UDP 53 and servers answer it (udp.go)
+	QUIC     bool          // the instance offers QUIC on UDP 443, routed by CID (quic.go)
 	// ServerRates, when set, shapes server i's link to ServerRates[i]
 	// bits/s (tbf on its interface; cycled if shorter than Servers): servers
 	// of unequal capacity for the AWFD experiment (awfd_experiment.go).
@@ -286,6 +287,7 @@ func (l *Lab) Close() error {
 			if s.http != nil {
 				s.http.close()
 				s.udp.close()
+				s.quic.close()
 			}
 		}
 		l.procs.stopAll()
