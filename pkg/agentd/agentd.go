@@ -27,14 +27,18 @@ import (
 
 // Daemon is a running agent.
 type Daemon struct {
-	cfg     config.Agent
-	opts    Options
-	node    *nodestate.Record
-	agent   *dataplane.Agent
-	link    link.Link
-	egress  link.Link // cheetah's cookie writer (cheetah.go), nil without a Cheetah VIP
-	metrics *metrics.Server
-	api     *agentapi.Endpoint
+	cfg    config.Agent
+	opts   Options
+	node   *nodestate.Record
+	agent  *dataplane.Agent
+	link   link.Link
+	egress link.Link // cheetah's cookie writer (cheetah.go), nil without a Cheetah VIP
+	// cheetahMu guards egress and cheetahVIPs (the VIPs with keys) against
+	// the API's key pushes.
+	cheetahMu   sync.Mutex
+	cheetahVIPs []netip.Addr
+	metrics     *metrics.Server
+	api         *agentapi.Endpoint
 
 	stop chan struct{}
 	wg   sync.WaitGroup
