@@ -141,4 +141,3 @@ func (c *Client) PushCheetah(ctx context.Context, agent netip.AddrPort, p Cheeta
 	}
 	return &rep, nil
 }
-
