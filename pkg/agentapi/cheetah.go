@@ -85,7 +85,9 @@ func (s *Server) cheetahPush(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "cheetah keys: current key id must be 0 or 1 and its key set")
 		return
 	}
-	if err := s.cheetah(p); err != nil {
+	// In the server's namespace: the handler attaches the cookie writer to
+	// the server's interface, found by name.
+	if err := inNamespace(s.ns, func() error { return s.cheetah(p) }); err != nil {
 		fail(w, http.StatusConflict, "%v", err)
 		return
 	}
