@@ -113,6 +113,27 @@ func (cheetahStrategy) held(c *Controller, in *instance, t *forwarding.Table, id
 	return !c.confirmed(in.config.Name, id, dip.Addr, in.config.Cheetah.Keys)
 }
 
+// holdsSlot keeps a removed server's slot (retired, its id refused to
+// any other address) while its agent reports live connections to the
+// instance's VIPs: their cookies name the slot, however old they are. An
+// agent that stops answering holds it for three more rounds, then the
+// chain window alone decides (docs/strategy-cheetah.md, "Server table
+// slots").
+func (cheetahStrategy) holdsSlot(c *Controller, in *instance, id forwarding.ServerID) bool {
+	if c.opts.Cheetah == nil {
+		return false
+	}
+	r := c.cheetahState()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ci := r.inst[in.config.Name]
+	if ci == nil {
+		return false
+	}
+	s := ci.servers[id]
+	return s != nil && s.known && s.load > 0 && c.now().Sub(s.at) <= 3*c.opts.Cheetah.Every
+}
+
 // extraState adds the keys of the instance record and, for p2c, the loads
 // of the active servers, when they differ from what t carries.
 func (cheetahStrategy) extraState(c *Controller, in *instance, t *forwarding.Table, d *forwarding.Delta) {
@@ -277,6 +298,9 @@ func (c *Controller) pushKeys(ctx context.Context, in *instance, ci *cheetahInst
 		}
 		if cfg.Cheetah.Policy == forwarding.CheetahP2C && (!s.known || s.load != a.load) {
 			changed = true
+		}
+		if ts, ok := t.Servers[a.id]; ok && ts.State == forwarding.Retired && s.load > 0 && a.load == 0 {
+			changed = true // its last connection closed: the slot may go
 		}
 		s.keys, s.at, s.load, s.known, s.err = cfg.Cheetah.Keys, now, a.load, true, nil
 	}

@@ -190,3 +190,56 @@ func TestCheetahKeyPushLoadsAndRotation(t *testing.T) {
 		t.Fatalf("without the push: %s, want every server active", s)
 	}
 }
+
+// A removed server's slot stays in the table (retired, its id refused to
+// another address) past the chain window for as long as its agent reports
+// connections: a cookie names the slot however old the connection is. Once
+// the agent reports none, the slot is freed.
+func TestCheetahSlotHeldWhileConnections(t *testing.T) {
+	ctx := storetest.Context(t)
+	root, clk := newRoot(), newClock()
+	agents := newFakeKeyAgents()
+	c := New(shared, root, Options{Now: clk.now, Cheetah: &CheetahOptions{Every: time.Second, Client: agents}})
+	if err := c.CreateInstance(ctx, cheetahInstance(64)); err != nil {
+		t.Fatal(err)
+	}
+	agents.set(func(f *fakeKeyAgents) { f.load[dipAddr(1026)] = 3 })
+	for id := forwarding.ServerID(1025); id <= 1026; id++ {
+		if err := c.AddDIP(ctx, "web", id, dipAddr(id), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	round := func(d time.Duration) *forwarding.Table {
+		t.Helper()
+		clk.advance(d)
+		if err := c.cheetahRound(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Reconcile(ctx, "web"); err != nil {
+			t.Fatal(err)
+		}
+		tab, _, err := ring.NewFollower(shared, ring.InstanceKeys(root, "web"), ring.FollowerOptions{}).Load(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tab
+	}
+	round(time.Second)
+	if err := c.RemoveDIP(ctx, "web", 1026); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // past the window, polled all along
+		round(forwarding.DefaultChainWindow / 2)
+	}
+	tab := round(time.Second)
+	if s, ok := tab.Servers[1026]; !ok || s.State != forwarding.Retired {
+		t.Fatalf("slot 1026 after the window with 3 connections left: %+v %v, want retired", s, ok)
+	}
+	if err := c.AddDIP(ctx, "web", 1026, dipAddr(2000), 1); err == nil {
+		t.Fatal("a held slot was given to another address")
+	}
+	agents.set(func(f *fakeKeyAgents) { f.load[dipAddr(1026)] = 0 })
+	if tab := round(time.Second); tab.Servers[1026] != (forwarding.Server{}) {
+		t.Fatalf("slot 1026 still held (%v) after its agent reported no connection", tab.Servers[1026])
+	}
+}

@@ -218,6 +218,9 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 			continue
 		}
 		keep := chaining[id] || (strat.DrainsRemoved() && c.draining(in, id, window, now))
+		if h, ok := strat.(slotHolder); ok && !keep {
+			keep = h.holdsSlot(c, in, id)
+		}
 		switch {
 		case keep && s.State != forwarding.Retired:
 			s.State = forwarding.Retired
