@@ -51,8 +51,8 @@ func TestCheetahRollingRemoval(t *testing.T) {
 // while clients open a new connection for every download and keep idle
 // connections open across the rotation: the controller publishes the new
 // key to the muxes and pushes it to the agents (no key is configured by
-// hand in the lab), then makes it current. No connection breaks, none
-// goes by bucket or is dropped as a bad cookie, the idle connections
+// hand in the lab), then makes it current. No connection breaks, no
+// segment is dropped as a bad cookie, the idle connections
 // (opened before) live on with key id 0, and the connections opened after
 // the switch carry key id 1.
 func TestCheetahKeyRotation(t *testing.T) {
@@ -83,8 +83,11 @@ func TestCheetahKeyRotation(t *testing.T) {
 	}
 	c := r.CheetahCounters
 	t.Logf("mux cheetah counters: %v", c)
-	if r.MuxCounters["fwd_bucket"] != 0 || c["bad_cookie"] != 0 || c["cookie_key1"] == 0 || c["cookie_hit"] <= c["cookie_key1"] {
-		t.Errorf("after the rotation: %d segments by bucket, %d bad cookies, %d of %d cookie hits with key id 1: want 0, 0, and hits of both key ids",
-			r.MuxCounters["fwd_bucket"], c["bad_cookie"], c["cookie_key1"], c["cookie_hit"])
+	// Segments without timestamps (Linux sends its RSTs without) take the
+	// bucket fallback: counted, and never the reason of a broken connection
+	// above.
+	if c["bad_cookie"] != 0 || c["cookie_key1"] == 0 || c["cookie_hit"] <= c["cookie_key1"] || c["fallback"] > 20 {
+		t.Errorf("after the rotation: %d bad cookies, %d of %d cookie hits with key id 1, %d fallbacks: want 0, hits of both key ids, few fallbacks (RSTs)",
+			c["bad_cookie"], c["cookie_key1"], c["cookie_hit"], c["fallback"])
 	}
 }
