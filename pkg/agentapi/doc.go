@@ -12,7 +12,12 @@
 //     keeps this server in the history of buckets it lost while it still
 //     holds connections there.
 //
-// The API only reads and probes: it changes nothing on the server. Probes
+//   - PUT /v1/cheetah: the controller pushes a Cheetah instance's cookie
+//     keys; the agent answers with its live connections to the VIP (the
+//     load p2c compares). Only callers in the controllers' prefixes may
+//     push, and the keys are never answered back (cheetah.go).
+//
+// Apart from that push the API only reads and probes. Probes
 // go only to the agent's own VIPs, and their number in flight is bounded, so
 // a caller cannot use the agent to reach other hosts or open unbounded
 // connections.
