@@ -31,6 +31,10 @@ type Options struct {
 	// Cheetah, when set, pushes Cheetah keys to the agents and collects
 	// their loads (cheetah.go); nil: agents have their keys by hand.
 	Cheetah *CheetahOptions
+	// PrismKeepAlive, if set, prunes Prism MCT entries from the muxes'
+	// keep-alive bits, the servers' socket lists as the second opinion
+	// (prism_keepalive.go); nil: from the servers' socket lists alone.
+	PrismKeepAlive *PrismKeepAlive
 	// Logf reports repairs and new incarnations (default: silent).
 	Logf func(format string, a ...any)
 }
@@ -70,6 +74,11 @@ func New(st store.Store, root string, opts Options) *Controller {
 	}
 	if opts.Ring.Now == nil {
 		opts.Ring.Now = now
+	}
+	if opts.PrismKeepAlive != nil {
+		o := *opts.PrismKeepAlive
+		o.fill()
+		opts.PrismKeepAlive = &o
 	}
 	logf := opts.Logf
 	if logf == nil {
