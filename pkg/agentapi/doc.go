@@ -6,6 +6,7 @@
 //     server itself. The VIP is on the server's loopback, so a service bound
 //     only to the VIP (the usual direct-server-return setup) answers, which a
 //     probe from the controller to DIP:P cannot reach.
+//
 //   - GET /v1/connections?vip=V&buckets=B: per bucket of a table of B
 //     buckets, how many TCP connections of the VIP this server holds, read
 //     from the kernel's socket table (netlink sock_diag). The controller
