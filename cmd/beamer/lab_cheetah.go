@@ -63,9 +63,9 @@ round robin, hash and power of two choices, and of Beamer. See docs/strategy-che
 			if err != nil {
 				return err
 			}
-			fmt.Printf("capacity %.0f Mbit/s, offered %.0f Mbit/s\n%-14s %16s %16s %16s %7s\n", res.Capacity, res.Offered, "variant", "throughput Mb/s", "mean FCT ms", "p99 FCT ms", "failed")
+			fmt.Printf("capacity %.0f Mbit/s, offered %.0f Mbit/s\n%-14s %16s %16s %16s %22s %7s\n", res.Capacity, res.Offered, "variant", "throughput Mb/s", "mean FCT ms", "p99 FCT ms", "p99 FCT ≤100KiB ms", "failed")
 			for _, s := range res.Summary {
-				fmt.Printf("%-14s %8.1f ± %5.1f %8.0f ± %5.0f %8.0f ± %5.0f %7d\n", s.Variant.Name, s.Throughput, s.ThroughputErr, s.MeanFCT, s.MeanFCTErr, s.P99FCT, s.P99FCTErr, s.Failed)
+				fmt.Printf("%-14s %8.1f ± %5.1f %8.0f ± %5.0f %8.0f ± %5.0f %14.0f ± %5.0f %7d\n", s.Variant.Name, s.Throughput, s.ThroughputErr, s.MeanFCT, s.MeanFCTErr, s.P99FCT, s.P99FCTErr, s.P99Short, s.P99ShortErr, s.Failed)
 			}
 			return nil
 		},

@@ -59,6 +59,8 @@ type AWFDSummary struct {
 	MeanFCTErr    float64     `json:"mean_fct_stderr"`
 	P99FCT        float64     `json:"p99_fct_ms"` // mean over repetitions of each run's p99
 	P99FCTErr     float64     `json:"p99_fct_stderr"`
+	P99Short      float64     `json:"p99_fct_short_ms"` // the same for downloads ≤ ShortFlow
+	P99ShortErr   float64     `json:"p99_fct_short_stderr"`
 	Failed        int         `json:"failed"`
 }
 
@@ -104,19 +106,21 @@ func RunAWFDExperiment(ctx context.Context, e AWFDExperiment) (*AWFDResult, erro
 		}
 	}
 	for _, v := range e.Variants {
-		var tp, fct, p99 []float64
+		var tp, fct, p99, short []float64
 		s := AWFDSummary{Variant: v}
 		for _, r := range res.Runs {
 			if r.Variant == v {
 				tp = append(tp, r.Flows.Throughput)
 				fct = append(fct, r.Flows.MeanFCT)
 				p99 = append(p99, r.Flows.P99FCT)
+				short = append(short, r.Flows.P99FCTShort)
 				s.Failed += r.Flows.Failed
 			}
 		}
 		s.Throughput, s.ThroughputErr = meanErr(tp)
 		s.MeanFCT, s.MeanFCTErr = meanErr(fct)
 		s.P99FCT, s.P99FCTErr = meanErr(p99)
+		s.P99Short, s.P99ShortErr = meanErr(short)
 		res.Summary = append(res.Summary, s)
 	}
 	return res, nil
