@@ -100,8 +100,8 @@ func RunAWFDExperiment(ctx context.Context, e AWFDExperiment) (*AWFDResult, erro
 			}
 			run.Rep = rep
 			res.Runs = append(res.Runs, *run)
-			say("  %-22s rep %d: %7.1f Mbit/s, mean FCT %7.0f ms, p99 %6.0f ms, %d/%d completed, %d failed%s",
-				v.Name, rep+1, run.Flows.Throughput, run.Flows.MeanFCT, run.Flows.P99FCT, run.Flows.Completed, run.Flows.Started, run.Flows.Failed,
+			say("  %-22s rep %d: %7.1f Mbit/s, mean FCT %7.0f ms, p99 %6.0f ms (≤ 100 KiB: %5.0f ms), %d/%d completed, %d failed%s",
+				v.Name, rep+1, run.Flows.Throughput, run.Flows.MeanFCT, run.Flows.P99FCT, run.Flows.P99FCTShort, run.Flows.Completed, run.Flows.Started, run.Flows.Failed,
 				decisions(run.AWFD))
 		}
 	}
