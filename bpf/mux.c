@@ -16,11 +16,12 @@
  * Anything not addressed to a VIP goes to the kernel untouched; packets to a
  * VIP that we cannot forward safely are dropped and counted by reason.
  *
- * Generations: the VIP record carries the generation of its tables, and the
- * daemon writes bucket words before it publishes the record naming the new
- * generation. The program reads the record first and the bucket after (the
- * bucket's address depends on the record), so the generation a packet carries
- * is never newer than the bucket that forwarded it.
+ * Generations: the VIP record's version word carries the generation of its
+ * tables, and the daemon writes bucket words before it stores the version
+ * naming the new generation. The program loads the version first and the
+ * bucket after (a compiler barrier keeps the order; loads are not reordered
+ * with loads on the CPUs we run on), so the generation a packet carries is
+ * never newer than the bucket that forwarded it.
  */
 #include "include/defs.h"
 #include "include/parse.h"
@@ -31,6 +32,7 @@
 #include "include/nexthop.h"
 #include "include/icmp_too_big.h"
 #include "include/mux_maps.h"
+#include "include/vips.h"
 #include "include/decision.h"
 #include "strategy/beamer.h"
 #include "strategy/maglev.h"
@@ -128,7 +130,7 @@ int beamer_mux(struct xdp_md *ctx)
 		mux_count(MUX_PASS_NOT_IPV4);
 		return XDP_PASS;
 	}
-	struct vip_info *vip = bpf_map_lookup_elem(&vips, &ip->daddr);
+	struct vip_info *vip = vip_find(ip->daddr);
 	if (!vip) {
 		mux_count(MUX_PASS_NOT_VIP);
 		return XDP_PASS;
@@ -142,9 +144,8 @@ int beamer_mux(struct xdp_md *ctx)
 	if (pv != PARSE_OK)
 		return drop(parse_drop[pv]);
 
+	__u64 version = READ_ONCE_U64(&vip->version);
 	__u32 table = vip->table;
-	__u32 generation = vip->generation;
-	__u32 incarnation = vip->incarnation;
 	barrier();
 	void *servers = bpf_map_lookup_elem(&server_tables, &table);
 	if (!servers)
@@ -183,8 +184,8 @@ int beamer_mux(struct xdp_md *ctx)
 	if (!d.forward)
 		return drop(verdict);
 
-	d.encap.opt.generation = bpf_htonl(generation);
-	d.encap.opt.incarnation = bpf_htonl(incarnation);
+	d.encap.opt.generation = bpf_htonl((__u32)version);
+	d.encap.opt.incarnation = bpf_htonl((__u32)(version >> 32));
 	return transmit(ctx, &d, verdict, ip);
 }
 

@@ -58,7 +58,7 @@ INLINE int put_history(__u32 table, void *servers, __u16 ref, struct beamer_opt 
 
 /* Stable hashing: the bucket's current owner, with the bucket's previous
  * owners and the time of its latest change in the option. A bucket that
- * never moved (chain reference 0) reads nothing more than its word. */
+ * never moved reads nothing more than its 16-bit entry (mux_maps.h). */
 INLINE int decide_by_bucket(const struct vip_info *vip, void *servers, const struct flow *f, struct decision *d)
 {
 	int why;

@@ -141,11 +141,8 @@ INLINE int decide_prism(const struct vip_info *vip, void *servers, const struct 
 	void *buckets = bpf_map_lookup_elem(&bucket_tables, &table);
 	if (!buckets)
 		return MUX_DROP_NO_TABLE;
-	__u32 index = bucket_of(hash, vip->buckets);
-	__u64 *bw = bpf_map_lookup_elem(buckets, &index);
-	if (!bw)
-		return MUX_DROP_NO_TABLE;
-	__u64 word = READ_ONCE_U64(bw);
+	__u32 b = vip->buckets;
+	__u64 word = bucket_at(buckets, b, bucket_of(hash, b));
 	__u16 current = BUCKET_CURRENT(word);
 	if (!current)
 		return MUX_DROP_NO_OWNER;
