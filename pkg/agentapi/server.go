@@ -34,6 +34,10 @@ type Options struct {
 	// Capacity says what GET /v1/capacity measures; nil (or no Iface):
 	// the endpoint answers 404.
 	Capacity *CapacityOptions
+	// Cheetah takes the keys the controller pushes (PUT /v1/cheetah,
+	// cheetah.go) from callers in PushFrom; nil: the endpoint answers 404.
+	Cheetah  func(CheetahPush) error
+	PushFrom []netip.Prefix
 }
 
 // Server answers the API.
@@ -45,6 +49,9 @@ type Server struct {
 	dumps  chan struct{}
 	// sampler measures capacity (capacity.go); nil when not configured.
 	sampler *sampler
+	// cheetah and pushFrom take pushed keys (cheetah.go).
+	cheetah  func(CheetahPush) error
+	pushFrom []netip.Prefix
 }
 
 // NewServer returns the API of an agent serving o.VIPs.
@@ -55,7 +62,8 @@ func NewServer(o Options) (*Server, error) {
 	if o.MaxProbes <= 0 {
 		o.MaxProbes = 32
 	}
-	s := &Server{vips: slices.Clone(o.VIPs), ns: o.Netns, probes: make(chan struct{}, o.MaxProbes), dumps: make(chan struct{}, 2)}
+	s := &Server{vips: slices.Clone(o.VIPs), ns: o.Netns, probes: make(chan struct{}, o.MaxProbes), dumps: make(chan struct{}, 2),
+		cheetah: o.Cheetah, pushFrom: slices.Clone(o.PushFrom)}
 	if s.ns <= 0 { // unset (fd 0 is never a namespace)
 		h, err := netns.Get()
 		if err != nil {
@@ -84,6 +92,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET "+ConnectionsPath, s.connections)
 	mux.HandleFunc("GET "+CapacityPath, s.capacity)
 	mux.HandleFunc("GET "+SignaturesPath, s.signatures)
+	mux.HandleFunc("PUT "+CheetahPath, s.cheetahPush)
 	return mux
 }
 

@@ -27,7 +27,8 @@ func (d *Daemon) serveAPI() error {
 	}
 	var err error
 	d.api, err = agentapi.Serve(addr, agentapi.Options{VIPs: vips,
-		Capacity: &agentapi.CapacityOptions{Iface: d.cfg.Interface, RateBps: d.cfg.CapacityBps}})
+		Capacity: &agentapi.CapacityOptions{Iface: d.cfg.Interface, RateBps: d.cfg.CapacityBps},
+		Cheetah:  d.takeCheetahKeys, PushFrom: d.cfg.PushFrom()})
 	return err
 }
 
