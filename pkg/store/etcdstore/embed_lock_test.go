@@ -2,8 +2,8 @@ package etcdstore_test
 
 import (
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/beamer-lb/beamer/pkg/store/etcdstore"
