@@ -110,6 +110,15 @@ func TestReadmeMultiHost(t *testing.T) {
 		if killed := stopAll(order, 8*time.Second); len(killed) > 0 {
 			t.Errorf("still running 8 s after SIGTERM (killed): %v", killed)
 		}
+		// The muxes gave their veth peers an XDP program, and took it
+		// back when they stopped.
+		for _, port := range []string{"p-mux1", "p-mux2"} {
+			if l, err := nss["switch"].Netlink().LinkByName(port); err != nil {
+				t.Error(err)
+			} else if x := l.Attrs().Xdp; x != nil && x.Attached {
+				t.Errorf("%s still has the XDP program a stopped mux attached", port)
+			}
+		}
 		if t.Failed() || testing.Verbose() {
 			for _, h := range order {
 				t.Logf("---- %s ----\n%s", h.name, h.tail(""))
@@ -130,6 +139,13 @@ func TestReadmeMultiHost(t *testing.T) {
 		}
 	}
 	t.Logf("README run in %v", time.Since(start).Round(time.Millisecond))
+	for _, port := range []string{"p-mux1", "p-mux2"} {
+		if l, err := nss["switch"].Netlink().LinkByName(port); err != nil {
+			t.Fatal(err)
+		} else if x := l.Attrs().Xdp; x == nil || !x.Attached {
+			t.Errorf("the mux did not give its veth peer %s an XDP program", port)
+		}
+	}
 
 	// The client's curl printed the service's page.
 	clientOut := strings.Join(outputs["client"], "")
