@@ -171,6 +171,17 @@ func TestReadmeMultiHost(t *testing.T) {
 		}
 	}
 
+	// The mux reports its BGP session with the router.
+	for _, m := range []string{"mux1", "mux2"} {
+		out, err := nss[m].Run("curl", "-sS", "--max-time", "5", "http://127.0.0.1:9100/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `beamer_mux_bgp_session_up{peer="198.18.0.1"} 1`; !strings.Contains(out, want) {
+			t.Errorf("%s metrics lack %s", m, want)
+		}
+	}
+
 	// Full-size segments from the client: at MTU 1500 they do not fit
 	// once encapsulated, and the mux tells the client so (ICMP); the
 	// connection must go through regardless.
