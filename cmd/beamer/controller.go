@@ -61,6 +61,7 @@ process also serves the embedded etcd other beamer commands connect to.`,
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
+		embedWait = 0 // the controller serves an embedded store itself
 		st, target, err := openStore(ctx, *storeURL)
 		if err != nil {
 			return err

@@ -240,12 +240,14 @@ func (c *Controller) serveRequests(ctx context.Context) error {
 		}
 		if opErr != nil && !errors.Is(opErr, ErrBadRequest) && !errors.Is(opErr, ErrNotFound) {
 			c.noteAttempt(ctx, key, &r, opErr)
+			c.metrics.observeRequest(r.Op, "retried")
 			return opErr // store trouble: leave it running for a retry
 		}
 		r.Status, r.Result = StatusDone, result
 		if opErr != nil {
 			r.Status, r.Error = StatusFailed, opErr.Error()
 		}
+		c.metrics.observeRequest(r.Op, string(r.Status))
 		cur, err := c.st.Get(ctx, key)
 		if err != nil {
 			continue // withdrawn

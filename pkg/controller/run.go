@@ -66,7 +66,9 @@ func Run(ctx context.Context, st store.Store, root string, o RunOptions) error {
 		}
 		pause.Reset()
 		o.Logf("elected controller %q", o.Identity)
+		o.Options.Metrics.observeLeader(true)
 		err = lead(ctx, st, l, root, o)
+		o.Options.Metrics.observeLeader(false)
 		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		l.Resign(rctx)
 		cancel()
