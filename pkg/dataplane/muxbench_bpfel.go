@@ -135,6 +135,7 @@ const (
 	muxBenchProgTrafficGenBench       = "traffic_gen_bench"
 	muxBenchVarAwfdCounterNames       = "awfd_counter_names"
 	muxBenchVarBenchFlows             = "bench_flows"
+	muxBenchVarBenchOrderVersion      = "bench_order_version"
 	muxBenchVarBenchSeq               = "bench_seq"
 	muxBenchVarCheetahMuxCounterMax   = "cheetah_mux_counter_max"
 	muxBenchVarGenFrame               = "gen_frame"
@@ -222,6 +223,7 @@ type muxBenchMapSpecs struct {
 type muxBenchVariableSpecs struct {
 	AwfdCounterNames       *ebpf.VariableSpec `ebpf:"awfd_counter_names"`
 	BenchFlows             *ebpf.VariableSpec `ebpf:"bench_flows"`
+	BenchOrderVersion      *ebpf.VariableSpec `ebpf:"bench_order_version"`
 	BenchSeq               *ebpf.VariableSpec `ebpf:"bench_seq"`
 	CheetahMuxCounterMax   *ebpf.VariableSpec `ebpf:"cheetah_mux_counter_max"`
 	GenFrame               *ebpf.VariableSpec `ebpf:"gen_frame"`
@@ -298,6 +300,7 @@ func (m *muxBenchMaps) Close() error {
 type muxBenchVariables struct {
 	AwfdCounterNames       *ebpf.Variable `ebpf:"awfd_counter_names"`
 	BenchFlows             *ebpf.Variable `ebpf:"bench_flows"`
+	BenchOrderVersion      *ebpf.Variable `ebpf:"bench_order_version"`
 	BenchSeq               *ebpf.Variable `ebpf:"bench_seq"`
 	CheetahMuxCounterMax   *ebpf.Variable `ebpf:"cheetah_mux_counter_max"`
 	GenFrame               *ebpf.Variable `ebpf:"gen_frame"`
