@@ -37,8 +37,9 @@ type Daemon struct {
 	metrics *metrics.Server
 	api     *agentapi.Endpoint
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	stop     chan struct{}
+	stopOnce sync.Once // Close after Abandon (or twice) must not panic
+	wg       sync.WaitGroup
 }
 
 // Options say where the agent keeps what must outlive its process.
@@ -241,7 +242,7 @@ func (d *Daemon) Abandon() error { return errors.Join(d.release(false)...) }
 // release stops the goroutines and servers and closes the descriptors;
 // with unpin the attachment is removed too.
 func (d *Daemon) release(unpin bool) []error {
-	close(d.stop)
+	d.stopOnce.Do(func() { close(d.stop) })
 	d.wg.Wait()
 	var errs []error
 	if d.metrics != nil {

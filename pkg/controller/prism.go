@@ -39,6 +39,8 @@ type prismRuntime struct {
 	// flipped: bins moved by the last publication and their old owners,
 	// with the signatures already copied, until the final round ran.
 	flipped map[string]*flip
+	// keepAlive: what the muxes' keep-alive bits said (prism_keepalive.go).
+	keepAlive map[string]*keepAliveState
 }
 
 type flip struct {
@@ -48,7 +50,8 @@ type flip struct {
 
 func (c *Controller) prismState() *prismRuntime {
 	if c.prism == nil {
-		c.prism = &prismRuntime{sct: map[string]*prism.SCT{}, stats: map[string]*PrismStats{}, flipped: map[string]*flip{}}
+		c.prism = &prismRuntime{sct: map[string]*prism.SCT{}, stats: map[string]*PrismStats{}, flipped: map[string]*flip{},
+			keepAlive: map[string]*keepAliveState{}}
 	}
 	return c.prism
 }
@@ -173,10 +176,15 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 			givers[old] = true
 		}
 	}
-	// Servers the MCT names: their answers prune dead entries.
+	// Servers the suspected MCT entries name (with keep-alive bits: idle on
+	// every mux for some rounds; without: all): their answers prune dead
+	// entries.
+	suspect, expired := c.prismSuspects(r, in.config.Name)
 	named := map[forwarding.ServerID]bool{}
-	for _, id := range t.MCT {
-		named[id] = true
+	for sig, id := range t.MCT {
+		if suspect(sig) {
+			named[id] = true
+		}
 	}
 	ask := map[forwarding.ServerID]bool{}
 	for id := range givers {
@@ -196,14 +204,26 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 		moves = prism.Moves(p.buckets, p.servers, load, prism.ByLoad, nil)
 	}
 
-	// Pruning: an entry whose server is gone or down, or whose server's
-	// agent answered without that signature, has no live connection.
+	// Pruning: an entry whose server is gone or down has no live
+	// connection; nor has a suspected one whose server's agent, asked just
+	// now, answered without that signature; an entry idle past IdleMax
+	// goes whatever the server says (the paper's rule, off by default).
 	for sig, id := range t.MCT {
 		_, inTable := t.Servers[id]
 		_, unreached := failed[id]
-		if !inTable || p.down[id] || (!unreached && sct.Known(id) && !sct.Has(id, sig)) {
+		reason := ""
+		switch {
+		case !inTable || p.down[id]:
+			reason = "server_gone"
+		case suspect(sig) && ask[id] && !unreached && sct.Known(id) && !sct.Has(id, sig):
+			reason = "closed"
+		case expired(sig):
+			reason = "idle_max"
+		}
+		if reason != "" {
 			mct = append(mct, forwarding.MCTChange{Sig: sig, Remove: true})
 			st.Pruned++
+			c.metrics.observePrismPruned(in.config.Name, reason)
 		}
 	}
 	if len(moves) == 0 {

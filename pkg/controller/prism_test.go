@@ -144,12 +144,17 @@ func (s *followingStore) Commit(ctx context.Context, ops ...store.Op) error {
 
 func prismRig(t *testing.T, servers *prismServers, weights ...uint32) (*Controller, *ring.Follower, *muxView) {
 	t.Helper()
+	return prismRigWith(t, servers, nil, weights...)
+}
+
+func prismRigWith(t *testing.T, servers *prismServers, ka *PrismKeepAlive, weights ...uint32) (*Controller, *ring.Follower, *muxView) {
+	t.Helper()
 	in := webInstance(64)
 	in.Strategy = forwarding.StrategyPrism
 	in.Prism = &forwarding.PrismOptions{Settle: time.Millisecond}
 	root, clk := newRoot(), newClock()
 	fs := &followingStore{Store: shared}
-	c := New(fs, root, Options{Now: clk.now, Signatures: servers})
+	c := New(fs, root, Options{Now: clk.now, Signatures: servers, PrismKeepAlive: ka})
 	ctx := storetest.Context(t)
 	if err := c.CreateInstance(ctx, in); err != nil {
 		t.Fatal(err)

@@ -108,19 +108,22 @@ func TestPrismMCTForwarding(t *testing.T) {
 		t.Fatalf("new connection of the flipped bin: to %v (%s), want the new owner", got, c)
 	}
 
-	n, alive, size, idle, err := r.m.MCTStats("shop", true)
+	b, err := r.m.MCTStats("shop", true)
 	must(t, err)
-	if n != 1 || alive != 1 || len(idle) != 0 || size != forwarding.DefaultMCTEntries {
-		t.Fatalf("after traffic: %d entries, %d alive, %d idle, size %d", n, alive, len(idle), size)
+	if b.Entries != 1 || len(b.Hit) != 1 || b.Hit[0] != f.Signature() || len(b.Idle) != 0 || b.Size != forwarding.DefaultMCTEntries {
+		t.Fatalf("after traffic: %+v", b)
 	}
-	_, alive, _, idle, err = r.m.MCTStats("shop", true)
+	b, err = r.m.MCTStats("shop", true)
 	must(t, err)
-	if alive != 0 || len(idle) != 1 || idle[0] != f.Signature() {
-		t.Fatalf("sweep without traffic: %d alive, idle %x", alive, idle)
+	if len(b.Hit) != 0 || len(b.Idle) != 1 || b.Idle[0] != f.Signature() {
+		t.Fatalf("sweep without traffic: %+v", b)
 	}
 	r.send(f, wiretest.ACK)
-	if _, alive, _, _, err = r.m.MCTStats("shop", false); err != nil || alive != 1 {
-		t.Fatalf("traffic after a sweep: %d alive (%v)", alive, err)
+	if b, err = r.m.MCTStats("shop", false); err != nil || len(b.Hit) != 1 {
+		t.Fatalf("traffic after a sweep: %+v (%v)", b, err)
+	}
+	if b, err = r.m.MCTStats("shop", false); err != nil || len(b.Hit) != 1 {
+		t.Fatalf("a read without sweep cleared the bit: %+v (%v)", b, err)
 	}
 
 	must(t, r.apply(&forwarding.Delta{MCT: []forwarding.MCTChange{{Sig: f.Signature(), Remove: true}}}))

@@ -18,6 +18,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/metrics"
 	"github.com/beamer-lb/beamer/pkg/nodestate"
+	"github.com/beamer-lb/beamer/pkg/prism"
 	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netlink"
@@ -60,7 +61,8 @@ type Daemon struct {
 	nl      *netlink.Handle
 	metrics *metrics.Server
 
-	stop chan struct{} // closed by Close: ends the netlink watches
+	stop     chan struct{} // closed once by Close or Abandon (halt): ends the watches
+	stopOnce sync.Once
 
 	attachMu sync.Mutex // guards link, adopting and takeover (adopt.go)
 	adopting bool       // a predecessor's pinned program forwards until this one takes over
@@ -176,7 +178,8 @@ func (d *Daemon) serveMetrics() error {
 		Help: "Generations or tables the mux refused (the previous state stays in force)."})
 	d.registerFollowMetrics(reg)
 	d.registerAWFDMetrics(reg)
-	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors, d.health, newPrismCollector(d),
+	bits := newPrismBits(d)
+	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors, d.health, bits,
 		metrics.NewCounterCollector("beamer_mux_packets_total", "Packets by decision of the XDP mux.", "decision", d.mux.Counters),
 		metrics.NewCounterCollector("beamer_mux_cheetah_packets_total", "Segments of Cheetah VIPs by how the server was found (cookie hits, bad cookies, fallbacks to buckets).", "decision", d.mux.CheetahCounters),
 		metrics.NewCounterCollector("beamer_mux_awfd_packets_total", "Packets of AWFD VIPs by the awfd strategy's decision (by_class: new connection placed by its class record).", "decision", d.mux.AWFDCounters))
@@ -184,6 +187,7 @@ func (d *Daemon) serveMetrics() error {
 	d.metrics = s
 	if err == nil {
 		s.HandleStatus(func() (any, error) { return d.Status() }) // status.go
+		s.HandleFunc(prism.KeepAlivePath, bits.serveKeepAlive)    // prism.go
 	}
 	return err
 }
@@ -269,7 +273,7 @@ func (d *Daemon) RemoveInstance(name string) error {
 // (SIGUSR2). Routes are the caller's: an announcer closed with the process
 // withdraws them.
 func (d *Daemon) Abandon() error {
-	close(d.stop)
+	d.halt()
 	d.attachMu.Lock()
 	defer d.attachMu.Unlock()
 	d.takeover.wanted = false
@@ -288,11 +292,14 @@ func (d *Daemon) Abandon() error {
 	return nil
 }
 
+// halt ends the watches; Close after Abandon (or twice) must not panic.
+func (d *Daemon) halt() { d.stopOnce.Do(func() { close(d.stop) }) }
+
 // Close detaches and unpins the mux, frees everything and restores the
 // sysctls. A mux that never attached (its start failed while a
 // predecessor's program was pinned) leaves that program forwarding.
 func (d *Daemon) Close() error {
-	close(d.stop)
+	d.halt()
 	var errs []error
 	if d.metrics != nil {
 		d.metrics.Close()
