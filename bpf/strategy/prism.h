@@ -5,7 +5,8 @@
  * changed owner since their SYN. Every packet looks up the MCT first (a hit
  * sets the entry's keep-alive bit and goes to the entry's server), then the
  * bin. No option, no daisy chaining: servers of a Prism VIP only ever get
- * their own connections.
+ * their own connections. Ports above 1024 are MPTCP secondary subflows
+ * naming their server, as under beamer.
  *
  * Signature (64 bits, docs/strategy-prism.md, pkg/wire/signature.go):
  *   bits 48-63  VIP id: the low 16 bits of the VIP address (host order)
@@ -25,6 +26,7 @@
 #define BEAMER_STRATEGY_PRISM_H
 
 #include "../include/decision.h"
+#include "beamer.h" /* decide_by_server_id */
 
 #define PRISM_SIG_SEED 0x50524953 /* "PRIS" */
 
@@ -92,6 +94,12 @@ INLINE __u64 prism_signature(__u32 hash, __be32 saddr, __be32 daddr, __be16 spor
 
 INLINE int decide_prism(const struct vip_info *vip, void *servers, const struct flow *f, struct decision *d)
 {
+	/* MPTCP secondary subflow: the port names the server holding the
+	 * connection (the agent advertised VIP:server-id), as under beamer;
+	 * hashed into a bin it would reach a server that refuses the join. */
+	if (flow_dport(f) > SERVICE_PORT_MAX)
+		return decide_by_server_id(servers, flow_dport(f), d);
+
 	__u32 table = vip->table;
 	__u32 hash = flow_hash_of(f);
 	void *mct = bpf_map_lookup_elem(&mct_tables, &table);

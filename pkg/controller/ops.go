@@ -28,8 +28,9 @@ func (c *Controller) AddDIP(ctx context.Context, name string, id forwarding.Serv
 	return c.AddDIPs(ctx, name, []NewDIP{{ID: id, Addr: addr, Weight: weight}})
 }
 
-// AddDIPs adds several DIPs in one operation: one commit records them all,
-// one rebalance gives them their shares. Added one request after the
+// AddDIPs adds several DIPs in one operation: their records are written
+// first (one commit for up to 50 DIPs; larger requests in commits of 50,
+// commitBatches), then one rebalance gives them their shares. Added one request after the
 // other, each addition would move buckets again, some of them buckets that
 // had just moved. DIPs already present with the same address and weight
 // are left as they are (a retried request succeeds).
@@ -80,7 +81,7 @@ func (c *Controller) AddDIPs(ctx context.Context, name string, add []NewDIP) err
 		}
 		ops = append(ops, store.IfAbsent(dipKey(in.k, d.ID)), putDIP(d, in.k))
 	}
-	if err := c.commit(ctx, in, ops...); err != nil {
+	if err := c.commitBatches(ctx, in, ops); err != nil {
 		return err
 	}
 	for _, d := range fresh {
@@ -197,7 +198,7 @@ func (c *Controller) RemoveDIPs(ctx context.Context, name string, ids []forwardi
 			ops = append(ops, putDIP(&nd, in.k))
 		}
 	}
-	if err := c.commit(ctx, in, ops...); err != nil {
+	if err := c.commitBatches(ctx, in, ops); err != nil {
 		return err
 	}
 	for id, d := range changed {

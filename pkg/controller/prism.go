@@ -170,9 +170,14 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 	// giving bins away, and choose again by their fresh answers.
 	load := func(owner forwarding.ServerID) map[uint32]float64 { return sct.Load(owner, opts.Lifetime, now) }
 	moves := prism.Moves(p.buckets, p.servers, load, prism.ByLoad, nil)
+	// Givers include servers marked down: a failed health check means dead,
+	// or alive and refusing new connections only (its established ones
+	// still live). Its agent tells which: one that answers keeps its
+	// connections through the MCT like a server leaving gracefully; one
+	// that does not is dead, its bins move at once with no entries.
 	givers := map[forwarding.ServerID]bool{}
 	for _, m := range moves {
-		if old := p.buckets[m.Index].Current; old != forwarding.NoServer && !p.down[old] {
+		if old := p.buckets[m.Index].Current; old != forwarding.NoServer {
 			givers[old] = true
 		}
 	}
@@ -190,12 +195,17 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 	for id := range givers {
 		ask[id] = true
 	}
-	for id := range named {
-		if !p.down[id] {
+	for _, id := range t.MCT {
+		if named[id] || p.down[id] { // a down server's entries: is it dead?
 			ask[id] = true
 		}
 	}
 	failed := c.pollSignatures(ctx, in, sct, ask)
+	// alive: up, or down but its agent answered just now.
+	alive := func(id forwarding.ServerID) bool {
+		_, f := failed[id]
+		return !p.down[id] || (ask[id] && !f)
+	}
 	st.Unreached += len(failed)
 	for id, err := range failed {
 		c.logf("prism %s: agent of server %d: %v (its SCT entries are from before)", in.config.Name, id, err)
@@ -213,8 +223,8 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 		_, unreached := failed[id]
 		reason := ""
 		switch {
-		case !inTable || p.down[id]:
-			reason = "server_gone"
+		case !inTable || !alive(id):
+			reason = "server_gone" // removed, or down with no agent answering: dead
 		case suspect(sig) && ask[id] && !unreached && sct.Known(id) && !sct.Has(id, sig):
 			reason = "closed"
 		case expired(sig):
@@ -232,11 +242,11 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 	}
 	prunedNow := len(mct)
 
-	// Algorithm 1 over the bins that move away from servers that are up.
+	// Algorithm 1 over the bins that move away from servers that are alive.
 	bins := map[uint32]forwarding.ServerID{}
 	var announce []forwarding.BucketChange
 	for _, m := range moves {
-		if old := p.buckets[m.Index].Current; old != forwarding.NoServer && !p.down[old] {
+		if old := p.buckets[m.Index].Current; old != forwarding.NoServer && alive(old) {
 			bins[m.Index] = old
 			announce = append(announce, forwarding.BucketChange{Index: m.Index, Bucket: forwarding.Bucket{Current: old, Changed: p.now}})
 		}

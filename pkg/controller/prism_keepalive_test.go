@@ -173,3 +173,61 @@ func TestPrismKeepAlivePruning(t *testing.T) {
 	}
 	t.Logf("%d busy, %d idle-open, %d dead migrated connections; stats %+v", len(busy), len(idle), len(dead), c.PrismStats("web"))
 }
+
+// TestPrismDownServerAlive: a server marked down by its health checks but
+// still running (its service refuses new connections; its agent answers)
+// keeps its established connections: they are migrated into the MCT before
+// its bins move, as for a graceful removal, and their entries are not
+// pruned while it stays down. Once its agent stops answering (the server
+// died) its entries go.
+func TestPrismDownServerAlive(t *testing.T) {
+	servers := &prismServers{conns: map[netip.Addr]map[wire.Flow]bool{}}
+	c, fol, mux := prismRig(t, servers, 1, 1, 1)
+	ctx := storetest.Context(t)
+	openFlows(mux, servers, 10000, 300)
+	if err := c.SetHealth(ctx, "web", 1026, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fol.CatchUp(ctx, mux); err != nil {
+		t.Fatal(err)
+	}
+	for f, g := range mux.broken {
+		t.Fatalf("connection %v misrouted at generation %d when its server went down alive", f, g)
+	}
+	n := 0
+	for _, id := range mux.table.MCT {
+		if id == 1026 {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("no MCT entry for the down server's connections")
+	}
+	for range 3 {
+		if err := c.Reconcile(ctx, "web"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := fol.CatchUp(ctx, mux); err != nil {
+		t.Fatal(err)
+	}
+	if len(mux.broken) > 0 {
+		t.Fatalf("%d connections misrouted by reconciles while the server stays down", len(mux.broken))
+	}
+	// The server dies: its agent no longer answers, its entries go.
+	servers.mu.Lock()
+	servers.dead = map[netip.Addr]bool{dipAddr(1026): true}
+	servers.mu.Unlock()
+	if err := c.Reconcile(ctx, "web"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fol.CatchUp(ctx, mux); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range mux.table.MCT {
+		if id == 1026 {
+			t.Fatal("MCT entries of a down server whose agent is gone were kept")
+		}
+	}
+	t.Logf("%d connections of the down server kept through the MCT", n)
+}

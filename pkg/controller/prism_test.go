@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"sync"
 	"testing"
@@ -25,10 +26,15 @@ type prismServers struct {
 	conns map[netip.Addr]map[wire.Flow]bool
 	calls int
 	hook  func(call int, server netip.Addr)
+	dead  map[netip.Addr]bool // agents that do not answer
 }
 
 func (p *prismServers) Signatures(_ context.Context, agent netip.AddrPort, vip netip.Addr, n uint32) (*agentapi.SignaturesReport, error) {
 	p.mu.Lock()
+	if p.dead[agent.Addr()] {
+		p.mu.Unlock()
+		return nil, errors.New("connection timed out")
+	}
 	counts := map[uint64]uint32{}
 	for f := range p.conns[agent.Addr()] {
 		counts[f.Signature()]++

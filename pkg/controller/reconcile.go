@@ -98,7 +98,7 @@ func (c *Controller) reconcile(ctx context.Context, in *instance) error {
 			in.ids[id] = r
 		}
 	}
-	if err := c.commit(ctx, in, ops...); err != nil {
+	if err := c.commitBatches(ctx, in, ops); err != nil {
 		return err
 	}
 	// 2. The next generation, if anything differs from what is published.
@@ -287,15 +287,7 @@ func (c *Controller) settle(ctx context.Context, in *instance) error {
 			in.ids[id] = r
 		}
 	}
-	// Batches: ZooKeeper and etcd bound the size of one commit.
-	for len(ops) > 0 {
-		n := min(len(ops), 100)
-		if err := c.commit(ctx, in, ops[:n]...); err != nil {
-			return err
-		}
-		ops = ops[n:]
-	}
-	return nil
+	return c.commitBatches(ctx, in, ops)
 }
 
 func sortedKeys[V any](m map[forwarding.ServerID]V) []forwarding.ServerID {

@@ -63,6 +63,10 @@ type Request struct {
 	// Result is what a successful operation reports (defrag: its figures).
 	Result    string    `json:"result,omitempty"`
 	Submitted time.Time `json:"submitted"`
+	// Parts: the DIP or id lists are in this many parts under the
+	// request's key (request_parts.go), the request being too large for
+	// one store value.
+	Parts int `json:"parts,omitempty"`
 }
 
 func requestsKey(root string) string { return root + "/controller/requests" }
@@ -88,11 +92,11 @@ func Submit(ctx context.Context, st store.Store, root string, r Request, timeout
 // SubmitResult is Submit returning what the operation reported.
 func SubmitResult(ctx context.Context, st store.Store, root string, r Request, timeout time.Duration) (string, error) {
 	r.Status, r.Submitted = StatusPending, time.Now().UTC()
-	b, err := json.Marshal(r)
+	key := fmt.Sprintf("%s/%019d-%08x", requestsKey(root), r.Submitted.UnixNano(), rand.Uint32())
+	b, err := writeParts(ctx, st, key, &r)
 	if err != nil {
 		return "", err
 	}
-	key := fmt.Sprintf("%s/%019d-%08x", requestsKey(root), r.Submitted.UnixNano(), rand.Uint32())
 	if err := st.Commit(ctx, store.IfAbsent(key), store.Put(key, b), store.Put(doorbellKey(root), []byte(key))); err != nil {
 		return "", fmt.Errorf("submit request: %w", err)
 	}
@@ -108,15 +112,16 @@ func SubmitResult(ctx context.Context, st store.Store, root string, r Request, t
 		}
 		switch got.Status {
 		case StatusDone:
-			return got.Result, st.Commit(ctx, store.Delete(key))
+			return got.Result, deleteRequest(ctx, st, key)
 		case StatusFailed:
-			st.Commit(ctx, store.Delete(key))
+			deleteRequest(ctx, st, key)
 			return "", errors.New(got.Error)
 		}
 		if time.Now().After(deadline) {
 			if got.Status == StatusPending {
 				// Withdraw it unless the controller took it meanwhile.
 				if err := st.Commit(ctx, store.IfVersion(key, it.Version), store.Delete(key)); err == nil {
+					store.DeleteTree(ctx, st, key) // its parts, if any
 					return "", fmt.Errorf("%w within %v: %s", ErrNoController, timeout, notPickedUp(ctx, st, root))
 				}
 				continue
@@ -188,6 +193,11 @@ func (c *Controller) serveRequests(ctx context.Context) error {
 		key := requestsKey(c.root) + "/" + n
 		it, err := c.st.Get(ctx, key)
 		if errors.Is(err, store.ErrNotFound) {
+			if staleOrphan(n, c.now()) { // parts of a request never written
+				if err := store.DeleteTree(ctx, c.st, key); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		if err != nil {
@@ -195,7 +205,7 @@ func (c *Controller) serveRequests(ctx context.Context) error {
 		}
 		var r Request
 		if err := json.Unmarshal(it.Value, &r); err != nil {
-			if err := c.st.Commit(ctx, store.Delete(key)); err != nil {
+			if err := deleteRequest(ctx, c.st, key); err != nil {
 				return err
 			}
 			continue
@@ -203,7 +213,7 @@ func (c *Controller) serveRequests(ctx context.Context) error {
 		switch r.Status {
 		case StatusDone, StatusFailed:
 			if c.now().Sub(r.Submitted) > finishedTTL {
-				if err := c.st.Commit(ctx, store.Delete(key)); err != nil {
+				if err := deleteRequest(ctx, c.st, key); err != nil {
 					return err
 				}
 			}
@@ -217,7 +227,11 @@ func (c *Controller) serveRequests(ctx context.Context) error {
 			}
 			continue // withdrawn by ctl meanwhile
 		}
-		result, opErr := c.execute(ctx, &r)
+		opErr := readParts(ctx, c.st, key, &r)
+		var result string
+		if opErr == nil {
+			result, opErr = c.execute(ctx, &r)
+		}
 		if resumed && errors.Is(opErr, ErrNotFound) && (r.Op == OpRemoveDIP || r.Op == OpDeleteInstance) {
 			opErr = nil // done before the crash that interrupted it
 		}
@@ -247,7 +261,7 @@ func (c *Controller) leading(ctx context.Context) bool {
 }
 
 func (c *Controller) putRequest(ctx context.Context, key string, version int64, r *Request) error {
-	b, err := json.Marshal(r)
+	b, err := json.Marshal(headOf(r))
 	if err != nil {
 		return err
 	}

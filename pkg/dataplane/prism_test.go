@@ -46,7 +46,7 @@ func (r *prismRig) send(f wire.Flow, flags int) (netip.Addr, string) {
 	after, err := r.m.Counters()
 	must(r.t, err)
 	moved := ""
-	for _, c := range []string{"prism_mct_hit", "prism_mct_miss"} {
+	for _, c := range []string{"prism_mct_hit", "prism_mct_miss", "fwd_server_id"} {
 		if after[c] != before[c] {
 			moved = c
 		}
@@ -257,5 +257,27 @@ func TestPrismSignatureVectors(t *testing.T) {
 		if want := table.Servers[table.MCT[sig]].Addr; o.Dst != want {
 			t.Errorf("%v: to %v, want %v (MCT entry %s): the BPF signature differs from the vector", pv.Flow(), o.Dst, want, pv.Sig)
 		}
+	}
+}
+
+// TestPrismMPTCPSubflows: an MPTCP secondary subflow's destination port
+// names its server (the agent advertised VIP:server-id); under Prism, as
+// under beamer, the mux sends it there whatever the bins and the MCT say,
+// so a subflow joins the connection on the server that holds it.
+func TestPrismMPTCPSubflows(t *testing.T) {
+	r := newPrismRig(t)
+	n := 0
+	for id, s := range r.table.Servers {
+		f := r.flow(42000 + uint16(n))
+		f.DstPort = uint16(id)
+		for _, flags := range []int{wiretest.SYN, wiretest.ACK} {
+			if got, c := r.send(f, flags); got != s.Addr || c != "fwd_server_id" {
+				t.Fatalf("subflow to port %d: to %v (%s), want server %d %v", id, got, c, id, s.Addr)
+			}
+		}
+		n++
+	}
+	if n < 2 {
+		t.Fatalf("%d servers: the test needs several", n)
 	}
 }

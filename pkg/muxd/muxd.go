@@ -66,6 +66,8 @@ type Daemon struct {
 
 	attachMu sync.Mutex // guards link, adopting and takeover (adopt.go)
 	adopting bool       // a predecessor's pinned program forwards until this one takes over
+	// vethPeer is the XDP program given to the veth peer (vethpeer.go), nil if none.
+	vethPeer *vethPeer
 	takeover takeover
 
 	mu        sync.Mutex
@@ -145,6 +147,9 @@ func (d *Daemon) start() error {
 		return err
 	}
 	if d.nl, err = netlink.NewHandle(); err != nil {
+		return err
+	}
+	if d.vethPeer, err = prepareVethPeer(opts.Interface, opts.XDPMode, opts.Log); err != nil {
 		return err
 	}
 	pinned, err := dataplane.PinnedLink(opts.PinDir)
@@ -286,6 +291,9 @@ func (d *Daemon) Abandon() error {
 	if d.nl != nil {
 		d.nl.Close()
 	}
+	if d.vethPeer != nil {
+		d.vethPeer.release() // the pinned program still needs it
+	}
 	if d.mux != nil {
 		return d.mux.Close()
 	}
@@ -329,6 +337,13 @@ func (d *Daemon) Close() error {
 		if err := d.node.Undo(); err != nil {
 			errs = append(errs, err)
 		}
+		if d.vethPeer != nil {
+			if err := d.vethPeer.remove(); err != nil {
+				errs = append(errs, fmt.Errorf("removing the veth peer's XDP program: %w", err))
+			}
+		}
+	} else if d.vethPeer != nil {
+		d.vethPeer.release()
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/beamer-lb/beamer/pkg/scalebench"
+	"github.com/spf13/cobra"
+)
+
+// The control-plane benchmark joins `beamer bench`, which bench.go
+// defines; init functions run in file-name order, so it exists here.
+func init() {
+	var parent *cobra.Command
+	for _, c := range rootCmd.Commands() {
+		if c.Name() == "bench" {
+			parent = c
+		}
+	}
+	if parent == nil {
+		parent = &cobra.Command{Use: "bench", Short: "Benchmarks of Beamer's components"}
+		rootCmd.AddCommand(parent)
+	}
+	parent.AddCommand(benchControlPlaneCmd())
+}
+
+func benchControlPlaneCmd() *cobra.Command {
+	var (
+		stores   string
+		o        scalebench.Options
+		asJSON   bool
+		budgetMB int64
+	)
+	cmd := &cobra.Command{
+		Use:   "control-plane",
+		Short: "The controller at the paper's scale: ctl add-dip/remove-dip to every mux, bytes per mux, cold start, controller CPU and memory",
+		Long: `Starts a real store server (etcd, ZooKeeper or both, one after the other, on
+loopback ports), a real controller process (this binary's "controller"
+command), and --followers muxes' ring followers (pkg/muxd's code) each on its
+own store connection, applying to an in-memory data plane (one 64-bit word per
+bucket, as the XDP mux's map). Then, as ctl does: adds --batch DIPs in one
+request, runs --ops single add-dip / remove-dip operations, starts
+--cold-starts fresh muxes, removes the batch in one request; and checks every
+follower ends with the store's table. Prints a markdown table beside the
+paper's figures (§6), or JSON. Followers share this machine's cores and
+memory: a run whose followers would not fit --memory-budget is refused.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			o.Controller = scalebench.BeamerController(self)
+			o.Progress = os.Stderr
+			o.MemoryBudget = budgetMB << 20
+			if o.Buckets == 0 {
+				o.Buckets = 100 * o.DIPs
+			}
+			if o.Batch == 0 {
+				o.Batch = o.DIPs / 2
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			var runs []*scalebench.Result
+			for _, s := range strings.Split(stores, ",") {
+				o.Store = strings.TrimSpace(s)
+				r, err := scalebench.Run(ctx, o)
+				if err != nil {
+					return fmt.Errorf("%s: %w", o.Store, err)
+				}
+				runs = append(runs, r)
+			}
+			if asJSON {
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(runs)
+			}
+			scalebench.PrintMarkdown(os.Stdout, runs)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&stores, "store", "etcd,zookeeper", "store servers to run against, one run each: etcd, zookeeper")
+	f.IntVar(&o.Followers, "followers", 100, "muxes following the ring")
+	f.IntVar(&o.DIPs, "dips", 64000, "DIPs of the instance at its largest (at most 64511 server ids)")
+	f.IntVar(&o.Buckets, "buckets", 0, "bucket count (default 100 per DIP)")
+	f.IntVar(&o.Batch, "batch", 0, "DIPs added, and later removed, in one request (default half of --dips)")
+	f.IntVar(&o.Ops, "ops", 40, "single add-dip / remove-dip operations timed, alternately")
+	f.IntVar(&o.ColdStarts, "cold-starts", 3, "fresh muxes started alone at the end, each timed")
+	f.Int64Var(&budgetMB, "memory-budget", 0, "MB the followers may use (default 70% of the available memory)")
+	f.DurationVar(&o.Timeout, "timeout", 0, "bound on each request and each wait for the muxes (default 10m)")
+	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
+	return cmd
+}
