@@ -335,6 +335,8 @@ int beamer_agent(struct __sk_buff *skb)
 	return drop(AGENT_DROP_STALE_GENERATION);
 }
 
+#include "include/agent_xdp.h"
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #ifdef BEAMER_BENCH

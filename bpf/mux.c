@@ -16,20 +16,23 @@
  * Anything not addressed to a VIP goes to the kernel untouched; packets to a
  * VIP that we cannot forward safely are dropped and counted by reason.
  *
- * Generations: the VIP record carries the generation of its tables, and the
- * daemon writes bucket words before it publishes the record naming the new
- * generation. The program reads the record first and the bucket after (the
- * bucket's address depends on the record), so the generation a packet carries
- * is never newer than the bucket that forwarded it.
+ * Generations: the VIP record's version word carries the generation of its
+ * tables, and the daemon writes bucket words before it stores the version
+ * naming the new generation. The program loads the version first and the
+ * bucket after (a compiler barrier keeps the order; loads are not reordered
+ * with loads on the CPUs we run on), so the generation a packet carries is
+ * never newer than the bucket that forwarded it.
  */
 #include "include/defs.h"
 #include "include/parse.h"
+#include "include/flow.h"
 #include "include/flow_hash.h"
 #include "include/wire.h"
 #include "include/encap.h"
 #include "include/nexthop.h"
 #include "include/icmp_too_big.h"
 #include "include/mux_maps.h"
+#include "include/vips.h"
 #include "include/decision.h"
 #include "strategy/beamer.h"
 #include "strategy/maglev.h"
@@ -119,36 +122,37 @@ int beamer_mux(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct iphdr *ip = ipv4_after_eth(data, data_end);
-	struct tcphdr *tcp;
+	struct tcphdr *tcp = NULL;
+	struct flow f = {};
 	enum parse_verdict pv;
 
 	if (!ip) {
 		mux_count(MUX_PASS_NOT_IPV4);
 		return XDP_PASS;
 	}
-	struct vip_info *vip = bpf_map_lookup_elem(&vips, &ip->daddr);
+	struct vip_info *vip = vip_find(ip->daddr);
 	if (!vip) {
 		mux_count(MUX_PASS_NOT_VIP);
 		return XDP_PASS;
 	}
 
-	/* Addressed to a VIP: from here on we forward it whole or drop it. */
+	/* Addressed to a VIP: from here on we forward it whole or drop it.
+	 * Parsed once into the flow every strategy reads. */
 	pv = check_ipv4_plain(ip, data_end - (void *)ip);
 	if (pv == PARSE_OK)
-		pv = parse_tcp_after(ip, data_end, &tcp);
+		pv = parse_flow(ip, data_end, &f, &tcp);
 	if (pv != PARSE_OK)
 		return drop(parse_drop[pv]);
 
+	__u64 version = READ_ONCE_U64(&vip->version);
 	__u32 table = vip->table;
-	__u32 generation = vip->generation;
-	__u32 incarnation = vip->incarnation;
 	barrier();
 	void *servers = bpf_map_lookup_elem(&server_tables, &table);
 	if (!servers)
 		return drop(MUX_DROP_NO_TABLE);
 
 	struct decision d = {};
-	__u16 port = bpf_ntohs(tcp->dest);
+	__u16 port = flow_dport(&f);
 	int service = port >= vip->port_low && port <= vip->port_high;
 	int verdict;
 
@@ -160,19 +164,19 @@ int beamer_mux(struct xdp_md *ctx)
 	else
 		switch (vip->strategy) {
 		case STRATEGY_BEAMER:
-			verdict = decide_beamer(vip, servers, ip, tcp, &d);
+			verdict = decide_beamer(vip, servers, &f, &d);
 			break;
 		case STRATEGY_MAGLEV:
-			verdict = decide_maglev(vip, servers, ip, tcp, &d);
+			verdict = decide_maglev(vip, servers, &f, &d);
 			break;
 		case STRATEGY_PRISM:
-			verdict = decide_prism(vip, servers, ip, tcp, &d);
+			verdict = decide_prism(vip, servers, &f, &d);
 			break;
 		case STRATEGY_AWFD:
-			verdict = decide_awfd(vip, servers, ip, tcp, &d);
+			verdict = decide_awfd(vip, servers, &f, &d);
 			break;
 		case STRATEGY_CHEETAH:
-			verdict = decide_cheetah(ctx, vip, servers, ip, tcp, &d);
+			verdict = decide_cheetah(ctx, vip, servers, &f, tcp, &d);
 			break;
 		default:
 			verdict = MUX_DROP_BAD_STRATEGY;
@@ -180,8 +184,8 @@ int beamer_mux(struct xdp_md *ctx)
 	if (!d.forward)
 		return drop(verdict);
 
-	d.encap.opt.generation = bpf_htonl(generation);
-	d.encap.opt.incarnation = bpf_htonl(incarnation);
+	d.encap.opt.generation = bpf_htonl((__u32)version);
+	d.encap.opt.incarnation = bpf_htonl((__u32)(version >> 32));
 	return transmit(ctx, &d, verdict, ip);
 }
 

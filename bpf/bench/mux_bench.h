@@ -10,12 +10,59 @@
  * forwarded packet — shrinking the head back and restoring the Ethernet
  * header — and every repetition takes the full path on the original packet.
  * When bench_flows is set, it also gives each repetition another connection
- * (source address and port from a sequence over bench_flows flows), so that
- * tables are looked up all over, as under real traffic. The undo and the
- * rotation are part of what is measured.
+ * (source address and port of flow number bench_order(seq) over bench_flows
+ * flows), so that tables are looked up all over, as under real traffic. The
+ * undo and the rotation are part of what is measured.
+ *
+ * Random order: the flows are visited in a fixed pseudo-random permutation,
+ * not 0, 1, 2, ...: a stateful table filled in insertion order and read back
+ * in that order would read its entries nearly sequentially (the prefetcher's
+ * best case), which real traffic never does. pkg/dpbench mirrors
+ * bench_order in Go (order.go) and checks it is a permutation of every flow
+ * count it uses.
  */
 __u32 bench_flows;
 __u32 bench_seq;
+/* Which visiting order this build uses (1: bench_order below). The compare
+ * mode refuses a baseline that visits flows in another order. */
+volatile const __u32 bench_order_version = 1;
+
+/* A bijection of [0, 2^k) for the k whose mask is given: odd multipliers
+ * are invertible modulo 2^k, and x ^= x >> s is invertible for s >= 1. */
+INLINE __u32 bench_mix(__u32 x, __u32 mask)
+{
+	x = (x * 0x9e3779b1u) & mask;
+	x ^= x >> 5;
+	x = (x * 0x85ebca77u) & mask;
+	x ^= x >> 11;
+	x = (x * 0xc2b2ae3du) & mask;
+	x ^= x >> 7;
+	return x;
+}
+
+#define BENCH_ORDER_WALKS 64
+
+/* The seq-th flow of the visiting order: the bijection restricted to
+ * [0, n) by walking its cycle until it lands there (n is more than half of
+ * 2^k, so a walk is short; pkg/dpbench checks none is longer than
+ * BENCH_ORDER_WALKS for the counts it uses). */
+INLINE __u32 bench_order(__u32 seq, __u32 n)
+{
+	__u32 mask = n - 1;
+
+	mask |= mask >> 1;
+	mask |= mask >> 2;
+	mask |= mask >> 4;
+	mask |= mask >> 8;
+	mask |= mask >> 16;
+	__u32 x = seq;
+	for (int i = 0; i < BENCH_ORDER_WALKS; i++) {
+		x = bench_mix(x, mask);
+		if (x < n)
+			return x;
+	}
+	return seq; /* never for the counts pkg/dpbench uses (checked there) */
+}
 
 INLINE void rotate_flow(struct xdp_md *ctx)
 {
@@ -26,9 +73,10 @@ INLINE void rotate_flow(struct xdp_md *ctx)
 
 	if (!bench_flows || (void *)(tcp + 1) > data_end)
 		return;
-	__u32 i = bench_seq++;
-	if (i >= bench_flows)
-		i = bench_seq = 0, bench_seq++;
+	__u32 seq = bench_seq++;
+	if (seq >= bench_flows)
+		seq = bench_seq = 0, bench_seq++;
+	__u32 i = bench_order(seq, bench_flows);
 	ip->saddr = bpf_htonl(0xc6130000 | (i >> 14));		/* 198.19.x.y */
 	tcp->source = bpf_htons(1024 + (i & 0x3fff));
 }

@@ -65,6 +65,7 @@ enum agent_counter {
 	AGENT_FUTURE_INCARNATION,   /* of the above: incarnation ahead of clock + skew, not remembered */
 	AGENT_SUSPICIOUS_GENERATION,/* of the above: generation jump too large, not remembered */
 	AGENT_CLAMPED_CHANGE,       /* of the above: change time ahead of clock + skew, clamped */
+	AGENT_XDP_DECAP,            /* of the above: kept by the XDP fast path (agent_xdp.h) */
 	AGENT_COUNTER_MAX,
 };
 

@@ -6,8 +6,7 @@
  * function
  *
  *   INLINE int decide_NAME(const struct vip_info *vip, void *servers,
- *                          struct iphdr *ip, struct tcphdr *tcp,
- *                          struct decision *d);
+ *                          const struct flow *f, struct decision *d);
  *
  * returning the verdict counter, with d->forward set when the packet is to
  * be sent; mux.c dispatches on vip->strategy once.
@@ -17,6 +16,7 @@
 
 #include "defs.h"
 #include "flow_hash.h"
+#include "flow.h"
 #include "encap.h"
 #include "mux_maps.h"
 
@@ -29,9 +29,9 @@ struct decision {
 	int also;    /* a detail counter counted with the verdict once sent (0: none) */
 };
 
-/* The bucket word of the packet's bucket (for Maglev: its table entry), or
- * 0 with *why set when the VIP's table is missing. */
-INLINE __u64 bucket_word(const struct vip_info *vip, struct iphdr *ip, struct tcphdr *tcp, int *why)
+/* The whole bucket of the packet (for Maglev: its table entry; mux_maps.h
+ * bucket_at), or 0 with *why set: no table, or no owner. */
+INLINE __u64 bucket_word(const struct vip_info *vip, const struct flow *f, int *why)
 {
 	__u32 table = vip->table;
 	void *buckets = bpf_map_lookup_elem(&bucket_tables, &table);
@@ -39,12 +39,9 @@ INLINE __u64 bucket_word(const struct vip_info *vip, struct iphdr *ip, struct tc
 	*why = MUX_DROP_NO_TABLE;
 	if (!buckets)
 		return 0;
-	__u32 index = bucket_of(flow_hash(ip->saddr, ip->daddr, tcp->source, tcp->dest, IPPROTO_TCP), vip->buckets);
-	__u64 *bw = bpf_map_lookup_elem(buckets, &index);
-	if (!bw)
-		return 0; /* B larger than the loaded table */
+	__u32 b = vip->buckets;
 	*why = MUX_DROP_NO_OWNER;
-	return READ_ONCE_U64(bw);
+	return bucket_at(buckets, b, bucket_of(flow_hash_of(f), b));
 }
 
 #endif

@@ -2,11 +2,11 @@
 /*
  * The mux's maps: the layout the control plane drives (pkg/dataplane).
  *
- *   vips           VIP address -> struct vip_info (which tables, B, ports,
- *                  generation). A hash map without preallocation: an update
- *                  replaces the whole record under RCU, so a packet never sees
- *                  half of an old and half of a new record.
- *   bucket_tables  slot -> array of B 64-bit bucket words (pkg/dataplane bucketWord)
+ *   vip_front,     VIP address -> struct vip_info (which tables, B, ports,
+ *   vip_records    generation): vips.h, never torn.
+ *   bucket_tables  slot -> the bucket table: B 16-bit compact entries (four
+ *                  to a 64-bit word), then B 64-bit side words read only for
+ *                  buckets that moved (below; pkg/dataplane buckets.go)
  *   chain_tables   slot -> array of struct chain_entry: the bucket histories
  *                  (previous owners' ids) that bucket words refer to, each
  *                  distinct list once, interned by pkg/dataplane
@@ -41,21 +41,44 @@ enum strategy {
 	STRATEGY_AWFD = 5,    /* reserved: issue 14 */
 };
 
+/* The per-VIP record every strategy reads (at most 64 bytes: vips.h). */
 struct vip_info {
+	__u64 version;    /* generation of the tables' content (bits 0-31) and
+			   * incarnation of the instance's ring (32-63): one
+			   * word, stored atomically by the daemon */
 	__u32 table;      /* slot in bucket_tables and server_tables */
 	__u32 buckets;    /* B: size of the bucket table */
-	__u32 generation; /* generation of the tables' content */
-	__u32 incarnation;/* incarnation of the instance's ring */
 	__u16 port_low;   /* service ports, host order, within 1..1024 */
 	__u16 port_high;
 	__u8 strategy;    /* enum strategy */
 	__u8 pad[3];
 };
 
-/* Bucket word: bits 0-15 current server id, 16-31 chain reference (index
- * in the instance's chain table, 0 = no previous owner), 32-63 Unix seconds
- * of the latest change. Server word: bytes 0-3 address (network order),
- * byte 4 state. */
+/*
+ * The bucket table of an instance, in two parts so that a bucket that never
+ * moved costs one 16-bit read in a table of 2 bytes per bucket (2 MB at 1M
+ * buckets, where 64-bit words made it 8 MB):
+ *
+ *   words [0, Q)      compact entries, Q = ceil(B / 4): entry i is bits
+ *                     16*(i%4) of word i/4. An entry >= SERVER_ID_MIN is the
+ *                     current server of a bucket without history;
+ *                     BUCKET_NONE: no owner; BUCKET_MOVED: see the side word.
+ *   words [Q, Q + B)  side word of bucket i: the whole bucket, read only when
+ *                     its entry says BUCKET_MOVED.
+ *
+ * The whole bucket (what bucket_at returns, and every side word): bits 0-15
+ * current server id, 16-31 chain reference (index in the instance's chain
+ * table, 0 = no previous owner), 32-63 Unix seconds of the latest change.
+ *
+ * Never torn: the daemon stores a side word with one atomic 64-bit store
+ * before the entry saying BUCKET_MOVED, and an entry with one atomic store
+ * of its 64-bit word (the other three entries unchanged), so a packet reads
+ * the old or the new entry, and after BUCKET_MOVED a whole side word of the
+ * old or the new bucket.
+ */
+#define SERVER_ID_MIN 1025 /* forwarding.MinServerID: smaller entries name no server */
+#define BUCKET_NONE 0
+#define BUCKET_MOVED 1
 #define BUCKET_CURRENT(w) ((__u16)(w))
 #define BUCKET_CHAIN(w) ((__u16)((w) >> 16))
 #define BUCKET_CHANGED(w) ((__u32)((w) >> 32))
@@ -137,14 +160,6 @@ struct server_table {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_VIPS);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __be32);
-	__type(value, struct vip_info);
-} vips SEC(".maps");
-
-struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
 	__uint(max_entries, MAX_TABLES);
 	__type(key, __u32);
@@ -170,6 +185,26 @@ DECLARE_COUNTERS(mux_counters, MUX_COUNTER_MAX);
 INLINE void mux_count(enum mux_counter c)
 {
 	count_in(&mux_counters, c);
+}
+
+/* The whole bucket index of the table buckets (of B buckets), or 0 when
+ * the table is shorter than B says: a compact entry, and the side word only
+ * when the entry says the bucket moved. */
+INLINE __u64 bucket_at(void *buckets, __u32 b, __u32 index)
+{
+	__u32 key = index >> 2;
+	__u64 *cw = bpf_map_lookup_elem(buckets, &key);
+
+	if (!cw)
+		return 0;
+	__u16 c = *((volatile __u16 *)cw + (index & 3));
+	if (c >= SERVER_ID_MIN)
+		return c;
+	if (c != BUCKET_MOVED)
+		return 0; /* BUCKET_NONE */
+	key = ((b + 3) >> 2) + index;
+	__u64 *sw = bpf_map_lookup_elem(buckets, &key);
+	return sw ? READ_ONCE_U64(sw) : 0;
 }
 
 /* The server word for id in table slot, or 0 when absent. */

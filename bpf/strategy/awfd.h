@@ -67,14 +67,13 @@ INLINE void awfd_count(enum awfd_counter c)
 	count_in(&awfd_counters, c);
 }
 
-INLINE int decide_awfd(const struct vip_info *vip, void *servers, struct iphdr *ip, struct tcphdr *tcp,
-		       struct decision *d)
+INLINE int decide_awfd(const struct vip_info *vip, void *servers, const struct flow *f, struct decision *d)
 {
 	struct flow_key key = {
-		.saddr = ip->saddr, .daddr = ip->daddr, .sport = tcp->source, .dport = tcp->dest, .proto = IPPROTO_TCP,
+		.saddr = f->saddr, .daddr = f->daddr, .sport = f->sport, .dport = f->dport, .proto = f->proto,
 	};
 	void *ct = conntrack_table();
-	int syn = tcp->syn && !tcp->ack;
+	int syn = flow_is_syn(f);
 	int verdict = syn ? MUX_CT_SYN : MUX_CT_MISS;
 	__u64 w;
 
@@ -107,7 +106,7 @@ INLINE int decide_awfd(const struct vip_info *vip, void *servers, struct iphdr *
 	if (!r) {
 		awfd_count(AWFD_NO_RECORD);
 	} else {
-		id = awfd_pick(r, flow_hash(ip->saddr, ip->daddr, tcp->source, tcp->dest, IPPROTO_TCP), &k);
+		id = awfd_pick(r, flow_hash_of(f), &k);
 		if (!id) {
 			awfd_count(AWFD_NO_CLASS);
 		} else {
@@ -122,7 +121,7 @@ INLINE int decide_awfd(const struct vip_info *vip, void *servers, struct iphdr *
 	}
 	if (!id) {
 		int why;
-		__u64 entry = bucket_word(vip, ip, tcp, &why);
+		__u64 entry = bucket_word(vip, f, &why);
 		id = BUCKET_CURRENT(entry);
 		if (!id)
 			return why;

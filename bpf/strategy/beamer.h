@@ -58,12 +58,11 @@ INLINE int put_history(__u32 table, void *servers, __u16 ref, struct beamer_opt 
 
 /* Stable hashing: the bucket's current owner, with the bucket's previous
  * owners and the time of its latest change in the option. A bucket that
- * never moved (chain reference 0) reads nothing more than its word. */
-INLINE int decide_by_bucket(const struct vip_info *vip, void *servers, struct iphdr *ip, struct tcphdr *tcp,
-			    struct decision *d)
+ * never moved reads nothing more than its 16-bit entry (mux_maps.h). */
+INLINE int decide_by_bucket(const struct vip_info *vip, void *servers, const struct flow *f, struct decision *d)
 {
 	int why;
-	__u64 bucket = bucket_word(vip, ip, tcp, &why);
+	__u64 bucket = bucket_word(vip, f, &why);
 
 	if (!bucket)
 		return why;
@@ -94,14 +93,13 @@ INLINE int decide_by_bucket(const struct vip_info *vip, void *servers, struct ip
 	return MUX_FWD_BUCKET;
 }
 
-INLINE int decide_beamer(const struct vip_info *vip, void *servers, struct iphdr *ip, struct tcphdr *tcp,
-			 struct decision *d)
+INLINE int decide_beamer(const struct vip_info *vip, void *servers, const struct flow *f, struct decision *d)
 {
-	__u16 port = bpf_ntohs(tcp->dest);
+	__u16 port = flow_dport(f);
 
 	if (port > SERVICE_PORT_MAX)
 		return decide_by_server_id(servers, port, d);
-	return decide_by_bucket(vip, servers, ip, tcp, d);
+	return decide_by_bucket(vip, servers, f, d);
 }
 
 #endif

@@ -96,15 +96,14 @@ INLINE __u32 cheetah_load_of(__u32 slot, __u16 id)
 }
 
 /* The server id a SYN goes to, or 0. */
-INLINE __u16 cheetah_pick(const struct vip_info *vip, const struct cheetah_mux_inst *inst, struct iphdr *ip,
-			  struct tcphdr *tcp)
+INLINE __u16 cheetah_pick(const struct vip_info *vip, const struct cheetah_mux_inst *inst, const struct flow *f)
 {
 	__u32 n = inst->n;
 	__u32 slot = vip->table;
 
 	if (inst->policy == CHEETAH_HASH) {
 		int why;
-		return BUCKET_CURRENT(bucket_word(vip, ip, tcp, &why));
+		return BUCKET_CURRENT(bucket_word(vip, f, &why));
 	}
 	if (!n || n > CHEETAH_MAX_PICKS)
 		return 0;
@@ -127,7 +126,7 @@ INLINE __u16 cheetah_pick(const struct vip_info *vip, const struct cheetah_mux_i
 	return inst->picks[i & (CHEETAH_MAX_PICKS - 1)];
 }
 
-INLINE int decide_cheetah(struct xdp_md *ctx, const struct vip_info *vip, void *servers, struct iphdr *ip,
+INLINE int decide_cheetah(struct xdp_md *ctx, const struct vip_info *vip, void *servers, const struct flow *f,
 			  struct tcphdr *tcp, struct decision *d)
 {
 	__u32 slot = vip->table;
@@ -137,8 +136,8 @@ INLINE int decide_cheetah(struct xdp_md *ctx, const struct vip_info *vip, void *
 		return MUX_DROP_NO_TABLE;
 	/* MPTCP secondary subflows name their server by port, as under
 	 * Beamer: their SYN must not be balanced by policy. */
-	if (bpf_ntohs(tcp->dest) > SERVICE_PORT_MAX)
-		return decide_beamer(vip, servers, ip, tcp, d);
+	if (flow_dport(f) > SERVICE_PORT_MAX)
+		return decide_beamer(vip, servers, f, d);
 
 	void *data_end = (void *)(long)ctx->data_end;
 	int ts = tcp_ts_fast(tcp, data_end);
@@ -160,12 +159,12 @@ INLINE int decide_cheetah(struct xdp_md *ctx, const struct vip_info *vip, void *
 	__u8 *opt = (__u8 *)tcp + (ts & 0x3f);
 	if (!ts || (void *)(opt + TCPOLEN_TS_) > data_end) {
 		cheetah_mux_count(CHEETAH_MUX_FALLBACK);
-		return decide_beamer(vip, servers, ip, tcp, d);
+		return decide_beamer(vip, servers, f, d);
 	}
 
 	__u16 id;
-	if (tcp->syn && !tcp->ack) {
-		id = cheetah_pick(vip, inst, ip, tcp);
+	if (flow_is_syn(f)) {
+		id = cheetah_pick(vip, inst, f);
 		if (!id) {
 			cheetah_mux_count(CHEETAH_MUX_NO_PICK);
 			return MUX_DROP_NO_OWNER;
@@ -176,14 +175,14 @@ INLINE int decide_cheetah(struct xdp_md *ctx, const struct vip_info *vip, void *
 		__builtin_memcpy(&raw, opt + 6, 4);
 		__u16 cookie = ts_cookie(bpf_ntohl(raw));
 		struct cheetah_key key = cookie_kid(cookie) ? inst->keys[1] : inst->keys[0];
-		id = cookie_id(cookie, cheetah_mask(&key, ip->saddr, ip->daddr, tcp->source, tcp->dest));
+		id = cookie_id(cookie, cheetah_mask(&key, f->saddr, f->daddr, f->sport, f->dport));
 	}
 	__u64 w = id ? server_word(servers, id) : 0;
 	if (!w) {
 		cheetah_mux_count(CHEETAH_MUX_BAD_COOKIE);
 		return MUX_DROP_UNKNOWN_SERVER;
 	}
-	if (!(tcp->syn && !tcp->ack)) {
+	if (!flow_is_syn(f)) {
 		cheetah_mux_count(CHEETAH_MUX_COOKIE_HIT);
 		if (fast)
 			cheetah_mux_count(CHEETAH_MUX_FAST_PARSE);

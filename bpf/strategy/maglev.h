@@ -17,14 +17,13 @@
  * unless the flood guard says this CPU has inserted enough this second.
  * No option: servers of a Maglev VIP do not daisy-chain.
  */
-INLINE int decide_maglev(const struct vip_info *vip, void *servers, struct iphdr *ip, struct tcphdr *tcp,
-			 struct decision *d)
+INLINE int decide_maglev(const struct vip_info *vip, void *servers, const struct flow *f, struct decision *d)
 {
 	struct flow_key key = {
-		.saddr = ip->saddr, .daddr = ip->daddr, .sport = tcp->source, .dport = tcp->dest, .proto = IPPROTO_TCP,
+		.saddr = f->saddr, .daddr = f->daddr, .sport = f->sport, .dport = f->dport, .proto = f->proto,
 	};
 	void *ct = conntrack_table();
-	int syn = tcp->syn && !tcp->ack;
+	int syn = flow_is_syn(f);
 	int verdict = syn ? MUX_CT_SYN : MUX_CT_MISS;
 
 	d->with_opt = 0;
@@ -42,7 +41,7 @@ INLINE int decide_maglev(const struct vip_info *vip, void *servers, struct iphdr
 	}
 
 	int why;
-	__u64 entry = bucket_word(vip, ip, tcp, &why);
+	__u64 entry = bucket_word(vip, f, &why);
 	__u16 current = BUCKET_CURRENT(entry);
 	if (!current)
 		return why;

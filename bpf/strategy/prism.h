@@ -5,7 +5,8 @@
  * changed owner since their SYN. Every packet looks up the MCT first (a hit
  * sets the entry's keep-alive bit and goes to the entry's server), then the
  * bin. No option, no daisy chaining: servers of a Prism VIP only ever get
- * their own connections.
+ * their own connections. Ports above 1024 are MPTCP secondary subflows
+ * naming their server, as under beamer.
  *
  * Signature (64 bits, docs/strategy-prism.md, pkg/wire/signature.go):
  *   bits 48-63  VIP id: the low 16 bits of the VIP address (host order)
@@ -25,6 +26,7 @@
 #define BEAMER_STRATEGY_PRISM_H
 
 #include "../include/decision.h"
+#include "beamer.h" /* decide_by_server_id */
 
 #define PRISM_SIG_SEED 0x50524953 /* "PRIS" */
 
@@ -90,16 +92,21 @@ INLINE __u64 prism_signature(__u32 hash, __be32 saddr, __be32 daddr, __be16 spor
 	return vip_id << 48 | (__u64)hash << 16 | (extra & 0xffff);
 }
 
-INLINE int decide_prism(const struct vip_info *vip, void *servers, struct iphdr *ip, struct tcphdr *tcp,
-			struct decision *d)
+INLINE int decide_prism(const struct vip_info *vip, void *servers, const struct flow *f, struct decision *d)
 {
+	/* MPTCP secondary subflow: the port names the server holding the
+	 * connection (the agent advertised VIP:server-id), as under beamer;
+	 * hashed into a bin it would reach a server that refuses the join. */
+	if (flow_dport(f) > SERVICE_PORT_MAX)
+		return decide_by_server_id(servers, flow_dport(f), d);
+
 	__u32 table = vip->table;
-	__u32 hash = flow_hash(ip->saddr, ip->daddr, tcp->source, tcp->dest, IPPROTO_TCP);
+	__u32 hash = flow_hash_of(f);
 	void *mct = bpf_map_lookup_elem(&mct_tables, &table);
 
 	d->with_opt = 0;
 	if (mct) {
-		__u64 sig = prism_signature(hash, ip->saddr, ip->daddr, tcp->source, tcp->dest);
+		__u64 sig = prism_signature(hash, f->saddr, f->daddr, f->sport, f->dport);
 		struct mct_value *v = bpf_map_lookup_elem(mct, &sig);
 		if (v) {
 			__u64 w = server_word(servers, v->server);
@@ -117,8 +124,8 @@ INLINE int decide_prism(const struct vip_info *vip, void *servers, struct iphdr 
 		}
 	}
 
-	__u64 sig = prism_signature(hash, ip->saddr, ip->daddr, tcp->source, tcp->dest);
-	int syn = tcp->syn && !tcp->ack;
+	__u64 sig = prism_signature(hash, f->saddr, f->daddr, f->sport, f->dport);
+	int syn = flow_is_syn(f);
 	if (!syn) {
 		struct learned_value *l = bpf_map_lookup_elem(&prism_learned, &sig);
 		if (l && l->until >= prism_now()) {
@@ -134,11 +141,8 @@ INLINE int decide_prism(const struct vip_info *vip, void *servers, struct iphdr 
 	void *buckets = bpf_map_lookup_elem(&bucket_tables, &table);
 	if (!buckets)
 		return MUX_DROP_NO_TABLE;
-	__u32 index = bucket_of(hash, vip->buckets);
-	__u64 *bw = bpf_map_lookup_elem(buckets, &index);
-	if (!bw)
-		return MUX_DROP_NO_TABLE;
-	__u64 word = READ_ONCE_U64(bw);
+	__u32 b = vip->buckets;
+	__u64 word = bucket_at(buckets, b, bucket_of(hash, b));
 	__u16 current = BUCKET_CURRENT(word);
 	if (!current)
 		return MUX_DROP_NO_OWNER;

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/dpbench"
 	"github.com/spf13/cobra"
 )
@@ -17,6 +18,8 @@ func init() {
 		asJSON, quick  bool
 		noLive         bool
 		repeat, trials int
+		perPacket      int
+		compare        string
 	)
 	dp := &cobra.Command{
 		Use:   "dataplane",
@@ -43,8 +46,18 @@ statistics. Needs root.`,
 			if cmd.Flags().Changed("trials") {
 				o.Trials = trials
 			}
-			if o.Repeat < 1 || o.Trials < 1 {
-				return fmt.Errorf("--repeat and --trials must be positive")
+			if cmd.Flags().Changed("per-packet") {
+				o.PerPacket = perPacket
+			}
+			if o.Repeat < 1 || o.Trials < 1 || o.PerPacket < 0 {
+				return fmt.Errorf("--repeat and --trials must be positive, --per-packet not negative")
+			}
+			if compare != "" {
+				obj, err := os.ReadFile(compare)
+				if err != nil {
+					return fmt.Errorf("--compare: %w", err)
+				}
+				o.Baseline, o.BaselineName = obj, compare
 			}
 			var progress io.Writer = os.Stderr
 			rep, err := dpbench.Run(o, progress)
@@ -74,6 +87,21 @@ statistics. Needs root.`,
 	dp.Flags().BoolVar(&noLive, "no-live", false, "skip the live-traffic part")
 	dp.Flags().IntVar(&repeat, "repeat", 0, "repetitions per trial (default 1,000,000; quick 2,000)")
 	dp.Flags().IntVar(&trials, "trials", 0, "trials per figure, median reported (default 5; quick 1)")
+	dp.Flags().IntVar(&perPacket, "per-packet", 0, "per-packet method: test runs of repeat 1 per trial (default 100,000; quick 500; 0 skips it)")
+	dp.Flags().StringVar(&compare, "compare", "", "also measure this baseline mux object (benchmark build, from `beamer bench save-baseline` or git show REV:pkg/dataplane/muxbench_bpfel.o) on the same maps, in alternation")
 	bench.AddCommand(dp)
+	bench.AddCommand(&cobra.Command{
+		Use:   "save-baseline FILE",
+		Short: "Write this build's mux benchmark object, for a later `bench dataplane --compare FILE`",
+		Long: `Writes the benchmark build of the mux compiled into this binary (the same bytes as
+pkg/dataplane/muxbench_bpfel.o of its commit). After changing the mux, run
+'beamer bench dataplane --compare FILE' with the new binary: both objects run in the
+same process on the same maps, in alternation. A baseline whose maps the current
+build lays out differently is refused with the differences named.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return os.WriteFile(args[0], dataplane.MuxBenchObject(), 0o644)
+		},
+	})
 	rootCmd.AddCommand(bench)
 }

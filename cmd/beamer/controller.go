@@ -35,6 +35,7 @@ process also serves the embedded etcd other beamer commands connect to.`,
 	cmd.Flags().IntVar(&h.Rise, "health-rise", 2, "consecutive good probes that mark a DIP up again")
 	cmd.Flags().DurationVar(&h.HalfLife, "flap-half-life", 5*time.Minute, "half-life of the flap penalty")
 	applyHolds := addHoldFlags(cmd)
+	applyPrism := addPrismFlags(cmd)
 	metricsAddr := cmd.Flags().String("metrics", "", "serve /metrics (fail-open instances, servers by health, buckets held open) on this address")
 	reconcile := cmd.Flags().Duration("reconcile-every", 30*time.Second, "reconcile all instances this often (ends chaining windows of removed DIPs)")
 	blobEvery := cmd.Flags().Uint32("blob-every", 64, "write a full blob at least every N generations")
@@ -71,6 +72,9 @@ process also serves the embedded etcd other beamer commands connect to.`,
 			o.Defrag, o.DefragEvery = &controller.AutoDefrag{Params: defrag}, *defragPeriod
 		}
 		if err := applyHolds(&o); err != nil {
+			return err
+		}
+		if err := applyPrism(&o); err != nil {
 			return err
 		}
 		stopMetrics, err := serveControllerMetrics(*metricsAddr, &o)

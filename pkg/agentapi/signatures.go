@@ -38,13 +38,24 @@ type SignaturesReport struct {
 	Sigs    []SigCount `json:"sigs"`
 }
 
-// prismLive: the states of liveStates, plus a request socket
-// (TCP_NEW_SYN_RECV) should the dump ever return one. The netlink library
-// asks sock_diag for states 0–11 only, so request sockets are not listed:
-// a connection still in its handshake when the controller reads (at least
-// the settle delay, 500 ms, after its bin was announced as migrating — a
-// SYN after the announcement is remembered by its mux instead) is missed.
-func prismLive(state uint8) bool { return liveStates[state] || state == 12 }
+// prismLive: the states of liveStates, except handshakes whose SYN-ACK
+// had to be sent again. sock_diag lists request sockets (a SYN answered,
+// the handshake not done) as SYN_RECV, and a SYN flood leaves thousands of
+// them, one per spoofed source, for the minute the kernel retries; copied
+// into the MCT on a migration they would fill it with flows that never
+// send a packet (measured: 4,112 entries in the CI synflood run). A real
+// client answers the SYN-ACK within a round trip, so a handshake still
+// waiting after the first retransmission (1 s) is most likely spoofed or
+// its client gone; one younger than that is kept, so a connection in its
+// handshake while its bin moves is protected. (Its handshake completing
+// after the flip on the old owner needs the MCT entry: without it the
+// final ACK would reach the new owner.)
+func prismLive(state, retrans uint8) bool {
+	if state == 3 || state == 12 { // SYN_RECV as sock_diag reports request sockets; NEW_SYN_RECV
+		return retrans == 0
+	}
+	return liveStates[state]
+}
 
 func listSignatures(ns netns.NsHandle, vip netip.Addr, n uint32) (*SignaturesReport, error) {
 	socks, err := dumpTCP(ns)
@@ -54,7 +65,7 @@ func listSignatures(ns netns.NsHandle, vip netip.Addr, n uint32) (*SignaturesRep
 	counts := map[uint64]uint32{}
 	r := &SignaturesReport{VIP: vip, Buckets: n}
 	for _, s := range socks {
-		if !prismLive(s.State) {
+		if !prismLive(s.State, s.Retrans) {
 			continue
 		}
 		local, ok1 := netip.AddrFromSlice(s.ID.Source)

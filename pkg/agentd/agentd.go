@@ -33,11 +33,13 @@ type Daemon struct {
 	agent   *dataplane.Agent
 	link    link.Link
 	egress  link.Link // cheetah's cookie writer (cheetah.go), nil without a Cheetah VIP
+	xdp     link.Link // the XDP fast path (xdp.go), nil without one
 	metrics *metrics.Server
 	api     *agentapi.Endpoint
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	stop     chan struct{}
+	stopOnce sync.Once // Close after Abandon (or twice) must not panic
+	wg       sync.WaitGroup
 }
 
 // Options say where the agent keeps what must outlive its process.
@@ -52,6 +54,9 @@ type Options struct {
 	// the next agent swaps its own in. Default:
 	// /sys/fs/bpf/beamer/agent-NETNS-IFACE. "-" turns pinning off.
 	PinDir string
+	// XDP says whether the XDP fast path runs in front of the tc program
+	// (xdp.go): XDPAuto (default), XDPNative or XDPOff.
+	XDP string
 }
 
 func (o *Options) defaults(iface string) error {
@@ -125,6 +130,9 @@ func (d *Daemon) start() error {
 		return err
 	}
 	if d.link, err = d.agent.Attach(cfg.Interface); err != nil {
+		return err
+	}
+	if err := d.startXDP(); err != nil {
 		return err
 	}
 	if err := d.startCheetah(); err != nil {
@@ -234,7 +242,7 @@ func (d *Daemon) Abandon() error { return errors.Join(d.release(false)...) }
 // release stops the goroutines and servers and closes the descriptors;
 // with unpin the attachment is removed too.
 func (d *Daemon) release(unpin bool) []error {
-	close(d.stop)
+	d.stopOnce.Do(func() { close(d.stop) })
 	d.wg.Wait()
 	var errs []error
 	if d.metrics != nil {
@@ -252,6 +260,9 @@ func (d *Daemon) release(unpin bool) []error {
 	}
 	if d.egress != nil {
 		d.egress.Close()
+	}
+	if d.xdp != nil {
+		d.xdp.Close()
 	}
 	if d.link != nil {
 		d.link.Close()

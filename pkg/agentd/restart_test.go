@@ -79,33 +79,7 @@ func TestAgentRestartUnderTraffic(t *testing.T) {
 	must(t, srv.Do(func() (err error) { first, err = Start(cfg, opts); return err }))
 	var l net.Listener
 	must(t, srv.Do(func() (err error) { l, err = net.Listen("tcp4", netip.AddrPortFrom(vip, 80).String()); return err }))
-	var wg sync.WaitGroup
-	var cmu sync.Mutex
-	var accepted []net.Conn
-	t.Cleanup(func() {
-		l.Close()
-		cmu.Lock()
-		for _, c := range accepted {
-			c.Close()
-		}
-		cmu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			cmu.Lock()
-			accepted = append(accepted, c)
-			cmu.Unlock()
-			wg.Add(1)
-			go func() { defer wg.Done(); io.Copy(c, c) }()
-		}
-	}()
+	netlabtest.Serve(t, l, func(c net.Conn) { io.Copy(c, c) })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -28,6 +28,10 @@ type Options struct {
 	// Signatures asks agents for their Prism signatures (the SCT); nil:
 	// HTTP to DIP:agent_port.
 	Signatures SignatureLister
+	// PrismKeepAlive, if set, prunes Prism MCT entries from the muxes'
+	// keep-alive bits, the servers' socket lists as the second opinion
+	// (prism_keepalive.go); nil: from the servers' socket lists alone.
+	PrismKeepAlive *PrismKeepAlive
 	// Logf reports repairs and new incarnations (default: silent).
 	Logf func(format string, a ...any)
 }
@@ -65,6 +69,11 @@ func New(st store.Store, root string, opts Options) *Controller {
 	}
 	if opts.Ring.Now == nil {
 		opts.Ring.Now = now
+	}
+	if opts.PrismKeepAlive != nil {
+		o := *opts.PrismKeepAlive
+		o.fill()
+		opts.PrismKeepAlive = &o
 	}
 	logf := opts.Logf
 	if logf == nil {

@@ -39,6 +39,8 @@ type prismRuntime struct {
 	// flipped: bins moved by the last publication and their old owners,
 	// with the signatures already copied, until the final round ran.
 	flipped map[string]*flip
+	// keepAlive: what the muxes' keep-alive bits said (prism_keepalive.go).
+	keepAlive map[string]*keepAliveState
 }
 
 type flip struct {
@@ -48,7 +50,8 @@ type flip struct {
 
 func (c *Controller) prismState() *prismRuntime {
 	if c.prism == nil {
-		c.prism = &prismRuntime{sct: map[string]*prism.SCT{}, stats: map[string]*PrismStats{}, flipped: map[string]*flip{}}
+		c.prism = &prismRuntime{sct: map[string]*prism.SCT{}, stats: map[string]*PrismStats{}, flipped: map[string]*flip{},
+			keepAlive: map[string]*keepAliveState{}}
 	}
 	return c.prism
 }
@@ -167,27 +170,42 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 	// giving bins away, and choose again by their fresh answers.
 	load := func(owner forwarding.ServerID) map[uint32]float64 { return sct.Load(owner, opts.Lifetime, now) }
 	moves := prism.Moves(p.buckets, p.servers, load, prism.ByLoad, nil)
+	// Givers include servers marked down: a failed health check means dead,
+	// or alive and refusing new connections only (its established ones
+	// still live). Its agent tells which: one that answers keeps its
+	// connections through the MCT like a server leaving gracefully; one
+	// that does not is dead, its bins move at once with no entries.
 	givers := map[forwarding.ServerID]bool{}
 	for _, m := range moves {
-		if old := p.buckets[m.Index].Current; old != forwarding.NoServer && !p.down[old] {
+		if old := p.buckets[m.Index].Current; old != forwarding.NoServer {
 			givers[old] = true
 		}
 	}
-	// Servers the MCT names: their answers prune dead entries.
+	// Servers the suspected MCT entries name (with keep-alive bits: idle on
+	// every mux for some rounds; without: all): their answers prune dead
+	// entries.
+	suspect, expired := c.prismSuspects(r, in.config.Name)
 	named := map[forwarding.ServerID]bool{}
-	for _, id := range t.MCT {
-		named[id] = true
+	for sig, id := range t.MCT {
+		if suspect(sig) {
+			named[id] = true
+		}
 	}
 	ask := map[forwarding.ServerID]bool{}
 	for id := range givers {
 		ask[id] = true
 	}
-	for id := range named {
-		if !p.down[id] {
+	for _, id := range t.MCT {
+		if named[id] || p.down[id] { // a down server's entries: is it dead?
 			ask[id] = true
 		}
 	}
 	failed := c.pollSignatures(ctx, in, sct, ask)
+	// alive: up, or down but its agent answered just now.
+	alive := func(id forwarding.ServerID) bool {
+		_, f := failed[id]
+		return !p.down[id] || (ask[id] && !f)
+	}
 	st.Unreached += len(failed)
 	for id, err := range failed {
 		c.logf("prism %s: agent of server %d: %v (its SCT entries are from before)", in.config.Name, id, err)
@@ -196,14 +214,26 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 		moves = prism.Moves(p.buckets, p.servers, load, prism.ByLoad, nil)
 	}
 
-	// Pruning: an entry whose server is gone or down, or whose server's
-	// agent answered without that signature, has no live connection.
+	// Pruning: an entry whose server is gone or down has no live
+	// connection; nor has a suspected one whose server's agent, asked just
+	// now, answered without that signature; an entry idle past IdleMax
+	// goes whatever the server says (the paper's rule, off by default).
 	for sig, id := range t.MCT {
 		_, inTable := t.Servers[id]
 		_, unreached := failed[id]
-		if !inTable || p.down[id] || (!unreached && sct.Known(id) && !sct.Has(id, sig)) {
+		reason := ""
+		switch {
+		case !inTable || !alive(id):
+			reason = "server_gone" // removed, or down with no agent answering: dead
+		case suspect(sig) && ask[id] && !unreached && sct.Known(id) && !sct.Has(id, sig):
+			reason = "closed"
+		case expired(sig):
+			reason = "idle_max"
+		}
+		if reason != "" {
 			mct = append(mct, forwarding.MCTChange{Sig: sig, Remove: true})
 			st.Pruned++
+			c.metrics.observePrismPruned(in.config.Name, reason)
 		}
 	}
 	if len(moves) == 0 {
@@ -212,11 +242,11 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 	}
 	prunedNow := len(mct)
 
-	// Algorithm 1 over the bins that move away from servers that are up.
+	// Algorithm 1 over the bins that move away from servers that are alive.
 	bins := map[uint32]forwarding.ServerID{}
 	var announce []forwarding.BucketChange
 	for _, m := range moves {
-		if old := p.buckets[m.Index].Current; old != forwarding.NoServer && !p.down[old] {
+		if old := p.buckets[m.Index].Current; old != forwarding.NoServer && alive(old) {
 			bins[m.Index] = old
 			announce = append(announce, forwarding.BucketChange{Index: m.Index, Bucket: forwarding.Bucket{Current: old, Changed: p.now}})
 		}

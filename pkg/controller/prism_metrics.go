@@ -8,6 +8,10 @@ type prismMetrics struct {
 	migrated *prometheus.CounterVec
 	rounds   *prometheus.GaugeVec
 	pruned   *prometheus.CounterVec
+	reasons  *prometheus.CounterVec
+	rounds2  *prometheus.CounterVec
+	muxFails *prometheus.CounterVec
+	suspects *prometheus.GaugeVec
 }
 
 func newPrismMetrics(reg prometheus.Registerer) *prismMetrics {
@@ -22,7 +26,15 @@ func newPrismMetrics(reg prometheus.Registerer) *prismMetrics {
 		pruned: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beamer_controller_prism_pruned_total",
 			Help: "MCT entries removed because no live connection has them any more."}, l),
 	}
-	reg.MustRegister(p.mct, p.migrated, p.rounds, p.pruned)
+	p.reasons = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beamer_controller_prism_pruned_by_reason_total",
+		Help: "MCT entries removed, by why: server_gone (removed or down), closed (idle on every mux, and its server no longer lists the connection), idle_max (idle on every mux past the limit)."}, []string{"lb_instance", "reason"})
+	p.rounds2 = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beamer_controller_prism_keepalive_rounds_total",
+		Help: "Collections of the muxes' MCT keep-alive bits: complete (every mux answered) or incomplete (the round counts for no entry)."}, []string{"lb_instance", "result"})
+	p.muxFails = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beamer_controller_prism_keepalive_mux_failures_total",
+		Help: "Muxes that did not answer a keep-alive collection."}, l)
+	p.suspects = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_controller_prism_mct_suspects",
+		Help: "MCT entries no mux has hit for the idle rounds: their servers are asked whether the connections still live."}, l)
+	reg.MustRegister(p.mct, p.migrated, p.rounds, p.pruned, p.reasons, p.rounds2, p.muxFails, p.suspects)
 	return p
 }
 
@@ -39,4 +51,20 @@ func (m *Metrics) observePrism(instance string, mct, migrated, late, rounds, pru
 		m.prism.rounds.WithLabelValues(instance).Set(float64(rounds))
 	}
 	m.prism.pruned.WithLabelValues(instance).Add(float64(pruned))
+}
+
+func (m *Metrics) observePrismPruned(instance, reason string) {
+	if m == nil || m.prism == nil {
+		return
+	}
+	m.prism.reasons.WithLabelValues(instance, reason).Inc()
+}
+
+func (m *Metrics) observePrismKeepAlive(instance string, complete bool, failures, suspects int) {
+	if m == nil || m.prism == nil {
+		return
+	}
+	m.prism.rounds2.WithLabelValues(instance, map[bool]string{true: "complete", false: "incomplete"}[complete]).Inc()
+	m.prism.muxFails.WithLabelValues(instance).Add(float64(failures))
+	m.prism.suspects.WithLabelValues(instance).Set(float64(suspects))
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"sync"
 	"testing"
@@ -25,10 +26,15 @@ type prismServers struct {
 	conns map[netip.Addr]map[wire.Flow]bool
 	calls int
 	hook  func(call int, server netip.Addr)
+	dead  map[netip.Addr]bool // agents that do not answer
 }
 
 func (p *prismServers) Signatures(_ context.Context, agent netip.AddrPort, vip netip.Addr, n uint32) (*agentapi.SignaturesReport, error) {
 	p.mu.Lock()
+	if p.dead[agent.Addr()] {
+		p.mu.Unlock()
+		return nil, errors.New("connection timed out")
+	}
 	counts := map[uint64]uint32{}
 	for f := range p.conns[agent.Addr()] {
 		counts[f.Signature()]++
@@ -144,12 +150,17 @@ func (s *followingStore) Commit(ctx context.Context, ops ...store.Op) error {
 
 func prismRig(t *testing.T, servers *prismServers, weights ...uint32) (*Controller, *ring.Follower, *muxView) {
 	t.Helper()
+	return prismRigWith(t, servers, nil, weights...)
+}
+
+func prismRigWith(t *testing.T, servers *prismServers, ka *PrismKeepAlive, weights ...uint32) (*Controller, *ring.Follower, *muxView) {
+	t.Helper()
 	in := webInstance(64)
 	in.Strategy = forwarding.StrategyPrism
 	in.Prism = &forwarding.PrismOptions{Settle: time.Millisecond}
 	root, clk := newRoot(), newClock()
 	fs := &followingStore{Store: shared}
-	c := New(fs, root, Options{Now: clk.now, Signatures: servers})
+	c := New(fs, root, Options{Now: clk.now, Signatures: servers, PrismKeepAlive: ka})
 	ctx := storetest.Context(t)
 	if err := c.CreateInstance(ctx, in); err != nil {
 		t.Fatal(err)

@@ -111,6 +111,14 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 	if hd != nil {
 		hd.now = c.now
 	}
+	// Prism keep-alive bits are collected beside the loop too: a mux that
+	// does not answer must not hold up requests or health checks.
+	var keepAlive <-chan keepAliveRound
+	if ko := c.opts.PrismKeepAlive; ko != nil {
+		kp := &prismKeepAlivePoller{st: store.Fenced(st, l), root: root, o: *ko, logf: o.Logf, out: make(chan keepAliveRound)}
+		go kp.run(ctx)
+		keepAlive = kp.out
+	}
 	fatal := func(err error) bool { return errors.Is(err, store.ErrConflict) && !c.leading(ctx) }
 	if hd != nil {
 		if err := hd.prime(ctx, c); err != nil {
@@ -174,6 +182,8 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 			err = c.checkRings(ctx)
 		case <-holdTick:
 			err = hd.round(ctx, c)
+		case kr := <-keepAlive:
+			err = c.prismKeepAliveRound(ctx, kr)
 		case <-defragTick:
 			err = c.autoDefrag(ctx, *o.Defrag, o.Logf)
 		}

@@ -12,9 +12,11 @@ import (
 // flips, the signatures of its live connections — learnt from its owner's
 // agent, the SCT — are copied into the MCT in rounds (Algorithm 1), in the
 // same generation as the flip; a final round after the flip catches the
-// SYNs of the last moment (prism.go). A down DIP is marked down (its
-// connections are dead; its MCT entries are pruned); a removed server
-// stays retired while an MCT entry names it.
+// SYNs of the last moment (prism.go). A down DIP is marked down and its
+// bins move; if its agent still answers (a service refusing new
+// connections, not a dead server) its connections are migrated like a
+// graceful removal's, else they are dead and its MCT entries are pruned. A
+// removed server stays retired while an MCT entry names it.
 type prismStrategy struct{}
 
 func init() { registerStrategy(prismStrategy{}) }

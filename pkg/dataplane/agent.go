@@ -268,6 +268,7 @@ type agentBenchExtras struct {
 	// Cheetah's rewrites, restored after each run (agent_cheetah.go).
 	CheetahEgress  *ebpf.Program `ebpf:"cheetah_egress_bench"`
 	CheetahIngress *ebpf.Program `ebpf:"cheetah_ingress_bench"`
+	agentXDPBench                // the XDP fast path's (agent_xdp.go)
 }
 
 // BenchProgram is the agent wrapped to restore the packet (benchmark build).
@@ -334,6 +335,7 @@ func (a *Agent) Close() error {
 		a.bench.Decap.Close()
 		a.bench.CheetahEgress.Close()
 		a.bench.CheetahIngress.Close()
+		a.bench.agentXDPBench.close()
 	}
 	return a.objs.Close()
 }

@@ -40,7 +40,8 @@ const (
 	agentAgentCounterAGENT_FUTURE_INCARNATION    agentAgentCounter = 21
 	agentAgentCounterAGENT_SUSPICIOUS_GENERATION agentAgentCounter = 22
 	agentAgentCounterAGENT_CLAMPED_CHANGE        agentAgentCounter = 23
-	agentAgentCounterAGENT_COUNTER_MAX           agentAgentCounter = 24
+	agentAgentCounterAGENT_XDP_DECAP             agentAgentCounter = 24
+	agentAgentCounterAGENT_COUNTER_MAX           agentAgentCounter = 25
 )
 
 type agentAgentVip struct {
@@ -99,6 +100,7 @@ const (
 	agentMapGenerationSeen         = "generation_seen"
 	agentMapTrustedSources         = "trusted_sources"
 	agentProgBeamerAgent           = "beamer_agent"
+	agentProgBeamerAgentXdp        = "beamer_agent_xdp"
 	agentProgCheetahEgress         = "cheetah_egress"
 	agentVarCheetahAgentCounterMax = "cheetah_agent_counter_max"
 	agentVarCheetahVipsInUse       = "cheetah_vips_in_use"
@@ -149,8 +151,9 @@ type agentSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type agentProgramSpecs struct {
-	BeamerAgent   *ebpf.ProgramSpec `ebpf:"beamer_agent"`
-	CheetahEgress *ebpf.ProgramSpec `ebpf:"cheetah_egress"`
+	BeamerAgent    *ebpf.ProgramSpec `ebpf:"beamer_agent"`
+	BeamerAgentXdp *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp"`
+	CheetahEgress  *ebpf.ProgramSpec `ebpf:"cheetah_egress"`
 }
 
 // agentMapSpecs contains maps before they are loaded into the kernel.
@@ -239,13 +242,15 @@ type agentVariables struct {
 //
 // It can be passed to loadAgentObjects or ebpf.CollectionSpec.LoadAndAssign.
 type agentPrograms struct {
-	BeamerAgent   *ebpf.Program `ebpf:"beamer_agent"`
-	CheetahEgress *ebpf.Program `ebpf:"cheetah_egress"`
+	BeamerAgent    *ebpf.Program `ebpf:"beamer_agent"`
+	BeamerAgentXdp *ebpf.Program `ebpf:"beamer_agent_xdp"`
+	CheetahEgress  *ebpf.Program `ebpf:"cheetah_egress"`
 }
 
 func (p *agentPrograms) Close() error {
 	return _AgentClose(
 		p.BeamerAgent,
+		p.BeamerAgentXdp,
 		p.CheetahEgress,
 	)
 }

@@ -70,10 +70,13 @@ const (
 	agentBenchMapTrustedSources         = "trusted_sources"
 	agentBenchProgBeamerAgent           = "beamer_agent"
 	agentBenchProgBeamerAgentBench      = "beamer_agent_bench"
+	agentBenchProgBeamerAgentXdp        = "beamer_agent_xdp"
+	agentBenchProgBeamerAgentXdpBench   = "beamer_agent_xdp_bench"
 	agentBenchProgCheetahEgress         = "cheetah_egress"
 	agentBenchProgCheetahEgressBench    = "cheetah_egress_bench"
 	agentBenchProgCheetahIngressBench   = "cheetah_ingress_bench"
 	agentBenchProgDecapFloorBench       = "decap_floor_bench"
+	agentBenchProgDecapFloorXdpBench    = "decap_floor_xdp_bench"
 	agentBenchProgEmptyTcBench          = "empty_tc_bench"
 	agentBenchVarCheetahAgentCounterMax = "cheetah_agent_counter_max"
 	agentBenchVarCheetahVipsInUse       = "cheetah_vips_in_use"
@@ -126,10 +129,13 @@ type agentBenchSpecs struct {
 type agentBenchProgramSpecs struct {
 	BeamerAgent         *ebpf.ProgramSpec `ebpf:"beamer_agent"`
 	BeamerAgentBench    *ebpf.ProgramSpec `ebpf:"beamer_agent_bench"`
+	BeamerAgentXdp      *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp"`
+	BeamerAgentXdpBench *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp_bench"`
 	CheetahEgress       *ebpf.ProgramSpec `ebpf:"cheetah_egress"`
 	CheetahEgressBench  *ebpf.ProgramSpec `ebpf:"cheetah_egress_bench"`
 	CheetahIngressBench *ebpf.ProgramSpec `ebpf:"cheetah_ingress_bench"`
 	DecapFloorBench     *ebpf.ProgramSpec `ebpf:"decap_floor_bench"`
+	DecapFloorXdpBench  *ebpf.ProgramSpec `ebpf:"decap_floor_xdp_bench"`
 	EmptyTcBench        *ebpf.ProgramSpec `ebpf:"empty_tc_bench"`
 }
 
@@ -221,10 +227,13 @@ type agentBenchVariables struct {
 type agentBenchPrograms struct {
 	BeamerAgent         *ebpf.Program `ebpf:"beamer_agent"`
 	BeamerAgentBench    *ebpf.Program `ebpf:"beamer_agent_bench"`
+	BeamerAgentXdp      *ebpf.Program `ebpf:"beamer_agent_xdp"`
+	BeamerAgentXdpBench *ebpf.Program `ebpf:"beamer_agent_xdp_bench"`
 	CheetahEgress       *ebpf.Program `ebpf:"cheetah_egress"`
 	CheetahEgressBench  *ebpf.Program `ebpf:"cheetah_egress_bench"`
 	CheetahIngressBench *ebpf.Program `ebpf:"cheetah_ingress_bench"`
 	DecapFloorBench     *ebpf.Program `ebpf:"decap_floor_bench"`
+	DecapFloorXdpBench  *ebpf.Program `ebpf:"decap_floor_xdp_bench"`
 	EmptyTcBench        *ebpf.Program `ebpf:"empty_tc_bench"`
 }
 
@@ -232,10 +241,13 @@ func (p *agentBenchPrograms) Close() error {
 	return _AgentBenchClose(
 		p.BeamerAgent,
 		p.BeamerAgentBench,
+		p.BeamerAgentXdp,
+		p.BeamerAgentXdpBench,
 		p.CheetahEgress,
 		p.CheetahEgressBench,
 		p.CheetahIngressBench,
 		p.DecapFloorBench,
+		p.DecapFloorXdpBench,
 		p.EmptyTcBench,
 	)
 }

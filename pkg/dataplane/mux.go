@@ -59,6 +59,8 @@ type Mux struct {
 	awfd         map[string]*awfd.Record // AWFD class records loaded, by instance (mux_awfd.go)
 	awfdCounters *counterSet             // the awfd strategy's decision counters
 
+	vips *vipTable // the VIP front and records (vips.go)
+
 	epoch     *wordArray    // the next-hop cache's epoch (bpf/include/nexthop.h)
 	stopEpoch chan struct{} // ends the epoch ticker
 	epochDone chan struct{}
@@ -70,7 +72,7 @@ type Mux struct {
 type muxInstance struct {
 	cfg     forwarding.Instance
 	slot    uint32
-	buckets *wordArray
+	buckets *bucketArray
 	servers *wordArray
 	chains  *chainTable
 	table   *forwarding.Table
@@ -152,6 +154,18 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 		m.objs.Close()
 		return nil, err
 	}
+	front, err := mapWords(m.objs.VipFront)
+	if err != nil {
+		m.objs.Close()
+		return nil, err
+	}
+	records, err := mapWords(m.objs.VipRecords)
+	if err != nil {
+		unix.Munmap(front.mem)
+		m.objs.Close()
+		return nil, err
+	}
+	m.vips = newVIPTable(front, records)
 	m.FlushNextHops()
 	m.stopEpoch, m.epochDone = make(chan struct{}), make(chan struct{})
 	go m.tickEpoch()
@@ -258,6 +272,8 @@ func (m *Mux) Close() error {
 	close(m.stopEpoch)
 	<-m.epochDone
 	unix.Munmap(m.epoch.mem)
+	unix.Munmap(m.vips.front.mem)
+	unix.Munmap(m.vips.records.mem)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, in := range m.instances {
@@ -351,6 +367,9 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 	if err := m.checkVIPsFree(cfg); err != nil {
 		return err
 	}
+	if err := m.vips.fits(cfg.VIPs); err != nil {
+		return err
+	}
 	if err := muxStrategyOf(cfg).prepare(m); err != nil {
 		return err
 	}
@@ -363,7 +382,7 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 		in.close()
 		return err
 	}
-	if err := m.objs.BucketTables.Put(slot, in.buckets.m); err != nil {
+	if err := m.objs.BucketTables.Put(slot, in.buckets.words.m); err != nil {
 		in.close()
 		return fmt.Errorf("installing bucket table: %w", err)
 	}
@@ -409,7 +428,7 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 // build fills fresh kernel tables with t.
 func (in *muxInstance) build(t *forwarding.Table) error {
 	var err error
-	if in.buckets, err = newWordArray(in.cfg.Buckets, true); err != nil {
+	if in.buckets, err = newBucketArray(in.cfg.Buckets); err != nil {
 		return err
 	}
 	if in.servers, err = newWordArray(serverTableSize, false); err != nil {
@@ -426,11 +445,16 @@ func (in *muxInstance) build(t *forwarding.Table) error {
 		if err != nil {
 			return err
 		}
-		in.buckets.store(uint32(i), bucketWord(b, ref))
+		in.buckets.set(uint32(i), b, ref, in.keepChanged())
 	}
 	in.state, err = muxStrategyOf(in.cfg).newState(in.cfg, t)
 	return err
 }
+
+// keepChanged: the strategy reads the change time of buckets without
+// history (Prism marks migrating bins by it); Beamer's option carries the
+// change time only with a history.
+func (in *muxInstance) keepChanged() bool { return !muxStrategyOf(in.cfg).histories() }
 
 func (in *muxInstance) close() {
 	in.buckets.close()
@@ -478,8 +502,8 @@ func (m *Mux) ApplyDelta(name string, d *forwarding.Delta) error {
 			// entries, and the caller reloads the instance whole.
 			return err
 		}
-		old = append(old, wordRef(in.buckets.load(c.Index)))
-		in.buckets.store(c.Index, bucketWord(c.Bucket, ref))
+		old = append(old, wordRef(in.buckets.get(c.Index)))
+		in.buckets.set(c.Index, c.Bucket, ref, in.keepChanged())
 	}
 	if err := in.table.Apply(d); err != nil {
 		return err // cannot happen after Check
@@ -487,7 +511,7 @@ func (m *Mux) ApplyDelta(name string, d *forwarding.Delta) error {
 	if err := strategyInstalled(m, in); err != nil {
 		return err
 	}
-	if err := m.publish(in); err != nil {
+	if err := m.publishVersion(in); err != nil {
 		return err
 	}
 	for _, r := range old {
@@ -513,9 +537,7 @@ func (m *Mux) RemoveInstance(name string) error {
 		return fmt.Errorf("%w %q", ErrUnknownInstance, name)
 	}
 	for _, v := range in.cfg.VIPs {
-		if err := m.objs.Vips.Delete(v.As4()); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return fmt.Errorf("removing VIP %v: %w", v, err)
-		}
+		m.vips.remove(v)
 	}
 	delete(m.instances, name)
 	delete(m.awfd, name)
@@ -523,7 +545,19 @@ func (m *Mux) RemoveInstance(name string) error {
 	return nil
 }
 
+// maxVIPs is MAX_VIPS in bpf/include/mux_maps.h.
+const maxVIPs = 1024
+
 func (m *Mux) checkVIPsFree(cfg forwarding.Instance) error {
+	n := len(cfg.VIPs)
+	for name, in := range m.instances {
+		if name != cfg.Name {
+			n += len(in.cfg.VIPs)
+		}
+	}
+	if n > maxVIPs {
+		return fmt.Errorf("dataplane: %d VIPs in all, a mux forwards at most %d", n, maxVIPs)
+	}
 	for name, in := range m.instances {
 		if name == cfg.Name {
 			continue
@@ -548,20 +582,31 @@ func (m *Mux) freeSlot() (uint32, bool) {
 	return 0, false
 }
 
-// publish writes the VIP records naming the instance's slot and generation.
+// publish writes fresh VIP records naming the instance's slot and
+// generation, and points the VIPs' front words at them.
 func (m *Mux) publish(in *muxInstance) error {
 	rec := muxVipInfo{
-		Table:       in.slot,
-		Buckets:     in.cfg.Buckets,
-		Generation:  in.table.Generation,
-		Incarnation: in.table.Incarnation,
-		PortLow:     in.cfg.PortLow,
-		PortHigh:    in.cfg.PortHigh,
-		Strategy:    in.cfg.Strategy.Code(),
+		Version:  uint64(in.table.Incarnation)<<32 | uint64(in.table.Generation),
+		Table:    in.slot,
+		Buckets:  in.cfg.Buckets,
+		PortLow:  in.cfg.PortLow,
+		PortHigh: in.cfg.PortHigh,
+		Strategy: in.cfg.Strategy.Code(),
 	}
 	for _, v := range in.cfg.VIPs {
-		if err := m.objs.Vips.Put(v.As4(), &rec); err != nil {
+		if err := m.vips.set(v, rec); err != nil {
 			return fmt.Errorf("publishing VIP %v: %w", v, err)
+		}
+	}
+	return nil
+}
+
+// publishVersion stores the instance's generation and incarnation in its
+// VIPs' records: the last step of a delta.
+func (m *Mux) publishVersion(in *muxInstance) error {
+	for _, v := range in.cfg.VIPs {
+		if err := m.vips.setVersion(v, in.table.Generation, in.table.Incarnation); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -575,7 +620,7 @@ func (m *Mux) unpublishStale(old *muxInstance, cfg forwarding.Instance) {
 			keep = keep || v == w
 		}
 		if !keep {
-			m.objs.Vips.Delete(v.As4())
+			m.vips.remove(v)
 		}
 	}
 }

@@ -120,8 +120,10 @@ func countUsedSlots(m *Mux) int {
 }
 
 // TestMuxNeverTorn updates one bucket as fast as the daemon can while packets
-// are forwarded, and checks that every packet saw a whole bucket, its whole
-// history, and a generation no newer than the bucket's content. Each
+// are forwarding, and checks that every packet saw a whole bucket, its whole
+// history, and a generation no newer than the bucket's content. Every third
+// generation prunes the history, so the bucket flips between its compact
+// entry alone and its side word (bpf/include/mux_maps.h). Each
 // generation g sets the bucket's change time to base+g, so the option shows
 // which content forwarded the packet. Histories cycle through 38 distinct
 // lists, more than the instance's chain table holds (2B+1 = 33), so chain
@@ -150,8 +152,12 @@ func TestMuxNeverTorn(t *testing.T) {
 		defer wg.Done()
 		for g := uint32(9); !stop.Load() && g < 200000; g++ {
 			o := owners[g%2]
-			d := &forwarding.Delta{Generation: g, Buckets: []forwarding.BucketChange{
-				{Index: 0, Bucket: forwarding.Bucket{Current: o.cur, History: forwarding.Chain{o.prev, older(g)}, Changed: base + g}}}}
+			bk := forwarding.Bucket{Current: o.cur, History: forwarding.Chain{o.prev, older(g)}, Changed: base + g}
+			if g%3 == 0 {
+				// Its history pruned: back to a compact entry alone.
+				bk = forwarding.Bucket{Current: o.cur}
+			}
+			d := &forwarding.Delta{Generation: g, Buckets: []forwarding.BucketChange{{Index: 0, Bucket: bk}}}
 			if err := m.ApplyDelta("web", d); err != nil {
 				t.Error(err)
 				return
@@ -165,9 +171,17 @@ func TestMuxNeverTorn(t *testing.T) {
 			t.Fatal("packet not forwarded by bucket")
 		}
 		if o.Option.Changed == 0 {
-			continue // the vectors' initial content (generation 7)
+			// The vectors' initial content (generation 7), or a bucket
+			// whose history was pruned (its entry alone).
+			if len(o.Option.Prev) != 0 || o.Dst != owners[0].addr && o.Dst != owners[1].addr {
+				t.Fatalf("torn bucket without history: to %v, option %+v", o.Dst, o.Option)
+			}
+			continue
 		}
 		content := o.Option.Changed - base
+		if content%3 == 0 {
+			t.Fatalf("packet forwarded with the history of generation %d, which has none", content)
+		}
 		prev := owners[(content+1)%2].addr
 		if len(o.Option.Prev) != 2 || o.Option.Prev[0] != prev || o.Option.Prev[1] != olderAddr(older(content)) || owners[content%2].addr != o.Dst {
 			t.Fatalf("torn bucket: to %v, option %+v (content of generation %d)", o.Dst, o.Option, content)

@@ -121,16 +121,26 @@ type muxNexthop struct {
 	Mtu     uint32
 }
 
+type muxVipFrontLine struct {
+	_ structs.HostLayout
+	W [8]uint64
+}
+
 type muxVipInfo struct {
-	_           structs.HostLayout
-	Table       uint32
-	Buckets     uint32
-	Generation  uint32
-	Incarnation uint32
-	PortLow     uint16
-	PortHigh    uint16
-	Strategy    uint8
-	Pad         [3]uint8
+	_        structs.HostLayout
+	Version  uint64
+	Table    uint32
+	Buckets  uint32
+	PortLow  uint16
+	PortHigh uint16
+	Strategy uint8
+	Pad      [3]uint8
+}
+
+type muxVipRecord struct {
+	_    structs.HostLayout
+	Info muxVipInfo
+	_    [40]byte
 }
 
 // Names of all BPF objects in the ELF.
@@ -153,7 +163,8 @@ const (
 	muxMapNexthopEpoch           = "nexthop_epoch"
 	muxMapPrismLearned           = "prism_learned"
 	muxMapServerTables           = "server_tables"
-	muxMapVips                   = "vips"
+	muxMapVipFront               = "vip_front"
+	muxMapVipRecords             = "vip_records"
 	muxProgBeamerMux             = "beamer_mux"
 	muxVarAwfdCounterNames       = "awfd_counter_names"
 	muxVarCheetahMuxCounterMax   = "cheetah_mux_counter_max"
@@ -226,7 +237,8 @@ type muxMapSpecs struct {
 	NexthopEpoch       *ebpf.MapSpec `ebpf:"nexthop_epoch"`
 	PrismLearned       *ebpf.MapSpec `ebpf:"prism_learned"`
 	ServerTables       *ebpf.MapSpec `ebpf:"server_tables"`
-	Vips               *ebpf.MapSpec `ebpf:"vips"`
+	VipFront           *ebpf.MapSpec `ebpf:"vip_front"`
+	VipRecords         *ebpf.MapSpec `ebpf:"vip_records"`
 }
 
 // muxVariableSpecs contains global variables before they are loaded into the kernel.
@@ -275,7 +287,8 @@ type muxMaps struct {
 	NexthopEpoch       *ebpf.Map `ebpf:"nexthop_epoch"`
 	PrismLearned       *ebpf.Map `ebpf:"prism_learned"`
 	ServerTables       *ebpf.Map `ebpf:"server_tables"`
-	Vips               *ebpf.Map `ebpf:"vips"`
+	VipFront           *ebpf.Map `ebpf:"vip_front"`
+	VipRecords         *ebpf.Map `ebpf:"vip_records"`
 }
 
 func (m *muxMaps) Close() error {
@@ -296,7 +309,8 @@ func (m *muxMaps) Close() error {
 		m.NexthopEpoch,
 		m.PrismLearned,
 		m.ServerTables,
-		m.Vips,
+		m.VipFront,
+		m.VipRecords,
 	)
 }
 

@@ -80,43 +80,56 @@ func (s *mctState) after(d *forwarding.Delta) {
 
 func (s *mctState) close() { s.m.Close() }
 
-// MCTStats reads the named Prism instance's MCT: its entries, how many had
-// their keep-alive bit set, and its capacity. With sweep, set bits are
-// cleared (the paper's periodic check) and idle lists the signatures whose
-// bit was clear: no packet since the previous sweep.
-func (m *Mux) MCTStats(name string, sweep bool) (entries, alive int, size uint32, idle []uint64, err error) {
+// MCTBits is what one read of an instance's MCT found.
+type MCTBits struct {
+	Generation uint32   // the generation applied when it was read
+	Entries    int      // entries in the map
+	Size       uint32   // the map's capacity
+	Hit        []uint64 // signatures whose keep-alive bit was set: a packet went through this mux
+	Idle       []uint64 // signatures whose bit was clear
+}
+
+// MCTStats reads the named Prism instance's MCT and its keep-alive bits.
+// With sweep, the set bits are cleared (the paper's periodic check), so
+// the next sweep's Hit lists the entries a packet hit in between.
+func (m *Mux) MCTStats(name string, sweep bool) (MCTBits, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	in, ok := m.instances[name]
 	if !ok {
-		return 0, 0, 0, nil, fmt.Errorf("%w %q", ErrUnknownInstance, name)
+		return MCTBits{}, fmt.Errorf("%w %q", ErrUnknownInstance, name)
 	}
 	s, ok := in.state.(*mctState)
 	if !ok {
-		return 0, 0, 0, nil, errors.New("dataplane: not a prism instance")
+		return MCTBits{}, fmt.Errorf("dataplane: instance %q is not a prism instance", name)
 	}
+	out := MCTBits{Size: s.size, Generation: in.table.Generation}
 	var sig, v uint64
-	set := map[uint64]uint64{} // alive signature -> its value without the bit
+	cleared := map[uint64]uint64{} // hit signature -> its value without the bit
 	it := s.m.Iterate()
 	for it.Next(&sig, &v) {
-		entries++
+		out.Entries++
 		if v>>16&0xff != 0 {
-			alive++
-			set[sig] = v &^ (0xff << 16)
+			out.Hit = append(out.Hit, sig)
+			cleared[sig] = v &^ (0xff << 16)
 		} else {
-			idle = append(idle, sig)
+			out.Idle = append(out.Idle, sig)
 		}
 	}
 	if err := it.Err(); err != nil {
-		return 0, 0, 0, nil, err
+		return MCTBits{}, err
 	}
 	if sweep {
-		for sig, cleared := range set {
-			// Clears the bit; a packet racing with it sets it again.
-			if err := s.m.Update(sig, cleared, ebpf.UpdateExist); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-				return 0, 0, 0, nil, err
+		// m.mu keeps the generations out (the entry's server cannot
+		// change under us); a packet racing with the write sets the bit
+		// again, or its hit is lost for this one period — which is why
+		// the controller needs several idle periods before it suspects
+		// an entry.
+		for sig, v := range cleared {
+			if err := s.m.Update(sig, v, ebpf.UpdateExist); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+				return MCTBits{}, err
 			}
 		}
 	}
-	return entries, alive, s.size, idle, nil
+	return out, nil
 }

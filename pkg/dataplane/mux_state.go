@@ -32,7 +32,7 @@ func (m *Mux) State() []InstanceState {
 		s := InstanceState{Config: in.cfg, Incarnation: in.table.Incarnation, Generation: in.table.Generation,
 			Owned: map[forwarding.ServerID]int{}, Servers: map[forwarding.ServerID]forwarding.Server{}}
 		for i := range uint32(len(in.table.Buckets)) {
-			w := in.buckets.load(i)
+			w := in.buckets.get(i)
 			s.Owned[forwarding.ServerID(uint16(w))]++
 			if wordRef(w) != 0 {
 				s.Chained++

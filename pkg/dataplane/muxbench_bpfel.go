@@ -85,16 +85,24 @@ type muxBenchNexthop struct {
 	Mtu     uint32
 }
 
-type muxBenchVipInfo struct {
-	_           structs.HostLayout
-	Table       uint32
-	Buckets     uint32
-	Generation  uint32
-	Incarnation uint32
-	PortLow     uint16
-	PortHigh    uint16
-	Strategy    uint8
-	Pad         [3]uint8
+type muxBenchVipFrontLine struct {
+	_ structs.HostLayout
+	W [8]uint64
+}
+
+type muxBenchVipRecord struct {
+	_    structs.HostLayout
+	Info struct {
+		_        structs.HostLayout
+		Version  uint64
+		Table    uint32
+		Buckets  uint32
+		PortLow  uint16
+		PortHigh uint16
+		Strategy uint8
+		Pad      [3]uint8
+	}
+	_ [40]byte
 }
 
 // Names of all BPF objects in the ELF.
@@ -117,7 +125,8 @@ const (
 	muxBenchMapNexthopEpoch           = "nexthop_epoch"
 	muxBenchMapPrismLearned           = "prism_learned"
 	muxBenchMapServerTables           = "server_tables"
-	muxBenchMapVips                   = "vips"
+	muxBenchMapVipFront               = "vip_front"
+	muxBenchMapVipRecords             = "vip_records"
 	muxBenchProgBeamerMux             = "beamer_mux"
 	muxBenchProgBeamerMuxBench        = "beamer_mux_bench"
 	muxBenchProgEmptyBench            = "empty_bench"
@@ -126,6 +135,7 @@ const (
 	muxBenchProgTrafficGenBench       = "traffic_gen_bench"
 	muxBenchVarAwfdCounterNames       = "awfd_counter_names"
 	muxBenchVarBenchFlows             = "bench_flows"
+	muxBenchVarBenchOrderVersion      = "bench_order_version"
 	muxBenchVarBenchSeq               = "bench_seq"
 	muxBenchVarCheetahMuxCounterMax   = "cheetah_mux_counter_max"
 	muxBenchVarGenFrame               = "gen_frame"
@@ -203,7 +213,8 @@ type muxBenchMapSpecs struct {
 	NexthopEpoch       *ebpf.MapSpec `ebpf:"nexthop_epoch"`
 	PrismLearned       *ebpf.MapSpec `ebpf:"prism_learned"`
 	ServerTables       *ebpf.MapSpec `ebpf:"server_tables"`
-	Vips               *ebpf.MapSpec `ebpf:"vips"`
+	VipFront           *ebpf.MapSpec `ebpf:"vip_front"`
+	VipRecords         *ebpf.MapSpec `ebpf:"vip_records"`
 }
 
 // muxBenchVariableSpecs contains global variables before they are loaded into the kernel.
@@ -212,6 +223,7 @@ type muxBenchMapSpecs struct {
 type muxBenchVariableSpecs struct {
 	AwfdCounterNames       *ebpf.VariableSpec `ebpf:"awfd_counter_names"`
 	BenchFlows             *ebpf.VariableSpec `ebpf:"bench_flows"`
+	BenchOrderVersion      *ebpf.VariableSpec `ebpf:"bench_order_version"`
 	BenchSeq               *ebpf.VariableSpec `ebpf:"bench_seq"`
 	CheetahMuxCounterMax   *ebpf.VariableSpec `ebpf:"cheetah_mux_counter_max"`
 	GenFrame               *ebpf.VariableSpec `ebpf:"gen_frame"`
@@ -255,7 +267,8 @@ type muxBenchMaps struct {
 	NexthopEpoch       *ebpf.Map `ebpf:"nexthop_epoch"`
 	PrismLearned       *ebpf.Map `ebpf:"prism_learned"`
 	ServerTables       *ebpf.Map `ebpf:"server_tables"`
-	Vips               *ebpf.Map `ebpf:"vips"`
+	VipFront           *ebpf.Map `ebpf:"vip_front"`
+	VipRecords         *ebpf.Map `ebpf:"vip_records"`
 }
 
 func (m *muxBenchMaps) Close() error {
@@ -276,7 +289,8 @@ func (m *muxBenchMaps) Close() error {
 		m.NexthopEpoch,
 		m.PrismLearned,
 		m.ServerTables,
-		m.Vips,
+		m.VipFront,
+		m.VipRecords,
 	)
 }
 
@@ -286,6 +300,7 @@ func (m *muxBenchMaps) Close() error {
 type muxBenchVariables struct {
 	AwfdCounterNames       *ebpf.Variable `ebpf:"awfd_counter_names"`
 	BenchFlows             *ebpf.Variable `ebpf:"bench_flows"`
+	BenchOrderVersion      *ebpf.Variable `ebpf:"bench_order_version"`
 	BenchSeq               *ebpf.Variable `ebpf:"bench_seq"`
 	CheetahMuxCounterMax   *ebpf.Variable `ebpf:"cheetah_mux_counter_max"`
 	GenFrame               *ebpf.Variable `ebpf:"gen_frame"`

@@ -46,7 +46,7 @@ func (r *prismRig) send(f wire.Flow, flags int) (netip.Addr, string) {
 	after, err := r.m.Counters()
 	must(r.t, err)
 	moved := ""
-	for _, c := range []string{"prism_mct_hit", "prism_mct_miss"} {
+	for _, c := range []string{"prism_mct_hit", "prism_mct_miss", "fwd_server_id"} {
 		if after[c] != before[c] {
 			moved = c
 		}
@@ -108,19 +108,22 @@ func TestPrismMCTForwarding(t *testing.T) {
 		t.Fatalf("new connection of the flipped bin: to %v (%s), want the new owner", got, c)
 	}
 
-	n, alive, size, idle, err := r.m.MCTStats("shop", true)
+	b, err := r.m.MCTStats("shop", true)
 	must(t, err)
-	if n != 1 || alive != 1 || len(idle) != 0 || size != forwarding.DefaultMCTEntries {
-		t.Fatalf("after traffic: %d entries, %d alive, %d idle, size %d", n, alive, len(idle), size)
+	if b.Entries != 1 || len(b.Hit) != 1 || b.Hit[0] != f.Signature() || len(b.Idle) != 0 || b.Size != forwarding.DefaultMCTEntries {
+		t.Fatalf("after traffic: %+v", b)
 	}
-	_, alive, _, idle, err = r.m.MCTStats("shop", true)
+	b, err = r.m.MCTStats("shop", true)
 	must(t, err)
-	if alive != 0 || len(idle) != 1 || idle[0] != f.Signature() {
-		t.Fatalf("sweep without traffic: %d alive, idle %x", alive, idle)
+	if len(b.Hit) != 0 || len(b.Idle) != 1 || b.Idle[0] != f.Signature() {
+		t.Fatalf("sweep without traffic: %+v", b)
 	}
 	r.send(f, wiretest.ACK)
-	if _, alive, _, _, err = r.m.MCTStats("shop", false); err != nil || alive != 1 {
-		t.Fatalf("traffic after a sweep: %d alive (%v)", alive, err)
+	if b, err = r.m.MCTStats("shop", false); err != nil || len(b.Hit) != 1 {
+		t.Fatalf("traffic after a sweep: %+v (%v)", b, err)
+	}
+	if b, err = r.m.MCTStats("shop", false); err != nil || len(b.Hit) != 1 {
+		t.Fatalf("a read without sweep cleared the bit: %+v (%v)", b, err)
 	}
 
 	must(t, r.apply(&forwarding.Delta{MCT: []forwarding.MCTChange{{Sig: f.Signature(), Remove: true}}}))
@@ -254,5 +257,27 @@ func TestPrismSignatureVectors(t *testing.T) {
 		if want := table.Servers[table.MCT[sig]].Addr; o.Dst != want {
 			t.Errorf("%v: to %v, want %v (MCT entry %s): the BPF signature differs from the vector", pv.Flow(), o.Dst, want, pv.Sig)
 		}
+	}
+}
+
+// TestPrismMPTCPSubflows: an MPTCP secondary subflow's destination port
+// names its server (the agent advertised VIP:server-id); under Prism, as
+// under beamer, the mux sends it there whatever the bins and the MCT say,
+// so a subflow joins the connection on the server that holds it.
+func TestPrismMPTCPSubflows(t *testing.T) {
+	r := newPrismRig(t)
+	n := 0
+	for id, s := range r.table.Servers {
+		f := r.flow(42000 + uint16(n))
+		f.DstPort = uint16(id)
+		for _, flags := range []int{wiretest.SYN, wiretest.ACK} {
+			if got, c := r.send(f, flags); got != s.Addr || c != "fwd_server_id" {
+				t.Fatalf("subflow to port %d: to %v (%s), want server %d %v", id, got, c, id, s.Addr)
+			}
+		}
+		n++
+	}
+	if n < 2 {
+		t.Fatalf("%d servers: the test needs several", n)
 	}
 }

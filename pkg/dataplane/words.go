@@ -36,9 +36,10 @@ func newWordArray(n uint32, innerOf bool) (*wordArray, error) {
 	return a, err
 }
 
-// mapWords maps an existing mmapable array of 64-bit values.
+// mapWords maps an existing mmapable array (of 64-bit values, or of values
+// made of 64-bit words: n counts the words).
 func mapWords(m *ebpf.Map) (*wordArray, error) {
-	n := m.MaxEntries()
+	n := m.MaxEntries() * (m.ValueSize() / 8)
 	size := (int(n)*8 + os.Getpagesize() - 1) &^ (os.Getpagesize() - 1)
 	mem, err := unix.Mmap(m.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {

@@ -115,33 +115,37 @@ func agentRows(r *rig, o Options, add func(string, int, int, trial, string) erro
 	rows := []struct {
 		name    string
 		prog    *ebpf.Program
-		sport   uint16 // the client port: 41000 is the local connection's
+		single  *ebpf.Program // the production program, for the per-packet method
+		sport   uint16        // the client port: 41000 is the local connection's
 		opt     *wire.Option
 		want    uint32
 		counter string
 		method  string
 	}{
-		{"empty-tc", a.EmptyProgram(), 41000, moved, tcOK, "", "tc program returning TC_ACT_OK"},
-		{"decap-floor", a.DecapFloorProgram(), 41000, moved, tcOK, "", "strips the 36-byte outer header and puts it back, nothing else"},
-		{"agent-local", a.BenchProgram(), 41000, steady, tcOK, "to_stack",
+		{"empty-tc", a.EmptyProgram(), a.EmptyProgram(), 41000, moved, tcOK, "", "tc program returning TC_ACT_OK"},
+		{"decap-floor", a.DecapFloorProgram(), a.DecapFloorProgram(), 41000, moved, tcOK, "", "strips the 36-byte outer header and puts it back, nothing else"},
+		{"agent-local", a.BenchProgram(), a.Program(), 41000, steady, tcOK, "to_stack",
 			"fast path: packet of a local connection whose bucket has not moved: decapsulation, no socket lookup (restored after each run)"},
-		{"agent-local-moved", a.BenchProgram(), 41000, moved, tcOK, "local_socket",
+		{"agent-local-moved", a.BenchProgram(), a.Program(), 41000, moved, tcOK, "local_socket",
 			"packet of a local connection in a bucket that moved: socket lookup, decapsulation (restored after each run)"},
-		{"agent-chain", a.BenchProgram(), 42000, moved, tcRedirect, "chained",
+		{"agent-chain", a.BenchProgram(), a.Program(), 42000, moved, tcRedirect, "chained",
 			"stray packet in the chaining window: rewritten towards the previous server (restored after each run)"},
-		{"agent-chain-multihop", a.BenchProgram(), 42002, multi, tcRedirect, "chained",
+		{"agent-chain-multihop", a.BenchProgram(), a.Program(), 42002, multi, tcRedirect, "chained",
 			"stray packet chained once already, this server second of three previous owners: on to the third (restored after each run)"},
-		{"agent-drop", a.BenchProgram(), 42001, stale, tcShot, "drop_stale_generation", "stray packet from a stale mux: dropped"},
+		{"agent-drop", a.BenchProgram(), a.Program(), 42001, stale, tcShot, "drop_stale_generation", "stray packet from a stale mux: dropped"},
 	}
 	for _, row := range rows {
 		if row.name == "agent-drop" { // the server has seen generation 5 by now
 			a.SetNewestSeen(0, 5)
 		}
 		t := trial{ns: ns, prog: row.prog, frame: encap(row.sport, row.opt), ctx: ctx, want: row.want,
-			repeat: o.Repeat, counter: row.counter, read: a.Counters}
+			repeat: o.Repeat, counter: row.counter, read: a.Counters, single: row.single, packets: o.PerPacket}
 		if err := add(row.name, 1, 0, t, "test run, repeat; "+row.method); err != nil {
 			return err
 		}
+	}
+	if err := agentXDPRows(ns, a, eth0.Attrs().Index, encap(41000, steady), encap(42000, moved), o, add); err != nil {
+		return err
 	}
 	return cheetahAgentRows(ns, a, ctx, o, add)
 }

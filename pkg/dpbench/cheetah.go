@@ -35,7 +35,7 @@ func cheetahMuxRows(r *rig, o Options, ctx func([]byte) any, add func(string, in
 	cfg := forwarding.Instance{Name: "cheetah", Strategy: forwarding.StrategyCheetah, VIPs: []netip.Addr{cheetahVIP},
 		PortLow: 80, PortHigh: 80, Buckets: 1000, ChainWindow: forwarding.DefaultChainWindow,
 		Cheetah: &forwarding.CheetahOptions{Policy: forwarding.CheetahRR, Keys: benchKeys}}
-	m, err := loadMux(cfg, t, 0)
+	m, err := loadMux(cfg, t, 0, o)
 	if err != nil {
 		return err
 	}
@@ -59,7 +59,8 @@ func cheetahMuxRows(r *rig, o Options, ctx func([]byte) any, add func(string, in
 	}
 	for _, row := range rows {
 		f := wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, row.seg)
-		tr := trial{ns: r.ns, prog: m.BenchProgram(), frame: f, ctx: ctx(f), want: xdpTX, repeat: o.Repeat, counter: row.counter, read: m.Counters}
+		tr := trial{ns: r.ns, prog: m.BenchProgram(), frame: f, ctx: ctx(f), want: xdpTX, repeat: o.Repeat, counter: row.counter, read: m.Counters,
+			base: m.baseBench(), single: m.Program(), packets: o.PerPacket}
 		if err := add(row.name, 1, 1000, tr, "test run, repeat; encapsulation undone after each; "+row.what); err != nil {
 			return err
 		}
@@ -87,14 +88,15 @@ func cheetahAgentRows(ns *netlab.Namespace, a *dataplane.Agent, ctx []byte, o Op
 	in := wiretest.Frame(wiretest.MuxMAC, net.HardwareAddr{2, 0xbe, 0xa0, 0, 0, 0x11}, outer)
 	rows := []struct {
 		name, counter, what string
-		prog                *ebpf.Program
+		prog, single        *ebpf.Program
 		frame               []byte
 	}{
-		{"agent-cheetah-egress", "egress_cookie", "reply from the VIP: cookie written into TSval, checksum fixed", a.CheetahEgressBench(), reply},
-		{"agent-cheetah-ingress", "ingress_no_echo", "encapsulated segment echoing a cookie: decapsulated, TSecr replaced, checksum fixed", a.CheetahIngressBench(), in},
+		{"agent-cheetah-egress", "egress_cookie", "reply from the VIP: cookie written into TSval, checksum fixed", a.CheetahEgressBench(), a.CheetahEgress(), reply},
+		{"agent-cheetah-ingress", "ingress_no_echo", "encapsulated segment echoing a cookie: decapsulated, TSecr replaced, checksum fixed", a.CheetahIngressBench(), a.Program(), in},
 	}
 	for _, row := range rows {
-		t := trial{ns: ns, prog: row.prog, frame: row.frame, ctx: ctx, want: tcOK, repeat: o.Repeat, counter: row.counter, read: a.CheetahCounters}
+		t := trial{ns: ns, prog: row.prog, frame: row.frame, ctx: ctx, want: tcOK, repeat: o.Repeat, counter: row.counter, read: a.CheetahCounters,
+			single: row.single, packets: o.PerPacket}
 		if err := add(row.name, 1, 0, t, "test run, repeat; "+row.what+" (restored after each run)"); err != nil {
 			return err
 		}

@@ -5,6 +5,9 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"runtime"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/assign"
@@ -28,6 +31,28 @@ type LiveRow struct {
 	Seconds       float64 `json:"seconds"`
 	ForwardedMpps float64 `json:"forwarded_mpps"`
 	ProgramNs     float64 `json:"program_ns_per_packet"` // kernel BPF statistics of the mux program
+
+	// Where each part ran and what it cost: the generator (the test-run
+	// thread), the mux (its receive interface's NAPI thread: veth receive,
+	// the XDP program, the redirect to the sink's ring) and the sink (its
+	// NAPI thread), CPU ns per packet sent (generator) or forwarded.
+	Softirq   bool    `json:"softirq"` // all polls in softirq on the generator's CPU: shares not separable
+	GenCPU    int     `json:"generator_cpu"`
+	MuxCPU    int     `json:"mux_cpu"`
+	SinkCPU   int     `json:"sink_cpu"`
+	GenNs     float64 `json:"generator_cpu_ns_per_packet"`
+	MuxNs     float64 `json:"mux_cpu_ns_per_packet"`
+	SinkNs    float64 `json:"sink_cpu_ns_per_packet"`
+	MuxBusy   float64 `json:"mux_cpu_busy"`          // share of the run the mux's thread was on its CPU
+	GenXmit   uint64  `json:"generator_transmitted"` // frames the generator's veth took
+	Delivered uint64  `json:"delivered"`             // forwarded frames that reached the sink's ring
+	// Frames refused because the receiver's ring was full (veth counts them
+	// on the sender as xdp_xmit_errors): the sender was faster, for a while,
+	// than the receiver's poll.
+	DropsToMux  uint64 `json:"drops_gen_to_mux"`
+	DropsToSink uint64 `json:"drops_mux_to_sink"`
+	// Other non-zero veth counters of the run, per interface.
+	Veth map[string]map[string]uint64 `json:"veth,omitempty"`
 }
 
 // LiveOptions shape the live benchmark.
@@ -37,11 +62,14 @@ type LiveOptions struct {
 	Beamer  []uint32 // bucket counts
 	Maglev  []uint32 // table sizes (prime)
 	AWFD    []uint32 // Maglev fallback table sizes (prime) of the awfd rows
+	// Softirq adds a first row (Beamer, first size) with the kernel's
+	// default of every poll in softirq on the generator's CPU.
+	Softirq bool
 }
 
 // LiveFull and LiveQuick are the live benchmark's sizes.
 var (
-	LiveFull  = LiveOptions{Packets: 4_000_000, Flows: 1_000_000, Beamer: []uint32{1000, 1_000_000}, Maglev: []uint32{1009, 1_000_003}, AWFD: []uint32{1009}}
+	LiveFull  = LiveOptions{Packets: 4_000_000, Flows: 1_000_000, Beamer: []uint32{1000, 1_000_000}, Maglev: []uint32{1009, 1_000_003}, AWFD: []uint32{1009}, Softirq: true}
 	LiveQuick = LiveOptions{Packets: 20_000, Flows: 1000, Beamer: []uint32{1000}, Maglev: []uint32{1009}, AWFD: []uint32{1009}}
 )
 
@@ -51,9 +79,12 @@ var (
 // The sink drops everything in XDP. Servers' addresses are on the sink's
 // link, so the mux redirects from eth0 to eth1.
 type liveNet struct {
-	gen, mux, sink *netlab.Namespace
-	genIf, muxIf   int
-	links          []link.Link
+	gen, mux, sink          *netlab.Namespace
+	genIf, muxIf            int
+	links                   []link.Link
+	genCPU, muxCPU, sinkCPU int
+	sinkThreads             []int          // nil: the sink polls in softirq
+	sinkNAPI                map[int]string // NAPI threads before the sink's XDP program
 }
 
 var liveServerBase = netip.MustParseAddr("198.18.2.10")
@@ -104,12 +135,29 @@ func newLiveNet(lab *netlab.Lab) (*liveNet, error) {
 	if n.muxIf, err = n.mux.LinkIndex("eth0"); err != nil {
 		return nil, err
 	}
+	// Each part on its own CPU where there are enough: generator on 0,
+	// mux on 1, sink on 2; with two CPUs the sink shares the generator's.
+	cpus := runtime.NumCPU()
+	n.genCPU, n.muxCPU, n.sinkCPU = 0, min(1, cpus-1), min(2, cpus-1)
+	if cpus == 2 {
+		n.sinkCPU = 0
+	}
+	if n.sinkNAPI, err = napiThreads(); err != nil {
+		return nil, err
+	}
 	drop, err := xdpDrop(n.sink, "eth0")
 	if err != nil {
 		return nil, err
 	}
 	n.links = append(n.links, drop)
 	return n, nil
+}
+
+// threaded moves the sink's receive poll into its pinned NAPI thread; the
+// mux's follows for every row measured after.
+func (n *liveNet) threaded() (err error) {
+	n.sinkThreads, err = threadNAPI(n.sink, "eth0", n.sinkCPU, n.sinkNAPI)
+	return err
 }
 
 func xdpDrop(ns *netlab.Namespace, dev string) (link.Link, error) {
@@ -184,6 +232,21 @@ func RunLive(o LiveOptions, progress io.Writer) ([]LiveRow, error) {
 	defer stats.Close()
 
 	var rows []LiveRow
+	// First as the kernel does by default: every receive poll in softirq
+	// on the CPU that woke it — the generator's — so generator, mux and
+	// sink share CPU 0 (the figures of earlier versions of this bench).
+	if o.Softirq && len(o.Beamer) > 0 {
+		row, err := n.measure(forwarding.StrategyBeamer, o.Beamer[0], o)
+		if err != nil {
+			return nil, fmt.Errorf("beamer with %d buckets, softirq: %w", o.Beamer[0], err)
+		}
+		fmt.Fprintf(progress, "  live beamer %8d buckets, all in softirq on CPU 0: %.2f Mpps forwarded, %d refused at the mux's ring\n",
+			row.Buckets, row.ForwardedMpps, row.DropsToMux)
+		rows = append(rows, row)
+	}
+	if err := n.threaded(); err != nil {
+		return nil, err
+	}
 	for _, c := range []struct {
 		s     forwarding.Strategy
 		sizes []uint32
@@ -225,11 +288,21 @@ func (n *liveNet) measure(s forwarding.Strategy, size uint32, o LiveOptions) (Li
 			return LiveRow{}, err
 		}
 	}
+	napi, err := napiThreads()
+	if err != nil {
+		return LiveRow{}, err
+	}
 	var attached link.Link
 	if err := n.mux.Do(func() (err error) { attached, err = m.Attach("eth0", dataplane.XDPDriver); return err }); err != nil {
 		return LiveRow{}, err
 	}
 	defer attached.Close()
+	var muxThreads []int
+	if n.sinkThreads != nil {
+		if muxThreads, err = threadNAPI(n.mux, "eth0", n.muxCPU, napi); err != nil {
+			return LiveRow{}, err
+		}
+	}
 	gen, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: netip.MustParseAddr("198.18.1.2"), Benchmark: true})
 	if err != nil {
 		return LiveRow{}, err
@@ -256,18 +329,52 @@ func (n *liveNet) measure(s forwarding.Strategy, size uint32, o LiveOptions) (Li
 	if err != nil {
 		return LiveRow{}, err
 	}
+	vethBefore, err := n.vethStats()
+	if err != nil {
+		return LiveRow{}, err
+	}
+	mux0, err := cpuNs(muxThreads)
+	if err != nil {
+		return LiveRow{}, err
+	}
+	sink0, err := cpuNs(n.sinkThreads)
+	if err != nil {
+		return LiveRow{}, err
+	}
 	var took time.Duration
-	err = n.gen.Do(func() error {
+	var genNs uint64
+	err = n.gen.DoOnCPU(n.genCPU, func() error {
+		g0, err := threadCPUNs()
+		if err != nil {
+			return err
+		}
 		start := time.Now()
-		_, err := gen.TrafficGenProgram().Run(&ebpf.RunOptions{Data: f, Repeat: uint32(o.Packets), Flags: unix.BPF_F_TEST_XDP_LIVE_FRAMES,
+		_, err = gen.TrafficGenProgram().Run(&ebpf.RunOptions{Data: f, Repeat: uint32(o.Packets), Flags: unix.BPF_F_TEST_XDP_LIVE_FRAMES,
 			BatchSize: 64, Context: xdpMD{DataEnd: uint32(len(f)), IngressIfindex: uint32(n.genIf)}})
 		took = time.Since(start)
+		if err != nil {
+			return err
+		}
+		g1, err := threadCPUNs()
+		genNs = g1 - g0
 		return err
 	})
 	if err != nil {
 		return LiveRow{}, fmt.Errorf("generator: %w", err)
 	}
 	time.Sleep(50 * time.Millisecond) // let the last batches drain
+	mux1, err := cpuNs(muxThreads)
+	if err != nil {
+		return LiveRow{}, err
+	}
+	sink1, err := cpuNs(n.sinkThreads)
+	if err != nil {
+		return LiveRow{}, err
+	}
+	vethAfter, err := n.vethStats()
+	if err != nil {
+		return LiveRow{}, err
+	}
 	after, err := m.Counters()
 	if err != nil {
 		return LiveRow{}, err
@@ -294,5 +401,75 @@ func (n *liveNet) measure(s forwarding.Strategy, size uint32, o LiveOptions) (Li
 	if runs1 > runs0 {
 		row.ProgramNs = float64((rt1 - rt0).Nanoseconds()) / float64(runs1-runs0)
 	}
+	row.GenCPU, row.MuxCPU, row.SinkCPU = n.genCPU, n.muxCPU, n.sinkCPU
+	row.GenNs = float64(genNs) / float64(o.Packets)
+	if muxThreads == nil {
+		// Softirq: the polls ran inside the generator's thread time.
+		row.Softirq, row.MuxCPU, row.SinkCPU = true, n.genCPU, n.genCPU
+	} else if fwd > 0 {
+		row.MuxNs = float64(mux1-mux0) / float64(fwd)
+		row.SinkNs = float64(sink1-sink0) / float64(fwd)
+		row.MuxBusy = float64(mux1-mux0) / float64(took.Nanoseconds()+50e6)
+	}
+	row.Veth = map[string]map[string]uint64{}
+	for k := range vethAfter {
+		if d := statsDelta(vethBefore[k], vethAfter[k]); len(d) > 0 {
+			row.Veth[k] = d
+		}
+	}
+	// A veth refuses a frame when its peer's ring (256 frames) is full: the
+	// sender counts it in tx_queue_N_xdp_xmit_errors and frees it.
+	row.GenXmit = sumSuffix(row.Veth["gen/eth0"], "_xdp_xmit")
+	row.DropsToMux = sumSuffix(row.Veth["gen/eth0"], "_xdp_xmit_errors")
+	row.DropsToSink = sumSuffix(row.Veth["mux/eth1"], "_xdp_xmit_errors")
+	// Frames the mux's redirects put in the sink's ring (the sink's own
+	// count also holds the odd frame of the mux's stack, e.g. neighbour
+	// discovery).
+	row.Delivered = sumSuffix(row.Veth["mux/eth1"], "_xdp_xmit")
 	return row, nil
+}
+
+// sumSuffix sums the per-queue counters whose name ends in suffix (rx/tx
+// queue N) — "_xdp_xmit" does not match "_xdp_xmit_errors".
+func sumSuffix(st map[string]uint64, suffix string) uint64 {
+	var n uint64
+	for k, v := range st {
+		if strings.HasSuffix(k, suffix) && strings.Contains(k, "_queue_") {
+			n += v
+		}
+	}
+	return n
+}
+
+// vethStats reads the veth counters of every hop.
+func (n *liveNet) vethStats() (map[string]map[string]uint64, error) {
+	out := map[string]map[string]uint64{}
+	for _, h := range []struct {
+		name string
+		ns   *netlab.Namespace
+		dev  string
+	}{{"gen/eth0", n.gen, "eth0"}, {"mux/eth0", n.mux, "eth0"}, {"mux/eth1", n.mux, "eth1"}, {"sink/eth0", n.sink, "eth0"}} {
+		st, err := ethtoolStats(h.ns, h.dev)
+		if err != nil {
+			return nil, err
+		}
+		out[h.name] = st
+	}
+	return out, nil
+}
+
+// printLive writes the live rows as a table.
+func printLive(w io.Writer, rows []LiveRow) {
+	fmt.Fprintln(w, "live traffic through a mux on veth (generator: XDP live frames, minimum-size packets; each part's CPU time from the kernel):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "strategy\tbuckets\tflows\tsent\tdropped gen→mux\tforwarded\tdropped mux→sink\tdelivered\tforwarded Mpps\tmux program ns\tmux CPU ns/pkt\tmux busy\tgenerator CPU ns/pkt\tsink CPU ns/pkt\tCPUs gen/mux/sink\t")
+	for _, l := range rows {
+		mux, busy, sink, cpus := fmt.Sprintf("%.1f", l.MuxNs), fmt.Sprintf("%.0f%%", 100*l.MuxBusy), fmt.Sprintf("%.1f", l.SinkNs), fmt.Sprintf("%d/%d/%d", l.GenCPU, l.MuxCPU, l.SinkCPU)
+		if l.Softirq {
+			mux, busy, sink, cpus = "in generator's", "-", "in generator's", "0/0/0 softirq"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.1f\t%s\t%s\t%.1f\t%s\t%s\t\n", l.Strategy, l.Buckets, l.Flows, l.Sent,
+			l.DropsToMux, l.Forwarded, l.DropsToSink, l.Delivered, l.ForwardedMpps, l.ProgramNs, mux, busy, l.GenNs, sink, cpus)
+	}
+	tw.Flush()
 }

@@ -1,9 +1,10 @@
 package dpbench
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
-	"sort"
-	"time"
+	"slices"
 
 	"github.com/beamer-lb/beamer/pkg/netlab"
 	"github.com/cilium/ebpf"
@@ -17,58 +18,201 @@ type xdpMD struct {
 // counterReader reads a program's decision counters.
 type counterReader func() (map[string]uint64, error)
 
-// trial is one measurement: repeat runs of prog on frame in one test run.
+// trial is one row's measurement: the batched method (repeat runs of the
+// benchmark build of prog in one test run) and, when single is set, the
+// per-packet method (one test run per packet of the production program,
+// kernel-reported time).
 type trial struct {
 	ns      *netlab.Namespace
-	prog    *ebpf.Program
+	prog    *ebpf.Program // benchmark build: undoes its changes so repeats take the path again
 	frame   []byte
 	ctx     any
 	want    uint32 // the action every run must return
 	repeat  int
-	counter string // must move by exactly repeat ("" = not checked)
+	counter string // must move by exactly the runs made ("" = not checked)
+	unmoved string // with counter "": must not move (the path that does nothing)
 	read    counterReader
+
+	// single is the production program the per-packet method runs (nil:
+	// no per-packet figure); frameAt gives the frame of its seq-th run
+	// (nil: frame every time).
+	single  *ebpf.Program
+	frameAt func(seq uint32) []byte
+	packets int // per-packet runs per trial
+
+	// base is the compare mode's baseline build of prog, measured in
+	// alternation with it on the same maps.
+	base *ebpf.Program
 }
 
-// run measures t trials times and returns the median ns per run and
-// whether every trial took the intended path.
-func (t trial) run(trials int) (float64, bool, error) {
-	var samples []float64
-	verified := t.counter != ""
-	for i := 0; i < trials; i++ {
-		var before map[string]uint64
-		var err error
-		if t.counter != "" {
-			if before, err = t.read(); err != nil {
-				return 0, false, err
-			}
-		}
-		var ret uint32
-		var took time.Duration
+// spread summarises a figure over trials.
+type spread struct {
+	Median float64 `json:"ns_median"`
+	Min    float64 `json:"ns_min"`
+	Max    float64 `json:"ns_max"`
+}
+
+func spreadOf(samples []float64) spread {
+	s := slices.Clone(samples)
+	slices.Sort(s)
+	return spread{Median: s[len(s)/2], Min: s[0], Max: s[len(s)-1]}
+}
+
+// result is a trial's figures.
+type result struct {
+	batched          spread
+	verified         bool
+	perPacket        *spread
+	perPacketOK      bool
+	baseline         *spread
+	baselineVerified bool
+}
+
+// delta runs fn and says whether the path counters show the runs took the
+// intended path: counter moved by exactly runs, or unmoved did not move.
+func (t trial) delta(runs uint64, fn func() error) (bool, error) {
+	name := t.counter
+	if name == "" {
+		name = t.unmoved
+	}
+	if name == "" {
+		return false, fn()
+	}
+	before, err := t.read()
+	if err != nil {
+		return false, err
+	}
+	if err := fn(); err != nil {
+		return false, err
+	}
+	after, err := t.read()
+	if err != nil {
+		return false, err
+	}
+	if _, ok := after[name]; !ok {
+		return false, fmt.Errorf("no counter %s", name)
+	}
+	moved := after[name] - before[name]
+	if t.counter == "" {
+		return moved == 0, nil
+	}
+	return moved == runs, nil
+}
+
+// batched runs prog repeat times in one test run, on CPU 0, and returns the
+// kernel-reported time per run and whether the counter moved by repeat.
+func (t trial) batched(prog *ebpf.Program) (float64, bool, error) {
+	ctx, err := contextBytes(t.ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	var ret, ns uint32
+	ok, err := t.delta(uint64(t.repeat), func() error {
 		// On one CPU, so per-CPU state (next-hop cache) stays warm.
-		err = t.ns.DoOnCPU(0, func() error {
-			start := time.Now()
-			var err error
-			ret, err = t.prog.Run(&ebpf.RunOptions{Data: t.frame, Repeat: uint32(t.repeat), Context: t.ctx})
-			took = time.Since(start)
+		return t.ns.DoOnCPU(0, func() (err error) {
+			ret, ns, err = runTest(prog.FD(), t.frame, ctx, uint32(t.repeat))
 			return err
 		})
-		if err != nil {
-			return 0, false, err
-		}
-		if ret != t.want {
-			return 0, false, fmt.Errorf("%s returned %d, want %d", t.prog, ret, t.want)
-		}
-		if t.counter != "" {
-			after, err := t.read()
-			if err != nil {
-				return 0, false, err
-			}
-			if after[t.counter]-before[t.counter] != uint64(t.repeat) {
-				verified = false
-			}
-		}
-		samples = append(samples, float64(took.Nanoseconds())/float64(t.repeat))
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("%s: %w", prog, err)
 	}
-	sort.Float64s(samples)
-	return samples[len(samples)/2], verified, nil
+	if ret != t.want {
+		return 0, false, fmt.Errorf("%s returned %d, want %d", prog, ret, t.want)
+	}
+	return float64(ns), ok, nil
+}
+
+// perPacket runs the production program once per packet, t.packets times,
+// on CPU 0, packets n*i ... of the sequence, and returns the mean
+// kernel-reported time per run.
+func (t trial) perPacket(i int) (float64, bool, error) {
+	ctx, err := contextBytes(t.ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	frames := make([][]byte, t.packets)
+	for j := range frames {
+		frames[j] = t.frame
+		if t.frameAt != nil {
+			frames[j] = t.frameAt(uint32(i*t.packets + j))
+		}
+	}
+	var total uint64
+	ok, err := t.delta(uint64(t.packets), func() error {
+		return t.ns.DoOnCPU(0, func() error {
+			fd := t.single.FD()
+			for _, f := range frames {
+				// The kernel copies the frame in: each run sees it fresh.
+				ret, ns, err := runTest(fd, f, ctx, 1)
+				if err != nil {
+					return fmt.Errorf("%s: %w", t.single, err)
+				}
+				if ret != t.want {
+					return fmt.Errorf("%s returned %d, want %d", t.single, ret, t.want)
+				}
+				total += uint64(ns)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	return float64(total) / float64(t.packets), ok, nil
+}
+
+func contextBytes(ctx any) ([]byte, error) {
+	switch c := ctx.(type) {
+	case nil:
+		return nil, nil
+	case []byte:
+		return c, nil
+	default:
+		var b bytes.Buffer
+		if err := binary.Write(&b, binary.NativeEndian, c); err != nil {
+			return nil, err
+		}
+		return b.Bytes(), nil
+	}
+}
+
+// run measures t over trials: each trial runs the batched method (and the
+// baseline's, in alternation) and the per-packet method. A figure is
+// verified only if every trial's counter moved by exactly its runs.
+func (t trial) run(trials int) (result, error) {
+	checked := t.counter != "" || t.unmoved != ""
+	r := result{verified: checked, perPacketOK: checked, baselineVerified: checked}
+	var b, base, single []float64
+	for i := 0; i < trials; i++ {
+		ns, ok, err := t.batched(t.prog)
+		if err != nil {
+			return r, err
+		}
+		b, r.verified = append(b, ns), r.verified && ok
+		if t.base != nil {
+			ns, ok, err := t.batched(t.base)
+			if err != nil {
+				return r, fmt.Errorf("baseline: %w", err)
+			}
+			base, r.baselineVerified = append(base, ns), r.baselineVerified && ok
+		}
+		if t.single != nil && t.packets > 0 {
+			ns, ok, err := t.perPacket(i)
+			if err != nil {
+				return r, fmt.Errorf("per packet: %w", err)
+			}
+			single, r.perPacketOK = append(single, ns), r.perPacketOK && ok
+		}
+	}
+	r.batched = spreadOf(b)
+	if base != nil {
+		s := spreadOf(base)
+		r.baseline = &s
+	}
+	if single != nil {
+		s := spreadOf(single)
+		r.perPacket = &s
+	}
+	return r, nil
 }

@@ -58,16 +58,17 @@ func prismInstance(n int, hit bool) (forwarding.Instance, *forwarding.Table) {
 func prismRows(r *rig, o Options, n int, ctx func([]byte) any, add func(string, int, int, trial, string) error) error {
 	for _, hit := range []bool{false, true} {
 		cfg, table := prismInstance(n, hit)
-		m, err := loadMux(cfg, table, 0)
+		m, err := loadMux(cfg, table, 0, o)
 		if err != nil {
 			return err
 		}
-		if err := m.SetBenchFlows(uint32(n)); err != nil {
+		if err := setBenchFlows(m, n); err != nil {
 			m.Close()
 			return err
 		}
 		f := frame(prismVIP, 80, wiretest.ACK)
-		t := trial{ns: r.ns, prog: m.BenchProgram(), frame: f, ctx: ctx(f), want: xdpTX, repeat: o.Repeat, counter: "prism_mct_miss", read: m.Counters}
+		t := trial{ns: r.ns, prog: m.BenchProgram(), frame: f, ctx: ctx(f), want: xdpTX, repeat: o.Repeat, counter: "prism_mct_miss", read: m.Counters,
+			base: m.baseBench(), single: m.Program(), frameAt: rotating(prismVIP, 80, wiretest.ACK, n), packets: o.PerPacket}
 		name, what := "prism-miss", fmt.Sprintf("MCT of %d entries none of which matches: the bin's owner", prismUnrelated)
 		if hit {
 			t.counter = "prism_mct_hit"

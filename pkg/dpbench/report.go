@@ -6,16 +6,33 @@ import (
 	"text/tabwriter"
 )
 
-// Row is one program's figure (the JSON contract of `beamer bench dataplane`).
+// Figure is one method's figure for a row over the trials.
+type Figure struct {
+	NsMedian     float64 `json:"ns_median"`
+	NsMin        float64 `json:"ns_min"`
+	NsMax        float64 `json:"ns_max"`
+	NsNet        float64 `json:"ns_net"` // median minus the same method's empty program
+	PathVerified bool    `json:"path_verified"`
+}
+
+// Row is one program's figures (the JSON contract of `beamer bench
+// dataplane`). The batched figure (repeat N, wall time / N) keeps its
+// original field names; PerPacket is the per-packet method (one test run
+// per packet of the production program, kernel-reported time); Baseline is
+// the compare mode's baseline object measured on the same maps.
 type Row struct {
 	Name         string  `json:"name"`
 	Flows        int     `json:"flows"`
 	Buckets      int     `json:"buckets,omitempty"`
-	NsPerPacket  float64 `json:"ns_per_packet"`
+	NsPerPacket  float64 `json:"ns_per_packet"` // batched, median over trials
+	NsMin        float64 `json:"ns_min"`
+	NsMax        float64 `json:"ns_max"`
 	NsNet        float64 `json:"ns_per_packet_net"` // minus the empty program of the same run
 	MppsPerCore  float64 `json:"mpps_per_core"`
 	PathVerified bool    `json:"path_verified"`
 	Method       string  `json:"method"`
+	PerPacket    *Figure `json:"per_packet,omitempty"`
+	Baseline     *Figure `json:"baseline,omitempty"`
 }
 
 // Ratios between figures of the same run.
@@ -23,15 +40,19 @@ type Ratios struct {
 	BeamerOverFloor       float64 `json:"beamer_over_floor"`
 	BeamerOverMaglev1M    float64 `json:"beamer_over_maglev_1m"`
 	AgentLocalOverEmptyTC float64 `json:"agent_local_over_empty_tc"`
+	// The XDP fast path against the empty XDP program.
+	AgentXDPLocalOverEmpty float64 `json:"agent_xdp_local_over_empty_xdp"`
 }
 
 // Report is the whole result.
 type Report struct {
-	Programs []Row     `json:"programs"`
-	Ratios   Ratios    `json:"ratios"`
-	Live     []LiveRow `json:"live,omitempty"`
-	Repeat   int       `json:"repeat"`
-	Trials   int       `json:"trials"`
+	Programs  []Row     `json:"programs"`
+	Ratios    Ratios    `json:"ratios"`
+	Live      []LiveRow `json:"live,omitempty"`
+	Repeat    int       `json:"repeat"`
+	Trials    int       `json:"trials"`
+	PerPacket int       `json:"per_packet_runs"` // per-packet runs per trial
+	Baseline  string    `json:"baseline,omitempty"`
 }
 
 func (r *Report) find(name string, flows, buckets int) *Row {
@@ -44,28 +65,48 @@ func (r *Report) find(name string, flows, buckets int) *Row {
 	return nil
 }
 
+func spreadCell(med, lo, hi float64) string { return fmt.Sprintf("%.1f (%.1f–%.1f)", med, lo, hi) }
+
 // Print writes the report as a table.
 func (r *Report) Print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "program\tflows\tbuckets\tns/packet\tnet ns\tMpps/core\tpath verified\t")
+	head := "program\tflows\tbuckets\tbatched ns (min–max)\tnet\tper-packet ns (min–max)\tnet\tMpps/core\tpath verified\t"
+	if r.Baseline != "" {
+		head += "baseline ns (min–max)\tnet\tbaseline verified\t"
+	}
+	fmt.Fprintln(tw, head)
 	for _, p := range r.Programs {
 		b := "-"
 		if p.Buckets > 0 {
 			b = fmt.Sprint(p.Buckets)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f\t%.1f\t%.2f\t%v\t\n", p.Name, p.Flows, b, p.NsPerPacket, p.NsNet, p.MppsPerCore, p.PathVerified)
+		pp, ppNet := "-", "-"
+		ok := p.PathVerified
+		if p.PerPacket != nil {
+			pp, ppNet = spreadCell(p.PerPacket.NsMedian, p.PerPacket.NsMin, p.PerPacket.NsMax), fmt.Sprintf("%.1f", p.PerPacket.NsNet)
+			ok = ok && p.PerPacket.PathVerified
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.1f\t%s\t%s\t%.2f\t%v\t", p.Name, p.Flows, b, spreadCell(p.NsPerPacket, p.NsMin, p.NsMax), p.NsNet, pp, ppNet, p.MppsPerCore, ok)
+		if r.Baseline != "" {
+			if p.Baseline != nil {
+				fmt.Fprintf(tw, "%s\t%.1f\t%v\t", spreadCell(p.Baseline.NsMedian, p.Baseline.NsMin, p.Baseline.NsMax), p.Baseline.NsNet, p.Baseline.PathVerified)
+			} else {
+				fmt.Fprint(tw, "-\t-\t-\t")
+			}
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nbeamer / floor: %.2f (target ≤ 2)   beamer / maglev at 1M flows: %.2f (target ≤ 0.5)   agent local / empty tc: %.2f (target ≤ 1.3)\n",
-		r.Ratios.BeamerOverFloor, r.Ratios.BeamerOverMaglev1M, r.Ratios.AgentLocalOverEmptyTC)
+	fmt.Fprintf(w, "\nbeamer / floor: %.2f (target ≤ 2)   beamer / maglev at 1M flows: %.2f (target ≤ 0.5)   agent local / empty tc: %.2f, in XDP / empty XDP: %.2f (target ≤ 1.3)\n",
+		r.Ratios.BeamerOverFloor, r.Ratios.BeamerOverMaglev1M, r.Ratios.AgentLocalOverEmptyTC, r.Ratios.AgentXDPLocalOverEmpty)
 	if len(r.Live) > 0 {
-		fmt.Fprintln(w, "\nlive traffic through a mux on veth (generator: XDP live frames, minimum-size packets):")
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "strategy\tbuckets\tflows\tsent\tforwarded\tMpps\tns/packet (bpf stats)\t")
-		for _, l := range r.Live {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.2f\t%.1f\t\n", l.Strategy, l.Buckets, l.Flows, l.Sent, l.Forwarded, l.ForwardedMpps, l.ProgramNs)
-		}
-		tw.Flush()
+		fmt.Fprintln(w)
+		printLive(w, r.Live)
 	}
-	fmt.Fprintf(w, "method: BPF_PROG_TEST_RUN, %d repetitions per trial, median of %d trials, on CPU 0; the benchmark builds undo their packet changes each repetition\n", r.Repeat, r.Trials)
+	fmt.Fprintf(w, "method: batched = one BPF_PROG_TEST_RUN with %d repetitions of the benchmark build (it undoes its packet changes), kernel-reported time / N; "+
+		"per-packet = %d test runs of the production program with repeat 1, kernel-reported time, mean; median (min–max) over %d trials, on CPU 0; flows in random order\n",
+		r.Repeat, r.PerPacket, r.Trials)
+	if r.Baseline != "" {
+		fmt.Fprintf(w, "baseline: %s, its benchmark program run in alternation with the current one on the same maps\n", r.Baseline)
+	}
 }

@@ -19,12 +19,18 @@ type Options struct {
 	BeamerFlows   int      // flows the Beamer rows rotate over
 	BeamerBuckets []uint32 // bucket-table sizes of the Beamer rows
 	MaglevFlows   []int    // active flows of the Maglev rows
+	PerPacket     int      // per-packet method: test runs (packets) per trial
+	// Baseline is the compare mode's baseline mux object (the benchmark
+	// build, e.g. `beamer bench save-baseline` of an earlier build, or an
+	// earlier commit's pkg/dataplane/muxbench_bpfel.o); nil: none.
+	Baseline     []byte
+	BaselineName string
 }
 
 // Full is the complete benchmark; Quick is CI's smoke version.
 var (
-	Full  = Options{Repeat: 1_000_000, Trials: 5, BeamerFlows: 1_000_000, BeamerBuckets: []uint32{1000, 100_000, 1_000_000}, MaglevFlows: []int{1000, 1_000_000}}
-	Quick = Options{Repeat: 2000, Trials: 1, BeamerFlows: 1000, BeamerBuckets: []uint32{1000}, MaglevFlows: []int{1000}}
+	Full  = Options{Repeat: 1_000_000, Trials: 5, BeamerFlows: 1_000_000, BeamerBuckets: []uint32{1000, 100_000, 1_000_000}, MaglevFlows: []int{1000, 1_000_000}, PerPacket: 100_000}
+	Quick = Options{Repeat: 2000, Trials: 1, BeamerFlows: 1000, BeamerBuckets: []uint32{1000}, MaglevFlows: []int{1000}, PerPacket: 500}
 )
 
 const (
@@ -32,40 +38,67 @@ const (
 )
 
 func frame(dst netip.Addr, dport uint16, flags int) []byte {
-	seg := wiretest.Segment{Flow: wire.Flow{Src: netip.MustParseAddr("198.19.0.1"), Dst: dst, SrcPort: 1024, DstPort: dport, Proto: wire.ProtoTCP},
-		Flags: flags, Seq: 1, Ack: 1}
-	f := wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, seg.IPv4())
-	return append(f, make([]byte, max(0, 60-len(f)))...) // minimum Ethernet frame
+	return flowFrame(wire.Flow{Src: netip.MustParseAddr("198.19.0.1"), Dst: dst, SrcPort: 1024, DstPort: dport, Proto: wire.ProtoTCP}, flags)
+}
+
+func flowFrame(f wire.Flow, flags int) []byte {
+	seg := wiretest.Segment{Flow: f, Flags: flags, Seq: 1, Ack: 1}
+	fr := wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, seg.IPv4())
+	return append(fr, make([]byte, max(0, 60-len(fr)))...) // minimum Ethernet frame
+}
+
+// rotating is the per-packet frames of a row over n flows: the seq-th
+// packet belongs to the flow the benchmark build's seq-th repetition uses
+// (the same random order).
+func rotating(dst netip.Addr, dport uint16, flags int, n int) func(uint32) []byte {
+	return func(seq uint32) []byte {
+		f := benchFlow(dst, benchOrder(seq%uint32(n), uint32(n)))
+		f.DstPort = dport
+		return flowFrame(f, flags)
+	}
+}
+
+// setBenchFlows makes the benchmark build rotate over n flows, after
+// checking its order visits each exactly once.
+func setBenchFlows(m *benchMux, n int) error {
+	if err := checkOrder(uint32(n)); err != nil {
+		return err
+	}
+	return m.SetBenchFlows(uint32(n))
 }
 
 // beamerRows measures the Beamer mux on b buckets whose histories hold
 // `moved` previous owners; first adds the floors and the MPTCP row.
 func beamerRows(r *rig, o Options, b uint32, moved int, first bool, ctx func([]byte) any, add func(string, int, int, trial, string) error) error {
 	cfg, table := beamerInstance(b, moved)
-	m, err := loadMux(cfg, table, 0)
+	m, err := loadMux(cfg, table, 0, o)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 	ack := frame(beamerVIP, 80, wiretest.ACK)
-	base := trial{ns: r.ns, frame: ack, ctx: ctx(ack), want: xdpTX, repeat: o.Repeat, read: m.Counters}
+	base := trial{ns: r.ns, frame: ack, ctx: ctx(ack), want: xdpTX, repeat: o.Repeat, read: m.Counters, packets: o.PerPacket}
 	if first {
 		for _, p := range []struct {
 			name string
 			prog *ebpf.Program
 		}{{"empty", m.EmptyProgram()}, {"floor", m.FloorProgram()}, {"encap-floor", m.EncapFloorProgram()}} {
 			t := base
-			t.prog = p.prog
+			t.prog, t.single = p.prog, p.prog
+			if p.name == "empty" && m.base != nil {
+				t.base = m.base.EmptyProgram()
+			}
 			if err := add(p.name, 1, 0, t, "test run, repeat; empty returns XDP_TX; floor swaps MACs, XDP_TX; encap-floor writes fixed outer headers with the option and undoes them"); err != nil {
 				return err
 			}
 		}
 	}
-	if err := m.SetBenchFlows(uint32(o.BeamerFlows)); err != nil {
+	if err := setBenchFlows(m, o.BeamerFlows); err != nil {
 		return err
 	}
 	t := base
-	t.prog, t.counter = m.BenchProgram(), "fwd_bucket"
+	t.prog, t.counter, t.base = m.BenchProgram(), "fwd_bucket", m.baseBench()
+	t.single, t.frameAt = m.Program(), rotating(beamerVIP, 80, wiretest.ACK, o.BeamerFlows)
 	name, what := "beamer", "no bucket ever moved: 16-byte option, no history read"
 	if moved > 0 {
 		t.counter = "fwd_with_previous"
@@ -76,7 +109,8 @@ func beamerRows(r *rig, o Options, b uint32, moved int, first bool, ctx func([]b
 	}
 	if first {
 		sub := frame(beamerVIP, 1030, wiretest.ACK)
-		t := trial{ns: r.ns, prog: m.BenchProgram(), frame: sub, ctx: ctx(sub), want: xdpTX, repeat: o.Repeat, counter: "fwd_server_id", read: m.Counters}
+		t := trial{ns: r.ns, prog: m.BenchProgram(), frame: sub, ctx: ctx(sub), want: xdpTX, repeat: o.Repeat, counter: "fwd_server_id", read: m.Counters,
+			base: m.baseBench(), single: m.Program(), frameAt: rotating(beamerVIP, 1030, wiretest.ACK, o.BeamerFlows), packets: o.PerPacket}
 		return add("beamer-mptcp", o.BeamerFlows, int(b), t, "test run, repeat; MPTCP subflow by server id, no option")
 	}
 	return nil
@@ -89,23 +123,42 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 		return nil, err
 	}
 	defer r.close()
-	rep := &Report{Repeat: o.Repeat, Trials: o.Trials}
+	rep := &Report{Repeat: o.Repeat, Trials: o.Trials, PerPacket: o.PerPacket, Baseline: o.BaselineName}
 	ctx := func(f []byte) any { return xdpMD{DataEnd: uint32(len(f)), IngressIfindex: uint32(r.ifindex)} }
 	add := func(name string, flows, buckets int, t trial, method string) error {
-		ns, ok, err := t.run(o.Trials)
+		res, err := t.run(o.Trials)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		row := Row{Name: name, Flows: flows, Buckets: buckets, NsPerPacket: ns, MppsPerCore: 1e3 / ns, PathVerified: ok, Method: method}
-		empty := "empty" // tc programs are netted against the empty tc program
-		if name == "empty-tc" || name == "decap-floor" || strings.HasPrefix(name, "agent") {
-			empty = "empty-tc"
-		}
-		if e := rep.find(empty, 0, 0); e != nil {
+		ns := res.batched.Median
+		row := Row{Name: name, Flows: flows, Buckets: buckets, NsPerPacket: ns, NsMin: res.batched.Min, NsMax: res.batched.Max,
+			MppsPerCore: 1e3 / ns, PathVerified: res.verified, Method: method}
+		empty := emptyOf(name)
+		e := rep.find(empty, 0, 0)
+		if e != nil {
 			row.NsNet = ns - e.NsPerPacket
 		}
+		if p := res.perPacket; p != nil {
+			row.PerPacket = &Figure{NsMedian: p.Median, NsMin: p.Min, NsMax: p.Max, PathVerified: res.perPacketOK}
+			if e != nil && e.PerPacket != nil {
+				row.PerPacket.NsNet = p.Median - e.PerPacket.NsMedian
+			}
+		}
+		if b := res.baseline; b != nil {
+			row.Baseline = &Figure{NsMedian: b.Median, NsMin: b.Min, NsMax: b.Max, PathVerified: res.baselineVerified}
+			if e != nil && e.Baseline != nil {
+				row.Baseline.NsNet = b.Median - e.Baseline.NsMedian
+			}
+		}
 		rep.Programs = append(rep.Programs, row)
-		fmt.Fprintf(progress, "  %-14s flows %-8d %7.1f ns/packet  path verified: %v\n", name, flows, ns, ok)
+		fmt.Fprintf(progress, "  %-22s flows %-8d %7.1f ns batched", name, flows, ns)
+		if row.PerPacket != nil {
+			fmt.Fprintf(progress, " %7.1f ns per packet", row.PerPacket.NsMedian)
+		}
+		if row.Baseline != nil {
+			fmt.Fprintf(progress, " (baseline %7.1f)", row.Baseline.NsMedian)
+		}
+		fmt.Fprintf(progress, "  path verified: %v\n", res.verified && (row.PerPacket == nil || row.PerPacket.PathVerified))
 		return nil
 	}
 
@@ -158,25 +211,35 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 func maglevRow(r *rig, rep *Report, add func(string, int, int, trial, string) error, cfg forwarding.Instance, table *forwarding.Table, n, cpus int, o Options, ctx func([]byte) any) error {
 	// Each CPU's LRU list holds its share of the table: leave room for all
 	// flows on the one CPU the benchmark runs on.
-	m, err := loadMux(cfg, table, 2*n*cpus)
+	m, err := loadMux(cfg, table, 2*n*cpus, o)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	if err := m.SetBenchFlows(uint32(n)); err != nil {
+	if err := setBenchFlows(m, n); err != nil {
 		return err
 	}
 	syn := frame(maglevVIP, 80, wiretest.SYN)
 	fill := trial{ns: r.ns, prog: m.BenchProgram(), frame: syn, ctx: ctx(syn), want: xdpTX, repeat: n, counter: "ct_syn", read: m.Counters}
-	if _, ok, err := fill.run(1); err != nil || !ok {
+	if _, ok, err := fill.batched(fill.prog); err != nil || !ok {
 		return fmt.Errorf("filling the connection table with %d flows: %v (path verified %v)", n, err, ok)
 	}
 	if got, err := m.ConnTrackEntries(); err != nil || got != n {
 		return fmt.Errorf("connection table holds %d entries after %d SYNs (%v)", got, n, err)
 	}
 	ack := frame(maglevVIP, 80, wiretest.ACK)
-	t := trial{ns: r.ns, prog: m.BenchProgram(), frame: ack, ctx: ctx(ack), want: xdpTX, repeat: o.Repeat, counter: "ct_hit", read: m.Counters}
-	return add("maglev", n, int(cfg.Buckets), t, "test run, repeat; each repetition a known flow (connection-table hit), encapsulation undone after it")
+	t := trial{ns: r.ns, prog: m.BenchProgram(), frame: ack, ctx: ctx(ack), want: xdpTX, repeat: o.Repeat, counter: "ct_hit", read: m.Counters,
+		base: m.baseBench(), single: m.Program(), frameAt: rotating(maglevVIP, 80, wiretest.ACK, n), packets: o.PerPacket}
+	return add("maglev", n, int(cfg.Buckets), t, "each packet a known flow (connection-table hit) in random order; the table filled by the flows' SYNs")
+}
+
+// emptyOf is the empty program a row is netted against: tc programs
+// against the empty tc program, XDP ones against the empty XDP program.
+func emptyOf(name string) string {
+	if name == "empty-tc" || name == "decap-floor" || (strings.HasPrefix(name, "agent") && !strings.HasPrefix(name, "agent-xdp")) {
+		return "empty-tc"
+	}
+	return "empty"
 }
 
 func (rep *Report) ratios() {
@@ -189,5 +252,8 @@ func (rep *Report) ratios() {
 	}
 	if local, empty := rep.find("agent-local", 0, 0), rep.find("empty-tc", 0, 0); local != nil && empty != nil {
 		rep.Ratios.AgentLocalOverEmptyTC = local.NsPerPacket / empty.NsPerPacket
+	}
+	if local, empty := rep.find("agent-xdp-local", 0, 0), rep.find("empty", 0, 0); local != nil && empty != nil {
+		rep.Ratios.AgentXDPLocalOverEmpty = local.NsPerPacket / empty.NsPerPacket
 	}
 }

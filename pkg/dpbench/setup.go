@@ -9,6 +9,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/netlab"
+	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
 )
 
@@ -134,8 +135,16 @@ func maglevInstance() (forwarding.Instance, *forwarding.Table, error) {
 		PortLow: 80, PortHigh: 80, Buckets: size}, t, nil
 }
 
-// loadMux loads the benchmark build of the mux with one instance.
-func loadMux(cfg forwarding.Instance, t *forwarding.Table, ctEntries int) (*dataplane.Mux, error) {
+// benchMux is the benchmark build of the mux, and in the compare mode the
+// baseline build loaded on its maps.
+type benchMux struct {
+	*dataplane.Mux
+	base *dataplane.MuxBaseline
+}
+
+// loadMux loads the benchmark build of the mux with one instance (and the
+// baseline object of o on its maps, if any).
+func loadMux(cfg forwarding.Instance, t *forwarding.Table, ctEntries int, o Options) (*benchMux, error) {
 	m, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: muxAddr, Benchmark: true, ConnTrackEntries: ctEntries})
 	if err != nil {
 		return nil, err
@@ -144,5 +153,37 @@ func loadMux(cfg forwarding.Instance, t *forwarding.Table, ctEntries int) (*data
 		m.Close()
 		return nil, err
 	}
-	return m, nil
+	b := &benchMux{Mux: m}
+	if o.Baseline != nil {
+		if b.base, err = m.LoadBaseline(o.Baseline); err != nil {
+			m.Close()
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// SetBenchFlows sets the flows both builds rotate over.
+func (b *benchMux) SetBenchFlows(n uint32) error {
+	if b.base != nil {
+		if err := b.base.SetBenchFlows(n); err != nil {
+			return err
+		}
+	}
+	return b.Mux.SetBenchFlows(n)
+}
+
+// baseBench is the baseline's benchmark program (nil without one).
+func (b *benchMux) baseBench() *ebpf.Program {
+	if b.base == nil {
+		return nil
+	}
+	return b.base.BenchProgram()
+}
+
+func (b *benchMux) Close() error {
+	if b.base != nil {
+		b.base.Close()
+	}
+	return b.Mux.Close()
 }

@@ -45,8 +45,14 @@ func (l *Lab) startController(ctx context.Context) error {
 	default:
 		return fmt.Errorf("lab: store %q: want one of %s", l.opts.Store, strings.Join(Stores, ", "))
 	}
-	p, err := startProgram(l.ctl, l.opts.Dir, "controller", l.opts.Beamer, l.storeArgs(ctlStore,
-		"controller", "--health-interval", "500ms", "--reconcile-every", "5s")...)
+	args := []string{"controller", "--health-interval", "500ms", "--reconcile-every", "5s"}
+	if l.prismKeepAlive = hasFlag(l.opts.Beamer, "controller", "--prism-muxes-file"); l.prismKeepAlive {
+		if err := l.writePrismMuxes(); err != nil {
+			return err
+		}
+		args = append(args, prismControllerArgs(l.prismMuxFile())...)
+	}
+	p, err := startProgram(l.ctl, l.opts.Dir, "controller", l.opts.Beamer, l.storeArgs(ctlStore, args...)...)
 	if err != nil {
 		return err
 	}

@@ -93,7 +93,9 @@ func (l *Lab) StartMux(ctx context.Context, i int) error {
 		return fmt.Errorf("mux %d was already started", i)
 	}
 	hold := fmt.Sprintf("%ds", int(l.opts.BGPHold/time.Second))
-	args := append([]string{"mux", "--instance", Instance, "--iface", "eth0", "--metrics", metricsAddr,
+	// The metrics address serves the Prism keep-alive bits too: on every
+	// address, so the controller reaches it across the fabric.
+	args := append([]string{"mux", "--instance", Instance, "--iface", "eth0", "--metrics", muxAPIAddr,
 		"--bgp-asn", fmt.Sprint(muxASN), "--bgp-peer", fmt.Sprintf("%s:%d", routerFabric, routerASN), "--bgp-hold-time", hold},
 		l.opts.MuxArgs...)
 	m.proc, err = startProgram(m.ns, l.opts.Dir, fmt.Sprintf("mux%d", i), l.opts.Beamer, l.storeArgs(l.store, args...)...)
@@ -102,6 +104,9 @@ func (l *Lab) StartMux(ctx context.Context, i int) error {
 	}
 	l.procs.add(m.proc)
 	m.running = true
+	if err := l.writePrismMuxes(); err != nil {
+		return err
+	}
 	if err := waitFor(15*time.Second, m.proc, func() bool {
 		out, _ := m.ns.Run("ip", "link", "show", "eth0")
 		return strings.Contains(out, "xdp")
@@ -120,6 +125,9 @@ func (l *Lab) RemoveMux(ctx context.Context, i int) error {
 		return err
 	}
 	m.running = false
+	if err := l.writePrismMuxes(); err != nil {
+		return err
+	}
 	m.counters, _ = scrapeCounters(m.ns, muxPackets)
 	m.proc.stop(10 * time.Second)
 	return l.waitNextHops(ctx, l.runningMuxes(), 10*time.Second)
@@ -133,6 +141,9 @@ func (l *Lab) KillMux(ctx context.Context, i int) error {
 		return err
 	}
 	m.running = false
+	if err := l.writePrismMuxes(); err != nil {
+		return err
+	}
 	if _, err := m.ns.Run("ip", "link", "set", "eth0", "down"); err != nil {
 		return err
 	}

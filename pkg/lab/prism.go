@@ -1,6 +1,11 @@
 package lab
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -44,4 +49,40 @@ func mctPlot(r *Result) (*plot.Plot, error) {
 	}
 	markEvents(p, r, max(top, 1))
 	return p, plotutil.AddLines(p, "MCT entries", xy)
+}
+
+// muxAPIAddr is the mux daemons' --metrics address: all addresses, so the
+// controller collects the Prism keep-alive bits across the fabric (and the
+// lab still scrapes 127.0.0.1).
+const muxAPIAddr = "0.0.0.0:9100"
+
+// The lab's controller collects the keep-alive bits every second and
+// suspects an MCT entry after 3 rounds without a hit.
+func prismControllerArgs(file string) []string {
+	return []string{"--prism-muxes-file", file, "--prism-keepalive-every", "1s", "--prism-idle-rounds", "3"}
+}
+
+func (l *Lab) prismMuxFile() string { return filepath.Join(l.opts.Dir, "prism-muxes") }
+
+// writePrismMuxes lists the running muxes for the controller, as an
+// operator's configuration management would on every mux change (a mux
+// left out would make its connections look idle; a listed mux that does
+// not answer stops pruning from the bits until it answers again).
+func (l *Lab) writePrismMuxes() error {
+	if !l.prismKeepAlive {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("# muxes the controller collects Prism keep-alive bits from (the lab rewrites it on every mux change)\n")
+	for _, a := range l.runningMuxes() {
+		fmt.Fprintf(&b, "%s:9100\n", a)
+	}
+	for _, a := range l.prismExtraMuxes {
+		fmt.Fprintf(&b, "%s\n", a)
+	}
+	tmp := l.prismMuxFile() + ".tmp"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, l.prismMuxFile())
 }

@@ -62,7 +62,12 @@ type Lab struct {
 	// insecureFlag: the binary's store commands take --insecure (and
 	// refuse a plaintext store off loopback without it).
 	insecureFlag bool
-	seen         Inventory // everything the lab made, to prove it is gone after Close
+	// prismKeepAlive: the controller prunes Prism MCT entries from the
+	// muxes' keep-alive bits, reading the list of muxes the lab keeps
+	// (prism.go); prismExtraMuxes are listed too (a test's unreachable mux).
+	prismKeepAlive  bool
+	prismExtraMuxes []string
+	seen            Inventory // everything the lab made, to prove it is gone after Close
 
 	closeOnce sync.Once
 }

@@ -63,3 +63,7 @@ func FetchStatus(ctx context.Context, addr string, out any) error {
 	}
 	return nil
 }
+
+// HandleFunc serves h on path beside /metrics (a daemon's own local API,
+// e.g. the mux's Prism keep-alive bits).
+func (s *Server) HandleFunc(path string, h http.HandlerFunc) { s.mux.HandleFunc(path, h) }

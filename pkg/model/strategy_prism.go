@@ -5,7 +5,8 @@ import (
 	"github.com/beamer-lb/beamer/pkg/wire"
 )
 
-// prismStrategy mirrors bpf/strategy/prism.h: the MCT entry of the packet's
+// prismStrategy mirrors bpf/strategy/prism.h: ports above 1024 name the
+// server (MPTCP secondary subflows, as under beamer); else the MCT entry of the packet's
 // signature (its keep-alive bit is the kernel's business), else the server
 // this mux remembered since the connection's SYN in a migrating bin, else
 // the bin's owner; no option. (The kernel's remembered entries expire after
@@ -15,6 +16,13 @@ type prismStrategy struct{}
 func init() { registerStrategy(forwarding.StrategyPrism, prismStrategy{}) }
 
 func (prismStrategy) decide(m *Mux, vip *VIP, p packet) (forwarding.Server, *wire.Option, string, bool) {
+	if p.flow.DstPort > forwarding.MaxServicePort {
+		s, ok := vip.Table.Servers[forwarding.ServerID(p.flow.DstPort)]
+		if !ok {
+			return s, nil, "drop_unknown_server", false
+		}
+		return s, nil, "fwd_server_id", true
+	}
 	if id, ok := vip.Table.MCT[p.flow.Signature()]; ok {
 		if s, ok := vip.Table.Servers[id]; ok {
 			return s, nil, "prism_mct_hit", true

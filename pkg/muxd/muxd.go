@@ -18,6 +18,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/metrics"
 	"github.com/beamer-lb/beamer/pkg/nodestate"
+	"github.com/beamer-lb/beamer/pkg/prism"
 	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netlink"
@@ -60,10 +61,13 @@ type Daemon struct {
 	nl      *netlink.Handle
 	metrics *metrics.Server
 
-	stop chan struct{} // closed by Close: ends the netlink watches
+	stop     chan struct{} // closed once by Close or Abandon (halt): ends the watches
+	stopOnce sync.Once
 
 	attachMu sync.Mutex // guards link, adopting and takeover (adopt.go)
 	adopting bool       // a predecessor's pinned program forwards until this one takes over
+	// vethPeer is the XDP program given to the veth peer (vethpeer.go), nil if none.
+	vethPeer *vethPeer
 	takeover takeover
 
 	mu        sync.Mutex
@@ -145,6 +149,9 @@ func (d *Daemon) start() error {
 	if d.nl, err = netlink.NewHandle(); err != nil {
 		return err
 	}
+	if d.vethPeer, err = prepareVethPeer(opts.Interface, opts.XDPMode, opts.Log); err != nil {
+		return err
+	}
 	pinned, err := dataplane.PinnedLink(opts.PinDir)
 	if err != nil {
 		return err
@@ -176,7 +183,8 @@ func (d *Daemon) serveMetrics() error {
 		Help: "Generations or tables the mux refused (the previous state stays in force)."})
 	d.registerFollowMetrics(reg)
 	d.registerAWFDMetrics(reg)
-	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors, d.health, newPrismCollector(d),
+	bits := newPrismBits(d)
+	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors, d.health, bits,
 		metrics.NewCounterCollector("beamer_mux_packets_total", "Packets by decision of the XDP mux.", "decision", d.mux.Counters),
 		metrics.NewCounterCollector("beamer_mux_cheetah_packets_total", "Segments of Cheetah VIPs by how the server was found (cookie hits, bad cookies, fallbacks to buckets).", "decision", d.mux.CheetahCounters),
 		metrics.NewCounterCollector("beamer_mux_awfd_packets_total", "Packets of AWFD VIPs by the awfd strategy's decision (by_class: new connection placed by its class record).", "decision", d.mux.AWFDCounters))
@@ -184,6 +192,7 @@ func (d *Daemon) serveMetrics() error {
 	d.metrics = s
 	if err == nil {
 		s.HandleStatus(func() (any, error) { return d.Status() }) // status.go
+		s.HandleFunc(prism.KeepAlivePath, bits.serveKeepAlive)    // prism.go
 	}
 	return err
 }
@@ -269,7 +278,7 @@ func (d *Daemon) RemoveInstance(name string) error {
 // (SIGUSR2). Routes are the caller's: an announcer closed with the process
 // withdraws them.
 func (d *Daemon) Abandon() error {
-	close(d.stop)
+	d.halt()
 	d.attachMu.Lock()
 	defer d.attachMu.Unlock()
 	d.takeover.wanted = false
@@ -282,17 +291,23 @@ func (d *Daemon) Abandon() error {
 	if d.nl != nil {
 		d.nl.Close()
 	}
+	if d.vethPeer != nil {
+		d.vethPeer.release() // the pinned program still needs it
+	}
 	if d.mux != nil {
 		return d.mux.Close()
 	}
 	return nil
 }
 
+// halt ends the watches; Close after Abandon (or twice) must not panic.
+func (d *Daemon) halt() { d.stopOnce.Do(func() { close(d.stop) }) }
+
 // Close detaches and unpins the mux, frees everything and restores the
 // sysctls. A mux that never attached (its start failed while a
 // predecessor's program was pinned) leaves that program forwarding.
 func (d *Daemon) Close() error {
-	close(d.stop)
+	d.halt()
 	var errs []error
 	if d.metrics != nil {
 		d.metrics.Close()
@@ -322,6 +337,13 @@ func (d *Daemon) Close() error {
 		if err := d.node.Undo(); err != nil {
 			errs = append(errs, err)
 		}
+		if d.vethPeer != nil {
+			if err := d.vethPeer.remove(); err != nil {
+				errs = append(errs, fmt.Errorf("removing the veth peer's XDP program: %w", err))
+			}
+		}
+	} else if d.vethPeer != nil {
+		d.vethPeer.release()
 	}
 	return errors.Join(errs...)
 }

@@ -118,37 +118,7 @@ func echo(t *testing.T, ns *netlab.Namespace) {
 		l, err = net.Listen("tcp4", netip.AddrPortFrom(rsVIP, 80).String())
 		return err
 	}))
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				io.Copy(c, c)
-			}()
-		}
-	}()
+	netlabtest.Serve(t, l, func(c net.Conn) { io.Copy(c, c) })
 }
 
 // muxProcess is a mux daemon in its own process in the mux namespace.

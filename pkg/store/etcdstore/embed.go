@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -36,12 +37,38 @@ type Embedded struct {
 	etcd     *embed.Etcd
 	endpoint string
 	dir      string
+	lock     *os.File // holds LockFile's lock while the server runs
 }
 
 // EndpointFile is written in the data directory while an embedded server
 // runs, holding its client URL, so other beamer processes pointed at the
 // same directory connect to it instead of starting a second server.
 const EndpointFile = "beamer-endpoint"
+
+// LockFile is locked (flock) by the process serving the directory, from
+// before its server starts until it stops: a second process started at
+// the same moment (`beamer controller &` then `beamer ctl …`) waits for
+// the endpoint file instead of starting a server of its own.
+const LockFile = "beamer-lock"
+
+// errServing is StartEmbedded finding another process serving dir.
+var errServing = errors.New("another process serves this directory (it holds " + LockFile + ")")
+
+// lockDir takes dir's lock without waiting.
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, LockFile), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("etcdstore: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("etcdstore: %s: %w", dir, errServing)
+		}
+		return nil, fmt.Errorf("etcdstore: locking %s: %w", filepath.Join(dir, LockFile), err)
+	}
+	return f, nil
+}
 
 // StartEmbedded starts the server and waits until it serves clients.
 func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
@@ -60,6 +87,16 @@ func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("etcdstore: data directory: %w", err)
 	}
+	lock, err := lockDir(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			lock.Close()
+		}
+	}()
 	scheme := "http"
 	if cfg.TLS != nil {
 		scheme = "https"
@@ -115,7 +152,8 @@ func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
 		e.Close()
 		return nil, fmt.Errorf("etcdstore: %w", err)
 	}
-	return &Embedded{etcd: e, endpoint: ep, dir: cfg.Dir}, nil
+	started = true
+	return &Embedded{etcd: e, endpoint: ep, dir: cfg.Dir, lock: lock}, nil
 }
 
 // listenURL resolves port 0 to a free port now: etcd must advertise the
@@ -160,7 +198,7 @@ func (e *Embedded) Endpoint() string { return e.endpoint }
 func (e *Embedded) Close() error {
 	os.Remove(filepath.Join(e.dir, EndpointFile))
 	e.etcd.Close()
-	return nil
+	return e.lock.Close() // releases the lock: the directory is free
 }
 
 // OpenEmbedded returns a Store on the embedded etcd of dir: if a beamer
@@ -171,30 +209,47 @@ func OpenEmbedded(ctx context.Context, cfg EmbedConfig, client Config) (*Store, 
 	if cfg.TLS != nil && client.TLS == nil {
 		return nil, fmt.Errorf("etcdstore: the embedded etcd of %s would serve TLS: this process needs the CA and a client certificate to use it too (store URL ca=, cert=, key=)", cfg.Dir)
 	}
-	var running error // why the server named in the endpoint file was not used
-	if b, err := os.ReadFile(filepath.Join(cfg.Dir, EndpointFile)); err == nil {
-		c := client
-		ep := strings.TrimSpace(string(b))
-		c.Endpoints = []string{ep}
-		c.DialTimeout = 2 * time.Second
-		if strings.HasPrefix(ep, "https://") && c.TLS == nil {
-			return nil, fmt.Errorf("etcdstore: the embedded etcd of %s serves TLS (%s): this process needs the CA and a client certificate (store URL ca=, cert=, key=)", cfg.Dir, ep)
+	for {
+		var running error // why the server named in the endpoint file was not used
+		if b, err := os.ReadFile(filepath.Join(cfg.Dir, EndpointFile)); err == nil {
+			c := client
+			ep := strings.TrimSpace(string(b))
+			c.Endpoints = []string{ep}
+			c.DialTimeout = 2 * time.Second
+			if strings.HasPrefix(ep, "https://") && c.TLS == nil {
+				return nil, fmt.Errorf("etcdstore: the embedded etcd of %s serves TLS (%s): this process needs the CA and a client certificate (store URL ca=, cert=, key=)", cfg.Dir, ep)
+			}
+			s, err := Open(ctx, c)
+			if err == nil {
+				return s, nil
+			}
+			running = fmt.Errorf("the server named in %s (%s) did not answer: %w", filepath.Join(cfg.Dir, EndpointFile), ep, err)
 		}
-		s, err := Open(ctx, c)
-		if err == nil {
-			return s, nil
+		e, err := StartEmbedded(cfg)
+		if errors.Is(err, errServing) && running == nil {
+			// Another process is starting its server: its endpoint
+			// file comes once it serves.
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("etcdstore: another process holds %s but its embedded etcd wrote no endpoint before the deadline: %w", filepath.Join(cfg.Dir, LockFile), ctx.Err())
+			case <-time.After(100 * time.Millisecond):
+				continue
+			}
 		}
-		running = fmt.Errorf("the server named in %s (%s) did not answer: %w", filepath.Join(cfg.Dir, EndpointFile), ep, err)
+		if err != nil {
+			if running != nil {
+				// Most often the server is alive and refused us (TLS): say so
+				// rather than only "address in use".
+				return nil, fmt.Errorf("etcdstore: %v; starting a server here failed too: %w", running, err)
+			}
+			return nil, err
+		}
+		return openOn(ctx, e, client)
 	}
-	e, err := StartEmbedded(cfg)
-	if err != nil {
-		if running != nil {
-			// Most often the server is alive and refused us (TLS): say so
-			// rather than only "address in use".
-			return nil, fmt.Errorf("etcdstore: %v; starting a server here failed too: %w", running, err)
-		}
-		return nil, err
-	}
+}
+
+// openOn connects to the server this process started.
+func openOn(ctx context.Context, e *Embedded, client Config) (*Store, error) {
 	client.Endpoints = []string{e.Endpoint()}
 	s, err := Open(ctx, client)
 	if err != nil {

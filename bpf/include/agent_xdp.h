@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The agent's fast path in XDP, for servers whose NIC runs XDP natively
+ * (pkg/dataplane Agent.AttachXDP; the tc program stays attached behind it).
+ *
+ * Decapsulating in tc costs bpf_skb_adjust_room on a socket buffer already
+ * built; in XDP it is moving the Ethernet header forward by the outer
+ * header's length before the kernel builds the buffer. So the common case
+ * is decided here, and only it: a packet this XDP program decapsulates is
+ * one the tc program would have decapsulated with the same state —
+ *
+ *   - a SYN (always kept), a packet without the option (kept), or
+ *   - a packet from a mux at exactly the newest (incarnation, generation)
+ *     this server remembers, whose option names no previous owner that
+ *     could take it (no chaining possible, so no socket lookup needed);
+ *
+ * with every check of the tc path passed (trusted source, outer and inner
+ * headers, option, known VIP). Everything else — a newer generation (which
+ * must be remembered), an older one (socket lookup, maybe a drop), a
+ * chainable packet (clock, window, redirect), Cheetah VIPs (their echo is
+ * rewritten), other protocols, anything malformed or untrusted — goes on
+ * untouched (XDP_PASS) to the tc program, which decides and counts it as
+ * before. This path changes no state but its counters, so what the tc path
+ * guarantees (daisy chaining, SYN cookies, generation checks) holds
+ * unchanged. A packet decapsulated here reaches the tc program as a plain
+ * IPv4 packet and is counted there as pass_not_encap too.
+ */
+#ifndef BEAMER_AGENT_XDP_H
+#define BEAMER_AGENT_XDP_H
+
+/* Strips the outer header: the Ethernet header moves forward over it. */
+INLINE int xdp_decap(struct xdp_md *ctx, int outer_len, enum agent_counter why)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+
+	if ((void *)(eth + 1) + OUTER_LEN_MAX > data_end)
+		return XDP_PASS; /* checked by the caller; keeps the verifier sure */
+	if (outer_len < OUTER_LEN_PLAIN || outer_len > OUTER_LEN_MAX)
+		return XDP_PASS;
+	struct ethhdr copy = *eth;
+	if (bpf_xdp_adjust_head(ctx, outer_len))
+		return XDP_PASS; /* tc decapsulates it instead */
+	data = (void *)(long)ctx->data;
+	data_end = (void *)(long)ctx->data_end;
+	eth = data;
+	if ((void *)(eth + 1) > data_end)
+		return XDP_DROP; /* cannot happen: the inner headers were there */
+	*eth = copy;
+	agent_count(why);
+	agent_count(AGENT_XDP_DECAP);
+	return XDP_PASS;
+}
+
+SEC("xdp")
+int beamer_agent_xdp(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct iphdr *outer = ipv4_after_eth(data, data_end);
+
+	if (!outer || outer->protocol != IPPROTO_IPIP || outer->daddr != local_addr)
+		return XDP_PASS;
+	struct lpm_v4_key src = {.prefixlen = 32, .addr = outer->saddr};
+	if (!bpf_map_lookup_elem(&trusted_sources, &src))
+		return XDP_PASS;
+	if (outer->version != 4 || (outer->frag_off & bpf_htons(IP_MF | IP_OFFSET)))
+		return XDP_PASS;
+	/* The tc path's checks, in the same order; any failure is its to count. */
+	__u16 outer_tot = bpf_ntohs(outer->tot_len);
+	if ((void *)outer + outer_tot > data_end)
+		return XDP_PASS;
+	/* Every packet worth decapsulating holds the longest outer header's
+	 * worth of bytes after the outer header's start (inner IPv4 + TCP). */
+	if ((void *)outer + OUTER_LEN_MAX > data_end)
+		return XDP_PASS;
+	struct beamer_opt *opt = NULL;
+	int outer_len = outer->ihl * 4;
+	int n = 0;
+	if (outer_len > OUTER_LEN_PLAIN) {
+		opt = (void *)(outer + 1);
+		if (outer_len < OUTER_LEN_OPT || outer_len > OUTER_LEN_MAX || opt->type != BEAMER_OPT_TYPE ||
+		    opt->len != outer_len - OUTER_LEN_PLAIN)
+			return XDP_PASS;
+		n = (outer_len - OUTER_LEN_OPT) >> 2;
+		if (opt->hop > n)
+			return XDP_PASS;
+	} else if (outer_len != OUTER_LEN_PLAIN) {
+		return XDP_PASS;
+	}
+	struct iphdr *ip = (void *)outer + outer_len;
+	if ((void *)(ip + 1) > data_end || outer_tot < outer_len)
+		return XDP_PASS;
+	struct tcphdr *tcp;
+	if (check_ipv4_plain(ip, outer_tot - outer_len) != PARSE_OK || parse_tcp_after(ip, data_end, &tcp) != PARSE_OK)
+		return XDP_PASS;
+	struct agent_vip *vip = bpf_map_lookup_elem(&agent_vips, &ip->daddr);
+	if (!vip)
+		return XDP_PASS;
+	if (cheetah_vips_in_use && bpf_map_lookup_elem(&cheetah_vips, &ip->daddr))
+		return XDP_PASS; /* the echo is rewritten in tc */
+
+	if (tcp->syn && !tcp->ack)
+		return xdp_decap(ctx, outer_len, AGENT_LOCAL_SYN);
+	if (!opt)
+		return xdp_decap(ctx, OUTER_LEN_PLAIN, AGENT_STACK_NO_OPTION);
+
+	/* Exactly the newest remembered: nothing to remember, not stale. */
+	__u64 epoch = (__u64)bpf_ntohl(opt->incarnation) << 32 | bpf_ntohl(opt->generation);
+	__u32 ka = vip->slot * 2, kb = vip->slot * 2 + 1;
+	__u64 *wa = bpf_map_lookup_elem(&generation_seen, &ka);
+	__u64 *wb = bpf_map_lookup_elem(&generation_seen, &kb);
+	if (!wa || !wb)
+		return XDP_PASS;
+	__u64 a = READ_ONCE_U64(wa), b = READ_ONCE_U64(wb);
+	if (epoch != (a > b ? a : b))
+		return XDP_PASS;
+	/* A previous owner that could take it: the tc path decides. */
+	if (vip->window && opt->hop < n) {
+#pragma unroll
+		for (int i = 0; i < BEAMER_MAX_CHAIN; i++)
+			if (i >= opt->hop && i < n && opt->prev[i] != local_addr)
+				return XDP_PASS;
+	}
+	return xdp_decap(ctx, outer_len, AGENT_TO_STACK);
+}
+
+#endif

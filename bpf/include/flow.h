@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The flow frame: what the mux parses out of a packet once, before any
+ * strategy looks at it. Every decide_NAME (bpf/strategy/NAME.h) reads the
+ * flow instead of the transport header, so a strategy does not care
+ * whether the packet is TCP or UDP: the 5-tuple, the protocol and, for
+ * TCP, the flags byte are all it needs. (Cheetah alone also reads the TCP
+ * timestamp option; it gets the header pointer beside the flow.)
+ */
+#ifndef BEAMER_FLOW_H
+#define BEAMER_FLOW_H
+
+#include "defs.h"
+#include "parse.h"
+#include "flow_hash.h"
+
+/* TCP flag bits as they sit in byte 13 of the TCP header. */
+#define TCPF_FIN 0x01
+#define TCPF_SYN 0x02
+#define TCPF_RST 0x04
+#define TCPF_ACK 0x10
+
+struct flow {
+	__be32 saddr;   /* client */
+	__be32 daddr;   /* VIP */
+	__be16 sport;   /* network order, as in the packet */
+	__be16 dport;
+	__u8 proto;     /* IPPROTO_TCP or IPPROTO_UDP */
+	__u8 tcp_flags; /* TCP: byte 13 of the header (TCPF_*); 0 otherwise */
+	__u16 l4_off;   /* offset of the transport header from the IPv4 header */
+};
+
+/* A connection request: SYN without ACK. Never true for UDP. */
+INLINE int flow_is_syn(const struct flow *f)
+{
+	return (f->tcp_flags & (TCPF_SYN | TCPF_ACK)) == TCPF_SYN;
+}
+
+/* The flow hash of the packet (flow_hash.h), seeded with its protocol. */
+INLINE __u32 flow_hash_of(const struct flow *f)
+{
+	return flow_hash(f->saddr, f->daddr, f->sport, f->dport, f->proto);
+}
+
+/* Host-order destination port. */
+INLINE __u16 flow_dport(const struct flow *f)
+{
+	return bpf_ntohs(f->dport);
+}
+
+/* Fills f from a validated 20-byte IPv4 header (check_ipv4_plain) and the
+ * TCP header after it; *tcpp is the TCP header for the few who need more
+ * than the flow. */
+INLINE enum parse_verdict parse_flow(struct iphdr *ip, void *data_end, struct flow *f, struct tcphdr **tcpp)
+{
+	struct tcphdr *tcp;
+	enum parse_verdict pv = parse_tcp_after(ip, data_end, &tcp);
+
+	if (pv != PARSE_OK)
+		return pv;
+	f->saddr = ip->saddr;
+	f->daddr = ip->daddr;
+	f->sport = tcp->source;
+	f->dport = tcp->dest;
+	f->proto = IPPROTO_TCP;
+	f->tcp_flags = ((__u8 *)tcp)[13];
+	f->l4_off = sizeof(*ip);
+	*tcpp = tcp;
+	return PARSE_OK;
+}
+
+#endif

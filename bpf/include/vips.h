@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Finding a packet's VIP record in two cache lines, without a helper call:
+ *
+ *   vip_front    a tiny exact-match table: VIP_FRONT_LINES lines of 8
+ *                64-bit words; a VIP lives in one word of line
+ *                hash(address), the word holding its address (bits 0-31,
+ *                as in the packet) and the index + 1 of its record (bits
+ *                32-47); 0 is an empty word.
+ *   vip_records  the records, one cache line each (union vip_record).
+ *
+ * Both are global arrays, whose lookups the verifier turns into address
+ * arithmetic (no helper call, no hashing of a key, no bucket walk), unlike
+ * the hash map this replaces (16-28 ns per packet, issue 18).
+ *
+ * Never torn, never half published (pkg/dataplane vips.go): a front word is
+ * written with one aligned atomic store and a VIP never changes word while
+ * it exists, so a packet finds the old record or the new one. A record
+ * named by no word is filled whole before a word names it, and a record a
+ * word stopped naming is reused only after an RCU grace period, when no
+ * packet that read the old word can still be reading it. The one field that
+ * changes while a word names the record — the version, generation and
+ * incarnation — is one aligned 64-bit word, stored atomically.
+ */
+#ifndef BEAMER_VIPS_H
+#define BEAMER_VIPS_H
+
+#include "defs.h"
+#include "mux_maps.h"
+
+#define VIP_FRONT_BITS 11
+#define VIP_FRONT_LINES (1 << VIP_FRONT_BITS) /* 2048 lines for at most MAX_VIPS (1024) */
+#define VIP_FRONT_WAYS 8                      /* words per line: one cache line */
+#define VIP_RECORDS (4 * MAX_VIPS)            /* live ones, and retired ones awaiting a grace period */
+
+struct vip_front_line {
+	__u64 w[VIP_FRONT_WAYS];
+};
+
+_Static_assert(sizeof(struct vip_front_line) == 64, "a front line is one cache line");
+
+/* A record padded to a cache line: array values are laid out from a page
+ * boundary, so each record is one line. */
+union vip_record {
+	struct vip_info info;
+	__u8 line[64];
+};
+
+_Static_assert(sizeof(union vip_record) == 64, "a VIP record is one cache line");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, VIP_FRONT_LINES);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct vip_front_line);
+} vip_front SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, VIP_RECORDS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, union vip_record);
+} vip_records SEC(".maps");
+
+/* The line of a VIP: a multiplicative (Fibonacci) hash of the host-order
+ * address, which spreads the consecutive addresses of a prefix over lines
+ * (pkg/dataplane vipLine is its twin). */
+INLINE __u32 vip_line(__be32 addr)
+{
+	return (bpf_ntohl(addr) * 2654435761u) >> (32 - VIP_FRONT_BITS);
+}
+
+/* The record of the VIP daddr, or NULL when daddr is no VIP. */
+INLINE struct vip_info *vip_find(__be32 daddr)
+{
+	__u32 line = vip_line(daddr);
+	struct vip_front_line *l = bpf_map_lookup_elem(&vip_front, &line);
+	__u32 rec = 0;
+
+	if (!l)
+		return NULL;
+#pragma unroll
+	for (int i = 0; i < VIP_FRONT_WAYS; i++) {
+		__u64 w = READ_ONCE_U64(&l->w[i]);
+		if (!rec && (__u32)w == (__u32)daddr)
+			rec = (__u32)(w >> 32) & 0xffff;
+	}
+	if (!rec)
+		return NULL;
+	rec -= 1;
+	union vip_record *r = bpf_map_lookup_elem(&vip_records, &rec);
+	return r ? &r->info : NULL;
+}
+
+#endif

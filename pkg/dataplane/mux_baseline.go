@@ -1,0 +1,233 @@
+package dataplane
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+)
+
+// The compare mode of `beamer bench dataplane`: a baseline build of the mux
+// (an earlier commit's muxbench_bpfel.o, or one saved with `beamer bench
+// save-baseline`) is loaded beside the current one, in the same process, on
+// the current one's maps — so both programs read the very same tables, and
+// the only difference measured is the code. That needs the baseline to read
+// the maps as this build writes them: a baseline whose maps differ in type,
+// key, value or value layout is refused with the differences named (compare
+// such builds with their own `beamer bench dataplane` instead).
+
+// MuxBenchObject is the benchmark build of the mux compiled into this
+// binary: what `beamer bench save-baseline` writes.
+func MuxBenchObject() []byte { return bytes.Clone(_MuxBenchBytes) }
+
+func muxBenchOrderVersion() *ebpf.VariableSpec {
+	spec, err := loadMuxBench()
+	if err != nil {
+		return nil
+	}
+	return spec.Variables["bench_order_version"]
+}
+
+// MuxBaseline is a baseline benchmark build loaded on a Mux's maps.
+type MuxBaseline struct {
+	coll  *ebpf.Collection
+	bench *ebpf.Program
+	empty *ebpf.Program
+	flows *ebpf.Variable
+}
+
+// LoadBaseline loads obj, a benchmark build of the mux, on m's maps (m
+// must be a benchmark build too). Its constants (mux address, limits) are
+// copied from m.
+func (m *Mux) LoadBaseline(obj []byte) (*MuxBaseline, error) {
+	if m.bench.Bench == nil {
+		return nil, errors.New("the compare mode needs the benchmark build of the current mux")
+	}
+	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(obj))
+	if err != nil {
+		return nil, fmt.Errorf("baseline object: %w", err)
+	}
+	for _, p := range []string{"beamer_mux_bench", "empty_bench"} {
+		if spec.Programs[p] == nil {
+			return nil, fmt.Errorf("baseline object has no program %s: not a benchmark build of the mux (pkg/dataplane/muxbench_bpfel.o)", p)
+		}
+	}
+	if spec.Variables["bench_flows"] == nil {
+		return nil, errors.New("baseline object has no bench_flows variable: not a benchmark build of the mux")
+	}
+	// Both must visit the flows in the same order, or the figures differ by
+	// method (an older build replays them in insertion order).
+	if v := spec.Variables["bench_order_version"]; v == nil {
+		return nil, errors.New("baseline object visits its flows in insertion order (built before the random order): not comparable")
+	} else if want := muxBenchOrderVersion(); want != nil {
+		var got, cur uint32
+		if err := v.Get(&got); err != nil || want.Get(&cur) != nil || got != cur {
+			return nil, fmt.Errorf("baseline object visits its flows in order %d, this build in order %d: not comparable", got, cur)
+		}
+	}
+	cur, err := loadMuxBench()
+	if err != nil {
+		return nil, err
+	}
+	maps := taggedFields[*ebpf.Map](&m.objs.muxMaps)
+	var problems []string
+	repl := map[string]*ebpf.Map{}
+	for name, ms := range spec.Maps {
+		if strings.HasPrefix(name, ".") {
+			continue // its own global data: constants copied below
+		}
+		cm, have := maps[name]
+		if !have {
+			problems = append(problems, fmt.Sprintf("map %s: not in this build", name))
+			continue
+		}
+		if d := mapDifference(ms, cur.Maps[name]); d != "" {
+			problems = append(problems, fmt.Sprintf("map %s: %s", name, d))
+			continue
+		}
+		// The map exists already: its own sizes are what the loader checks.
+		ms.MaxEntries, ms.Flags = cm.MaxEntries(), cm.Flags()
+		repl[name] = cm
+	}
+	// The decision counters are read through this build's enum.
+	if d := typeDifference(spec.Types, cur.Types, "mux_counter"); d != "" {
+		problems = append(problems, d)
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("the baseline object does not read this build's maps as it writes them:\n  %s", strings.Join(problems, "\n  "))
+	}
+	vars := taggedFields[*ebpf.Variable](&m.objs.muxVariables)
+	for name, vs := range spec.Variables {
+		v, have := vars[name]
+		if !vs.Constant() || !have || v.Size() != vs.Size() {
+			continue
+		}
+		buf := make([]byte, v.Size())
+		if err := v.Get(buf); err != nil {
+			return nil, fmt.Errorf("constant %s: %w", name, err)
+		}
+		if err := vs.Set(buf); err != nil {
+			return nil, fmt.Errorf("baseline constant %s: %w", name, err)
+		}
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: repl})
+	if err != nil {
+		return nil, fmt.Errorf("loading the baseline object: %w", err)
+	}
+	return &MuxBaseline{coll: coll, bench: coll.Programs["beamer_mux_bench"], empty: coll.Programs["empty_bench"], flows: coll.Variables["bench_flows"]}, nil
+}
+
+// BenchProgram is the baseline's mux wrapped to undo its encapsulation.
+func (b *MuxBaseline) BenchProgram() *ebpf.Program { return b.bench }
+
+// EmptyProgram is the baseline's empty program.
+func (b *MuxBaseline) EmptyProgram() *ebpf.Program { return b.empty }
+
+// SetBenchFlows is Mux.SetBenchFlows for the baseline.
+func (b *MuxBaseline) SetBenchFlows(n uint32) error { return b.flows.Set(n) }
+
+// Close unloads the baseline (the shared maps stay with their Mux).
+func (b *MuxBaseline) Close() { b.coll.Close() }
+
+// taggedFields maps the `ebpf:"name"` tags of a bpf2go struct to its fields.
+func taggedFields[T any](s any) map[string]T {
+	out := map[string]T{}
+	v := reflect.ValueOf(s).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		if tag := v.Type().Field(i).Tag.Get("ebpf"); tag != "" {
+			if f, ok := v.Field(i).Interface().(T); ok {
+				out[tag] = f
+			}
+		}
+	}
+	return out
+}
+
+// mapDifference says how a baseline's map differs from this build's ("":
+// the same shape and value layout; sizes of the map itself may differ).
+func mapDifference(a, b *ebpf.MapSpec) string {
+	if b == nil {
+		return "not in this build"
+	}
+	if a.Type != b.Type || a.KeySize != b.KeySize || a.ValueSize != b.ValueSize {
+		return fmt.Sprintf("%v key %d value %d here %v key %d value %d", a.Type, a.KeySize, a.ValueSize, b.Type, b.KeySize, b.ValueSize)
+	}
+	if layout(a.Value) != layout(b.Value) {
+		return fmt.Sprintf("value layout %s, here %s", layout(a.Value), layout(b.Value))
+	}
+	if (a.InnerMap == nil) != (b.InnerMap == nil) {
+		return "map of maps in one build only"
+	}
+	if a.InnerMap != nil {
+		if d := mapDifference(a.InnerMap, b.InnerMap); d != "" {
+			return "inner map: " + d
+		}
+	}
+	return ""
+}
+
+// typeDifference compares a named type of both builds.
+func typeDifference(a, b *btf.Spec, name string) string {
+	var ta, tb btf.Type
+	ea, eb := a.TypeByName(name, &ta), b.TypeByName(name, &tb)
+	if ea != nil || eb != nil {
+		if (ea == nil) != (eb == nil) {
+			return fmt.Sprintf("type %s: in one build only", name)
+		}
+		return ""
+	}
+	if la, lb := layout(ta), layout(tb); la != lb {
+		return fmt.Sprintf("type %s: %s, here %s", name, la, lb)
+	}
+	return ""
+}
+
+// layout renders a BTF type's memory layout: struct members by name,
+// offset and size, enum values; nested structs recursively.
+func layout(t btf.Type) string {
+	switch t := btf.UnderlyingType(t).(type) {
+	case nil:
+		return "?"
+	case *btf.Struct:
+		var b strings.Builder
+		b.WriteString("{")
+		for _, m := range t.Members {
+			sz, _ := btf.Sizeof(m.Type)
+			fmt.Fprintf(&b, "%s@%d:%d%s ", m.Name, m.Offset.Bytes(), sz, sublayout(m.Type))
+		}
+		b.WriteString("}")
+		return b.String()
+	case *btf.Union:
+		var b strings.Builder
+		b.WriteString("union{")
+		for _, m := range t.Members {
+			sz, _ := btf.Sizeof(m.Type)
+			fmt.Fprintf(&b, "%s:%d%s ", m.Name, sz, sublayout(m.Type))
+		}
+		b.WriteString("}")
+		return b.String()
+	case *btf.Enum:
+		var b strings.Builder
+		for _, v := range t.Values {
+			fmt.Fprintf(&b, "%s=%d ", v.Name, v.Value)
+		}
+		return b.String()
+	case *btf.Array:
+		return fmt.Sprintf("[%d]%s", t.Nelems, layout(t.Type))
+	default:
+		sz, _ := btf.Sizeof(t)
+		return fmt.Sprint(sz)
+	}
+}
+
+func sublayout(t btf.Type) string {
+	switch btf.UnderlyingType(t).(type) {
+	case *btf.Struct, *btf.Union, *btf.Array:
+		return layout(t)
+	}
+	return ""
+}

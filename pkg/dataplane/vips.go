@@ -1,0 +1,175 @@
+package dataplane
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Sizes fixed by bpf/include/vips.h.
+const (
+	vipFrontBits = 11
+	vipFrontWays = 8
+	vipRecords   = 4 * 1024
+	vipRecordLen = 64
+)
+
+// vipTable writes the mux's VIP front and records (bpf/include/vips.h): a
+// VIP is one 64-bit word in the front line its address hashes to, naming
+// its record. The rules that keep every packet's view whole:
+//   - a front word is written with one atomic store, and a VIP keeps its
+//     word (line and way) for as long as it exists, so a packet never finds
+//     it twice or not at all while it is published;
+//   - a record is filled while no word names it, then a word is pointed at
+//     it;
+//   - a record a word stopped naming is retired and reused only after an
+//     RCU grace period (graceWait), when no packet can still be reading it;
+//   - the version (generation, incarnation) changes in place, one atomic
+//     64-bit store.
+type vipTable struct {
+	front   *wordArray // VIP_FRONT_LINES × 8 words
+	records *wordArray // VIP_RECORDS × 64 bytes
+	free    []uint16   // records no packet can be reading
+	retired []uint16   // records named by no word since the last grace period
+	where   map[netip.Addr]vipSlot
+	grace   func() error // graceWait; tests count the waits
+}
+
+// vipSlot is where a VIP is: its front word and its record.
+type vipSlot struct {
+	word   uint32 // index of the 64-bit front word
+	record uint16
+}
+
+func newVIPTable(front, records *wordArray) *vipTable {
+	t := &vipTable{front: front, records: records, where: map[netip.Addr]vipSlot{}, grace: graceWait}
+	for i := vipRecords - 1; i >= 0; i-- {
+		t.free = append(t.free, uint16(i))
+	}
+	return t
+}
+
+// vipLine is vip_line in bpf/include/vips.h.
+func vipLine(v netip.Addr) uint32 {
+	a := v.As4()
+	return (binary.BigEndian.Uint32(a[:]) * 2654435761) >> (32 - vipFrontBits)
+}
+
+// frontWord is a VIP's front word: its address as the packet holds it
+// (the program compares the raw 32 bits) and its record + 1.
+func frontWord(v netip.Addr, record uint16) uint64 {
+	a := v.As4()
+	return uint64(binary.LittleEndian.Uint32(a[:])) | (uint64(record)+1)<<32
+}
+
+// fits tells whether vips can all be published now: each front line holds
+// its VIPs already published (those of an instance being replaced too:
+// they leave only after the new records are published) and the new ones.
+func (t *vipTable) fits(vips []netip.Addr) error {
+	need := map[uint32]int{}
+	for _, v := range vips {
+		if _, ok := t.where[v]; !ok {
+			need[vipLine(v)]++
+		}
+	}
+	for line, n := range need {
+		used := 0
+		for way := range uint32(vipFrontWays) {
+			if t.front.load(line*vipFrontWays+way) != 0 {
+				used++
+			}
+		}
+		if used+n > vipFrontWays {
+			return fmt.Errorf("dataplane: %d VIPs hash to front line %d, which has room for %d more (a line holds %d; choose other VIP addresses)",
+				n, line, vipFrontWays-used, vipFrontWays)
+		}
+	}
+	return nil
+}
+
+// set publishes rec for VIP v in a fresh record: a VIP already published
+// has its word pointed at the new record (the old one retired); a new VIP
+// takes a free word of its line.
+func (t *vipTable) set(v netip.Addr, rec muxVipInfo) error {
+	r, err := t.alloc()
+	if err != nil {
+		return err
+	}
+	mem := t.records.mem[int(r)*vipRecordLen : (int(r)+1)*vipRecordLen]
+	clear(mem)
+	*(*muxVipInfo)(unsafe.Pointer(&mem[0])) = rec
+	if s, ok := t.where[v]; ok {
+		t.front.store(s.word, frontWord(v, r))
+		t.retired = append(t.retired, s.record)
+		t.where[v] = vipSlot{word: s.word, record: r}
+		return nil
+	}
+	line := vipLine(v)
+	for way := range uint32(vipFrontWays) {
+		w := line*vipFrontWays + way
+		if t.front.load(w) == 0 {
+			t.front.store(w, frontWord(v, r))
+			t.where[v] = vipSlot{word: w, record: r}
+			return nil
+		}
+	}
+	t.free = append(t.free, r)
+	return fmt.Errorf("dataplane: VIP %v: its front line already holds %d VIPs", v, vipFrontWays)
+}
+
+// setVersion stores a published VIP's version word in place.
+func (t *vipTable) setVersion(v netip.Addr, generation, incarnation uint32) error {
+	s, ok := t.where[v]
+	if !ok {
+		return fmt.Errorf("dataplane: VIP %v is not published", v)
+	}
+	p := (*uint64)(unsafe.Pointer(&t.records.mem[int(s.record)*vipRecordLen]))
+	atomic.StoreUint64(p, uint64(incarnation)<<32|uint64(generation))
+	return nil
+}
+
+// remove unpublishes v: its word is cleared, its record retired.
+func (t *vipTable) remove(v netip.Addr) {
+	s, ok := t.where[v]
+	if !ok {
+		return
+	}
+	t.front.store(s.word, 0)
+	t.retired = append(t.retired, s.record)
+	delete(t.where, v)
+}
+
+// alloc takes a record no packet can be reading, waiting for a grace
+// period first when only retired ones are left.
+func (t *vipTable) alloc() (uint16, error) {
+	if len(t.free) == 0 && len(t.retired) > 0 {
+		if err := t.grace(); err != nil {
+			return 0, err
+		}
+		t.free, t.retired = t.retired, nil
+	}
+	if len(t.free) == 0 {
+		return 0, fmt.Errorf("dataplane: all %d VIP records in use", vipRecords)
+	}
+	r := t.free[len(t.free)-1]
+	t.free = t.free[:len(t.free)-1]
+	return r, nil
+}
+
+// memberbarrierCmdGlobal is MEMBARRIER_CMD_GLOBAL (linux/membarrier.h).
+const memberbarrierCmdGlobal = 1
+
+// graceWait returns once every BPF program that was running when it was
+// called has finished: MEMBARRIER_CMD_GLOBAL waits for an RCU grace
+// period (synchronize_rcu), and XDP programs run inside RCU read-side
+// sections — the wait the kernel itself does after a map-in-map update.
+func graceWait() error {
+	if _, _, e := unix.Syscall(unix.SYS_MEMBARRIER, memberbarrierCmdGlobal, 0, 0); e != 0 {
+		return fmt.Errorf("dataplane: waiting for an RCU grace period (membarrier): %w", e)
+	}
+	return nil
+}

@@ -1,0 +1,193 @@
+package dpbench
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Markdown renderings of a report, for the generated docs/performance.md
+// (`beamer bench doc`): every figure in that document comes from here.
+
+func thousands(n int) string { return Thousands(fmt.Sprint(n)) }
+
+// Thousands puts commas between the thousands of a decimal integer.
+func Thousands(s string) string {
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func cell(f *Figure) (string, string) {
+	if f == nil {
+		return "–", "–"
+	}
+	return fmt.Sprintf("%.0f (%.0f–%.0f)", f.NsMedian, f.NsMin, f.NsMax), fmt.Sprintf("%.0f", f.NsNet)
+}
+
+// ProgramTable renders the rows whose name passes keep.
+func (r *Report) ProgramTable(keep func(name string) bool) string {
+	var b strings.Builder
+	head := "| program | flows | buckets | batched ns, median (min–max) | net | per packet ns, median (min–max) | net | Mpps/core (batched) | path verified |"
+	sep := "|---|---|---|---|---|---|---|---|---|"
+	if r.Baseline != "" {
+		head += " baseline batched ns | net | baseline verified |"
+		sep += "---|---|---|"
+	}
+	fmt.Fprintln(&b, head)
+	fmt.Fprintln(&b, sep)
+	for _, p := range r.Programs {
+		if !keep(p.Name) {
+			continue
+		}
+		buckets := ""
+		if p.Buckets > 0 {
+			buckets = thousands(p.Buckets)
+		}
+		pp, ppNet := cell(p.PerPacket)
+		verified := "–"
+		if !strings.Contains(p.Name, "empty") && !strings.Contains(p.Name, "floor") {
+			verified = "no"
+			if p.PathVerified && (p.PerPacket == nil || p.PerPacket.PathVerified) {
+				verified = "yes"
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %.0f (%.0f–%.0f) | %.0f | %s | %s | %.1f | %s |", p.Name, thousands(p.Flows), buckets,
+			p.NsPerPacket, p.NsMin, p.NsMax, p.NsNet, pp, ppNet, p.MppsPerCore, verified)
+		if r.Baseline != "" {
+			bb, bNet := cell(p.Baseline)
+			ok := "–"
+			if p.Baseline != nil {
+				ok = fmt.Sprint(p.Baseline.PathVerified)
+			}
+			fmt.Fprintf(&b, " %s | %s | %s |", bb, bNet, ok)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// MuxTable is the mux's rows and the XDP floors.
+func (r *Report) MuxTable() string {
+	return r.ProgramTable(func(n string) bool {
+		return !strings.HasPrefix(n, "agent") && n != "empty-tc" && n != "decap-floor" && n != "decap-floor-xdp"
+	})
+}
+
+// AgentTable is the agent's rows (tc and XDP) and their floors.
+func (r *Report) AgentTable() string {
+	return r.ProgramTable(func(n string) bool {
+		return strings.HasPrefix(n, "agent") || n == "empty-tc" || n == "decap-floor" || n == "decap-floor-xdp" || n == "empty"
+	})
+}
+
+// Method describes how the figures of this report were taken.
+func (r *Report) Method() string {
+	return fmt.Sprintf("batched: one BPF_PROG_TEST_RUN of %s repetitions of the benchmark build per trial; per packet: %s test runs "+
+		"of the production program with repeat 1 per trial; median (min–max) of %d trials; kernel-reported time",
+		thousands(r.Repeat), thousands(r.PerPacket), r.Trials)
+}
+
+// Target is one of issue 18's targets checked against this run.
+type Target struct {
+	What, Batched, PerPacket, Verdict string
+}
+
+// Targets checks the mux and agent targets on both methods.
+func (r *Report) Targets() []Target {
+	var out []Target
+	netOf := func(name string, buckets int) (*Row, bool) {
+		p := r.find(name, 0, buckets)
+		return p, p != nil && p.PerPacket != nil
+	}
+	verdict := func(ok1, ok2 bool) string {
+		switch {
+		case ok1 && ok2:
+			return "met (both methods)"
+		case ok1 || ok2:
+			return "met by one method only"
+		}
+		return "not met"
+	}
+	for _, c := range []struct {
+		buckets int
+		limit   float64
+	}{{1000, 60}, {1_000_000, 110}} {
+		if p, ok := netOf("beamer", c.buckets); ok {
+			out = append(out, Target{What: fmt.Sprintf("Beamer ≤ %.0f ns net at %s buckets", c.limit, thousands(c.buckets)),
+				Batched: fmt.Sprintf("%.0f", p.NsNet), PerPacket: fmt.Sprintf("%.0f", p.PerPacket.NsNet),
+				Verdict: verdict(p.NsNet <= c.limit, p.PerPacket.NsNet <= c.limit)})
+		}
+	}
+	if p, ok := netOf("beamer", 1000); ok {
+		if e, ok := netOf("encap-floor", 0); ok && e.NsNet > 0 && e.PerPacket.NsNet > 0 {
+			a, b := p.NsNet/e.NsNet, p.PerPacket.NsNet/e.PerPacket.NsNet
+			out = append(out, Target{What: "Beamer ≤ 2 × the encapsulation floor at 1,000 buckets (net / net)",
+				Batched: fmt.Sprintf("%.1f ×", a), PerPacket: fmt.Sprintf("%.1f ×", b), Verdict: verdict(a <= 2, b <= 2)})
+		}
+	}
+	if p := r.find("maglev", 1_000_000, 0); p != nil && p.PerPacket != nil {
+		// Issue 18 measured 451–526 ns net per packet before the mux work.
+		out = append(out, Target{What: "Maglev at 1M flows in random order no slower than before (≤ 526 ns net per packet, issue 18)",
+			Batched: fmt.Sprintf("%.0f", p.NsNet), PerPacket: fmt.Sprintf("%.0f", p.PerPacket.NsNet),
+			Verdict: verdict(p.PerPacket.NsNet <= 526, p.PerPacket.NsNet <= 526)})
+	}
+	ratio := func(name, empty, what string) {
+		p, e := r.find(name, 0, 0), r.find(empty, 0, 0)
+		if p == nil || e == nil || p.PerPacket == nil || e.PerPacket == nil {
+			return
+		}
+		a, b := p.NsPerPacket/e.NsPerPacket, p.PerPacket.NsMedian/e.PerPacket.NsMedian
+		out = append(out, Target{What: what, Batched: fmt.Sprintf("%.1f ×", a), PerPacket: fmt.Sprintf("%.1f ×", b), Verdict: verdict(a <= 1.3, b <= 1.3)})
+	}
+	ratio("agent-local", "empty-tc", "agent fast path (tc) ≤ 1.3 × an empty tc program")
+	ratio("agent-xdp-local", "empty", "agent fast path (XDP) ≤ 1.3 × an empty XDP program")
+	return out
+}
+
+// TargetTable renders Targets.
+func (r *Report) TargetTable() string {
+	var b strings.Builder
+	fmt.Fprintln(&b, "| target | batched | per packet | |")
+	fmt.Fprintln(&b, "|---|---|---|---|")
+	for _, t := range r.Targets() {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.What, t.Batched, t.PerPacket, t.Verdict)
+	}
+	return b.String()
+}
+
+// LiveTable renders the live rows.
+func (r *Report) LiveTable() string {
+	var b strings.Builder
+	fmt.Fprintln(&b, "| strategy | table | polls | sent | refused at the mux's ring | forwarded | refused at the sink's ring | forwarded Mpps | mux program ns/packet | mux CPU ns/packet | mux CPU busy | generator CPU ns/packet | sink CPU ns/packet |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, l := range r.Live {
+		polls := fmt.Sprintf("threaded: generator CPU %d, mux CPU %d, sink CPU %d", l.GenCPU, l.MuxCPU, l.SinkCPU)
+		mux, busy, sink := fmt.Sprintf("%.0f", l.MuxNs), fmt.Sprintf("%.0f %%", 100*l.MuxBusy), fmt.Sprintf("%.0f", l.SinkNs)
+		if l.Softirq {
+			polls, mux, busy, sink = "softirq, all on CPU 0", "(in the generator's)", "–", "(in the generator's)"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %.2f | %.0f | %s | %s | %.0f | %s |\n", l.Strategy, thousands(l.Buckets), polls,
+			thousands(l.Sent), thousands(int(l.DropsToMux)), thousands(int(l.Forwarded)), thousands(int(l.DropsToSink)),
+			l.ForwardedMpps, l.ProgramNs, mux, busy, l.GenNs, sink)
+	}
+	return b.String()
+}
+
+// LiveFigure picks a figure of the live rows for the prose: the first
+// threaded (or, with softirq, the first softirq) row of strategy.
+func (r *Report) LiveFigure(strategy string, softirq bool) *LiveRow {
+	for i := range r.Live {
+		if l := &r.Live[i]; l.Strategy == strategy && l.Softirq == softirq {
+			return l
+		}
+	}
+	return nil
+}
+
+// Row finds a row for the prose (flows, buckets 0: any).
+func (r *Report) Row(name string, flows, buckets int) *Row { return r.find(name, flows, buckets) }
