@@ -136,6 +136,7 @@ const (
 	muxBenchProgTrafficGenBench       = "traffic_gen_bench"
 	muxBenchVarAwfdCounterNames       = "awfd_counter_names"
 	muxBenchVarBenchFlows             = "bench_flows"
+	muxBenchVarBenchKey               = "bench_key"
 	muxBenchVarBenchOrderVersion      = "bench_order_version"
 	muxBenchVarBenchSeq               = "bench_seq"
 	muxBenchVarCheetahMuxCounterMax   = "cheetah_mux_counter_max"
@@ -224,6 +225,7 @@ type muxBenchMapSpecs struct {
 type muxBenchVariableSpecs struct {
 	AwfdCounterNames       *ebpf.VariableSpec `ebpf:"awfd_counter_names"`
 	BenchFlows             *ebpf.VariableSpec `ebpf:"bench_flows"`
+	BenchKey               *ebpf.VariableSpec `ebpf:"bench_key"`
 	BenchOrderVersion      *ebpf.VariableSpec `ebpf:"bench_order_version"`
 	BenchSeq               *ebpf.VariableSpec `ebpf:"bench_seq"`
 	CheetahMuxCounterMax   *ebpf.VariableSpec `ebpf:"cheetah_mux_counter_max"`
@@ -301,6 +303,7 @@ func (m *muxBenchMaps) Close() error {
 type muxBenchVariables struct {
 	AwfdCounterNames       *ebpf.Variable `ebpf:"awfd_counter_names"`
 	BenchFlows             *ebpf.Variable `ebpf:"bench_flows"`
+	BenchKey               *ebpf.Variable `ebpf:"bench_key"`
 	BenchOrderVersion      *ebpf.Variable `ebpf:"bench_order_version"`
 	BenchSeq               *ebpf.Variable `ebpf:"bench_seq"`
 	CheetahMuxCounterMax   *ebpf.Variable `ebpf:"cheetah_mux_counter_max"`
