@@ -24,6 +24,11 @@ func addStoreFlag(cmd *cobra.Command) *string {
 // insecureStore is --insecure.
 var insecureStore bool
 
+// embedWait is how long a command given embed:// waits for another process
+// (the controller) to serve the directory before serving it itself; the
+// controller, the store's owner, sets it to 0.
+var embedWait = 3 * time.Second
+
 // checkStore refuses a bad or insecure store URL without connecting.
 func checkStore(url string) error {
 	if err := storeurl.Check(url, storeurl.Options{Insecure: insecureStore}); err != nil {
@@ -36,7 +41,7 @@ func checkStore(url string) error {
 func openStore(ctx context.Context, url string) (store.Store, *storeurl.Target, error) {
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	s, t, err := storeurl.OpenWith(octx, url, storeurl.Options{Insecure: insecureStore})
+	s, t, err := storeurl.OpenWith(octx, url, storeurl.Options{Insecure: insecureStore, WaitForServer: embedWait})
 	if err != nil {
 		return nil, nil, fmt.Errorf("open store: %w", err)
 	}
