@@ -36,6 +36,10 @@ type Options struct {
 	// Capacity says what GET /v1/capacity measures; nil (or no Iface):
 	// the endpoint answers 404.
 	Capacity *CapacityOptions
+	// Cheetah takes the keys the controller pushes (PUT /v1/cheetah,
+	// cheetah.go) from callers in PushFrom; nil: the endpoint answers 404.
+	Cheetah  func(CheetahPush) error
+	PushFrom []netip.Prefix
 	// ServerID and Params are the agent's configuration, checked against
 	// what a health probe expects (Expect); zero/absent are not checked.
 	ServerID uint16
@@ -52,7 +56,10 @@ type Server struct {
 	probes chan struct{}
 	dumps  chan struct{}
 	// sampler measures capacity (capacity.go); nil when not configured.
-	sampler    *sampler
+	sampler *sampler
+	// cheetah and pushFrom take pushed keys (cheetah.go).
+	cheetah    func(CheetahPush) error
+	pushFrom   []netip.Prefix
 	serverID   uint16
 	params     map[netip.Addr]VIPParams
 	onMismatch func(netip.Addr, string)
@@ -67,6 +74,7 @@ func NewServer(o Options) (*Server, error) {
 		o.MaxProbes = 32
 	}
 	s := &Server{vips: slices.Clone(o.VIPs), ns: o.Netns, probes: make(chan struct{}, o.MaxProbes), dumps: make(chan struct{}, 2),
+		cheetah: o.Cheetah, pushFrom: slices.Clone(o.PushFrom),
 		serverID: o.ServerID, params: o.Params, onMismatch: o.OnMismatch}
 	if s.ns <= 0 { // unset (fd 0 is never a namespace)
 		h, err := netns.Get()
@@ -96,6 +104,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET "+ConnectionsPath, s.connections)
 	mux.HandleFunc("GET "+CapacityPath, s.capacity)
 	mux.HandleFunc("GET "+SignaturesPath, s.signatures)
+	mux.HandleFunc("PUT "+CheetahPath, s.cheetahPush)
 	return mux
 }
 

@@ -27,15 +27,19 @@ import (
 
 // Daemon is a running agent.
 type Daemon struct {
-	cfg     config.Agent
-	opts    Options
-	node    *nodestate.Record
-	agent   *dataplane.Agent
-	link    link.Link
-	egress  link.Link // cheetah's cookie writer (cheetah.go), nil without a Cheetah VIP
-	xdp     link.Link // the XDP fast path (xdp.go), nil without one
-	metrics *metrics.Server
-	api     *agentapi.Endpoint
+	cfg    config.Agent
+	opts   Options
+	node   *nodestate.Record
+	agent  *dataplane.Agent
+	link   link.Link
+	egress link.Link // cheetah's cookie writer (cheetah.go), nil without a Cheetah VIP
+	// cheetahMu guards egress and cheetahVIPs (the VIPs with keys) against
+	// the API's key pushes.
+	cheetahMu   sync.Mutex
+	cheetahVIPs []netip.Addr
+	xdp         link.Link // the XDP fast path (xdp.go), nil without one
+	metrics     *metrics.Server
+	api         *agentapi.Endpoint
 
 	stop     chan struct{}
 	stopOnce sync.Once // Close after Abandon (or twice) must not panic

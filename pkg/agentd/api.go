@@ -33,6 +33,7 @@ func (d *Daemon) serveAPI() error {
 	var err error
 	d.api, err = agentapi.Serve(addr, agentapi.Options{VIPs: vips,
 		Capacity: &agentapi.CapacityOptions{Iface: d.cfg.Interface, RateBps: d.cfg.CapacityBps},
+		Cheetah:  d.takeCheetahKeys, PushFrom: d.cfg.PushFrom(),
 		ServerID: uint16(d.cfg.ServerID), Params: params, OnMismatch: mismatchLogger()})
 	return err
 }

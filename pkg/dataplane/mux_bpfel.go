@@ -47,7 +47,8 @@ const (
 	muxCheetahMuxCounterCHEETAH_MUX_BAD_COOKIE  muxCheetahMuxCounter = 3
 	muxCheetahMuxCounterCHEETAH_MUX_FALLBACK    muxCheetahMuxCounter = 4
 	muxCheetahMuxCounterCHEETAH_MUX_NO_PICK     muxCheetahMuxCounter = 5
-	muxCheetahMuxCounterCHEETAH_MUX_COUNTER_MAX muxCheetahMuxCounter = 6
+	muxCheetahMuxCounterCHEETAH_MUX_COOKIE_KEY1 muxCheetahMuxCounter = 6
+	muxCheetahMuxCounterCHEETAH_MUX_COUNTER_MAX muxCheetahMuxCounter = 7
 )
 
 type muxCheetahMuxInst struct {

@@ -47,7 +47,8 @@ const (
 	muxBenchCheetahMuxCounterCHEETAH_MUX_BAD_COOKIE  muxBenchCheetahMuxCounter = 3
 	muxBenchCheetahMuxCounterCHEETAH_MUX_FALLBACK    muxBenchCheetahMuxCounter = 4
 	muxBenchCheetahMuxCounterCHEETAH_MUX_NO_PICK     muxBenchCheetahMuxCounter = 5
-	muxBenchCheetahMuxCounterCHEETAH_MUX_COUNTER_MAX muxBenchCheetahMuxCounter = 6
+	muxBenchCheetahMuxCounterCHEETAH_MUX_COOKIE_KEY1 muxBenchCheetahMuxCounter = 6
+	muxBenchCheetahMuxCounterCHEETAH_MUX_COUNTER_MAX muxBenchCheetahMuxCounter = 7
 )
 
 type muxBenchCheetahMuxInst struct {
