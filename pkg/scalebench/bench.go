@@ -88,7 +88,11 @@ type Result struct {
 	ControllerIdleCPU float64         `json:"controller_idle_cpu"` // cores used while nothing is asked
 	StoreRSS          int64           `json:"store_rss_bytes"`
 	FollowerErrors    int64           `json:"follower_errors"`
-	Final             ring.Pair       `json:"-"`
+	// Load is the machine's 1-minute load average sampled at every
+	// operation: min and max over the run (2 cores, shared).
+	LoadMin float64   `json:"load_min"`
+	LoadMax float64   `json:"load_max"`
+	Final   ring.Pair `json:"-"`
 }
 
 // perFollowerBytes estimates one follower's memory at B buckets: the ring
@@ -257,6 +261,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if res.BatchRemove, err = b.op(ctx, "remove-dip", controller.Request{Op: controller.OpRemoveDIP, Instance: instanceName, IDs: ids}); err != nil {
 		return nil, fmt.Errorf("batch remove: %w", err)
 	}
+	res.LoadMin, res.LoadMax = b.loadMin, b.loadMax
 	res.ControllerRSS, res.ControllerPeak, _ = procMem(pid)
 	res.StoreRSS, _, _ = procMem(srv.pid())
 	for _, f := range b.followers {
@@ -302,7 +307,9 @@ type bench struct {
 	k         ring.Keys
 	followers []*follower
 	errMu     sync.Mutex
-	lastErr   error
+	errCount  int
+	loadMin   float64
+	loadMax   float64
 }
 
 func (b *bench) submit(ctx context.Context, r controller.Request) error {
@@ -365,6 +372,7 @@ func (b *bench) op(ctx context.Context, kind string, r controller.Request) (Op, 
 	}
 	cpu1, _ := procCPU(b.pid)
 	op.ControllerCPU = cpu1 - cpu0
+	b.sampleLoad()
 	if len(b.followers) > 0 {
 		op.BytesPerMux = (b.bytesRead() - bytes0) / int64(len(b.followers))
 	}
@@ -407,10 +415,22 @@ func cmpErr(a, b error) error {
 	return b
 }
 
+func (b *bench) sampleLoad() {
+	l := loadAverage()
+	if b.loadMin == 0 || l < b.loadMin {
+		b.loadMin = l
+	}
+	b.loadMax = max(b.loadMax, l)
+}
+
+// noteErr reports the first few follower errors (a mux logs each).
 func (b *bench) noteErr(err error) {
 	b.errMu.Lock()
-	b.lastErr = err
-	b.errMu.Unlock()
+	defer b.errMu.Unlock()
+	b.errCount++
+	if b.errCount <= 5 {
+		b.o.logf("  follower error: %v", err)
+	}
 }
 
 // idleCPU is the share of a core the controller uses while nothing is
@@ -467,4 +487,15 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	}
 	i := int(p/100*float64(len(sorted))+0.999999) - 1
 	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// Presets are the sizes `beamer bench control-plane` runs. The paper's
+// instance (64K DIPs, 6.4M buckets) with 100 muxes needs ~18 GB for the
+// followers alone (each keeps the ring follower's table, 20 bytes a bucket,
+// and its data plane's words, 8 bytes): on one machine the paper's table
+// runs with 20 muxes, and 100 muxes run with a table ten times smaller.
+var Presets = map[string]Options{
+	"paper":  {Followers: 20, DIPs: 64000, Buckets: 6_400_000, Batch: 32000, Ops: 20, ColdStarts: 3},
+	"fanout": {Followers: 100, DIPs: 6400, Buckets: 640_000, Batch: 3200, Ops: 20, ColdStarts: 3},
+	"custom": {Followers: 100, DIPs: 64000, Ops: 20, ColdStarts: 3},
 }

@@ -133,6 +133,9 @@ func PrintMarkdown(w io.Writer, runs []*Result) {
 		return fmt.Sprintf("%.0f%% of a core", 100*r.ControllerIdleCPU)
 	})
 	row("store server resident memory", "", func(r *Result, _ Summary) string { return size(r.StoreRSS) })
+	row("machine load average during the run (2 cores)", "", func(r *Result, _ Summary) string {
+		return fmt.Sprintf("%.0f–%.0f", r.LoadMin, r.LoadMax)
+	})
 	row("every mux ended with the store's table", "", func(r *Result, _ Summary) string {
 		return fmt.Sprintf("yes (%d muxes at %v, %d follower errors)", r.Followers, r.Final, r.FollowerErrors)
 	})
