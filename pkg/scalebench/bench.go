@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
 	"os/exec"
 	"slices"
 	"sync"
@@ -65,7 +66,11 @@ type Op struct {
 	Ctl           time.Duration `json:"ctl_answer_ns"` // until the request was marked done
 	BytesPerMux   int64         `json:"bytes_per_mux"`
 	ControllerCPU time.Duration `json:"controller_cpu_ns"`
-	Generations   int           `json:"generations"`
+	// MuxCPU is the CPU one mux spent on the operation (the benchmark
+	// process's CPU over the operation, divided by the followers): what
+	// a mux on a core of its own would take, whatever the sharing here.
+	MuxCPU      time.Duration `json:"mux_cpu_ns"`
+	Generations int           `json:"generations"`
 }
 
 // Result is what Run measured.
@@ -341,6 +346,7 @@ func (b *bench) op(ctx context.Context, kind string, r controller.Request) (Op, 
 		return op, err
 	}
 	cpu0, _ := procCPU(b.pid)
+	self0, _ := procCPU(os.Getpid())
 	bytes0 := b.bytesRead()
 	t0 := time.Now()
 	if err := b.submit(ctx, r); err != nil {
@@ -371,7 +377,11 @@ func (b *bench) op(ctx context.Context, kind string, r controller.Request) (Op, 
 		}
 	}
 	cpu1, _ := procCPU(b.pid)
+	self1, _ := procCPU(os.Getpid())
 	op.ControllerCPU = cpu1 - cpu0
+	if len(b.followers) > 0 {
+		op.MuxCPU = (self1 - self0) / time.Duration(len(b.followers))
+	}
 	b.sampleLoad()
 	if len(b.followers) > 0 {
 		op.BytesPerMux = (b.bytesRead() - bytes0) / int64(len(b.followers))
