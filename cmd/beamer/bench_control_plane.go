@@ -58,6 +58,10 @@ memory: a run whose followers would not fit --memory-budget is refused.`,
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			var runs []*scalebench.Result
+			fl := cmd.Flags()
+			if !fl.Changed("preset") && (fl.Changed("followers") || fl.Changed("dips") || fl.Changed("buckets")) {
+				presets = "custom" // sizes given: one run of exactly those
+			}
 			for _, name := range strings.Split(presets, ",") {
 				p, ok := scalebench.Presets[strings.TrimSpace(name)]
 				if !ok {
@@ -70,6 +74,12 @@ memory: a run whose followers would not fit --memory-budget is refused.`,
 						*v, _ = cmd.Flags().GetInt(flag)
 					}
 				}
+				if fl.Changed("dips") && !fl.Changed("buckets") {
+					p.Buckets = 0 // 100 per DIP, as in the paper
+				}
+				if fl.Changed("dips") && !fl.Changed("batch") {
+					p.Batch = 0
+				}
 				if p.Buckets == 0 {
 					p.Buckets = 100 * p.DIPs
 				}
@@ -81,6 +91,9 @@ memory: a run whose followers would not fit --memory-budget is refused.`,
 					p.Store = strings.TrimSpace(s)
 					r, err := scalebench.Run(ctx, p)
 					if err != nil {
+						if len(runs) > 0 && !asJSON { // keep what was measured
+							scalebench.PrintMarkdown(os.Stdout, runs)
+						}
 						return fmt.Errorf("%s, %d followers, %d DIPs: %w", p.Store, p.Followers, p.DIPs, err)
 					}
 					runs = append(runs, r)
