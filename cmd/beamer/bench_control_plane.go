@@ -69,7 +69,7 @@ memory: a run whose followers would not fit --memory-budget is refused.`,
 				}
 				// Flags given explicitly win over the preset.
 				for flag, v := range map[string]*int{"followers": &p.Followers, "dips": &p.DIPs, "buckets": &p.Buckets,
-					"batch": &p.Batch, "ops": &p.Ops, "cold-starts": &p.ColdStarts} {
+					"batch": &p.Batch, "ops": &p.Ops, "cold-starts": &p.ColdStarts, "xdp-muxes": &p.XDPMuxes} {
 					if cmd.Flags().Changed(flag) {
 						*v, _ = cmd.Flags().GetInt(flag)
 					}
@@ -117,6 +117,7 @@ memory: a run whose followers would not fit --memory-budget is refused.`,
 	f.IntVar(&o.Batch, "batch", 0, "DIPs added, and later removed, in one request (default half of --dips; paper: 32K)")
 	f.IntVar(&o.Ops, "ops", 0, "single add-dip / remove-dip operations timed, alternately (overrides the preset)")
 	f.IntVar(&o.ColdStarts, "cold-starts", 0, "fresh muxes started alone at the end, each timed (overrides the preset)")
+	f.IntVar(&o.XDPMuxes, "xdp-muxes", 0, "real XDP muxes (pkg/muxd in network namespaces of their own) following beside the followers; needs root (presets: 2)")
 	f.Int64Var(&budgetMB, "memory-budget", 0, "MB the followers may use (default 70% of the available memory)")
 	f.DurationVar(&o.Timeout, "timeout", 0, "bound on each request and each wait for the muxes (default 10m)")
 	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")

@@ -43,6 +43,9 @@ type Options struct {
 	// ColdStarts fresh muxes are started one after the other at the end,
 	// each timed.
 	ColdStarts int
+	// XDPMuxes real muxes (pkg/muxd, XDP program on a veth in a namespace
+	// of its own) follow the ring beside the followers (needs root).
+	XDPMuxes int
 	// Controller returns the command that runs the controller on the store
 	// URL (`beamer controller …`); the benchmark starts and kills it, and
 	// reads its CPU and memory from /proc.
@@ -69,7 +72,9 @@ type Op struct {
 	// MuxCPU is the CPU one mux spent on the operation (the benchmark
 	// process's CPU over the operation, divided by the followers): what
 	// a mux on a core of its own would take, whatever the sharing here.
-	MuxCPU      time.Duration `json:"mux_cpu_ns"`
+	MuxCPU time.Duration `json:"mux_cpu_ns"`
+	// XDPAll: until every real XDP mux ran the generation.
+	XDPAll      time.Duration `json:"xdp_all_ns,omitempty"`
 	Generations int           `json:"generations"`
 }
 
@@ -93,6 +98,9 @@ type Result struct {
 	ControllerIdleCPU float64         `json:"controller_idle_cpu"` // cores used while nothing is asked
 	StoreRSS          int64           `json:"store_rss_bytes"`
 	FollowerErrors    int64           `json:"follower_errors"`
+	XDPMuxes          int             `json:"xdp_muxes"`
+	XDPCold           []time.Duration `json:"xdp_cold_start_ns"`
+	XDPColdBytes      int64           `json:"xdp_cold_start_bytes"`
 	// Load is the machine's 1-minute load average sampled at every
 	// operation: min and max over the run (2 cores, shared).
 	LoadMin float64   `json:"load_min"`
@@ -220,6 +228,20 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := b.startFollowers(fctx, open, res); err != nil {
 		return nil, err
 	}
+	if o.XDPMuxes > 0 {
+		o.logf("starting %d XDP muxes (one after the other)", o.XDPMuxes)
+		x, err := startXDPMuxes(fctx, o.XDPMuxes, open, &o)
+		if err != nil {
+			return nil, err
+		}
+		defer x.close()
+		b.xdp = x.muxes
+		res.XDPMuxes = len(x.muxes)
+		for _, m := range x.muxes {
+			res.XDPCold = append(res.XDPCold, m.cold)
+			res.XDPColdBytes = m.st.bytes.Load()
+		}
+	}
 	res.ControllerIdleCPU = b.idleCPU(ctx, 3*time.Second)
 
 	o.logf("adding %d DIPs in one request", o.Batch)
@@ -313,6 +335,7 @@ type bench struct {
 	followers []*follower
 	errMu     sync.Mutex
 	errCount  int
+	xdp       []*xdpMux
 	loadMin   float64
 	loadMax   float64
 }
@@ -372,6 +395,18 @@ func (b *bench) op(ctx context.Context, kind string, r controller.Request) (Op, 
 			}
 			if time.Now().After(deadline) {
 				return op, fmt.Errorf("a follower did not reach %v within %v (it runs %v; last error: %v)", after, b.o.Timeout, f.f.Status().Generation, f.f.Status().LastError)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	for _, m := range b.xdp {
+		for {
+			if at, ok := m.reached(after); ok {
+				op.XDPAll = max(op.XDPAll, at.Sub(t0))
+				break
+			}
+			if time.Now().After(deadline) {
+				return op, fmt.Errorf("an XDP mux did not reach %v within %v", after, b.o.Timeout)
 			}
 			time.Sleep(2 * time.Millisecond)
 		}
@@ -480,6 +515,17 @@ func (b *bench) verify(ctx context.Context) (ring.Pair, error) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
+	for i, m := range b.xdp {
+		for {
+			inc, gen, _ := m.d.Mux().Version(instanceName)
+			if p := (ring.Pair{Incarnation: inc, Generation: gen}); p == want {
+				break
+			} else if time.Now().After(deadline) {
+				return want, fmt.Errorf("XDP mux %d runs %v, the store %v", i, p, want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	return want, nil
 }
 
@@ -505,7 +551,7 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 // and its data plane's words, 8 bytes): on one machine the paper's table
 // runs with 20 muxes, and 100 muxes run with a table ten times smaller.
 var Presets = map[string]Options{
-	"paper":  {Followers: 20, DIPs: 64000, Buckets: 6_400_000, Batch: 32000, Ops: 20, ColdStarts: 3},
-	"fanout": {Followers: 100, DIPs: 6400, Buckets: 640_000, Batch: 3200, Ops: 20, ColdStarts: 3},
+	"paper":  {Followers: 20, DIPs: 64000, Buckets: 6_400_000, Batch: 32000, Ops: 20, ColdStarts: 3, XDPMuxes: 2},
+	"fanout": {Followers: 100, DIPs: 6400, Buckets: 640_000, Batch: 3200, Ops: 20, ColdStarts: 3, XDPMuxes: 2},
 	"custom": {Followers: 100, DIPs: 64000, Ops: 20, ColdStarts: 3},
 }

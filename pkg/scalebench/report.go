@@ -146,6 +146,18 @@ func PrintMarkdown(w io.Writer, runs []*Result) {
 		return fmt.Sprintf("%.0f%% of a core", 100*r.ControllerIdleCPU)
 	})
 	row("store server resident memory", "", func(r *Result, _ Summary) string { return size(r.StoreRSS) })
+	if runs[0].XDPMuxes > 0 {
+		row("real XDP muxes (pkg/muxd on a veth) following beside them", "", func(r *Result, _ Summary) string { return fmt.Sprint(r.XDPMuxes) })
+		row("add-dip / remove-dip → all XDP muxes applied, median", "", func(r *Result, _ Summary) string {
+			return ms(medianOf(r.Single, "add-dip")) + " / " + ms(medianOf(r.Single, "remove-dip"))
+		})
+		row("DIPs added / removed at once → all XDP muxes applied", "", func(r *Result, _ Summary) string {
+			return ms(r.BatchAdd.XDPAll) + " / " + ms(r.BatchRemove.XDPAll)
+		})
+		row("XDP mux cold start (store → verified table → BPF maps), median; bytes read", "", func(r *Result, _ Summary) string {
+			return ms(percentile(sortedDurations(r.XDPCold), 50)) + "; " + size(r.XDPColdBytes)
+		})
+	}
 	row("machine load average during the run (2 cores)", "", func(r *Result, _ Summary) string {
 		return fmt.Sprintf("%.0f–%.0f", r.LoadMin, r.LoadMax)
 	})
@@ -165,4 +177,16 @@ func countKind(runs []*Result, kind string) int {
 		}
 	}
 	return n
+}
+
+// medianOf is the median time until every XDP mux applied, over the
+// single operations of one kind.
+func medianOf(ops []Op, kind string) time.Duration {
+	var ds []time.Duration
+	for _, op := range ops {
+		if op.Kind == kind {
+			ds = append(ds, op.XDPAll)
+		}
+	}
+	return percentile(sortedDurations(ds), 50)
 }
