@@ -106,7 +106,7 @@ func (c *Controller) reconcile(ctx context.Context, in *instance) error {
 	if err != nil {
 		return err
 	}
-	if len(d.Servers) > 0 || len(d.Buckets) > 0 || len(d.MCT) > 0 {
+	if len(d.Servers) > 0 || len(d.Buckets) > 0 || len(d.MCT) > 0 || d.Cheetah != nil {
 		if _, err := in.w.Publish(ctx, d); err != nil {
 			return err
 		}
@@ -147,6 +147,12 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 		if dip.State == Removing {
 			continue
 		}
+		// A strategy may hold a server back from new connections (Cheetah:
+		// until its agent has the keys); it is then planned as down.
+		held := false
+		if g, ok := strat.(gater); ok && !down[id] && g.held(c, in, t, id) {
+			down[id], held = true, true
+		}
 		want := forwarding.Server{Addr: dip.Addr, State: forwarding.Active}
 		if down[id] {
 			// Stateful muxes must stop sending it the connections they
@@ -157,7 +163,11 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 		if s, ok := t.Servers[id]; !ok || s != want {
 			d.Servers = append(d.Servers, forwarding.ServerChange{ID: id, Server: want})
 		}
-		servers = append(servers, assign.Server{ID: id, Weight: assignmentWeight(dip, fo, owned, anyOwner)})
+		w := assignmentWeight(dip, fo, owned, anyOwner)
+		if held {
+			w = 0
+		}
+		servers = append(servers, assign.Server{ID: id, Weight: w})
 	}
 	pl := &planning{c: c, in: in, buckets: t.Buckets, servers: servers, down: down, now: now}
 	moves, err := strat.Moves(pl)
@@ -170,14 +180,20 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 	t = in.w.Table()
 	d.Generation = t.Generation + 1
 	window := uint32(in.config.ChainWindow.Seconds())
-	chaining := map[forwarding.ServerID]bool{} // still named in some bucket's history
-	moved := make(map[uint32]forwarding.Bucket, len(moves))
+	// By server id: still named in some bucket's history. A flat array and
+	// moves looked up only for buckets with a history: this loop runs over
+	// all B buckets (6.4M at the paper's scale) on every reconcile.
+	chaining := make([]bool, 1<<16)
+	moved := make(map[uint32]bool, len(moves))
 	for _, m := range moves {
-		moved[m.Index] = m.Bucket
+		moved[m.Index] = true
+		for _, id := range m.Bucket.History[:m.Bucket.History.Len()] {
+			chaining[id] = true
+		}
 	}
 	for i, b := range t.Buckets {
-		if nb, ok := moved[uint32(i)]; ok {
-			b = nb
+		if b.History[0] == forwarding.NoServer || moved[uint32(i)] {
+			continue
 		}
 		for _, id := range b.History[:b.History.Len()] {
 			chaining[id] = true
@@ -208,6 +224,9 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 			continue
 		}
 		keep := chaining[id] || (strat.DrainsRemoved() && c.draining(in, id, window, now))
+		if h, ok := strat.(slotHolder); ok && !keep {
+			keep = h.holdsSlot(c, in, id)
+		}
 		switch {
 		case keep && s.State != forwarding.Retired:
 			s.State = forwarding.Retired
@@ -215,6 +234,9 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 		case !keep:
 			d.Servers = append(d.Servers, forwarding.ServerChange{ID: id, Remove: true})
 		}
+	}
+	if x, ok := strat.(extraState); ok {
+		x.extraState(c, in, t, d)
 	}
 	return d, nil
 }

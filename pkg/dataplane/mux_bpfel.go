@@ -47,7 +47,8 @@ const (
 	muxCheetahMuxCounterCHEETAH_MUX_BAD_COOKIE  muxCheetahMuxCounter = 3
 	muxCheetahMuxCounterCHEETAH_MUX_FALLBACK    muxCheetahMuxCounter = 4
 	muxCheetahMuxCounterCHEETAH_MUX_NO_PICK     muxCheetahMuxCounter = 5
-	muxCheetahMuxCounterCHEETAH_MUX_COUNTER_MAX muxCheetahMuxCounter = 6
+	muxCheetahMuxCounterCHEETAH_MUX_COOKIE_KEY1 muxCheetahMuxCounter = 6
+	muxCheetahMuxCounterCHEETAH_MUX_COUNTER_MAX muxCheetahMuxCounter = 7
 )
 
 type muxCheetahMuxInst struct {
@@ -197,6 +198,7 @@ const (
 	muxMapNexthopEpoch           = "nexthop_epoch"
 	muxMapPortSets               = "port_sets"
 	muxMapPrismLearned           = "prism_learned"
+	muxMapPrismLearning          = "prism_learning"
 	muxMapServerTables           = "server_tables"
 	muxMapVipFront               = "vip_front"
 	muxMapVipRecords             = "vip_records"
@@ -272,6 +274,7 @@ type muxMapSpecs struct {
 	NexthopEpoch       *ebpf.MapSpec `ebpf:"nexthop_epoch"`
 	PortSets           *ebpf.MapSpec `ebpf:"port_sets"`
 	PrismLearned       *ebpf.MapSpec `ebpf:"prism_learned"`
+	PrismLearning      *ebpf.MapSpec `ebpf:"prism_learning"`
 	ServerTables       *ebpf.MapSpec `ebpf:"server_tables"`
 	VipFront           *ebpf.MapSpec `ebpf:"vip_front"`
 	VipRecords         *ebpf.MapSpec `ebpf:"vip_records"`
@@ -323,6 +326,7 @@ type muxMaps struct {
 	NexthopEpoch       *ebpf.Map `ebpf:"nexthop_epoch"`
 	PortSets           *ebpf.Map `ebpf:"port_sets"`
 	PrismLearned       *ebpf.Map `ebpf:"prism_learned"`
+	PrismLearning      *ebpf.Map `ebpf:"prism_learning"`
 	ServerTables       *ebpf.Map `ebpf:"server_tables"`
 	VipFront           *ebpf.Map `ebpf:"vip_front"`
 	VipRecords         *ebpf.Map `ebpf:"vip_records"`
@@ -346,6 +350,7 @@ func (m *muxMaps) Close() error {
 		m.NexthopEpoch,
 		m.PortSets,
 		m.PrismLearned,
+		m.PrismLearning,
 		m.ServerTables,
 		m.VipFront,
 		m.VipRecords,
