@@ -5,7 +5,8 @@
  * to service ports an IP option of 16 + 4n bytes: hop count, the mux's
  * generation and incarnation, the time the bucket last changed owner and the
  * bucket's n previous owners, most recent first (n = 0 for a bucket that
- * never moved). Packets to MPTCP server-id ports (> 1024) carry no option.
+ * never moved). Packets to MPTCP server-id ports (the instance's server-id
+ * range) and QUIC packets routed by connection id carry no option.
  */
 #ifndef BEAMER_WIRE_H
 #define BEAMER_WIRE_H
