@@ -163,6 +163,7 @@ const (
 	muxMapNexthopCache           = "nexthop_cache"
 	muxMapNexthopEpoch           = "nexthop_epoch"
 	muxMapPrismLearned           = "prism_learned"
+	muxMapPrismLearning          = "prism_learning"
 	muxMapServerTables           = "server_tables"
 	muxMapVipFront               = "vip_front"
 	muxMapVipRecords             = "vip_records"
@@ -237,6 +238,7 @@ type muxMapSpecs struct {
 	NexthopCache       *ebpf.MapSpec `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.MapSpec `ebpf:"nexthop_epoch"`
 	PrismLearned       *ebpf.MapSpec `ebpf:"prism_learned"`
+	PrismLearning      *ebpf.MapSpec `ebpf:"prism_learning"`
 	ServerTables       *ebpf.MapSpec `ebpf:"server_tables"`
 	VipFront           *ebpf.MapSpec `ebpf:"vip_front"`
 	VipRecords         *ebpf.MapSpec `ebpf:"vip_records"`
@@ -287,6 +289,7 @@ type muxMaps struct {
 	NexthopCache       *ebpf.Map `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.Map `ebpf:"nexthop_epoch"`
 	PrismLearned       *ebpf.Map `ebpf:"prism_learned"`
+	PrismLearning      *ebpf.Map `ebpf:"prism_learning"`
 	ServerTables       *ebpf.Map `ebpf:"server_tables"`
 	VipFront           *ebpf.Map `ebpf:"vip_front"`
 	VipRecords         *ebpf.Map `ebpf:"vip_records"`
@@ -309,6 +312,7 @@ func (m *muxMaps) Close() error {
 		m.NexthopCache,
 		m.NexthopEpoch,
 		m.PrismLearned,
+		m.PrismLearning,
 		m.ServerTables,
 		m.VipFront,
 		m.VipRecords,

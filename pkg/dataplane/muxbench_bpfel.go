@@ -125,6 +125,7 @@ const (
 	muxBenchMapNexthopCache           = "nexthop_cache"
 	muxBenchMapNexthopEpoch           = "nexthop_epoch"
 	muxBenchMapPrismLearned           = "prism_learned"
+	muxBenchMapPrismLearning          = "prism_learning"
 	muxBenchMapServerTables           = "server_tables"
 	muxBenchMapVipFront               = "vip_front"
 	muxBenchMapVipRecords             = "vip_records"
@@ -214,6 +215,7 @@ type muxBenchMapSpecs struct {
 	NexthopCache       *ebpf.MapSpec `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.MapSpec `ebpf:"nexthop_epoch"`
 	PrismLearned       *ebpf.MapSpec `ebpf:"prism_learned"`
+	PrismLearning      *ebpf.MapSpec `ebpf:"prism_learning"`
 	ServerTables       *ebpf.MapSpec `ebpf:"server_tables"`
 	VipFront           *ebpf.MapSpec `ebpf:"vip_front"`
 	VipRecords         *ebpf.MapSpec `ebpf:"vip_records"`
@@ -269,6 +271,7 @@ type muxBenchMaps struct {
 	NexthopCache       *ebpf.Map `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.Map `ebpf:"nexthop_epoch"`
 	PrismLearned       *ebpf.Map `ebpf:"prism_learned"`
+	PrismLearning      *ebpf.Map `ebpf:"prism_learning"`
 	ServerTables       *ebpf.Map `ebpf:"server_tables"`
 	VipFront           *ebpf.Map `ebpf:"vip_front"`
 	VipRecords         *ebpf.Map `ebpf:"vip_records"`
@@ -291,6 +294,7 @@ func (m *muxBenchMaps) Close() error {
 		m.NexthopCache,
 		m.NexthopEpoch,
 		m.PrismLearned,
+		m.PrismLearning,
 		m.ServerTables,
 		m.VipFront,
 		m.VipRecords,

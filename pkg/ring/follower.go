@@ -282,9 +282,7 @@ func (f *Follower) round(ctx context.Context, a Applier, rs *RoundStats) error {
 			f.needReplace = true
 			return fmt.Errorf("ring: data plane failed to apply generation %d: %w", g, err)
 		}
-		if err := f.table.Apply(d); err != nil {
-			return err // cannot happen: Check passed
-		}
+		f.table.ApplyChecked(d) // Check passed above
 		rs.Deltas++
 		rs.Buckets += len(d.Buckets)
 		rs.Bytes += n
