@@ -83,9 +83,13 @@ func printMuxStatus(out io.Writer, s *muxd.Status) {
 func printAgentStatus(out io.Writer, s *agentd.Status) {
 	fmt.Fprintf(out, "agent on %s, server id %d\n", s.Interface, s.ServerID)
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "VIP\tBUCKETS\tWINDOW\tNEWEST INCARNATION\tNEWEST GEN")
+	fmt.Fprintln(w, "VIP\tBUCKETS\tWINDOW\tNEWEST INCARNATION\tNEWEST GEN\tPACKETS\tBYTES\tCHAINED IN")
 	for _, v := range s.VIPs {
-		fmt.Fprintf(w, "%s\t%d\t%gs\t%d\t%d\n", v.VIP, v.Buckets, v.ChainWindowSeconds, v.Incarnation, v.Generation)
+		pk, by, ch := "-", "-", "-" // without --metrics nothing counts them
+		if t := v.Traffic; t != nil {
+			pk, by, ch = fmt.Sprint(t.Packets), fmt.Sprint(t.Bytes), fmt.Sprint(t.ChainedPackets)
+		}
+		fmt.Fprintf(w, "%s\t%d\t%gs\t%d\t%d\t%s\t%s\t%s\n", v.VIP, v.Buckets, v.ChainWindowSeconds, v.Incarnation, v.Generation, pk, by, ch)
 	}
 	w.Flush()
 	printCounters(out, s.Counters)
