@@ -72,7 +72,8 @@ INLINE __u32 vip_line(__be32 addr)
 	return (bpf_ntohl(addr) * 2654435761u) >> (32 - VIP_FRONT_BITS);
 }
 
-/* The record of the VIP daddr, or NULL when daddr is no VIP. */
+/* The record of the VIP daddr, or NULL when daddr is no VIP. A VIP is
+ * usually in the first word of its line: the scan stops at its word. */
 INLINE struct vip_info *vip_find(__be32 daddr)
 {
 	__u32 line = vip_line(daddr);
@@ -84,12 +85,13 @@ INLINE struct vip_info *vip_find(__be32 daddr)
 #pragma unroll
 	for (int i = 0; i < VIP_FRONT_WAYS; i++) {
 		__u64 w = READ_ONCE_U64(&l->w[i]);
-		if (!rec && (__u32)w == (__u32)daddr)
-			rec = (__u32)(w >> 32) & 0xffff;
+		if ((__u32)w == (__u32)daddr && (w >> 32)) {
+			rec = ((__u32)(w >> 32) & 0xffff) - 1;
+			break;
+		}
+		if (i == VIP_FRONT_WAYS - 1)
+			return NULL;
 	}
-	if (!rec)
-		return NULL;
-	rec -= 1;
 	union vip_record *r = bpf_map_lookup_elem(&vip_records, &rec);
 	return r ? &r->info : NULL;
 }

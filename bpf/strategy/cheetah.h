@@ -52,6 +52,7 @@ enum cheetah_mux_counter {
 	CHEETAH_MUX_BAD_COOKIE,   /* cookie named no server (forged, stale, or no echo): dropped */
 	CHEETAH_MUX_FALLBACK,     /* no timestamps: Beamer buckets and daisy chaining */
 	CHEETAH_MUX_NO_PICK,      /* SYN but no server to pick (empty pick list) */
+	CHEETAH_MUX_COOKIE_KEY1,  /* of the cookie hits: key id 1 (a rotation's progress) */
 	CHEETAH_MUX_COUNTER_MAX,
 };
 
@@ -163,6 +164,7 @@ INLINE int decide_cheetah(struct xdp_md *ctx, const struct vip_info *vip, void *
 	}
 
 	__u16 id;
+	__u8 kid = 0;
 	if (flow_is_syn(f)) {
 		id = cheetah_pick(vip, inst, f);
 		if (!id) {
@@ -174,7 +176,8 @@ INLINE int decide_cheetah(struct xdp_md *ctx, const struct vip_info *vip, void *
 		__be32 raw;
 		__builtin_memcpy(&raw, opt + 6, 4);
 		__u16 cookie = ts_cookie(bpf_ntohl(raw));
-		struct cheetah_key key = cookie_kid(cookie) ? inst->keys[1] : inst->keys[0];
+		kid = cookie_kid(cookie);
+		struct cheetah_key key = kid ? inst->keys[1] : inst->keys[0];
 		id = cookie_id(cookie, cheetah_mask(&key, f->saddr, f->daddr, f->sport, f->dport));
 	}
 	__u64 w = id ? server_word(servers, id) : 0;
@@ -186,6 +189,8 @@ INLINE int decide_cheetah(struct xdp_md *ctx, const struct vip_info *vip, void *
 		cheetah_mux_count(CHEETAH_MUX_COOKIE_HIT);
 		if (fast)
 			cheetah_mux_count(CHEETAH_MUX_FAST_PARSE);
+		if (kid)
+			cheetah_mux_count(CHEETAH_MUX_COOKIE_KEY1);
 	}
 	d->encap.daddr = SERVER_ADDR(w);
 	d->with_opt = 0;

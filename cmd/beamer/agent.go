@@ -48,7 +48,7 @@ func init() {
 		configPath, iface, addr, metricsAddr, apiAddr string
 		capacityBps                                   float64
 		id                                            uint16
-		vips, trusted                                 []string
+		vips, trusted, controllers                    []string
 		noVIPs, noMPTCP                               bool
 		node                                          agentd.Options
 	)
@@ -68,6 +68,7 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 	cmd.Flags().StringSliceVar(&vips, "vip", nil, "VIP:BUCKETS[:WINDOW] served (repeatable)")
 	cheetahKeys := cmd.Flags().String("cheetah-keys", "", "the --vip VIPs belong to a cheetah instance with these keys KEY0,KEY1[,CURRENT] (its `ctl show --json`)")
 	cmd.Flags().StringSliceVar(&trusted, "trusted", nil, "prefix of muxes and servers allowed to send encapsulated packets (repeatable)")
+	cmd.Flags().StringSliceVar(&controllers, "controllers", nil, "prefix of the controllers allowed to push Cheetah keys to the agent API (repeatable; default the --trusted prefixes)")
 	cmd.Flags().BoolVar(&noVIPs, "no-manage-vips", false, "do not put VIPs on loopback nor set ARP sysctls")
 	cmd.Flags().BoolVar(&noMPTCP, "no-mptcp", false, "do not advertise VIP:id to MPTCP clients")
 	cmd.Flags().StringVar(&metricsAddr, "metrics", "", "serve /metrics and /healthz on this address")
@@ -115,6 +116,13 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 					}
 					cfg.Trusted = append(cfg.Trusted, p)
 				}
+			}
+			for _, s := range controllers {
+				p, err := netip.ParsePrefix(s)
+				if err != nil {
+					return cfg, fmt.Errorf("--controllers %q: %w", s, err)
+				}
+				cfg.Controllers = append(cfg.Controllers, p)
 			}
 			if a, err := parseAddrFlag("addr", addr); err != nil {
 				return cfg, err

@@ -25,12 +25,17 @@ func init() {
 		Use:   "dataplane",
 		Short: "Per-packet cost of the mux (Beamer and Maglev strategies) and the agent, against the XDP floor",
 		Long: `Measures each data-plane program inside the kernel (BPF_PROG_TEST_RUN, in a network
-namespace of its own) on the same packets: the XDP floor (swap MACs, XDP_TX), the
-Beamer mux at several bucket-table sizes, the Maglev strategy at 1K and 1M active
-flows, and prints ns/packet, Mpps per core and the ratios between them. Then sends
-minimum-size packets through a mux on veth for each strategy at 1K and 1M buckets
-and reports the forwarded rate and the program's cost from the kernel's BPF
-statistics. Needs root.`,
+namespace of its own, on CPU 0) on the same packets: the XDP floors, the mux's strategies
+(Beamer at several bucket-table sizes, Maglev, Prism, Cheetah), the agent in tc and in
+XDP. Each row two ways: batched (one test run of N repetitions of the benchmark build,
+which undoes its packet changes) and per packet (one test run of the production program
+per packet, repeat 1); both kernel-reported time, flows in random order, median (min–max)
+over the trials, each trial's path checked by the program's decision counter. With
+--compare FILE a saved baseline mux object (bench save-baseline) runs beside the current
+one on the same maps. Then sends minimum-size packets through a mux on veth and reports
+the forwarded rate, where packets were lost, and the CPU time of generator, mux and sink
+(each on its own CPU where there are enough). docs/performance.md is generated from
+these figures by 'beamer bench doc' (scripts/perf-doc.sh). Needs root.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if os.Geteuid() != 0 {

@@ -25,6 +25,7 @@ process also serves the embedded etcd other beamer commands connect to.`,
 		Args: cobra.NoArgs,
 	}
 	storeURL := addStoreFlag(cmd)
+	configPath := cmd.Flags().String("config", "", "configuration file: YAML, one key per flag of this command (examples/controller.yaml); flags and BEAMER_ variables win")
 	host, _ := os.Hostname()
 	identity := cmd.Flags().String("identity", fmt.Sprintf("%s/%d", host, os.Getpid()), "name shown as the elected controller")
 	noHealth := cmd.Flags().Bool("no-health-checks", false, "do not probe DIPs")
@@ -45,7 +46,16 @@ process also serves the embedded etcd other beamer commands connect to.`,
 	cmd.Flags().IntVar(&defrag.MaxMoves, "defrag-max-moves", defrag.MaxMoves, "per defragmentation step, at most this many buckets leave any DIP")
 	cmd.Flags().BoolVar(&defrag.AllowRise, "defrag-allow-rise", defrag.AllowRise, "let fragmentation rise during a run (the paper's algorithm: reaches the target from any table); without it a run never needs more range rules than it started with")
 	defragPeriod := cmd.Flags().Duration("defrag-period", forwarding.DefaultChainWindow, "one automatic defragmentation step per instance this often (paper: the 4-minute chaining window); 0 turns it off")
+	cheetahEvery := cmd.Flags().Duration("cheetah-push-every", 2*time.Second, "push Cheetah keys to the agents (PUT /v1/cheetah) and collect their loads for p2c this often; 0: agents have keys by hand (agent --cheetah-keys), servers are not held until their agent confirms them")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *configPath != "" {
+			if err := applyFlagFile(cmd, *configPath); err != nil { // controller_config.go
+				return err
+			}
+		}
+		if *cheetahEvery < 0 {
+			return fmt.Errorf("--cheetah-push-every %v is negative", *cheetahEvery)
+		}
 		if h.Interval <= 0 || h.Timeout <= 0 || h.Fall < 1 || h.Rise < 1 || h.HalfLife <= 0 || *reconcile <= 0 || *blobEvery == 0 {
 			return fmt.Errorf("health intervals, timeouts, thresholds, --reconcile-every and --blob-every must be positive")
 		}
@@ -57,6 +67,7 @@ process also serves the embedded etcd other beamer commands connect to.`,
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
+		embedWait = 0 // the controller serves an embedded store itself
 		st, target, err := openStore(ctx, *storeURL)
 		if err != nil {
 			return err
@@ -70,6 +81,9 @@ process also serves the embedded etcd other beamer commands connect to.`,
 		}
 		if *defragPeriod > 0 {
 			o.Defrag, o.DefragEvery = &controller.AutoDefrag{Params: defrag}, *defragPeriod
+		}
+		if *cheetahEvery > 0 {
+			o.Cheetah = &controller.CheetahOptions{Every: *cheetahEvery}
 		}
 		if err := applyHolds(&o); err != nil {
 			return err

@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/beamer-lb/beamer/pkg/cheetah"
+	"github.com/beamer-lb/beamer/pkg/controller"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/spf13/cobra"
 )
@@ -72,4 +74,28 @@ func parseCheetahKeys(s string) (cheetah.Keys, error) {
 		}
 	}
 	return ks, nil
+}
+
+// `ctl cheetah rotate-key NAME`: a new key in the slot new connections do
+// not use, published to the muxes, made current --settle later
+// (controller.RotateCheetahKey); the controller pushes it to the agents.
+func init() {
+	group := &cobra.Command{Use: "cheetah", Short: "Operations of cheetah instances"}
+	ctlCmd.AddCommand(group)
+	rot, f := newCtl("rotate-key NAME [--settle D] [--min-age D] [--force]",
+		"Rotate a cheetah instance's cookie key: connections keep the key id they started with, new ones take the new key after --settle", cobra.ExactArgs(1))
+	ctlCmd.RemoveCommand(rot)
+	group.AddCommand(rot)
+	settle := rot.Flags().Duration("settle", controller.DefaultCheetahSettle, "time the muxes get to load the new key before servers use it (longer than a mux may lag the store without being withdrawn)")
+	minAge := rot.Flags().Duration("min-age", time.Hour, "refuse when the current key became current less than this ago: connections older than that carry the key this rotation overwrites")
+	force := rot.Flags().Bool("force", false, "rotate even when --min-age or an agent that did not confirm the current keys says not to (their connections may break)")
+	rot.RunE = func(_ *cobra.Command, args []string) error {
+		res, err := f.submitResult(controller.Request{Op: controller.OpCheetahRotate, Instance: args[0],
+			Rotation: &controller.CheetahRotation{Settle: *settle, MinAge: *minAge, Force: *force}})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("instance %s: %s\n", args[0], res)
+		return nil
+	}
 }

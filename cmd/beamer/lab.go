@@ -29,7 +29,7 @@ announce the VIP over BGP, servers running the agent and an HTTP file server, an
 the controller with its store. Real TCP, HTTP and MPTCP traffic; the clients count
 the connections that broke. Needs root and FRR (scripts/setup.sh installs it).`,
 	}
-	labCmd.AddCommand(labRunCmd(), labExperimentsCmd(), labAWFDCmd())
+	labCmd.AddCommand(labRunCmd(), labExperimentsCmd(), labAWFDCmd(), labCheetahFCTCmd())
 	rootCmd.AddCommand(labCmd)
 }
 

@@ -56,13 +56,31 @@ func (c *Client) get(ctx context.Context, agent netip.AddrPort, path string, q u
 // within timeout. The error says why the probe failed: the agent could not
 // be asked, or its connect failed (then with the kernel's reason).
 func (c *Client) Health(ctx context.Context, agent netip.AddrPort, vip netip.Addr, port uint16, timeout time.Duration) error {
+	return c.HealthExpect(ctx, agent, vip, port, timeout, Expect{})
+}
+
+// HealthExpect is Health telling the agent what the instance expects of it:
+// an agent configured otherwise refuses (*MismatchError) without probing.
+func (c *Client) HealthExpect(ctx context.Context, agent netip.AddrPort, vip netip.Addr, port uint16, timeout time.Duration, want Expect) error {
 	q := url.Values{"vip": {vip.String()}, "port": {strconv.Itoa(int(port))}}
+	if want.ServerID != 0 {
+		q.Set("server_id", strconv.Itoa(int(want.ServerID)))
+	}
+	if want.Buckets != 0 {
+		q.Set("buckets", strconv.FormatUint(uint64(want.Buckets), 10))
+	}
+	if want.Window > 0 {
+		q.Set("window_s", strconv.FormatInt(int64(want.Window/time.Second), 10))
+	}
 	if timeout > 0 {
 		q.Set("timeout_ms", strconv.FormatInt(max(timeout.Milliseconds(), 1), 10))
 	}
 	var rep HealthReport
 	if err := c.get(ctx, agent, HealthPath, q, &rep); err != nil {
 		return err
+	}
+	if !rep.OK && rep.Mismatch != "" {
+		return &MismatchError{Agent: agent, VIP: vip, Reason: rep.Mismatch}
 	}
 	if !rep.OK {
 		if rep.Error == "" {
@@ -85,6 +103,19 @@ type ServiceError struct {
 
 func (e *ServiceError) Error() string {
 	return fmt.Sprintf("agent %v: connect %v:%d on the server: %s", e.Agent, e.VIP, e.Port, e.Reason)
+}
+
+// MismatchError is an agent refusing a probe because it is configured
+// for another instance than the one probed for (wrong server id, bucket
+// count or chaining window): the server runs, but must not get buckets.
+type MismatchError struct {
+	Agent  netip.AddrPort
+	VIP    netip.Addr
+	Reason string
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("agent %v refuses: configured otherwise than the instance for %v: %s", e.Agent, e.VIP, e.Reason)
 }
 
 // Connections asks the agent how many connections of vip it holds in each

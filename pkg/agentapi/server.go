@@ -8,8 +8,10 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/vishvananda/netns"
@@ -34,6 +36,16 @@ type Options struct {
 	// Capacity says what GET /v1/capacity measures; nil (or no Iface):
 	// the endpoint answers 404.
 	Capacity *CapacityOptions
+	// Cheetah takes the keys the controller pushes (PUT /v1/cheetah,
+	// cheetah.go) from callers in PushFrom; nil: the endpoint answers 404.
+	Cheetah  func(CheetahPush) error
+	PushFrom []netip.Prefix
+	// ServerID and Params are the agent's configuration, checked against
+	// what a health probe expects (Expect); zero/absent are not checked.
+	ServerID uint16
+	Params   map[netip.Addr]VIPParams
+	// OnMismatch, if set, hears every refused probe (the agent logs it).
+	OnMismatch func(vip netip.Addr, reason string)
 }
 
 // Server answers the API.
@@ -45,6 +57,12 @@ type Server struct {
 	dumps  chan struct{}
 	// sampler measures capacity (capacity.go); nil when not configured.
 	sampler *sampler
+	// cheetah and pushFrom take pushed keys (cheetah.go).
+	cheetah    func(CheetahPush) error
+	pushFrom   []netip.Prefix
+	serverID   uint16
+	params     map[netip.Addr]VIPParams
+	onMismatch func(netip.Addr, string)
 }
 
 // NewServer returns the API of an agent serving o.VIPs.
@@ -55,7 +73,9 @@ func NewServer(o Options) (*Server, error) {
 	if o.MaxProbes <= 0 {
 		o.MaxProbes = 32
 	}
-	s := &Server{vips: slices.Clone(o.VIPs), ns: o.Netns, probes: make(chan struct{}, o.MaxProbes), dumps: make(chan struct{}, 2)}
+	s := &Server{vips: slices.Clone(o.VIPs), ns: o.Netns, probes: make(chan struct{}, o.MaxProbes), dumps: make(chan struct{}, 2),
+		cheetah: o.Cheetah, pushFrom: slices.Clone(o.PushFrom),
+		serverID: o.ServerID, params: o.Params, onMismatch: o.OnMismatch}
 	if s.ns <= 0 { // unset (fd 0 is never a namespace)
 		h, err := netns.Get()
 		if err != nil {
@@ -84,6 +104,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET "+ConnectionsPath, s.connections)
 	mux.HandleFunc("GET "+CapacityPath, s.capacity)
 	mux.HandleFunc("GET "+SignaturesPath, s.signatures)
+	mux.HandleFunc("PUT "+CheetahPath, s.cheetahPush)
 	return mux
 }
 
@@ -130,6 +151,16 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		}
 		timeout = time.Duration(ms) * time.Millisecond
 	}
+	if why, err := s.mismatch(vip, q); err != nil {
+		fail(w, http.StatusBadRequest, "%v", err)
+		return
+	} else if why != "" {
+		if s.onMismatch != nil {
+			s.onMismatch(vip, why)
+		}
+		writeJSON(w, http.StatusOK, HealthReport{VIP: vip, Port: uint16(port), Mismatch: why})
+		return
+	}
 	select {
 	case s.probes <- struct{}{}:
 		defer func() { <-s.probes }()
@@ -154,6 +185,41 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		c.Close()
 	}
 	writeJSON(w, http.StatusOK, rep)
+}
+
+// mismatch compares what the probe expects (server_id, buckets, window_s)
+// with the agent's configuration: "" when they agree or nothing is asked.
+func (s *Server) mismatch(vip netip.Addr, q url.Values) (string, error) {
+	var why []string
+	if v := q.Get("server_id"); v != "" {
+		id, err := strconv.ParseUint(v, 10, 16)
+		if err != nil {
+			return "", fmt.Errorf("server_id %q must be a number in 1–65535", v)
+		}
+		if s.serverID != 0 && uint16(id) != s.serverID {
+			why = append(why, fmt.Sprintf("this agent is server %d, the controller probes it as server %d (agent --id)", s.serverID, id))
+		}
+	}
+	p, known := s.params[vip]
+	if v := q.Get("buckets"); v != "" {
+		b, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return "", fmt.Errorf("buckets %q must be a number", v)
+		}
+		if known && p.Buckets != 0 && uint32(b) != p.Buckets {
+			why = append(why, fmt.Sprintf("%v has %d buckets here, %d in the instance (agent --vip %v:%d)", vip, p.Buckets, b, vip, b))
+		}
+	}
+	if v := q.Get("window_s"); v != "" {
+		sec, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return "", fmt.Errorf("window_s %q must be a number of seconds", v)
+		}
+		if want := time.Duration(sec) * time.Second; known && p.Window/time.Second != want/time.Second {
+			why = append(why, fmt.Sprintf("%v has a chaining window of %v here, %v in the instance", vip, p.Window, want))
+		}
+	}
+	return strings.Join(why, "; "), nil
 }
 
 func (s *Server) connections(w http.ResponseWriter, r *http.Request) {

@@ -27,15 +27,20 @@ import (
 
 // Daemon is a running agent.
 type Daemon struct {
-	cfg     config.Agent
-	opts    Options
-	node    *nodestate.Record
-	agent   *dataplane.Agent
-	link    link.Link
-	egress  link.Link // cheetah's cookie writer (cheetah.go), nil without a Cheetah VIP
-	xdp     link.Link // the XDP fast path (xdp.go), nil without one
-	metrics *metrics.Server
-	api     *agentapi.Endpoint
+	cfg    config.Agent
+	opts   Options
+	node   *nodestate.Record
+	agent  *dataplane.Agent
+	link   link.Link
+	egress link.Link // cheetah's cookie writer (cheetah.go), nil without a Cheetah VIP
+	// cheetahMu guards egress and cheetahVIPs (the VIPs with keys) against
+	// the API's key pushes.
+	cheetahMu   sync.Mutex
+	cheetahVIPs []netip.Addr
+	xdp         link.Link           // the XDP fast path (xdp.go), nil without one
+	vipStats    *dataplane.VIPStats // per-VIP counters (vipstats.go), nil without --metrics
+	metrics     *metrics.Server
+	api         *agentapi.Endpoint
 
 	stop     chan struct{}
 	stopOnce sync.Once // Close after Abandon (or twice) must not panic
@@ -149,6 +154,10 @@ func (d *Daemon) start() error {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(metrics.NewCounterCollector("beamer_agent_packets_total", "Packets by decision of the server agent.", "decision", d.agent.Counters))
 		reg.MustRegister(metrics.NewCounterCollector("beamer_agent_cheetah_packets_total", "Segments of Cheetah VIPs by what the agent did to their timestamps.", "decision", d.agent.CheetahCounters))
+		if err := d.startVIPStats(); err != nil {
+			return err
+		}
+		reg.MustRegister(newVIPCollector(d.vipStats))
 		if d.metrics, err = metrics.Serve(cfg.Metrics, reg, func() error { return nil }); err != nil {
 			return err
 		}
@@ -263,6 +272,11 @@ func (d *Daemon) release(unpin bool) []error {
 	}
 	if d.xdp != nil {
 		d.xdp.Close()
+	}
+	if d.vipStats != nil {
+		if err := d.vipStats.Close(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if d.link != nil {
 		d.link.Close()

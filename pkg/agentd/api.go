@@ -1,8 +1,11 @@
 package agentd
 
 import (
+	"log/slog"
 	"net"
 	"net/netip"
+	"sync"
+	"time"
 
 	"github.com/beamer-lb/beamer/pkg/agentapi"
 )
@@ -22,13 +25,34 @@ func (d *Daemon) serveAPI() error {
 		addr = netip.AddrPortFrom(d.cfg.Address, agentapi.DefaultPort).String()
 	}
 	var vips []netip.Addr
+	params := map[netip.Addr]agentapi.VIPParams{}
 	for _, v := range d.cfg.VIPs {
 		vips = append(vips, v.VIP)
+		params[v.VIP] = agentapi.VIPParams{Buckets: v.Buckets, Window: v.Window()}
 	}
 	var err error
 	d.api, err = agentapi.Serve(addr, agentapi.Options{VIPs: vips,
-		Capacity: &agentapi.CapacityOptions{Iface: d.cfg.Interface, RateBps: d.cfg.CapacityBps}})
+		Capacity: &agentapi.CapacityOptions{Iface: d.cfg.Interface, RateBps: d.cfg.CapacityBps},
+		Cheetah:  d.takeCheetahKeys, PushFrom: d.cfg.PushFrom(),
+		ServerID: uint16(d.cfg.ServerID), Params: params, OnMismatch: mismatchLogger()})
 	return err
+}
+
+// mismatchLogger logs a probe the agent refused because the controller's
+// instance is not what this agent was configured for: at error level, once
+// per reason a minute (the controller probes every few seconds).
+func mismatchLogger() func(netip.Addr, string) {
+	var mu sync.Mutex
+	last := map[string]time.Time{}
+	return func(vip netip.Addr, why string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if t, ok := last[why]; ok && time.Since(t) < time.Minute {
+			return
+		}
+		last[why] = time.Now()
+		slog.Error("agent: the controller's instance differs from this agent's configuration: refusing its health probes, so the server gets no buckets; restart the agent with the instance's parameters (ctl show)", "vip", vip, "mismatch", why)
+	}
 }
 
 // APIAddr is the address the agent API listens on, nil when it is off.

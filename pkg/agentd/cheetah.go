@@ -1,27 +1,92 @@
 package agentd
 
-import "github.com/beamer-lb/beamer/pkg/dataplane"
+import (
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
 
-// startCheetah gives the program the keys of every Cheetah VIP and attaches
-// the cookie writer to the egress of the server's interface, where its
-// replies leave (direct server return). The egress link is pinned with the
-// ingress one, so a hitless restart (SIGUSR2) leaves no reply without its
-// cookie; a plain stop detaches it (docs/strategy-cheetah.md, "What breaks").
+	"github.com/beamer-lb/beamer/pkg/agentapi"
+	"github.com/beamer-lb/beamer/pkg/cheetah"
+	"github.com/beamer-lb/beamer/pkg/dataplane"
+)
+
+// startCheetah gives the program the keys of every Cheetah VIP it knows
+// and attaches the cookie writer to the egress of the server's interface,
+// where its replies leave (direct server return). Keys come from the
+// controller (PUT /v1/cheetah, takeCheetahKeys), from the configuration
+// (hand-given, optional), or from the previous agent's pinned map after a
+// hitless restart, so replies carry cookies from the first packet. The
+// egress link is pinned with the ingress one, so a hitless restart
+// (SIGUSR2) leaves no reply without its cookie; a plain stop detaches it
+// (docs/strategy-cheetah.md, "What breaks").
 func (d *Daemon) startCheetah() error {
-	any := false
+	d.cheetahMu.Lock()
+	defer d.cheetahMu.Unlock()
+	served := map[netip.Addr]bool{}
 	for _, v := range d.cfg.VIPs {
-		if v.Cheetah == nil {
+		served[v.VIP] = true
+	}
+	adopted, err := d.agent.CheetahVIPs()
+	if err != nil {
+		return err
+	}
+	for _, v := range adopted {
+		if !served[v.VIP] {
+			if err := d.agent.DeleteCheetahVIP(v.VIP); err != nil {
+				return err
+			}
 			continue
 		}
-		any = true
+		// Set again: this agent's id, and the count the ingress reads.
+		v.ID = uint16(d.cfg.ServerID)
+		if err := d.agent.SetCheetahVIP(v); err != nil {
+			return err
+		}
+		d.cheetahVIPs = append(d.cheetahVIPs, v.VIP)
+	}
+	for _, v := range d.cfg.VIPs {
+		if v.Cheetah == nil || slices.Contains(d.cheetahVIPs, v.VIP) {
+			continue // pushed keys outlive a restart; they are newer
+		}
 		if err := d.agent.SetCheetahVIP(dataplane.CheetahVIP{VIP: v.VIP, ID: uint16(d.cfg.ServerID), Keys: *v.Cheetah}); err != nil {
 			return err
 		}
+		d.cheetahVIPs = append(d.cheetahVIPs, v.VIP)
 	}
-	if !any {
+	if len(d.cheetahVIPs) == 0 {
 		return nil
 	}
-	var err error
 	d.egress, err = d.agent.AttachCheetahEgress(d.cfg.Interface)
 	return err
+}
+
+// takeCheetahKeys is the agent API's handler of the keys the controller
+// pushes: it refuses another server id than this agent's (the cookies
+// would name another server), replaces the VIP's keys whole and attaches
+// the cookie writer if it is not yet.
+func (d *Daemon) takeCheetahKeys(p agentapi.CheetahPush) error {
+	if p.ID != uint16(d.cfg.ServerID) {
+		return fmt.Errorf("keys pushed for server id %d, this agent is server %d: the controller's DIP record and the agent's --id disagree", p.ID, d.cfg.ServerID)
+	}
+	if d.cfg.ServerID > cheetah.MaxID {
+		return fmt.Errorf("server id %d does not fit a Cheetah cookie (at most %d)", d.cfg.ServerID, cheetah.MaxID)
+	}
+	d.cheetahMu.Lock()
+	defer d.cheetahMu.Unlock()
+	if err := d.agent.SetCheetahVIP(dataplane.CheetahVIP{VIP: p.VIP, ID: p.ID, Keys: p.Keys}); err != nil {
+		return err
+	}
+	if !slices.Contains(d.cheetahVIPs, p.VIP) {
+		d.cheetahVIPs = append(d.cheetahVIPs, p.VIP)
+		slog.Info("cheetah keys received from the controller", "vip", p.VIP, "key_id", p.Keys.Current)
+	}
+	if d.egress == nil {
+		l, err := d.agent.AttachCheetahEgress(d.cfg.Interface)
+		if err != nil {
+			return err
+		}
+		d.egress = l
+	}
+	return nil
 }

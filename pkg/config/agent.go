@@ -16,7 +16,10 @@ type Agent struct {
 	Address   netip.Addr          `yaml:"address,omitempty"` // the server's DIP; default: the interface's first IPv4
 	ServerID  forwarding.ServerID `yaml:"server_id"`         // 1025–65535, advertised to MPTCP clients
 	Trusted   []netip.Prefix      `yaml:"trusted"`           // muxes and servers allowed to send encapsulated packets
-	VIPs      []AgentVIP          `yaml:"vips"`
+	// Controllers may push Cheetah keys to the agent API (default: the
+	// trusted prefixes). Docs: docs/strategy-cheetah.md, "Keys and rotation".
+	Controllers []netip.Prefix `yaml:"controllers,omitempty"`
+	VIPs        []AgentVIP     `yaml:"vips"`
 	// ManageVIPs puts the VIPs on loopback and sets the ARP sysctls that
 	// keep the server from answering for them (default true).
 	ManageVIPs *bool `yaml:"manage_vips,omitempty"`
@@ -47,6 +50,15 @@ func (v AgentVIP) Window() time.Duration {
 		return forwarding.DefaultChainWindow
 	}
 	return *v.ChainWindow
+}
+
+// PushFrom are the prefixes whose hosts may push Cheetah keys: the
+// controllers, default the trusted prefixes.
+func (c *Agent) PushFrom() []netip.Prefix {
+	if len(c.Controllers) > 0 {
+		return c.Controllers
+	}
+	return c.Trusted
 }
 
 // LoadAgent reads and validates an agent configuration file.
@@ -83,6 +95,11 @@ func (c *Agent) Validate() error {
 	for _, p := range c.Trusted {
 		if !p.Addr().Is4() {
 			return fmt.Errorf("trusted prefix %v: not IPv4", p)
+		}
+	}
+	for _, p := range c.Controllers {
+		if !p.IsValid() {
+			return fmt.Errorf("controllers prefix %v: not a prefix", p)
 		}
 	}
 	if len(c.VIPs) == 0 {

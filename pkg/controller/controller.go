@@ -28,6 +28,9 @@ type Options struct {
 	// Signatures asks agents for their Prism signatures (the SCT); nil:
 	// HTTP to DIP:agent_port.
 	Signatures SignatureLister
+	// Cheetah, when set, pushes Cheetah keys to the agents and collects
+	// their loads (cheetah.go); nil: agents have their keys by hand.
+	Cheetah *CheetahOptions
 	// PrismKeepAlive, if set, prunes Prism MCT entries from the muxes'
 	// keep-alive bits, the servers' socket lists as the second opinion
 	// (prism_keepalive.go); nil: from the servers' socket lists alone.
@@ -59,6 +62,8 @@ type Controller struct {
 	last map[string]*ring.Writer
 	// prism is the Prism strategy's state (prism.go), made on first use.
 	prism *prismRuntime
+	// cheetah is the Cheetah strategy's agent state (cheetah.go).
+	cheetah *cheetahRuntime
 }
 
 // New returns a Controller writing through st under root.
@@ -78,6 +83,14 @@ func New(st store.Store, root string, opts Options) *Controller {
 	logf := opts.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
+	}
+	if opts.Cheetah != nil {
+		o := *opts.Cheetah
+		if o.Logf == nil {
+			o.Logf = logf
+		}
+		o.fill()
+		opts.Cheetah = &o
 	}
 	return &Controller{st: st, root: root, opts: opts, now: now, logf: logf, cache: map[string]*instance{},
 		seen: map[string]ring.Pair{}, started: map[string]bool{}, repairs: map[string]string{}, metrics: opts.Metrics,

@@ -12,6 +12,7 @@ type Metrics struct {
 	held     *prometheus.GaugeVec
 	prism    *prismMetrics
 	awfd     *awfdMetrics
+	ops      *opsMetrics
 }
 
 // NewMetrics registers the controller's gauges with reg.
@@ -27,6 +28,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(m.failOpen, m.servers, m.held)
 	m.prism = newPrismMetrics(reg)
 	m.awfd = newAWFDMetrics(reg)
+	m.ops = newOpsMetrics(reg)
 	return m
 }
 
@@ -36,16 +38,7 @@ func (m *Metrics) observeHealth(instance string, dips map[forwarding.ServerID]*D
 	}
 	n := map[string]int{"up": 0, "down": 0, "pending": 0, "suppressed": 0}
 	for _, d := range dips {
-		switch {
-		case d.Pending:
-			n["pending"]++
-		case d.Down && d.Suppressed:
-			n["suppressed"]++
-		case d.Down:
-			n["down"]++
-		default:
-			n["up"]++
-		}
+		n[healthName(d)]++
 	}
 	for h, c := range n {
 		m.servers.WithLabelValues(instance, h).Set(float64(c))

@@ -49,8 +49,9 @@ func (e *statusError) Error() string { return fmt.Sprintf("GET %s: %s", e.url, e
 // latter suggests the server may be dead.
 func serverAnswered(err error) bool {
 	var se *agentapi.ServiceError
+	var me *agentapi.MismatchError
 	var st *statusError
-	return errors.As(err, &se) || errors.As(err, &st) || errors.Is(err, syscall.ECONNREFUSED)
+	return errors.As(err, &se) || errors.As(err, &me) || errors.As(err, &st) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // probe checks one DIP; the error text is what operators see as the reason.
@@ -85,9 +86,22 @@ func (p *prober) probe(ctx context.Context, in *forwarding.Instance, d DIP) erro
 	// of the timeout to answer in.
 	agent := netip.AddrPortFrom(d.Addr, h.AgentPort)
 	for _, vip := range in.VIPs {
-		if err := p.agents.Health(ctx, agent, vip, h.Port, p.timeout*3/4); err != nil {
+		if err := p.agents.HealthExpect(ctx, agent, vip, h.Port, p.timeout*3/4, agentExpect(in, d)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// agentExpect is what the server's agent must be configured with: its
+// server id, and for a Beamer instance the bucket count and chaining
+// window it finds a packet's bucket and daisy-chains with. An agent
+// configured otherwise refuses the probe, so the server stays down with
+// the mismatch as its reason instead of breaking connections.
+func agentExpect(in *forwarding.Instance, d DIP) agentapi.Expect {
+	e := agentapi.Expect{ServerID: uint16(d.ID)}
+	if in.Strategy == forwarding.StrategyBeamer || in.Strategy == "" {
+		e.Buckets, e.Window = in.Buckets, in.ChainWindow
+	}
+	return e
 }

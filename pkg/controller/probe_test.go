@@ -13,6 +13,7 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/agentapi"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/netlab"
 	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
 )
@@ -22,6 +23,7 @@ import (
 // the agent API on DIP:9300) and a controller namespace routed to the VIP
 // through the DIP; dial opens connections from the controller namespace.
 type dsrLab struct {
+	srv      *netlab.Namespace
 	dip, vip netip.Addr
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
 }
@@ -78,7 +80,7 @@ func newDSRLab(t *testing.T) *dsrLab {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { api.Close() })
-	return &dsrLab{dip: dip, vip: vip, dial: func(ctx context.Context, network, addr string) (c net.Conn, err error) {
+	return &dsrLab{srv: srv, dip: dip, vip: vip, dial: func(ctx context.Context, network, addr string) (c net.Conn, err error) {
 		err = cli.Do(func() error { c, err = (&net.Dialer{}).DialContext(ctx, network, addr); return err })
 		return c, err
 	}}

@@ -106,7 +106,7 @@ func (c *Controller) reconcile(ctx context.Context, in *instance) error {
 	if err != nil {
 		return err
 	}
-	if len(d.Servers) > 0 || len(d.Buckets) > 0 || len(d.MCT) > 0 {
+	if len(d.Servers) > 0 || len(d.Buckets) > 0 || len(d.MCT) > 0 || d.Cheetah != nil {
 		if _, err := in.w.Publish(ctx, d); err != nil {
 			return err
 		}
@@ -147,6 +147,12 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 		if dip.State == Removing {
 			continue
 		}
+		// A strategy may hold a server back from new connections (Cheetah:
+		// until its agent has the keys); it is then planned as down.
+		held := false
+		if g, ok := strat.(gater); ok && !down[id] && g.held(c, in, t, id) {
+			down[id], held = true, true
+		}
 		want := forwarding.Server{Addr: dip.Addr, State: forwarding.Active}
 		if down[id] {
 			// Stateful muxes must stop sending it the connections they
@@ -157,7 +163,11 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 		if s, ok := t.Servers[id]; !ok || s != want {
 			d.Servers = append(d.Servers, forwarding.ServerChange{ID: id, Server: want})
 		}
-		servers = append(servers, assign.Server{ID: id, Weight: assignmentWeight(dip, fo, owned, anyOwner)})
+		w := assignmentWeight(dip, fo, owned, anyOwner)
+		if held {
+			w = 0
+		}
+		servers = append(servers, assign.Server{ID: id, Weight: w})
 	}
 	pl := &planning{c: c, in: in, buckets: t.Buckets, servers: servers, down: down, now: now}
 	moves, err := strat.Moves(pl)
@@ -214,6 +224,9 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 			continue
 		}
 		keep := chaining[id] || (strat.DrainsRemoved() && c.draining(in, id, window, now))
+		if h, ok := strat.(slotHolder); ok && !keep {
+			keep = h.holdsSlot(c, in, id)
+		}
 		switch {
 		case keep && s.State != forwarding.Retired:
 			s.State = forwarding.Retired
@@ -221,6 +234,9 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 		case !keep:
 			d.Servers = append(d.Servers, forwarding.ServerChange{ID: id, Remove: true})
 		}
+	}
+	if x, ok := strat.(extraState); ok {
+		x.extraState(c, in, t, d)
 	}
 	return d, nil
 }

@@ -82,6 +82,8 @@ func (c *Controller) openRing(ctx context.Context, name string, k ring.Keys) (*r
 // published records the pair just published.
 func (c *Controller) published(in *instance) {
 	c.seen[in.config.Name], c.last[in.config.Name] = in.w.Pair(), in.w
+	p := in.w.Pair()
+	c.metrics.observePublished(in.config.Name, p.Incarnation, p.Generation)
 }
 
 // verifyCached checks that the cached instance's ring is still what this

@@ -32,6 +32,7 @@ const (
 	OpUndrain        = "undrain"
 	OpDefrag         = "defrag"
 	OpHealthClear    = "health-clear"
+	OpCheetahRotate  = "cheetah-rotate-key"
 )
 
 // Request statuses.
@@ -55,8 +56,10 @@ type Request struct {
 	// Defrag: steps to run now, with these parameters.
 	Steps  int                  `json:"steps,omitempty"`
 	Defrag *assign.DefragParams `json:"defrag,omitempty"`
-	Status string               `json:"status"`
-	Error  string               `json:"error,omitempty"`
+	// Rotation: cheetah-rotate-key's parameters.
+	Rotation *CheetahRotation `json:"rotation,omitempty"`
+	Status   string           `json:"status"`
+	Error    string           `json:"error,omitempty"`
 	// LastError is why the latest attempt of a running request failed
 	// (store trouble); the controller retries it.
 	LastError string `json:"last_error,omitempty"`
@@ -237,12 +240,14 @@ func (c *Controller) serveRequests(ctx context.Context) error {
 		}
 		if opErr != nil && !errors.Is(opErr, ErrBadRequest) && !errors.Is(opErr, ErrNotFound) {
 			c.noteAttempt(ctx, key, &r, opErr)
+			c.metrics.observeRequest(r.Op, "retried")
 			return opErr // store trouble: leave it running for a retry
 		}
 		r.Status, r.Result = StatusDone, result
 		if opErr != nil {
 			r.Status, r.Error = StatusFailed, opErr.Error()
 		}
+		c.metrics.observeRequest(r.Op, string(r.Status))
 		cur, err := c.st.Get(ctx, key)
 		if err != nil {
 			continue // withdrawn
@@ -295,6 +300,11 @@ func (c *Controller) execute(ctx context.Context, r *Request) (string, error) {
 		return "", c.Drain(ctx, r.Instance, r.ID, false)
 	case OpHealthClear:
 		return "", c.ClearDamping(ctx, r.Instance, r.ID)
+	case OpCheetahRotate:
+		if r.Rotation == nil {
+			return "", badf("cheetah-rotate-key without parameters")
+		}
+		return c.RotateCheetahKey(ctx, r.Instance, *r.Rotation)
 	case OpDefrag:
 		if r.Defrag == nil {
 			return "", badf("defrag without parameters")

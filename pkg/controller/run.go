@@ -66,7 +66,9 @@ func Run(ctx context.Context, st store.Store, root string, o RunOptions) error {
 		}
 		pause.Reset()
 		o.Logf("elected controller %q", o.Identity)
+		o.Options.Metrics.observeLeader(true)
 		err = lead(ctx, st, l, root, o)
+		o.Options.Metrics.observeLeader(false)
 		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		l.Resign(rctx)
 		cancel()
@@ -157,6 +159,10 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 		defer t.Stop()
 		healthTick = t.C
 	}
+	// Cheetah: due key switches and, with the push on, keys to the agents
+	// and their loads back (cheetah.go); each instance at its interval.
+	cheetahTick := time.NewTicker(time.Second)
+	defer cheetahTick.Stop()
 	var defragTick <-chan time.Time
 	if o.Defrag != nil {
 		t := time.NewTicker(o.DefragEvery)
@@ -182,6 +188,8 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 			err = c.checkRings(ctx)
 		case <-holdTick:
 			err = hd.round(ctx, c)
+		case <-cheetahTick.C:
+			err = c.cheetahRound(ctx)
 		case kr := <-keepAlive:
 			err = c.prismKeepAliveRound(ctx, kr)
 		case <-defragTick:

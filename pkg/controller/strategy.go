@@ -50,6 +50,26 @@ type finisher interface {
 	Finish(c *Controller, in *instance) (*forwarding.Delta, error)
 }
 
+// gater is a strategy that may hold a live server back from new
+// connections: planned as down (no buckets, marked DownState in the table).
+type gater interface {
+	held(c *Controller, in *instance, t *forwarding.Table, id forwarding.ServerID) bool
+}
+
+// slotHolder is a strategy that keeps a removed server in the table
+// (retired) past its window while it still has connections (Cheetah: a
+// cookie names the slot, not a bucket).
+type slotHolder interface {
+	holdsSlot(c *Controller, in *instance, id forwarding.ServerID) bool
+}
+
+// extraState is a strategy with state of its own in the table (Cheetah's
+// keys and loads): it adds it to the delta d taking t to the next
+// generation when it changed.
+type extraState interface {
+	extraState(c *Controller, in *instance, t *forwarding.Table, d *forwarding.Delta)
+}
+
 var strategies = map[forwarding.Strategy]Strategy{}
 
 func registerStrategy(s Strategy) {

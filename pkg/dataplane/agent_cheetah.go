@@ -46,6 +46,23 @@ func (a *Agent) SetCheetahVIP(v CheetahVIP) error {
 	return a.countCheetahVIPs()
 }
 
+// CheetahVIPs lists the VIPs the agent writes cookies for: those set, and
+// after a hitless restart those the previous agent had (the map is pinned).
+func (a *Agent) CheetahVIPs() ([]CheetahVIP, error) {
+	var out []CheetahVIP
+	var k [4]byte
+	var v agentCheetahVip
+	it := a.objs.CheetahVips.Iterate()
+	for it.Next(&k, &v) {
+		c := CheetahVIP{VIP: netip.AddrFrom4(k), ID: v.Id, Keys: cheetah.Keys{Current: v.Kid}}
+		for i := range c.Keys.Keys {
+			c.Keys.Keys[i] = v.Keys[i].K
+		}
+		out = append(out, c)
+	}
+	return out, it.Err()
+}
+
 // DeleteCheetahVIP stops writing cookies for a VIP.
 func (a *Agent) DeleteCheetahVIP(vip netip.Addr) error {
 	if err := a.objs.CheetahVips.Delete(vip.As4()); err != nil {

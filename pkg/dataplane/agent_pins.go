@@ -12,8 +12,10 @@ import (
 // agentStateMaps are the agent maps whose content outlives a daemon: the
 // counters, the newest generation seen per VIP and the change times seen
 // per bucket (without them a restarted agent would reset chained packets
-// of a bucket that moved before the restart).
-var agentStateMaps = []string{"agent_counters", "generation_seen", "bucket_changed"}
+// of a bucket that moved before the restart), and Cheetah's keys per VIP
+// and key id per socket (a restarted agent writes cookies at once, with
+// the key id each connection started with).
+var agentStateMaps = []string{"agent_counters", "generation_seen", "bucket_changed", "cheetah_vips", "cheetah_kid"}
 
 // agentStateDir is the pin directory of the state maps. Their entries are
 // indexed by VIP slot and bucket base, so they are only meaningful to an
@@ -48,6 +50,7 @@ func (a *Agent) pinState(vips []AgentVIP) error {
 	}
 	return pinMaps(dir, map[string]*ebpf.Map{
 		"agent_counters": a.objs.AgentCounters, "generation_seen": a.objs.GenerationSeen, "bucket_changed": a.objs.BucketChanged,
+		"cheetah_vips": a.objs.CheetahVips, "cheetah_kid": a.objs.CheetahKid,
 	})
 }
 

@@ -133,11 +133,11 @@ func (c *chainTable) close() {
 	}
 }
 
-// bucketWord encodes b in the 64-bit word the mux reads with one load
-// (bpf/include/mux_maps.h): bits 0–15 the current owner, 16–31 the
-// reference of its history in the chain table, 32–63 the change time.
-// Storing it as one aligned word is what makes a bucket update impossible
-// to read torn.
+// bucketWord encodes b as the whole 64-bit bucket word the mux reads with
+// one load (bpf/include/mux_maps.h), the side word of a bucket with a
+// history (buckets.go): bits 0–15 the current owner, 16–31 the reference of
+// its history in the chain table, 32–63 the change time. Storing it as one
+// aligned word is what makes a bucket update impossible to read torn.
 func bucketWord(b forwarding.Bucket, ref uint16) uint64 {
 	return uint64(b.Current) | uint64(ref)<<16 | uint64(b.Changed)<<32
 }

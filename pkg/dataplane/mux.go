@@ -201,6 +201,7 @@ type benchPrograms struct {
 	Encap *ebpf.Program  `ebpf:"encap_floor_bench"`
 	Gen   *ebpf.Program  `ebpf:"traffic_gen_bench"`
 	Flows *ebpf.Variable `ebpf:"bench_flows"`
+	Key   *ebpf.Variable `ebpf:"bench_key"` // mux_baseline.go
 	Frame *ebpf.Variable `ebpf:"gen_frame"`
 }
 

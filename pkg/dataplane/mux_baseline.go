@@ -32,12 +32,18 @@ func muxBenchOrderVersion() *ebpf.VariableSpec {
 	return spec.Variables["bench_order_version"]
 }
 
+// SetBenchOrder selects the benchmark build's visiting order (bench_key in
+// bpf/bench/mux_bench.h): pkg/dpbench fills connection tables in one order
+// and measures in another.
+func (m *Mux) SetBenchOrder(key uint32) error { return m.bench.Key.Set(key) }
+
 // MuxBaseline is a baseline benchmark build loaded on a Mux's maps.
 type MuxBaseline struct {
 	coll  *ebpf.Collection
 	bench *ebpf.Program
 	empty *ebpf.Program
 	flows *ebpf.Variable
+	key   *ebpf.Variable
 }
 
 // LoadBaseline loads obj, a benchmark build of the mux, on m's maps (m
@@ -118,7 +124,8 @@ func (m *Mux) LoadBaseline(obj []byte) (*MuxBaseline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the baseline object: %w", err)
 	}
-	return &MuxBaseline{coll: coll, bench: coll.Programs["beamer_mux_bench"], empty: coll.Programs["empty_bench"], flows: coll.Variables["bench_flows"]}, nil
+	return &MuxBaseline{coll: coll, bench: coll.Programs["beamer_mux_bench"], empty: coll.Programs["empty_bench"], flows: coll.Variables["bench_flows"],
+		key: coll.Variables["bench_key"]}, nil
 }
 
 // BenchProgram is the baseline's mux wrapped to undo its encapsulation.
@@ -129,6 +136,14 @@ func (b *MuxBaseline) EmptyProgram() *ebpf.Program { return b.empty }
 
 // SetBenchFlows is Mux.SetBenchFlows for the baseline.
 func (b *MuxBaseline) SetBenchFlows(n uint32) error { return b.flows.Set(n) }
+
+// SetBenchOrder is Mux.SetBenchOrder for the baseline.
+func (b *MuxBaseline) SetBenchOrder(key uint32) error {
+	if b.key == nil {
+		return errors.New("baseline object has no bench_key")
+	}
+	return b.key.Set(key)
+}
 
 // Close unloads the baseline (the shared maps stay with their Mux).
 func (b *MuxBaseline) Close() { b.coll.Close() }

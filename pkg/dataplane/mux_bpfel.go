@@ -47,7 +47,8 @@ const (
 	muxCheetahMuxCounterCHEETAH_MUX_BAD_COOKIE  muxCheetahMuxCounter = 3
 	muxCheetahMuxCounterCHEETAH_MUX_FALLBACK    muxCheetahMuxCounter = 4
 	muxCheetahMuxCounterCHEETAH_MUX_NO_PICK     muxCheetahMuxCounter = 5
-	muxCheetahMuxCounterCHEETAH_MUX_COUNTER_MAX muxCheetahMuxCounter = 6
+	muxCheetahMuxCounterCHEETAH_MUX_COOKIE_KEY1 muxCheetahMuxCounter = 6
+	muxCheetahMuxCounterCHEETAH_MUX_COUNTER_MAX muxCheetahMuxCounter = 7
 )
 
 type muxCheetahMuxInst struct {
@@ -162,6 +163,7 @@ const (
 	muxMapNexthopCache           = "nexthop_cache"
 	muxMapNexthopEpoch           = "nexthop_epoch"
 	muxMapPrismLearned           = "prism_learned"
+	muxMapPrismLearning          = "prism_learning"
 	muxMapServerTables           = "server_tables"
 	muxMapVipFront               = "vip_front"
 	muxMapVipRecords             = "vip_records"
@@ -236,6 +238,7 @@ type muxMapSpecs struct {
 	NexthopCache       *ebpf.MapSpec `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.MapSpec `ebpf:"nexthop_epoch"`
 	PrismLearned       *ebpf.MapSpec `ebpf:"prism_learned"`
+	PrismLearning      *ebpf.MapSpec `ebpf:"prism_learning"`
 	ServerTables       *ebpf.MapSpec `ebpf:"server_tables"`
 	VipFront           *ebpf.MapSpec `ebpf:"vip_front"`
 	VipRecords         *ebpf.MapSpec `ebpf:"vip_records"`
@@ -286,6 +289,7 @@ type muxMaps struct {
 	NexthopCache       *ebpf.Map `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.Map `ebpf:"nexthop_epoch"`
 	PrismLearned       *ebpf.Map `ebpf:"prism_learned"`
+	PrismLearning      *ebpf.Map `ebpf:"prism_learning"`
 	ServerTables       *ebpf.Map `ebpf:"server_tables"`
 	VipFront           *ebpf.Map `ebpf:"vip_front"`
 	VipRecords         *ebpf.Map `ebpf:"vip_records"`
@@ -308,6 +312,7 @@ func (m *muxMaps) Close() error {
 		m.NexthopCache,
 		m.NexthopEpoch,
 		m.PrismLearned,
+		m.PrismLearning,
 		m.ServerTables,
 		m.VipFront,
 		m.VipRecords,

@@ -121,13 +121,27 @@ func (cheetahMux) installed(m *Mux, in *muxInstance) error {
 	if o == nil {
 		return fmt.Errorf("dataplane: cheetah instance %q without options", in.cfg.Name)
 	}
+	// The ring's keys win over the configuration's: the configuration is
+	// read once at start, a rotation arrives as a generation.
+	keys := o.Keys
+	if st := in.table.Cheetah; st != nil {
+		keys = st.Keys
+	}
 	rec := muxCheetahMuxInst{Policy: cheetahPolicyCode[o.Policy]}
-	for i, k := range o.Keys.Keys {
+	for i, k := range keys.Keys {
 		rec.Keys[i].K = k
 	}
 	picks := cheetahPicks(in.table, o.Policy == forwarding.CheetahWRR)
 	rec.N = uint16(len(picks))
 	copy(rec.Picks[:], picks)
+	// Loads first: a new record's picks never meet a missing load.
+	if o.Policy == forwarding.CheetahP2C && in.table.Cheetah != nil {
+		for _, id := range picks {
+			if err := m.objs.CheetahLoad.Put(in.slot<<16|uint32(id), in.table.Cheetah.Loads[forwarding.ServerID(id)]); err != nil {
+				return fmt.Errorf("installing cheetah load: %w", err)
+			}
+		}
+	}
 	if err := m.objs.CheetahInsts.Put(in.slot, &rec); err != nil {
 		return fmt.Errorf("installing cheetah record: %w", err)
 	}
@@ -136,8 +150,9 @@ func (cheetahMux) installed(m *Mux, in *muxInstance) error {
 
 func (cheetahMux) released(m *Mux, in *muxInstance) { m.objs.CheetahInsts.Delete(in.slot) }
 
-// SetCheetahLoad publishes a server's load (active connections) for an
-// instance whose policy is p2c.
+// SetCheetahLoad sets a server's load (active connections) for an instance
+// whose policy is p2c, until the next generation brings the published ones
+// (forwarding.CheetahState.Loads); tests and benchmarks use it.
 func (m *Mux) SetCheetahLoad(name string, id forwarding.ServerID, load uint32) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

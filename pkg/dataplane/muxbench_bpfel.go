@@ -47,7 +47,8 @@ const (
 	muxBenchCheetahMuxCounterCHEETAH_MUX_BAD_COOKIE  muxBenchCheetahMuxCounter = 3
 	muxBenchCheetahMuxCounterCHEETAH_MUX_FALLBACK    muxBenchCheetahMuxCounter = 4
 	muxBenchCheetahMuxCounterCHEETAH_MUX_NO_PICK     muxBenchCheetahMuxCounter = 5
-	muxBenchCheetahMuxCounterCHEETAH_MUX_COUNTER_MAX muxBenchCheetahMuxCounter = 6
+	muxBenchCheetahMuxCounterCHEETAH_MUX_COOKIE_KEY1 muxBenchCheetahMuxCounter = 6
+	muxBenchCheetahMuxCounterCHEETAH_MUX_COUNTER_MAX muxBenchCheetahMuxCounter = 7
 )
 
 type muxBenchCheetahMuxInst struct {
@@ -124,6 +125,7 @@ const (
 	muxBenchMapNexthopCache           = "nexthop_cache"
 	muxBenchMapNexthopEpoch           = "nexthop_epoch"
 	muxBenchMapPrismLearned           = "prism_learned"
+	muxBenchMapPrismLearning          = "prism_learning"
 	muxBenchMapServerTables           = "server_tables"
 	muxBenchMapVipFront               = "vip_front"
 	muxBenchMapVipRecords             = "vip_records"
@@ -135,6 +137,7 @@ const (
 	muxBenchProgTrafficGenBench       = "traffic_gen_bench"
 	muxBenchVarAwfdCounterNames       = "awfd_counter_names"
 	muxBenchVarBenchFlows             = "bench_flows"
+	muxBenchVarBenchKey               = "bench_key"
 	muxBenchVarBenchOrderVersion      = "bench_order_version"
 	muxBenchVarBenchSeq               = "bench_seq"
 	muxBenchVarCheetahMuxCounterMax   = "cheetah_mux_counter_max"
@@ -212,6 +215,7 @@ type muxBenchMapSpecs struct {
 	NexthopCache       *ebpf.MapSpec `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.MapSpec `ebpf:"nexthop_epoch"`
 	PrismLearned       *ebpf.MapSpec `ebpf:"prism_learned"`
+	PrismLearning      *ebpf.MapSpec `ebpf:"prism_learning"`
 	ServerTables       *ebpf.MapSpec `ebpf:"server_tables"`
 	VipFront           *ebpf.MapSpec `ebpf:"vip_front"`
 	VipRecords         *ebpf.MapSpec `ebpf:"vip_records"`
@@ -223,6 +227,7 @@ type muxBenchMapSpecs struct {
 type muxBenchVariableSpecs struct {
 	AwfdCounterNames       *ebpf.VariableSpec `ebpf:"awfd_counter_names"`
 	BenchFlows             *ebpf.VariableSpec `ebpf:"bench_flows"`
+	BenchKey               *ebpf.VariableSpec `ebpf:"bench_key"`
 	BenchOrderVersion      *ebpf.VariableSpec `ebpf:"bench_order_version"`
 	BenchSeq               *ebpf.VariableSpec `ebpf:"bench_seq"`
 	CheetahMuxCounterMax   *ebpf.VariableSpec `ebpf:"cheetah_mux_counter_max"`
@@ -266,6 +271,7 @@ type muxBenchMaps struct {
 	NexthopCache       *ebpf.Map `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.Map `ebpf:"nexthop_epoch"`
 	PrismLearned       *ebpf.Map `ebpf:"prism_learned"`
+	PrismLearning      *ebpf.Map `ebpf:"prism_learning"`
 	ServerTables       *ebpf.Map `ebpf:"server_tables"`
 	VipFront           *ebpf.Map `ebpf:"vip_front"`
 	VipRecords         *ebpf.Map `ebpf:"vip_records"`
@@ -288,6 +294,7 @@ func (m *muxBenchMaps) Close() error {
 		m.NexthopCache,
 		m.NexthopEpoch,
 		m.PrismLearned,
+		m.PrismLearning,
 		m.ServerTables,
 		m.VipFront,
 		m.VipRecords,
@@ -300,6 +307,7 @@ func (m *muxBenchMaps) Close() error {
 type muxBenchVariables struct {
 	AwfdCounterNames       *ebpf.Variable `ebpf:"awfd_counter_names"`
 	BenchFlows             *ebpf.Variable `ebpf:"bench_flows"`
+	BenchKey               *ebpf.Variable `ebpf:"bench_key"`
 	BenchOrderVersion      *ebpf.Variable `ebpf:"bench_order_version"`
 	BenchSeq               *ebpf.Variable `ebpf:"bench_seq"`
 	CheetahMuxCounterMax   *ebpf.Variable `ebpf:"cheetah_mux_counter_max"`

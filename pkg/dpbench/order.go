@@ -11,9 +11,10 @@ import "fmt"
 
 const orderWalks = 64 // BENCH_ORDER_WALKS
 
-func orderMix(x, mask uint32) uint32 {
+func orderMix(x, mask, key uint32) uint32 {
 	x = (x * 0x9e3779b1) & mask
 	x ^= x >> 5
+	x = (x + key*0x7feb352d) & mask
 	x = (x * 0x85ebca77) & mask
 	x ^= x >> 11
 	x = (x * 0xc2b2ae3d) & mask
@@ -31,11 +32,21 @@ func orderMask(n uint32) uint32 {
 	return m
 }
 
-// benchOrder is the flow the seq-th repetition uses (seq < n).
-func benchOrder(seq, n uint32) uint32 {
+// The orders in use (bench_key): the measured one, and the one connection
+// tables are filled in.
+const (
+	measureKey = 0
+	fillKey    = 1
+)
+
+// benchOrder is the flow the seq-th repetition uses (seq < n) in the
+// measured order.
+func benchOrder(seq, n uint32) uint32 { return keyedOrder(seq, n, measureKey) }
+
+func keyedOrder(seq, n, key uint32) uint32 {
 	mask, x := orderMask(n), seq
 	for range orderWalks {
-		x = orderMix(x, mask)
+		x = orderMix(x, mask, key)
 		if x < n {
 			return x
 		}
@@ -43,9 +54,18 @@ func benchOrder(seq, n uint32) uint32 {
 	return seq
 }
 
-// checkOrder verifies that benchOrder visits each of n flows exactly once
+// checkOrder verifies that both orders visit each of n flows exactly once
 // without falling back (a walk longer than the program allows).
 func checkOrder(n uint32) error {
+	for _, key := range []uint32{measureKey, fillKey} {
+		if err := checkKeyedOrder(n, key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkKeyedOrder(n, key uint32) error {
 	if n == 0 {
 		return nil
 	}
@@ -54,7 +74,7 @@ func checkOrder(n uint32) error {
 	for seq := range n {
 		x, ok := seq, false
 		for range orderWalks {
-			if x = orderMix(x, mask); x < n {
+			if x = orderMix(x, mask, key); x < n {
 				ok = true
 				break
 			}

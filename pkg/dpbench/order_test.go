@@ -35,5 +35,18 @@ func TestOrderIsRandomPermutation(t *testing.T) {
 		if mean < 0.25 || mean > 0.42 {
 			t.Errorf("%d flows: consecutive repetitions are %.3f n apart on average, a random order gives 0.333", n, mean)
 		}
+		// A connection table's entries are allocated in fill order: flows
+		// measured one after the other must lie far apart in it too.
+		filled := make([]float64, n)
+		for seq := range n {
+			filled[keyedOrder(seq, n, fillKey)] = float64(seq)
+		}
+		sum = 0
+		for seq := uint32(1); seq < n; seq++ {
+			sum += math.Abs(filled[benchOrder(seq, n)] - filled[benchOrder(seq-1, n)])
+		}
+		if mean := sum / float64(n-1) / float64(n); mean < 0.25 || mean > 0.42 {
+			t.Errorf("%d flows: consecutive repetitions were filled %.3f n apart on average, a random order gives 0.333", n, mean)
+		}
 	}
 }

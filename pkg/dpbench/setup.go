@@ -173,6 +173,16 @@ func (b *benchMux) SetBenchFlows(n uint32) error {
 	return b.Mux.SetBenchFlows(n)
 }
 
+// SetBenchOrder selects the visiting order of both builds.
+func (b *benchMux) SetBenchOrder(key uint32) error {
+	if b.base != nil {
+		if err := b.base.SetBenchOrder(key); err != nil {
+			return err
+		}
+	}
+	return b.Mux.SetBenchOrder(key)
+}
+
 // baseBench is the baseline's benchmark program (nil without one).
 func (b *benchMux) baseBench() *ebpf.Program {
 	if b.base == nil {

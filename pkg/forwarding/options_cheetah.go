@@ -2,6 +2,7 @@ package forwarding
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/beamer-lb/beamer/pkg/cheetah"
 )
@@ -33,6 +34,12 @@ type CheetahOptions struct {
 	// put a new key in the other slot, then make it current; the old one
 	// stays for the connections that carry it.
 	Keys cheetah.Keys `json:"keys" yaml:"keys"`
+	// SwitchAt, when set, is when the controller makes the other key slot
+	// current: a rotation (`ctl cheetah rotate-key`) wrote a new key there
+	// and gives every mux time to load it before any server uses it.
+	SwitchAt time.Time `json:"switch_at,omitzero" yaml:"switch_at,omitempty"`
+	// Switched is when the current key became current (zero: at creation).
+	Switched time.Time `json:"switched,omitzero" yaml:"switched,omitempty"`
 }
 
 func checkCheetah(in *Instance) error {

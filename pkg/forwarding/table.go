@@ -130,6 +130,9 @@ type Table struct {
 	// MCT is Prism's migrated-connection table (mct.go); nil for the other
 	// strategies.
 	MCT map[uint64]ServerID
+	// Cheetah is the cheetah strategy's keys and loads (cheetah_state.go);
+	// nil for the other strategies.
+	Cheetah *CheetahState
 }
 
 // NewTable returns generation 0 of a table with n unowned buckets.
@@ -146,6 +149,7 @@ func (t *Table) Clone() *Table {
 	if t.MCT != nil {
 		c.MCT = maps.Clone(t.MCT)
 	}
+	c.Cheetah = t.Cheetah.Clone()
 	return c
 }
 
@@ -171,6 +175,8 @@ type Delta struct {
 	Servers    []ServerChange
 	Buckets    []BucketChange
 	MCT        []MCTChange
+	// Cheetah, when set, replaces the table's Cheetah state whole.
+	Cheetah *CheetahState
 }
 
 // Errors returned by Apply and Validate.
@@ -216,6 +222,11 @@ func (t *Table) Check(d *Delta) error {
 	}
 	if err := t.checkMCT(d, lookup); err != nil {
 		return err
+	}
+	if d.Cheetah != nil {
+		if err := d.Cheetah.Check(); err != nil {
+			return err
+		}
 	}
 	return t.checkRemovals(d)
 }
@@ -306,6 +317,9 @@ func (t *Table) ApplyChecked(d *Delta) {
 		}
 	}
 	t.applyMCT(d)
+	if d.Cheetah != nil {
+		t.Cheetah = d.Cheetah.Clone()
+	}
 	for _, c := range d.Buckets {
 		t.Buckets[c.Index] = c.Bucket
 	}
@@ -327,6 +341,11 @@ func (t *Table) Validate() error {
 	for i, b := range t.Buckets {
 		if err := checkBucket(b, lookup); err != nil {
 			return fmt.Errorf("%w: bucket %d: %v", ErrInvalid, i, err)
+		}
+	}
+	if t.Cheetah != nil {
+		if err := t.Cheetah.Check(); err != nil {
+			return err
 		}
 	}
 	return t.validateMCT()

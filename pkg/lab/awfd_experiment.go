@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -56,6 +57,10 @@ type AWFDSummary struct {
 	ThroughputErr float64     `json:"throughput_stderr"`
 	MeanFCT       float64     `json:"mean_fct_ms"`
 	MeanFCTErr    float64     `json:"mean_fct_stderr"`
+	P99FCT        float64     `json:"p99_fct_ms"` // mean over repetitions of each run's p99
+	P99FCTErr     float64     `json:"p99_fct_stderr"`
+	P99Short      float64     `json:"p99_fct_short_ms"` // the same for downloads ≤ ShortFlow
+	P99ShortErr   float64     `json:"p99_fct_short_stderr"`
 	Failed        int         `json:"failed"`
 }
 
@@ -95,23 +100,27 @@ func RunAWFDExperiment(ctx context.Context, e AWFDExperiment) (*AWFDResult, erro
 			}
 			run.Rep = rep
 			res.Runs = append(res.Runs, *run)
-			say("  %-22s rep %d: %7.1f Mbit/s, mean FCT %7.0f ms, p99 %6.0f ms, %d/%d completed, %d failed%s",
-				v.Name, rep+1, run.Flows.Throughput, run.Flows.MeanFCT, run.Flows.P99FCT, run.Flows.Completed, run.Flows.Started, run.Flows.Failed,
+			say("  %-22s rep %d: %7.1f Mbit/s, mean FCT %7.0f ms, p99 %6.0f ms (≤ 100 KiB: %5.0f ms), %d/%d completed, %d failed%s",
+				v.Name, rep+1, run.Flows.Throughput, run.Flows.MeanFCT, run.Flows.P99FCT, run.Flows.P99FCTShort, run.Flows.Completed, run.Flows.Started, run.Flows.Failed,
 				decisions(run.AWFD))
 		}
 	}
 	for _, v := range e.Variants {
-		var tp, fct []float64
+		var tp, fct, p99, short []float64
 		s := AWFDSummary{Variant: v}
 		for _, r := range res.Runs {
 			if r.Variant == v {
 				tp = append(tp, r.Flows.Throughput)
 				fct = append(fct, r.Flows.MeanFCT)
+				p99 = append(p99, r.Flows.P99FCT)
+				short = append(short, r.Flows.P99FCTShort)
 				s.Failed += r.Flows.Failed
 			}
 		}
 		s.Throughput, s.ThroughputErr = meanErr(tp)
 		s.MeanFCT, s.MeanFCTErr = meanErr(fct)
+		s.P99FCT, s.P99FCTErr = meanErr(p99)
+		s.P99Short, s.P99ShortErr = meanErr(short)
 		res.Summary = append(res.Summary, s)
 	}
 	return res, nil
@@ -151,8 +160,8 @@ func runAWFDVariant(ctx context.Context, e AWFDExperiment, v AWFDVariant, flow F
 	defer os.RemoveAll(dir)
 	o := Options{Beamer: e.Beamer, Dir: dir, Clients: e.Clients, Muxes: e.Muxes, Servers: e.Servers, Buckets: 1009,
 		FileSize: 1 << 10, Strategy: v.Strategy, Store: "embedded", Seed: 1, ServerRates: e.Rates}
-	if v.Strategy == "beamer" {
-		o.Window = 4 * time.Minute
+	if v.Strategy == "beamer" || strings.HasPrefix(v.Strategy, "cheetah") {
+		o.Window = 4 * time.Minute // Cheetah's fallback for clients without timestamps is Beamer's
 	}
 	if v.Classes > 0 {
 		o.CreateArgs = []string{"--classes", fmt.Sprint(v.Classes), "--poll", v.Poll.String()}

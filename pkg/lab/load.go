@@ -240,7 +240,10 @@ func (ld *Load) idle(c *loadClient, slot int) {
 	defer ld.wg.Done()
 	rec := ld.newRecord(c.index, "idle")
 	r := rand.New(rand.NewPCG(uint64(ld.opts.Seed), uint64(c.index)<<20|uint64(slot)))
-	conn, err := ld.dial(c, c.ports[slot%len(c.ports)], rec)
+	// From the end of the permutation: short-lived slots walk it from the
+	// start (slot + k·PerClient), and a port an idle connection holds would
+	// make their connect fail (the 4-tuple is in use).
+	conn, err := ld.dial(c, c.ports[len(c.ports)-1-slot%len(c.ports)], rec)
 	if err != nil {
 		ld.fail(rec, c, "", err)
 		return

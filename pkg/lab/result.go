@@ -22,27 +22,30 @@ type Result struct {
 	// server that fail-server stopped (link down, daemons gone): no load
 	// balancer can keep those. Broken − BrokenOnFailed is the load
 	// balancer's doing.
-	BrokenOnFailed      int                          `json:"broken_on_failed_servers,omitempty"`
-	FailedServers       []string                     `json:"failed_servers,omitempty"`
-	IdleConnections     int                          `json:"idle_connections,omitempty"`
-	SubflowsExpected    int                          `json:"subflows_expected"`
-	SubflowsEstablished int                          `json:"subflows_established"`
-	SubflowsMissing     map[string]int               `json:"subflows_missing,omitempty"` // connections closed without one, by why
-	ChainedPackets      uint64                       `json:"chained_packets"`
-	ChainedPerServer    map[string]uint64            `json:"chained_per_server,omitempty"`
-	Downloads           int                          `json:"downloads"`
-	BytesReceived       uint64                       `json:"bytes_received"`
-	MeanGbps            float64                      `json:"mean_gbps"`
-	FCTMedianMs         float64                      `json:"fct_median_ms"`
-	FCTP99Ms            float64                      `json:"fct_p99_ms"`
-	ServerShare         map[string]float64           `json:"server_share_last_step,omitempty"` // fraction of bytes per server after the last event but one
-	Flood               *FloodResult                 `json:"flood,omitempty"`
-	MuxCounters         map[string]uint64            `json:"mux_counters,omitempty"`
-	AgentCounters       map[string]map[string]uint64 `json:"agent_counters,omitempty"`
-	Events              []EventLog                   `json:"events"`
-	Parameters          Params                       `json:"parameters"`
-	Paper               Paper                        `json:"paper"`
-	Churn               *Churn                       `json:"churn,omitempty"` // with its seed
+	BrokenOnFailed      int                `json:"broken_on_failed_servers,omitempty"`
+	FailedServers       []string           `json:"failed_servers,omitempty"`
+	IdleConnections     int                `json:"idle_connections,omitempty"`
+	SubflowsExpected    int                `json:"subflows_expected"`
+	SubflowsEstablished int                `json:"subflows_established"`
+	SubflowsMissing     map[string]int     `json:"subflows_missing,omitempty"` // connections closed without one, by why
+	ChainedPackets      uint64             `json:"chained_packets"`
+	ChainedPerServer    map[string]uint64  `json:"chained_per_server,omitempty"`
+	Downloads           int                `json:"downloads"`
+	BytesReceived       uint64             `json:"bytes_received"`
+	MeanGbps            float64            `json:"mean_gbps"`
+	FCTMedianMs         float64            `json:"fct_median_ms"`
+	FCTP99Ms            float64            `json:"fct_p99_ms"`
+	ServerShare         map[string]float64 `json:"server_share_last_step,omitempty"` // fraction of bytes per server after the last event but one
+	Flood               *FloodResult       `json:"flood,omitempty"`
+	MuxCounters         map[string]uint64  `json:"mux_counters,omitempty"`
+	// CheetahCounters: the cheetah decisions of the muxes running at the
+	// end (cookie hits by key id, bad cookies, fallbacks).
+	CheetahCounters map[string]uint64            `json:"cheetah_counters,omitempty"`
+	AgentCounters   map[string]map[string]uint64 `json:"agent_counters,omitempty"`
+	Events          []EventLog                   `json:"events"`
+	Parameters      Params                       `json:"parameters"`
+	Paper           Paper                        `json:"paper"`
+	Churn           *Churn                       `json:"churn,omitempty"` // with its seed
 	// Final is the instance as the controller left it at the end: servers
 	// marked down by health checks, buckets without an owner.
 	Final       *InstanceState `json:"final_state,omitempty"`
@@ -92,6 +95,7 @@ func (r *runner) result(lr LoadResult, tl []Sample, events []EventLog) *Result {
 	}
 	res.FCTMedianMs, res.FCTP99Ms = ms(percentile(durs, 50)), ms(percentile(durs, 99))
 	res.MuxCounters = r.lab.MuxCounters()
+	res.CheetahCounters = r.lab.cheetahCounters()
 	res.AgentCounters = r.lab.AgentCounters()
 	res.ChainedPerServer = map[string]uint64{}
 	for name, c := range res.AgentCounters {

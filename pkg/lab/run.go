@@ -263,6 +263,8 @@ func (r *runner) apply(ctx context.Context, e Event) error {
 		}
 		r.flood.Stop()
 		return nil
+	case "rotate-key":
+		return l.RotateKey(e.Args[0])
 	case "end":
 		return nil
 	}

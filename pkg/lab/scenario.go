@@ -42,6 +42,7 @@ var actions = map[string]struct {
 	"kill-mux":       {1, "kill-mux I: mux I's interface goes down; the router notices after the BGP hold time"},
 	"flood-start":    {1, "flood-start RATE: SYN flood the VIP from spoofed sources at RATE SYNs/s (from the last client)"},
 	"flood-stop":     {0, "flood-stop: end the SYN flood"},
+	"rotate-key":     {1, "rotate-key S: cheetah: `ctl cheetah rotate-key` (a new cookie key, current for new connections S seconds later)"},
 	"end":            {0, "end: stop the load and count (required, last)"},
 }
 

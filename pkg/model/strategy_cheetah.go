@@ -83,7 +83,11 @@ func (c cheetahStrategy) decide(m *Mux, vip *VIP, p packet) (forwarding.Server, 
 			id = active[i]
 		}
 	} else {
-		sid, _ := o.Keys.Decode(echo, p.flow)
+		keys := o.Keys
+		if st := vip.Table.Cheetah; st != nil {
+			keys = st.Keys // the ring's keys win: a rotation arrives as a generation
+		}
+		sid, _ := keys.Decode(echo, p.flow)
 		id = forwarding.ServerID(sid)
 	}
 	s, ok := vip.Table.Servers[id]

@@ -195,6 +195,7 @@ func (d *Daemon) AnnounceWhileHealthy(ctx context.Context, a *Announcer, every t
 	var lastErr string
 	for {
 		err := a.Set(ctx, d.announceVIPs())
+		d.observeBGP(ctx, a) // bgp_metrics.go
 		if msg := fmt.Sprint(err); err != nil && msg != lastErr {
 			log.Warn("bgp", "error", err)
 			lastErr = msg

@@ -66,6 +66,8 @@ type Daemon struct {
 
 	attachMu sync.Mutex // guards link, adopting and takeover (adopt.go)
 	adopting bool       // a predecessor's pinned program forwards until this one takes over
+	// bgpUp is the BGP session gauge (bgp_metrics.go), nil without --metrics.
+	bgpUp *prometheus.GaugeVec
 	// vethPeer is the XDP program given to the veth peer (vethpeer.go), nil if none.
 	vethPeer *vethPeer
 	takeover takeover
@@ -181,6 +183,8 @@ func (d *Daemon) serveMetrics() error {
 		Help: "Generation of the forwarding state loaded, per instance."}, []string{"lb_instance"})
 	d.applyErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "beamer_mux_apply_errors_total",
 		Help: "Generations or tables the mux refused (the previous state stays in force)."})
+	d.bgpUp = newBGPSessionGauge() // bgp_metrics.go
+	reg.MustRegister(d.bgpUp)
 	d.registerFollowMetrics(reg)
 	d.registerAWFDMetrics(reg)
 	bits := newPrismBits(d)

@@ -110,6 +110,15 @@ func TestReadmeMultiHost(t *testing.T) {
 		if killed := stopAll(order, 8*time.Second); len(killed) > 0 {
 			t.Errorf("still running 8 s after SIGTERM (killed): %v", killed)
 		}
+		// The muxes gave their veth peers an XDP program, and took it
+		// back when they stopped.
+		for _, port := range []string{"p-mux1", "p-mux2"} {
+			if l, err := nss["switch"].Netlink().LinkByName(port); err != nil {
+				t.Error(err)
+			} else if x := l.Attrs().Xdp; x != nil && x.Attached {
+				t.Errorf("%s still has the XDP program a stopped mux attached", port)
+			}
+		}
 		if t.Failed() || testing.Verbose() {
 			for _, h := range order {
 				t.Logf("---- %s ----\n%s", h.name, h.tail(""))
@@ -130,6 +139,13 @@ func TestReadmeMultiHost(t *testing.T) {
 		}
 	}
 	t.Logf("README run in %v", time.Since(start).Round(time.Millisecond))
+	for _, port := range []string{"p-mux1", "p-mux2"} {
+		if l, err := nss["switch"].Netlink().LinkByName(port); err != nil {
+			t.Fatal(err)
+		} else if x := l.Attrs().Xdp; x == nil || !x.Attached {
+			t.Errorf("the mux did not give its veth peer %s an XDP program", port)
+		}
+	}
 
 	// The client's curl printed the service's page.
 	clientOut := strings.Join(outputs["client"], "")
@@ -152,6 +168,29 @@ func TestReadmeMultiHost(t *testing.T) {
 	for _, s := range []string{"server1", "server2"} {
 		if n := strings.Count(hosts[s].read(), `"GET / HTTP/1.1" 200`); n == 0 {
 			t.Errorf("%s served none of 17 requests", s)
+		}
+	}
+	// Each server counts the VIP's packets and bytes it received.
+	for _, s := range []string{"server1", "server2"} {
+		out, err := nss[s].Run("curl", "-sS", "--max-time", "5", "http://127.0.0.1:9100/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []string{"beamer_agent_vip_packets_total", "beamer_agent_vip_bytes_total"} {
+			if v := metricValue(out, m+`{via="mux",vip="198.18.100.1"}`); v <= 0 {
+				t.Errorf("%s: %s = %v after its requests", s, m, v)
+			}
+		}
+	}
+
+	// The mux reports its BGP session with the router.
+	for _, m := range []string{"mux1", "mux2"} {
+		out, err := nss[m].Run("curl", "-sS", "--max-time", "5", "http://127.0.0.1:9100/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `beamer_mux_bgp_session_up{peer="198.18.0.1"} 1`; !strings.Contains(out, want) {
+			t.Errorf("%s metrics lack %s", m, want)
 		}
 	}
 
@@ -256,4 +295,17 @@ func fullSize(t *testing.T, client interface{ Do(func() error) error }) {
 	if err != nil || !strings.HasPrefix(string(resp), "HTTP/1.0 404") {
 		t.Fatalf("60 kB request through the VIP: %v, answer %.80q", err, resp)
 	}
+}
+
+// metricValue finds one sample in a Prometheus text exposition (-1: none).
+func metricValue(exposition, series string) float64 {
+	for _, line := range strings.Split(exposition, "\n") {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			var v float64
+			if _, err := fmt.Sscan(rest, &v); err == nil {
+				return v
+			}
+		}
+	}
+	return -1
 }

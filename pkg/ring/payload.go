@@ -35,21 +35,21 @@ import (
 // payloads of the other strategies are byte for byte what they were:
 // u32 M, M MCT records of 12 bytes: u64 signature, u16 server id, u8 op
 // (0 set, 1 remove; 0 in blobs), u8 zero. Blob records are sorted by
-// signature.
+// signature. Cheetah's section may follow (payload_cheetah.go).
 
 const serverRecord = 8
 
 const mctRecord = 12
 
-func mctSize(n int) int {
-	if n == 0 {
+func mctSize(n int, always bool) int {
+	if n == 0 && !always {
 		return 0
 	}
 	return 4 + n*mctRecord
 }
 
-func putMCT(b []byte, cs []forwarding.MCTChange) {
-	if len(cs) == 0 {
+func putMCT(b []byte, cs []forwarding.MCTChange, always bool) {
+	if len(cs) == 0 && !always {
 		return
 	}
 	binary.LittleEndian.PutUint32(b, uint32(len(cs)))
@@ -70,7 +70,7 @@ func (r *reader) mct() []forwarding.MCTChange {
 	}
 	n := r.count(mctRecord)
 	raw := r.take(n * mctRecord)
-	if r.err != nil {
+	if r.err != nil || n == 0 {
 		return nil
 	}
 	out := make([]forwarding.MCTChange, n)
@@ -241,7 +241,9 @@ func marshalDelta(d *forwarding.Delta) []byte {
 	s, c := len(d.Servers), len(d.Buckets)
 	bucket := func(i int) forwarding.Bucket { return d.Buckets[i].Bucket }
 	cols := bucketColumnsSize(c, historyEntries(c, bucket))
-	b := make([]byte, 4+s*serverRecord+4+4*c+cols+mctSize(len(d.MCT)))
+	chee := d.Cheetah != nil
+	mcts := mctSize(len(d.MCT), chee)
+	b := make([]byte, 4+s*serverRecord+4+4*c+cols+mcts+cheetahSize(d.Cheetah))
 	binary.LittleEndian.PutUint32(b, uint32(s))
 	off := 4
 	for _, sc := range d.Servers {
@@ -255,7 +257,8 @@ func marshalDelta(d *forwarding.Delta) []byte {
 	}
 	off += 4 * c
 	putBucketColumns(b[off:], bucket, c)
-	putMCT(b[off+cols:], d.MCT)
+	putMCT(b[off+cols:], d.MCT, chee)
+	putCheetah(b[off+cols+mcts:], d.Cheetah)
 	return b
 }
 
@@ -267,6 +270,7 @@ func unmarshalDelta(gen uint32, raw []byte) (*forwarding.Delta, error) {
 	buckets := make([]forwarding.Bucket, c)
 	r.bucketColumns(buckets)
 	d.MCT = r.mct()
+	d.Cheetah = r.cheetah()
 	if err := r.end(); err != nil {
 		return nil, err
 	}
@@ -288,7 +292,9 @@ func marshalBlob(t *forwarding.Table) []byte {
 		mct = append(mct, forwarding.MCTChange{Sig: sig, Server: id})
 	}
 	slices.SortFunc(mct, func(a, b forwarding.MCTChange) int { return cmp.Compare(a.Sig, b.Sig) })
-	b := make([]byte, 4+len(ids)*serverRecord+4+cols+mctSize(len(mct)))
+	chee := t.Cheetah != nil
+	mcts := mctSize(len(mct), chee)
+	b := make([]byte, 4+len(ids)*serverRecord+4+cols+mcts+cheetahSize(t.Cheetah))
 	binary.LittleEndian.PutUint32(b, uint32(len(ids)))
 	off := 4
 	for _, id := range ids {
@@ -297,7 +303,8 @@ func marshalBlob(t *forwarding.Table) []byte {
 	}
 	binary.LittleEndian.PutUint32(b[off:], uint32(n))
 	putBucketColumns(b[off+4:], bucket, n)
-	putMCT(b[off+4+cols:], mct)
+	putMCT(b[off+4+cols:], mct, chee)
+	putCheetah(b[off+4+cols+mcts:], t.Cheetah)
 	return b
 }
 
@@ -308,6 +315,7 @@ func unmarshalBlob(gen uint32, raw []byte) (*forwarding.Table, error) {
 	t := &forwarding.Table{Generation: gen, Buckets: make([]forwarding.Bucket, n), Servers: make(map[forwarding.ServerID]forwarding.Server, len(servers))}
 	r.bucketColumns(t.Buckets)
 	mct := r.mct()
+	t.Cheetah = r.cheetah()
 	if err := r.end(); err != nil {
 		return nil, err
 	}

@@ -345,5 +345,6 @@ func (w *Writer) Verify(ctx context.Context, full bool) error {
 
 func sameTable(a, b *forwarding.Table) bool {
 	return a.Incarnation == b.Incarnation && a.Generation == b.Generation &&
-		slices.Equal(a.Buckets, b.Buckets) && maps.Equal(a.Servers, b.Servers)
+		slices.Equal(a.Buckets, b.Buckets) && maps.Equal(a.Servers, b.Servers) &&
+		a.Cheetah.Equal(b.Cheetah)
 }

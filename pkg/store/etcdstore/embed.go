@@ -30,6 +30,12 @@ type EmbedConfig struct {
 	TLS *ServerTLS
 	// StartTimeout bounds the wait for the server to become ready; 0 = 60 s.
 	StartTimeout time.Duration
+	// WaitForServer is, for OpenEmbedded, how long to wait for another
+	// process (the controller, just started) to serve the directory before
+	// starting a server here: a client such as `beamer ctl` must not serve
+	// the store for the instant of its command while the controller, started
+	// a moment before, connects to it and loses it when the command ends.
+	WaitForServer time.Duration
 }
 
 // Embedded is a running single-member etcd server.
@@ -209,6 +215,7 @@ func OpenEmbedded(ctx context.Context, cfg EmbedConfig, client Config) (*Store, 
 	if cfg.TLS != nil && client.TLS == nil {
 		return nil, fmt.Errorf("etcdstore: the embedded etcd of %s would serve TLS: this process needs the CA and a client certificate to use it too (store URL ca=, cert=, key=)", cfg.Dir)
 	}
+	waitUntil := time.Now().Add(cfg.WaitForServer)
 	for {
 		var running error // why the server named in the endpoint file was not used
 		if b, err := os.ReadFile(filepath.Join(cfg.Dir, EndpointFile)); err == nil {
@@ -224,6 +231,14 @@ func OpenEmbedded(ctx context.Context, cfg EmbedConfig, client Config) (*Store, 
 				return s, nil
 			}
 			running = fmt.Errorf("the server named in %s (%s) did not answer: %w", filepath.Join(cfg.Dir, EndpointFile), ep, err)
+		}
+		if running == nil && time.Now().Before(waitUntil) {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+				continue
+			}
 		}
 		e, err := StartEmbedded(cfg)
 		if errors.Is(err, errServing) && running == nil {

@@ -3,6 +3,7 @@ package etcdstore_test
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/beamer-lb/beamer/pkg/store/etcdstore"
@@ -46,5 +47,46 @@ func TestOpenEmbeddedRace(t *testing.T) {
 		if it, err := s.Get(ctx, "/raced"); err != nil || string(it.Value) != "one" {
 			t.Errorf("opener %d reads %q, %v", i, it.Value, err)
 		}
+	}
+}
+
+// TestOpenEmbeddedClientWaits starts a client (WaitForServer, as `beamer
+// ctl`) a moment before the owner (the controller): the client must use the
+// owner's server, not serve the store itself for the life of one command
+// while the owner connects to it and then loses it.
+func TestOpenEmbeddedClientWaits(t *testing.T) {
+	dir := t.TempDir()
+	ctx := storetest.Context(t)
+	owner := etcdstore.EmbedConfig{Dir: dir, ClientAddr: "127.0.0.1:0", PeerAddr: "127.0.0.1:0"}
+	client := owner
+	client.WaitForServer = 3 * time.Second
+	type opened struct {
+		s   *etcdstore.Store
+		err error
+	}
+	got := make(chan opened, 1)
+	go func() {
+		s, err := etcdstore.OpenEmbedded(ctx, client, etcdstore.Config{})
+		got <- opened{s, err}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	o, err := etcdstore.OpenEmbedded(ctx, owner, etcdstore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	c := <-got
+	if c.err != nil {
+		t.Fatal(c.err)
+	}
+	if ce, oe := c.s.Client().Endpoints()[0], o.Client().Endpoints()[0]; ce != oe {
+		t.Fatalf("client uses %s, owner %s: two servers", ce, oe)
+	}
+	if err := c.s.Commit(ctx, store.Put("/k", []byte("v"))); err != nil {
+		t.Fatal(err)
+	}
+	c.s.Close() // the command ends: the owner's store stays
+	if it, err := o.Get(ctx, "/k"); err != nil || string(it.Value) != "v" {
+		t.Fatalf("owner after the client closed: %q, %v", it.Value, err)
 	}
 }

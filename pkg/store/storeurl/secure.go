@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/beamer-lb/beamer/pkg/store/etcdstore"
 )
@@ -32,6 +33,9 @@ type Options struct {
 	// Insecure allows the plaintext or unauthenticated non-loopback stores
 	// refused above (--insecure).
 	Insecure bool
+	// WaitForServer: embed:// waits this long for another process to serve
+	// the directory before serving it itself (etcdstore.EmbedConfig).
+	WaitForServer time.Duration
 }
 
 // Check parses raw and applies the rules above without connecting, so a

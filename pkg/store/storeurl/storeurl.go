@@ -182,7 +182,9 @@ func OpenWith(ctx context.Context, raw string, o Options) (store.Store, *Target,
 		if cfg.TLS, err = t.tlsConfig(); err != nil {
 			return nil, nil, err
 		}
-		s, err := etcdstore.OpenEmbedded(ctx, t.embedConfig(), cfg)
+		ec := t.embedConfig()
+		ec.WaitForServer = o.WaitForServer
+		s, err := etcdstore.OpenEmbedded(ctx, ec, cfg)
 		return s, t, err
 	case "etcd":
 		cfg := etcdstore.Config{Endpoints: t.Hosts, Username: t.User, Password: pass, DialTimeout: t.Timeout}
