@@ -16,6 +16,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"syscall"
@@ -140,6 +141,12 @@ func (o *Options) check() error {
 			return err
 		}
 		budget = avail * 7 / 10
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// The Go heap may grow to twice what is live between collections;
+		// followers decoding a 32K-DIP delta at once would then take what
+		// other work on the machine needs.
+		debug.SetMemoryLimit(budget)
 	}
 	if need > budget {
 		return fmt.Errorf("%d followers of %d buckets need about %d MB (%d MB each: the ring follower's table and the data plane's words), over the budget of %d MB: use fewer followers or buckets, or raise --memory-budget",
