@@ -26,7 +26,6 @@
 #define BEAMER_STRATEGY_PRISM_H
 
 #include "../include/decision.h"
-#include "beamer.h" /* decide_by_server_id */
 
 #define PRISM_SIG_SEED 0x50524953 /* "PRIS" */
 

@@ -264,3 +264,44 @@ func (e *e2eNet) dialPort(t *testing.T, port uint16) *echoConn {
 	t.Cleanup(func() { c.Close() })
 	return &echoConn{Conn: c, r: bufio.NewReader(c)}
 }
+
+// TestEndToEndUDPMaglev: under Maglev a UDP flow is remembered in the
+// mux's connection table like a TCP connection, so when the Maglev table
+// sends its hash to B, every known flow — connected socket or not — stays
+// with A (ct_hit), and new flows go to B.
+func TestEndToEndUDPMaglev(t *testing.T) {
+	e := newE2EWith(t, e2eConfig{strategy: forwarding.StrategyMaglev, muxes: 1, table: allToA, instance: udpServices})
+	for name, ns := range e.servers {
+		serveUDP(t, ns, name)
+	}
+	const n = 6
+	var flows []*udpFlow
+	for i := 0; i < n; i++ {
+		f := e.udpFlow(t)
+		msg := fmt.Sprint("query-", i)
+		if i%2 == 0 {
+			msg = fmt.Sprint("connect ", i)
+		}
+		if who, err := f.ask(msg); err != nil || who != "a" {
+			t.Fatalf("flow %d: served by %q, %v", i, who, err)
+		}
+		flows = append(flows, f)
+	}
+	before, err := e.mux.Counters()
+	must(t, err)
+	e.moveAll(t, "a", "b", time.Now())
+	for i, f := range flows {
+		if who, err := f.ask(fmt.Sprint("after-", i)); err != nil || who != "a" {
+			t.Fatalf("flow %d after the Maglev table moved to B: served by %q, %v, want a (its connection entry)", i, who, err)
+		}
+	}
+	after, err := e.mux.Counters()
+	must(t, err)
+	if d := after["ct_hit"] - before["ct_hit"]; d < n {
+		t.Errorf("ct_hit moved by %d, want at least %d", d, n)
+	}
+	f := e.udpFlow(t)
+	if who, err := f.ask("new"); err != nil || who != "b" {
+		t.Fatalf("new flow: served by %q, %v, want b", who, err)
+	}
+}

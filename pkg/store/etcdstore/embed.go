@@ -154,7 +154,14 @@ func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
 		return nil, fmt.Errorf("etcdstore: embedded etcd in %s not ready after %v", cfg.Dir, cfg.StartTimeout)
 	}
 	ep := advertiseURL.String()
-	if err := os.WriteFile(filepath.Join(cfg.Dir, EndpointFile), []byte(ep+"\n"), 0o600); err != nil {
+	// Written whole or not at all (a rename): another process reads it
+	// at any moment.
+	tmp := filepath.Join(cfg.Dir, EndpointFile+".tmp")
+	err = os.WriteFile(tmp, []byte(ep+"\n"), 0o600)
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(cfg.Dir, EndpointFile))
+	}
+	if err != nil {
 		e.Close()
 		return nil, fmt.Errorf("etcdstore: %w", err)
 	}
@@ -218,7 +225,7 @@ func OpenEmbedded(ctx context.Context, cfg EmbedConfig, client Config) (*Store, 
 	waitUntil := time.Now().Add(cfg.WaitForServer)
 	for {
 		var running error // why the server named in the endpoint file was not used
-		if b, err := os.ReadFile(filepath.Join(cfg.Dir, EndpointFile)); err == nil {
+		if b, err := os.ReadFile(filepath.Join(cfg.Dir, EndpointFile)); err == nil && strings.TrimSpace(string(b)) != "" {
 			c := client
 			ep := strings.TrimSpace(string(b))
 			c.Endpoints = []string{ep}
