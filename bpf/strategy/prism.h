@@ -109,19 +109,19 @@ INLINE __u64 prism_signature(__u32 hash, __be32 saddr, __be32 daddr, __be16 spor
 
 INLINE int decide_prism(const struct vip_info *vip, void *servers, const struct flow *f, struct decision *d)
 {
-	/* MPTCP secondary subflow: the port names the server holding the
-	 * connection (the agent advertised VIP:server-id), as under beamer;
-	 * hashed into a bin it would reach a server that refuses the join. */
-	if (flow_dport(f) > SERVICE_PORT_MAX)
-		return decide_by_server_id(servers, flow_dport(f), d);
-
+	/* MPTCP secondary subflows never get here: mux.c sends the
+	 * instance's server-id range by id for every strategy (a subflow
+	 * hashed into a bin would reach a server that refuses the join). */
 	__u32 table = vip->table;
 	__u32 hash = flow_hash_of(f);
 	void *mct = bpf_map_lookup_elem(&mct_tables, &table);
 
-	__u64 sig = prism_signature(hash, f->saddr, f->daddr, f->sport, f->dport);
+	/* mct is NULL while the instance's MCT is empty (the daemon puts the
+	 * map in its slot only while it holds entries): then no signature and
+	 * no MCT lookup. */
 	d->with_opt = 0;
 	if (mct) {
+		__u64 sig = prism_signature(hash, f->saddr, f->daddr, f->sport, f->dport);
 		struct mct_value *v = bpf_map_lookup_elem(mct, &sig);
 		if (v) {
 			__u64 w = server_word(servers, v->server);
@@ -144,6 +144,7 @@ INLINE int decide_prism(const struct vip_info *vip, void *servers, const struct 
 	__u32 *learning = bpf_map_lookup_elem(&prism_learning, &zero);
 	__u32 now = prism_now();
 	if (!syn && learning && *(volatile __u32 *)learning >= now) {
+		__u64 sig = prism_signature(hash, f->saddr, f->daddr, f->sport, f->dport);
 		struct learned_value *l = bpf_map_lookup_elem(&prism_learned, &sig);
 		if (l && l->until >= now) {
 			__u64 w = server_word(servers, l->server);
@@ -167,6 +168,7 @@ INLINE int decide_prism(const struct vip_info *vip, void *servers, const struct 
 	if (!w)
 		return MUX_DROP_UNKNOWN_SERVER;
 	if (syn && BUCKET_CHANGED(word)) {
+		__u64 sig = prism_signature(hash, f->saddr, f->daddr, f->sport, f->dport);
 		struct learned_value l = {.server = current, .until = now + PRISM_LEARN_SECONDS};
 		/* The gate first: a later packet of this flow must see it open. */
 		if (learning && *(volatile __u32 *)learning < l.until)

@@ -110,6 +110,9 @@ func (c *Controller) checkNewDIP(in *instance, n NewDIP, cl *forwarding.Claims, 
 	if !id.Valid() {
 		return badf("server id %d is outside %d–%d (ids up to 1024 are service ports)", id, forwarding.MinServerID, forwarding.MaxServerID)
 	}
+	if ids := in.config.ServerIDs(); !ids.None && !ids.Contains(uint16(id)) {
+		return badf("server id %d is outside instance %s's server-id range %v: its MPTCP subflows (port = id) would be dropped", id, name, ids)
+	}
 	if s, err := strategyOf(in.config); err == nil {
 		if dc, ok := s.(dipChecker); ok {
 			if err := dc.checkDIP(id); err != nil {

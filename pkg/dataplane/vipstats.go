@@ -23,8 +23,10 @@ type VIPStats struct {
 // loaded: from muxes (or decapsulated already), and daisy-chained to it by
 // other servers. Bytes are the clients' packets (inner IPv4 length).
 type VIPTraffic struct {
-	Packets, Bytes               uint64
-	ChainedPackets, ChainedBytes uint64
+	Packets        uint64 `json:"packets"`
+	Bytes          uint64 `json:"bytes"`
+	ChainedPackets uint64 `json:"chained_packets"`
+	ChainedBytes   uint64 `json:"chained_bytes"`
 }
 
 // LoadVIPStats loads the counter for vips and attaches it to the ingress of

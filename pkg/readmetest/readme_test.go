@@ -134,7 +134,7 @@ func TestReadmeMultiHost(t *testing.T) {
 			if h == nil {
 				t.Fatalf("README line %d: no host %q", b.Line, name)
 			}
-			out := h.send(t, b.Script, 60*time.Second)
+			out := h.send(t, b.Script, 90*time.Second) // curl retries 10 times while BGP and the first probes settle
 			outputs[name] = append(outputs[name], out)
 		}
 	}
