@@ -142,7 +142,7 @@ func PrintMarkdown(w io.Writer, runs []*Result) {
 	row("controller memory: resident at the end / peak", "", func(r *Result, _ Summary) string {
 		return size(r.ControllerRSS) + " / " + size(r.ControllerPeak)
 	})
-	row("controller CPU while idle (reconcile, ring verification)", "", func(r *Result, _ Summary) string {
+	row("controller CPU while idle (over 12 s: one ring verification)", "", func(r *Result, _ Summary) string {
 		return fmt.Sprintf("%.0f%% of a core", 100*r.ControllerIdleCPU)
 	})
 	row("store server resident memory", "", func(r *Result, _ Summary) string { return size(r.StoreRSS) })

@@ -61,7 +61,7 @@ func TestBenchmarkPath(t *testing.T) {
 			defer cancel()
 			var log strings.Builder
 			res, err := Run(ctx, Options{Store: kind, Followers: 4, DIPs: 60, Buckets: 6000, Batch: 30, Ops: 4,
-				ColdStarts: 1, XDPMuxes: xdp, Controller: SelfController, Timeout: time.Minute, Progress: &log})
+				ColdStarts: 1, XDPMuxes: xdp, Controller: SelfController, Timeout: time.Minute, IdleWindow: time.Second, Progress: &log})
 			if err != nil {
 				t.Fatalf("%v\nprogress:\n%s", err, log.String())
 			}
