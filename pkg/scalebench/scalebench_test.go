@@ -57,11 +57,11 @@ func TestBenchmarkPath(t *testing.T) {
 				t.Log("not root: no XDP mux in this run (BPF and network namespaces need root)")
 				xdp = 0
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			var log strings.Builder
 			res, err := Run(ctx, Options{Store: kind, Followers: 4, DIPs: 60, Buckets: 6000, Batch: 30, Ops: 4,
-				ColdStarts: 1, XDPMuxes: xdp, Controller: SelfController, Timeout: time.Minute, IdleWindow: time.Second, Progress: &log})
+				ColdStarts: 1, XDPMuxes: xdp, Controller: SelfController, Timeout: 3 * time.Minute, IdleWindow: time.Second, Progress: &log})
 			if err != nil {
 				t.Fatalf("%v\nprogress:\n%s", err, log.String())
 			}
