@@ -35,6 +35,8 @@
  */
 #include "include/defs.h"
 #include "include/parse.h"
+#include "include/flow.h"
+#include "include/icmp_steer.h"
 #include "include/flow_hash.h"
 #include "include/wire.h"
 #include "include/csum.h"
@@ -66,7 +68,7 @@ static const enum agent_counter parse_drop[] = {
 	[PARSE_BAD_HEADER] = AGENT_DROP_BAD_HEADER,
 	[PARSE_IP_OPTIONS] = AGENT_DROP_INNER_OPTIONS,
 	[PARSE_FRAGMENT] = AGENT_DROP_FRAGMENT,
-	[PARSE_NOT_TCP] = AGENT_DROP_NOT_TCP,
+	[PARSE_NOT_TCP] = AGENT_DROP_NOT_TCP, /* neither TCP, UDP nor ICMP */
 };
 
 INLINE int drop(enum agent_counter why)
@@ -75,24 +77,39 @@ INLINE int drop(enum agent_counter why)
 	return TC_ACT_SHOT;
 }
 
-/* Does a non-SYN inner packet belong to this server: a local socket other
- * than a listener, or an ACK with a valid SYN cookie for a listener? */
-INLINE enum locality locality(struct __sk_buff *skb, struct iphdr *ip, struct tcphdr *tcp)
+/*
+ * Does a non-SYN inner packet belong to this server? TCP: a local socket
+ * other than a listener, or an ACK with a valid SYN cookie for a listener.
+ * UDP: a socket connected to the client (an unconnected socket would take
+ * any datagram, so it proves nothing: docs/wire-format.md, "UDP"). tcp is
+ * the TCP header, NULL for UDP and for an ICMP message, whose flow is the
+ * connection it quotes.
+ */
+INLINE enum locality locality(struct __sk_buff *skb, struct iphdr *ip, const struct flow *f, struct tcphdr *tcp)
 {
 	struct bpf_sock_tuple tuple = {};
+	struct bpf_sock *sk;
+	enum locality l = NOT_LOCAL;
 
-	tuple.ipv4.saddr = ip->saddr;
-	tuple.ipv4.daddr = ip->daddr;
-	tuple.ipv4.sport = tcp->source;
-	tuple.ipv4.dport = tcp->dest;
-	struct bpf_sock *sk = bpf_skc_lookup_tcp(skb, &tuple, sizeof(tuple.ipv4), BPF_F_CURRENT_NETNS, 0);
+	tuple.ipv4.saddr = f->saddr;
+	tuple.ipv4.daddr = f->daddr;
+	tuple.ipv4.sport = f->sport;
+	tuple.ipv4.dport = f->dport;
+	if (f->proto == IPPROTO_UDP) {
+		sk = bpf_sk_lookup_udp(skb, &tuple, sizeof(tuple.ipv4), BPF_F_CURRENT_NETNS, 0);
+		if (!sk)
+			return NOT_LOCAL;
+		if (sk->dst_port)
+			l = LOCAL_SOCKET;
+		bpf_sk_release(sk);
+		return l;
+	}
+	sk = bpf_skc_lookup_tcp(skb, &tuple, sizeof(tuple.ipv4), BPF_F_CURRENT_NETNS, 0);
 	if (!sk)
 		return NOT_LOCAL;
-
-	enum locality l = NOT_LOCAL;
 	if (sk->state != BPF_TCP_LISTEN)
 		l = LOCAL_SOCKET;
-	else if (tcp->ack && !tcp->syn && !tcp->rst &&
+	else if (tcp && tcp->ack && !tcp->syn && !tcp->rst &&
 		 bpf_tcp_check_syncookie(sk, ip, sizeof(*ip), tcp, sizeof(*tcp)) == 0)
 		l = LOCAL_COOKIE;
 	bpf_sk_release(sk);
@@ -235,10 +252,18 @@ int beamer_agent(struct __sk_buff *skb)
 	if (outer_tot < outer_len)
 		return drop(AGENT_DROP_BAD_HEADER);
 
-	struct tcphdr *tcp;
+	/* The inner packet's flow: TCP, UDP, or for an ICMP frag needed the
+	 * connection it quotes (a mux steered it by that flow's bucket). */
+	struct tcphdr *tcp = NULL;
+	struct flow f = {};
 	enum parse_verdict pv = check_ipv4_plain(ip, outer_tot - outer_len);
-	if (pv == PARSE_OK)
-		pv = parse_tcp_after(ip, data_end, &tcp);
+	if (pv == PARSE_OK && ip->protocol == IPPROTO_ICMP) {
+		if (icmp_classify(ip, data_end, &f) != ICMP_KIND_FRAG_NEEDED)
+			return drop(AGENT_DROP_ICMP);
+		agent_count(AGENT_ICMP_FRAG_NEEDED);
+	} else if (pv == PARSE_OK) {
+		pv = parse_flow(ip, data_end, &f, &tcp);
+	}
 	if (pv != PARSE_OK)
 		return drop(parse_drop[pv]);
 
@@ -247,10 +272,11 @@ int beamer_agent(struct __sk_buff *skb)
 		return drop(AGENT_DROP_UNKNOWN_VIP);
 
 	/* A connection request is always this server's to answer. */
-	if (tcp->syn && !tcp->ack)
+	if (tcp && flow_is_syn(&f))
 		return decap_to_stack(skb, outer_len, AGENT_LOCAL_SYN);
-	/* No option: a subflow addressed to this server by id, never chained;
-	 * the stack serves it or resets it. */
+	/* No option: a subflow addressed to this server by id (or a QUIC
+	 * packet by the id in its connection id), never chained; the stack
+	 * serves it or resets it. */
 	if (!opt)
 		return decap_to_stack(skb, OUTER_LEN_PLAIN, AGENT_STACK_NO_OPTION);
 
@@ -306,7 +332,7 @@ int beamer_agent(struct __sk_buff *skb)
 			changed = now + max_skew;
 		}
 		__u32 index = vip->bucket_base +
-			      bucket_of(flow_hash(ip->saddr, ip->daddr, tcp->source, tcp->dest, IPPROTO_TCP), vip->buckets);
+			      bucket_of(flow_hash_of(&f), vip->buckets);
 		__u32 *seen = bpf_map_lookup_elem(&bucket_changed, &index);
 		if (seen)
 			changed = atomic_max_u32(seen, changed);
@@ -322,7 +348,7 @@ int beamer_agent(struct __sk_buff *skb)
 	if (!chainable && is_newest)
 		return decap_to_stack(skb, outer_len, AGENT_TO_STACK);
 
-	switch (locality(skb, ip, tcp)) {
+	switch (locality(skb, ip, &f, tcp)) {
 	case LOCAL_SOCKET:
 		return decap_to_stack(skb, outer_len, AGENT_LOCAL_SOCKET);
 	case LOCAL_COOKIE:

@@ -1,17 +1,26 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * The Beamer mux: an XDP program that forwards each TCP packet addressed to a
- * VIP to one server. This file parses, finds the VIP, dispatches once on the
- * VIP's strategy and transmits; each strategy's decision is its own header,
- * bpf/strategy/NAME.h (docs/control-plane.md, "The strategy frame").
+ * The Beamer mux: an XDP program that forwards each TCP or UDP packet
+ * addressed to a VIP to one server. This file parses, finds the VIP, checks
+ * the port, dispatches once on the VIP's strategy and transmits; each
+ * strategy's decision is its own header, bpf/strategy/NAME.h
+ * (docs/control-plane.md, "The strategy frame").
  *
- * Strategy beamer keeps no per-connection state (Beamer §4, Fig. 7):
- *   service port (<= 1024): bucket = flow hash scaled to B; the bucket's
- *     current server gets the packet, with an IP option naming the bucket's
- *     previous owners (most recent first), when it last changed hands and
- *     this mux's generation and incarnation, so servers can daisy-chain
- *     connections they do not know along the bucket's history.
- *   port > 1024: an MPTCP secondary subflow; the port is the server id.
+ * Ports (bpf/include/ports.h): a VIP forwards its service ports, per
+ * protocol, and for TCP its instance's MPTCP server-id range, whose port
+ * names the server (a secondary subflow); nothing else.
+ *
+ * Strategy beamer keeps no per-connection state (Beamer §4, Fig. 7): the
+ * bucket = flow hash scaled to B; the bucket's current server gets the
+ * packet, with an IP option naming the bucket's previous owners (most
+ * recent first), when it last changed hands and this mux's generation and
+ * incarnation, so servers can daisy-chain connections they do not know
+ * along the bucket's history.
+ *
+ * QUIC (bpf/include/quic.h): on an instance with the QUIC option, a UDP
+ * packet to a QUIC port whose connection id names a server goes to it.
+ * ICMP (bpf/include/icmp_steer.h): echo requests by the VIP's policy; a
+ * frag needed goes where the connection it quotes goes.
  *
  * Anything not addressed to a VIP goes to the kernel untouched; packets to a
  * VIP that we cannot forward safely are dropped and counted by reason.
@@ -33,6 +42,9 @@
 #include "include/icmp_too_big.h"
 #include "include/mux_maps.h"
 #include "include/vips.h"
+#include "include/ports.h"
+#include "include/quic.h"
+#include "include/icmp_steer.h"
 #include "include/decision.h"
 #include "strategy/beamer.h"
 #include "strategy/maglev.h"
@@ -48,7 +60,7 @@ static const enum mux_counter parse_drop[] = {
 	[PARSE_BAD_HEADER] = MUX_DROP_BAD_HEADER,
 	[PARSE_IP_OPTIONS] = MUX_DROP_IP_OPTIONS,
 	[PARSE_FRAGMENT] = MUX_DROP_FRAGMENT,
-	[PARSE_NOT_TCP] = MUX_DROP_NOT_TCP,
+	[PARSE_NOT_TCP] = MUX_DROP_NOT_TCP, /* neither TCP, UDP nor ICMP */
 };
 
 INLINE int drop(enum mux_counter why)
@@ -116,6 +128,59 @@ INLINE int transmit(struct xdp_md *ctx, struct decision *d, int verdict, struct 
 	return bpf_redirect(nh.ifindex, 0);
 }
 
+/* The one dispatch on the VIP's strategy (bpf/strategy/NAME.h). tcp is the
+ * TCP header, or NULL (UDP, or an ICMP message steered by its quote). */
+INLINE int decide(struct xdp_md *ctx, const struct vip_info *vip, void *servers, const struct flow *f,
+		  struct tcphdr *tcp, struct decision *d)
+{
+	switch (vip->strategy) {
+	case STRATEGY_BEAMER:
+		return decide_beamer(vip, servers, f, d);
+	case STRATEGY_MAGLEV:
+		return decide_maglev(vip, servers, f, d);
+	case STRATEGY_PRISM:
+		return decide_prism(vip, servers, f, d);
+	case STRATEGY_AWFD:
+		return decide_awfd(vip, servers, f, d);
+	case STRATEGY_CHEETAH:
+		return decide_cheetah(ctx, vip, servers, f, tcp, d);
+	default:
+		return MUX_DROP_BAD_STRATEGY;
+	}
+}
+
+/* Where a packet of flow f goes, by port: an MPTCP subflow to its server,
+ * a QUIC packet to the server its connection id names, a service's packet
+ * by the strategy; anything else to the VIP is dropped. */
+INLINE int route(struct xdp_md *ctx, const struct vip_info *vip, void *servers, const struct flow *f,
+		 struct tcphdr *tcp, struct iphdr *ip, int quic, struct decision *d)
+{
+	switch (port_class(vip, f)) {
+	case PORT_SERVER_ID:
+		return decide_by_server_id(servers, flow_dport(f), d);
+	case PORT_SERVICE:
+		break;
+	default:
+		return MUX_DROP_CLOSED_PORT;
+	}
+	if (quic && f->proto == IPPROTO_UDP && (vip->flags & VIP_F_QUIC) && in_range(vip->quic_ports, flow_dport(f))) {
+		void *data_end = (void *)(long)ctx->data_end;
+		__u16 id = quic_server_id(vip, ip, data_end);
+		__u64 w = id ? server_word(servers, id) : 0;
+		if (w) {
+			d->encap.daddr = SERVER_ADDR(w);
+			d->with_opt = 0;
+			d->forward = 1;
+			return MUX_FWD_QUIC_CID;
+		}
+		int verdict = decide(ctx, vip, servers, f, tcp, d);
+		if (d->forward && !d->also)
+			d->also = MUX_QUIC_BY_BUCKET;
+		return verdict;
+	}
+	return decide(ctx, vip, servers, f, tcp, d);
+}
+
 SEC("xdp")
 int beamer_mux(struct xdp_md *ctx)
 {
@@ -125,6 +190,7 @@ int beamer_mux(struct xdp_md *ctx)
 	struct tcphdr *tcp = NULL;
 	struct flow f = {};
 	enum parse_verdict pv;
+	int icmp = 0;
 
 	if (!ip) {
 		mux_count(MUX_PASS_NOT_IPV4);
@@ -137,10 +203,30 @@ int beamer_mux(struct xdp_md *ctx)
 	}
 
 	/* Addressed to a VIP: from here on we forward it whole or drop it.
-	 * Parsed once into the flow every strategy reads. */
+	 * Parsed once into the flow every strategy reads; an ICMP message
+	 * is answered here, or steered as its quoted connection's flow. */
 	pv = check_ipv4_plain(ip, data_end - (void *)ip);
-	if (pv == PARSE_OK)
+	if (pv == PARSE_OK && ip->protocol == IPPROTO_ICMP) {
+		switch (icmp_classify(ip, data_end, &f)) {
+		case ICMP_KIND_ECHO:
+			if (vip->flags & VIP_F_ECHO_ANSWER) {
+				mux_count(MUX_ICMP_ECHO_ANSWERED);
+				return xdp_echo_reply(ctx);
+			}
+			if (vip->flags & VIP_F_ECHO_PASS) {
+				mux_count(MUX_PASS_ICMP_ECHO);
+				return XDP_PASS;
+			}
+			return drop(MUX_DROP_ICMP_ECHO);
+		case ICMP_KIND_FRAG_NEEDED:
+			icmp = 1;
+			break;
+		default:
+			return drop(MUX_DROP_ICMP);
+		}
+	} else if (pv == PARSE_OK) {
 		pv = parse_flow(ip, data_end, &f, &tcp);
+	}
 	if (pv != PARSE_OK)
 		return drop(parse_drop[pv]);
 
@@ -152,37 +238,11 @@ int beamer_mux(struct xdp_md *ctx)
 		return drop(MUX_DROP_NO_TABLE);
 
 	struct decision d = {};
-	__u16 port = flow_dport(&f);
-	int service = port >= vip->port_low && port <= vip->port_high;
-	int verdict;
-
-	/* The one dispatch on the strategy (bpf/strategy/NAME.h). Ports
-	 * above 1024 are the strategy's: Beamer's name servers (MPTCP
-	 * subflows), Maglev hashes them like any flow. */
-	if (port <= SERVICE_PORT_MAX && !service)
-		verdict = MUX_DROP_CLOSED_PORT;
-	else
-		switch (vip->strategy) {
-		case STRATEGY_BEAMER:
-			verdict = decide_beamer(vip, servers, &f, &d);
-			break;
-		case STRATEGY_MAGLEV:
-			verdict = decide_maglev(vip, servers, &f, &d);
-			break;
-		case STRATEGY_PRISM:
-			verdict = decide_prism(vip, servers, &f, &d);
-			break;
-		case STRATEGY_AWFD:
-			verdict = decide_awfd(vip, servers, &f, &d);
-			break;
-		case STRATEGY_CHEETAH:
-			verdict = decide_cheetah(ctx, vip, servers, &f, tcp, &d);
-			break;
-		default:
-			verdict = MUX_DROP_BAD_STRATEGY;
-		}
+	int verdict = route(ctx, vip, servers, &f, tcp, ip, !icmp, &d);
 	if (!d.forward)
 		return drop(verdict);
+	if (icmp)
+		d.also = MUX_FWD_ICMP_FRAG_NEEDED;
 
 	d.encap.opt.generation = bpf_htonl((__u32)version);
 	d.encap.opt.incarnation = bpf_htonl((__u32)(version >> 32));

@@ -168,7 +168,7 @@ func TestDebianPackage(t *testing.T) {
 		}
 		os.Remove(deb)
 	})
-	for _, f := range []string{"/usr/bin/beamer", "/etc/beamer/mux.yaml", "/etc/beamer/agent.yaml", "/usr/share/beamer/dashboards/beamer.json",
+	for _, f := range []string{"/usr/bin/beamer", "/etc/beamer/mux.yaml", "/etc/beamer/agent.yaml", "/usr/share/beamer/dashboards/beamer.json", "/usr/share/beamer/store-certs.sh", "/usr/share/doc/beamer/examples/controller.yaml",
 		"/lib/systemd/system/beamer-mux.service", "/lib/systemd/system/beamer-agent.service", "/lib/systemd/system/beamer-controller.service"} {
 		if _, err := os.Stat(f); err != nil {
 			t.Errorf("not installed: %v", err)

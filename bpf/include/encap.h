@@ -91,9 +91,18 @@ INLINE struct ethhdr *xdp_encap_ipv4(struct xdp_md *ctx, const struct encap_para
 	struct ethhdr *eth = data;
 	struct iphdr *outer = data + sizeof(struct ethhdr);
 
-	/* The inner packet holds at least 40 bytes (IPv4 and TCP headers) and
-	 * the outer header at least 20: the 60 bytes of the longest outer
-	 * header are always in the packet, whatever outer_len is. */
+	/* Without the option only the 20-byte header is written (an inner UDP
+	 * packet may be as short as 28 bytes). With it, the inner packet holds
+	 * at least 28 bytes (IPv4 and UDP headers) and the outer header at
+	 * least 36: the 60 bytes of the longest outer header are always in the
+	 * packet, whatever outer_len is. */
+	if (outer_len == OUTER_LEN_PLAIN) {
+		if ((void *)outer + OUTER_LEN_PLAIN > data_end)
+			return NULL;
+		eth->h_proto = bpf_htons(ETH_P_IP);
+		write_outer_ipv4(outer, inner_tot, tos, frag, p, OUTER_LEN_PLAIN);
+		return eth;
+	}
 	if ((void *)outer + OUTER_LEN_MAX > data_end)
 		return NULL;
 	eth->h_proto = bpf_htons(ETH_P_IP);

@@ -49,13 +49,29 @@ INLINE __u16 flow_dport(const struct flow *f)
 }
 
 /* Fills f from a validated 20-byte IPv4 header (check_ipv4_plain) and the
- * TCP header after it; *tcpp is the TCP header for the few who need more
- * than the flow. */
+ * TCP or UDP header after it; *tcpp is the TCP header for the few who need
+ * more than the flow (NULL for UDP). */
 INLINE enum parse_verdict parse_flow(struct iphdr *ip, void *data_end, struct flow *f, struct tcphdr **tcpp)
 {
 	struct tcphdr *tcp;
-	enum parse_verdict pv = parse_tcp_after(ip, data_end, &tcp);
+	enum parse_verdict pv;
 
+	if (ip->protocol == IPPROTO_UDP) {
+		struct udphdr *udp;
+		pv = parse_udp_after(ip, data_end, &udp);
+		if (pv != PARSE_OK)
+			return pv;
+		f->saddr = ip->saddr;
+		f->daddr = ip->daddr;
+		f->sport = udp->source;
+		f->dport = udp->dest;
+		f->proto = IPPROTO_UDP;
+		f->tcp_flags = 0;
+		f->l4_off = sizeof(*ip);
+		*tcpp = NULL;
+		return PARSE_OK;
+	}
+	pv = parse_tcp_after(ip, data_end, &tcp);
 	if (pv != PARSE_OK)
 		return pv;
 	f->saddr = ip->saddr;

@@ -29,7 +29,6 @@
 #define MAX_VIPS 1024
 #define MAX_TABLES 256
 #define SERVER_TABLE_SIZE 65536
-#define SERVICE_PORT_MAX 1024
 
 /* The strategy of a VIP: fixed values (forwarding.Strategy.Code), each
  * strategy's decision in bpf/strategy/NAME.h. */
@@ -41,6 +40,20 @@ enum strategy {
 	STRATEGY_AWFD = 5,    /* reserved: issue 14 */
 };
 
+/* A range of ports, host order, low <= high. */
+struct port_range {
+	__u16 low;
+	__u16 high;
+};
+
+#define VIP_RECORD_RANGES 4  /* service port ranges the record holds */
+#define PORT_SET_RANGES 15   /* ... and one overflow entry (bpf/include/ports.h) */
+
+/* vip_info.flags */
+#define VIP_F_QUIC 0x01        /* UDP: route QUIC packets by the server id in their CID */
+#define VIP_F_ECHO_ANSWER 0x02 /* ICMP echo requests: answered by the mux */
+#define VIP_F_ECHO_PASS 0x04   /* ICMP echo requests: to the mux host's stack (neither: dropped) */
+
 /* The per-VIP record every strategy reads (at most 64 bytes: vips.h). */
 struct vip_info {
 	__u64 version;    /* generation of the tables' content (bits 0-31) and
@@ -48,11 +61,37 @@ struct vip_info {
 			   * word, stored atomically by the daemon */
 	__u32 table;      /* slot in bucket_tables and server_tables */
 	__u32 buckets;    /* B: size of the bucket table */
-	__u16 port_low;   /* service ports, host order, within 1..1024 */
-	__u16 port_high;
+	__u16 id_low;     /* MPTCP server-id range (TCP ports naming a server); */
+	__u16 id_high;    /*   id_low = 0: none */
 	__u8 strategy;    /* enum strategy */
-	__u8 pad[3];
+	__u8 flags;       /* VIP_F_* */
+	__u8 n_ranges;    /* service port ranges; more than VIP_RECORD_RANGES: all */
+	__u8 udp_mask;    /*   in port_sets[port_set]; bit i set: ranges[i] is UDP */
+	struct port_range ranges[VIP_RECORD_RANGES];
+	__u16 port_set;   /* index in port_sets, when n_ranges > VIP_RECORD_RANGES */
+	__u8 quic_config; /* QUIC: config rotation id in the CID's first byte's top 3 bits */
+	__u8 quic_cid_len;/* QUIC: length of server-issued CIDs (short headers do not say) */
+	struct port_range quic_ports; /* QUIC: the UDP ports read as QUIC */
 };
+
+_Static_assert(sizeof(struct vip_info) <= 64, "the VIP record fits one cache line");
+
+/* The ranges of a VIP with more than the record holds: one cache line. */
+struct port_set {
+	__u16 udp_mask; /* bit i set: r[i] is UDP */
+	__u8 n;
+	__u8 pad;
+	struct port_range r[PORT_SET_RANGES];
+};
+
+_Static_assert(sizeof(struct port_set) == 64, "a port set is one cache line");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_VIPS);
+	__type(key, __u32);
+	__type(value, struct port_set);
+} port_sets SEC(".maps");
 
 /*
  * The bucket table of an instance, in two parts so that a bucket that never
@@ -95,14 +134,14 @@ enum mux_counter {
 	MUX_PASS_NOT_IPV4 = 0,   /* not IPv4 (or too short to tell): to the kernel */
 	MUX_PASS_NOT_VIP,        /* IPv4 not addressed to a VIP: to the kernel */
 	MUX_FWD_BUCKET,          /* service port: forwarded by bucket */
-	MUX_FWD_SERVER_ID,       /* port > 1024: forwarded by server id (MPTCP) */
+	MUX_FWD_SERVER_ID,       /* TCP to the server-id range: forwarded by server id (MPTCP) */
 	MUX_FWD_WITH_PREVIOUS,   /* of MUX_FWD_BUCKET: option named previous servers */
 	MUX_DROP_TRUNCATED,
 	MUX_DROP_BAD_HEADER,
 	MUX_DROP_IP_OPTIONS,
 	MUX_DROP_FRAGMENT,
-	MUX_DROP_NOT_TCP,
-	MUX_DROP_CLOSED_PORT,    /* port <= 1024 outside the VIP's service ports */
+	MUX_DROP_NOT_TCP,        /* neither TCP, UDP nor ICMP (the name predates UDP) */
+	MUX_DROP_CLOSED_PORT,    /* neither a service port of the VIP (per protocol) nor a server id */
 	MUX_DROP_NO_TABLE,       /* VIP names a table slot that is not loaded */
 	MUX_DROP_NO_OWNER,       /* bucket has no current server */
 	MUX_DROP_UNKNOWN_SERVER, /* server id not in the server table */
@@ -122,6 +161,13 @@ enum mux_counter {
 	MUX_PRISM_MCT_MISS,      /* prism: not in the MCT: the bin's owner */
 	MUX_PRISM_LEARNED,       /* prism: SYN in a migrating bin, remembered by this mux (also counted as a miss) */
 	MUX_PRISM_LEARNED_HIT,   /* prism: not in the MCT, remembered by this mux since its SYN */
+	MUX_FWD_QUIC_CID,        /* QUIC: forwarded to the server its connection id names */
+	MUX_QUIC_BY_BUCKET,      /* of the strategy's verdicts: a QUIC VIP's UDP packet without a usable id */
+	MUX_FWD_ICMP_FRAG_NEEDED,/* of the verdicts: an ICMP frag needed, sent where the quoted connection's packets go */
+	MUX_ICMP_ECHO_ANSWERED,  /* echo request to a VIP answered by the mux */
+	MUX_PASS_ICMP_ECHO,      /* echo request to a VIP, to the mux host's stack */
+	MUX_DROP_ICMP_ECHO,      /* echo request to a VIP, dropped by policy */
+	MUX_DROP_ICMP,           /* other ICMP to a VIP, or a frag needed quoting no VIP TCP/UDP packet */
 	MUX_COUNTER_MAX,
 };
 

@@ -15,7 +15,7 @@ enum parse_verdict {
 	PARSE_BAD_HEADER, /* a field no valid packet has (version, IHL, data offset) */
 	PARSE_IP_OPTIONS, /* IPv4 header longer than 20 bytes */
 	PARSE_FRAGMENT,   /* MF set or non-zero fragment offset */
-	PARSE_NOT_TCP,    /* another transport protocol */
+	PARSE_NOT_TCP,    /* another transport protocol (name kept: the counter's) */
 };
 
 /* The Ethernet header and the fixed part of an IPv4 header, or NULL when the
@@ -67,6 +67,25 @@ INLINE enum parse_verdict parse_tcp_after(struct iphdr *ip, void *data_end, stru
 	if (sizeof(*ip) + tcp->doff * 4 > bpf_ntohs(ip->tot_len))
 		return PARSE_TRUNCATED;
 	*tcpp = tcp;
+	return PARSE_OK;
+}
+
+/* The UDP header right after a 20-byte IPv4 header, its length checked
+ * against the IP total length and the packet's. */
+INLINE enum parse_verdict parse_udp_after(struct iphdr *ip, void *data_end, struct udphdr **udpp)
+{
+	struct udphdr *udp = (void *)(ip + 1);
+
+	if (ip->protocol != IPPROTO_UDP)
+		return PARSE_NOT_TCP;
+	if ((void *)(udp + 1) > data_end)
+		return PARSE_TRUNCATED;
+	__u16 len = bpf_ntohs(udp->len);
+	if (len < sizeof(*udp))
+		return PARSE_BAD_HEADER;
+	if (sizeof(*ip) + len > bpf_ntohs(ip->tot_len))
+		return PARSE_TRUNCATED;
+	*udpp = udp;
 	return PARSE_OK;
 }
 

@@ -2,8 +2,9 @@
 /*
  * Strategy beamer (Beamer §4): stable hashing into buckets, the bucket's
  * previous owners in an IP option so servers daisy-chain connections they
- * do not know; ports above 1024 are MPTCP secondary subflows naming their
- * server.
+ * do not know. Ports in the instance's server-id range are MPTCP secondary
+ * subflows naming their server (decide_by_server_id, which mux.c calls for
+ * every strategy).
  */
 #ifndef BEAMER_STRATEGY_BEAMER_H
 #define BEAMER_STRATEGY_BEAMER_H
@@ -75,15 +76,29 @@ INLINE int decide_by_bucket(const struct vip_info *vip, void *servers, const str
 		return MUX_DROP_UNKNOWN_SERVER;
 
 	int n = 0;
+	__u8 flags = 0;
 	__u16 ref = BUCKET_CHAIN(bucket);
 	if (ref)
 		n = put_history(vip->table, servers, ref, &d->encap.opt);
+	/* UDP has no SYN to tell a new flow: one that no previous owner
+	 * holds in a connected socket must come back to the current owner,
+	 * so it ends the list (the oldest owner gives way when it is full). */
+	if (n && f->proto == IPPROTO_UDP) {
+		if (n > BEAMER_MAX_CHAIN - 1)
+			n = BEAMER_MAX_CHAIN - 1;
+#pragma unroll
+		for (int i = 0; i < BEAMER_MAX_CHAIN; i++)
+			if (i == n)
+				d->encap.opt.prev[i] = SERVER_ADDR(cur);
+		n++;
+		flags = BEAMER_OPT_F_RETURN;
+	}
 
 	d->encap.daddr = SERVER_ADDR(cur);
 	d->encap.opt.type = BEAMER_OPT_TYPE;
 	d->encap.opt.len = BEAMER_OPT_FIXED + 4 * n;
 	d->encap.opt.hop = 0;
-	d->encap.opt.flags = 0;
+	d->encap.opt.flags = flags;
 	d->encap.opt.changed = n ? bpf_htonl(BUCKET_CHANGED(bucket)) : 0;
 	d->with_opt = 1;
 	d->prev = n;
@@ -95,10 +110,6 @@ INLINE int decide_by_bucket(const struct vip_info *vip, void *servers, const str
 
 INLINE int decide_beamer(const struct vip_info *vip, void *servers, const struct flow *f, struct decision *d)
 {
-	__u16 port = flow_dport(f);
-
-	if (port > SERVICE_PORT_MAX)
-		return decide_by_server_id(servers, port, d);
 	return decide_by_bucket(vip, servers, f, d);
 }
 

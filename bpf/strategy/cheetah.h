@@ -135,9 +135,10 @@ INLINE int decide_cheetah(struct xdp_md *ctx, const struct vip_info *vip, void *
 
 	if (!inst)
 		return MUX_DROP_NO_TABLE;
-	/* MPTCP secondary subflows name their server by port, as under
-	 * Beamer: their SYN must not be balanced by policy. */
-	if (flow_dport(f) > SERVICE_PORT_MAX)
+	/* UDP carries no timestamp to echo a cookie in: by bucket, as under
+	 * Beamer. (MPTCP subflows never get here: mux.c sends the server-id
+	 * range by id for every strategy.) */
+	if (!tcp)
 		return decide_beamer(vip, servers, f, d);
 
 	void *data_end = (void *)(long)ctx->data_end;

@@ -81,6 +81,21 @@ struct {
 	__type(value, struct learned_value);
 } prism_learned SEC(".maps");
 
+/*
+ * Until when this mux may hold live learned entries: the expiry of the
+ * latest SYN it learned. A packet that misses the MCT looks the learned
+ * table up only before then, so in steady state (no bin of this mux
+ * migrating in the last PRISM_LEARN_SECONDS) a miss costs one array read
+ * instead of a hash lookup. Written at most once a second (its value is
+ * in seconds), so learning does not bounce its cache line either.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} prism_learning SEC(".maps");
+
 INLINE __u32 prism_now(void) { return (__u32)(bpf_ktime_get_coarse_ns() / 1000000000ULL); }
 
 INLINE __u64 prism_signature(__u32 hash, __be32 saddr, __be32 daddr, __be16 sport, __be16 dport)
@@ -94,16 +109,16 @@ INLINE __u64 prism_signature(__u32 hash, __be32 saddr, __be32 daddr, __be16 spor
 
 INLINE int decide_prism(const struct vip_info *vip, void *servers, const struct flow *f, struct decision *d)
 {
-	/* MPTCP secondary subflow: the port names the server holding the
-	 * connection (the agent advertised VIP:server-id), as under beamer;
-	 * hashed into a bin it would reach a server that refuses the join. */
-	if (flow_dport(f) > SERVICE_PORT_MAX)
-		return decide_by_server_id(servers, flow_dport(f), d);
-
+	/* MPTCP secondary subflows never get here: mux.c sends the
+	 * instance's server-id range by id for every strategy (a subflow
+	 * hashed into a bin would reach a server that refuses the join). */
 	__u32 table = vip->table;
 	__u32 hash = flow_hash_of(f);
 	void *mct = bpf_map_lookup_elem(&mct_tables, &table);
 
+	/* mct is NULL while the instance's MCT is empty (the daemon puts the
+	 * map in its slot only while it holds entries): then no signature and
+	 * no MCT lookup. */
 	d->with_opt = 0;
 	if (mct) {
 		__u64 sig = prism_signature(hash, f->saddr, f->daddr, f->sport, f->dport);
@@ -124,11 +139,14 @@ INLINE int decide_prism(const struct vip_info *vip, void *servers, const struct 
 		}
 	}
 
-	__u64 sig = prism_signature(hash, f->saddr, f->daddr, f->sport, f->dport);
 	int syn = flow_is_syn(f);
-	if (!syn) {
+	__u32 zero = 0;
+	__u32 *learning = bpf_map_lookup_elem(&prism_learning, &zero);
+	__u32 now = prism_now();
+	if (!syn && learning && *(volatile __u32 *)learning >= now) {
+		__u64 sig = prism_signature(hash, f->saddr, f->daddr, f->sport, f->dport);
 		struct learned_value *l = bpf_map_lookup_elem(&prism_learned, &sig);
-		if (l && l->until >= prism_now()) {
+		if (l && l->until >= now) {
 			__u64 w = server_word(servers, l->server);
 			if (w) {
 				d->encap.daddr = SERVER_ADDR(w);
@@ -150,7 +168,11 @@ INLINE int decide_prism(const struct vip_info *vip, void *servers, const struct 
 	if (!w)
 		return MUX_DROP_UNKNOWN_SERVER;
 	if (syn && BUCKET_CHANGED(word)) {
-		struct learned_value l = {.server = current, .until = prism_now() + PRISM_LEARN_SECONDS};
+		__u64 sig = prism_signature(hash, f->saddr, f->daddr, f->sport, f->dport);
+		struct learned_value l = {.server = current, .until = now + PRISM_LEARN_SECONDS};
+		/* The gate first: a later packet of this flow must see it open. */
+		if (learning && *(volatile __u32 *)learning < l.until)
+			*learning = l.until;
 		bpf_map_update_elem(&prism_learned, &sig, &l, BPF_ANY);
 		d->also = MUX_PRISM_LEARNED;
 	}

@@ -31,10 +31,10 @@ func init() {
 
 func benchControlPlaneCmd() *cobra.Command {
 	var (
-		stores   string
-		o        scalebench.Options
-		asJSON   bool
-		budgetMB int64
+		stores, presets string
+		o               scalebench.Options
+		asJSON          bool
+		budgetMB        int64
 	)
 	cmd := &cobra.Command{
 		Use:   "control-plane",
@@ -55,25 +55,49 @@ memory: a run whose followers would not fit --memory-budget is refused.`,
 			if err != nil {
 				return err
 			}
-			o.Controller = scalebench.BeamerController(self)
-			o.Progress = os.Stderr
-			o.MemoryBudget = budgetMB << 20
-			if o.Buckets == 0 {
-				o.Buckets = 100 * o.DIPs
-			}
-			if o.Batch == 0 {
-				o.Batch = o.DIPs / 2
-			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			var runs []*scalebench.Result
-			for _, s := range strings.Split(stores, ",") {
-				o.Store = strings.TrimSpace(s)
-				r, err := scalebench.Run(ctx, o)
-				if err != nil {
-					return fmt.Errorf("%s: %w", o.Store, err)
+			fl := cmd.Flags()
+			if !fl.Changed("preset") && (fl.Changed("followers") || fl.Changed("dips") || fl.Changed("buckets")) {
+				presets = "custom" // sizes given: one run of exactly those
+			}
+			for _, name := range strings.Split(presets, ",") {
+				p, ok := scalebench.Presets[strings.TrimSpace(name)]
+				if !ok {
+					return fmt.Errorf("unknown --preset %q: paper, fanout or custom", name)
 				}
-				runs = append(runs, r)
+				// Flags given explicitly win over the preset.
+				for flag, v := range map[string]*int{"followers": &p.Followers, "dips": &p.DIPs, "buckets": &p.Buckets,
+					"batch": &p.Batch, "ops": &p.Ops, "cold-starts": &p.ColdStarts, "xdp-muxes": &p.XDPMuxes} {
+					if cmd.Flags().Changed(flag) {
+						*v, _ = cmd.Flags().GetInt(flag)
+					}
+				}
+				if fl.Changed("dips") && !fl.Changed("buckets") {
+					p.Buckets = 0 // 100 per DIP, as in the paper
+				}
+				if fl.Changed("dips") && !fl.Changed("batch") {
+					p.Batch = 0
+				}
+				if p.Buckets == 0 {
+					p.Buckets = 100 * p.DIPs
+				}
+				if p.Batch == 0 {
+					p.Batch = p.DIPs / 2
+				}
+				p.Controller, p.Progress, p.MemoryBudget, p.Timeout = scalebench.BeamerController(self), os.Stderr, budgetMB<<20, o.Timeout
+				for _, s := range strings.Split(stores, ",") {
+					p.Store = strings.TrimSpace(s)
+					r, err := scalebench.Run(ctx, p)
+					if err != nil {
+						if len(runs) > 0 && !asJSON { // keep what was measured
+							scalebench.PrintMarkdown(os.Stdout, runs)
+						}
+						return fmt.Errorf("%s, %d followers, %d DIPs: %w", p.Store, p.Followers, p.DIPs, err)
+					}
+					runs = append(runs, r)
+				}
 			}
 			if asJSON {
 				enc := json.NewEncoder(os.Stdout)
@@ -86,12 +110,14 @@ memory: a run whose followers would not fit --memory-budget is refused.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&stores, "store", "etcd,zookeeper", "store servers to run against, one run each: etcd, zookeeper")
-	f.IntVar(&o.Followers, "followers", 100, "muxes following the ring")
-	f.IntVar(&o.DIPs, "dips", 64000, "DIPs of the instance at its largest (at most 64511 server ids)")
+	f.StringVar(&presets, "preset", "paper,fanout", "sizes to run, each on every --store: paper (64,000 DIPs, 6.4M buckets, 20 muxes: what fits this machine's memory), fanout (100 muxes, 6,400 DIPs, 640K buckets), custom (the flags below)")
+	f.IntVar(&o.Followers, "followers", 0, "muxes following the ring (overrides the preset)")
+	f.IntVar(&o.DIPs, "dips", 0, "DIPs of the instance at its largest, at most 64511 server ids (overrides the preset)")
 	f.IntVar(&o.Buckets, "buckets", 0, "bucket count (default 100 per DIP)")
-	f.IntVar(&o.Batch, "batch", 0, "DIPs added, and later removed, in one request (default half of --dips)")
-	f.IntVar(&o.Ops, "ops", 40, "single add-dip / remove-dip operations timed, alternately")
-	f.IntVar(&o.ColdStarts, "cold-starts", 3, "fresh muxes started alone at the end, each timed")
+	f.IntVar(&o.Batch, "batch", 0, "DIPs added, and later removed, in one request (default half of --dips; paper: 32K)")
+	f.IntVar(&o.Ops, "ops", 0, "single add-dip / remove-dip operations timed, alternately (overrides the preset)")
+	f.IntVar(&o.ColdStarts, "cold-starts", 0, "fresh muxes started alone at the end, each timed (overrides the preset)")
+	f.IntVar(&o.XDPMuxes, "xdp-muxes", 0, "real XDP muxes (pkg/muxd in network namespaces of their own) following beside the followers; needs root (presets: 2)")
 	f.Int64Var(&budgetMB, "memory-budget", 0, "MB the followers may use (default 70% of the available memory)")
 	f.DurationVar(&o.Timeout, "timeout", 0, "bound on each request and each wait for the muxes (default 10m)")
 	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")

@@ -25,6 +25,7 @@ process also serves the embedded etcd other beamer commands connect to.`,
 		Args: cobra.NoArgs,
 	}
 	storeURL := addStoreFlag(cmd)
+	configPath := cmd.Flags().String("config", "", "configuration file: YAML, one key per flag of this command (examples/controller.yaml); flags and BEAMER_ variables win")
 	host, _ := os.Hostname()
 	identity := cmd.Flags().String("identity", fmt.Sprintf("%s/%d", host, os.Getpid()), "name shown as the elected controller")
 	noHealth := cmd.Flags().Bool("no-health-checks", false, "do not probe DIPs")
@@ -47,6 +48,11 @@ process also serves the embedded etcd other beamer commands connect to.`,
 	defragPeriod := cmd.Flags().Duration("defrag-period", forwarding.DefaultChainWindow, "one automatic defragmentation step per instance this often (paper: the 4-minute chaining window); 0 turns it off")
 	cheetahEvery := cmd.Flags().Duration("cheetah-push-every", 2*time.Second, "push Cheetah keys to the agents (PUT /v1/cheetah) and collect their loads for p2c this often; 0: agents have keys by hand (agent --cheetah-keys), servers are not held until their agent confirms them")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *configPath != "" {
+			if err := applyFlagFile(cmd, *configPath); err != nil { // controller_config.go
+				return err
+			}
+		}
 		if *cheetahEvery < 0 {
 			return fmt.Errorf("--cheetah-push-every %v is negative", *cheetahEvery)
 		}

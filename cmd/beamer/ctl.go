@@ -88,7 +88,7 @@ func init() {
 
 	create, cf := newCtl("create NAME --vip ADDR[,ADDR] --ports P[-Q] --buckets B", "Create an instance", cobra.ExactArgs(1))
 	vips := create.Flags().StringSlice("vip", nil, "virtual IPv4 address(es)")
-	ports := create.Flags().String("ports", "", "service port or range, ≤ 1024")
+	ports := create.Flags().String("ports", "", "TCP service port or range on every VIP (any port outside the server-id range; optional with --tcp-ports/--udp-ports)")
 	buckets := create.Flags().Uint32("buckets", 0, fmt.Sprintf("beamer (required): bucket count B, larger than the most DIPs the instance will have (paper: 100 per DIP); maglev: the lookup table size M, a prime ≥ 100 per backend, %d when not given", assign.MaglevSmallTable))
 	window := create.Flags().Duration("chain-window", forwarding.DefaultChainWindow, "daisy-chaining window")
 	maxChain := create.Flags().Int("max-chain", forwarding.DefaultMaxChainLen, fmt.Sprintf("K: previous owners a bucket's history keeps, 1–%d (a connection survives K moves of its bucket inside the window)", forwarding.MaxChain))
@@ -100,6 +100,7 @@ func init() {
 	agentPort := create.Flags().Uint16("agent-port", 0, "port of the agent API on the servers (default 9300)")
 	mctEntries := create.Flags().Uint32("mct-entries", 0, fmt.Sprintf("prism: size of the migrated-connection table (default %d, at most %d)", forwarding.DefaultMCTEntries, forwarding.MaxMCTEntries))
 	cheetahFlags := addCheetahFlags(create)
+	portOpts := addPortFlags(create)
 	create.RunE = func(cmd *cobra.Command, args []string) error {
 		in := &forwarding.Instance{Name: args[0], Strategy: forwarding.Strategy(*strategy), Buckets: *buckets, ChainWindow: *window, MaxChainLen: *maxChain}
 		if err := cheetahFlags.apply(cmd, in); err != nil {
@@ -127,8 +128,13 @@ func init() {
 			}
 			in.VIPs = append(in.VIPs, a)
 		}
-		var err error
-		if in.PortLow, in.PortHigh, err = parsePorts(*ports); err != nil {
+		if *ports != "" {
+			var err error
+			if in.PortLow, in.PortHigh, err = parsePorts(*ports); err != nil {
+				return err
+			}
+		}
+		if err := portOpts.apply(cmd, in); err != nil {
 			return err
 		}
 		if cmd.Flags().Changed("health") || *healthPort != 0 || *healthPath != "" || *agentPort != 0 {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
@@ -50,10 +51,20 @@ type lookupServer struct {
 // bpf/mux.c decides: the flow hash (pkg/wire, the same vectors as the C
 // program) picks the bucket; the bucket names the current owner and history.
 func lookup(tab *forwarding.Table, in *forwarding.Instance, src netip.AddrPort, dst netip.AddrPort, now time.Time) (*lookupView, error) {
+	return lookupProto(tab, in, forwarding.TCP, src, dst, now)
+}
+
+// lookupProto is lookup for a TCP or a UDP flow (the hash is seeded with
+// the protocol; UDP ports are never server ids).
+func lookupProto(tab *forwarding.Table, in *forwarding.Instance, proto forwarding.Protocol, src netip.AddrPort, dst netip.AddrPort, now time.Time) (*lookupView, error) {
 	if len(tab.Buckets) == 0 {
 		return nil, fmt.Errorf("instance %s has an empty table", in.Name)
 	}
-	f := wire.Flow{Src: src.Addr(), Dst: dst.Addr(), SrcPort: src.Port(), DstPort: dst.Port(), Proto: wire.ProtoTCP}
+	wp := uint8(wire.ProtoTCP)
+	if proto == forwarding.UDP {
+		wp = wire.ProtoUDP
+	}
+	f := wire.Flow{Src: src.Addr(), Dst: dst.Addr(), SrcPort: src.Port(), DstPort: dst.Port(), Proto: wp}
 	v := &lookupView{Instance: in.Name, Src: src.Addr().String(), SrcPort: src.Port(), Dst: dst.Addr().String(), DstPort: dst.Port(),
 		Hash: f.Hash(), Buckets: uint32(len(tab.Buckets)), Incarnation: tab.Incarnation, Generation: tab.Generation, History: []lookupServer{}}
 	server := func(id forwarding.ServerID) lookupServer {
@@ -63,13 +74,13 @@ func lookup(tab *forwarding.Table, in *forwarding.Instance, src netip.AddrPort, 
 		}
 		return s
 	}
-	switch {
-	case dst.Port() > forwarding.MaxServicePort:
+	switch ids := in.ServerIDs(); {
+	case proto == forwarding.TCP && ids.Contains(dst.Port()):
 		v.Current = server(forwarding.ServerID(dst.Port()))
-		v.Note = fmt.Sprintf("port %d > %d is an MPTCP secondary subflow: the port is the server id, no bucket", dst.Port(), forwarding.MaxServicePort)
+		v.Note = fmt.Sprintf("port %d is in the server-id range %v: an MPTCP secondary subflow, the port is the server id, no bucket", dst.Port(), ids)
 		return v, nil
-	case dst.Port() < in.PortLow || dst.Port() > in.PortHigh:
-		return nil, fmt.Errorf("port %d is not a service port of %s (%d-%d): the mux drops it", dst.Port(), in.Name, in.PortLow, in.PortHigh)
+	case !in.PortsOf(dst.Addr()).Open(proto, dst.Port()):
+		return nil, fmt.Errorf("port %d is not a %s service port of %s on %v (%s): the mux drops it", dst.Port(), strings.ToUpper(string(proto)), in.Name, dst.Addr(), in.PortSummary())
 	}
 	v.Bucket = f.Bucket(uint32(len(tab.Buckets)))
 	b := tab.Buckets[v.Bucket]
@@ -126,6 +137,7 @@ func printLookup(w io.Writer, v *lookupView) {
 
 func init() {
 	var dport uint16
+	var proto string
 	var vip string
 	cmd := readCmd("lookup NAME SRC:PORT [--dport P] [--vip ADDR]", "Show which bucket and server a client's connection maps to, and the bucket's history (chain)", cobra.ExactArgs(2),
 		func(ctx context.Context, cmd *cobra.Command, args []string, st store.Store, root, format string) error {
@@ -153,9 +165,12 @@ func init() {
 			}
 			p := dport
 			if p == 0 {
-				p = in.PortLow
+				p = in.FirstTCPPort()
 			}
-			v, err := lookup(tab, in, src, netip.AddrPortFrom(dst, p), time.Now())
+			if proto != string(forwarding.TCP) && proto != string(forwarding.UDP) {
+				return fmt.Errorf("--proto %q: want tcp or udp", proto)
+			}
+			v, err := lookupProto(tab, in, forwarding.Protocol(proto), src, netip.AddrPortFrom(dst, p), time.Now())
 			if err != nil {
 				return err
 			}
@@ -163,4 +178,5 @@ func init() {
 		})
 	cmd.Flags().Uint16Var(&dport, "dport", 0, "destination (service) port (default: the instance's first port)")
 	cmd.Flags().StringVar(&vip, "vip", "", "destination VIP (default: the instance's first VIP)")
+	cmd.Flags().StringVar(&proto, "proto", "tcp", "protocol of the flow: tcp or udp (the hash is seeded with it)")
 }

@@ -31,6 +31,7 @@ type listInstance struct {
 	VIPs               []string     `json:"vips"`
 	PortLow            uint16       `json:"port_low"`
 	PortHigh           uint16       `json:"port_high"`
+	Ports              string       `json:"ports"`   // every protocol and range, and the server-id range
 	Buckets            uint32       `json:"buckets"` // B (maglev: table size M)
 	Incarnation        uint32       `json:"incarnation"`
 	Generation         uint32       `json:"generation"`
@@ -76,6 +77,7 @@ func readList(ctx context.Context, st store.Store, root string, now time.Time) (
 		}
 		in := v.Instance
 		li.Strategy, li.PortLow, li.PortHigh, li.Buckets = string(in.Strategy), in.PortLow, in.PortHigh, in.Buckets
+		li.Ports = in.PortSummary()
 		li.Incarnation, li.Generation = v.Load.Incarnation, v.Generation
 		li.ChainWindowSeconds = in.ChainWindow.Seconds()
 		li.UnownedBuckets, li.FailOpen = v.Unowned, v.FailOpen
@@ -108,11 +110,7 @@ func printList(out io.Writer, lv *listView) {
 			fmt.Fprintf(w, "%s\t-\t-\t-\t-\t\t\t\t\t\t\t\n", in.Name)
 			continue
 		}
-		ports := fmt.Sprint(in.PortLow)
-		if in.PortHigh != in.PortLow {
-			ports += fmt.Sprintf("-%d", in.PortHigh)
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t\t\t\t\t\t%d\t\n", in.Name, strings.Join(in.VIPs, ","), ports, in.Strategy, in.Generation, in.Buckets)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t\t\t\t\t\t%d\t\n", in.Name, strings.Join(in.VIPs, ","), in.Ports, in.Strategy, in.Generation, in.Buckets)
 		for _, s := range in.Servers {
 			state := s.State
 			if s.Drained {

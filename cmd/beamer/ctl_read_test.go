@@ -171,8 +171,12 @@ history: none
 		t.Errorf("server-id port:\n%s", got)
 	}
 	if err := run("ctl", "lookup", "web", "198.18.1.5:40005", "--dport", "81", "--store", st); err == nil ||
-		err.Error() != "port 81 is not a service port of web (80-80): the mux drops it" {
+		err.Error() != "port 81 is not a TCP service port of web on 198.18.100.1 (80): the mux drops it" {
 		t.Errorf("closed port: %v", err)
+	}
+	if err := run("ctl", "lookup", "web", "198.18.1.5:40005", "--dport", "80", "--proto", "udp", "--store", st); err == nil ||
+		!strings.Contains(err.Error(), "not a UDP service port of web") {
+		t.Errorf("udp to a tcp-only port: %v", err)
 	}
 	if err := run("ctl", "lookup", "web", "198.18.1.5:40005", "--vip", "198.18.100.2", "--store", st); err == nil ||
 		err.Error() != "--vip 198.18.100.2 is not a VIP of web ([198.18.100.1])" {

@@ -18,6 +18,7 @@ func labCheetahFCTCmd() *cobra.Command {
 	var (
 		size, out string
 		reps      int
+		load      float64
 		duration  time.Duration
 		only      []string
 	)
@@ -39,6 +40,12 @@ round robin, hash and power of two choices, and of Beamer. See docs/strategy-che
 			}
 			if duration > 0 {
 				e.Flow.Duration = duration
+			}
+			if load > 0 {
+				if load > 1.2 {
+					return fmt.Errorf("--load %.2f: at most 1.2 of the pool's capacity", load)
+				}
+				e.Load = load
 			}
 			if len(only) > 0 {
 				var keep []lab.AWFDVariant
@@ -74,6 +81,7 @@ round robin, hash and power of two choices, and of Beamer. See docs/strategy-che
 	f.StringVar(&size, "size", lab.SizePaper, "paper (4 servers, 2 muxes, 3 × 30 s per variant) or ci (2 servers, 1 mux, 1 × 8 s)")
 	f.IntVar(&reps, "reps", 0, "repetitions (default: the size's)")
 	f.DurationVar(&duration, "duration", 0, "arrivals per run (default: the size's)")
+	f.Float64Var(&load, "load", 0, "offered load as a share of the servers' capacity (default 0.9)")
 	f.StringSliceVar(&only, "only", nil, `run only these variants (names as printed, e.g. "cheetah rr")`)
 	f.StringVar(&out, "json", "", "also write every run as JSON to this file")
 	return cmd

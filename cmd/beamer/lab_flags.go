@@ -12,6 +12,7 @@ import (
 
 // labFlags override the parameters of a size; only flags given count.
 type labFlags struct {
+	udpFlows, quicFlows                           int // issue 17: UDP flows and QUIC connections per client
 	clients, perClient, servers, muxes, floodRate int
 	fileSize, removed, store                      string
 	buckets                                       uint32
@@ -38,6 +39,8 @@ func (f *labFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.store, "store", "", "store the controller runs on: "+strings.Join(lab.Stores, ", "))
 	fl.BoolVar(&f.mptcp, "mptcp", false, "clients use MPTCP")
 	fl.BoolVar(&f.persistent, "persistent", false, "persistent connections (else one download per connection)")
+	fl.IntVar(&f.quicFlows, "quic-flows", 0, "QUIC connections per client to VIP:443 beside the TCP load, routed by connection id, each migrating once")
+	fl.IntVar(&f.udpFlows, "udp-flows", 0, "long-lived UDP flows per client to VIP:53 beside the TCP load (servers answer from connected sockets)")
 }
 
 // plan expands experiments × removal counts × strategies into runs.
@@ -130,6 +133,12 @@ func (f *labFlags) apply(cmd *cobra.Command, p *lab.Params) error {
 	}
 	if set("persistent") {
 		p.Persistent = f.persistent
+	}
+	if set("udp-flows") {
+		p.UDPFlows = f.udpFlows
+	}
+	if set("quic-flows") {
+		p.QUICFlows = f.quicFlows
 	}
 	return nil
 }

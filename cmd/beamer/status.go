@@ -68,11 +68,7 @@ func printMuxStatus(out io.Writer, s *muxd.Status) {
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "INSTANCE\tVIP\tPORTS\tSTRATEGY\tINCARNATION\tGEN\tSERVER\tADDRESS\tSTATE\tBUCKETS")
 	for _, in := range s.Instances {
-		ports := fmt.Sprint(in.PortLow)
-		if in.PortHigh != in.PortLow {
-			ports += fmt.Sprintf("-%d", in.PortHigh)
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t\t\t\t%d\n", in.Name, strings.Join(in.VIPs, ","), ports, in.Strategy, in.Incarnation, in.Generation, in.Buckets)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t\t\t\t%d\n", in.Name, strings.Join(in.VIPs, ","), in.Ports, in.Strategy, in.Incarnation, in.Generation, in.Buckets)
 		for _, sv := range in.Servers {
 			fmt.Fprintf(w, "\t\t\t\t\t\t-> %d\t%s\t%s\t%d\n", sv.ID, sv.Address, sv.State, sv.Buckets)
 		}
@@ -87,9 +83,13 @@ func printMuxStatus(out io.Writer, s *muxd.Status) {
 func printAgentStatus(out io.Writer, s *agentd.Status) {
 	fmt.Fprintf(out, "agent on %s, server id %d\n", s.Interface, s.ServerID)
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "VIP\tBUCKETS\tWINDOW\tNEWEST INCARNATION\tNEWEST GEN")
+	fmt.Fprintln(w, "VIP\tBUCKETS\tWINDOW\tNEWEST INCARNATION\tNEWEST GEN\tPACKETS\tBYTES\tCHAINED IN")
 	for _, v := range s.VIPs {
-		fmt.Fprintf(w, "%s\t%d\t%gs\t%d\t%d\n", v.VIP, v.Buckets, v.ChainWindowSeconds, v.Incarnation, v.Generation)
+		pk, by, ch := "-", "-", "-" // without --metrics nothing counts them
+		if t := v.Traffic; t != nil {
+			pk, by, ch = fmt.Sprint(t.Packets), fmt.Sprint(t.Bytes), fmt.Sprint(t.ChainedPackets)
+		}
+		fmt.Fprintf(w, "%s\t%d\t%gs\t%d\t%d\t%s\t%s\t%s\n", v.VIP, v.Buckets, v.ChainWindowSeconds, v.Incarnation, v.Generation, pk, by, ch)
 	}
 	w.Flush()
 	printCounters(out, s.Counters)

@@ -109,8 +109,8 @@ packets: `
 	}
 	got = status("agent", a, "--metrics", "127.0.0.1:9101")
 	want = `agent on eth0, server id 1025
-VIP           BUCKETS  WINDOW  NEWEST INCARNATION  NEWEST GEN
-198.18.100.1  100      120s    0                   0
+VIP           BUCKETS  WINDOW  NEWEST INCARNATION  NEWEST GEN  PACKETS  BYTES  CHAINED IN
+198.18.100.1  100      120s    0                   0           0        0      0
 packets: `
 	if !strings.HasPrefix(got, want) {
 		t.Errorf("agent status:\n%s\nwant:\n%s", got, want)

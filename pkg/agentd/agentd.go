@@ -37,7 +37,8 @@ type Daemon struct {
 	// the API's key pushes.
 	cheetahMu   sync.Mutex
 	cheetahVIPs []netip.Addr
-	xdp         link.Link // the XDP fast path (xdp.go), nil without one
+	xdp         link.Link           // the XDP fast path (xdp.go), nil without one
+	vipStats    *dataplane.VIPStats // per-VIP counters (vipstats.go), nil without --metrics
 	metrics     *metrics.Server
 	api         *agentapi.Endpoint
 
@@ -153,6 +154,10 @@ func (d *Daemon) start() error {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(metrics.NewCounterCollector("beamer_agent_packets_total", "Packets by decision of the server agent.", "decision", d.agent.Counters))
 		reg.MustRegister(metrics.NewCounterCollector("beamer_agent_cheetah_packets_total", "Segments of Cheetah VIPs by what the agent did to their timestamps.", "decision", d.agent.CheetahCounters))
+		if err := d.startVIPStats(); err != nil {
+			return err
+		}
+		reg.MustRegister(newVIPCollector(d.vipStats))
 		if d.metrics, err = metrics.Serve(cfg.Metrics, reg, func() error { return nil }); err != nil {
 			return err
 		}
@@ -267,6 +272,11 @@ func (d *Daemon) release(unpin bool) []error {
 	}
 	if d.xdp != nil {
 		d.xdp.Close()
+	}
+	if d.vipStats != nil {
+		if err := d.vipStats.Close(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if d.link != nil {
 		d.link.Close()

@@ -11,8 +11,8 @@ import (
 )
 
 // serveAPI starts the agent API (health probes of VIP:port from this
-// server, connection counts per bucket) unless the configuration turns it
-// off. It runs in the namespace Start runs in, and probes from there.
+// server, connection counts per bucket, Cheetah keys pushed by the
+// controllers: cheetah.go) unless the configuration turns it off. It runs in the namespace Start runs in, and probes from there.
 func (d *Daemon) serveAPI() error {
 	addr := d.cfg.APIAddr()
 	if addr == "" {

@@ -1,5 +1,11 @@
 package agentd
 
+import (
+	"net/netip"
+
+	"github.com/beamer-lb/beamer/pkg/dataplane"
+)
+
 // Status is what this server's agent holds (`beamer agent status`, GET
 // /status on the metrics address); docs/operations.md.
 type Status struct {
@@ -19,6 +25,9 @@ type VIPStatus struct {
 	ChainWindowSeconds float64 `json:"chain_window_seconds"`
 	Incarnation        uint32  `json:"newest_incarnation"`
 	Generation         uint32  `json:"newest_generation"`
+	// Traffic received for the VIP since the agent started (with
+	// --metrics only, else absent): bpf/vipstats.c.
+	Traffic *dataplane.VIPTraffic `json:"traffic,omitempty"`
 }
 
 // Status reads the data plane.
@@ -32,9 +41,19 @@ func (d *Daemon) Status() (*Status, error) {
 		return nil, err
 	}
 	s := &Status{Role: "agent", Interface: d.cfg.Interface, ServerID: uint16(d.cfg.ServerID), Counters: c, VIPs: []VIPStatus{}}
+	var traffic map[netip.Addr]dataplane.VIPTraffic
+	if d.vipStats != nil {
+		if traffic, err = d.vipStats.Read(); err != nil {
+			return nil, err
+		}
+	}
 	for _, v := range vs {
-		s.VIPs = append(s.VIPs, VIPStatus{VIP: v.VIP.String(), Buckets: v.Buckets, ChainWindowSeconds: v.Window.Seconds(),
-			Incarnation: v.Incarnation, Generation: v.Generation})
+		st := VIPStatus{VIP: v.VIP.String(), Buckets: v.Buckets, ChainWindowSeconds: v.Window.Seconds(),
+			Incarnation: v.Incarnation, Generation: v.Generation}
+		if t, ok := traffic[v.VIP]; ok {
+			st.Traffic = &t
+		}
+		s.VIPs = append(s.VIPs, st)
 	}
 	return s, nil
 }

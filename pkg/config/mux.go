@@ -125,6 +125,9 @@ func (in *MuxInstance) validateServers(mux netip.Addr) error {
 		if !s.ID.Valid() {
 			return fmt.Errorf("server id %d outside %d–%d", s.ID, forwarding.MinServerID, forwarding.MaxServerID)
 		}
+		if r := in.ServerIDs(); !r.None && !r.Contains(uint16(s.ID)) {
+			return fmt.Errorf("server id %d outside the instance's server-id range %v (its MPTCP subflows would be dropped)", s.ID, r)
+		}
 		if err := forwarding.CheckDIP(s.Address); err != nil {
 			return fmt.Errorf("server %d: %w", s.ID, err)
 		}

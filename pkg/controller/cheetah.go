@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/agentapi"
 	"github.com/beamer-lb/beamer/pkg/cheetah"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/ring"
 	"github.com/beamer-lb/beamer/pkg/store"
 )
 
@@ -78,6 +80,10 @@ type cheetahInstanceState struct {
 type cheetahRuntime struct {
 	mu   sync.Mutex
 	inst map[string]*cheetahInstanceState
+	// names: the instances last listed, at listed (the round's goroutine
+	// only).
+	names  []string
+	listed time.Time
 }
 
 func (c *Controller) cheetahState() *cheetahRuntime {
@@ -175,9 +181,23 @@ func (cheetahStrategy) extraState(c *Controller, in *instance, t *forwarding.Tab
 // keys to every agent of every Cheetah instance whose interval passed,
 // then publishes what changed (keys, loads, servers now confirmed).
 func (c *Controller) cheetahRound(ctx context.Context) error {
-	names, err := c.Instances(ctx)
-	if err != nil {
-		return err
+	// The store is listed every 10 s only (a listing reads every key of
+	// every instance); an instance this controller just worked on is in
+	// its cache meanwhile.
+	r := c.cheetahState()
+	now := c.now()
+	if r.names == nil || now.Sub(r.listed) >= 10*time.Second || now.Before(r.listed) {
+		names, err := c.Instances(ctx)
+		if err != nil {
+			return err
+		}
+		r.names, r.listed = names, now
+	}
+	names := slices.Clone(r.names)
+	for n := range c.cache {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
 	}
 	var errs []error
 	for _, n := range names {
@@ -190,6 +210,9 @@ func (c *Controller) cheetahRound(ctx context.Context) error {
 
 func (c *Controller) cheetahInstanceRound(ctx context.Context, name string) error {
 	in, err := c.load(ctx, name)
+	if errors.Is(err, ring.ErrNoInstance) {
+		return nil // deleted since the listing
+	}
 	if err != nil || in.config.Strategy != forwarding.StrategyCheetah || in.config.Cheetah == nil {
 		return err
 	}

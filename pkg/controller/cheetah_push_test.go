@@ -116,6 +116,9 @@ func TestCheetahKeyPushLoadsAndRotation(t *testing.T) {
 	if agents.keysOf(dipAddr(1025)) != cfg.Cheetah.Keys {
 		t.Fatal("agent 1025 did not get the instance's keys")
 	}
+	if v, err := Show(ctx, shared, root, "web", clk.now()); err != nil || !strings.Contains(strings.Join(v.Details, "\n"), "1025:5 1026:9") {
+		t.Fatalf("ctl show does not give the loads: %v %q", err, v.Details)
+	}
 	// The unreachable agent comes; loads change: one more generation.
 	agents.set(func(f *fakeKeyAgents) { f.dead[dipAddr(1027)] = false; f.load[dipAddr(1025)] = 40 })
 	round()

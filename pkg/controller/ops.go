@@ -50,11 +50,22 @@ func (c *Controller) AddDIPs(ctx context.Context, name string, add []NewDIP) err
 	if len(add) == 0 {
 		return badf("no DIP to add")
 	}
+	// Read the other instances' claims and index this one's addresses once
+	// per request: per DIP, a request of 32K DIPs on an instance of 32K
+	// took minutes (etcd lists every key under the instances to name them).
+	cl, err := c.claims(ctx, false)
+	if err != nil {
+		return err
+	}
+	used := make(map[netip.Addr]forwarding.ServerID, len(in.dips))
+	for id, d := range in.dips {
+		used[d.Addr] = id
+	}
 	ids := map[forwarding.ServerID]bool{}
 	addrs := map[netip.Addr]forwarding.ServerID{}
 	var fresh []*DIP
 	for _, n := range add {
-		if err := c.checkNewDIP(ctx, in, n); err != nil {
+		if err := c.checkNewDIP(in, n, cl, used); err != nil {
 			return err
 		}
 		if ids[n.ID] {
@@ -92,11 +103,15 @@ func (c *Controller) AddDIPs(ctx context.Context, name string, add []NewDIP) err
 
 // checkNewDIP validates one DIP of an add-dip request against the
 // instance: range of id and weight, address kind, no clash with a VIP or
-// another DIP.
-func (c *Controller) checkNewDIP(ctx context.Context, in *instance, n NewDIP) error {
+// another DIP. cl holds every instance's VIPs, used the instance's DIP
+// addresses.
+func (c *Controller) checkNewDIP(in *instance, n NewDIP, cl *forwarding.Claims, used map[netip.Addr]forwarding.ServerID) error {
 	id, addr, weight, name := n.ID, n.Addr, n.Weight, in.config.Name
 	if !id.Valid() {
 		return badf("server id %d is outside %d–%d (ids up to 1024 are service ports)", id, forwarding.MinServerID, forwarding.MaxServerID)
+	}
+	if ids := in.config.ServerIDs(); !ids.None && !ids.Contains(uint16(id)) {
+		return badf("server id %d is outside instance %s's server-id range %v: its MPTCP subflows (port = id) would be dropped", id, name, ids)
 	}
 	if s, err := strategyOf(in.config); err == nil {
 		if dc, ok := s.(dipChecker); ok {
@@ -105,7 +120,7 @@ func (c *Controller) checkNewDIP(ctx context.Context, in *instance, n NewDIP) er
 			}
 		}
 	}
-	if err := c.checkDIPAddress(ctx, name, id, addr); err != nil {
+	if err := checkDIPAddress(cl, name, id, addr); err != nil {
 		return err
 	}
 	if err := forwarding.CheckWeight(weight); err != nil {
@@ -117,10 +132,8 @@ func (c *Controller) checkNewDIP(ctx context.Context, in *instance, n NewDIP) er
 		}
 		return badf("server id %d is already used by DIP %v (%s)", id, d.Addr, d.State)
 	}
-	for _, d := range in.dips {
-		if d.Addr == addr {
-			return badf("DIP address %v is already used by server id %d", addr, d.ID)
-		}
+	if other, ok := used[addr]; ok {
+		return badf("DIP address %v is already used by server id %d", addr, other)
 	}
 	if s, ok := in.w.Table().Servers[id]; ok && s.Addr != addr {
 		return badf("server id %d was %v until recently and is still daisy-chained to (chaining window %v); wait or pick another id", id, s.Addr, in.config.ChainWindow)

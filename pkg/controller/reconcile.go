@@ -180,14 +180,20 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 	t = in.w.Table()
 	d.Generation = t.Generation + 1
 	window := uint32(in.config.ChainWindow.Seconds())
-	chaining := map[forwarding.ServerID]bool{} // still named in some bucket's history
-	moved := make(map[uint32]forwarding.Bucket, len(moves))
+	// By server id: still named in some bucket's history. A flat array and
+	// moves looked up only for buckets with a history: this loop runs over
+	// all B buckets (6.4M at the paper's scale) on every reconcile.
+	chaining := make([]bool, 1<<16)
+	moved := make(map[uint32]bool, len(moves))
 	for _, m := range moves {
-		moved[m.Index] = m.Bucket
+		moved[m.Index] = true
+		for _, id := range m.Bucket.History[:m.Bucket.History.Len()] {
+			chaining[id] = true
+		}
 	}
 	for i, b := range t.Buckets {
-		if nb, ok := moved[uint32(i)]; ok {
-			b = nb
+		if b.History[0] == forwarding.NoServer || moved[uint32(i)] {
+			continue
 		}
 		for _, id := range b.History[:b.History.Len()] {
 			chaining[id] = true

@@ -45,10 +45,12 @@ type View struct {
 	// column), Details the strategy's own lines of `ctl show`
 	// (Strategy.Show).
 	// MCTSize (prism): entries in the migrated-connection table.
-	MCTSize   int      `json:"mct_size,omitempty"`
-	Unit      string   `json:"unit"`
-	Histories bool     `json:"histories"`
-	Details   []string `json:"details,omitempty"`
+	MCTSize int `json:"mct_size,omitempty"`
+	// CheetahLoads (cheetah, p2c): the servers' loads the muxes run with.
+	CheetahLoads map[forwarding.ServerID]uint32 `json:"cheetah_loads,omitempty"`
+	Unit         string                         `json:"unit"`
+	Histories    bool                           `json:"histories"`
+	Details      []string                       `json:"details,omitempty"`
 	// AWFD (awfd): the class record the muxes dispatch by and its age.
 	AWFD    *awfd.Record  `json:"awfd,omitempty"`
 	AWFDAge time.Duration `json:"awfd_age,omitempty"`
@@ -81,6 +83,9 @@ func Show(ctx context.Context, st store.Store, root, name string, now time.Time)
 		return nil, err
 	}
 	v := &View{Instance: *cfg, Generation: tab.Generation, Load: ls, Fragmentation: assign.Fragmentation(tab.Buckets), MCTSize: len(tab.MCT)}
+	if tab.Cheetah != nil {
+		v.CheetahLoads = tab.Cheetah.Loads
+	}
 	owned := map[forwarding.ServerID]int{}
 	chained := map[forwarding.ServerID]int{}
 	window := uint32(cfg.ChainWindow.Seconds())

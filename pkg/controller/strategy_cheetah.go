@@ -2,6 +2,9 @@ package controller
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/cheetah"
@@ -33,6 +36,13 @@ func (cheetahStrategy) Show(v *View, live int) {
 	}
 	v.Details = append(v.Details, fmt.Sprintf("strategy cheetah: policy %s, cookie key id %d for new connections (keys %s…, %s…); %d buckets for clients without timestamps, fragmentation %.2f rules/DIP",
 		o.Policy, o.Keys.Current, o.Keys.Keys[0].String()[:8], o.Keys.Keys[1].String()[:8], v.Instance.Buckets, v.Fragmentation))
+	if o.Policy == forwarding.CheetahP2C {
+		var loads []string
+		for _, id := range slices.Sorted(maps.Keys(v.CheetahLoads)) {
+			loads = append(loads, fmt.Sprintf("%d:%d", id, v.CheetahLoads[id]))
+		}
+		v.Details = append(v.Details, fmt.Sprintf("p2c loads the muxes run with (server:live connections; others 0): %s", strings.Join(loads, " ")))
+	}
 	switch {
 	case !o.SwitchAt.IsZero():
 		v.Details = append(v.Details, fmt.Sprintf("key rotation in progress: the muxes have the new key id %d; it becomes current for new connections at %s",

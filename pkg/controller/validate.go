@@ -109,14 +109,10 @@ func (c *Controller) checkNewInstance(ctx context.Context, in *forwarding.Instan
 }
 
 // checkDIPAddress refuses a DIP address that is not unicast IPv4 or that is a
-// VIP of any instance (its own included).
-func (c *Controller) checkDIPAddress(ctx context.Context, name string, id forwarding.ServerID, addr netip.Addr) error {
+// VIP of any instance (its own included); cl is c.claims(ctx, false).
+func checkDIPAddress(cl *forwarding.Claims, name string, id forwarding.ServerID, addr netip.Addr) error {
 	if err := forwarding.CheckDIP(addr); err != nil {
 		return badf("%v", err)
-	}
-	cl, err := c.claims(ctx, false)
-	if err != nil {
-		return err
 	}
 	if err := cl.AddDIP(name, id, addr); err != nil {
 		return badf("%v", err)

@@ -41,7 +41,9 @@ const (
 	agentAgentCounterAGENT_SUSPICIOUS_GENERATION agentAgentCounter = 22
 	agentAgentCounterAGENT_CLAMPED_CHANGE        agentAgentCounter = 23
 	agentAgentCounterAGENT_XDP_DECAP             agentAgentCounter = 24
-	agentAgentCounterAGENT_COUNTER_MAX           agentAgentCounter = 25
+	agentAgentCounterAGENT_ICMP_FRAG_NEEDED      agentAgentCounter = 25
+	agentAgentCounterAGENT_DROP_ICMP             agentAgentCounter = 26
+	agentAgentCounterAGENT_COUNTER_MAX           agentAgentCounter = 27
 )
 
 type agentAgentVip struct {

@@ -2,11 +2,13 @@ package dataplane
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"net"
 	"net/netip"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 var tcActions = map[uint32]string{0: "pass", 2: "drop", 7: "redirect"}
@@ -80,7 +83,7 @@ func newAgentBench(t *testing.T, s *wiretest.AgentScenario) *agentBench {
 	}
 	clients := map[netip.Addr]bool{}
 	for _, sk := range s.Sockets {
-		if sk.Kind == "connection" && !clients[sk.Remote.Addr()] {
+		if (sk.Kind == "connection" || sk.Kind == "udp-connected") && !clients[sk.Remote.Addr()] {
 			clients[sk.Remote.Addr()] = true
 			must(t, ns.AddAddr("lo", netip.PrefixFrom(sk.Remote.Addr(), 32)))
 		}
@@ -99,6 +102,14 @@ func openSockets(t *testing.T, ns *netlab.Namespace, sockets []wiretest.SocketVe
 	listeners := map[netip.AddrPort]net.Listener{}
 	must(t, ns.Do(func() error {
 		for _, sk := range sockets {
+			if sk.Kind == "udp" || sk.Kind == "udp-connected" {
+				c, err := udpSocket(sk.Local, sk.Remote)
+				if err != nil {
+					return err
+				}
+				t.Cleanup(func() { c.Close() })
+				continue
+			}
 			if _, ok := listeners[sk.Local]; ok {
 				continue
 			}
@@ -157,4 +168,26 @@ func TestAgentVectors(t *testing.T) {
 			}
 		}
 	}
+}
+
+// udpSocket binds a UDP socket to local (SO_REUSEADDR, so that a bound and
+// a connected socket share the port) and connects it to remote when valid.
+func udpSocket(local, remote netip.AddrPort) (net.PacketConn, error) {
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR, 1) })
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	if !remote.IsValid() {
+		return lc.ListenPacket(context.Background(), "udp4", local.String())
+	}
+	d := net.Dialer{LocalAddr: net.UDPAddrFromAddrPort(local), Control: lc.Control}
+	c, err := d.Dial("udp4", remote.String())
+	if err != nil {
+		return nil, err
+	}
+	return c.(*net.UDPConn), nil
 }

@@ -107,6 +107,8 @@ func TestMuxMatchesModel(t *testing.T) {
 // future (incarnation, generation) pairs, change times open, closed and far
 // ahead) from the mux and from fellow servers, through the tc agent and the
 // model agent in the same order, so their remembered state evolves alike.
+// The inner packet is TCP, UDP (to a bound socket, or to one connected to
+// its client) or an ICMP frag needed quoting a connection (issue 17).
 func TestAgentMatchesModel(t *testing.T) {
 	v, err := wiretest.LoadVectors()
 	must(t, err)
@@ -127,6 +129,21 @@ func TestAgentMatchesModel(t *testing.T) {
 				return model.Connection
 			}
 			if sk.Kind == "listen" {
+				found = model.Listener
+			}
+		}
+		return found
+	}
+	ma.UDPSocket = func(c, vp netip.AddrPort) model.Socket {
+		found := model.NoSocket
+		for _, sk := range s.Sockets {
+			if sk.Local != vp {
+				continue
+			}
+			if sk.Kind == "udp-connected" && sk.Remote == c {
+				return model.Connection
+			}
+			if sk.Kind == "udp" {
 				found = model.Listener
 			}
 		}
@@ -187,7 +204,20 @@ func TestAgentMatchesModel(t *testing.T) {
 			}
 			opt = &o
 		}
-		outer, err := wire.Encapsulate(seg.IPv4(), sources[rng.IntN(len(sources))], s.Addr, opt)
+		inner := seg.IPv4()
+		switch rng.IntN(6) { // issue 17: UDP (connected socket or not) and ICMP frag needed inside
+		case 0, 1:
+			f := seg.Flow
+			f.DstPort = 53
+			if rng.IntN(4) == 0 {
+				f.SrcPort = 41005 // the connected UDP socket's client
+			}
+			inner = wiretest.Datagram{Flow: f, Payload: []byte("query")}.IPv4()
+		case 2:
+			reply := wiretest.Segment{Flow: wire.Flow{Src: vip, Dst: client, SrcPort: 80, DstPort: sport, Proto: wire.ProtoTCP}, Flags: wiretest.ACK}.IPv4()
+			inner = wiretest.ICMPv4(netip.MustParseAddr("198.18.9.1"), vip, 3, 4, [4]byte{0, 0, 5, 0xdc}, reply[:28])
+		}
+		outer, err := wire.Encapsulate(inner, sources[rng.IntN(len(sources))], s.Addr, opt)
 		must(t, err)
 		frame := wiretest.Frame(wiretest.MuxMAC, serverMAC, outer)
 		want := ma.Process(frame)

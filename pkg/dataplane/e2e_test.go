@@ -35,6 +35,8 @@ var (
 const e2eBuckets = 67 // prime, as a Maglev table needs
 
 type e2eNet struct {
+	lab     *netlab.Lab
+	fabric  *netlab.Namespace // the bridge br0 joining everyone
 	client  *netlab.Namespace
 	mux     *Mux   // the mux the client's route uses first
 	muxes   []*Mux // all muxes, mux i at 198.18.0.(1+i)
@@ -52,6 +54,8 @@ type e2eConfig struct {
 	table    func() *forwarding.Table
 	servers  []string // of e2eServer; nil: a and b
 	cheetah  *forwarding.CheetahOptions
+	// instance adjusts the instance the muxes load (services, QUIC, ...).
+	instance func(*forwarding.Instance)
 }
 
 func muxAddrN(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, 0, byte(1 + i)}) }
@@ -79,7 +83,7 @@ func newE2EWith(t *testing.T, cfg e2eConfig) *e2eNet {
 		return n
 	}
 	fabric, client := ns("fabric"), ns("client")
-	e := &e2eNet{client: client, servers: map[string]*netlab.Namespace{}, agents: map[string]*Agent{}, gen: 1}
+	e := &e2eNet{lab: lab, fabric: fabric, client: client, servers: map[string]*netlab.Namespace{}, agents: map[string]*Agent{}, gen: 1}
 	links := []link.Link{}
 	t.Cleanup(func() {
 		for _, l := range links {
@@ -137,8 +141,13 @@ func newE2EWith(t *testing.T, cfg e2eConfig) *e2eNet {
 		t.Cleanup(func() { m.Close() })
 		e.muxes = append(e.muxes, m)
 		must(t, mns.Do(func() error { l, err := m.Attach("eth0", XDPDriver); hold(l, err); return nil }))
-		must(t, m.SetInstance(forwarding.Instance{Name: "web", Strategy: cfg.strategy, VIPs: []netip.Addr{e2eVIP},
-			PortLow: 80, PortHigh: 80, Buckets: e2eBuckets, ChainWindow: window, Cheetah: cfg.cheetah}, e.table))
+		in := forwarding.Instance{Name: "web", Strategy: cfg.strategy, VIPs: []netip.Addr{e2eVIP},
+			PortLow: 80, PortHigh: 80, Buckets: e2eBuckets, ChainWindow: window, Cheetah: cfg.cheetah}
+		if cfg.instance != nil {
+			cfg.instance(&in)
+		}
+		must(t, in.Validate())
+		must(t, m.SetInstance(in, e.table))
 		must(t, EnsureNeighbors(mns.Netlink(), serverAddrs))
 	}
 	e.mux = e.muxes[0]
@@ -186,13 +195,16 @@ func (e *e2eNet) publish(t *testing.T, d *forwarding.Delta) {
 }
 
 // serveEcho answers each line with "<server>:<line>" on VIP:80 (TCP and MPTCP).
-func serveEcho(t *testing.T, ns *netlab.Namespace, name string) {
+func serveEcho(t *testing.T, ns *netlab.Namespace, name string) { serveEchoPort(t, ns, name, 80) }
+
+// serveEchoPort is serveEcho on VIP:port.
+func serveEchoPort(t *testing.T, ns *netlab.Namespace, name string, port uint16) {
 	var lc net.ListenConfig
 	lc.SetMultipathTCP(true)
 	var l net.Listener
 	must(t, ns.Do(func() error {
 		var err error
-		l, err = lc.Listen(context.Background(), "tcp4", netip.AddrPortFrom(e2eVIP, 80).String())
+		l, err = lc.Listen(context.Background(), "tcp4", netip.AddrPortFrom(e2eVIP, port).String())
 		return err
 	}))
 	var wg sync.WaitGroup

@@ -59,7 +59,8 @@ type Mux struct {
 	awfd         map[string]*awfd.Record // AWFD class records loaded, by instance (mux_awfd.go)
 	awfdCounters *counterSet             // the awfd strategy's decision counters
 
-	vips *vipTable // the VIP front and records (vips.go)
+	vips  *vipTable // the VIP front and records (vips.go)
+	ports portSets  // port_sets entries of VIPs with many port ranges (mux_ports.go)
 
 	epoch     *wordArray    // the next-hop cache's epoch (bpf/include/nexthop.h)
 	stopEpoch chan struct{} // ends the epoch ticker
@@ -539,6 +540,7 @@ func (m *Mux) RemoveInstance(name string) error {
 	}
 	for _, v := range in.cfg.VIPs {
 		m.vips.remove(v)
+		m.forgetVIP(v)
 	}
 	delete(m.instances, name)
 	delete(m.awfd, name)
@@ -586,18 +588,15 @@ func (m *Mux) freeSlot() (uint32, bool) {
 // publish writes fresh VIP records naming the instance's slot and
 // generation, and points the VIPs' front words at them.
 func (m *Mux) publish(in *muxInstance) error {
-	rec := muxVipInfo{
-		Version:  uint64(in.table.Incarnation)<<32 | uint64(in.table.Generation),
-		Table:    in.slot,
-		Buckets:  in.cfg.Buckets,
-		PortLow:  in.cfg.PortLow,
-		PortHigh: in.cfg.PortHigh,
-		Strategy: in.cfg.Strategy.Code(),
-	}
 	for _, v := range in.cfg.VIPs {
+		rec, published, err := m.vipRecord(in, v) // mux_ports.go: the port policy
+		if err != nil {
+			return err
+		}
 		if err := m.vips.set(v, rec); err != nil {
 			return fmt.Errorf("publishing VIP %v: %w", v, err)
 		}
+		published()
 	}
 	return nil
 }
@@ -622,6 +621,7 @@ func (m *Mux) unpublishStale(old *muxInstance, cfg forwarding.Instance) {
 		}
 		if !keep {
 			m.vips.remove(v)
+			m.forgetVIP(v)
 		}
 	}
 }

@@ -79,37 +79,44 @@ type muxLearnedValue struct {
 type muxMuxCounter uint32
 
 const (
-	muxMuxCounterMUX_PASS_NOT_IPV4       muxMuxCounter = 0
-	muxMuxCounterMUX_PASS_NOT_VIP        muxMuxCounter = 1
-	muxMuxCounterMUX_FWD_BUCKET          muxMuxCounter = 2
-	muxMuxCounterMUX_FWD_SERVER_ID       muxMuxCounter = 3
-	muxMuxCounterMUX_FWD_WITH_PREVIOUS   muxMuxCounter = 4
-	muxMuxCounterMUX_DROP_TRUNCATED      muxMuxCounter = 5
-	muxMuxCounterMUX_DROP_BAD_HEADER     muxMuxCounter = 6
-	muxMuxCounterMUX_DROP_IP_OPTIONS     muxMuxCounter = 7
-	muxMuxCounterMUX_DROP_FRAGMENT       muxMuxCounter = 8
-	muxMuxCounterMUX_DROP_NOT_TCP        muxMuxCounter = 9
-	muxMuxCounterMUX_DROP_CLOSED_PORT    muxMuxCounter = 10
-	muxMuxCounterMUX_DROP_NO_TABLE       muxMuxCounter = 11
-	muxMuxCounterMUX_DROP_NO_OWNER       muxMuxCounter = 12
-	muxMuxCounterMUX_DROP_UNKNOWN_SERVER muxMuxCounter = 13
-	muxMuxCounterMUX_DROP_ENCAP          muxMuxCounter = 14
-	muxMuxCounterMUX_DROP_NO_ROUTE       muxMuxCounter = 15
-	muxMuxCounterMUX_DROP_NO_NEIGH       muxMuxCounter = 16
-	muxMuxCounterMUX_DROP_BAD_STRATEGY   muxMuxCounter = 17
-	muxMuxCounterMUX_CT_HIT              muxMuxCounter = 18
-	muxMuxCounterMUX_CT_MISS             muxMuxCounter = 19
-	muxMuxCounterMUX_CT_SYN              muxMuxCounter = 20
-	muxMuxCounterMUX_CT_STALE            muxMuxCounter = 21
-	muxMuxCounterMUX_CT_FLOOD            muxMuxCounter = 22
-	muxMuxCounterMUX_ICMP_TOO_BIG        muxMuxCounter = 23
-	muxMuxCounterMUX_DROP_TOO_BIG        muxMuxCounter = 24
-	muxMuxCounterMUX_CHAIN_MISSING       muxMuxCounter = 25
-	muxMuxCounterMUX_PRISM_MCT_HIT       muxMuxCounter = 26
-	muxMuxCounterMUX_PRISM_MCT_MISS      muxMuxCounter = 27
-	muxMuxCounterMUX_PRISM_LEARNED       muxMuxCounter = 28
-	muxMuxCounterMUX_PRISM_LEARNED_HIT   muxMuxCounter = 29
-	muxMuxCounterMUX_COUNTER_MAX         muxMuxCounter = 30
+	muxMuxCounterMUX_PASS_NOT_IPV4        muxMuxCounter = 0
+	muxMuxCounterMUX_PASS_NOT_VIP         muxMuxCounter = 1
+	muxMuxCounterMUX_FWD_BUCKET           muxMuxCounter = 2
+	muxMuxCounterMUX_FWD_SERVER_ID        muxMuxCounter = 3
+	muxMuxCounterMUX_FWD_WITH_PREVIOUS    muxMuxCounter = 4
+	muxMuxCounterMUX_DROP_TRUNCATED       muxMuxCounter = 5
+	muxMuxCounterMUX_DROP_BAD_HEADER      muxMuxCounter = 6
+	muxMuxCounterMUX_DROP_IP_OPTIONS      muxMuxCounter = 7
+	muxMuxCounterMUX_DROP_FRAGMENT        muxMuxCounter = 8
+	muxMuxCounterMUX_DROP_NOT_TCP         muxMuxCounter = 9
+	muxMuxCounterMUX_DROP_CLOSED_PORT     muxMuxCounter = 10
+	muxMuxCounterMUX_DROP_NO_TABLE        muxMuxCounter = 11
+	muxMuxCounterMUX_DROP_NO_OWNER        muxMuxCounter = 12
+	muxMuxCounterMUX_DROP_UNKNOWN_SERVER  muxMuxCounter = 13
+	muxMuxCounterMUX_DROP_ENCAP           muxMuxCounter = 14
+	muxMuxCounterMUX_DROP_NO_ROUTE        muxMuxCounter = 15
+	muxMuxCounterMUX_DROP_NO_NEIGH        muxMuxCounter = 16
+	muxMuxCounterMUX_DROP_BAD_STRATEGY    muxMuxCounter = 17
+	muxMuxCounterMUX_CT_HIT               muxMuxCounter = 18
+	muxMuxCounterMUX_CT_MISS              muxMuxCounter = 19
+	muxMuxCounterMUX_CT_SYN               muxMuxCounter = 20
+	muxMuxCounterMUX_CT_STALE             muxMuxCounter = 21
+	muxMuxCounterMUX_CT_FLOOD             muxMuxCounter = 22
+	muxMuxCounterMUX_ICMP_TOO_BIG         muxMuxCounter = 23
+	muxMuxCounterMUX_DROP_TOO_BIG         muxMuxCounter = 24
+	muxMuxCounterMUX_CHAIN_MISSING        muxMuxCounter = 25
+	muxMuxCounterMUX_PRISM_MCT_HIT        muxMuxCounter = 26
+	muxMuxCounterMUX_PRISM_MCT_MISS       muxMuxCounter = 27
+	muxMuxCounterMUX_PRISM_LEARNED        muxMuxCounter = 28
+	muxMuxCounterMUX_PRISM_LEARNED_HIT    muxMuxCounter = 29
+	muxMuxCounterMUX_FWD_QUIC_CID         muxMuxCounter = 30
+	muxMuxCounterMUX_QUIC_BY_BUCKET       muxMuxCounter = 31
+	muxMuxCounterMUX_FWD_ICMP_FRAG_NEEDED muxMuxCounter = 32
+	muxMuxCounterMUX_ICMP_ECHO_ANSWERED   muxMuxCounter = 33
+	muxMuxCounterMUX_PASS_ICMP_ECHO       muxMuxCounter = 34
+	muxMuxCounterMUX_DROP_ICMP_ECHO       muxMuxCounter = 35
+	muxMuxCounterMUX_DROP_ICMP            muxMuxCounter = 36
+	muxMuxCounterMUX_COUNTER_MAX          muxMuxCounter = 37
 )
 
 type muxNexthop struct {
@@ -122,6 +129,18 @@ type muxNexthop struct {
 	Mtu     uint32
 }
 
+type muxPortSet struct {
+	_       structs.HostLayout
+	UdpMask uint16
+	N       uint8
+	Pad     uint8
+	R       [15]struct {
+		_    structs.HostLayout
+		Low  uint16
+		High uint16
+	}
+}
+
 type muxVipFrontLine struct {
 	_ structs.HostLayout
 	W [8]uint64
@@ -132,16 +151,31 @@ type muxVipInfo struct {
 	Version  uint64
 	Table    uint32
 	Buckets  uint32
-	PortLow  uint16
-	PortHigh uint16
+	IdLow    uint16
+	IdHigh   uint16
 	Strategy uint8
-	Pad      [3]uint8
+	Flags    uint8
+	N_ranges uint8
+	UdpMask  uint8
+	Ranges   [4]struct {
+		_    structs.HostLayout
+		Low  uint16
+		High uint16
+	}
+	PortSet    uint16
+	QuicConfig uint8
+	QuicCidLen uint8
+	QuicPorts  struct {
+		_    structs.HostLayout
+		Low  uint16
+		High uint16
+	}
 }
 
 type muxVipRecord struct {
 	_    structs.HostLayout
 	Info muxVipInfo
-	_    [40]byte
+	_    [16]byte
 }
 
 // Names of all BPF objects in the ELF.
@@ -162,7 +196,9 @@ const (
 	muxMapMuxCounters            = "mux_counters"
 	muxMapNexthopCache           = "nexthop_cache"
 	muxMapNexthopEpoch           = "nexthop_epoch"
+	muxMapPortSets               = "port_sets"
 	muxMapPrismLearned           = "prism_learned"
+	muxMapPrismLearning          = "prism_learning"
 	muxMapServerTables           = "server_tables"
 	muxMapVipFront               = "vip_front"
 	muxMapVipRecords             = "vip_records"
@@ -236,7 +272,9 @@ type muxMapSpecs struct {
 	MuxCounters        *ebpf.MapSpec `ebpf:"mux_counters"`
 	NexthopCache       *ebpf.MapSpec `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.MapSpec `ebpf:"nexthop_epoch"`
+	PortSets           *ebpf.MapSpec `ebpf:"port_sets"`
 	PrismLearned       *ebpf.MapSpec `ebpf:"prism_learned"`
+	PrismLearning      *ebpf.MapSpec `ebpf:"prism_learning"`
 	ServerTables       *ebpf.MapSpec `ebpf:"server_tables"`
 	VipFront           *ebpf.MapSpec `ebpf:"vip_front"`
 	VipRecords         *ebpf.MapSpec `ebpf:"vip_records"`
@@ -286,7 +324,9 @@ type muxMaps struct {
 	MuxCounters        *ebpf.Map `ebpf:"mux_counters"`
 	NexthopCache       *ebpf.Map `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.Map `ebpf:"nexthop_epoch"`
+	PortSets           *ebpf.Map `ebpf:"port_sets"`
 	PrismLearned       *ebpf.Map `ebpf:"prism_learned"`
+	PrismLearning      *ebpf.Map `ebpf:"prism_learning"`
 	ServerTables       *ebpf.Map `ebpf:"server_tables"`
 	VipFront           *ebpf.Map `ebpf:"vip_front"`
 	VipRecords         *ebpf.Map `ebpf:"vip_records"`
@@ -308,7 +348,9 @@ func (m *muxMaps) Close() error {
 		m.MuxCounters,
 		m.NexthopCache,
 		m.NexthopEpoch,
+		m.PortSets,
 		m.PrismLearned,
+		m.PrismLearning,
 		m.ServerTables,
 		m.VipFront,
 		m.VipRecords,

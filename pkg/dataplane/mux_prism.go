@@ -41,22 +41,49 @@ func (prismMux) newState(cfg forwarding.Instance, t *forwarding.Table) (instance
 	return s, nil
 }
 
+// mctState is one instance's MCT. The map sits in mct_tables[slot] only
+// while it holds entries: an empty slot makes the program skip the
+// signature and the MCT lookup (the common case: no migrated connection
+// alive), so a miss then costs about what Beamer's bucket read costs.
 type mctState struct {
-	m    *ebpf.Map
-	size uint32
+	m         *ebpf.Map
+	size      uint32
+	tables    *ebpf.Map // the mux's mct_tables, once installed
+	slot      uint32
+	installed bool
 }
 
 func (s *mctState) install(m *Mux, slot uint32) error {
-	if err := m.objs.MctTables.Put(slot, s.m); err != nil {
+	s.tables, s.slot = m.objs.MctTables, slot
+	return s.show()
+}
+
+// show puts the map in its slot if it has entries (and is not there yet).
+func (s *mctState) show() error {
+	if s.installed || s.tables == nil {
+		return nil
+	}
+	var k uint64
+	if err := s.m.NextKey(nil, &k); errors.Is(err, ebpf.ErrKeyNotExist) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("reading the MCT: %w", err)
+	}
+	if err := s.tables.Put(s.slot, s.m); err != nil {
 		return fmt.Errorf("installing the MCT: %w", err)
 	}
+	s.installed = true
 	return nil
 }
 
-func (s *mctState) uninstall(m *Mux, slot uint32) { m.objs.MctTables.Delete(slot) }
+func (s *mctState) uninstall(m *Mux, slot uint32) {
+	m.objs.MctTables.Delete(slot)
+	s.installed = false
+}
 
-// before writes the delta's new MCT entries: they must be on this mux
-// before any bucket word of the delta (the move they protect) is.
+// before writes the delta's new MCT entries, and shows the map if it was
+// empty: the entries must be where packets look before any bucket word of
+// the delta (the move they protect) is.
 func (s *mctState) before(d *forwarding.Delta) error {
 	for _, c := range d.MCT {
 		if !c.Remove {
@@ -65,16 +92,26 @@ func (s *mctState) before(d *forwarding.Delta) error {
 			}
 		}
 	}
-	return nil
+	return s.show()
 }
 
 // after removes the entries the delta drops (dead connections), once the
-// generation is published.
+// generation is published; an MCT left empty leaves its slot.
 func (s *mctState) after(d *forwarding.Delta) {
+	removed := false
 	for _, c := range d.MCT {
 		if c.Remove {
 			s.m.Delete(c.Sig)
+			removed = true
 		}
+	}
+	if !removed || !s.installed {
+		return
+	}
+	var k uint64
+	if err := s.m.NextKey(nil, &k); errors.Is(err, ebpf.ErrKeyNotExist) {
+		s.tables.Delete(s.slot)
+		s.installed = false
 	}
 }
 

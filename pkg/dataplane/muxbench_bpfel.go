@@ -86,6 +86,18 @@ type muxBenchNexthop struct {
 	Mtu     uint32
 }
 
+type muxBenchPortSet struct {
+	_       structs.HostLayout
+	UdpMask uint16
+	N       uint8
+	Pad     uint8
+	R       [15]struct {
+		_    structs.HostLayout
+		Low  uint16
+		High uint16
+	}
+}
+
 type muxBenchVipFrontLine struct {
 	_ structs.HostLayout
 	W [8]uint64
@@ -98,12 +110,27 @@ type muxBenchVipRecord struct {
 		Version  uint64
 		Table    uint32
 		Buckets  uint32
-		PortLow  uint16
-		PortHigh uint16
+		IdLow    uint16
+		IdHigh   uint16
 		Strategy uint8
-		Pad      [3]uint8
+		Flags    uint8
+		N_ranges uint8
+		UdpMask  uint8
+		Ranges   [4]struct {
+			_    structs.HostLayout
+			Low  uint16
+			High uint16
+		}
+		PortSet    uint16
+		QuicConfig uint8
+		QuicCidLen uint8
+		QuicPorts  struct {
+			_    structs.HostLayout
+			Low  uint16
+			High uint16
+		}
 	}
-	_ [40]byte
+	_ [16]byte
 }
 
 // Names of all BPF objects in the ELF.
@@ -124,7 +151,9 @@ const (
 	muxBenchMapMuxCounters            = "mux_counters"
 	muxBenchMapNexthopCache           = "nexthop_cache"
 	muxBenchMapNexthopEpoch           = "nexthop_epoch"
+	muxBenchMapPortSets               = "port_sets"
 	muxBenchMapPrismLearned           = "prism_learned"
+	muxBenchMapPrismLearning          = "prism_learning"
 	muxBenchMapServerTables           = "server_tables"
 	muxBenchMapVipFront               = "vip_front"
 	muxBenchMapVipRecords             = "vip_records"
@@ -213,7 +242,9 @@ type muxBenchMapSpecs struct {
 	MuxCounters        *ebpf.MapSpec `ebpf:"mux_counters"`
 	NexthopCache       *ebpf.MapSpec `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.MapSpec `ebpf:"nexthop_epoch"`
+	PortSets           *ebpf.MapSpec `ebpf:"port_sets"`
 	PrismLearned       *ebpf.MapSpec `ebpf:"prism_learned"`
+	PrismLearning      *ebpf.MapSpec `ebpf:"prism_learning"`
 	ServerTables       *ebpf.MapSpec `ebpf:"server_tables"`
 	VipFront           *ebpf.MapSpec `ebpf:"vip_front"`
 	VipRecords         *ebpf.MapSpec `ebpf:"vip_records"`
@@ -268,7 +299,9 @@ type muxBenchMaps struct {
 	MuxCounters        *ebpf.Map `ebpf:"mux_counters"`
 	NexthopCache       *ebpf.Map `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.Map `ebpf:"nexthop_epoch"`
+	PortSets           *ebpf.Map `ebpf:"port_sets"`
 	PrismLearned       *ebpf.Map `ebpf:"prism_learned"`
+	PrismLearning      *ebpf.Map `ebpf:"prism_learning"`
 	ServerTables       *ebpf.Map `ebpf:"server_tables"`
 	VipFront           *ebpf.Map `ebpf:"vip_front"`
 	VipRecords         *ebpf.Map `ebpf:"vip_records"`
@@ -290,7 +323,9 @@ func (m *muxBenchMaps) Close() error {
 		m.MuxCounters,
 		m.NexthopCache,
 		m.NexthopEpoch,
+		m.PortSets,
 		m.PrismLearned,
+		m.PrismLearning,
 		m.ServerTables,
 		m.VipFront,
 		m.VipRecords,

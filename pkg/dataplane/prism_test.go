@@ -126,9 +126,26 @@ func TestPrismMCTForwarding(t *testing.T) {
 		t.Fatalf("a read without sweep cleared the bit: %+v (%v)", b, err)
 	}
 
+	slot := r.m.instances["shop"].slot
+	var inner uint32
+	if err := r.m.objs.MctTables.Lookup(slot, &inner); err != nil {
+		t.Fatalf("an MCT with an entry is not in its slot: %v", err)
+	}
 	must(t, r.apply(&forwarding.Delta{MCT: []forwarding.MCTChange{{Sig: f.Signature(), Remove: true}}}))
 	if got, c := r.send(f, wiretest.ACK); got != r.table.Servers[other].Addr || c != "prism_mct_miss" {
 		t.Fatalf("after the entry's removal: to %v (%s), want the bin's owner", got, c)
+	}
+	// Empty, the MCT leaves its slot (packets skip the lookup); an entry
+	// puts it back before the generation's bucket words.
+	if err := r.m.objs.MctTables.Lookup(slot, &inner); err == nil {
+		t.Fatal("an empty MCT is still in its slot")
+	}
+	must(t, r.apply(&forwarding.Delta{
+		MCT:     []forwarding.MCTChange{{Sig: f.Signature(), Server: owner}},
+		Buckets: []forwarding.BucketChange{{Index: bin, Bucket: forwarding.Bucket{Current: other}}},
+	}))
+	if got, c := r.send(f, wiretest.ACK); got != first || c != "prism_mct_hit" {
+		t.Fatalf("an entry added to an empty MCT: to %v (%s), want %v by an MCT hit", got, c, first)
 	}
 }
 

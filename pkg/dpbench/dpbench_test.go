@@ -10,10 +10,11 @@ import (
 )
 
 // quickRows are the rows every run has.
-var quickRows = []string{"empty", "floor", "encap-floor", "beamer", "beamer-mptcp", "maglev", "prism-miss", "prism-hit",
+var quickRows = []string{"empty", "floor", "encap-floor", "beamer", "beamer-mptcp", "maglev", "prism-empty", "prism-miss", "prism-hit",
 	"empty-tc", "decap-floor", "agent-local", "agent-local-moved", "agent-chain", "agent-drop",
 	"cheetah-cookie", "cheetah-cookie-general", "cheetah-syn-rr", "cheetah-fallback",
-	"agent-cheetah-egress", "agent-cheetah-ingress", "decap-floor-xdp", "agent-xdp-local", "agent-xdp-pass"}
+	"agent-cheetah-egress", "agent-cheetah-ingress", "decap-floor-xdp", "agent-xdp-local", "agent-xdp-pass",
+	"udp", "udp-moved1", "quic-cid", "quic-initial"}
 
 // TestQuickRun is CI's smoke of `beamer bench dataplane`: every program runs
 // and took its intended path on every repetition, by both methods (the

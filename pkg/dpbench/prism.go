@@ -24,7 +24,7 @@ func benchFlow(dst netip.Addr, i uint32) wire.Flow {
 // prismInstance is a Prism VIP of 1,000 bins over the bench servers whose
 // MCT holds the signatures of the n bench flows (hit) or prismUnrelated
 // others (miss).
-func prismInstance(n int, hit bool) (forwarding.Instance, *forwarding.Table) {
+func prismInstance(n int, hit, empty bool) (forwarding.Instance, *forwarding.Table) {
 	const bins = 1000
 	t := forwarding.NewTable(bins)
 	t.Servers, _ = serverSet()
@@ -39,7 +39,7 @@ func prismInstance(n int, hit bool) (forwarding.Instance, *forwarding.Table) {
 			owner := t.Buckets[f.Bucket(bins)].Current
 			t.MCT[f.Signature()] = 1025 + (owner-1025+1)%servers
 		}
-	} else {
+	} else if !empty {
 		for i := range uint32(prismUnrelated) {
 			f := benchFlow(prismVIP, i)
 			f.DstPort = 81 // same addresses, another port: never a measured flow
@@ -52,12 +52,13 @@ func prismInstance(n int, hit bool) (forwarding.Instance, *forwarding.Table) {
 	return cfg, t
 }
 
-// prismRows measures the Prism mux on n flows: every packet an MCT hit
-// (its signature migrated), or every packet a miss on a loaded MCT (the
-// bin's owner).
+// prismRows measures the Prism mux on n flows: an empty MCT (the bin's
+// owner), every packet a miss on a loaded MCT (the bin's owner), or every
+// packet an MCT hit (its signature migrated).
 func prismRows(r *rig, o Options, n int, ctx func([]byte) any, add func(string, int, int, trial, string) error) error {
-	for _, hit := range []bool{false, true} {
-		cfg, table := prismInstance(n, hit)
+	for _, mode := range []string{"empty", "miss", "hit"} {
+		hit := mode == "hit"
+		cfg, table := prismInstance(n, hit, mode == "empty")
 		m, err := loadMux(cfg, table, 0, o)
 		if err != nil {
 			return err
@@ -70,6 +71,9 @@ func prismRows(r *rig, o Options, n int, ctx func([]byte) any, add func(string, 
 		t := trial{ns: r.ns, prog: m.BenchProgram(), frame: f, ctx: ctx(f), want: xdpTX, repeat: o.Repeat, counter: "prism_mct_miss", read: m.Counters,
 			base: m.baseBench(), single: m.Program(), frameAt: rotating(prismVIP, 80, wiretest.ACK, n), packets: o.PerPacket}
 		name, what := "prism-miss", fmt.Sprintf("MCT of %d entries none of which matches: the bin's owner", prismUnrelated)
+		if mode == "empty" {
+			name, what = "prism-empty", "empty MCT (no migrated connection alive, the common case): the bin's owner, no MCT lookup"
+		}
 		if hit {
 			t.counter = "prism_mct_hit"
 			name, what = "prism-hit", fmt.Sprintf("MCT holds all %d flows' signatures: every packet a hit (keep-alive bit already set)", n)

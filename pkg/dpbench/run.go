@@ -216,6 +216,9 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 	if err := cheetahMuxRows(r, o, ctx, add); err != nil {
 		return nil, err
 	}
+	if err := udpMuxRows(r, o, ctx, add); err != nil { // udp.go
+		return nil, err
+	}
 	if err := agentRows(r, o, add); err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ func (in *Instance) HealthProbe() HealthCheck {
 		h.Kind = HealthAgent
 	}
 	if h.Port == 0 {
-		h.Port = in.PortLow
+		h.Port = in.FirstTCPPort()
 	}
 	if h.Kind == HealthHTTP && h.Path == "" {
 		h.Path = "/"

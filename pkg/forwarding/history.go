@@ -140,8 +140,8 @@ func (h *HistoryRules) Plan(buckets []Bucket, moves []BucketChange) []BucketChan
 		out = append(out, BucketChange{Index: m.Index, Bucket: h.Moved(buckets[m.Index], m.Bucket)})
 	}
 	for i, b := range buckets {
-		if moved[uint32(i)] {
-			continue
+		if b.History[0] == NoServer || moved[uint32(i)] {
+			continue // nothing to age (Aged would return b), or moved above
 		}
 		if nb := h.Aged(uint32(i), b); nb != b {
 			out = append(out, BucketChange{Index: uint32(i), Bucket: nb})

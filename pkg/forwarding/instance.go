@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// MaxServicePort is the highest port a service may use; ports above it name
-// servers for MPTCP secondary subflows.
+// MaxServicePort was the highest service port before service ports and the
+// server-id range became settings (ports.go): the default server-id range
+// still starts above it.
 const MaxServicePort = 1024
 
 // DefaultChainWindow is how long a bucket's previous owner keeps receiving
@@ -19,13 +20,21 @@ const DefaultChainWindow = 4 * time.Minute
 // Instance is the configuration of one load-balancer instance: the paper's
 // "config" node. It changes rarely; Buckets never changes after creation.
 type Instance struct {
-	Name        string        `json:"name" yaml:"name"`
-	Strategy    Strategy      `json:"strategy" yaml:"strategy"`
-	VIPs        []netip.Addr  `json:"vips" yaml:"vips"`
-	PortLow     uint16        `json:"port_low" yaml:"port_low"`   // first service port
-	PortHigh    uint16        `json:"port_high" yaml:"port_high"` // last service port, ≤ 1024
-	Buckets     uint32        `json:"buckets" yaml:"buckets"`     // B
-	ChainWindow time.Duration `json:"chain_window" yaml:"chain_window"`
+	Name     string       `json:"name" yaml:"name"`
+	Strategy Strategy     `json:"strategy" yaml:"strategy"`
+	VIPs     []netip.Addr `json:"vips" yaml:"vips"`
+	// PortLow–PortHigh: TCP service ports on every VIP (0–0: none, then
+	// Services must name some). Configurations written before Services
+	// existed have only these.
+	PortLow  uint16 `json:"port_low" yaml:"port_low"`
+	PortHigh uint16 `json:"port_high" yaml:"port_high"`
+	// Services: more ports, per protocol and optionally per VIP (ports.go).
+	Services []Service `json:"services,omitempty" yaml:"services,omitempty"`
+	// ServerIDRange is the MPTCP server-id range (ports.go); nil means
+	// DefaultServerIDs, 1025–65535.
+	ServerIDRange *ServerIDRange `json:"server_ids,omitempty" yaml:"server_ids,omitempty"`
+	Buckets       uint32         `json:"buckets" yaml:"buckets"` // B
+	ChainWindow   time.Duration  `json:"chain_window" yaml:"chain_window"`
 	// MaxChainLen is K: how many previous owners a bucket's history keeps,
 	// 1..MaxChain; 0 means DefaultMaxChainLen (configurations written
 	// before the history existed).
@@ -41,6 +50,13 @@ type Instance struct {
 	// Health says how the controller probes the instance's servers
 	// (healthcheck.go); nil means the default agent probe.
 	Health *HealthCheck `json:"health,omitempty" yaml:"health,omitempty"`
+
+	// QUIC, when set, routes QUIC packets to UDP service ports by the
+	// server id in their connection id (quic.go); nil: by bucket.
+	QUIC *QUICOptions `json:"quic,omitempty" yaml:"quic,omitempty"`
+	// ICMPEcho says what muxes do with echo requests to the VIPs
+	// (icmp.go); empty means drop, as before it existed.
+	ICMPEcho EchoPolicy `json:"icmp_echo,omitempty" yaml:"icmp_echo,omitempty"`
 }
 
 // DefaultMaxChainLen is K when the configuration does not say: a bucket
@@ -84,8 +100,14 @@ func (in *Instance) Validate() error {
 		}
 		seen[v] = true
 	}
-	if in.PortLow == 0 || in.PortLow > in.PortHigh || in.PortHigh > MaxServicePort {
-		return bad("service ports %d–%d must satisfy 1 ≤ low ≤ high ≤ %d", in.PortLow, in.PortHigh, MaxServicePort)
+	if err := in.checkPorts(); err != nil {
+		return bad("%v", err)
+	}
+	if err := in.QUIC.check(in); err != nil {
+		return bad("%v", err)
+	}
+	if err := in.ICMPEcho.check(); err != nil {
+		return bad("%v", err)
 	}
 	if in.Buckets < MinBuckets || in.Buckets > MaxBuckets {
 		return bad("bucket count %d must be in %d–%d (B must exceed the number of DIPs; about 100 per DIP is a good size)", in.Buckets, MinBuckets, MaxBuckets)

@@ -97,14 +97,21 @@ func summary(t *testing.T, r *Result) {
 // "Stateful") must break some, or the experiment measures nothing.
 func TestAffinity(t *testing.T) {
 	requireLab(t)
-	r, err := runCI(t, "affinity", "beamer", nil)
+	// Beside the TCP load (issue 17): long-lived UDP flows whose servers
+	// answer from connected sockets, which the agents keep across the
+	// moves, and QUIC connections that migrate to a new source port once,
+	// routed by the server id in their connection ids.
+	r, err := runCI(t, "affinity", "beamer", func(p *Params) { p.UDPFlows, p.QUICFlows = 4, 2 })
 	if err != nil {
 		t.Fatal(err)
 	}
 	summary(t, r)
-	want := r.Parameters.Clients * r.Parameters.PerClient
+	want := r.Parameters.Clients * (r.Parameters.PerClient + r.Parameters.UDPFlows + r.Parameters.QUICFlows)
 	if r.Connections != want || r.Broken != 0 {
-		t.Errorf("beamer: %d of %d connections broken (%v), want 0 of %d", r.Broken, r.Connections, r.BrokenReasons, want)
+		t.Errorf("beamer: %d of %d connections, UDP flows and QUIC connections broken (%v), want 0 of %d", r.Broken, r.Connections, r.BrokenReasons, want)
+	}
+	if r.MuxCounters["fwd_quic_cid"] == 0 {
+		t.Errorf("beamer: no packet forwarded by QUIC connection id (mux counters %v)", r.MuxCounters)
 	}
 	if r.ChainedPackets == 0 {
 		t.Error("beamer: no packet was daisy-chained: the removed server's connections did not move")

@@ -36,6 +36,11 @@ type LoadOptions struct {
 	// Idle adds persistent connections per client that ask a small
 	// response now and then and are silent in between.
 	Idle IdleLoad
+	// UDPFlows adds long-lived UDP flows per client to VIP:53 (udp.go).
+	UDPFlows int
+	// QUICFlows adds QUIC connections per client to VIP:443 that migrate
+	// once (quic.go).
+	QUICFlows int
 }
 
 // Load is the clients' traffic: PerClient connection slots on every
@@ -112,6 +117,14 @@ func (l *Lab) StartLoad(o LoadOptions) *Load {
 		for j := 0; j < o.Idle.PerClient; j++ {
 			ld.wg.Add(1)
 			go ld.idle(c, o.PerClient+j)
+		}
+		for j := 0; j < o.UDPFlows; j++ {
+			ld.wg.Add(1)
+			go ld.udpFlow(c, j)
+		}
+		for j := 0; j < o.QUICFlows; j++ {
+			ld.wg.Add(1)
+			go ld.quicFlow(c, j)
 		}
 	}
 	return ld

@@ -23,6 +23,8 @@ type serverNode struct {
 	ns       *netlab.Namespace
 	agent    *process
 	http     *fileServer
+	udp      *udpServer        // nil unless the lab offers UDP
+	quic     *quicServer       // nil unless the lab offers QUIC
 	inPool   bool              // a DIP of the instance
 	counters map[string]uint64 // agent packet counters, read before it stopped
 }
@@ -234,6 +236,12 @@ func (l *Lab) startServer(i int, s *serverNode) (err error) {
 		bind = netip.AddrPortFrom(VIP, 80) // on lo, where the agent put it
 	}
 	s.http, err = serveFiles(s.ns, fmt.Sprintf("srv%d", i), l.opts.FileSize, bind)
+	if err == nil && l.opts.UDP {
+		s.udp, err = serveUDP(s.ns, fmt.Sprintf("srv%d", i))
+	}
+	if err == nil && l.opts.QUIC {
+		s.quic, err = serveQUIC(s.ns, fmt.Sprintf("srv%d", i), ServerID(i))
+	}
 	return err
 }
 
@@ -319,6 +327,8 @@ func (l *Lab) FailServer(i int) error {
 	}
 	s.counters, _ = scrapeCounters(s.ns, agentPackets)
 	s.http.close()
+	s.udp.close()
+	s.quic.close()
 	s.agent.stop(5 * time.Second)
 	return nil
 }
@@ -336,6 +346,18 @@ func (l *Lab) SetWeight(i, w int) error {
 func (l *Lab) CreateInstance() error {
 	args := append([]string{"create", Instance, "--vip", VIP.String(), "--ports", "80", "--buckets", fmt.Sprint(l.opts.Buckets),
 		"--strategy", l.opts.Strategy, "--chain-window", l.opts.Window.String()}, l.opts.CreateArgs...)
+	var udp []string
+	if l.opts.UDP {
+		udp = append(udp, fmt.Sprint(UDPPort))
+	}
+	if l.opts.QUIC {
+		udp = append(udp, fmt.Sprint(QUICPort))
+		args = append(args, "--quic-cid-len", fmt.Sprint(labQUIC.CIDLen), "--quic-config", fmt.Sprint(labQUIC.ConfigID),
+			"--quic-ports", fmt.Sprint(QUICPort))
+	}
+	if len(udp) > 0 {
+		args = append(args, "--udp-ports", strings.Join(udp, ","))
+	}
 	if strat, err := StrategyOf(l.opts.Strategy); err == nil {
 		if sa, ok := strat.(strategyArgs); ok {
 			args = append(args, sa.createArgs()...)

@@ -38,8 +38,14 @@ type Params struct {
 	Stall      Duration `json:"stall_timeout"`
 	Persistent bool     `json:"persistent"`
 	MPTCP      bool     `json:"mptcp"`
-	Seed       int64    `json:"seed"`
-	Store      string   `json:"store"`
+	// UDPFlows: long-lived UDP flows per client to VIP:53 beside the TCP
+	// load (issue 17); 0: none.
+	UDPFlows int `json:"udp_flows_per_client,omitempty"`
+	// QUICFlows: QUIC connections per client to VIP:443, routed by
+	// connection id, each migrating once (issue 17); 0: none.
+	QUICFlows int    `json:"quic_flows_per_client,omitempty"`
+	Seed      int64  `json:"seed"`
+	Store     string `json:"store"`
 	// Shape of the built-in experiments.
 	Servers   int      `json:"servers"`
 	Muxes     int      `json:"muxes"`
@@ -94,6 +100,10 @@ func (p *Params) Validate() error {
 		return fmt.Errorf("clients %d: want 1–%d", p.Clients, MaxClients)
 	case p.PerClient < 1 || p.PerClient > 5000:
 		return fmt.Errorf("connections per client %d: want 1–5000", p.PerClient)
+	case p.UDPFlows < 0 || p.UDPFlows > 500:
+		return fmt.Errorf("UDP flows per client %d: want 0–500", p.UDPFlows)
+	case p.QUICFlows < 0 || p.QUICFlows > 200:
+		return fmt.Errorf("QUIC flows per client %d: want 0–200", p.QUICFlows)
 	case p.FileSize < 1 || p.FileSize > 1<<30:
 		return fmt.Errorf("file size %d: want 1 byte to 1 GiB", p.FileSize)
 	case p.Stall < Duration(time.Second):

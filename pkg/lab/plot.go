@@ -2,7 +2,6 @@ package lab
 
 import (
 	"fmt"
-	"image/color"
 	"path/filepath"
 	"strings"
 	"time"
@@ -11,33 +10,47 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // WritePlots draws PNGs like the paper's figures into dir and returns
-// their paths: per run, throughput per server and in total (with the mux
-// count), FCT median and p99 over time, daisy-chained packets per server;
-// across runs, broken connections per experiment and strategy.
+// their paths: per experiment, one plot overlaying the strategies on the
+// same axes (plot_compare.go); per run, throughput per server and in
+// total, FCT median and p99 over time, daisy-chained packets per server;
+// across runs, broken connections per experiment and strategy. Their look:
+// plot_style.go.
 func WritePlots(dir string, results []*Result) ([]string, error) {
 	var files []string
 	save := func(p *plot.Plot, name string) error {
 		path := filepath.Join(dir, name)
-		if err := p.Save(7*vg.Inch, 4*vg.Inch, path); err != nil {
+		if err := savePlot(p, path); err != nil {
 			return fmt.Errorf("plot %s: %w", name, err)
 		}
 		files = append(files, path)
 		return nil
 	}
+	for _, group := range byExperiment(results) {
+		if len(group) < 2 {
+			continue
+		}
+		path := filepath.Join(dir, fileBase(group[0].label())+"-compare.png")
+		if err := comparePlot(group, path); err != nil {
+			return files, err
+		}
+		files = append(files, path)
+	}
 	for _, r := range results {
-		base := fmt.Sprintf("%s-%s", strings.NewReplacer(" ", "", "(", "", ")", "").Replace(r.label()), r.Strategy)
-		for suffix, draw := range map[string]func(*Result) (*plot.Plot, error){
-			"servers": serverThroughputPlot, "total": totalThroughputPlot, "fct": fctPlot, "chained": chainedPlot, "mct": mctPlot,
-		} {
-			p, err := draw(r)
+		base := fmt.Sprintf("%s-%s", fileBase(r.label()), r.Strategy)
+		for _, d := range []struct {
+			suffix string
+			draw   func(*Result) (*plot.Plot, error)
+		}{{"servers", serverThroughputPlot}, {"total", totalThroughputPlot}, {"fct", fctPlot}, {"chained", chainedPlot}, {"mct", mctPlot}} {
+			p, err := d.draw(r)
 			if err != nil {
 				return files, err
 			}
 			if p != nil {
-				if err := save(p, base+"-"+suffix+".png"); err != nil {
+				if err := save(p, base+"-"+d.suffix+".png"); err != nil {
 					return files, err
 				}
 			}
@@ -55,38 +68,32 @@ func WritePlots(dir string, results []*Result) ([]string, error) {
 	return files, nil
 }
 
+// fileBase makes an experiment label a file name ("affinity (-1 srv)" →
+// "affinity-1srv").
+func fileBase(label string) string {
+	return strings.NewReplacer(" ", "", "(", "", ")", "").Replace(label)
+}
+
 func timePlot(r *Result, title, ylabel string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s — %s, %s", title, r.label(), r.Strategy)
 	p.X.Label.Text = "time since the load started (s)"
 	p.Y.Label.Text = ylabel
-	p.Legend.Top = true
-	p.Legend.Left = true
+	p.Y.Min = 0
 	return p
 }
 
-// markEvents draws each event as a thin vertical line.
-func markEvents(p *plot.Plot, r *Result, top float64) {
-	for _, e := range r.Events {
-		t := time.Duration(e.At).Seconds()
-		l, err := plotter.NewLine(plotter.XYs{{X: t, Y: 0}, {X: t, Y: top}})
-		if err != nil {
-			continue
-		}
-		l.Color = color.Gray{Y: 160}
-		l.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
-		p.Add(l)
-	}
-}
+// markEvents draws r's events as labelled dashed lines up to top.
+func markEvents(p *plot.Plot, r *Result, top float64) { eventLines(p, r.Events, top) }
 
 func serverThroughputPlot(r *Result) (*plot.Plot, error) {
-	p := timePlot(r, "Throughput per server", "Mb/s sent")
+	p := timePlot(r, "Throughput per server", "Gb/s sent")
 	series := map[string]plotter.XYs{}
 	top := 0.0
 	for _, s := range r.Timeline {
 		for k, v := range s.ServerMbps {
-			series[k] = append(series[k], plotter.XY{X: s.T, Y: v})
-			top = max(top, v)
+			series[k] = append(series[k], plotter.XY{X: s.T, Y: v / 1000})
+			top = max(top, v/1000)
 		}
 	}
 	var args []any
@@ -96,24 +103,35 @@ func serverThroughputPlot(r *Result) (*plot.Plot, error) {
 	if len(args) == 0 {
 		return nil, nil
 	}
+	if err := plotutil.AddLines(p, args...); err != nil {
+		return nil, err
+	}
 	markEvents(p, r, top)
-	return p, plotutil.AddLines(p, args...)
+	return p, nil
 }
 
+// totalThroughputPlot: what the clients receive. The mux count is not a
+// second series on this axis (another unit): mux changes are events.
 func totalThroughputPlot(r *Result) (*plot.Plot, error) {
-	p := timePlot(r, "Total throughput", "Gb/s received by clients; muxes in the route")
-	var gbps, muxes plotter.XYs
+	p := timePlot(r, "Total throughput", "Gb/s received by the clients")
+	var gbps plotter.XYs
 	top := 0.0
 	for _, s := range r.Timeline {
 		gbps = append(gbps, plotter.XY{X: s.T, Y: s.Gbps})
-		muxes = append(muxes, plotter.XY{X: s.T, Y: float64(s.Muxes)})
-		top = max(top, s.Gbps, float64(s.Muxes))
+		top = max(top, s.Gbps)
 	}
 	if len(gbps) == 0 {
 		return nil, nil
 	}
+	l, err := plotter.NewLine(gbps)
+	if err != nil {
+		return nil, err
+	}
+	l.Color = strategyColor(r.Strategy)
+	l.Width = vg.Points(1.5)
+	p.Add(l)
 	markEvents(p, r, top)
-	return p, plotutil.AddLines(p, "Gb/s", gbps, "muxes", muxes)
+	return p, nil
 }
 
 func fctPlot(r *Result) (*plot.Plot, error) {
@@ -121,7 +139,7 @@ func fctPlot(r *Result) (*plot.Plot, error) {
 	if len(w) == 0 {
 		return nil, nil
 	}
-	p := timePlot(r, "Flow completion time", "ms")
+	p := timePlot(r, "Flow completion time", "ms (per 2 s window)")
 	var med, p99 plotter.XYs
 	top := 0.0
 	for _, x := range w {
@@ -129,8 +147,11 @@ func fctPlot(r *Result) (*plot.Plot, error) {
 		p99 = append(p99, plotter.XY{X: x.T, Y: x.P99Ms})
 		top = max(top, x.P99Ms)
 	}
+	if err := plotutil.AddLinePoints(p, "median", med, "99th percentile", p99); err != nil {
+		return nil, err
+	}
 	markEvents(p, r, top)
-	return p, plotutil.AddLinePoints(p, "median", med, "99th percentile", p99)
+	return p, nil
 }
 
 func chainedPlot(r *Result) (*plot.Plot, error) {
@@ -149,43 +170,88 @@ func chainedPlot(r *Result) (*plot.Plot, error) {
 	if err != nil {
 		return nil, err
 	}
-	bars.Color = plotutil.Color(0)
+	bars.Color = strategyColor(r.Strategy)
 	p.Add(bars)
 	p.NominalX(names...)
+	p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4 // the outer bars whole
+	p.Y.Min = 0
+	p.Y.Tick.Marker = countTicks
 	return p, nil
 }
 
-// brokenPlot: broken connections (%) per run, one bar per strategy.
+// brokenPlot: broken connections per experiment, one bar per strategy,
+// each labelled with its count ("0 broken" where a bar has no height, so
+// an empty axis never has to be read as zero).
 func brokenPlot(results []*Result) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = "Broken connections per strategy"
+	p.Title.Text = "Broken connections per experiment and strategy"
 	p.Y.Label.Text = "broken (% of connections)"
 	var labels []string
-	by := map[string]map[string]float64{}
+	by := map[string]map[string]*Result{}
+	var strategies []string
+	top := 0.0
 	for _, r := range results {
 		l := r.label()
 		if by[l] == nil {
-			by[l] = map[string]float64{}
+			by[l] = map[string]*Result{}
 			labels = append(labels, l)
 		}
-		by[l][r.Strategy] = r.BrokenPct
+		by[l][r.Strategy] = r
+		top = max(top, r.BrokenPct)
 	}
-	w := vg.Points(14)
-	for i, strategy := range Strategies() {
+	for _, s := range Strategies() {
+		for _, r := range results {
+			if r.Strategy == s {
+				strategies = append(strategies, s)
+				break
+			}
+		}
+	}
+	w := vg.Points(16)
+	for i, strategy := range strategies {
 		var v plotter.Values
-		for _, l := range labels {
-			v = append(v, by[l][strategy])
+		var counts plotter.XYLabels
+		for j, l := range labels {
+			r := by[l][strategy]
+			pct := 0.0
+			if r != nil {
+				pct = r.BrokenPct
+			}
+			v = append(v, pct)
+			if r != nil {
+				counts.XYs = append(counts.XYs, plotter.XY{X: float64(j), Y: pct})
+				counts.Labels = append(counts.Labels, fmt.Sprintf("%d broken", r.Broken))
+			}
 		}
 		bars, err := plotter.NewBarChart(v, w)
 		if err != nil {
 			return nil, err
 		}
-		bars.Color = plotutil.Color(i)
-		bars.Offset = w * vg.Length(float64(i)-0.5)
+		bars.Color = strategyColor(strategy)
+		bars.LineStyle.Width = 0
+		bars.Offset = w * vg.Length(float64(i)-float64(len(strategies)-1)/2)
 		p.Add(bars)
 		p.Legend.Add(strategy, bars)
+		if len(counts.XYs) == 0 {
+			continue
+		}
+		// Each count above its bar, in the bar's colour, turned so that
+		// neighbouring bars' counts do not run into each other.
+		lb, err := plotter.NewLabels(counts)
+		if err != nil {
+			return nil, err
+		}
+		lb.Offset = vg.Point{X: bars.Offset, Y: vg.Points(3)}
+		for k := range lb.TextStyle {
+			lb.TextStyle[k].Font.Size = vg.Points(9)
+			lb.TextStyle[k].Rotation = 1.5708
+			lb.TextStyle[k].XAlign = draw.XLeft
+			lb.TextStyle[k].YAlign = draw.YCenter
+			lb.TextStyle[k].Color = bars.Color
+		}
+		p.Add(lb)
 	}
-	p.Legend.Top = true
+	p.Y.Min, p.Y.Max = 0, max(1, top*1.45)
 	p.NominalX(labels...)
 	return p, nil
 }

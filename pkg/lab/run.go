@@ -66,7 +66,7 @@ func Run(ctx context.Context, o RunOptions) (res *Result, err error) {
 	}
 	l, err := Start(ctx, Options{Beamer: o.Beamer, Dir: dir, Clients: p.Clients, Muxes: muxes, Servers: servers,
 		Buckets: p.Buckets, Window: time.Duration(p.Window), FileSize: p.FileSize, Strategy: p.Strategy,
-		Store: p.Store, Seed: p.Seed, BindVIP: sc.BindVIP})
+		Store: p.Store, Seed: p.Seed, BindVIP: sc.BindVIP, UDP: p.UDPFlows > 0, QUIC: p.QUICFlows > 0})
 	if err != nil {
 		return nil, err
 	}
@@ -162,8 +162,14 @@ func (r *runner) play(ctx context.Context) (*Result, error) {
 	if r.sc.Idle.PerClient > 0 {
 		r.say("      + %d idle connections per client, one small request every ~%v", r.sc.Idle.PerClient, r.sc.Idle.Every)
 	}
+	if r.p.UDPFlows > 0 {
+		r.say("      + %d long-lived UDP flows per client to %v:%d (servers answer from a socket connected to the client)", r.p.UDPFlows, VIP, UDPPort)
+	}
+	if r.p.QUICFlows > 0 {
+		r.say("      + %d QUIC connections per client to %v:%d (routed by connection id), each migrating to a new source port once", r.p.QUICFlows, VIP, QUICPort)
+	}
 	r.load = l.StartLoad(LoadOptions{PerClient: r.p.PerClient, FileSize: r.p.FileSize, Persistent: r.p.Persistent,
-		MPTCP: r.p.MPTCP, Stall: time.Duration(r.p.Stall), Seed: r.p.Seed, Idle: r.sc.Idle})
+		MPTCP: r.p.MPTCP, Stall: time.Duration(r.p.Stall), Seed: r.p.Seed, Idle: r.sc.Idle, UDPFlows: r.p.UDPFlows, QUICFlows: r.p.QUICFlows})
 	r.start = r.load.started
 	samples := newSampler(r)
 	defer func() {

@@ -150,3 +150,32 @@ func TestScenarioRollingRemovalPrism(t *testing.T) {
 		t.Error("prism: no packet hit the MCT: the removed servers' connections were not migrated")
 	}
 }
+
+// TestScenarioRemovalThenHealthPrism: under Prism, a server that fails its
+// health checks but still runs (server 0: its service refuses new
+// connections, its agent answers) keeps its established connections — they
+// are migrated into the MCT before its bins move — and the only broken
+// connections are those of the server that stops (server 1), which die
+// with it under any strategy. (Before, a down server's entries were pruned
+// and its bins moved without migration: 15 of 60 broke besides server 1's.)
+func TestScenarioRemovalThenHealthPrism(t *testing.T) {
+	requireLab(t)
+	r, err := runScenario(t, "removal-then-health", "prism")
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary(t, r)
+	if r.Connections == 0 {
+		t.Fatal("no connection was opened")
+	}
+	if r.Broken != r.BrokenOnFailed {
+		t.Errorf("prism: %d of %d connections broken, %d of them on the stopped server (by server %v, reasons %v): the others had to be kept",
+			r.Broken, r.Connections, r.BrokenOnFailed, r.BrokenByServer, r.BrokenReasons)
+	}
+	if r.Final == nil || len(r.Final.Down()) != 2 {
+		t.Errorf("prism: want exactly the two failed servers down at the end, got %+v", r.Final)
+	}
+	if r.MuxCounters["prism_mct_hit"] == 0 {
+		t.Error("prism: no packet hit the MCT: neither the removed nor the down server's connections were migrated")
+	}
+}

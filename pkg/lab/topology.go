@@ -28,6 +28,8 @@ type Options struct {
 	Seed     int64         // seeds the router's ECMP hash and the clients' ports
 	BGPHold  time.Duration // BGP hold time between muxes and router (default 3 s)
 	BindVIP  bool          // servers' HTTP service listens only on VIP:80 (DSR style)
+	UDP      bool          // the instance offers UDP 53 and servers answer it (udp.go)
+	QUIC     bool          // the instance offers QUIC on UDP 443, routed by CID (quic.go)
 	// ServerRates, when set, shapes server i's link to ServerRates[i]
 	// bits/s (tbf on its interface; cycled if shorter than Servers): servers
 	// of unequal capacity for the AWFD experiment (awfd_experiment.go).
@@ -284,6 +286,8 @@ func (l *Lab) Close() error {
 		for _, s := range l.servers {
 			if s.http != nil {
 				s.http.close()
+				s.udp.close()
+				s.quic.close()
 			}
 		}
 		l.procs.stopAll()

@@ -30,6 +30,10 @@ type Agent struct {
 	Trusted []netip.Prefix
 	// Socket looks up the local socket for client → vip.
 	Socket func(client, vip netip.AddrPort) Socket
+	// UDPSocket looks up the local UDP socket for client → vip: Connection
+	// for a socket connected to the client, Listener for one only bound
+	// (nil: none).
+	UDPSocket func(client, vip netip.AddrPort) Socket
 	// CookieValid says whether an ACK to a listener carries a valid SYN cookie.
 	CookieValid func(inner []byte) bool
 	NextHops    func(netip.Addr) NextHop
@@ -132,19 +136,32 @@ func (a *Agent) Process(frame []byte) Result {
 		}
 		return drop(c)
 	}
-	tcp, c := tcpAfter(ip)
-	if c != "" {
-		return drop(c)
+	// The inner flow: TCP, UDP, or the connection an ICMP frag needed quotes.
+	var p packet
+	if ip[9] == wire.ProtoICMP {
+		kind, f := icmpClassify(ip)
+		if kind != icmpFragNeeded {
+			return drop("drop_icmp")
+		}
+		p = packet{flow: f}
+	} else {
+		var c string
+		if p, c = parseFlow(ip, netip.AddrFrom4([4]byte(ip[16:20]))); c != "" {
+			return drop(c)
+		}
 	}
-	client := netip.AddrPortFrom(netip.AddrFrom4([4]byte(ip[12:16])), binary.BigEndian.Uint16(tcp[0:]))
-	vipAP := netip.AddrPortFrom(netip.AddrFrom4([4]byte(ip[16:20])), binary.BigEndian.Uint16(tcp[2:]))
+	client := netip.AddrPortFrom(p.flow.Src, p.flow.SrcPort)
+	vipAP := netip.AddrPortFrom(p.flow.Dst, p.flow.DstPort)
 	vip, ok := a.VIPs[vipAP.Addr()]
 	if !ok {
 		return drop("drop_unknown_vip")
 	}
 
-	flags := tcp[13]
-	syn, ack, rst := flags&0x02 != 0, flags&0x10 != 0, flags&0x04 != 0
+	var syn, ack, rst bool
+	if p.tcp != nil {
+		flags := p.tcp[13]
+		syn, ack, rst = flags&0x02 != 0, flags&0x10 != 0, flags&0x04 != 0
+	}
 	if syn && !ack {
 		return decap(frame, outerLen, "local_syn")
 	}
@@ -195,8 +212,7 @@ func (a *Agent) Process(frame []byte) Result {
 		if uint64(changed) > uint64(a.Now)+uint64(a.MaxSkew) {
 			changed = a.Now + a.MaxSkew // "clamped_change"
 		}
-		f := wire.Flow{Src: client.Addr(), Dst: vipAP.Addr(), SrcPort: client.Port(), DstPort: vipAP.Port(), Proto: wire.ProtoTCP}
-		key := [2]uint32{vip.Slot, f.Bucket(vip.Buckets)}
+		key := [2]uint32{vip.Slot, p.flow.Bucket(vip.Buckets)}
 		if changed > a.Changed[key] {
 			a.Changed[key] = changed
 		}
@@ -206,12 +222,19 @@ func (a *Agent) Process(frame []byte) Result {
 	if !chainable && isNewest {
 		return decap(frame, outerLen, "to_stack")
 	}
-	switch a.Socket(client, vipAP) {
-	case Connection:
-		return decap(frame, outerLen, "local_socket")
-	case Listener:
-		if ack && !syn && !rst && a.CookieValid != nil && a.CookieValid(ip) {
-			return decap(frame, outerLen, "local_cookie")
+	if p.flow.Proto == wire.ProtoUDP {
+		// Only a socket connected to the client proves the flow is ours.
+		if a.UDPSocket != nil && a.UDPSocket(client, vipAP) == Connection {
+			return decap(frame, outerLen, "local_socket")
+		}
+	} else {
+		switch a.Socket(client, vipAP) {
+		case Connection:
+			return decap(frame, outerLen, "local_socket")
+		case Listener:
+			if p.tcp != nil && ack && !syn && !rst && a.CookieValid != nil && a.CookieValid(ip) {
+				return decap(frame, outerLen, "local_cookie")
+			}
 		}
 	}
 	if chainable {

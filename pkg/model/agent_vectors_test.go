@@ -44,6 +44,8 @@ func agentScenario() (wiretest.AgentScenario, []wiretest.PacketCase) {
 			{Kind: "listen", Local: netip.AddrPortFrom(vip2, 80)},
 			{Kind: "connection", Local: netip.AddrPortFrom(vip, 80), Remote: netip.AddrPortFrom(client, 41000)},
 			{Kind: "connection", Local: netip.AddrPortFrom(vip, 1026), Remote: netip.AddrPortFrom(client, 41001)},
+			{Kind: "udp", Local: netip.AddrPortFrom(vip, 53)},
+			{Kind: "udp-connected", Local: netip.AddrPortFrom(vip, 53), Remote: netip.AddrPortFrom(client, 41005)},
 		},
 		NextHops: []wiretest.NextHopVector{
 			{Addr: serverA, Result: "redirect", DstMAC: "02:be:a0:00:01:10", SrcMAC: "02:be:a0:00:00:11"},
@@ -96,6 +98,32 @@ func agentScenario() (wiretest.AgentScenario, []wiretest.PacketCase) {
 			otherBucket = p
 		}
 	}
+	dgram := func(sport uint16) []byte {
+		return wiretest.Datagram{Flow: wire.Flow{Src: client, Dst: vip, SrcPort: sport, DstPort: 53}, Payload: []byte("query"), IPID: 9}.IPv4()
+	}
+	// UDP options end with the current owner (serverB here), flag RETURN.
+	udpOpt := func(prev []netip.Addr, changed, gen uint32, hop uint8) *wire.Option {
+		o := opt(append(append([]netip.Addr(nil), prev...), serverB), changed, gen, hop)
+		if len(prev) > 0 && prev[len(prev)-1] == serverB {
+			o.Prev = prev
+		}
+		o.Flags = wire.FlagReturn
+		return o
+	}
+	// The newest state by the time the issue-17 cases run (after the
+	// incarnation cases above).
+	latest := func(o *wire.Option) *wire.Option { o.Incarnation, o.Generation = inc2, 2; return o }
+	// A router's frag needed about the server's reply VIP:port -> client:cport.
+	router := netip.MustParseAddr("198.18.9.1")
+	fragNeeded := func(cport uint16) []byte {
+		reply := wiretest.Segment{Flow: wire.Flow{Src: vip, Dst: client, SrcPort: 80, DstPort: cport, Proto: wire.ProtoTCP},
+			Flags: wiretest.ACK, Payload: make([]byte, 1400)}.IPv4()
+		return wiretest.ICMPv4(router, vip, 3, 4, [4]byte{0, 0, 0x05, 0xdc}, reply[:28])
+	}
+	fragNeededUDP := func(cport uint16) []byte {
+		reply := wiretest.Datagram{Flow: wire.Flow{Src: vip, Dst: client, SrcPort: 53, DstPort: cport}, Payload: make([]byte, 1400)}.IPv4()
+		return wiretest.ICMPv4(router, vip, 3, 4, [4]byte{0, 0, 0x05, 0xdc}, reply[:28])
+	}
 	plainTCP := wiretest.Frame(wiretest.MuxMAC, serverMAC, seg(serverB, 42000, 22, wiretest.ACK).IPv4())
 
 	cases := []wiretest.PacketCase{
@@ -141,7 +169,19 @@ func agentScenario() (wiretest.AgentScenario, []wiretest.PacketCase) {
 		{Name: "outer header claiming 60 bytes over a 40-byte option is dropped", Input: frame(with(enc(muxAddr, serverB, stray, opt(A, open, 6, 0)), func(b []byte) { b[0] = 0x4f }))},
 		{Name: "outer fragment is dropped", Input: frame(with(enc(muxAddr, serverB, stray, opt(A, open, 6, 0)), func(b []byte) { b[6] = 0x20 }))},
 		{Name: "outer total length beyond packet is dropped", Input: frame(with(enc(muxAddr, serverB, stray, opt(A, open, 6, 0)), func(b []byte) { b[2], b[3] = 0x05, 0xdc }))},
-		{Name: "inner udp is dropped", Input: fromMux(with(stray, func(b []byte) { b[9] = 17 }), opt(A, open, 6, 0))},
+		{Name: "inner protocol neither tcp, udp nor icmp is dropped", Input: fromMux(with(stray, func(b []byte) { b[9] = 47 }), opt(A, open, 6, 0))},
+		// Issue 17: UDP and ICMP.
+		{Name: "udp of a socket connected to the client is kept", Input: fromMux(dgram(41005), latest(udpOpt(A, open, 6, 0)))},
+		{Name: "udp that only an unconnected socket takes is chained to the previous owner", Input: fromMux(dgram(41006), latest(udpOpt(A, open, 6, 0)))},
+		{Name: "udp back at the current owner at the end of its list goes to the stack", Input: frame(enc(serverA, serverB, dgram(41006), latest(udpOpt(A, open, 6, 1))))},
+		{Name: "udp at a previous owner without its socket goes on to the current owner", Input: frame(enc(serverC, serverB, dgram(41007), udpOpt(addrs(serverC, serverB, serverA), open, 6, 1)))},
+		{Name: "udp to a bucket that never moved goes to the stack", Input: fromMux(dgram(41006), latest(opt(none, 0, 6, 0)))},
+		{Name: "udp without option (quic by connection id) goes to the stack", Input: frame(enc(muxAddr, serverB, dgram(41008), nil))},
+		{Name: "frag needed quoting a local connection is kept", Input: fromMux(fragNeeded(41000), latest(opt(A, open, 6, 0)))},
+		{Name: "frag needed quoting a connection unknown here is chained", Input: fromMux(fragNeeded(42000), latest(opt(A, open, 6, 0)))},
+		{Name: "frag needed quoting a udp flow of a connected socket is kept", Input: fromMux(fragNeededUDP(41005), latest(udpOpt(A, open, 6, 0)))},
+		{Name: "inner echo request is dropped", Input: fromMux(wiretest.ICMPv4(client, vip, 8, 0, [4]byte{}, []byte("ping")), latest(opt(A, open, 6, 0)))},
+		{Name: "inner frag needed quoting another address is dropped", Input: fromMux(wiretest.ICMPv4(serverC, vip, 3, 4, [4]byte{0, 0, 5, 0xdc}, seg(serverC, 80, 42000, wiretest.ACK).IPv4()[:28]), latest(opt(A, open, 6, 0)))},
 		{Name: "inner ip options are dropped", Input: fromMux(with(stray, func(b []byte) { b[0] = 0x46 }), opt(A, open, 6, 0))},
 		{Name: "inner tcp cut short is dropped", Input: fromMux(with(stray, func(b []byte) { b[32] = 0xf0 }), opt(A, open, 6, 0))},
 		{Name: "unknown vip is dropped", Input: fromMux(seg(netip.MustParseAddr("198.18.100.77"), 42000, 80, wiretest.ACK).IPv4(), opt(A, open, 6, 0))},
@@ -155,6 +195,21 @@ func modelAgent(s *wiretest.AgentScenario) *Agent {
 		MaxSkew: s.MaxSkew, MaxGenJump: s.MaxGenJump, Changed: map[[2]uint32]uint32{}}
 	for i, v := range s.VIPs {
 		a.VIPs[v.VIP] = AgentVIP{Buckets: v.Buckets, Window: v.Window, Slot: uint32(i)}
+	}
+	a.UDPSocket = func(c, v netip.AddrPort) Socket {
+		found := NoSocket
+		for _, sk := range s.Sockets {
+			if sk.Local != v {
+				continue
+			}
+			if sk.Kind == "udp-connected" && sk.Remote == c {
+				return Connection
+			}
+			if sk.Kind == "udp" {
+				found = Listener
+			}
+		}
+		return found
 	}
 	a.Socket = func(c, v netip.AddrPort) Socket {
 		found := NoSocket

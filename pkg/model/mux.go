@@ -78,23 +78,33 @@ func (m *Mux) Process(frame []byte) Result {
 	if c := checkIPv4Plain(ip, len(ip)); c != "" {
 		return drop(c)
 	}
-	tcp, c := tcpAfter(ip)
-	if c != "" {
-		return drop(c)
+	var p packet
+	icmp := false
+	if ip[9] == wire.ProtoICMP {
+		// ICMP to a VIP (bpf/include/icmp_steer.h): echo by policy, a
+		// frag needed steered as the flow of the connection it quotes.
+		kind, flow := icmpClassify(ip)
+		switch kind {
+		case icmpEcho:
+			switch vip.Instance.ICMPEcho {
+			case forwarding.EchoAnswer:
+				return Result{Action: TX, Counter: "icmp_echo_answered", Output: echoReply(frame)}
+			case forwarding.EchoPass:
+				return Result{Action: Pass, Counter: "pass_icmp_echo", Output: frame}
+			}
+			return drop("drop_icmp_echo")
+		case icmpFragNeeded:
+			p, icmp = packet{flow: flow}, true
+		default:
+			return drop("drop_icmp")
+		}
+	} else {
+		var c string
+		if p, c = parseFlow(ip, dst); c != "" {
+			return drop(c)
+		}
 	}
-	flow := wire.Flow{Src: netip.AddrFrom4([4]byte(ip[12:16])), Dst: dst,
-		SrcPort: binary.BigEndian.Uint16(tcp[0:]), DstPort: binary.BigEndian.Uint16(tcp[2:]), Proto: wire.ProtoTCP}
-
-	service := flow.DstPort >= vip.Instance.PortLow && flow.DstPort <= vip.Instance.PortHigh
-	if flow.DstPort <= forwarding.MaxServicePort && !service {
-		return drop("drop_closed_port")
-	}
-	// The one dispatch on the strategy (strategy_NAME.go), as in bpf/mux.c.
-	strat, ok := strategies[vip.Instance.Strategy]
-	if !ok {
-		return drop("drop_bad_strategy")
-	}
-	server, opt, counter, ok := strat.decide(m, vip, packet{flow: flow, syn: tcp[13]&0x12 == 0x02, tcp: tcp})
+	server, opt, counter, ok := m.route(vip, p, ip, !icmp)
 	if !ok {
 		return drop(counter)
 	}
@@ -145,6 +155,40 @@ func checkIPv4Plain(ip []byte, avail int) string {
 		return "drop_fragment"
 	}
 	return ""
+}
+
+// parseFlow mirrors parse_flow (bpf/include/flow.h): TCP or UDP.
+func parseFlow(ip []byte, dst netip.Addr) (packet, string) {
+	src := netip.AddrFrom4([4]byte(ip[12:16]))
+	if ip[9] == wire.ProtoUDP {
+		udp, c := udpAfter(ip)
+		if c != "" {
+			return packet{}, c
+		}
+		return packet{flow: wire.Flow{Src: src, Dst: dst, SrcPort: binary.BigEndian.Uint16(udp[0:]),
+			DstPort: binary.BigEndian.Uint16(udp[2:]), Proto: wire.ProtoUDP}, udp: udp}, ""
+	}
+	tcp, c := tcpAfter(ip)
+	if c != "" {
+		return packet{}, c
+	}
+	return packet{flow: wire.Flow{Src: src, Dst: dst, SrcPort: binary.BigEndian.Uint16(tcp[0:]),
+		DstPort: binary.BigEndian.Uint16(tcp[2:]), Proto: wire.ProtoTCP}, syn: tcp[13]&0x12 == 0x02, tcp: tcp}, ""
+}
+
+// udpAfter mirrors parse_udp_after.
+func udpAfter(ip []byte) ([]byte, string) {
+	if len(ip) < 28 {
+		return nil, "drop_truncated"
+	}
+	l := int(binary.BigEndian.Uint16(ip[24:]))
+	if l < 8 {
+		return nil, "drop_bad_header"
+	}
+	if 20+l > int(binary.BigEndian.Uint16(ip[2:])) {
+		return nil, "drop_truncated"
+	}
+	return ip[20:], ""
 }
 
 // tcpAfter mirrors parse_tcp_after.

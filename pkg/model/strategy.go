@@ -10,7 +10,8 @@ import (
 type packet struct {
 	flow wire.Flow
 	syn  bool   // SYN without ACK: a new connection
-	tcp  []byte // the TCP header with its options (strategies that read options)
+	tcp  []byte // the TCP header with its options (strategies that read options); nil for UDP
+	udp  []byte // the UDP header and payload; nil for TCP
 }
 
 // strategy is one forwarding strategy of the reference mux, mirroring its

@@ -5,21 +5,14 @@ import (
 	"github.com/beamer-lb/beamer/pkg/wire"
 )
 
-// beamerStrategy mirrors bpf/strategy/beamer.h: ports above 1024 name the
-// server (MPTCP subflows); service ports go to the bucket's owner with the
-// bucket's history in the option.
+// beamerStrategy mirrors bpf/strategy/beamer.h: service ports go to the
+// bucket's owner with the bucket's history in the option (for UDP, the
+// owner itself ends the list). The server-id range is route's (route.go).
 type beamerStrategy struct{}
 
 func init() { registerStrategy(forwarding.StrategyBeamer, beamerStrategy{}) }
 
 func (beamerStrategy) decide(m *Mux, vip *VIP, p packet) (forwarding.Server, *wire.Option, string, bool) {
-	if p.flow.DstPort > forwarding.MaxServicePort {
-		s, ok := vip.Table.Servers[forwarding.ServerID(p.flow.DstPort)]
-		if !ok {
-			return s, nil, "drop_unknown_server", false
-		}
-		return s, nil, "fwd_server_id", true
-	}
 	b, server, why, ok := owner(vip, p.flow)
 	if !ok {
 		return server, nil, why, false
@@ -34,6 +27,10 @@ func (beamerStrategy) decide(m *Mux, vip *VIP, p packet) (forwarding.Server, *wi
 	}
 	if len(opt.Prev) > 0 {
 		opt.Changed = b.Changed
+		if p.flow.Proto == wire.ProtoUDP {
+			opt.Prev = append(opt.Prev[:min(len(opt.Prev), wire.MaxPrev-1)], server.Addr)
+			opt.Flags = wire.FlagReturn
+		}
 	}
 	return server, opt, "fwd_bucket", true
 }

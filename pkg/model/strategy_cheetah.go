@@ -50,8 +50,11 @@ func tsecr(tcp []byte) (uint32, bool) {
 }
 
 func (c cheetahStrategy) decide(m *Mux, vip *VIP, p packet) (forwarding.Server, *wire.Option, string, bool) {
+	if p.tcp == nil { // UDP, or an ICMP message steered by its quote
+		return c.beamer.decide(m, vip, p)
+	}
 	echo, ok := tsecr(p.tcp)
-	if !ok || p.flow.DstPort > forwarding.MaxServicePort {
+	if !ok {
 		return c.beamer.decide(m, vip, p)
 	}
 	o := vip.Instance.Cheetah

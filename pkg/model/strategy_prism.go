@@ -16,13 +16,7 @@ type prismStrategy struct{}
 func init() { registerStrategy(forwarding.StrategyPrism, prismStrategy{}) }
 
 func (prismStrategy) decide(m *Mux, vip *VIP, p packet) (forwarding.Server, *wire.Option, string, bool) {
-	if p.flow.DstPort > forwarding.MaxServicePort {
-		s, ok := vip.Table.Servers[forwarding.ServerID(p.flow.DstPort)]
-		if !ok {
-			return s, nil, "drop_unknown_server", false
-		}
-		return s, nil, "fwd_server_id", true
-	}
+	// The server-id range is route's, for every strategy (route.go).
 	if id, ok := vip.Table.MCT[p.flow.Signature()]; ok {
 		if s, ok := vip.Table.Servers[id]; ok {
 			return s, nil, "prism_mct_hit", true

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"flag"
@@ -20,6 +21,7 @@ var update = flag.Bool("update", false, "rewrite testdata/vectors.json from the 
 
 var (
 	vip     = netip.MustParseAddr("198.18.100.1")
+	vipMany = netip.MustParseAddr("198.18.100.3") // a VIP with more port ranges than its record holds
 	client  = netip.MustParseAddr("198.18.200.7")
 	muxAddr = netip.MustParseAddr("198.18.0.1")
 )
@@ -30,8 +32,20 @@ var (
 func muxScenario() (wiretest.MuxScenario, []wiretest.PacketCase) {
 	s := wiretest.MuxScenario{
 		MuxAddr: muxAddr,
-		Instance: forwarding.Instance{Name: "web", Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{vip},
-			PortLow: 80, PortHigh: 443, Buckets: 16, ChainWindow: 4 * time.Minute},
+		Instance: forwarding.Instance{Name: "web", Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{vip, vipMany},
+			PortLow: 80, PortHigh: 443, Buckets: 16, ChainWindow: 4 * time.Minute,
+			// Issue 17: UDP services (QUIC on 443), a TCP service above
+			// 1024 beside a server-id range that leaves it out, a second
+			// VIP with more ranges than its record holds, echo answered.
+			Services: []forwarding.Service{
+				{Protocol: forwarding.UDP, Ports: forwarding.PortList{{Low: 53, High: 53}, {Low: 443, High: 443}}},
+				{Protocol: forwarding.TCP, Ports: forwarding.PortList{{Low: 8443, High: 8443}}},
+				{Protocol: forwarding.UDP, Ports: forwarding.PortList{{Low: 9000, High: 9001}, {Low: 9100, High: 9100},
+					{Low: 9200, High: 9200}, {Low: 9300, High: 9400}}, VIPs: []netip.Addr{vipMany}},
+			},
+			ServerIDRange: &forwarding.ServerIDRange{PortRange: forwarding.PortRange{Low: 1025, High: 8000}},
+			QUIC:          &forwarding.QUICOptions{ConfigID: 1, CIDLen: 8, Ports: forwarding.PortRange{Low: 443, High: 443}},
+			ICMPEcho:      forwarding.EchoAnswer},
 		Generation:  7,
 		Incarnation: 1763600000,
 		Servers: []wiretest.ServerVector{
@@ -100,6 +114,49 @@ func muxScenario() (wiretest.MuxScenario, []wiretest.PacketCase) {
 	opts := seg(0, 80, wiretest.SYN)
 	opts.Options = []layers.IPv4Option{{OptionType: 1}, {OptionType: 1}, {OptionType: 1}, {OptionType: 0}}
 	mptcp := seg(0, 1026, wiretest.SYN)
+	udpFor := func(bucket uint32, dport uint16, payload []byte) []byte {
+		for p := uint16(40000); ; p++ {
+			f := wire.Flow{Src: client, Dst: vip, SrcPort: p, DstPort: dport, Proto: wire.ProtoUDP}
+			if f.Bucket(s.Instance.Buckets) == bucket {
+				return wiretest.Datagram{Flow: f, Payload: payload, IPID: 78}.IPv4()
+			}
+		}
+	}
+	dns := []byte("\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00")
+	q := s.Instance.QUIC
+	cid := func(id forwarding.ServerID) []byte { return q.QUICConnID(id, []byte{9, 8, 7, 6, 5}) }
+	otherConfig := append([]byte{0x07}, cid(1026)[1:]...) // config 0, not the instance's 1
+	to2 := func(proto uint8, dport uint16) []byte {       // bucket 0 of the second VIP
+		f := wire.Flow{Src: client, Dst: vipMany, SrcPort: 40000, DstPort: dport, Proto: proto}
+		for f.Bucket(s.Instance.Buckets) != 0 {
+			f.SrcPort++
+		}
+		if proto == wire.ProtoUDP {
+			return wiretest.Datagram{Flow: f, Payload: dns}.IPv4()
+		}
+		return wiretest.Segment{Flow: f, Flags: wiretest.SYN}.IPv4()
+	}
+	// A server's reply VIP:port -> client:cport as a router quotes it in a
+	// frag needed (header + 8 bytes), the connection's bucket given.
+	quote := func(bucket uint32, proto uint8, vport uint16, from netip.Addr) []byte {
+		var ip []byte
+		if proto == wire.ProtoUDP {
+			r := udpFor(bucket, vport, dns)
+			f := wire.Flow{Src: from, Dst: client, SrcPort: vport, DstPort: binary.BigEndian.Uint16(r[20:])}
+			ip = wiretest.Datagram{Flow: f, Payload: make([]byte, 1400)}.IPv4()
+		} else {
+			ip = wiretest.Segment{Flow: wire.Flow{Src: from, Dst: client, SrcPort: vport, DstPort: portFor(bucket, vport), Proto: wire.ProtoTCP},
+				Flags: wiretest.ACK, Payload: make([]byte, 1400)}.IPv4()
+		}
+		return ip[:28]
+	}
+	router := netip.MustParseAddr("198.18.9.1")
+	fragNeeded := func(body []byte) []byte {
+		return wiretest.ICMPv4(router, vip, 3, 4, [4]byte{0, 0, 0x05, 0xdc}, body)
+	}
+	badUDPLen := with(udpFor(0, 53, dns), func(b []byte) { b[24], b[25] = 0, 7 })
+	longUDPLen := with(udpFor(0, 53, dns), func(b []byte) { b[24], b[25] = 0, 200 })
+	gre := with(seg(0, 80, wiretest.SYN).IPv4(), func(b []byte) { b[9] = 47 })
 	cases := []wiretest.PacketCase{
 		{Name: "arp passes", Input: hex.EncodeToString(arp)},
 		{Name: "ipv4 to another address passes", Input: frame(other.IPv4())},
@@ -134,6 +191,40 @@ func muxScenario() (wiretest.MuxScenario, []wiretest.PacketCase) {
 		{Name: "tcp data offset below 5", Input: frame(with(seg(0, 80, wiretest.SYN).IPv4(), func(b []byte) { b[32] = 0x40 }))},
 		{Name: "tcp data offset beyond total length", Input: frame(with(seg(0, 80, wiretest.SYN).IPv4(), func(b []byte) { b[32] = 0xf0 }))},
 		{Name: "ethernet padding travels along", Input: hex.EncodeToString(append(wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, seg(0, 80, wiretest.ACK).IPv4()), 0, 0, 0, 0, 0, 0))},
+
+		// Issue 17: UDP, ports, QUIC, ICMP.
+		{Name: "udp to a service port, bucket never moved", Input: frame(udpFor(0, 53, dns))},
+		{Name: "udp to a moved bucket: history then the current owner, return flag", Input: frame(udpFor(8, 53, dns))},
+		{Name: "udp to a bucket with six previous owners: five, then the current owner", Input: frame(udpFor(10, 53, dns))},
+		{Name: "udp to a port that is only tcp is closed", Input: frame(udpFor(0, 80, dns))},
+		{Name: "tcp to a port that is only udp is closed", Input: frame(seg(0, 53, wiretest.SYN).IPv4())},
+		{Name: "udp to a closed port", Input: frame(udpFor(0, 54, dns))},
+		{Name: "udp length below 8", Input: frame(badUDPLen)},
+		{Name: "udp length beyond the ip total length", Input: frame(longUDPLen)},
+		{Name: "neither tcp, udp nor icmp", Input: frame(gre)},
+		{Name: "tcp service on 8443, outside the server-id range", Input: frame(seg(1, 8443, wiretest.SYN).IPv4())},
+		{Name: "tcp above the server-id range and no service: closed", Input: frame(seg(0, 9000, wiretest.SYN).IPv4())},
+		{Name: "udp to the server-id range is no subflow: closed", Input: frame(udpFor(0, 1026, dns))},
+		{Name: "quic short header naming server 1026", Input: frame(udpFor(0, 443, wiretest.QUICShort(cid(1026))))},
+		{Name: "quic short header naming a retired server still reaches it", Input: frame(udpFor(0, 443, wiretest.QUICShort(cid(1031))))},
+		{Name: "quic short header naming an unknown id goes by bucket", Input: frame(udpFor(8, 443, wiretest.QUICShort(cid(1100))))},
+		{Name: "quic short header of another config rotation goes by bucket", Input: frame(udpFor(0, 443, wiretest.QUICShort(otherConfig)))},
+		{Name: "quic handshake (long header) naming server 1027", Input: frame(udpFor(0, 443, wiretest.QUICLong(2, cid(1027))))},
+		{Name: "quic client initial with its random dcid goes by bucket", Input: frame(udpFor(2, 443, wiretest.QUICLong(0, []byte{0x3a, 0xf1, 0x09, 0x22, 0x51, 0x6e, 0x70, 0x13})))},
+		{Name: "quic long header with a dcid of another length goes by bucket", Input: frame(udpFor(0, 443, wiretest.QUICLong(2, append(cid(1026), 1))))},
+		{Name: "quic packet too short to hold a cid goes by bucket", Input: frame(udpFor(0, 443, []byte{0x41, 0x27, 0x04}))},
+		{Name: "dns to udp 53 is not read as quic", Input: frame(udpFor(0, 53, wiretest.QUICShort(cid(1026))))},
+		{Name: "echo request answered by the mux", Input: frame(wiretest.ICMPv4(client, vip, 8, 0, [4]byte{0, 7, 0, 1}, []byte("ping ping ping")))},
+		{Name: "frag needed quoting a tcp reply goes where the connection's packets go", Input: frame(fragNeeded(quote(8, wire.ProtoTCP, 80, vip)))},
+		{Name: "frag needed quoting a udp reply", Input: frame(fragNeeded(quote(9, wire.ProtoUDP, 53, vip)))},
+		{Name: "frag needed quoting a reply from another address is dropped", Input: frame(fragNeeded(quote(8, wire.ProtoTCP, 80, vipMany)))},
+		{Name: "frag needed quoting a closed port is dropped", Input: frame(fragNeeded(quote(8, wire.ProtoTCP, 22, vip)))},
+		{Name: "frag needed with a quote cut short is dropped", Input: frame(fragNeeded(quote(8, wire.ProtoTCP, 80, vip)[:22]))},
+		{Name: "time exceeded to a vip is dropped", Input: frame(wiretest.ICMPv4(router, vip, 11, 0, [4]byte{}, quote(8, wire.ProtoTCP, 80, vip)))},
+		{Name: "second vip: udp in its overflow port set", Input: frame(to2(wire.ProtoUDP, 9350))},
+		{Name: "second vip: udp port between its ranges is closed", Input: frame(to2(wire.ProtoUDP, 9201))},
+		{Name: "second vip: tcp to a udp-only port of it is closed", Input: frame(to2(wire.ProtoTCP, 9200))},
+		{Name: "second vip: shared tcp service", Input: frame(to2(wire.ProtoTCP, 8443))},
 	}
 	// The fixed tot_len edits above leave the IPv4 checksum stale, as an
 	// attacker's packet would have it; the mux does not verify it (the
@@ -275,7 +366,8 @@ func maglevScenario() (wiretest.MuxScenario, []wiretest.PacketCase) {
 	s := wiretest.MuxScenario{
 		MuxAddr: muxAddr,
 		Instance: forwarding.Instance{Name: "shop", Strategy: forwarding.StrategyMaglev, VIPs: []netip.Addr{mvip},
-			PortLow: 80, PortHigh: 443, Buckets: 13},
+			PortLow: 80, PortHigh: 443, Buckets: 13,
+			Services: []forwarding.Service{{Protocol: forwarding.UDP, Ports: forwarding.PortList{{Low: 53, High: 53}}}}},
 		Generation: 3,
 		Servers:    base.Servers[:3],
 		NextHops:   base.NextHops[:3],
@@ -288,18 +380,22 @@ func maglevScenario() (wiretest.MuxScenario, []wiretest.PacketCase) {
 			Flags: flags, Seq: 1, Ack: 2, IPID: 5}.IPv4()
 		return hex.EncodeToString(wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, ip))
 	}
-	udp := wiretest.Segment{Flow: wire.Flow{Src: client, Dst: mvip, SrcPort: 1, DstPort: 80, Proto: wire.ProtoTCP}, Flags: wiretest.SYN}.IPv4()
-	udp[9] = 17
+	udp := func(sport, dport uint16) string {
+		ip := wiretest.Datagram{Flow: wire.Flow{Src: client, Dst: mvip, SrcPort: sport, DstPort: dport}, Payload: []byte("query")}.IPv4()
+		return hex.EncodeToString(wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, ip))
+	}
 	cases := []wiretest.PacketCase{
 		{Name: "syn of a new connection is remembered", Input: seg(50001, 80, wiretest.SYN)},
 		{Name: "next packet of the connection hits", Input: seg(50001, 80, wiretest.ACK)},
 		{Name: "mid-connection packet unknown here misses and is remembered", Input: seg(50002, 443, wiretest.ACK)},
 		{Name: "its next packet hits", Input: seg(50002, 443, wiretest.ACK)},
 		{Name: "syn on an existing entry chooses again", Input: seg(50002, 443, wiretest.SYN)},
-		{Name: "port above 1024 is hashed like any flow, not by server id", Input: seg(50003, 1026, wiretest.SYN)},
-		{Name: "unknown port above 1024 misses", Input: seg(50004, 5000, wiretest.ACK)},
+		{Name: "port in the server-id range goes to that server (before issue 17: hashed)", Input: seg(50003, 1026, wiretest.SYN)},
+		{Name: "unknown server id is dropped (before issue 17: forwarded by hash)", Input: seg(50004, 5000, wiretest.ACK)},
 		{Name: "closed service port", Input: seg(50005, 22, wiretest.SYN)},
-		{Name: "udp to a maglev vip", Input: hex.EncodeToString(wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, udp))},
+		{Name: "udp to a tcp-only port of a maglev vip is closed", Input: udp(1, 80)},
+		{Name: "udp flow to a maglev vip misses and is remembered", Input: udp(50006, 53)},
+		{Name: "its next datagram hits", Input: udp(50006, 53)},
 	}
 	return s, cases
 }

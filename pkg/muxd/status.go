@@ -25,6 +25,7 @@ type InstanceStatus struct {
 	VIPs           []string       `json:"vips"`
 	PortLow        uint16         `json:"port_low"`
 	PortHigh       uint16         `json:"port_high"`
+	Ports          string         `json:"ports"` // every protocol and range, and the server-id range
 	Incarnation    uint32         `json:"incarnation"`
 	Generation     uint32         `json:"generation"`
 	Buckets        int            `json:"buckets"`
@@ -50,7 +51,7 @@ func (d *Daemon) Status() (*Status, error) {
 	}
 	s := &Status{Role: "mux", Interface: d.opts.Interface, Address: d.opts.Address.String(), Counters: c, Instances: []InstanceStatus{}}
 	for _, in := range d.mux.State() {
-		is := InstanceStatus{Name: in.Config.Name, Strategy: string(in.Config.Strategy), PortLow: in.Config.PortLow, PortHigh: in.Config.PortHigh,
+		is := InstanceStatus{Name: in.Config.Name, Strategy: string(in.Config.Strategy), PortLow: in.Config.PortLow, PortHigh: in.Config.PortHigh, Ports: in.Config.PortSummary(),
 			Incarnation: in.Incarnation, Generation: in.Generation, UnownedBuckets: in.Owned[forwarding.NoServer], ChainedBuckets: in.Chained,
 			Servers: []ServerStatus{}}
 		for _, v := range in.Config.VIPs {

@@ -134,7 +134,7 @@ func TestReadmeMultiHost(t *testing.T) {
 			if h == nil {
 				t.Fatalf("README line %d: no host %q", b.Line, name)
 			}
-			out := h.send(t, b.Script, 60*time.Second)
+			out := h.send(t, b.Script, 90*time.Second) // curl retries 10 times while BGP and the first probes settle
 			outputs[name] = append(outputs[name], out)
 		}
 	}
@@ -168,6 +168,18 @@ func TestReadmeMultiHost(t *testing.T) {
 	for _, s := range []string{"server1", "server2"} {
 		if n := strings.Count(hosts[s].read(), `"GET / HTTP/1.1" 200`); n == 0 {
 			t.Errorf("%s served none of 17 requests", s)
+		}
+	}
+	// Each server counts the VIP's packets and bytes it received.
+	for _, s := range []string{"server1", "server2"} {
+		out, err := nss[s].Run("curl", "-sS", "--max-time", "5", "http://127.0.0.1:9100/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []string{"beamer_agent_vip_packets_total", "beamer_agent_vip_bytes_total"} {
+			if v := metricValue(out, m+`{via="mux",vip="198.18.100.1"}`); v <= 0 {
+				t.Errorf("%s: %s = %v after its requests", s, m, v)
+			}
 		}
 	}
 
@@ -283,4 +295,17 @@ func fullSize(t *testing.T, client interface{ Do(func() error) error }) {
 	if err != nil || !strings.HasPrefix(string(resp), "HTTP/1.0 404") {
 		t.Fatalf("60 kB request through the VIP: %v, answer %.80q", err, resp)
 	}
+}
+
+// metricValue finds one sample in a Prometheus text exposition (-1: none).
+func metricValue(exposition, series string) float64 {
+	for _, line := range strings.Split(exposition, "\n") {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			var v float64
+			if _, err := fmt.Sscan(rest, &v); err == nil {
+				return v
+			}
+		}
+	}
+	return -1
 }

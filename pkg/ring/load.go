@@ -95,9 +95,7 @@ func loadOnce(ctx context.Context, st store.Store, k Keys, lim limits) (*forward
 			}
 			return nil, p, s, err
 		}
-		if err := t.Apply(d); err != nil {
-			return nil, p, s, err // cannot happen: Check passed
-		}
+		t.ApplyChecked(d) // Check passed above
 		s.Deltas++
 		s.DeltaBytes += n
 	}

@@ -202,9 +202,7 @@ func (w *Writer) publish(ctx context.Context, d *forwarding.Delta) (PublishStats
 	blobDue := gen-w.ptr.blob.Generation >= w.opts.BlobEvery || w.deltaBytes+ps.DeltaBytes > w.blobBytes
 	if blobDue {
 		next = w.table.Clone()
-		if err := next.Apply(d); err != nil {
-			return ps, err
-		}
+		next.ApplyChecked(d) // Publish checked d
 		obj, err := encodeObject(meta{kind: KindBlob, incarnation: inc, generation: gen}, marshalBlob(next), w.opts.Level)
 		if err != nil {
 			return ps, err
@@ -227,9 +225,7 @@ func (w *Writer) publish(ctx context.Context, d *forwarding.Delta) (PublishStats
 		w.ptr.blob = blob
 		w.blobBytes, w.deltaBytes = ps.BlobBytes, 0
 	} else {
-		if err := w.table.Apply(d); err != nil {
-			return ps, err // cannot happen: Check passed
-		}
+		w.table.ApplyChecked(d) // Publish checked d
 		w.deltaBytes += ps.DeltaBytes
 	}
 	w.ptr.gen = Pair{inc, gen}

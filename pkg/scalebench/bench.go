@@ -14,7 +14,9 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
 	"os/exec"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"syscall"
@@ -42,6 +44,9 @@ type Options struct {
 	// ColdStarts fresh muxes are started one after the other at the end,
 	// each timed.
 	ColdStarts int
+	// XDPMuxes real muxes (pkg/muxd, XDP program on a veth in a namespace
+	// of its own) follow the ring beside the followers (needs root).
+	XDPMuxes int
 	// Controller returns the command that runs the controller on the store
 	// URL (`beamer controller …`); the benchmark starts and kills it, and
 	// reads its CPU and memory from /proc.
@@ -65,7 +70,13 @@ type Op struct {
 	Ctl           time.Duration `json:"ctl_answer_ns"` // until the request was marked done
 	BytesPerMux   int64         `json:"bytes_per_mux"`
 	ControllerCPU time.Duration `json:"controller_cpu_ns"`
-	Generations   int           `json:"generations"`
+	// MuxCPU is the CPU one mux spent on the operation (the benchmark
+	// process's CPU over the operation, divided by the followers): what
+	// a mux on a core of its own would take, whatever the sharing here.
+	MuxCPU time.Duration `json:"mux_cpu_ns"`
+	// XDPAll: until every real XDP mux ran the generation.
+	XDPAll      time.Duration `json:"xdp_all_ns,omitempty"`
+	Generations int           `json:"generations"`
 }
 
 // Result is what Run measured.
@@ -88,7 +99,14 @@ type Result struct {
 	ControllerIdleCPU float64         `json:"controller_idle_cpu"` // cores used while nothing is asked
 	StoreRSS          int64           `json:"store_rss_bytes"`
 	FollowerErrors    int64           `json:"follower_errors"`
-	Final             ring.Pair       `json:"-"`
+	XDPMuxes          int             `json:"xdp_muxes"`
+	XDPCold           []time.Duration `json:"xdp_cold_start_ns"`
+	XDPColdBytes      int64           `json:"xdp_cold_start_bytes"`
+	// Load is the machine's 1-minute load average sampled at every
+	// operation: min and max over the run (2 cores, shared).
+	LoadMin float64   `json:"load_min"`
+	LoadMax float64   `json:"load_max"`
+	Final   ring.Pair `json:"-"`
 }
 
 // perFollowerBytes estimates one follower's memory at B buckets: the ring
@@ -123,6 +141,12 @@ func (o *Options) check() error {
 			return err
 		}
 		budget = avail * 7 / 10
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// The Go heap may grow to twice what is live between collections;
+		// followers decoding a 32K-DIP delta at once would then take what
+		// other work on the machine needs.
+		debug.SetMemoryLimit(budget)
 	}
 	if need > budget {
 		return fmt.Errorf("%d followers of %d buckets need about %d MB (%d MB each: the ring follower's table and the data plane's words), over the budget of %d MB: use fewer followers or buckets, or raise --memory-budget",
@@ -211,6 +235,20 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := b.startFollowers(fctx, open, res); err != nil {
 		return nil, err
 	}
+	if o.XDPMuxes > 0 {
+		o.logf("starting %d XDP muxes (one after the other)", o.XDPMuxes)
+		x, err := startXDPMuxes(fctx, o.XDPMuxes, open, &o)
+		if err != nil {
+			return nil, err
+		}
+		defer x.close()
+		b.xdp = x.muxes
+		res.XDPMuxes = len(x.muxes)
+		for _, m := range x.muxes {
+			res.XDPCold = append(res.XDPCold, m.cold)
+			res.XDPColdBytes = m.st.bytes.Load()
+		}
+	}
 	res.ControllerIdleCPU = b.idleCPU(ctx, 3*time.Second)
 
 	o.logf("adding %d DIPs in one request", o.Batch)
@@ -257,6 +295,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if res.BatchRemove, err = b.op(ctx, "remove-dip", controller.Request{Op: controller.OpRemoveDIP, Instance: instanceName, IDs: ids}); err != nil {
 		return nil, fmt.Errorf("batch remove: %w", err)
 	}
+	res.LoadMin, res.LoadMax = b.loadMin, b.loadMax
 	res.ControllerRSS, res.ControllerPeak, _ = procMem(pid)
 	res.StoreRSS, _, _ = procMem(srv.pid())
 	for _, f := range b.followers {
@@ -302,7 +341,10 @@ type bench struct {
 	k         ring.Keys
 	followers []*follower
 	errMu     sync.Mutex
-	lastErr   error
+	errCount  int
+	xdp       []*xdpMux
+	loadMin   float64
+	loadMax   float64
 }
 
 func (b *bench) submit(ctx context.Context, r controller.Request) error {
@@ -334,6 +376,7 @@ func (b *bench) op(ctx context.Context, kind string, r controller.Request) (Op, 
 		return op, err
 	}
 	cpu0, _ := procCPU(b.pid)
+	self0, _ := procCPU(os.Getpid())
 	bytes0 := b.bytesRead()
 	t0 := time.Now()
 	if err := b.submit(ctx, r); err != nil {
@@ -363,8 +406,25 @@ func (b *bench) op(ctx context.Context, kind string, r controller.Request) (Op, 
 			time.Sleep(2 * time.Millisecond)
 		}
 	}
+	for _, m := range b.xdp {
+		for {
+			if at, ok := m.reached(after); ok {
+				op.XDPAll = max(op.XDPAll, at.Sub(t0))
+				break
+			}
+			if time.Now().After(deadline) {
+				return op, fmt.Errorf("an XDP mux did not reach %v within %v", after, b.o.Timeout)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
 	cpu1, _ := procCPU(b.pid)
+	self1, _ := procCPU(os.Getpid())
 	op.ControllerCPU = cpu1 - cpu0
+	if len(b.followers) > 0 {
+		op.MuxCPU = (self1 - self0) / time.Duration(len(b.followers))
+	}
+	b.sampleLoad()
 	if len(b.followers) > 0 {
 		op.BytesPerMux = (b.bytesRead() - bytes0) / int64(len(b.followers))
 	}
@@ -407,10 +467,22 @@ func cmpErr(a, b error) error {
 	return b
 }
 
+func (b *bench) sampleLoad() {
+	l := loadAverage()
+	if b.loadMin == 0 || l < b.loadMin {
+		b.loadMin = l
+	}
+	b.loadMax = max(b.loadMax, l)
+}
+
+// noteErr reports the first few follower errors (a mux logs each).
 func (b *bench) noteErr(err error) {
 	b.errMu.Lock()
-	b.lastErr = err
-	b.errMu.Unlock()
+	defer b.errMu.Unlock()
+	b.errCount++
+	if b.errCount <= 5 {
+		b.o.logf("  follower error: %v", err)
+	}
 }
 
 // idleCPU is the share of a core the controller uses while nothing is
@@ -450,6 +522,17 @@ func (b *bench) verify(ctx context.Context) (ring.Pair, error) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
+	for i, m := range b.xdp {
+		for {
+			inc, gen, _ := m.d.Mux().Version(instanceName)
+			if p := (ring.Pair{Incarnation: inc, Generation: gen}); p == want {
+				break
+			} else if time.Now().After(deadline) {
+				return want, fmt.Errorf("XDP mux %d runs %v, the store %v", i, p, want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	return want, nil
 }
 
@@ -467,4 +550,15 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	}
 	i := int(p/100*float64(len(sorted))+0.999999) - 1
 	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// Presets are the sizes `beamer bench control-plane` runs. The paper's
+// instance (64K DIPs, 6.4M buckets) with 100 muxes needs ~18 GB for the
+// followers alone (each keeps the ring follower's table, 20 bytes a bucket,
+// and its data plane's words, 8 bytes): on one machine the paper's table
+// runs with 20 muxes, and 100 muxes run with a table ten times smaller.
+var Presets = map[string]Options{
+	"paper":  {Followers: 20, DIPs: 64000, Buckets: 6_400_000, Batch: 32000, Ops: 20, ColdStarts: 3, XDPMuxes: 2},
+	"fanout": {Followers: 100, DIPs: 6400, Buckets: 640_000, Batch: 3200, Ops: 20, ColdStarts: 3, XDPMuxes: 2},
+	"custom": {Followers: 100, DIPs: 64000, Ops: 20, ColdStarts: 3},
 }

@@ -79,3 +79,18 @@ func memAvailable() (int64, error) {
 	}
 	return 0, fmt.Errorf("/proc/meminfo: no MemAvailable")
 }
+
+// loadAverage is the 1-minute load average: how busy the machine was
+// while a figure was measured (its 2 cores are shared).
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}

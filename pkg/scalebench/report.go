@@ -13,20 +13,23 @@ type Summary struct {
 	RemoveAll, RemoveAllP99          time.Duration
 	AddBytes, RemoveBytes            int64
 	AddCPU, RemoveCPU                time.Duration
+	AddMuxCPU, RemoveMuxCPU          time.Duration
 	ColdMedian, ColdP99, FreshMedian time.Duration
 }
 
 // Summarize computes medians and p99s over the single operations.
 func (r *Result) Summarize() Summary {
 	var s Summary
-	var add, rem, addFirst, addCPU, remCPU []time.Duration
+	var add, rem, addFirst, addCPU, remCPU, addMux, remMux []time.Duration
 	var addB, remB []time.Duration // bytes, sorted like durations
 	for _, op := range r.Single {
 		if op.Kind == "add-dip" {
 			add, addFirst, addCPU = append(add, op.All), append(addFirst, op.First), append(addCPU, op.ControllerCPU)
+			addMux = append(addMux, op.MuxCPU)
 			addB = append(addB, time.Duration(op.BytesPerMux))
 		} else {
 			rem, remCPU = append(rem, op.All), append(remCPU, op.ControllerCPU)
+			remMux = append(remMux, op.MuxCPU)
 			remB = append(remB, time.Duration(op.BytesPerMux))
 		}
 	}
@@ -35,6 +38,7 @@ func (r *Result) Summarize() Summary {
 	s.RemoveAll, s.RemoveAllP99 = percentile(rm, 50), percentile(rm, 99)
 	s.AddBytes, s.RemoveBytes = int64(percentile(sortedDurations(addB), 50)), int64(percentile(sortedDurations(remB), 50))
 	s.AddCPU, s.RemoveCPU = percentile(sortedDurations(addCPU), 50), percentile(sortedDurations(remCPU), 50)
+	s.AddMuxCPU, s.RemoveMuxCPU = percentile(sortedDurations(addMux), 50), percentile(sortedDurations(remMux), 50)
 	c := sortedDurations(r.ColdStart)
 	s.ColdMedian, s.ColdP99 = percentile(c, 50), percentile(c, 99)
 	s.FreshMedian = percentile(sortedDurations(r.FreshStart), 50)
@@ -47,6 +51,9 @@ func ms(d time.Duration) string {
 		return fmt.Sprintf("%.1f s", d.Seconds())
 	case d >= time.Second:
 		return fmt.Sprintf("%.2f s", d.Seconds())
+	}
+	if d < 10*time.Millisecond {
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
 	}
 	return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond))
 }
@@ -109,6 +116,9 @@ func PrintMarkdown(w io.Writer, runs []*Result) {
 	row("controller CPU per add-dip / remove-dip (median)", "", func(_ *Result, s Summary) string {
 		return ms(s.AddCPU) + " / " + ms(s.RemoveCPU)
 	})
+	row("CPU of one mux per add-dip / remove-dip (median)", "", func(_ *Result, s Summary) string {
+		return ms(s.AddMuxCPU) + " / " + ms(s.RemoveMuxCPU)
+	})
 	row("DIPs added at once → all muxes applied", "", func(r *Result, _ Summary) string {
 		return fmt.Sprintf("%s DIPs: %s", thousands(r.BatchAdd.DIPs), ms(r.BatchAdd.All))
 	})
@@ -119,6 +129,9 @@ func PrintMarkdown(w io.Writer, runs []*Result) {
 	row("bytes read per mux, DIPs removed at once", "< 10 MB (32K DIPs)", func(r *Result, _ Summary) string { return size(r.BatchRemove.BytesPerMux) })
 	row("controller CPU, add / remove at once", "", func(r *Result, _ Summary) string {
 		return ms(r.BatchAdd.ControllerCPU) + " / " + ms(r.BatchRemove.ControllerCPU)
+	})
+	row("CPU of one mux, add / remove at once", "", func(r *Result, _ Summary) string {
+		return ms(r.BatchAdd.MuxCPU) + " / " + ms(r.BatchRemove.MuxCPU)
 	})
 	row("mux cold start (blob + deltas, verified, plane filled), median / p99", "", func(_ *Result, s Summary) string {
 		return ms(s.ColdMedian) + " / " + ms(s.ColdP99)
@@ -133,6 +146,21 @@ func PrintMarkdown(w io.Writer, runs []*Result) {
 		return fmt.Sprintf("%.0f%% of a core", 100*r.ControllerIdleCPU)
 	})
 	row("store server resident memory", "", func(r *Result, _ Summary) string { return size(r.StoreRSS) })
+	if runs[0].XDPMuxes > 0 {
+		row("real XDP muxes (pkg/muxd on a veth) following beside them", "", func(r *Result, _ Summary) string { return fmt.Sprint(r.XDPMuxes) })
+		row("add-dip / remove-dip → all XDP muxes applied, median", "", func(r *Result, _ Summary) string {
+			return ms(medianOf(r.Single, "add-dip")) + " / " + ms(medianOf(r.Single, "remove-dip"))
+		})
+		row("DIPs added / removed at once → all XDP muxes applied", "", func(r *Result, _ Summary) string {
+			return ms(r.BatchAdd.XDPAll) + " / " + ms(r.BatchRemove.XDPAll)
+		})
+		row("XDP mux cold start (store → verified table → BPF maps), median; bytes read", "", func(r *Result, _ Summary) string {
+			return ms(percentile(sortedDurations(r.XDPCold), 50)) + "; " + size(r.XDPColdBytes)
+		})
+	}
+	row("machine load average during the run (2 cores)", "", func(r *Result, _ Summary) string {
+		return fmt.Sprintf("%.0f–%.0f", r.LoadMin, r.LoadMax)
+	})
 	row("every mux ended with the store's table", "", func(r *Result, _ Summary) string {
 		return fmt.Sprintf("yes (%d muxes at %v, %d follower errors)", r.Followers, r.Final, r.FollowerErrors)
 	})
@@ -149,4 +177,16 @@ func countKind(runs []*Result, kind string) int {
 		}
 	}
 	return n
+}
+
+// medianOf is the median time until every XDP mux applied, over the
+// single operations of one kind.
+func medianOf(ops []Op, kind string) time.Duration {
+	var ds []time.Duration
+	for _, op := range ops {
+		if op.Kind == kind {
+			ds = append(ds, op.XDPAll)
+		}
+	}
+	return percentile(sortedDurations(ds), 50)
 }

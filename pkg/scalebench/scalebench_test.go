@@ -49,11 +49,19 @@ func TestBenchmarkPath(t *testing.T) {
 	for _, kind := range []string{"etcd", "zookeeper"} {
 		t.Run(kind, func(t *testing.T) {
 			needStore(t, kind)
+			xdp := 1 // a real XDP mux beside the followers
+			if os.Geteuid() != 0 {
+				if os.Getenv("CI") == "true" {
+					t.Fatal("CI=true: the XDP mux needs root")
+				}
+				t.Log("not root: no XDP mux in this run (BPF and network namespaces need root)")
+				xdp = 0
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			var log strings.Builder
 			res, err := Run(ctx, Options{Store: kind, Followers: 4, DIPs: 60, Buckets: 6000, Batch: 30, Ops: 4,
-				ColdStarts: 1, Controller: SelfController, Timeout: time.Minute, Progress: &log})
+				ColdStarts: 1, XDPMuxes: xdp, Controller: SelfController, Timeout: time.Minute, Progress: &log})
 			if err != nil {
 				t.Fatalf("%v\nprogress:\n%s", err, log.String())
 			}
@@ -73,6 +81,9 @@ func TestBenchmarkPath(t *testing.T) {
 			}
 			if res.ControllerPeak <= 0 {
 				t.Errorf("controller memory not read")
+			}
+			if res.XDPMuxes != xdp || len(res.XDPCold) != xdp {
+				t.Errorf("%d XDP muxes ran, want %d", res.XDPMuxes, xdp)
 			}
 			if res.FollowerErrors != 0 {
 				t.Errorf("%d follower errors", res.FollowerErrors)

@@ -64,7 +64,7 @@ func startStore(kind string) (*server, error) {
 			"--listen-peer-urls", "http://" + peer, "--initial-advertise-peer-urls", "http://" + peer,
 			"--initial-cluster", "bench=http://" + peer, "--log-level", "warn",
 			"--quota-backend-bytes", fmt.Sprint(8 << 30)}
-		url = "etcd://" + addr
+		url = "etcd://" + addr + "?timeout=60s" // a loaded machine starts slowly
 	case "zookeeper", "zk":
 		if _, err := os.Stat(zkServerScript); err != nil {
 			return nil, fmt.Errorf("ZooKeeper is not installed (%s missing; Debian package zookeeper)", zkServerScript)
@@ -79,7 +79,7 @@ func startStore(kind string) (*server, error) {
 		}
 		args = []string{zkServerScript, "start-foreground", path}
 		env = []string{"ZOO_LOG_DIR=" + dir, "JVMFLAGS=-Xmx1g -XX:+UseSerialGC", "ZOO_LOG4J_PROP=WARN,CONSOLE"}
-		url = "zk://" + addr
+		url = "zk://" + addr + "?timeout=60s" // the JVM serves late on a loaded machine
 	default:
 		return nil, fmt.Errorf("unknown store %q: etcd or zookeeper", kind)
 	}

@@ -11,6 +11,8 @@ import (
 const (
 	ProtoIPIP   = 4
 	ProtoTCP    = 6
+	ProtoUDP    = 17
+	ProtoICMP   = 1
 	OuterTTL    = 64
 	ipv4HdrLen  = 20
 	ipFlagDF    = 0x4000

@@ -16,6 +16,9 @@ const (
 	// MaxPrev is how many previous servers an option can carry: IPv4 has
 	// 40 bytes of option room, 16 + 4·6 = 40.
 	MaxPrev = 6
+	// FlagReturn (UDP): the last of Prev is the bucket's current owner,
+	// where a packet no previous owner holds comes back to.
+	FlagReturn = 0x01
 	// OptionMax is the longest option.
 	OptionMax = OptionFixed + 4*MaxPrev
 )
@@ -26,7 +29,7 @@ type Option struct {
 	// Hop is how many times the packet was daisy-chained so far (0 from
 	// the mux); the next server may only chain it to Prev[Hop] or later.
 	Hop   uint8
-	Flags uint8 // reserved, 0
+	Flags uint8 // FlagReturn or 0
 	// Generation and Incarnation of the mux's forwarding state: agents
 	// compare Incarnation<<32 | Generation as one number.
 	Generation  uint32

@@ -87,7 +87,7 @@ type AgentVIPVector struct {
 // SocketVector is a socket the server has: a listener on Local, or a
 // connection between Remote (the client) and Local (VIP:port).
 type SocketVector struct {
-	Kind   string         `json:"kind"` // "listen" or "connection"
+	Kind   string         `json:"kind"` // "listen" or "connection" (TCP), "udp" (bound) or "udp-connected"
 	Local  netip.AddrPort `json:"local"`
 	Remote netip.AddrPort `json:"remote,omitempty"`
 }

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * A server's traffic per VIP: packets and bytes of every packet to a VIP
+ * the server receives, for the agent's metrics (per VIP and, summed by
+ * scrape target, per server). It runs at tc ingress first in the tcx chain,
+ * before the agent, only counts, and hands every packet on unchanged
+ * (TCX_NEXT). A packet is counted by its inner destination and length:
+ *
+ *   IP-in-IP to this server   from a mux (no Beamer option or hop 0), or
+ *                             daisy-chained by another server (hop > 0):
+ *                             counted apart, as "chained"
+ *   plain IPv4 to a VIP       already decapsulated (the agent's XDP program)
+ *
+ * Only VIPs whose keys the agent put in vip_stats are counted; other
+ * packets cost one parse.
+ */
+#include "include/defs.h"
+
+#ifndef TCX_NEXT
+#define TCX_NEXT -1 /* Linux 6.6 UAPI; missing from 6.1 */
+#endif
+
+#define BEAMER_OPT_TYPE 0x9e
+
+struct vip_stats_key {
+	__be32 vip;
+	__u32 chained; /* 1: daisy-chained to this server by another */
+};
+
+struct vip_stats_val {
+	__u64 packets;
+	__u64 bytes; /* the client's packet: inner IPv4 total length */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 2048); /* 1024 VIPs (AGENT_MAX_VIPS), two keys each */
+	__type(key, struct vip_stats_key);
+	__type(value, struct vip_stats_val);
+} vip_stats SEC(".maps");
+
+SEC("tc")
+int beamer_vipstats(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	struct ethhdr *eth = data;
+	struct vip_stats_key k = {};
+
+	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
+		return TCX_NEXT;
+	struct iphdr *ip = (void *)(eth + 1);
+	if ((void *)(ip + 1) > end)
+		return TCX_NEXT;
+	struct iphdr *in = ip;
+	if (ip->protocol == IPPROTO_IPIP) {
+		__u32 ihl = ip->ihl * 4;
+		if (ihl < sizeof(*ip) || ihl > 60)
+			return TCX_NEXT;
+		__u8 *opt = (void *)(ip + 1);
+		if (ihl >= sizeof(*ip) + 3 && (void *)(opt + 3) <= end && opt[0] == BEAMER_OPT_TYPE && opt[2] > 0)
+			k.chained = 1;
+		in = (void *)ip + ihl;
+		if ((void *)(in + 1) > end)
+			return TCX_NEXT;
+	}
+	k.vip = in->daddr;
+	struct vip_stats_val *v = bpf_map_lookup_elem(&vip_stats, &k);
+	if (v) {
+		v->packets++;
+		v->bytes += bpf_ntohs(in->tot_len);
+	}
+	return TCX_NEXT;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
