@@ -43,6 +43,13 @@ type trial struct {
 	// base is the compare mode's baseline build of prog, measured in
 	// alternation with it on the same maps.
 	base *ebpf.Program
+
+	// empty is the empty program of the same kind (returning emptyWant),
+	// measured in every trial just before the row on the same packet: each
+	// trial's net is the row minus the empty program of that trial, so
+	// that load which comes and goes on a shared machine nets out.
+	empty     *ebpf.Program
+	emptyWant uint32
 }
 
 // spread summarises a figure over trials.
@@ -60,6 +67,10 @@ func spreadOf(samples []float64) spread {
 
 // result is a trial's figures.
 type result struct {
+	// Medians over trials of each trial's figure minus the empty program's
+	// in the same trial (nil: no empty program given).
+	batchedNet, perPacketNet, baselineNet *float64
+
 	batched          spread
 	verified         bool
 	perPacket        *spread
@@ -183,27 +194,52 @@ func contextBytes(ctx any) ([]byte, error) {
 func (t trial) run(trials int) (result, error) {
 	checked := t.counter != "" || t.unmoved != ""
 	r := result{verified: checked, perPacketOK: checked, baselineVerified: checked}
-	var b, base, single []float64
+	var b, base, single, bNet, baseNet, singleNet []float64
+	e := t
+	e.prog, e.single, e.want, e.counter, e.unmoved, e.frameAt, e.base = t.empty, t.empty, t.emptyWant, "", "", nil, nil
 	for i := 0; i < trials; i++ {
+		var en float64
+		if t.empty != nil {
+			var err error
+			if en, _, err = e.batched(e.prog); err != nil {
+				return r, fmt.Errorf("empty program: %w", err)
+			}
+		}
 		ns, ok, err := t.batched(t.prog)
 		if err != nil {
 			return r, err
 		}
-		b, r.verified = append(b, ns), r.verified && ok
+		b, r.verified, bNet = append(b, ns), r.verified && ok, append(bNet, ns-en)
 		if t.base != nil {
 			ns, ok, err := t.batched(t.base)
 			if err != nil {
 				return r, fmt.Errorf("baseline: %w", err)
 			}
-			base, r.baselineVerified = append(base, ns), r.baselineVerified && ok
+			base, r.baselineVerified, baseNet = append(base, ns), r.baselineVerified && ok, append(baseNet, ns-en)
 		}
 		if t.single != nil && t.packets > 0 {
+			var ep float64
+			if t.empty != nil {
+				if ep, _, err = e.perPacket(i); err != nil {
+					return r, fmt.Errorf("empty program per packet: %w", err)
+				}
+			}
 			ns, ok, err := t.perPacket(i)
 			if err != nil {
 				return r, fmt.Errorf("per packet: %w", err)
 			}
-			single, r.perPacketOK = append(single, ns), r.perPacketOK && ok
+			single, r.perPacketOK, singleNet = append(single, ns), r.perPacketOK && ok, append(singleNet, ns-ep)
 		}
+	}
+	if t.empty != nil {
+		med := func(v []float64) *float64 {
+			if v == nil {
+				return nil
+			}
+			m := spreadOf(v).Median
+			return &m
+		}
+		r.batchedNet, r.baselineNet, r.perPacketNet = med(bNet), med(baseNet), med(singleNet)
 	}
 	r.batched = spreadOf(b)
 	if base != nil {
