@@ -19,18 +19,30 @@ import (
 // then its entry, and the daemon may rewrite the word in between, so an
 // entry's slot is reused only once no word names it, and as late as
 // possible — slots never used come first, then freed slots oldest-freed
-// first — so that a packet still holding an old word finds the old entry.
-// A history that is named again before its slot is reused gets its old slot
-// back without a write.
+// first — and never before an RCU grace period has passed since it was
+// freed (graceWait): a packet that read an old word finishes before the
+// entry it names changes, however long it was held up (a preempted test
+// run, a slow softirq). A history that is named again before its slot is
+// reused gets its old slot back without a write.
 type chainTable struct {
 	m        *ebpf.Map
 	size     uint32
 	ref      map[forwarding.Chain]uint16 // interned histories (also freed ones not yet reused)
 	chains   []forwarding.Chain          // by reference
 	count    []uint32                    // bucket words naming each reference
-	free     []uint16                    // references whose count fell to 0, oldest first
+	free     []freed                     // references freed before the last grace period, oldest first
+	retired  []freed                     // references freed since the last grace period
+	freedAt  []uint32                    // by reference: how many times it was freed (stale list entries differ)
+	grace    func() error                // graceWait; tests count the waits
 	next     uint32                      // first reference never used (0 means "no history")
 	overflow uint64                      // histories left out because the table was full
+}
+
+// freed is a reference on a free list, as of its n-th release: an entry
+// whose reference was named and freed again since is stale.
+type freed struct {
+	ref uint16
+	n   uint32
 }
 
 // chainTableSize: during a delta the old and the new histories of every
@@ -49,7 +61,7 @@ func newChainTable(size uint32) (*chainTable, error) {
 		return nil, fmt.Errorf("creating chain table of %d entries: %w", size, err)
 	}
 	return &chainTable{m: m, size: size, ref: map[forwarding.Chain]uint16{}, chains: make([]forwarding.Chain, size),
-		count: make([]uint32, size), next: 1}, nil
+		count: make([]uint32, size), freedAt: make([]uint32, size), next: 1, grace: graceWait}, nil
 }
 
 // chainEntry is struct chain_entry: u8 n, u8 pad, u16 ids[6], u16 pad.
@@ -74,7 +86,10 @@ func (c *chainTable) acquire(h forwarding.Chain) (uint16, bool, error) {
 		c.count[r]++
 		return r, true, nil
 	}
-	r, ok := c.slot()
+	r, ok, err := c.slot()
+	if err != nil {
+		return 0, false, err
+	}
 	if !ok {
 		c.overflow++
 		return 0, false, nil
@@ -90,19 +105,31 @@ func (c *chainTable) acquire(h forwarding.Chain) (uint16, bool, error) {
 
 // slot picks the reference for a new history: never used first, then the
 // one freed longest ago that is still free.
-func (c *chainTable) slot() (uint16, bool) {
+func (c *chainTable) slot() (uint16, bool, error) {
 	if c.next < c.size {
 		c.next++
-		return uint16(c.next - 1), true
+		return uint16(c.next - 1), true, nil
 	}
-	for len(c.free) > 0 {
-		r := c.free[0]
-		c.free = c.free[1:]
-		if c.count[r] == 0 {
-			return r, true
+	for {
+		for len(c.free) > 0 {
+			f := c.free[0]
+			c.free = c.free[1:]
+			// Stale when named again since (count) or freed again
+			// since, and so retired anew (freedAt).
+			if c.count[f.ref] == 0 && c.freedAt[f.ref] == f.n {
+				return f.ref, true, nil
+			}
 		}
+		if len(c.retired) == 0 {
+			return 0, false, nil
+		}
+		// Only slots freed since the last grace period are left: wait
+		// until no packet can still read them, then reuse the oldest.
+		if err := c.grace(); err != nil {
+			return 0, false, err
+		}
+		c.free, c.retired = c.retired, nil
 	}
-	return 0, false
 }
 
 // release counts one bucket word fewer naming r.
@@ -112,7 +139,8 @@ func (c *chainTable) release(r uint16) {
 	}
 	c.count[r]--
 	if c.count[r] == 0 {
-		c.free = append(c.free, r)
+		c.freedAt[r]++
+		c.retired = append(c.retired, freed{r, c.freedAt[r]})
 	}
 }
 

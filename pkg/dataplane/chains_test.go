@@ -63,3 +63,43 @@ func TestChainTable(t *testing.T) {
 		t.Fatalf("reuse after release got %d, want %d", rv, rx)
 	}
 }
+
+// TestChainSlotReuseWaitsForGrace: a freed slot is reused only after an RCU
+// grace period since its latest release — also when it was named and freed
+// again after a wait, which leaves a stale entry of it on the free list (the
+// cause of torn histories TestMuxNeverTorn found).
+func TestChainSlotReuseWaitsForGrace(t *testing.T) {
+	netlabtest.RequireRoot(t)
+	c, err := newChainTable(3) // references 1..2
+	must(t, err)
+	defer c.close()
+	graces := 0
+	c.grace = func() error { graces++; return nil }
+	acq := func(h forwarding.Chain) uint16 {
+		t.Helper()
+		r, ok, err := c.acquire(h)
+		must(t, err)
+		if !ok {
+			t.Fatalf("history %v left out", h)
+		}
+		return r
+	}
+	a, b := forwarding.Chain{1025}, forwarding.Chain{1026}
+	ra, rb := acq(a), acq(b)
+	c.release(ra)
+	c.release(rb)
+	// Both freed, no wait yet: the first reuse waits, then takes the
+	// oldest (ra); rb is free after that wait.
+	if r := acq(forwarding.Chain{1027}); r != ra || graces != 1 {
+		t.Fatalf("got %d after %d grace periods, want %d after 1", r, graces, ra)
+	}
+	// b named again (its slot back, no write) and freed again: its entry
+	// on the free list predates this release, so reusing rb needs a wait.
+	if acq(b) != rb {
+		t.Fatal("history named again did not get its slot back")
+	}
+	c.release(rb)
+	if r := acq(forwarding.Chain{1028}); r != rb || graces != 2 {
+		t.Fatalf("slot %d reused after %d grace periods, want %d after 2: its latest release had none after it", r, graces, rb)
+	}
+}

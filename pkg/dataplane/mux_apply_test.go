@@ -147,6 +147,9 @@ func TestMuxNeverTorn(t *testing.T) {
 
 	var stop atomic.Bool
 	var wg sync.WaitGroup
+	// Registered after the mux's cleanup, so it runs before it: a failing
+	// check must not unmap the tables under the writer.
+	t.Cleanup(func() { stop.Store(true); wg.Wait() })
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
