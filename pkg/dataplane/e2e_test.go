@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -207,46 +206,18 @@ func serveEchoPort(t *testing.T, ns *netlab.Namespace, name string, port uint16)
 		l, err = lc.Listen(context.Background(), "tcp4", netip.AddrPortFrom(e2eVIP, port).String())
 		return err
 	}))
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	netlabtest.Serve(t, l, func(c net.Conn) {
+		r := bufio.NewReader(c)
 		for {
-			c, err := l.Accept()
+			line, err := r.ReadString('\n')
 			if err != nil {
 				return
 			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				r := bufio.NewReader(c)
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					if _, err := fmt.Fprintf(c, "%s:%s", name, line); err != nil {
-						return
-					}
-				}
-			}()
+			if _, err := fmt.Fprintf(c, "%s:%s", name, line); err != nil {
+				return
+			}
 		}
-	}()
+	})
 }
 
 type echoConn struct {
