@@ -16,6 +16,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -183,20 +184,33 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Options: o, Store: o.Store, Followers: o.Followers, DIPs: o.DIPs, Buckets: o.Buckets}
-	o.logf("starting %s", o.Store)
-	srv, err := startStore(o.Store)
-	if err != nil {
-		return nil, err
-	}
-	defer srv.stop()
+	var srv *server
 	open := func(ctx context.Context) (store.Store, error) {
 		st, _, err := storeurl.Open(ctx, srv.URL)
 		return st, err
 	}
-	st, err := open(ctx)
-	if err != nil {
-		return nil, err
+	var st store.Store
+	var err error
+	// A store server that listens but gives no session is started afresh
+	// once (seen twice with ZooKeeper in full CI runs, never alone: the
+	// cause is not known); its log's tail goes into the error.
+	for attempt := 1; ; attempt++ {
+		o.logf("starting %s", o.Store)
+		if srv, err = startStore(o.Store); err != nil {
+			return nil, err
+		}
+		if st, err = open(ctx); err == nil {
+			break
+		}
+		b, _ := os.ReadFile(filepath.Join(srv.dir, "server.log"))
+		srv.stop()
+		err = fmt.Errorf("%w (server log: %s)", err, tail(b))
+		if attempt == 2 || ctx.Err() != nil {
+			return nil, err
+		}
+		o.logf("%s gave no session: %v; starting a fresh server", o.Store, err)
 	}
+	defer srv.stop()
 	defer st.Close()
 
 	cmd := o.Controller(srv.URL)
