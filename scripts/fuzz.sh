@@ -6,12 +6,25 @@
 set -eu
 GO=${GO:-go}
 FUZZTIME=${FUZZTIME:-2s}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+# A failing input is written to testdata/fuzz/TARGET/ and fails at once. A
+# run that fails without one (the fuzzing engine's own trouble, e.g. a worker
+# it lost on a loaded machine; seen once in CI) is shown and tried once more.
 run() {
 	pkg=$1; shift
 	for target in "$@"; do
 		echo "fuzz $pkg $target ($FUZZTIME)"
-		$GO test -run '^$' -fuzz "^$target\$" -fuzztime "$FUZZTIME" "$pkg" >/dev/null || {
-			echo "fuzz $pkg $target failed:"; $GO test -run "^$target\$" "$pkg"; exit 1; }
+		for attempt in 1 2; do
+			if $GO test -run '^$' -fuzz "^$target\$" -fuzztime "$FUZZTIME" "$pkg" >"$out" 2>&1; then
+				break
+			fi
+			tail -n 30 "$out"
+			if grep -q "Failing input written to" "$out" || [ "$attempt" = 2 ]; then
+				echo "fuzz $pkg $target failed:"; $GO test -run "^$target\$" "$pkg"; exit 1
+			fi
+			echo "fuzz $pkg $target: the engine failed without a failing input; once more"
+		done
 	done
 }
 run ./pkg/ring/ringfuzz FuzzObject FuzzPointer FuzzGenName
