@@ -147,7 +147,7 @@ func (hc *checker) instance(ctx context.Context, c *Controller, name string) err
 		if what != "" {
 			hc.opts.Logf("instance %s: server %d (%v): %s", name, r.id, d.Addr, what)
 		}
-		if healthName(&nd) != healthName(d) {
+		if healthWord(&nd) != healthWord(d) {
 			c.metrics.observeTransition(name, &nd)
 		}
 		ops = append(ops, putDIP(&nd, in.k))

@@ -38,7 +38,7 @@ func (m *Metrics) observeHealth(instance string, dips map[forwarding.ServerID]*D
 	}
 	n := map[string]int{"up": 0, "down": 0, "pending": 0, "suppressed": 0}
 	for _, d := range dips {
-		n[healthName(d)]++
+		n[healthWord(d)]++
 	}
 	for h, c := range n {
 		m.servers.WithLabelValues(instance, h).Set(float64(c))

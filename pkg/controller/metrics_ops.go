@@ -64,19 +64,5 @@ func (m *Metrics) observeTransition(instance string, d *DIP) {
 	if m == nil {
 		return
 	}
-	m.ops.transitions.WithLabelValues(instance, healthName(d)).Inc()
-}
-
-// healthName is the health of a DIP as ctl list and the servers gauge
-// name it.
-func healthName(d *DIP) string {
-	switch {
-	case d.Pending:
-		return "pending"
-	case d.Down && d.Suppressed:
-		return "suppressed"
-	case d.Down:
-		return "down"
-	}
-	return "up"
+	m.ops.transitions.WithLabelValues(instance, healthWord(d)).Inc()
 }

@@ -142,6 +142,8 @@ func Show(ctx context.Context, st store.Store, root, name string, now time.Time)
 // (the controller's default; ctl does not know the running one's flags).
 const defaultHalfLife = 5 * time.Minute
 
+// healthWord is the health of a DIP as ctl show, ctl list and the
+// controller's metrics name it.
 func healthWord(d *DIP) string {
 	switch {
 	case d.Pending:
