@@ -60,7 +60,7 @@ func readPointers(ctx context.Context, st store.Store, k Keys) (pointers, error)
 		return p, fmt.Errorf("%s: %w", k.LatestBlob(), err)
 	}
 	if p.blob.Incarnation != p.gen.Incarnation || p.blob.Generation > p.gen.Generation {
-		return p, fmt.Errorf("%w: latest blob %v does not precede latest generation %v", ErrCorrupt, p.blob, p.gen)
+		return p, fmt.Errorf("%w: latest-blob %v does not precede latest-gen %v", ErrCorrupt, p.blob, p.gen)
 	}
 	p.genVersion, p.blobVersion = g.Version, b.Version
 	return p, nil
