@@ -193,9 +193,13 @@ INLINE __u32 unix_seconds(void)
 	return (__u32)(now / 1000000000ULL);
 }
 
+#include "include/agent6.h"
+
 SEC("tc")
 int beamer_agent(struct __sk_buff *skb)
 {
+	if (skb->protocol == bpf_htons(ETH_P_IPV6))
+		return agent_ipv6(skb); /* bpf/include/agent6.h */
 	if (skb->len > HEADERS_NEEDED && (long)skb->data_end - (long)skb->data < (long)HEADERS_NEEDED)
 		bpf_skb_pull_data(skb, HEADERS_NEEDED);
 

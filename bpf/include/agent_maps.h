@@ -68,6 +68,8 @@ enum agent_counter {
 	AGENT_XDP_DECAP,            /* of the above: kept by the XDP fast path (agent_xdp.h) */
 	AGENT_ICMP_FRAG_NEEDED,     /* of the above: an ICMP frag needed, decided as the connection it quotes */
 	AGENT_DROP_ICMP,            /* inner ICMP other than a frag needed quoting a VIP's TCP/UDP packet */
+	AGENT_IPV6,                 /* of the above: kept or chained over IPv6 (bpf/include/agent6.h) */
+	AGENT_DROP_EXT_HEADERS,     /* inner IPv6 extension headers beyond the bound (parse6.h) */
 	AGENT_COUNTER_MAX,
 };
 
