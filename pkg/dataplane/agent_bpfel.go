@@ -43,9 +43,10 @@ const (
 	agentAgentCounterAGENT_XDP_DECAP             agentAgentCounter = 24
 	agentAgentCounterAGENT_ICMP_FRAG_NEEDED      agentAgentCounter = 25
 	agentAgentCounterAGENT_DROP_ICMP             agentAgentCounter = 26
-	agentAgentCounterAGENT_IPV6                  agentAgentCounter = 27
-	agentAgentCounterAGENT_DROP_EXT_HEADERS      agentAgentCounter = 28
-	agentAgentCounterAGENT_COUNTER_MAX           agentAgentCounter = 29
+	agentAgentCounterAGENT_GUE                   agentAgentCounter = 27
+	agentAgentCounterAGENT_IPV6                  agentAgentCounter = 28
+	agentAgentCounterAGENT_DROP_EXT_HEADERS      agentAgentCounter = 29
+	agentAgentCounterAGENT_COUNTER_MAX           agentAgentCounter = 30
 )
 
 type agentAgentVip struct {
