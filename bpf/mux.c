@@ -211,7 +211,7 @@ int beamer_mux(struct xdp_md *ctx)
 	int icmp = 0;
 
 	if (!ip)
-		return mux_ipv6(ctx); /* bpf/include/mux6.h: IPv6, or passed on */
+		return mux_not_ipv4(ctx); /* bpf/include/mux6.h: IPv6, or passed on */
 	struct vip_info *vip = vip_find(ip->daddr);
 	if (!vip) {
 		mux_count(MUX_PASS_NOT_VIP);

@@ -113,7 +113,7 @@ INLINE enum locality locality6(struct __sk_buff *skb, struct ipv6hdr *ip6, const
  * destination the previous owner, hop limit reset, hop = next + 1; the UDP
  * source port (the flow's entropy) and checksum (0) stay. The caller
  * checked GUE6_LEN_MAX bytes from the outer header are linear. */
-static __noinline int chain6(struct __sk_buff *skb, void *outer, int next)
+INLINE int chain6(struct __sk_buff *skb, void *outer, int next)
 {
 	/* What changes: the IPv6 header, and the private data's first word
 	 * (hop); UDP and GUE are copied back as they were. */
@@ -162,7 +162,10 @@ static __noinline int chain6(struct __sk_buff *skb, void *outer, int next)
 	return bpf_redirect(fib.ifindex, 0);
 }
 
-static __noinline int agent_ipv6(struct __sk_buff *skb)
+/* The IPv6 path: a program of its own, tail-called by beamer_agent for
+ * IPv6 frames (agent6_prog), so the IPv4 path and its stack are as before. */
+SEC("tc")
+int beamer_agent6(struct __sk_buff *skb)
 {
 	__u32 want = skb->len < HEADERS_NEEDED6 ? skb->len : HEADERS_NEEDED6;
 	if ((long)skb->data_end - (long)skb->data < (long)want)
@@ -323,6 +326,24 @@ static __noinline int agent_ipv6(struct __sk_buff *skb)
 	if (chainable)
 		return chain6(skb, outer, next);
 	return drop(AGENT_DROP_STALE_GENERATION);
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, int(struct __sk_buff *));
+} agent6_prog SEC(".maps") = {
+	.values = {[0] = (void *)&beamer_agent6},
+};
+
+/* IPv6 frames go to beamer_agent6; should the tail call fail, they go on
+ * to the stack untouched, as any frame that is not ours. */
+INLINE int agent_ipv6(struct __sk_buff *skb)
+{
+	bpf_tail_call(skb, &agent6_prog, 0);
+	agent_count(AGENT_PASS_NOT_ENCAP);
+	return TC_ACT_OK;
 }
 
 #endif

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The mux's IPv6 path (issue 16): a branch of its own, entered only for
- * frames that are not IPv4, so the IPv4 path runs exactly the code it ran
- * before. Every IPv6 VIP is encapsulated in GUE over an IPv6 outer header
+ * The mux's IPv6 path (issue 16): a program of its own, tail-called only
+ * for frames that are not IPv4, so the IPv4 path runs exactly the code it
+ * ran before. Every IPv6 VIP is encapsulated in GUE over an IPv6 outer header
  * (gue.h; IP-in-IP with the option has no IPv6 form, docs/wire-format.md):
  *
  *   parse       fixed header + bounded extension headers (parse6.h), then
@@ -156,6 +156,8 @@ INLINE int transmit6(struct xdp_md *ctx, struct decision6 *d, int verdict, __u32
 	struct ethhdr *eth = xdp_encap_gue6(ctx, &d->encap, outer_len, bpf_htons(GUE_SPORT(hash)), bpf_htons(gue_port));
 	if (!eth)
 		return drop(MUX_DROP_ENCAP);
+	mux_count(MUX_FWD_GUE);
+	mux_count(MUX_FWD_IPV6);
 	__builtin_memcpy(eth->h_dest, nh.dmac, ETH_ALEN);
 	__builtin_memcpy(eth->h_source, nh.smac, ETH_ALEN);
 	mux_count(verdict);
@@ -215,9 +217,12 @@ INLINE int mux6_icmp(struct xdp_md *ctx, const struct vip_info *vip, struct ipv6
 	return drop(MUX_DROP_ICMP_ECHO);
 }
 
-/* The IPv6 path, from the Ethernet header on; never inlined into the IPv4
- * path, whose code and registers it leaves alone. */
-static __noinline int mux_ipv6(struct xdp_md *ctx)
+/* The IPv6 path, from the Ethernet header on: a program of its own, which
+ * the IPv4 path tail-calls for every frame that is not IPv4 (mux6_prog), so
+ * it adds no code, register or stack to the IPv4 path and has the whole
+ * BPF stack to itself. */
+SEC("xdp")
+int beamer_mux6(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -287,6 +292,24 @@ static __noinline int mux_ipv6(struct xdp_md *ctx)
 	d.encap.opt.incarnation = bpf_htonl((__u32)(version >> 32));
 	__u32 inner_tot = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);
 	return transmit6(ctx, &d, verdict, inner_tot, flow_hash_of(&f), gue_port);
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, int(struct xdp_md *));
+} mux6_prog SEC(".maps") = {
+	.values = {[0] = (void *)&beamer_mux6},
+};
+
+/* Frames that are not IPv4 go to the IPv6 path; should the tail call fail
+ * (it cannot once loaded: the array is filled at load), they pass. */
+INLINE int mux_not_ipv4(struct xdp_md *ctx)
+{
+	bpf_tail_call(ctx, &mux6_prog, 0);
+	mux_count(MUX_PASS_NOT_IPV4);
+	return XDP_PASS;
 }
 
 #endif

@@ -175,6 +175,7 @@ enum mux_counter {
 	MUX_DROP_EXT_HEADERS,    /* IPv6 extension headers beyond the bound, or a routing header with segments left */
 	MUX_DROP_NO_ADDR6,       /* IPv6 VIP, but the mux has no IPv6 address to send from */
 	MUX_DROP_ENCAP6,         /* IPv6 VIP whose record names no GUE encapsulation (IPv6 outer is GUE only) */
+	MUX_FWD_IPV6,            /* of the verdicts: an IPv6 packet, sent in GUE over IPv6 (bpf/include/mux6.h) */
 	MUX_FWD_GUE,             /* of the verdicts: sent in GUE (the VIP's encap, bpf/include/gue.h) */
 	MUX_COUNTER_MAX,
 };

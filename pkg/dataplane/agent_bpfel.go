@@ -109,6 +109,7 @@ type agentLpmV6Key struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	agentMapAgent6Prog             = "agent6_prog"
 	agentMapAgentClock             = "agent_clock"
 	agentMapAgentCounters          = "agent_counters"
 	agentMapAgentVips              = "agent_vips"
@@ -122,6 +123,7 @@ const (
 	agentMapTrustedSources         = "trusted_sources"
 	agentMapTrustedSources6        = "trusted_sources6"
 	agentProgBeamerAgent           = "beamer_agent"
+	agentProgBeamerAgent6          = "beamer_agent6"
 	agentProgBeamerAgentXdp        = "beamer_agent_xdp"
 	agentProgCheetahEgress         = "cheetah_egress"
 	agentVarCheetahAgentCounterMax = "cheetah_agent_counter_max"
@@ -175,6 +177,7 @@ type agentSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type agentProgramSpecs struct {
 	BeamerAgent    *ebpf.ProgramSpec `ebpf:"beamer_agent"`
+	BeamerAgent6   *ebpf.ProgramSpec `ebpf:"beamer_agent6"`
 	BeamerAgentXdp *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp"`
 	CheetahEgress  *ebpf.ProgramSpec `ebpf:"cheetah_egress"`
 }
@@ -183,6 +186,7 @@ type agentProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type agentMapSpecs struct {
+	Agent6Prog           *ebpf.MapSpec `ebpf:"agent6_prog"`
 	AgentClock           *ebpf.MapSpec `ebpf:"agent_clock"`
 	AgentCounters        *ebpf.MapSpec `ebpf:"agent_counters"`
 	AgentVips            *ebpf.MapSpec `ebpf:"agent_vips"`
@@ -229,6 +233,7 @@ func (o *agentObjects) Close() error {
 //
 // It can be passed to loadAgentObjects or ebpf.CollectionSpec.LoadAndAssign.
 type agentMaps struct {
+	Agent6Prog           *ebpf.Map `ebpf:"agent6_prog"`
 	AgentClock           *ebpf.Map `ebpf:"agent_clock"`
 	AgentCounters        *ebpf.Map `ebpf:"agent_counters"`
 	AgentVips            *ebpf.Map `ebpf:"agent_vips"`
@@ -245,6 +250,7 @@ type agentMaps struct {
 
 func (m *agentMaps) Close() error {
 	return _AgentClose(
+		m.Agent6Prog,
 		m.AgentClock,
 		m.AgentCounters,
 		m.AgentVips,
@@ -277,6 +283,7 @@ type agentVariables struct {
 // It can be passed to loadAgentObjects or ebpf.CollectionSpec.LoadAndAssign.
 type agentPrograms struct {
 	BeamerAgent    *ebpf.Program `ebpf:"beamer_agent"`
+	BeamerAgent6   *ebpf.Program `ebpf:"beamer_agent6"`
 	BeamerAgentXdp *ebpf.Program `ebpf:"beamer_agent_xdp"`
 	CheetahEgress  *ebpf.Program `ebpf:"cheetah_egress"`
 }
@@ -284,6 +291,7 @@ type agentPrograms struct {
 func (p *agentPrograms) Close() error {
 	return _AgentClose(
 		p.BeamerAgent,
+		p.BeamerAgent6,
 		p.BeamerAgentXdp,
 		p.CheetahEgress,
 	)

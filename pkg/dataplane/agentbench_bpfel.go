@@ -73,6 +73,7 @@ type agentBenchLpmV6Key struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	agentBenchMapAgent6Prog             = "agent6_prog"
 	agentBenchMapAgentClock             = "agent_clock"
 	agentBenchMapAgentCounters          = "agent_counters"
 	agentBenchMapAgentVips              = "agent_vips"
@@ -86,6 +87,7 @@ const (
 	agentBenchMapTrustedSources         = "trusted_sources"
 	agentBenchMapTrustedSources6        = "trusted_sources6"
 	agentBenchProgBeamerAgent           = "beamer_agent"
+	agentBenchProgBeamerAgent6          = "beamer_agent6"
 	agentBenchProgBeamerAgentBench      = "beamer_agent_bench"
 	agentBenchProgBeamerAgentXdp        = "beamer_agent_xdp"
 	agentBenchProgBeamerAgentXdpBench   = "beamer_agent_xdp_bench"
@@ -146,6 +148,7 @@ type agentBenchSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type agentBenchProgramSpecs struct {
 	BeamerAgent         *ebpf.ProgramSpec `ebpf:"beamer_agent"`
+	BeamerAgent6        *ebpf.ProgramSpec `ebpf:"beamer_agent6"`
 	BeamerAgentBench    *ebpf.ProgramSpec `ebpf:"beamer_agent_bench"`
 	BeamerAgentXdp      *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp"`
 	BeamerAgentXdpBench *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp_bench"`
@@ -161,6 +164,7 @@ type agentBenchProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type agentBenchMapSpecs struct {
+	Agent6Prog           *ebpf.MapSpec `ebpf:"agent6_prog"`
 	AgentClock           *ebpf.MapSpec `ebpf:"agent_clock"`
 	AgentCounters        *ebpf.MapSpec `ebpf:"agent_counters"`
 	AgentVips            *ebpf.MapSpec `ebpf:"agent_vips"`
@@ -207,6 +211,7 @@ func (o *agentBenchObjects) Close() error {
 //
 // It can be passed to loadAgentBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type agentBenchMaps struct {
+	Agent6Prog           *ebpf.Map `ebpf:"agent6_prog"`
 	AgentClock           *ebpf.Map `ebpf:"agent_clock"`
 	AgentCounters        *ebpf.Map `ebpf:"agent_counters"`
 	AgentVips            *ebpf.Map `ebpf:"agent_vips"`
@@ -223,6 +228,7 @@ type agentBenchMaps struct {
 
 func (m *agentBenchMaps) Close() error {
 	return _AgentBenchClose(
+		m.Agent6Prog,
 		m.AgentClock,
 		m.AgentCounters,
 		m.AgentVips,
@@ -255,6 +261,7 @@ type agentBenchVariables struct {
 // It can be passed to loadAgentBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type agentBenchPrograms struct {
 	BeamerAgent         *ebpf.Program `ebpf:"beamer_agent"`
+	BeamerAgent6        *ebpf.Program `ebpf:"beamer_agent6"`
 	BeamerAgentBench    *ebpf.Program `ebpf:"beamer_agent_bench"`
 	BeamerAgentXdp      *ebpf.Program `ebpf:"beamer_agent_xdp"`
 	BeamerAgentXdpBench *ebpf.Program `ebpf:"beamer_agent_xdp_bench"`
@@ -269,6 +276,7 @@ type agentBenchPrograms struct {
 func (p *agentBenchPrograms) Close() error {
 	return _AgentBenchClose(
 		p.BeamerAgent,
+		p.BeamerAgent6,
 		p.BeamerAgentBench,
 		p.BeamerAgentXdp,
 		p.BeamerAgentXdpBench,

@@ -128,8 +128,9 @@ const (
 	muxMuxCounterMUX_DROP_EXT_HEADERS     muxMuxCounter = 38
 	muxMuxCounterMUX_DROP_NO_ADDR6        muxMuxCounter = 39
 	muxMuxCounterMUX_DROP_ENCAP6          muxMuxCounter = 40
-	muxMuxCounterMUX_FWD_GUE              muxMuxCounter = 41
-	muxMuxCounterMUX_COUNTER_MAX          muxMuxCounter = 42
+	muxMuxCounterMUX_FWD_IPV6             muxMuxCounter = 41
+	muxMuxCounterMUX_FWD_GUE              muxMuxCounter = 42
+	muxMuxCounterMUX_COUNTER_MAX          muxMuxCounter = 43
 )
 
 type muxNexthop struct {
@@ -221,6 +222,7 @@ const (
 	muxMapConntrack              = "conntrack"
 	muxMapFloodGuard             = "flood_guard"
 	muxMapMctTables              = "mct_tables"
+	muxMapMux6Prog               = "mux6_prog"
 	muxMapMuxCounters            = "mux_counters"
 	muxMapNexthop6Cache          = "nexthop6_cache"
 	muxMapNexthopCache           = "nexthop_cache"
@@ -234,6 +236,7 @@ const (
 	muxMapVipFront               = "vip_front"
 	muxMapVipRecords             = "vip_records"
 	muxProgBeamerMux             = "beamer_mux"
+	muxProgBeamerMux6            = "beamer_mux6"
 	muxVarAwfdCounterNames       = "awfd_counter_names"
 	muxVarCheetahMuxCounterMax   = "cheetah_mux_counter_max"
 	muxVarMaxInsertsPerCpuSecond = "max_inserts_per_cpu_second"
@@ -283,7 +286,8 @@ type muxSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type muxProgramSpecs struct {
-	BeamerMux *ebpf.ProgramSpec `ebpf:"beamer_mux"`
+	BeamerMux  *ebpf.ProgramSpec `ebpf:"beamer_mux"`
+	BeamerMux6 *ebpf.ProgramSpec `ebpf:"beamer_mux6"`
 }
 
 // muxMapSpecs contains maps before they are loaded into the kernel.
@@ -301,6 +305,7 @@ type muxMapSpecs struct {
 	Conntrack          *ebpf.MapSpec `ebpf:"conntrack"`
 	FloodGuard         *ebpf.MapSpec `ebpf:"flood_guard"`
 	MctTables          *ebpf.MapSpec `ebpf:"mct_tables"`
+	Mux6Prog           *ebpf.MapSpec `ebpf:"mux6_prog"`
 	MuxCounters        *ebpf.MapSpec `ebpf:"mux_counters"`
 	Nexthop6Cache      *ebpf.MapSpec `ebpf:"nexthop6_cache"`
 	NexthopCache       *ebpf.MapSpec `ebpf:"nexthop_cache"`
@@ -357,6 +362,7 @@ type muxMaps struct {
 	Conntrack          *ebpf.Map `ebpf:"conntrack"`
 	FloodGuard         *ebpf.Map `ebpf:"flood_guard"`
 	MctTables          *ebpf.Map `ebpf:"mct_tables"`
+	Mux6Prog           *ebpf.Map `ebpf:"mux6_prog"`
 	MuxCounters        *ebpf.Map `ebpf:"mux_counters"`
 	Nexthop6Cache      *ebpf.Map `ebpf:"nexthop6_cache"`
 	NexthopCache       *ebpf.Map `ebpf:"nexthop_cache"`
@@ -384,6 +390,7 @@ func (m *muxMaps) Close() error {
 		m.Conntrack,
 		m.FloodGuard,
 		m.MctTables,
+		m.Mux6Prog,
 		m.MuxCounters,
 		m.Nexthop6Cache,
 		m.NexthopCache,
@@ -414,12 +421,14 @@ type muxVariables struct {
 //
 // It can be passed to loadMuxObjects or ebpf.CollectionSpec.LoadAndAssign.
 type muxPrograms struct {
-	BeamerMux *ebpf.Program `ebpf:"beamer_mux"`
+	BeamerMux  *ebpf.Program `ebpf:"beamer_mux"`
+	BeamerMux6 *ebpf.Program `ebpf:"beamer_mux6"`
 }
 
 func (p *muxPrograms) Close() error {
 	return _MuxClose(
 		p.BeamerMux,
+		p.BeamerMux6,
 	)
 }
 

@@ -171,6 +171,7 @@ const (
 	muxBenchMapConntrack              = "conntrack"
 	muxBenchMapFloodGuard             = "flood_guard"
 	muxBenchMapMctTables              = "mct_tables"
+	muxBenchMapMux6Prog               = "mux6_prog"
 	muxBenchMapMuxCounters            = "mux_counters"
 	muxBenchMapNexthop6Cache          = "nexthop6_cache"
 	muxBenchMapNexthopCache           = "nexthop_cache"
@@ -184,6 +185,7 @@ const (
 	muxBenchMapVipFront               = "vip_front"
 	muxBenchMapVipRecords             = "vip_records"
 	muxBenchProgBeamerMux             = "beamer_mux"
+	muxBenchProgBeamerMux6            = "beamer_mux6"
 	muxBenchProgBeamerMuxBench        = "beamer_mux_bench"
 	muxBenchProgEmptyBench            = "empty_bench"
 	muxBenchProgEncapFloorBench       = "encap_floor_bench"
@@ -244,6 +246,7 @@ type muxBenchSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type muxBenchProgramSpecs struct {
 	BeamerMux       *ebpf.ProgramSpec `ebpf:"beamer_mux"`
+	BeamerMux6      *ebpf.ProgramSpec `ebpf:"beamer_mux6"`
 	BeamerMuxBench  *ebpf.ProgramSpec `ebpf:"beamer_mux_bench"`
 	EmptyBench      *ebpf.ProgramSpec `ebpf:"empty_bench"`
 	EncapFloorBench *ebpf.ProgramSpec `ebpf:"encap_floor_bench"`
@@ -266,6 +269,7 @@ type muxBenchMapSpecs struct {
 	Conntrack          *ebpf.MapSpec `ebpf:"conntrack"`
 	FloodGuard         *ebpf.MapSpec `ebpf:"flood_guard"`
 	MctTables          *ebpf.MapSpec `ebpf:"mct_tables"`
+	Mux6Prog           *ebpf.MapSpec `ebpf:"mux6_prog"`
 	MuxCounters        *ebpf.MapSpec `ebpf:"mux_counters"`
 	Nexthop6Cache      *ebpf.MapSpec `ebpf:"nexthop6_cache"`
 	NexthopCache       *ebpf.MapSpec `ebpf:"nexthop_cache"`
@@ -327,6 +331,7 @@ type muxBenchMaps struct {
 	Conntrack          *ebpf.Map `ebpf:"conntrack"`
 	FloodGuard         *ebpf.Map `ebpf:"flood_guard"`
 	MctTables          *ebpf.Map `ebpf:"mct_tables"`
+	Mux6Prog           *ebpf.Map `ebpf:"mux6_prog"`
 	MuxCounters        *ebpf.Map `ebpf:"mux_counters"`
 	Nexthop6Cache      *ebpf.Map `ebpf:"nexthop6_cache"`
 	NexthopCache       *ebpf.Map `ebpf:"nexthop_cache"`
@@ -354,6 +359,7 @@ func (m *muxBenchMaps) Close() error {
 		m.Conntrack,
 		m.FloodGuard,
 		m.MctTables,
+		m.Mux6Prog,
 		m.MuxCounters,
 		m.Nexthop6Cache,
 		m.NexthopCache,
@@ -390,6 +396,7 @@ type muxBenchVariables struct {
 // It can be passed to loadMuxBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type muxBenchPrograms struct {
 	BeamerMux       *ebpf.Program `ebpf:"beamer_mux"`
+	BeamerMux6      *ebpf.Program `ebpf:"beamer_mux6"`
 	BeamerMuxBench  *ebpf.Program `ebpf:"beamer_mux_bench"`
 	EmptyBench      *ebpf.Program `ebpf:"empty_bench"`
 	EncapFloorBench *ebpf.Program `ebpf:"encap_floor_bench"`
@@ -400,6 +407,7 @@ type muxBenchPrograms struct {
 func (p *muxBenchPrograms) Close() error {
 	return _MuxBenchClose(
 		p.BeamerMux,
+		p.BeamerMux6,
 		p.BeamerMuxBench,
 		p.EmptyBench,
 		p.EncapFloorBench,
