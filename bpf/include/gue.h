@@ -204,13 +204,14 @@ INLINE struct ethhdr *xdp_encap_gue6(struct xdp_md *ctx, const struct encap6_par
 	__u8 *outer = data + sizeof(struct ethhdr);
 	struct udphdr *udp = (void *)(outer + IPV6_HDR_LEN);
 
-	/* With private data the inner IPv6 and UDP headers (48) follow at
-	 * least 68 bytes: the 164 bytes of the longest outer headers are in
-	 * the packet whatever outer_len is. */
+	/* With private data, the inner IPv6 and UDP headers (48) follow at
+	 * least 68 bytes, 116 in all: less than the 164 of the longest outer
+	 * headers, so each previous owner is checked against the packet as it
+	 * is written (below). */
 	if (outer_len == GUE6_LEN_PLAIN) {
 		if ((void *)outer + GUE6_LEN_PLAIN > data_end)
 			return NULL;
-	} else if ((void *)outer + GUE6_LEN_MAX > data_end) {
+	} else if ((void *)outer + GUE6_LEN_OPT > data_end) {
 		return NULL;
 	}
 	eth->h_proto = bpf_htons(ETH_P_IPV6);
@@ -231,9 +232,13 @@ INLINE struct ethhdr *xdp_encap_gue6(struct xdp_md *ctx, const struct encap6_par
 		struct beamer_opt6 *o = (void *)udp + sizeof(struct udphdr) + sizeof(struct guehdr);
 		__builtin_memcpy(o, &p->opt, BEAMER_OPT_FIXED);
 #pragma unroll
-		for (int i = 0; i < BEAMER_MAX_CHAIN; i++)
-			if (GUE6_LEN_WITH(i) < outer_len)
+		for (int i = 0; i < BEAMER_MAX_CHAIN; i++) {
+			if (GUE6_LEN_WITH(i) < outer_len) {
+				if ((void *)o->prev[i] + 16 > data_end)
+					return NULL;
 				__builtin_memcpy(o->prev[i], p->opt.prev[i], 16);
+			}
+		}
 	}
 	return eth;
 }
