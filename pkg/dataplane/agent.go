@@ -23,10 +23,10 @@ type AgentVIP struct {
 
 // AgentOptions configure the agent program at load time.
 type AgentOptions struct {
-	Addr    netip.Addr     // this server's IPv4 address (its DIP; may be unset when Addr6 is set)
+	Addr netip.Addr // this server's IPv4 address (its DIP; may be unset when Addr6 is set)
 	// Addr6 is this server's IPv6 address, the destination of GUE over
 	// IPv6 for its IPv6 VIPs (agent6.go); unset: IPv6 VIPs are refused.
-	Addr6 netip.Addr
+	Addr6   netip.Addr
 	VIPs    []AgentVIP     // the VIPs it serves (on its loopback)
 	Trusted []netip.Prefix // sources whose encapsulated packets are accepted
 	// MaxClockSkew is how far the controller's clock may lead this

@@ -82,7 +82,7 @@ type muxInstance struct {
 	// IPv4): servers6.go.
 	servers6 *ebpf.Map
 	chains   *chainTable
-	table   *forwarding.Table
+	table    *forwarding.Table
 	// state is the strategy's own per-instance maps (nil: none), see
 	// mux_strategy.go.
 	state instanceState
