@@ -111,8 +111,7 @@ INLINE enum locality locality6(struct __sk_buff *skb, struct ipv6hdr *ip6, const
 
 /* Chains the packet to prev[next] in GUE over IPv6: outer source us,
  * destination the previous owner, hop limit reset, hop = next + 1; the UDP
- * source port (the flow's entropy) and checksum (0) stay. The caller
- * checked GUE6_LEN_MAX bytes from the outer header are linear. */
+ * source port (the flow's entropy) and checksum (0) stay. */
 INLINE int chain6(struct __sk_buff *skb, void *outer, int next)
 {
 	/* What changes: the IPv6 header, and the private data's first word
@@ -126,7 +125,7 @@ INLINE int chain6(struct __sk_buff *skb, void *outer, int next)
 	void *data_end = (void *)(long)skb->data_end;
 
 	_Static_assert(sizeof(hdr) == GUE6_LEN_PLAIN + 4, "IPv6 GUE headers are laid out without padding");
-	if (outer + GUE6_LEN_MAX > data_end || next < 0 || next >= BEAMER_MAX_CHAIN)
+	if (next < 0 || next >= BEAMER_MAX_CHAIN || outer + GUE6_LEN_WITH(next + 1) > data_end)
 		return drop(AGENT_DROP_CHAIN_FAILED);
 	__builtin_memcpy(&hdr, outer, sizeof(hdr));
 #pragma unroll
@@ -211,15 +210,18 @@ int beamer_agent6(struct __sk_buff *skb)
 	struct beamer_opt6 *opt = NULL;
 	int n = 0, outer_len = GUE6_LEN_PLAIN;
 	if (g->hlen & GUE_HLEN_MASK) {
-		/* A valid packet holds the inner IPv6 and TCP/UDP headers after
-		 * at least 68 bytes: the longest outer headers are there. */
-		if ((void *)outer + GUE6_LEN_MAX > data_end)
+		/* The fixed private data; each previous owner is checked
+		 * against the packet where it is read (a minimal packet is
+		 * shorter than the longest outer headers). */
+		if ((void *)outer + GUE6_LEN_OPT > data_end)
 			return drop(AGENT_DROP_TRUNCATED);
 		int priv = gue_check(g, GUE_PROTO_IPV6, 16, &n);
 		if (priv < BEAMER_OPT_FIXED || priv > BEAMER_OPT6_MAX)
 			return drop(AGENT_DROP_BAD_OPTION);
 		outer_len = GUE6_LEN_PLAIN + priv;
 		opt = (void *)(g + 1);
+		if ((void *)outer + outer_len > data_end)
+			return drop(AGENT_DROP_TRUNCATED);
 	} else if (g->hlen || g->proto != GUE_PROTO_IPV6 || g->flags) {
 		return drop(AGENT_DROP_BAD_OPTION);
 	}
@@ -293,9 +295,14 @@ int beamer_agent6(struct __sk_buff *skb)
 	__u8 hop = opt->hop;
 	if (vip->window && hop < n) {
 #pragma unroll
-		for (int i = 0; i < BEAMER_MAX_CHAIN; i++)
-			if (next < 0 && i >= hop && i < n && !is_local6(opt->prev[i]))
-				next = i;
+		for (int i = 0; i < BEAMER_MAX_CHAIN; i++) {
+			if (next < 0 && i >= hop && i < n) {
+				if ((void *)opt->prev[i] + 16 > data_end)
+					return drop(AGENT_DROP_TRUNCATED);
+				if (!is_local6(opt->prev[i]))
+					next = i;
+			}
+		}
 	}
 	int chainable = 0;
 	if (next >= 0) {
