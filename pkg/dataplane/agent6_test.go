@@ -73,8 +73,8 @@ func newAgent6Bench(t *testing.T) *agentBench {
 	mac, _ := net.ParseMAC(mux6MAC[1025])
 	must(t, nl.NeighSet(&netlink.Neigh{LinkIndex: eth0.Attrs().Index, IP: net.IP(mux6Server[1025].AsSlice()), HardwareAddr: mac,
 		State: netlink.NUD_PERMANENT, Family: netlink.FAMILY_V6}))
-	must(t, ns.AddAddr("lo", netip.PrefixFrom(mux6VIP, 128)))
-	must(t, ns.AddAddr("lo", netip.PrefixFrom(mux6Client, 128)))
+	addAddr6(t, ns, "lo", netip.PrefixFrom(mux6VIP, 128))
+	addAddr6(t, ns, "lo", netip.PrefixFrom(mux6Client, 128))
 	must(t, ns.Do(func() error {
 		l, err := net.Listen("tcp6", netip.AddrPortFrom(mux6VIP, 80).String())
 		if err != nil {

@@ -97,7 +97,7 @@ func newE2E6(t *testing.T) *e2eNet {
 
 	for _, name := range names {
 		s := e.servers[name]
-		must(t, s.AddAddr("lo", netip.PrefixFrom(e2e6VIP, 128)))
+		addAddr6(t, s, "lo", netip.PrefixFrom(e2e6VIP, 128))
 		must(t, s.Sysctl("net.ipv6.conf.all.forwarding", "1")) // FIB lookups when chaining
 		_, err := s.Run("ip", "mptcp", "endpoint", "add", e2e6VIP.String(), "dev", "lo", "port", fmt.Sprint(e2eID[name]), "signal")
 		must(t, err)

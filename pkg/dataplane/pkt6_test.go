@@ -3,6 +3,11 @@ package dataplane
 import (
 	"encoding/binary"
 	"net/netip"
+	"testing"
+
+	"github.com/beamer-lb/beamer/pkg/netlab"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // ext6 is one IPv6 extension header of a test packet: its type and its
@@ -91,4 +96,16 @@ func (p pkt6) frame() []byte {
 	f = append(f, ip...)
 	f = append(f, ext...)
 	return append(f, l4...)
+}
+
+// addAddr6 adds an IPv6 address usable at once (no duplicate address
+// detection, which would leave it tentative and a bind to it refused).
+func addAddr6(t testing.TB, ns *netlab.Namespace, dev string, p netip.Prefix) {
+	t.Helper()
+	l, err := ns.Netlink().LinkByName(dev)
+	must(t, err)
+	a, err := netlink.ParseAddr(p.String())
+	must(t, err)
+	a.Flags = unix.IFA_F_NODAD
+	must(t, ns.Netlink().AddrAdd(l, a))
 }
