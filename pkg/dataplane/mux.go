@@ -211,18 +211,23 @@ func (m *Mux) Program() *ebpf.Program { return m.objs.BeamerMux }
 
 // benchPrograms are the extra programs of the benchmark build.
 type benchPrograms struct {
-	Bench *ebpf.Program  `ebpf:"beamer_mux_bench"`
-	Empty *ebpf.Program  `ebpf:"empty_bench"`
-	Floor *ebpf.Program  `ebpf:"floor_bench"`
-	Encap *ebpf.Program  `ebpf:"encap_floor_bench"`
-	Gen   *ebpf.Program  `ebpf:"traffic_gen_bench"`
-	Flows *ebpf.Variable `ebpf:"bench_flows"`
-	Key   *ebpf.Variable `ebpf:"bench_key"` // mux_baseline.go
-	Frame *ebpf.Variable `ebpf:"gen_frame"`
+	Bench  *ebpf.Program  `ebpf:"beamer_mux_bench"`
+	Empty  *ebpf.Program  `ebpf:"empty_bench"`
+	Floor  *ebpf.Program  `ebpf:"floor_bench"`
+	Encap  *ebpf.Program  `ebpf:"encap_floor_bench"`
+	Gen    *ebpf.Program  `ebpf:"traffic_gen_bench"`
+	Bench6 *ebpf.Program  `ebpf:"beamer_mux6_bench"` // the IPv6 path's (bpf/bench/mux6_bench.h)
+	Flows  *ebpf.Variable `ebpf:"bench_flows"`
+	Key    *ebpf.Variable `ebpf:"bench_key"` // mux_baseline.go
+	Frame  *ebpf.Variable `ebpf:"gen_frame"`
 }
 
 // BenchProgram is the mux wrapped to undo its encapsulation (benchmark build).
 func (m *Mux) BenchProgram() *ebpf.Program { return m.bench.Bench }
+
+// Bench6Program is the mux's IPv6 path wrapped to undo its GUE-over-IPv6
+// encapsulation (benchmark build).
+func (m *Mux) Bench6Program() *ebpf.Program { return m.bench.Bench6 }
 
 // EmptyProgram returns XDP_TX and nothing else (benchmark build).
 func (m *Mux) EmptyProgram() *ebpf.Program { return m.bench.Empty }
@@ -303,6 +308,7 @@ func (m *Mux) Close() error {
 		m.bench.Floor.Close()
 		m.bench.Encap.Close()
 		m.bench.Gen.Close()
+		m.bench.Bench6.Close()
 	}
 	return m.objs.Close()
 }

@@ -186,6 +186,7 @@ const (
 	muxBenchMapVipRecords             = "vip_records"
 	muxBenchProgBeamerMux             = "beamer_mux"
 	muxBenchProgBeamerMux6            = "beamer_mux6"
+	muxBenchProgBeamerMux6Bench       = "beamer_mux6_bench"
 	muxBenchProgBeamerMuxBench        = "beamer_mux_bench"
 	muxBenchProgEmptyBench            = "empty_bench"
 	muxBenchProgEncapFloorBench       = "encap_floor_bench"
@@ -247,6 +248,7 @@ type muxBenchSpecs struct {
 type muxBenchProgramSpecs struct {
 	BeamerMux       *ebpf.ProgramSpec `ebpf:"beamer_mux"`
 	BeamerMux6      *ebpf.ProgramSpec `ebpf:"beamer_mux6"`
+	BeamerMux6Bench *ebpf.ProgramSpec `ebpf:"beamer_mux6_bench"`
 	BeamerMuxBench  *ebpf.ProgramSpec `ebpf:"beamer_mux_bench"`
 	EmptyBench      *ebpf.ProgramSpec `ebpf:"empty_bench"`
 	EncapFloorBench *ebpf.ProgramSpec `ebpf:"encap_floor_bench"`
@@ -397,6 +399,7 @@ type muxBenchVariables struct {
 type muxBenchPrograms struct {
 	BeamerMux       *ebpf.Program `ebpf:"beamer_mux"`
 	BeamerMux6      *ebpf.Program `ebpf:"beamer_mux6"`
+	BeamerMux6Bench *ebpf.Program `ebpf:"beamer_mux6_bench"`
 	BeamerMuxBench  *ebpf.Program `ebpf:"beamer_mux_bench"`
 	EmptyBench      *ebpf.Program `ebpf:"empty_bench"`
 	EncapFloorBench *ebpf.Program `ebpf:"encap_floor_bench"`
@@ -408,6 +411,7 @@ func (p *muxBenchPrograms) Close() error {
 	return _MuxBenchClose(
 		p.BeamerMux,
 		p.BeamerMux6,
+		p.BeamerMux6Bench,
 		p.BeamerMuxBench,
 		p.EmptyBench,
 		p.EncapFloorBench,
