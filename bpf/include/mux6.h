@@ -13,7 +13,8 @@
  *               MPTCP server-id ports by server id, service ports by bucket
  *               with the bucket's previous owners as 16-byte addresses;
  *   transmit    next hop by bpf_fib_lookup AF_INET6 (nexthop6.h), size
- *               check, xdp_encap_gue6, XDP_TX or redirect.
+ *               check (ICMPv6 Packet Too Big back to the client,
+ *               icmp6_too_big.h), xdp_encap_gue6, XDP_TX or redirect.
  *
  * ICMPv6 to a VIP: echo requests by the VIP's echo policy, as for IPv4;
  * every other message is dropped and counted (Packet Too Big is not
@@ -27,6 +28,7 @@
 #include "flow6.h"
 #include "vips6.h"
 #include "nexthop6.h"
+#include "icmp6_too_big.h"
 #include "gue.h"
 #include "ports.h"
 #include "decision.h"
@@ -147,11 +149,15 @@ INLINE int transmit6(struct xdp_md *ctx, struct decision6 *d, int verdict, __u32
 	default:
 		return drop(MUX_DROP_NO_ROUTE);
 	}
-	/* IPv6 routers never fragment and the mux cannot: a packet too big
-	 * once encapsulated is dropped (counted). The lab and deployments give
-	 * the mux-server links room for the GUE headers (164 bytes at most). */
-	if (inner_tot + outer_len > nh.mtu)
-		return drop(MUX_DROP_TOO_BIG);
+	/* Too big once encapsulated: IPv6 routers never fragment and the mux
+	 * cannot, so the client is told the size that fits (RFC 8201). */
+	if (inner_tot + outer_len > nh.mtu) {
+		__u32 fits = nh.mtu > outer_len + IPV6_MIN_MTU ? nh.mtu - outer_len : IPV6_MIN_MTU;
+		if (inner_tot < ICMP6_PTB_QUOTE || xdp_icmp6_too_big(ctx, fits))
+			return drop(MUX_DROP_TOO_BIG);
+		mux_count(MUX_ICMP_TOO_BIG);
+		return XDP_TX;
+	}
 
 	struct ethhdr *eth = xdp_encap_gue6(ctx, &d->encap, outer_len, bpf_htons(GUE_SPORT(hash)), bpf_htons(gue_port));
 	if (!eth)
