@@ -6,16 +6,17 @@ import (
 	"net"
 	"net/netip"
 
-	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/wire"
+	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
 // The IPv6 rows (issue 16): the Beamer VIP's IPv6 twin, servers on
 // 2001:db8::/64 resolved on the bench mux's eth0, forwarded in GUE over
-// IPv6. No baseline: a build before issue 16 has no IPv6 path.
+// IPv6. A baseline built before issue 16 has no IPv6 path: no baseline
+// figure then.
 var (
 	mux6Addr   = netip.MustParseAddr("2001:db8::1")
 	beamerVIP6 = netip.MustParseAddr("2001:db8:100::1")
@@ -99,26 +100,22 @@ func ipv6Rows(r *rig, o Options, ctx func([]byte) any, add func(string, int, int
 			s.Addr = serverAddr6(int(id - 1025))
 			table.Servers[id] = s
 		}
-		m, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: muxAddr, Addr6: mux6Addr, Benchmark: true})
+		m, err := loadMux(cfg, table, 0, o)
 		if err != nil {
 			return err
 		}
-		if err := m.SetInstance(cfg, table); err != nil {
+		if err := setBenchFlows(m, o.BeamerFlows); err != nil {
 			m.Close()
 			return err
 		}
-		if err := checkOrder(uint32(o.BeamerFlows)); err != nil {
-			m.Close()
-			return err
-		}
-		if err := m.SetBenchFlows(uint32(o.BeamerFlows)); err != nil {
-			m.Close()
-			return err
+		var base *ebpf.Program
+		if m.base != nil {
+			base = m.base.Bench6Program()
 		}
 		f := frame6(benchFlow6(0))
 		n := uint32(o.BeamerFlows)
 		t := trial{ns: r.ns, prog: m.Bench6Program(), frame: f, ctx: ctx(f), want: xdpTX, repeat: o.Repeat, counter: "fwd_ipv6",
-			read: m.Counters, single: m.Program(), packets: o.PerPacket,
+			read: m.Counters, single: m.Program(), packets: o.PerPacket, base: base,
 			frameAt: func(seq uint32) []byte { return frame6(benchFlow6(benchOrder(seq%n, n))) }}
 		name, what := "beamer-ipv6", "IPv6 in GUE over IPv6, no bucket ever moved: 16 bytes of private data"
 		if moved > 0 {
