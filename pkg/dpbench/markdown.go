@@ -50,7 +50,7 @@ func (r *Report) ProgramTable(keep func(name string) bool) string {
 		}
 		pp, ppNet := cell(p.PerPacket)
 		verified := "–"
-		if p.Name != "empty" && p.Name != "empty-tc" && !strings.HasSuffix(p.Name, "floor") && !strings.Contains(p.Name, "floor-") {
+		if takesPath(p.Name) {
 			verified = "no"
 			if p.PathVerified && (p.PerPacket == nil || p.PerPacket.PathVerified) {
 				verified = "yes"
