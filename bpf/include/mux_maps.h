@@ -72,6 +72,9 @@ struct vip_info {
 	__u8 quic_config; /* QUIC: config rotation id in the CID's first byte's top 3 bits */
 	__u8 quic_cid_len;/* QUIC: length of server-issued CIDs (short headers do not say) */
 	struct port_range quic_ports; /* QUIC: the UDP ports read as QUIC */
+	__u8 encap;       /* ENCAP_IPIP (0) or ENCAP_GUE: bpf/include/gue.h */
+	__u8 pad_encap;
+	__u16 gue_port;   /* GUE: UDP destination port, host order */
 };
 
 _Static_assert(sizeof(struct vip_info) <= 64, "the VIP record fits one cache line");
@@ -168,6 +171,7 @@ enum mux_counter {
 	MUX_PASS_ICMP_ECHO,      /* echo request to a VIP, to the mux host's stack */
 	MUX_DROP_ICMP_ECHO,      /* echo request to a VIP, dropped by policy */
 	MUX_DROP_ICMP,           /* other ICMP to a VIP, or a frag needed quoting no VIP TCP/UDP packet */
+	MUX_FWD_GUE,             /* of the verdicts: sent in GUE (the VIP's encap, bpf/include/gue.h) */
 	MUX_COUNTER_MAX,
 };
 

@@ -40,6 +40,9 @@ type AgentOptions struct {
 	// forged one is forgotten within 2T. 0 means DefaultGenerationMemory;
 	// negative turns the rotation off (tests drive Rotate themselves).
 	GenerationMemory time.Duration
+	// GUEPorts: UDP ports on which GUE from trusted sources is decapsulated,
+	// besides forwarding.DefaultGUEPort, always (agent_gue.go).
+	GUEPorts []uint16
 	// PinDir, when set, is the bpffs directory where the attachment and the
 	// maps whose content outlives a daemon are pinned (pins.go).
 	PinDir string
@@ -231,6 +234,9 @@ func (a *Agent) configure(spec *ebpf.CollectionSpec, opts AgentOptions) error {
 			return fmt.Errorf("VIP %v: %w", v.VIP, err)
 		}
 		base += v.Buckets
+	}
+	if err := a.configureGUE(opts.GUEPorts); err != nil {
+		return err
 	}
 	for _, p := range opts.Trusted {
 		key := agentLpmV4Key{Prefixlen: uint32(p.Bits()), Addr: beU32(p.Masked().Addr())}

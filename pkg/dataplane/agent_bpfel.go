@@ -43,7 +43,8 @@ const (
 	agentAgentCounterAGENT_XDP_DECAP             agentAgentCounter = 24
 	agentAgentCounterAGENT_ICMP_FRAG_NEEDED      agentAgentCounter = 25
 	agentAgentCounterAGENT_DROP_ICMP             agentAgentCounter = 26
-	agentAgentCounterAGENT_COUNTER_MAX           agentAgentCounter = 27
+	agentAgentCounterAGENT_GUE                   agentAgentCounter = 27
+	agentAgentCounterAGENT_COUNTER_MAX           agentAgentCounter = 28
 )
 
 type agentAgentVip struct {
@@ -100,6 +101,7 @@ const (
 	agentMapCheetahKid             = "cheetah_kid"
 	agentMapCheetahVips            = "cheetah_vips"
 	agentMapGenerationSeen         = "generation_seen"
+	agentMapGuePorts               = "gue_ports"
 	agentMapTrustedSources         = "trusted_sources"
 	agentProgBeamerAgent           = "beamer_agent"
 	agentProgBeamerAgentXdp        = "beamer_agent_xdp"
@@ -170,6 +172,7 @@ type agentMapSpecs struct {
 	CheetahKid           *ebpf.MapSpec `ebpf:"cheetah_kid"`
 	CheetahVips          *ebpf.MapSpec `ebpf:"cheetah_vips"`
 	GenerationSeen       *ebpf.MapSpec `ebpf:"generation_seen"`
+	GuePorts             *ebpf.MapSpec `ebpf:"gue_ports"`
 	TrustedSources       *ebpf.MapSpec `ebpf:"trusted_sources"`
 }
 
@@ -212,6 +215,7 @@ type agentMaps struct {
 	CheetahKid           *ebpf.Map `ebpf:"cheetah_kid"`
 	CheetahVips          *ebpf.Map `ebpf:"cheetah_vips"`
 	GenerationSeen       *ebpf.Map `ebpf:"generation_seen"`
+	GuePorts             *ebpf.Map `ebpf:"gue_ports"`
 	TrustedSources       *ebpf.Map `ebpf:"trusted_sources"`
 }
 
@@ -225,6 +229,7 @@ func (m *agentMaps) Close() error {
 		m.CheetahKid,
 		m.CheetahVips,
 		m.GenerationSeen,
+		m.GuePorts,
 		m.TrustedSources,
 	)
 }

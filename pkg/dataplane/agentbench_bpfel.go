@@ -67,6 +67,7 @@ const (
 	agentBenchMapCheetahKid             = "cheetah_kid"
 	agentBenchMapCheetahVips            = "cheetah_vips"
 	agentBenchMapGenerationSeen         = "generation_seen"
+	agentBenchMapGuePorts               = "gue_ports"
 	agentBenchMapTrustedSources         = "trusted_sources"
 	agentBenchProgBeamerAgent           = "beamer_agent"
 	agentBenchProgBeamerAgentBench      = "beamer_agent_bench"
@@ -151,6 +152,7 @@ type agentBenchMapSpecs struct {
 	CheetahKid           *ebpf.MapSpec `ebpf:"cheetah_kid"`
 	CheetahVips          *ebpf.MapSpec `ebpf:"cheetah_vips"`
 	GenerationSeen       *ebpf.MapSpec `ebpf:"generation_seen"`
+	GuePorts             *ebpf.MapSpec `ebpf:"gue_ports"`
 	TrustedSources       *ebpf.MapSpec `ebpf:"trusted_sources"`
 }
 
@@ -193,6 +195,7 @@ type agentBenchMaps struct {
 	CheetahKid           *ebpf.Map `ebpf:"cheetah_kid"`
 	CheetahVips          *ebpf.Map `ebpf:"cheetah_vips"`
 	GenerationSeen       *ebpf.Map `ebpf:"generation_seen"`
+	GuePorts             *ebpf.Map `ebpf:"gue_ports"`
 	TrustedSources       *ebpf.Map `ebpf:"trusted_sources"`
 }
 
@@ -206,6 +209,7 @@ func (m *agentBenchMaps) Close() error {
 		m.CheetahKid,
 		m.CheetahVips,
 		m.GenerationSeen,
+		m.GuePorts,
 		m.TrustedSources,
 	)
 }

@@ -116,7 +116,8 @@ const (
 	muxMuxCounterMUX_PASS_ICMP_ECHO       muxMuxCounter = 34
 	muxMuxCounterMUX_DROP_ICMP_ECHO       muxMuxCounter = 35
 	muxMuxCounterMUX_DROP_ICMP            muxMuxCounter = 36
-	muxMuxCounterMUX_COUNTER_MAX          muxMuxCounter = 37
+	muxMuxCounterMUX_FWD_GUE              muxMuxCounter = 37
+	muxMuxCounterMUX_COUNTER_MAX          muxMuxCounter = 38
 )
 
 type muxNexthop struct {
@@ -170,12 +171,16 @@ type muxVipInfo struct {
 		Low  uint16
 		High uint16
 	}
+	Encap    uint8
+	PadEncap uint8
+	GuePort  uint16
+	_        [4]byte
 }
 
 type muxVipRecord struct {
 	_    structs.HostLayout
 	Info muxVipInfo
-	_    [16]byte
+	_    [8]byte
 }
 
 // Names of all BPF objects in the ELF.

@@ -129,8 +129,12 @@ type muxBenchVipRecord struct {
 			Low  uint16
 			High uint16
 		}
+		Encap    uint8
+		PadEncap uint8
+		GuePort  uint16
+		_        [4]byte
 	}
-	_ [16]byte
+	_ [8]byte
 }
 
 // Names of all BPF objects in the ELF.
