@@ -25,6 +25,7 @@
 #include "gue.h"
 #include "gue_agent.h"
 #include "agent_maps.h"
+#include "icmp6_steer.h"
 
 #ifndef AF_INET6
 #define AF_INET6 10
@@ -77,15 +78,17 @@ INLINE int decap6_to_stack(struct __sk_buff *skb, int outer_len, enum agent_coun
 }
 
 /* Does the inner IPv6 packet belong to this server (agent.c locality, with
- * IPv6 tuples)? */
-INLINE enum locality locality6(struct __sk_buff *skb, struct ipv6hdr *ip6, const struct flow *f, struct tcphdr *tcp)
+ * IPv6 tuples)? client and vip are the connection's addresses: the
+ * packet's, or for a Packet Too Big those of the reply it quotes. */
+INLINE enum locality locality6(struct __sk_buff *skb, struct ipv6hdr *ip6, const struct in6_addr *client,
+				const struct in6_addr *vip, const struct flow *f, struct tcphdr *tcp)
 {
 	struct bpf_sock_tuple tuple = {};
 	struct bpf_sock *sk;
 	enum locality l = NOT_LOCAL;
 
-	__builtin_memcpy(tuple.ipv6.saddr, &ip6->saddr, 16);
-	__builtin_memcpy(tuple.ipv6.daddr, &ip6->daddr, 16);
+	__builtin_memcpy(tuple.ipv6.saddr, client, 16);
+	__builtin_memcpy(tuple.ipv6.daddr, vip, 16);
 	tuple.ipv6.sport = f->sport;
 	tuple.ipv6.dport = f->dport;
 	if (f->proto == IPPROTO_UDP) {
@@ -234,6 +237,17 @@ int beamer_agent6(struct __sk_buff *skb)
 	struct tcphdr *tcp = NULL;
 	struct flow f = {};
 	int pv = parse_flow6(ip6, data_end, outer_tot - outer_len, &f, &tcp);
+	struct in6_addr *client = &ip6->saddr, *vaddr = &ip6->daddr;
+	if (pv == PARSE_ICMP6) {
+		/* A Packet Too Big is decided as the connection it quotes. */
+		struct ipv6hdr *quote;
+		if (icmp6_classify(ip6, data_end, f.l4_off, &f, &quote) != ICMP6_KIND_TOO_BIG)
+			return drop(AGENT_DROP_ICMP);
+		agent_count(AGENT_ICMP_FRAG_NEEDED);
+		client = &quote->daddr;
+		vaddr = &quote->saddr;
+		pv = PARSE_OK;
+	}
 	switch (pv) {
 	case PARSE_OK:
 		break;
@@ -245,8 +259,6 @@ int beamer_agent6(struct __sk_buff *skb)
 		return drop(AGENT_DROP_FRAGMENT);
 	case PARSE_EXT_CHAIN:
 		return drop(AGENT_DROP_EXT_HEADERS);
-	case PARSE_ICMP6:
-		return drop(AGENT_DROP_ICMP);
 	default:
 		return drop(AGENT_DROP_NOT_TCP);
 	}
@@ -322,7 +334,7 @@ int beamer_agent6(struct __sk_buff *skb)
 	if (!chainable && is_newest)
 		return decap6_to_stack(skb, outer_len, AGENT_TO_STACK);
 
-	switch (locality6(skb, ip6, &f, tcp)) {
+	switch (locality6(skb, ip6, client, vaddr, &f, tcp)) {
 	case LOCAL_SOCKET:
 		return decap6_to_stack(skb, outer_len, AGENT_LOCAL_SOCKET);
 	case LOCAL_COOKIE:

@@ -147,6 +147,7 @@ func TestAgent6Paths(t *testing.T) {
 	binary.BigEndian.PutUint16(badUDPLen[14+44:], 99)
 	truncated := wrap(stray, history)
 	binary.BigEndian.PutUint16(truncated[18:], 2000)
+	router := netip.MustParseAddr("2001:db8:300::1")
 	unknownVIP := pkt6{src: mux6Client, dst: netip.MustParseAddr("2001:db8:100::9"), proto: 6, sport: 1, dport: 80, flags: 0x10}.frame()
 
 	cases := []agent6Case{
@@ -168,8 +169,11 @@ func TestAgent6Paths(t *testing.T) {
 		{"inner extension chain too long", wrap(tcp(40003, 0x10, optsHdr(60, 0), optsHdr(60, 0), optsHdr(60, 0), optsHdr(60, 0),
 			optsHdr(60, 0), optsHdr(60, 0)), history), "drop", "drop_ext_headers", nil},
 		{"inner fragment", wrap(tcp(40003, 0x10, fragHdr(0, true)), history), "drop", "drop_fragment", nil},
-		{"inner ICMPv6", wrap(pkt6{src: mux6Client, dst: mux6VIP, proto: 58, l4: make([]byte, 8)}.frame(), history), "drop", "drop_icmp", nil},
+		{"inner ICMPv6 other than packet too big", wrap(pkt6{src: mux6Client, dst: mux6VIP, proto: 58, l4: make([]byte, 8)}.frame(), history), "drop", "drop_icmp", nil},
 		{"unknown VIP", wrap(unknownVIP, history), "drop", "drop_unknown_vip", nil},
+		{"packet too big for a local connection", wrap(ptb6(router, mux6VIP, mux6VIP, mux6Client, 80, 41000), history), "pass", "local_socket", nil},
+		{"packet too big for a chained connection", wrap(ptb6(router, mux6VIP, mux6VIP, mux6Client, 80, 40002), history), "redirect", "icmp_frag_needed", nil},
+		{"packet too big quoting another VIP", wrap(ptb6(router, mux6VIP, mux6Server[1027], mux6Client, 80, 40002), history), "drop", "drop_icmp", nil},
 	}
 	for _, c := range cases {
 		before, err := b.agent.Counters()

@@ -209,6 +209,11 @@ func TestMux6Paths(t *testing.T) {
 	f6 := flow6To(6, 80, 6)
 	big := pkt6{src: f6.Src, dst: f6.Dst, proto: 6, sport: f6.SrcPort, dport: f6.DstPort, flags: 0x10, payload: make([]byte, 1300)}.frame()
 	fits := pkt6{src: f6.Src, dst: f6.Dst, proto: 6, sport: f6.SrcPort, dport: f6.DstPort, flags: 0x10, payload: make([]byte, 1200)}.frame()
+	router := netip.MustParseAddr("2001:db8:300::1")
+	steered := ptb6(router, mux6VIP, mux6VIP, mux6Client, 80, f1.SrcPort)
+	notOurs := ptb6(router, mux6VIP, netip.MustParseAddr("2001:db8:100::2"), mux6Client, 80, f1.SrcPort)
+	shortQuote := append([]byte{}, steered[:14+40+8+40]...) // the quote ends before the ports
+	binary.BigEndian.PutUint16(shortQuote[18:], 48)
 	notVIP := tcp(wire.Flow{Src: mux6Client, Dst: netip.MustParseAddr("2001:db8:100::2"), SrcPort: 1, DstPort: 80, Proto: 6}, 0x02)
 
 	runMux6Cases(t, m, b, []mux6Case{
@@ -235,7 +240,11 @@ func TestMux6Paths(t *testing.T) {
 		{"through the gateway, fits", fits, "tx", "fwd_bucket", nil},
 		{"too big once encapsulated", big, "tx", "icmp_too_big", nil},
 		{"echo request answered", echo, "tx", "icmp_echo_answered", nil},
-		{"packet too big to a VIP", ptb, "drop", "drop_icmp", nil},
+		{"packet too big quoting garbage", ptb, "drop", "drop_icmp", nil},
+		{"packet too big steered as the quoted connection", steered, "tx", "fwd_icmp_frag_needed",
+			gue6Out(steered, f1, 1026, true, []forwarding.ServerID{1025, 1027}, 0, mux6Changed)},
+		{"packet too big quoting another address", notOurs, "drop", "drop_icmp", nil},
+		{"packet too big with its quote cut", shortQuote, "drop", "drop_icmp", nil},
 		{"not a VIP", notVIP, "pass", "pass_not_vip6", nil},
 		{"frame too short for IPv6", syn0[:14+30], "pass", "pass_not_ipv4", nil},
 	})

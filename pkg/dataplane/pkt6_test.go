@@ -109,3 +109,19 @@ func addAddr6(t testing.TB, ns *netlab.Namespace, dev string, p netip.Prefix) {
 	a.Flags = unix.IFA_F_NODAD
 	must(t, ns.Netlink().AddrAdd(l, a))
 }
+
+// ptb6 is an ICMPv6 Packet Too Big from router to `to` quoting the first
+// 48 bytes of the reply from:vport -> client:cport (TCP).
+func ptb6(router, to, from, client netip.Addr, vport, cport uint16) []byte {
+	icmp := []byte{2, 0, 0, 0, 0, 0, 0x05, 0x00}
+	q := make([]byte, 48)
+	q[0] = 0x60
+	binary.BigEndian.PutUint16(q[4:], 1400)
+	q[6], q[7] = 6, 64
+	s, d := from.As16(), client.As16()
+	copy(q[8:], s[:])
+	copy(q[24:], d[:])
+	binary.BigEndian.PutUint16(q[40:], vport)
+	binary.BigEndian.PutUint16(q[42:], cport)
+	return pkt6{src: router, dst: to, proto: 58, l4: append(icmp, q...)}.frame()
+}
