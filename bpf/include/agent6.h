@@ -26,6 +26,7 @@
 #include "gue_agent.h"
 #include "agent_maps.h"
 #include "icmp6_steer.h"
+#include "agent_epoch.h"
 
 #ifndef AF_INET6
 #define AF_INET6 10
@@ -271,37 +272,11 @@ int beamer_agent6(struct __sk_buff *skb)
 	if (!opt)
 		return decap6_to_stack(skb, outer_len, AGENT_STACK_NO_OPTION);
 
-	/* The newest (incarnation, generation), as agent.c remembers it. */
-	__u64 epoch = (__u64)bpf_ntohl(opt->incarnation) << 32 | bpf_ntohl(opt->generation);
+	/* The newest (incarnation, generation), as for IPv4 (agent_epoch.h). */
 	__u32 now = 0;
-	__u32 ka = vip->slot * 2, kb = vip->slot * 2 + 1;
-	__u64 *wa = bpf_map_lookup_elem(&generation_seen, &ka);
-	__u64 *wb = bpf_map_lookup_elem(&generation_seen, &kb);
-	if (!wa || !wb)
+	int is_newest = remember_epoch(vip, opt->incarnation, opt->generation, &now);
+	if (is_newest < 0)
 		return drop(AGENT_DROP_UNKNOWN_VIP);
-	__u64 a = READ_ONCE_U64(wa), b = READ_ONCE_U64(wb);
-	__u64 newest = a > b ? a : b;
-	int accepted = 1;
-	if (epoch > newest) {
-		if (epoch >> 32 > newest >> 32) {
-			now = unix_seconds();
-			if ((__u64)(epoch >> 32) > (__u64)now + max_skew) {
-				agent_count(AGENT_FUTURE_INCARNATION);
-				accepted = 0;
-			} else if (newest) {
-				agent_count(AGENT_NEW_INCARNATION);
-			}
-		} else if (newest && (__u32)epoch - (__u32)newest > max_gen_jump) {
-			agent_count(AGENT_SUSPICIOUS_GENERATION);
-			accepted = 0;
-		}
-		if (accepted) {
-			__u32 key = 1;
-			__u64 *cur = bpf_map_lookup_elem(&agent_clock, &key);
-			newest = atomic_max_u64(cur && (READ_ONCE_U64(cur) & 1) ? wb : wa, epoch);
-		}
-	}
-	int is_newest = accepted && epoch == newest;
 
 	int next = -1;
 	__u8 hop = opt->hop;
@@ -316,21 +291,7 @@ int beamer_agent6(struct __sk_buff *skb)
 			}
 		}
 	}
-	int chainable = 0;
-	if (next >= 0) {
-		if (!now)
-			now = unix_seconds();
-		__u32 changed = bpf_ntohl(opt->changed);
-		if ((__u64)changed > (__u64)now + max_skew) {
-			agent_count(AGENT_CLAMPED_CHANGE);
-			changed = now + max_skew;
-		}
-		__u32 index = vip->bucket_base + bucket_of(flow_hash_of(&f), vip->buckets);
-		__u32 *seen = bpf_map_lookup_elem(&bucket_changed, &index);
-		if (seen)
-			changed = atomic_max_u32(seen, changed);
-		chainable = (__u64)now < (__u64)changed + vip->window;
-	}
+	int chainable = next >= 0 && window_open(vip, opt->changed, &f, &now);
 	if (!chainable && is_newest)
 		return decap6_to_stack(skb, outer_len, AGENT_TO_STACK);
 
