@@ -92,6 +92,12 @@ func newAgent6Bench(t *testing.T) *agentBench {
 			return err
 		}
 		t.Cleanup(func() { s.Close() })
+		// A UDP flow of this server's: a socket connected to the client.
+		u, err := udpSocket6(netip.AddrPortFrom(mux6VIP, 53), netip.AddrPortFrom(mux6Client, 5353))
+		if err != nil {
+			return err
+		}
+		t.Cleanup(func() { u.Close() })
 		return nil
 	}))
 	a, err := LoadAgent(AgentOptions{Addr6: mux6Server[1026], Trusted: []netip.Prefix{netip.MustParsePrefix("2001:db8::/64")},
@@ -147,6 +153,10 @@ func TestAgent6Paths(t *testing.T) {
 	binary.BigEndian.PutUint16(badUDPLen[14+44:], 99)
 	truncated := wrap(stray, history)
 	binary.BigEndian.PutUint16(truncated[18:], 2000)
+	udp := func(sport uint16) []byte {
+		return pkt6{src: mux6Client, dst: mux6VIP, proto: 17, sport: sport, dport: 53, payload: []byte("q")}.frame()
+	}
+	udpHistory := priv6(7, 0, 1, mux6Changed, prev, me) // RETURN: the owner (us) ends the list
 	router := netip.MustParseAddr("2001:db8:300::1")
 	unknownVIP := pkt6{src: mux6Client, dst: netip.MustParseAddr("2001:db8:100::9"), proto: 6, sport: 1, dport: 80, flags: 0x10}.frame()
 
@@ -171,6 +181,8 @@ func TestAgent6Paths(t *testing.T) {
 		{"inner fragment", wrap(tcp(40003, 0x10, fragHdr(0, true)), history), "drop", "drop_fragment", nil},
 		{"inner ICMPv6 other than packet too big", wrap(pkt6{src: mux6Client, dst: mux6VIP, proto: 58, l4: make([]byte, 8)}.frame(), history), "drop", "drop_icmp", nil},
 		{"unknown VIP", wrap(unknownVIP, history), "drop", "drop_unknown_vip", nil},
+		{"udp of a connected socket kept", wrap(udp(5353), udpHistory), "pass", "local_socket", nil},
+		{"udp of no socket chained", wrap(udp(5354), udpHistory), "redirect", "chained", nil},
 		{"packet too big for a local connection", wrap(ptb6(router, mux6VIP, mux6VIP, mux6Client, 80, 41000), history), "pass", "local_socket", nil},
 		{"packet too big for a chained connection", wrap(ptb6(router, mux6VIP, mux6VIP, mux6Client, 80, 40002), history), "redirect", "icmp_frag_needed", nil},
 		{"packet too big quoting another VIP", wrap(ptb6(router, mux6VIP, mux6Server[1027], mux6Client, 80, 40002), history), "drop", "drop_icmp", nil},
@@ -194,4 +206,10 @@ func TestAgent6Paths(t *testing.T) {
 	if got := b.agent.NewestSeen(0); got != uint64(mux6Incarnation)<<32|7 {
 		t.Errorf("newest remembered %#x, want incarnation %d generation 7", got, mux6Incarnation)
 	}
+}
+
+// udpSocket6 is a UDP socket bound to local and connected to remote.
+func udpSocket6(local, remote netip.AddrPort) (net.Conn, error) {
+	d := net.Dialer{LocalAddr: net.UDPAddrFromAddrPort(local)}
+	return d.Dial("udp6", remote.String())
 }
