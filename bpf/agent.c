@@ -396,5 +396,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #ifdef BEAMER_BENCH
 #include "bench/agent_bench.h"
+#include "bench/agent6_bench.h"
 #include "bench/cheetah_agent_bench.h"
 #endif

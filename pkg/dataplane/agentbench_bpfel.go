@@ -88,6 +88,7 @@ const (
 	agentBenchMapTrustedSources6        = "trusted_sources6"
 	agentBenchProgBeamerAgent           = "beamer_agent"
 	agentBenchProgBeamerAgent6          = "beamer_agent6"
+	agentBenchProgBeamerAgent6Bench     = "beamer_agent6_bench"
 	agentBenchProgBeamerAgentBench      = "beamer_agent_bench"
 	agentBenchProgBeamerAgentXdp        = "beamer_agent_xdp"
 	agentBenchProgBeamerAgentXdpBench   = "beamer_agent_xdp_bench"
@@ -149,6 +150,7 @@ type agentBenchSpecs struct {
 type agentBenchProgramSpecs struct {
 	BeamerAgent         *ebpf.ProgramSpec `ebpf:"beamer_agent"`
 	BeamerAgent6        *ebpf.ProgramSpec `ebpf:"beamer_agent6"`
+	BeamerAgent6Bench   *ebpf.ProgramSpec `ebpf:"beamer_agent6_bench"`
 	BeamerAgentBench    *ebpf.ProgramSpec `ebpf:"beamer_agent_bench"`
 	BeamerAgentXdp      *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp"`
 	BeamerAgentXdpBench *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp_bench"`
@@ -262,6 +264,7 @@ type agentBenchVariables struct {
 type agentBenchPrograms struct {
 	BeamerAgent         *ebpf.Program `ebpf:"beamer_agent"`
 	BeamerAgent6        *ebpf.Program `ebpf:"beamer_agent6"`
+	BeamerAgent6Bench   *ebpf.Program `ebpf:"beamer_agent6_bench"`
 	BeamerAgentBench    *ebpf.Program `ebpf:"beamer_agent_bench"`
 	BeamerAgentXdp      *ebpf.Program `ebpf:"beamer_agent_xdp"`
 	BeamerAgentXdpBench *ebpf.Program `ebpf:"beamer_agent_xdp_bench"`
@@ -277,6 +280,7 @@ func (p *agentBenchPrograms) Close() error {
 	return _AgentBenchClose(
 		p.BeamerAgent,
 		p.BeamerAgent6,
+		p.BeamerAgent6Bench,
 		p.BeamerAgentBench,
 		p.BeamerAgentXdp,
 		p.BeamerAgentXdpBench,

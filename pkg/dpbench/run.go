@@ -234,6 +234,9 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 	if err := agentRows(r, o, add); err != nil {
 		return nil, err
 	}
+	if err := agent6Rows(r, o, add); err != nil { // agent6.go
+		return nil, err
+	}
 	rep.ratios()
 	return rep, nil
 }
