@@ -19,7 +19,7 @@ func TestMuxConfigEncap(t *testing.T) {
 		t.Errorf("encap %q port %d", in.Encap, in.GUEPort)
 	}
 	for text, want := range map[string]string{
-		strings.Replace(goodMux, "buckets: 100", "buckets: 100\n    encap: geneve", 1): `invalid instance configuration "web": encap "geneve" must be ipip or gue`,
+		strings.Replace(goodMux, "buckets: 100", "buckets: 100\n    encap: geneve", 1):  `invalid instance configuration "web": encap "geneve" must be ipip or gue`,
 		strings.Replace(goodMux, "buckets: 100", "buckets: 100\n    gue_port: 7070", 1): `invalid instance configuration "web": gue_port 7070 set, but encap is ipip (set encap: gue)`,
 	} {
 		p := write(t, text)
