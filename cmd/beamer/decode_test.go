@@ -38,7 +38,9 @@ func gueFrames(t *testing.T) [][]byte {
 	}
 	web := forwarding.Instance{Name: "web", Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{sampleVIP}, PortLow: 80, PortHigh: 80,
 		Buckets: 8, ChainWindow: forwarding.DefaultChainWindow, Encap: forwarding.EncapGUE}
-	tx := func(netip.Addr) model.NextHop { return model.NextHop{Result: "tx", DstMAC: serverMAC, SrcMAC: wiretest.MuxMAC} }
+	tx := func(netip.Addr) model.NextHop {
+		return model.NextHop{Result: "tx", DstMAC: serverMAC, SrcMAC: wiretest.MuxMAC}
+	}
 	mux := &model.Mux{Addr: sampleMux, VIPs: map[netip.Addr]*model.VIP{sampleVIP: {Instance: web, Table: tab, Generation: 7, Incarnation: 1_700_000_000}}, NextHops: tx}
 	client := netip.MustParseAddr("198.18.1.5")
 	flowIn := func(history bool) wire.Flow {
