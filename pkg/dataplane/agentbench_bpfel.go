@@ -21,6 +21,11 @@ type agentBenchAgentVip struct {
 	Window     uint32
 }
 
+type agentBenchBenchSavedBuf struct {
+	_ structs.HostLayout
+	B [86]uint8
+}
+
 type agentBenchCheetahAgentCounter uint32
 
 const (
@@ -62,6 +67,7 @@ const (
 	agentBenchMapAgentClock             = "agent_clock"
 	agentBenchMapAgentCounters          = "agent_counters"
 	agentBenchMapAgentVips              = "agent_vips"
+	agentBenchMapBenchSaved             = "bench_saved"
 	agentBenchMapBucketChanged          = "bucket_changed"
 	agentBenchMapCheetahAgentCounters   = "cheetah_agent_counters"
 	agentBenchMapCheetahKid             = "cheetah_kid"
@@ -147,6 +153,7 @@ type agentBenchMapSpecs struct {
 	AgentClock           *ebpf.MapSpec `ebpf:"agent_clock"`
 	AgentCounters        *ebpf.MapSpec `ebpf:"agent_counters"`
 	AgentVips            *ebpf.MapSpec `ebpf:"agent_vips"`
+	BenchSaved           *ebpf.MapSpec `ebpf:"bench_saved"`
 	BucketChanged        *ebpf.MapSpec `ebpf:"bucket_changed"`
 	CheetahAgentCounters *ebpf.MapSpec `ebpf:"cheetah_agent_counters"`
 	CheetahKid           *ebpf.MapSpec `ebpf:"cheetah_kid"`
@@ -190,6 +197,7 @@ type agentBenchMaps struct {
 	AgentClock           *ebpf.Map `ebpf:"agent_clock"`
 	AgentCounters        *ebpf.Map `ebpf:"agent_counters"`
 	AgentVips            *ebpf.Map `ebpf:"agent_vips"`
+	BenchSaved           *ebpf.Map `ebpf:"bench_saved"`
 	BucketChanged        *ebpf.Map `ebpf:"bucket_changed"`
 	CheetahAgentCounters *ebpf.Map `ebpf:"cheetah_agent_counters"`
 	CheetahKid           *ebpf.Map `ebpf:"cheetah_kid"`
@@ -204,6 +212,7 @@ func (m *agentBenchMaps) Close() error {
 		m.AgentClock,
 		m.AgentCounters,
 		m.AgentVips,
+		m.BenchSaved,
 		m.BucketChanged,
 		m.CheetahAgentCounters,
 		m.CheetahKid,
