@@ -19,6 +19,7 @@ type labFlags struct {
 	window, stall, warmup, step                   time.Duration
 	seed                                          int64
 	mptcp, persistent                             bool
+	encap                                         string
 }
 
 func (f *labFlags) register(cmd *cobra.Command) {
@@ -40,6 +41,7 @@ func (f *labFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.mptcp, "mptcp", false, "clients use MPTCP")
 	fl.BoolVar(&f.persistent, "persistent", false, "persistent connections (else one download per connection)")
 	fl.IntVar(&f.quicFlows, "quic-flows", 0, "QUIC connections per client to VIP:443 beside the TCP load, routed by connection id, each migrating once")
+	fl.StringVar(&f.encap, "encap", "", "the instance's encapsulation: ipip (default) or gue")
 	fl.IntVar(&f.udpFlows, "udp-flows", 0, "long-lived UDP flows per client to VIP:53 beside the TCP load (servers answer from connected sockets)")
 }
 
@@ -139,6 +141,9 @@ func (f *labFlags) apply(cmd *cobra.Command, p *lab.Params) error {
 	}
 	if set("quic-flows") {
 		p.QUICFlows = f.quicFlows
+	}
+	if set("encap") {
+		p.Encap = f.encap
 	}
 	return nil
 }

@@ -14,8 +14,9 @@ var quickRows = []string{"empty", "floor", "encap-floor", "rotation", "beamer", 
 	"empty-tc", "decap-floor", "agent-local", "agent-local-moved", "agent-chain", "agent-drop",
 	"cheetah-cookie", "cheetah-cookie-general", "cheetah-syn-rr", "cheetah-fallback",
 	"agent-cheetah-egress", "agent-cheetah-ingress", "decap-floor-xdp", "agent-xdp-local", "agent-xdp-pass",
-	"udp", "udp-moved1", "quic-cid", "quic-initial", "beamer-ipv6", "beamer-ipv6-moved1",
-	"agent6-local", "agent6-local-moved", "agent6-chain"}
+	"udp", "udp-moved1", "quic-cid", "quic-initial",
+	"beamer-gue", "beamer-gue-moved1", "agent-local-gue", "agent-chain-gue", "agent-xdp-local-gue",
+	"beamer-ipv6", "beamer-ipv6-moved1", "agent6-local", "agent6-local-moved", "agent6-chain"}
 
 // TestQuickRun is CI's smoke of `beamer bench dataplane`: every program runs
 // and took its intended path on every repetition, by both methods (the

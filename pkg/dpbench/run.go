@@ -228,6 +228,9 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 	if err := udpMuxRows(r, o, ctx, add); err != nil { // udp.go
 		return nil, err
 	}
+	if err := gueMuxRows(r, o, ctx, add); err != nil { // gue.go
+		return nil, err
+	}
 	if err := ipv6Rows(r, o, ctx, add); err != nil { // ipv6.go
 		return nil, err
 	}

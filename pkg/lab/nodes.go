@@ -346,6 +346,7 @@ func (l *Lab) SetWeight(i, w int) error {
 func (l *Lab) CreateInstance() error {
 	args := append([]string{"create", Instance, "--vip", VIP.String(), "--ports", "80", "--buckets", fmt.Sprint(l.opts.Buckets),
 		"--strategy", l.opts.Strategy, "--chain-window", l.opts.Window.String()}, l.opts.CreateArgs...)
+	args = append(args, encapArgs(l.opts.Encap)...) // encap.go
 	var udp []string
 	if l.opts.UDP {
 		udp = append(udp, fmt.Sprint(UDPPort))

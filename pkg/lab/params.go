@@ -43,9 +43,12 @@ type Params struct {
 	UDPFlows int `json:"udp_flows_per_client,omitempty"`
 	// QUICFlows: QUIC connections per client to VIP:443, routed by
 	// connection id, each migrating once (issue 17); 0: none.
-	QUICFlows int    `json:"quic_flows_per_client,omitempty"`
-	Seed      int64  `json:"seed"`
-	Store     string `json:"store"`
+	QUICFlows int `json:"quic_flows_per_client,omitempty"`
+	// Encap: the instance's encapsulation, ipip (default, "") or gue
+	// (encap.go).
+	Encap string `json:"encap,omitempty"`
+	Seed  int64  `json:"seed"`
+	Store string `json:"store"`
 	// Shape of the built-in experiments.
 	Servers   int      `json:"servers"`
 	Muxes     int      `json:"muxes"`
@@ -118,6 +121,9 @@ func (p *Params) Validate() error {
 		return errors.New("seed: must not be negative")
 	case p.Warmup < 0 || p.Step <= 0:
 		return errors.New("warmup must not be negative and step must be positive")
+	}
+	if err := checkEncap(p.Encap); err != nil {
+		return err
 	}
 	if e, ok := experiments[p.Experiment]; ok {
 		return e.check(p)
