@@ -156,8 +156,30 @@ func (e *e2eNet) dial6(t *testing.T, mptcp bool) *echoConn {
 // connections are chained C → B → A (two hops over IPv6), B's C → B, new
 // connections go to C, SYN-cookie ACKs are kept by C, and an MPTCP
 // connection's second subflow reaches C by its server-id port.
+//
+// The xdp run has each server's agent also attached in native XDP (the
+// IPv6 fast path, agent6_xdp.h), as on a server whose NIC runs XDP: the
+// same must hold, with the common packets decapsulated in XDP.
 func TestEndToEnd6(t *testing.T) {
+	t.Run("tc", func(t *testing.T) { endToEnd6(t, false) })
+	t.Run("xdp", func(t *testing.T) { endToEnd6(t, true) })
+}
+
+func endToEnd6(t *testing.T, xdp bool) {
 	e := newE2E6(t)
+	if xdp {
+		for name, s := range e.servers {
+			a := e.agents[name]
+			must(t, s.Do(func() error {
+				l, err := a.AttachXDP("eth0", XDPDriver)
+				if err != nil {
+					return err
+				}
+				t.Cleanup(func() { l.Close() })
+				return nil
+			}))
+		}
+	}
 	const n = 6
 	dial := func(want, tag string) []*echoConn {
 		var cs []*echoConn
@@ -171,6 +193,11 @@ func TestEndToEnd6(t *testing.T) {
 		return cs
 	}
 	onA := dial("a", "a-")
+	if d := e.counter(t, "a", "xdp_decap"); xdp && d < 3*n {
+		t.Fatalf("server a decapsulated %d IPv6 packets in XDP, want at least %d (SYN and ACKs)", d, 3*n)
+	} else if !xdp && d != 0 {
+		t.Fatalf("server a decapsulated %d packets in XDP without an XDP program", d)
+	}
 	rules := &forwarding.HistoryRules{K: 4, Window: 240}
 	move := func(to string) {
 		rules.Now = uint32(time.Now().Unix())
