@@ -316,3 +316,43 @@ func TestMux6WithoutAddress(t *testing.T) {
 	runMux6Cases(t, m, b, []mux6Case{{"no IPv6 source", pkt6{src: mux6Client, dst: mux6VIP, proto: 6, sport: 40000, dport: 80, flags: 2}.frame(),
 		"drop", "drop_no_addr6", nil}})
 }
+
+// TestMux6ServerChanges: deltas on an IPv6 instance, as the controller
+// sends them one at a time: a server's address changed in place (the word
+// cleared, a grace period, the new address, the word again) is what the
+// next packet is sent to; a removed server's subflows are dropped, counted;
+// the generation reaches the private data.
+func TestMux6ServerChanges(t *testing.T) {
+	m, b := newMux6Bench(t, mux6Addr)
+	nl := b.ns.Netlink()
+	eth0, err := nl.LinkByIndex(b.ifindex)
+	must(t, err)
+	moved := netip.MustParseAddr("2001:db8::13")
+	mac, _ := net.ParseMAC("02:be:a0:00:01:13")
+	must(t, nl.NeighSet(&netlink.Neigh{LinkIndex: eth0.Attrs().Index, IP: net.IP(moved.AsSlice()), HardwareAddr: mac,
+		State: netlink.NUD_PERMANENT, Family: netlink.FAMILY_V6}))
+	f7 := flow6To(6, 80, 7) // bucket 7: server 1027
+	frame := pkt6{src: f7.Src, dst: f7.Dst, proto: 6, sport: f7.SrcPort, dport: f7.DstPort, flags: 0x10}.frame()
+	send := func() (string, []byte) { return runXDP(t, b.ns, b.ifindex, m.Program(), frame) }
+	if _, out := send(); !bytes.Equal(out[38:54], mux6Server[1027].AsSlice()) {
+		t.Fatalf("before the change: sent to %x, want %v", out[38:54], mux6Server[1027])
+	}
+	must(t, m.ApplyDelta("v6", &forwarding.Delta{Generation: 8,
+		Servers: []forwarding.ServerChange{{ID: 1027, Server: forwarding.Server{Addr: moved, State: forwarding.Active}}}}))
+	action, out := send()
+	if action != "tx" || !bytes.Equal(out[38:54], moved.AsSlice()) || !bytes.Equal(out[0:6], mac) {
+		t.Fatalf("after the change: %s to %x (MAC %x), want tx to %v", action, out[38:54], out[0:6], moved)
+	}
+	if gen := binary.BigEndian.Uint32(out[14+52+4:]); gen != 8 {
+		t.Errorf("private data carries generation %d, want 8", gen)
+	}
+	// Server 1025 removed (after its buckets moved): its subflows dropped.
+	d := &forwarding.Delta{Generation: 9, Servers: []forwarding.ServerChange{{ID: 1025, Remove: true}}}
+	for _, i := range []uint32{0, 2} {
+		d.Buckets = append(d.Buckets, forwarding.BucketChange{Index: i, Bucket: forwarding.Bucket{Current: 1026}})
+	}
+	d.Buckets = append(d.Buckets, forwarding.BucketChange{Index: 1, Bucket: forwarding.Bucket{Current: 1026, History: forwarding.Chain{1027}, Changed: mux6Changed}})
+	must(t, m.ApplyDelta("v6", d))
+	sub := pkt6{src: mux6Client, dst: mux6VIP, proto: 6, sport: 41000, dport: 1025, flags: 0x10}.frame()
+	runMux6Cases(t, m, b, []mux6Case{{"subflow to a removed server", sub, "drop", "drop_unknown_server", nil}})
+}
