@@ -212,6 +212,11 @@ func TestMux6Paths(t *testing.T) {
 	router := netip.MustParseAddr("2001:db8:300::1")
 	steered := ptb6(router, mux6VIP, mux6VIP, mux6Client, 80, f1.SrcPort)
 	notOurs := ptb6(router, mux6VIP, netip.MustParseAddr("2001:db8:100::2"), mux6Client, 80, f1.SrcPort)
+	// A Packet Too Big as large as the path allows, about a connection of
+	// bucket 6 (behind the MTU-1400 route): too big to encapsulate, and no
+	// ICMPv6 error may answer an ICMPv6 error.
+	bigPTB := append(ptb6(router, mux6VIP, mux6VIP, mux6Client, 80, f6.SrcPort), make([]byte, 1300)...)
+	binary.BigEndian.PutUint16(bigPTB[18:], uint16(len(bigPTB)-54))
 	shortQuote := append([]byte{}, steered[:14+40+8+40]...) // the quote ends before the ports
 	binary.BigEndian.PutUint16(shortQuote[18:], 48)
 	notVIP := tcp(wire.Flow{Src: mux6Client, Dst: netip.MustParseAddr("2001:db8:100::2"), SrcPort: 1, DstPort: 80, Proto: 6}, 0x02)
@@ -226,6 +231,7 @@ func TestMux6Paths(t *testing.T) {
 		{"six extension headers", six, "drop", "drop_ext_headers", nil},
 		{"extension headers over 256 bytes", long, "drop", "drop_ext_headers", nil},
 		{"extension header past the payload", overlong, "drop", "drop_truncated", nil},
+		{"hop-by-hop after another header", tcp(f0, 0x10, optsHdr(60, 0), optsHdr(0, 0)), "drop", "drop_bad_header", nil},
 		{"routing header with segments left", tcp(f0, 0x10, routingHdr(1)), "drop", "drop_ext_headers", nil},
 		{"first fragment", tcp(f0, 0x10, fragHdr(0, true)), "drop", "drop_fragment", nil},
 		{"later fragment", tcp(f0, 0x10, fragHdr(185, false)), "drop", "drop_fragment", nil},
@@ -243,6 +249,7 @@ func TestMux6Paths(t *testing.T) {
 		{"packet too big quoting garbage", ptb, "drop", "drop_icmp", nil},
 		{"packet too big steered as the quoted connection", steered, "tx", "fwd_icmp_frag_needed",
 			gue6Out(steered, f1, 1026, true, []forwarding.ServerID{1025, 1027}, 0, mux6Changed)},
+		{"packet too big, too big to steer", bigPTB, "drop", "drop_too_big", nil},
 		{"packet too big quoting another address", notOurs, "drop", "drop_icmp", nil},
 		{"packet too big with its quote cut", shortQuote, "drop", "drop_icmp", nil},
 		{"not a VIP", notVIP, "pass", "pass_not_vip6", nil},
