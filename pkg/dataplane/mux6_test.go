@@ -363,3 +363,44 @@ func TestMux6ServerChanges(t *testing.T) {
 	sub := pkt6{src: mux6Client, dst: mux6VIP, proto: 6, sport: 41000, dport: 1025, flags: 0x10}.frame()
 	runMux6Cases(t, m, b, []mux6Case{{"subflow to a removed server", sub, "drop", "drop_unknown_server", nil}})
 }
+
+// TestMux6FoldCollisions: IPv6 VIPs are found by the fold of their
+// address, and distinct addresses fold alike (the fold is the XOR of the
+// address's words, so their order does not count). Two instances whose VIPs
+// collide each get their own packets, and a third address of the same fold
+// that is no VIP is passed to the kernel.
+func TestMux6FoldCollisions(t *testing.T) {
+	m, b := newMux6Bench(t, mux6Addr)
+	// 2001:db8:100::1 is words 20010db8 01000000 0 1; these permute them.
+	twin := netip.MustParseAddr("2001:db8::100:0:0:1")
+	none := netip.MustParseAddr("2001:db8:0:1::100:0")
+	if foldRaw(twin) != foldRaw(mux6VIP) || foldRaw(none) != foldRaw(mux6VIP) {
+		t.Fatal("the test's addresses do not fold alike")
+	}
+	in := mux6Instance()
+	in.Name, in.VIPs = "twin", []netip.Addr{twin}
+	tb := mux6Table()
+	for i := range tb.Buckets {
+		tb.Buckets[i] = forwarding.Bucket{Current: 1027}
+	}
+	must(t, in.Validate())
+	must(t, m.SetInstance(in, tb))
+	f0 := flow6To(6, 80, 0) // bucket 0: 1025 in mux6's table, 1027 in twin's
+	to := func(dst netip.Addr) []byte {
+		return pkt6{src: f0.Src, dst: dst, proto: 6, sport: f0.SrcPort, dport: 80, flags: 0x02}.frame()
+	}
+	for _, c := range []struct {
+		vip  netip.Addr
+		want forwarding.ServerID
+	}{{mux6VIP, 1025}, {twin, 1027}} {
+		action, out := runXDP(t, b.ns, b.ifindex, m.Program(), to(c.vip))
+		if action != "tx" || !bytes.Equal(out[38:54], mux6Server[c.want].AsSlice()) {
+			t.Errorf("to %v: %s to %x, want server %d", c.vip, action, out[38:54], c.want)
+		}
+	}
+	runMux6Cases(t, m, b, []mux6Case{{"same fold, no VIP", to(none), "pass", "pass_not_vip6", nil}})
+	// Removing one leaves the other found.
+	must(t, m.RemoveInstance("v6"))
+	runMux6Cases(t, m, b, []mux6Case{{"removed VIP", to(mux6VIP), "pass", "pass_not_vip6", nil},
+		{"its twin still", to(twin), "tx", "fwd_bucket", nil}})
+}
