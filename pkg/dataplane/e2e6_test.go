@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,7 +40,8 @@ func newE2E6(t *testing.T) *e2eNet {
 		return n
 	}
 	fabric, client, mns := ns("fabric"), ns("client"), ns("mux0")
-	e := &e2eNet{lab: lab, fabric: fabric, client: client, servers: map[string]*netlab.Namespace{}, agents: map[string]*Agent{}, gen: 1}
+	e := &e2eNet{lab: lab, fabric: fabric, client: client, servers: map[string]*netlab.Namespace{}, agents: map[string]*Agent{}, gen: 1,
+		muxNS: mns}
 	var links []link.Link
 	t.Cleanup(func() {
 		for _, l := range links {
@@ -291,4 +293,31 @@ func endToEnd6(t *testing.T, xdp bool) {
 			t.Error("mux forwarded nothing by server id")
 		}
 	})
+}
+
+// TestClientPathMTU6: the mux's link has the client's MTU (1500), so the
+// client's full-size IPv6 segments cannot be encapsulated in GUE over IPv6.
+// The mux answers them with ICMPv6 Packet Too Big for 1432 (1500 − 68),
+// the client's kernel lowers its path MTU to the VIP and resends, and a
+// transfer of many full-size segments gets through.
+func TestClientPathMTU6(t *testing.T) {
+	e := newE2E6(t)
+	_, err := e.muxNS.Run("ip", "link", "set", "eth0", "mtu", "1500")
+	must(t, err)
+	e.mux.FlushNextHops()
+	c := e.dial6(t, false)
+	msg := strings.Repeat("0123456789abcdef", 1000) // 16 000 bytes: full-size segments
+	if who, err := c.ask(msg, 10*time.Second); err != nil || who != "a" {
+		t.Fatalf("echo of %d bytes through a 1500-byte mux link: served by %q, %v", len(msg), who, err)
+	}
+	counters, err := e.mux.Counters()
+	must(t, err)
+	if counters["icmp_too_big"] == 0 {
+		t.Errorf("no ICMPv6 Packet Too Big sent: %v", counters)
+	}
+	out, err := e.client.Run("ip", "-6", "route", "get", e2e6VIP.String())
+	must(t, err)
+	if !strings.Contains(out, "mtu 1432") {
+		t.Errorf("client's route to the VIP has not learned MTU 1432:\n%s", out)
+	}
 }
