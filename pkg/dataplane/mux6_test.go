@@ -11,6 +11,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
 	"github.com/beamer-lb/beamer/pkg/wire"
+	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
 	"github.com/vishvananda/netlink"
 )
 
@@ -52,11 +53,16 @@ func mux6Table() *forwarding.Table {
 	return t
 }
 
+// mux6QUIC is the QUIC option of the IPv6 instance (connection ids name
+// servers, on UDP 443).
+var mux6QUIC = forwarding.QUICOptions{ConfigID: 1, CIDLen: 8, Ports: forwarding.PortRange{Low: 443, High: 443}}
+
 func mux6Instance() forwarding.Instance {
 	return forwarding.Instance{Name: "v6", Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{mux6VIP},
 		Services: []forwarding.Service{{Protocol: forwarding.TCP, Ports: forwarding.PortList{{Low: 80, High: 80}}},
-			{Protocol: forwarding.UDP, Ports: forwarding.PortList{{Low: 53, High: 53}}}},
-		Buckets: mux6Buckets, ChainWindow: time.Minute, ICMPEcho: forwarding.EchoAnswer, Encap: forwarding.EncapGUE}
+			{Protocol: forwarding.UDP, Ports: forwarding.PortList{{Low: 53, High: 53}, {Low: 443, High: 443}}}},
+		Buckets: mux6Buckets, ChainWindow: time.Minute, ICMPEcho: forwarding.EchoAnswer, Encap: forwarding.EncapGUE,
+		QUIC: &mux6QUIC}
 }
 
 func newMux6Bench(t *testing.T, addr6 netip.Addr) (*Mux, *muxBench) {
@@ -219,6 +225,15 @@ func TestMux6Paths(t *testing.T) {
 	binary.BigEndian.PutUint16(bigPTB[18:], uint16(len(bigPTB)-54))
 	shortQuote := append([]byte{}, steered[:14+40+8+40]...) // the quote ends before the ports
 	binary.BigEndian.PutUint16(shortQuote[18:], 48)
+	q1 := flow6To(17, 443, 1)
+	quic := func(payload []byte) []byte {
+		return pkt6{src: q1.Src, dst: q1.Dst, proto: 17, sport: q1.SrcPort, dport: 443, payload: payload}.frame()
+	}
+	quicOurs := quic(wiretest.QUICShort(mux6QUIC.QUICConnID(1027, []byte{1, 2, 3, 4, 5})))
+	quicInitial := quic(wiretest.QUICLong(0, []byte{0x3a, 0xf1, 0x09, 0x22, 0x51, 0x6e, 0x70, 0x13}))
+	q0 := flow6To(17, 443, 0)
+	quicInitial0 := pkt6{src: q0.Src, dst: q0.Dst, proto: 17, sport: q0.SrcPort, dport: 443,
+		payload: wiretest.QUICLong(0, []byte{0x3a, 0xf1, 0x09, 0x22, 0x51, 0x6e, 0x70, 0x13})}.frame()
 	notVIP := tcp(wire.Flow{Src: mux6Client, Dst: netip.MustParseAddr("2001:db8:100::2"), SrcPort: 1, DstPort: 80, Proto: 6}, 0x02)
 
 	runMux6Cases(t, m, b, []mux6Case{
@@ -227,6 +242,10 @@ func TestMux6Paths(t *testing.T) {
 		{"udp with history returns to owner", udp1, "tx", "fwd_with_previous",
 			gue6Out(udp1, u1, 1026, true, []forwarding.ServerID{1025, 1027, 1026}, 1, mux6Changed)},
 		{"mptcp subflow by server id", subflow, "tx", "fwd_server_id", gue6Out(subflow, sid, 1026, false, nil, 0, 0)},
+		{"quic by the server id in its connection id", quicOurs, "tx", "fwd_quic_cid", gue6Out(quicOurs, q1, 1027, false, nil, 0, 0)},
+		{"quic initial by bucket, with history", quicInitial, "tx", "fwd_with_previous",
+			gue6Out(quicInitial, q1, 1026, true, []forwarding.ServerID{1025, 1027, 1026}, 1, mux6Changed)},
+		{"quic initial by bucket", quicInitial0, "tx", "quic_by_bucket", gue6Out(quicInitial0, q0, 1025, true, nil, 0, 0)},
 		{"five extension headers", five, "tx", "fwd_ipv6", gue6Out(five, f0, 1025, true, nil, 0, 0)},
 		{"six extension headers", six, "drop", "drop_ext_headers", nil},
 		{"extension headers over 256 bytes", long, "drop", "drop_ext_headers", nil},
