@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,7 +66,7 @@ func mux6Instance() forwarding.Instance {
 		QUIC: &mux6QUIC}
 }
 
-func newMux6Bench(t *testing.T, addr6 netip.Addr) (*Mux, *muxBench) {
+func newMux6Bench(t *testing.T, addr4, addr6 netip.Addr) (*Mux, *muxBench) {
 	netlabtest.RequireRoot(t)
 	lab := netlabtest.New(t, "mux6")
 	ns, err := lab.Namespace("mux")
@@ -95,7 +96,7 @@ func newMux6Bench(t *testing.T, addr6 netip.Addr) (*Mux, *muxBench) {
 	// (ip6_mtu_from_fib6), the device's otherwise.
 	_, err = ns.Run("ip", "-6", "route", "add", "2001:db8:1::/64", "via", "2001:db8::2", "dev", "eth0", "mtu", "lock", "1400")
 	must(t, err)
-	m, err := LoadMux(MuxOptions{Addr: netip.MustParseAddr("198.18.0.1"), Addr6: addr6})
+	m, err := LoadMux(MuxOptions{Addr: addr4, Addr6: addr6})
 	must(t, err)
 	t.Cleanup(func() { m.Close() })
 	in := mux6Instance()
@@ -186,7 +187,7 @@ func runMux6Cases(t *testing.T, m *Mux, b *muxBench, cases []mux6Case) {
 // bucket (with and without history, TCP and UDP), by MPTCP server id,
 // through the longest extension-header chain allowed, and every refusal.
 func TestMux6Paths(t *testing.T) {
-	m, b := newMux6Bench(t, mux6Addr)
+	m, b := newMux6Bench(t, netip.MustParseAddr("198.18.0.1"), mux6Addr)
 	tcp := func(f wire.Flow, flags uint8, ext ...ext6) []byte {
 		return pkt6{src: f.Src, dst: f.Dst, ext: ext, proto: 6, sport: f.SrcPort, dport: f.DstPort, flags: flags}.frame()
 	}
@@ -335,12 +336,31 @@ func icmp6Sum(ip6 []byte) uint16 {
 	return uint16(sum)
 }
 
-// TestMux6WithoutAddress: a mux given no IPv6 address drops IPv6 VIP
-// traffic, counted, rather than sending from ::.
-func TestMux6WithoutAddress(t *testing.T) {
-	m, b := newMux6Bench(t, netip.Addr{})
-	runMux6Cases(t, m, b, []mux6Case{{"no IPv6 source", pkt6{src: mux6Client, dst: mux6VIP, proto: 6, sport: 40000, dport: 80, flags: 2}.frame(),
-		"drop", "drop_no_addr6", nil}})
+// TestMux6Addresses: a mux without an IPv6 address refuses an IPv6
+// instance with a clear error (it has no source for GUE over IPv6); an
+// IPv6-only mux refuses an IPv4 instance and forwards its IPv6 one.
+func TestMux6Addresses(t *testing.T) {
+	netlabtest.RequireRoot(t)
+	m4, err := LoadMux(MuxOptions{Addr: netip.MustParseAddr("198.18.0.1")})
+	must(t, err)
+	defer m4.Close()
+	if err := m4.SetInstance(mux6Instance(), mux6Table()); err == nil || !strings.Contains(err.Error(), "no IPv6 address") {
+		t.Errorf("IPv6 instance on a mux without an IPv6 address: %v, want a refusal naming the missing address", err)
+	}
+	m6, b := newMux6Bench(t, netip.Addr{}, mux6Addr)
+	v4 := forwarding.Instance{Name: "v4", Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{netip.MustParseAddr("198.18.100.1")},
+		PortLow: 80, PortHigh: 80, Buckets: 4}
+	t4 := forwarding.NewTable(4)
+	t4.Servers[1025] = forwarding.Server{Addr: netip.MustParseAddr("198.18.0.10"), State: forwarding.Active}
+	for i := range t4.Buckets {
+		t4.Buckets[i] = forwarding.Bucket{Current: 1025}
+	}
+	if err := m6.SetInstance(v4, t4); err == nil || !strings.Contains(err.Error(), "no IPv4 address") {
+		t.Errorf("IPv4 instance on an IPv6-only mux: %v, want a refusal naming the missing address", err)
+	}
+	f0 := flow6To(6, 80, 0)
+	runMux6Cases(t, m6, b, []mux6Case{{"IPv6-only mux forwards", pkt6{src: f0.Src, dst: f0.Dst, proto: 6, sport: f0.SrcPort, dport: 80, flags: 2}.frame(),
+		"tx", "fwd_ipv6", nil}})
 }
 
 // TestMux6ServerChanges: deltas on an IPv6 instance, as the controller
@@ -349,7 +369,7 @@ func TestMux6WithoutAddress(t *testing.T) {
 // next packet is sent to; a removed server's subflows are dropped, counted;
 // the generation reaches the private data.
 func TestMux6ServerChanges(t *testing.T) {
-	m, b := newMux6Bench(t, mux6Addr)
+	m, b := newMux6Bench(t, netip.MustParseAddr("198.18.0.1"), mux6Addr)
 	nl := b.ns.Netlink()
 	eth0, err := nl.LinkByIndex(b.ifindex)
 	must(t, err)
@@ -389,7 +409,7 @@ func TestMux6ServerChanges(t *testing.T) {
 // collide each get their own packets, and a third address of the same fold
 // that is no VIP is passed to the kernel.
 func TestMux6FoldCollisions(t *testing.T) {
-	m, b := newMux6Bench(t, mux6Addr)
+	m, b := newMux6Bench(t, netip.MustParseAddr("198.18.0.1"), mux6Addr)
 	// 2001:db8:100::1 is words 20010db8 01000000 0 1; these permute them.
 	twin := netip.MustParseAddr("2001:db8::100:0:0:1")
 	none := netip.MustParseAddr("2001:db8:0:1::100:0")
