@@ -87,6 +87,12 @@ func (m *Mux) LoadBaseline(obj []byte) (*MuxBaseline, error) {
 		if strings.HasPrefix(name, ".") {
 			continue // its own global data: constants copied below
 		}
+		if ms.Type == ebpf.ProgramArray {
+			// Its own tail-call targets (the IPv6 path, mux6_prog):
+			// sharing the array would point this build's tail calls at
+			// the baseline's programs.
+			continue
+		}
 		cm, have := maps[name]
 		if !have {
 			problems = append(problems, fmt.Sprintf("map %s: not in this build", name))
