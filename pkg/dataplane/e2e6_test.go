@@ -92,7 +92,9 @@ func newE2E6(t *testing.T) *e2eNet {
 	e.muxes, e.mux = []*Mux{m}, m
 	must(t, mns.Do(func() error { l, err := m.Attach("eth0", XDPDriver); hold(l, err); return nil }))
 	in := forwarding.Instance{Name: "web", Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{e2e6VIP},
-		PortLow: 80, PortHigh: 80, Buckets: e2eBuckets, ChainWindow: 4 * time.Minute, Encap: forwarding.EncapGUE}
+		Services: []forwarding.Service{{Protocol: forwarding.TCP, Ports: forwarding.PortList{{Low: 80, High: 80}}},
+			{Protocol: forwarding.UDP, Ports: forwarding.PortList{{Low: 53, High: 53}}}},
+		Buckets: e2eBuckets, ChainWindow: 4 * time.Minute, Encap: forwarding.EncapGUE}
 	must(t, in.Validate())
 	must(t, m.SetInstance(in, e.table))
 	must(t, EnsureNeighbors(mns.Netlink(), serverAddrs))
@@ -110,8 +112,33 @@ func newE2E6(t *testing.T) *e2eNet {
 		e.agents[name] = a
 		must(t, s.Do(func() error { l, err := a.Attach("eth0"); hold(l, err); return nil }))
 		serveEcho6(t, s, name)
+		serveUDP6(t, s, name)
 	}
 	return e
+}
+
+// serveUDP6 answers each datagram to [VIP]:53 with "<server>:<datagram>"
+// from an unconnected socket (which proves nothing about a flow: the agent
+// chains such datagrams on to the bucket's owner, docs/wire-format.md "UDP").
+func serveUDP6(t *testing.T, ns *netlab.Namespace, name string) {
+	var pc net.PacketConn
+	must(t, ns.Do(func() (err error) {
+		pc, err = net.ListenPacket("udp6", netip.AddrPortFrom(e2e6VIP, 53).String())
+		return err
+	}))
+	done := make(chan struct{})
+	t.Cleanup(func() { pc.Close(); <-done })
+	go func() {
+		defer close(done)
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			pc.WriteTo(append([]byte(name+":"), buf[:n]...), from)
+		}
+	}()
 }
 
 // serveEcho6 answers each line with "<server>:<line>" on [VIP]:80, TCP and MPTCP.
@@ -242,6 +269,33 @@ func endToEnd6(t *testing.T, xdp bool) {
 	if e.counter(t, "c", "ipv6") == 0 {
 		t.Error("server c counted nothing on its IPv6 path")
 	}
+
+	t.Run("udp back to the owner along the history", func(t *testing.T) {
+		// Every bucket's history is b, a; a datagram of a new flow is
+		// chained c -> b -> a -> c (the owner ends a UDP list) and served
+		// by c: no previous owner holds it in a connected socket.
+		chained := e.counter(t, "a", "chained")
+		var c net.Conn
+		must(t, e.client.Do(func() (err error) {
+			c, err = net.Dial("udp6", netip.AddrPortFrom(e2e6VIP, 53).String())
+			return err
+		}))
+		defer c.Close()
+		buf := make([]byte, 1500)
+		for i := 0; i < 3; i++ {
+			c.SetDeadline(time.Now().Add(3 * time.Second))
+			if _, err := fmt.Fprintf(c, "q%d", i); err != nil {
+				t.Fatal(err)
+			}
+			n, err := c.Read(buf)
+			if err != nil || string(buf[:n]) != fmt.Sprintf("c:q%d", i) {
+				t.Fatalf("datagram %d: answer %q, %v; want c:q%d", i, buf[:n], err, i)
+			}
+		}
+		if e.counter(t, "a", "chained") == chained {
+			t.Error("server a chained none of the datagrams back to the owner")
+		}
+	})
 
 	t.Run("syn cookies", func(t *testing.T) {
 		must(t, e.servers["c"].Sysctl("net.ipv4.tcp_syncookies", "2")) // IPv6 listeners too
