@@ -444,3 +444,36 @@ func TestMux6FoldCollisions(t *testing.T) {
 	runMux6Cases(t, m, b, []mux6Case{{"removed VIP", to(mux6VIP), "pass", "pass_not_vip6", nil},
 		{"its twin still", to(twin), "tx", "fwd_bucket", nil}})
 }
+
+// TestMux6RecordDefences: records the control plane never writes for IPv6
+// (it refuses IPv6 without GUE and IPv6 with another strategy, and an IPv6
+// instance on a mux without an IPv6 address) are still dropped and counted
+// by the program, never sent out wrongly. The records are written here
+// below the instance API, as a damaged or hand-written state would.
+func TestMux6RecordDefences(t *testing.T) {
+	m, b := newMux6Bench(t, mux6AddrV4, mux6Addr)
+	in := m.instances["v6"]
+	rec, _, err := m.vipRecord(in, mux6VIP)
+	must(t, err)
+	f0 := flow6To(6, 80, 0)
+	to := func(dst netip.Addr) []byte {
+		return pkt6{src: f0.Src, dst: dst, proto: 6, sport: f0.SrcPort, dport: 80, flags: 0x02}.frame()
+	}
+	ipip, maglev := netip.MustParseAddr("2001:db8:100::a"), netip.MustParseAddr("2001:db8:100::b")
+	r := rec
+	r.Encap = 0 // IP-in-IP: no IPv6 form
+	must(t, m.vips.set(ipip, r))
+	r = rec
+	r.Strategy = uint8(forwarding.StrategyMaglev.Code())
+	must(t, m.vips.set(maglev, r))
+	runMux6Cases(t, m, b, []mux6Case{
+		{"IPv6 record without GUE", to(ipip), "drop", "drop_encap6", nil},
+		{"IPv6 record of another strategy", to(maglev), "drop", "drop_bad_strategy", nil},
+	})
+
+	m4, err := LoadMux(MuxOptions{Addr: mux6AddrV4})
+	must(t, err)
+	defer m4.Close()
+	must(t, m4.vips.set(mux6VIP, rec)) // names a table slot m4 has not loaded
+	runMux6Cases(t, m4, b, []mux6Case{{"IPv6 record on a mux without its tables", to(mux6VIP), "drop", "drop_no_table", nil}})
+}
