@@ -32,14 +32,7 @@ func serverWord(s forwarding.Server) uint64 {
 
 // family6 tells whether an instance is IPv6 (one family per instance,
 // checked by forwarding.Instance.Validate).
-func family6(cfg forwarding.Instance) bool {
-	for _, v := range cfg.VIPs {
-		if is6(v) {
-			return true
-		}
-	}
-	return false
-}
+func family6(cfg forwarding.Instance) bool { return cfg.Family() == forwarding.IPv6 }
 
 func newServer6Array() (*ebpf.Map, error) {
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 16, MaxEntries: serverTableSize,
