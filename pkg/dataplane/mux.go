@@ -200,6 +200,7 @@ type benchPrograms struct {
 	Empty *ebpf.Program  `ebpf:"empty_bench"`
 	Floor *ebpf.Program  `ebpf:"floor_bench"`
 	Encap *ebpf.Program  `ebpf:"encap_floor_bench"`
+	Rot   *ebpf.Program  `ebpf:"rotation_bench"`
 	Gen   *ebpf.Program  `ebpf:"traffic_gen_bench"`
 	Flows *ebpf.Variable `ebpf:"bench_flows"`
 	Key   *ebpf.Variable `ebpf:"bench_key"` // mux_baseline.go
@@ -219,6 +220,12 @@ func (m *Mux) FloorProgram() *ebpf.Program { return m.bench.Floor }
 // EncapFloorProgram encapsulates with fixed headers and undoes it: the cost
 // of encapsulation alone (benchmark build).
 func (m *Mux) EncapFloorProgram() *ebpf.Program { return m.bench.Encap }
+
+// RotationProgram moves the packet to the next bench flow, as
+// BenchProgram does before the mux runs, and does nothing else: the share
+// of a batched mux figure that EncapFloorProgram and the per-packet method
+// do not pay.
+func (m *Mux) RotationProgram() *ebpf.Program { return m.bench.Rot }
 
 // TrafficGenProgram sends its packet out again as another of the bench
 // flows each time; run in live-frames mode it is a packet generator
@@ -287,6 +294,7 @@ func (m *Mux) Close() error {
 		m.bench.Empty.Close()
 		m.bench.Floor.Close()
 		m.bench.Encap.Close()
+		m.bench.Rot.Close()
 		m.bench.Gen.Close()
 	}
 	return m.objs.Close()

@@ -166,6 +166,7 @@ const (
 	muxBenchProgEmptyBench            = "empty_bench"
 	muxBenchProgEncapFloorBench       = "encap_floor_bench"
 	muxBenchProgFloorBench            = "floor_bench"
+	muxBenchProgRotationBench         = "rotation_bench"
 	muxBenchProgTrafficGenBench       = "traffic_gen_bench"
 	muxBenchVarAwfdCounterNames       = "awfd_counter_names"
 	muxBenchVarBenchFlows             = "bench_flows"
@@ -225,6 +226,7 @@ type muxBenchProgramSpecs struct {
 	EmptyBench      *ebpf.ProgramSpec `ebpf:"empty_bench"`
 	EncapFloorBench *ebpf.ProgramSpec `ebpf:"encap_floor_bench"`
 	FloorBench      *ebpf.ProgramSpec `ebpf:"floor_bench"`
+	RotationBench   *ebpf.ProgramSpec `ebpf:"rotation_bench"`
 	TrafficGenBench *ebpf.ProgramSpec `ebpf:"traffic_gen_bench"`
 }
 
@@ -360,6 +362,7 @@ type muxBenchPrograms struct {
 	EmptyBench      *ebpf.Program `ebpf:"empty_bench"`
 	EncapFloorBench *ebpf.Program `ebpf:"encap_floor_bench"`
 	FloorBench      *ebpf.Program `ebpf:"floor_bench"`
+	RotationBench   *ebpf.Program `ebpf:"rotation_bench"`
 	TrafficGenBench *ebpf.Program `ebpf:"traffic_gen_bench"`
 }
 
@@ -370,6 +373,7 @@ func (p *muxBenchPrograms) Close() error {
 		p.EmptyBench,
 		p.EncapFloorBench,
 		p.FloorBench,
+		p.RotationBench,
 		p.TrafficGenBench,
 	)
 }
