@@ -204,6 +204,8 @@ INLINE int route(struct xdp_md *ctx, const struct vip_info *vip, void *servers, 
 	return decide(ctx, vip, servers, f, tcp, d);
 }
 
+#include "include/mux6.h"
+
 SEC("xdp")
 int beamer_mux(struct xdp_md *ctx)
 {
@@ -215,10 +217,8 @@ int beamer_mux(struct xdp_md *ctx)
 	enum parse_verdict pv;
 	int icmp = 0;
 
-	if (!ip) {
-		mux_count(MUX_PASS_NOT_IPV4);
-		return XDP_PASS;
-	}
+	if (!ip)
+		return mux_not_ipv4(ctx); /* bpf/include/mux6.h: IPv6, or passed on */
 	struct vip_info *vip = vip_find(ip->daddr);
 	if (!vip) {
 		mux_count(MUX_PASS_NOT_VIP);
@@ -276,4 +276,5 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #ifdef BEAMER_BENCH
 #include "bench/mux_bench.h"
+#include "bench/mux6_bench.h"
 #endif
