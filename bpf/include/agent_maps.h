@@ -69,6 +69,8 @@ enum agent_counter {
 	AGENT_ICMP_FRAG_NEEDED,     /* of the above: an ICMP frag needed, decided as the connection it quotes */
 	AGENT_DROP_ICMP,            /* inner ICMP other than a frag needed quoting a VIP's TCP/UDP packet */
 	AGENT_GUE,                  /* of the above: arrived in GUE (bpf/include/gue_agent.h) */
+	AGENT_IPV6,                 /* of the above: kept or chained over IPv6 (bpf/include/agent6.h) */
+	AGENT_DROP_EXT_HEADERS,     /* inner IPv6 extension headers beyond the bound (parse6.h) */
 	AGENT_COUNTER_MAX,
 };
 

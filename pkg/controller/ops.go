@@ -123,6 +123,9 @@ func (c *Controller) checkNewDIP(in *instance, n NewDIP, cl *forwarding.Claims, 
 	if err := checkDIPAddress(cl, name, id, addr); err != nil {
 		return err
 	}
+	if err := in.config.CheckDIPFamily(addr); err != nil {
+		return badf("%v", err)
+	}
 	if err := forwarding.CheckWeight(weight); err != nil {
 		return badf("%v", err)
 	}

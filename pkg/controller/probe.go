@@ -61,7 +61,7 @@ func (p *prober) probe(ctx context.Context, in *forwarding.Instance, d DIP) erro
 	case forwarding.HealthNone:
 		return nil
 	case forwarding.HealthTCP:
-		c, err := p.dial(ctx, "tcp4", netip.AddrPortFrom(d.Addr, h.Port).String())
+		c, err := p.dial(ctx, "tcp", netip.AddrPortFrom(d.Addr, h.Port).String())
 		if err != nil {
 			return err
 		}

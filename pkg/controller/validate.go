@@ -108,7 +108,7 @@ func (c *Controller) checkNewInstance(ctx context.Context, in *forwarding.Instan
 	return nil
 }
 
-// checkDIPAddress refuses a DIP address that is not unicast IPv4 or that is a
+// checkDIPAddress refuses a DIP address that is not unicast or that is a
 // VIP of any instance (its own included); cl is c.claims(ctx, false).
 func checkDIPAddress(cl *forwarding.Claims, name string, id forwarding.ServerID, addr netip.Addr) error {
 	if err := forwarding.CheckDIP(addr); err != nil {

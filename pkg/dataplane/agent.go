@@ -23,7 +23,10 @@ type AgentVIP struct {
 
 // AgentOptions configure the agent program at load time.
 type AgentOptions struct {
-	Addr    netip.Addr     // this server's address (its DIP)
+	Addr netip.Addr // this server's IPv4 address (its DIP; may be unset when Addr6 is set)
+	// Addr6 is this server's IPv6 address, the destination of GUE over
+	// IPv6 for its IPv6 VIPs (agent6.go); unset: IPv6 VIPs are refused.
+	Addr6   netip.Addr
 	VIPs    []AgentVIP     // the VIPs it serves (on its loopback)
 	Trusted []netip.Prefix // sources whose encapsulated packets are accepted
 	// MaxClockSkew is how far the controller's clock may lead this
@@ -83,8 +86,8 @@ type Agent struct {
 
 // LoadAgent validates the options and loads the agent program.
 func LoadAgent(opts AgentOptions) (*Agent, error) {
-	if !opts.Addr.Is4() || opts.Addr.IsUnspecified() {
-		return nil, fmt.Errorf("agent address %v is not a unicast IPv4 address", opts.Addr)
+	if err := checkAgentAddrs(opts); err != nil {
+		return nil, err
 	}
 	if len(opts.VIPs) == 0 {
 		return nil, fmt.Errorf("agent serves no VIP")
@@ -95,8 +98,8 @@ func LoadAgent(opts AgentOptions) (*Agent, error) {
 	total := uint64(0)
 	seen := map[netip.Addr]bool{}
 	for _, v := range opts.VIPs {
-		if !v.VIP.Is4() || v.VIP.IsUnspecified() || seen[v.VIP] {
-			return nil, fmt.Errorf("VIP %v is not a unicast IPv4 address or is listed twice", v.VIP)
+		if err := checkAgentVIP(v.VIP, opts, seen[v.VIP]); err != nil {
+			return nil, err
 		}
 		seen[v.VIP] = true
 		if v.Buckets == 0 || v.Buckets > 1<<24 {
@@ -108,8 +111,8 @@ func LoadAgent(opts AgentOptions) (*Agent, error) {
 		total += uint64(v.Buckets)
 	}
 	for _, p := range opts.Trusted {
-		if !p.Addr().Is4() {
-			return nil, fmt.Errorf("trusted prefix %v is not IPv4", p)
+		if !p.Addr().Is4() && !is6(p.Addr()) {
+			return nil, fmt.Errorf("trusted prefix %v is neither IPv4 nor IPv6", p)
 		}
 	}
 	if total > 1<<26 {
@@ -124,7 +127,7 @@ func LoadAgent(opts AgentOptions) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := spec.Variables["local_addr"].Set(opts.Addr.As4()); err != nil {
+	if err := setAgentAddrs(spec, opts); err != nil {
 		return nil, err
 	}
 	skew := opts.MaxClockSkew
@@ -230,7 +233,12 @@ func (a *Agent) configure(spec *ebpf.CollectionSpec, opts AgentOptions) error {
 	base := uint32(0)
 	for slot, v := range opts.VIPs {
 		rec := agentAgentVip{Buckets: v.Buckets, BucketBase: base, Slot: uint32(slot), Window: uint32(v.ChainWindow / time.Second)}
-		if err := a.objs.AgentVips.Put(v.VIP.As4(), &rec); err != nil {
+		if is6(v.VIP) {
+			err = a.objs.AgentVips6.Put(v.VIP.As16(), &rec)
+		} else {
+			err = a.objs.AgentVips.Put(v.VIP.As4(), &rec)
+		}
+		if err != nil {
 			return fmt.Errorf("VIP %v: %w", v.VIP, err)
 		}
 		base += v.Buckets
@@ -239,6 +247,13 @@ func (a *Agent) configure(spec *ebpf.CollectionSpec, opts AgentOptions) error {
 		return err
 	}
 	for _, p := range opts.Trusted {
+		if is6(p.Addr()) {
+			key := agentLpmV6Key{Prefixlen: uint32(p.Bits()), Addr: addr6Words(p.Masked().Addr())}
+			if err := a.objs.TrustedSources6.Put(&key, uint8(1)); err != nil {
+				return fmt.Errorf("trusted prefix %v: %w", p, err)
+			}
+			continue
+		}
 		key := agentLpmV4Key{Prefixlen: uint32(p.Bits()), Addr: beU32(p.Masked().Addr())}
 		if err := a.objs.TrustedSources.Put(&key, uint8(1)); err != nil {
 			return fmt.Errorf("trusted prefix %v: %w", p, err)
@@ -275,7 +290,12 @@ type agentBenchExtras struct {
 	CheetahEgress  *ebpf.Program `ebpf:"cheetah_egress_bench"`
 	CheetahIngress *ebpf.Program `ebpf:"cheetah_ingress_bench"`
 	agentXDPBench                // the XDP fast path's (agent_xdp.go)
+	Bench6         *ebpf.Program `ebpf:"beamer_agent6_bench"` // the IPv6 path's (bpf/bench/agent6_bench.h)
 }
+
+// Bench6Program is the agent's IPv6 path wrapped to restore the packet
+// (benchmark build).
+func (a *Agent) Bench6Program() *ebpf.Program { return a.bench.Bench6 }
 
 // BenchProgram is the agent wrapped to restore the packet (benchmark build).
 func (a *Agent) BenchProgram() *ebpf.Program { return a.bench.Bench }
@@ -342,6 +362,7 @@ func (a *Agent) Close() error {
 		a.bench.CheetahEgress.Close()
 		a.bench.CheetahIngress.Close()
 		a.bench.agentXDPBench.close()
+		a.bench.Bench6.Close()
 	}
 	return a.objs.Close()
 }

@@ -44,7 +44,9 @@ const (
 	agentAgentCounterAGENT_ICMP_FRAG_NEEDED      agentAgentCounter = 25
 	agentAgentCounterAGENT_DROP_ICMP             agentAgentCounter = 26
 	agentAgentCounterAGENT_GUE                   agentAgentCounter = 27
-	agentAgentCounterAGENT_COUNTER_MAX           agentAgentCounter = 28
+	agentAgentCounterAGENT_IPV6                  agentAgentCounter = 28
+	agentAgentCounterAGENT_DROP_EXT_HEADERS      agentAgentCounter = 29
+	agentAgentCounterAGENT_COUNTER_MAX           agentAgentCounter = 30
 )
 
 type agentAgentVip struct {
@@ -83,19 +85,36 @@ type agentCheetahVip struct {
 	Pad uint8
 }
 
+type agentIn6Addr struct {
+	_    structs.HostLayout
+	In6U struct {
+		_       structs.HostLayout
+		U6Addr8 [16]uint8
+	}
+}
+
 type agentLpmV4Key struct {
 	_         structs.HostLayout
 	Prefixlen uint32
 	Addr      uint32
 }
 
+type agentLpmV6Key struct {
+	_         structs.HostLayout
+	Prefixlen uint32
+	Addr      [4]uint32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	agentMapAgent6Prog             = "agent6_prog"
+	agentMapAgent6XdpProg          = "agent6_xdp_prog"
 	agentMapAgentClock             = "agent_clock"
 	agentMapAgentCounters          = "agent_counters"
 	agentMapAgentVips              = "agent_vips"
+	agentMapAgentVips6             = "agent_vips6"
 	agentMapBucketChanged          = "bucket_changed"
 	agentMapCheetahAgentCounters   = "cheetah_agent_counters"
 	agentMapCheetahKid             = "cheetah_kid"
@@ -103,12 +122,16 @@ const (
 	agentMapGenerationSeen         = "generation_seen"
 	agentMapGuePorts               = "gue_ports"
 	agentMapTrustedSources         = "trusted_sources"
+	agentMapTrustedSources6        = "trusted_sources6"
 	agentProgBeamerAgent           = "beamer_agent"
+	agentProgBeamerAgent6          = "beamer_agent6"
+	agentProgBeamerAgent6Xdp       = "beamer_agent6_xdp"
 	agentProgBeamerAgentXdp        = "beamer_agent_xdp"
 	agentProgCheetahEgress         = "cheetah_egress"
 	agentVarCheetahAgentCounterMax = "cheetah_agent_counter_max"
 	agentVarCheetahVipsInUse       = "cheetah_vips_in_use"
 	agentVarLocalAddr              = "local_addr"
+	agentVarLocalAddr6             = "local_addr6"
 	agentVarMaxGenJump             = "max_gen_jump"
 	agentVarMaxSkew                = "max_skew"
 )
@@ -155,18 +178,23 @@ type agentSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type agentProgramSpecs struct {
-	BeamerAgent    *ebpf.ProgramSpec `ebpf:"beamer_agent"`
-	BeamerAgentXdp *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp"`
-	CheetahEgress  *ebpf.ProgramSpec `ebpf:"cheetah_egress"`
+	BeamerAgent     *ebpf.ProgramSpec `ebpf:"beamer_agent"`
+	BeamerAgent6    *ebpf.ProgramSpec `ebpf:"beamer_agent6"`
+	BeamerAgent6Xdp *ebpf.ProgramSpec `ebpf:"beamer_agent6_xdp"`
+	BeamerAgentXdp  *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp"`
+	CheetahEgress   *ebpf.ProgramSpec `ebpf:"cheetah_egress"`
 }
 
 // agentMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type agentMapSpecs struct {
+	Agent6Prog           *ebpf.MapSpec `ebpf:"agent6_prog"`
+	Agent6XdpProg        *ebpf.MapSpec `ebpf:"agent6_xdp_prog"`
 	AgentClock           *ebpf.MapSpec `ebpf:"agent_clock"`
 	AgentCounters        *ebpf.MapSpec `ebpf:"agent_counters"`
 	AgentVips            *ebpf.MapSpec `ebpf:"agent_vips"`
+	AgentVips6           *ebpf.MapSpec `ebpf:"agent_vips6"`
 	BucketChanged        *ebpf.MapSpec `ebpf:"bucket_changed"`
 	CheetahAgentCounters *ebpf.MapSpec `ebpf:"cheetah_agent_counters"`
 	CheetahKid           *ebpf.MapSpec `ebpf:"cheetah_kid"`
@@ -174,6 +202,7 @@ type agentMapSpecs struct {
 	GenerationSeen       *ebpf.MapSpec `ebpf:"generation_seen"`
 	GuePorts             *ebpf.MapSpec `ebpf:"gue_ports"`
 	TrustedSources       *ebpf.MapSpec `ebpf:"trusted_sources"`
+	TrustedSources6      *ebpf.MapSpec `ebpf:"trusted_sources6"`
 }
 
 // agentVariableSpecs contains global variables before they are loaded into the kernel.
@@ -183,6 +212,7 @@ type agentVariableSpecs struct {
 	CheetahAgentCounterMax *ebpf.VariableSpec `ebpf:"cheetah_agent_counter_max"`
 	CheetahVipsInUse       *ebpf.VariableSpec `ebpf:"cheetah_vips_in_use"`
 	LocalAddr              *ebpf.VariableSpec `ebpf:"local_addr"`
+	LocalAddr6             *ebpf.VariableSpec `ebpf:"local_addr6"`
 	MaxGenJump             *ebpf.VariableSpec `ebpf:"max_gen_jump"`
 	MaxSkew                *ebpf.VariableSpec `ebpf:"max_skew"`
 }
@@ -207,9 +237,12 @@ func (o *agentObjects) Close() error {
 //
 // It can be passed to loadAgentObjects or ebpf.CollectionSpec.LoadAndAssign.
 type agentMaps struct {
+	Agent6Prog           *ebpf.Map `ebpf:"agent6_prog"`
+	Agent6XdpProg        *ebpf.Map `ebpf:"agent6_xdp_prog"`
 	AgentClock           *ebpf.Map `ebpf:"agent_clock"`
 	AgentCounters        *ebpf.Map `ebpf:"agent_counters"`
 	AgentVips            *ebpf.Map `ebpf:"agent_vips"`
+	AgentVips6           *ebpf.Map `ebpf:"agent_vips6"`
 	BucketChanged        *ebpf.Map `ebpf:"bucket_changed"`
 	CheetahAgentCounters *ebpf.Map `ebpf:"cheetah_agent_counters"`
 	CheetahKid           *ebpf.Map `ebpf:"cheetah_kid"`
@@ -217,13 +250,17 @@ type agentMaps struct {
 	GenerationSeen       *ebpf.Map `ebpf:"generation_seen"`
 	GuePorts             *ebpf.Map `ebpf:"gue_ports"`
 	TrustedSources       *ebpf.Map `ebpf:"trusted_sources"`
+	TrustedSources6      *ebpf.Map `ebpf:"trusted_sources6"`
 }
 
 func (m *agentMaps) Close() error {
 	return _AgentClose(
+		m.Agent6Prog,
+		m.Agent6XdpProg,
 		m.AgentClock,
 		m.AgentCounters,
 		m.AgentVips,
+		m.AgentVips6,
 		m.BucketChanged,
 		m.CheetahAgentCounters,
 		m.CheetahKid,
@@ -231,6 +268,7 @@ func (m *agentMaps) Close() error {
 		m.GenerationSeen,
 		m.GuePorts,
 		m.TrustedSources,
+		m.TrustedSources6,
 	)
 }
 
@@ -241,6 +279,7 @@ type agentVariables struct {
 	CheetahAgentCounterMax *ebpf.Variable `ebpf:"cheetah_agent_counter_max"`
 	CheetahVipsInUse       *ebpf.Variable `ebpf:"cheetah_vips_in_use"`
 	LocalAddr              *ebpf.Variable `ebpf:"local_addr"`
+	LocalAddr6             *ebpf.Variable `ebpf:"local_addr6"`
 	MaxGenJump             *ebpf.Variable `ebpf:"max_gen_jump"`
 	MaxSkew                *ebpf.Variable `ebpf:"max_skew"`
 }
@@ -249,14 +288,18 @@ type agentVariables struct {
 //
 // It can be passed to loadAgentObjects or ebpf.CollectionSpec.LoadAndAssign.
 type agentPrograms struct {
-	BeamerAgent    *ebpf.Program `ebpf:"beamer_agent"`
-	BeamerAgentXdp *ebpf.Program `ebpf:"beamer_agent_xdp"`
-	CheetahEgress  *ebpf.Program `ebpf:"cheetah_egress"`
+	BeamerAgent     *ebpf.Program `ebpf:"beamer_agent"`
+	BeamerAgent6    *ebpf.Program `ebpf:"beamer_agent6"`
+	BeamerAgent6Xdp *ebpf.Program `ebpf:"beamer_agent6_xdp"`
+	BeamerAgentXdp  *ebpf.Program `ebpf:"beamer_agent_xdp"`
+	CheetahEgress   *ebpf.Program `ebpf:"cheetah_egress"`
 }
 
 func (p *agentPrograms) Close() error {
 	return _AgentClose(
 		p.BeamerAgent,
+		p.BeamerAgent6,
+		p.BeamerAgent6Xdp,
 		p.BeamerAgentXdp,
 		p.CheetahEgress,
 	)

@@ -23,8 +23,12 @@ const (
 
 // MuxOptions configure the mux program at load time.
 type MuxOptions struct {
-	// Addr is the mux's own IPv4 address: the source of every outer header.
+	// Addr is the mux's own IPv4 address: the source of every IPv4 outer
+	// header; without it IPv4 instances are refused (an IPv6-only mux).
 	Addr netip.Addr
+	// Addr6 is the mux's own IPv6 address, the source of IPv6 outer
+	// headers; without it IPv6 instances are refused.
+	Addr6 netip.Addr
 	// ConnTrackEntries sizes the Maglev strategy's connection table; 0
 	// means 1M. The memory is taken when the first Maglev instance is set.
 	ConnTrackEntries int
@@ -53,6 +57,8 @@ type Mux struct {
 
 	pinDir string // "" = nothing pinned
 
+	addr, addr6 netip.Addr // the outer sources: an instance needs its family's
+
 	ctEntries uint32 // size of the connection table
 	ctReady   bool   // the connection table exists
 
@@ -75,8 +81,11 @@ type muxInstance struct {
 	slot    uint32
 	buckets *bucketArray
 	servers *wordArray
-	chains  *chainTable
-	table   *forwarding.Table
+	// servers6 holds an IPv6 instance's server addresses by id (nil for
+	// IPv4): servers6.go.
+	servers6 *ebpf.Map
+	chains   *chainTable
+	table    *forwarding.Table
 	// state is the strategy's own per-instance maps (nil: none), see
 	// mux_strategy.go.
 	state instanceState
@@ -84,7 +93,10 @@ type muxInstance struct {
 
 // LoadMux loads the mux program; it forwards nothing until an instance is set.
 func LoadMux(opts MuxOptions) (*Mux, error) {
-	if !opts.Addr.Is4() || opts.Addr.IsUnspecified() {
+	if !opts.Addr.IsValid() && !opts.Addr6.IsValid() {
+		return nil, fmt.Errorf("mux has no address: set its IPv4 address, its IPv6 address, or both")
+	}
+	if opts.Addr.IsValid() && (!opts.Addr.Is4() || opts.Addr.IsUnspecified()) {
 		return nil, fmt.Errorf("mux address %v is not a unicast IPv4 address", opts.Addr)
 	}
 	load := loadMux
@@ -95,8 +107,18 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := spec.Variables["mux_addr"].Set(opts.Addr.As4()); err != nil {
-		return nil, err
+	if opts.Addr.IsValid() {
+		if err := spec.Variables["mux_addr"].Set(opts.Addr.As4()); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Addr6.IsValid() {
+		if !is6(opts.Addr6) || !opts.Addr6.IsGlobalUnicast() {
+			return nil, fmt.Errorf("mux IPv6 address %v is not a global unicast IPv6 address", opts.Addr6)
+		}
+		if err := spec.Variables["mux_addr6"].Set(opts.Addr6.As16()); err != nil {
+			return nil, err
+		}
 	}
 	cpus, err := ebpf.PossibleCPU()
 	if err != nil {
@@ -114,6 +136,7 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 		return nil, err
 	}
 	m.pinDir = opts.PinDir
+	m.addr, m.addr6 = opts.Addr, opts.Addr6
 	if m.pinDir != "" {
 		if err := ensureBPFFS(m.pinDir); err != nil {
 			return nil, err
@@ -167,6 +190,13 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 		return nil, err
 	}
 	m.vips = newVIPTable(front, records)
+	if m.vips.front6, err = mapWords(m.objs.Vip6Front); err != nil {
+		unix.Munmap(front.mem)
+		unix.Munmap(records.mem)
+		m.objs.Close()
+		return nil, err
+	}
+	m.vips.addrs6 = m.objs.Vip6Addrs
 	m.FlushNextHops()
 	m.stopEpoch, m.epochDone = make(chan struct{}), make(chan struct{})
 	go m.tickEpoch()
@@ -196,19 +226,24 @@ func (m *Mux) Program() *ebpf.Program { return m.objs.BeamerMux }
 
 // benchPrograms are the extra programs of the benchmark build.
 type benchPrograms struct {
-	Bench *ebpf.Program  `ebpf:"beamer_mux_bench"`
-	Empty *ebpf.Program  `ebpf:"empty_bench"`
-	Floor *ebpf.Program  `ebpf:"floor_bench"`
-	Encap *ebpf.Program  `ebpf:"encap_floor_bench"`
-	Rot   *ebpf.Program  `ebpf:"rotation_bench"`
-	Gen   *ebpf.Program  `ebpf:"traffic_gen_bench"`
-	Flows *ebpf.Variable `ebpf:"bench_flows"`
-	Key   *ebpf.Variable `ebpf:"bench_key"` // mux_baseline.go
-	Frame *ebpf.Variable `ebpf:"gen_frame"`
+	Bench  *ebpf.Program  `ebpf:"beamer_mux_bench"`
+	Empty  *ebpf.Program  `ebpf:"empty_bench"`
+	Floor  *ebpf.Program  `ebpf:"floor_bench"`
+	Encap  *ebpf.Program  `ebpf:"encap_floor_bench"`
+	Rot    *ebpf.Program  `ebpf:"rotation_bench"`
+	Gen    *ebpf.Program  `ebpf:"traffic_gen_bench"`
+	Bench6 *ebpf.Program  `ebpf:"beamer_mux6_bench"` // the IPv6 path's (bpf/bench/mux6_bench.h)
+	Flows  *ebpf.Variable `ebpf:"bench_flows"`
+	Key    *ebpf.Variable `ebpf:"bench_key"` // mux_baseline.go
+	Frame  *ebpf.Variable `ebpf:"gen_frame"`
 }
 
 // BenchProgram is the mux wrapped to undo its encapsulation (benchmark build).
 func (m *Mux) BenchProgram() *ebpf.Program { return m.bench.Bench }
+
+// Bench6Program is the mux's IPv6 path wrapped to undo its GUE-over-IPv6
+// encapsulation (benchmark build).
+func (m *Mux) Bench6Program() *ebpf.Program { return m.bench.Bench6 }
 
 // EmptyProgram returns XDP_TX and nothing else (benchmark build).
 func (m *Mux) EmptyProgram() *ebpf.Program { return m.bench.Empty }
@@ -283,6 +318,7 @@ func (m *Mux) Close() error {
 	unix.Munmap(m.epoch.mem)
 	unix.Munmap(m.vips.front.mem)
 	unix.Munmap(m.vips.records.mem)
+	unix.Munmap(m.vips.front6.mem)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, in := range m.instances {
@@ -296,6 +332,7 @@ func (m *Mux) Close() error {
 		m.bench.Encap.Close()
 		m.bench.Rot.Close()
 		m.bench.Gen.Close()
+		m.bench.Bench6.Close()
 	}
 	return m.objs.Close()
 }
@@ -377,6 +414,9 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 	if err := m.checkVIPsFree(cfg); err != nil {
 		return err
 	}
+	if err := m.checkFamily(cfg); err != nil {
+		return err
+	}
 	if err := m.vips.fits(cfg.VIPs); err != nil {
 		return err
 	}
@@ -387,7 +427,7 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 	if !ok {
 		return fmt.Errorf("dataplane: all %d table slots in use", maxTables)
 	}
-	in := &muxInstance{cfg: cfg, slot: slot, table: t.Clone()}
+	in := &muxInstance{cfg: cfg, slot: slot, table: &forwarding.Table{}}
 	if err := in.build(t); err != nil {
 		in.close()
 		return err
@@ -406,6 +446,15 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 		m.objs.ChainTables.Delete(slot)
 		in.close()
 		return fmt.Errorf("installing server table: %w", err)
+	}
+	if in.servers6 != nil {
+		if err := m.objs.Server6Tables.Put(slot, in.servers6); err != nil {
+			m.objs.BucketTables.Delete(slot)
+			m.objs.ChainTables.Delete(slot)
+			m.objs.ServerTables.Delete(slot)
+			in.close()
+			return fmt.Errorf("installing IPv6 server table: %w", err)
+		}
 	}
 	if in.state != nil {
 		if err := in.state.install(m, slot); err != nil {
@@ -447,8 +496,15 @@ func (in *muxInstance) build(t *forwarding.Table) error {
 	if in.chains, err = newChainTable(chainTableSize(in.cfg)); err != nil {
 		return err
 	}
+	if family6(in.cfg) {
+		if in.servers6, err = newServer6Array(); err != nil {
+			return err
+		}
+	}
 	for id, s := range t.Servers {
-		in.servers.store(uint32(id), s.Pack())
+		if err := in.storeServer(id, s, graceWait); err != nil {
+			return err
+		}
 	}
 	for i, b := range t.Buckets {
 		ref, _, err := in.chains.acquire(b.History)
@@ -458,6 +514,7 @@ func (in *muxInstance) build(t *forwarding.Table) error {
 		in.buckets.set(uint32(i), b, ref, in.keepChanged())
 	}
 	in.state, err = muxStrategyOf(in.cfg).newState(in.cfg, t)
+	in.table = t.Clone()
 	return err
 }
 
@@ -469,6 +526,9 @@ func (in *muxInstance) keepChanged() bool { return !muxStrategyOf(in.cfg).histor
 func (in *muxInstance) close() {
 	in.buckets.close()
 	in.servers.close()
+	if in.servers6 != nil {
+		in.servers6.Close()
+	}
 	in.chains.close()
 	if in.state != nil {
 		in.state.close()
@@ -493,7 +553,9 @@ func (m *Mux) ApplyDelta(name string, d *forwarding.Delta) error {
 	}
 	for _, c := range d.Servers {
 		if !c.Remove {
-			in.servers.store(uint32(c.ID), c.Server.Pack())
+			if err := in.storeServer(c.ID, c.Server, m.vips.grace); err != nil {
+				return err
+			}
 		}
 	}
 	if in.state != nil {
@@ -553,6 +615,19 @@ func (m *Mux) RemoveInstance(name string) error {
 	delete(m.instances, name)
 	delete(m.awfd, name)
 	m.release(in)
+	return nil
+}
+
+// checkFamily refuses an instance whose packets this mux could not send:
+// an IPv6 instance needs the mux's IPv6 address (the outer source of GUE
+// over IPv6), an IPv4 one its IPv4 address.
+func (m *Mux) checkFamily(cfg forwarding.Instance) error {
+	if family6(cfg) && !m.addr6.IsValid() {
+		return fmt.Errorf("dataplane: IPv6 instance %q: this mux has no IPv6 address to send from (MuxOptions.Addr6)", cfg.Name)
+	}
+	if !family6(cfg) && !m.addr.IsValid() {
+		return fmt.Errorf("dataplane: IPv4 instance %q: this mux has no IPv4 address to send from (MuxOptions.Addr)", cfg.Name)
+	}
 	return nil
 }
 
@@ -640,6 +715,9 @@ func (m *Mux) release(in *muxInstance) {
 	m.objs.BucketTables.Delete(in.slot)
 	m.objs.ChainTables.Delete(in.slot)
 	m.objs.ServerTables.Delete(in.slot)
+	if in.servers6 != nil {
+		m.objs.Server6Tables.Delete(in.slot)
+	}
 	strategyReleased(m, in)
 	if in.state != nil {
 		in.state.uninstall(m, in.slot)

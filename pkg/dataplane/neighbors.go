@@ -44,7 +44,7 @@ func EnsureNeighbors(nl *netlink.Handle, servers []netip.Addr) error {
 			continue
 		}
 		done[key] = true
-		n := &netlink.Neigh{LinkIndex: r.LinkIndex, Family: netlink.FAMILY_V4, IP: hop,
+		n := &netlink.Neigh{LinkIndex: r.LinkIndex, Family: neighFamily(hop), IP: hop,
 			State: netlink.NUD_NONE, FlagsExt: netlink.NTF_EXT_MANAGED}
 		err = nl.NeighAdd(n)
 		if errors.Is(err, syscall.EEXIST) && !isManaged(nl, r.LinkIndex, hop) {
@@ -62,7 +62,7 @@ func EnsureNeighbors(nl *netlink.Handle, servers []netip.Addr) error {
 }
 
 func isManaged(nl *netlink.Handle, link int, ip net.IP) bool {
-	list, err := nl.NeighList(link, netlink.FAMILY_V4)
+	list, err := nl.NeighList(link, neighFamily(ip))
 	if err != nil {
 		return false
 	}
@@ -72,4 +72,13 @@ func isManaged(nl *netlink.Handle, link int, ip net.IP) bool {
 		}
 	}
 	return false
+}
+
+// neighFamily is the neighbour table of a next hop: IPv6 servers' next hops
+// are IPv6 neighbours (NDP), everyone else's IPv4 (ARP).
+func neighFamily(ip net.IP) int {
+	if ip.To4() == nil {
+		return netlink.FAMILY_V6
+	}
+	return netlink.FAMILY_V4
 }

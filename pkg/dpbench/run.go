@@ -231,7 +231,13 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 	if err := gueMuxRows(r, o, ctx, add); err != nil { // gue.go
 		return nil, err
 	}
+	if err := ipv6Rows(r, o, ctx, add); err != nil { // ipv6.go
+		return nil, err
+	}
 	if err := agentRows(r, o, add); err != nil {
+		return nil, err
+	}
+	if err := agent6Rows(r, o, add); err != nil { // agent6.go
 		return nil, err
 	}
 	rep.ratios()

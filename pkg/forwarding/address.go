@@ -19,13 +19,19 @@ import (
 const MaxWeight = 1_000_000
 
 // notUnicast says why a is no address a VIP or a DIP can be ("" when it
-// can): only unicast IPv4 addresses routable beyond the host are.
+// can): only unicast addresses routable beyond the host are, IPv4 or IPv6.
 func notUnicast(a netip.Addr) string {
 	switch {
 	case !a.IsValid():
 		return "missing"
-	case !a.Is4():
-		return "not an IPv4 address"
+	case a.Is4In6():
+		// The data plane keys VIPs and servers by their native family; a
+		// mapped address would be a second spelling of an IPv4 one.
+		return "an IPv4-mapped IPv6 address (write it as IPv4)"
+	case a.Zone() != "":
+		return "an address with a zone (zones name a link, VIPs and servers are routed)"
+	case a.Is6():
+		return notUnicast6(a)
 	case a.IsUnspecified():
 		return "the unspecified address"
 	case a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
@@ -44,25 +50,46 @@ func notUnicast(a netip.Addr) string {
 	return ""
 }
 
-// CheckVIP refuses a VIP that is not a unicast IPv4 address.
+// v4compat is ::/96, the deprecated IPv4-compatible IPv6 addresses.
+var v4compat = netip.MustParsePrefix("::/96")
+
+// notUnicast6 is notUnicast for IPv6 addresses (not mapped, no zone).
+func notUnicast6(a netip.Addr) string {
+	switch {
+	case a.IsUnspecified():
+		return "the unspecified address (::)"
+	case a.IsLoopback():
+		return "the loopback address (::1)"
+	case a.IsMulticast():
+		return "a multicast address (ff00::/8)"
+	case a.IsLinkLocalUnicast():
+		return "a link-local address (fe80::/10)"
+	case v4compat.Contains(a):
+		return "in ::/96 (IPv4-compatible addresses, deprecated by RFC 4291)"
+	}
+	return ""
+}
+
+// CheckVIP refuses a VIP that is not a unicast IPv4 or IPv6 address.
 func CheckVIP(a netip.Addr) error {
 	if !a.IsValid() {
-		return fmt.Errorf("VIP missing: a VIP must be a unicast IPv4 address")
+		return fmt.Errorf("VIP missing: a VIP must be a unicast IPv4 or IPv6 address")
 	}
 	if why := notUnicast(a); why != "" {
-		return fmt.Errorf("VIP %v is %s: a VIP must be a unicast IPv4 address", a, why)
+		return fmt.Errorf("VIP %v is %s: a VIP must be a unicast IPv4 or IPv6 address", a, why)
 	}
 	return nil
 }
 
-// CheckDIP refuses a server (DIP) address that is not a unicast IPv4
-// address. Whether it collides with a VIP is Claims' business.
+// CheckDIP refuses a server (DIP) address that is not a unicast IPv4 or
+// IPv6 address. Whether it collides with a VIP is Claims' business, whether
+// its family is its instance's is Instance.CheckDIPFamily's.
 func CheckDIP(a netip.Addr) error {
 	if !a.IsValid() {
-		return fmt.Errorf("DIP address missing: a server needs a unicast IPv4 address")
+		return fmt.Errorf("DIP address missing: a server needs a unicast IPv4 or IPv6 address")
 	}
 	if why := notUnicast(a); why != "" {
-		return fmt.Errorf("DIP address %v is %s: a server needs a unicast IPv4 address", a, why)
+		return fmt.Errorf("DIP address %v is %s: a server needs a unicast IPv4 or IPv6 address", a, why)
 	}
 	return nil
 }

@@ -16,8 +16,17 @@ func TestAddressChecks(t *testing.T) {
 		"224.0.0.1":       "a multicast address (224.0.0.0/4)",
 		"169.254.9.9":     "a link-local address (169.254.0.0/16)",
 		"240.0.0.1":       "in the reserved block 240.0.0.0/4",
-		"2001:db8::1":     "not an IPv4 address",
-		"::ffff:10.0.0.1": "not an IPv4 address",
+		"2001:db8::1":     "",
+		"2001:db8:0:1::a": "",
+		"fd00::1":         "",
+		"::ffff:10.0.0.1": "an IPv4-mapped IPv6 address (write it as IPv4)",
+		"::":              "the unspecified address (::)",
+		"::1":             "the loopback address (::1)",
+		"ff02::1":         "a multicast address (ff00::/8)",
+		"fe80::1":         "a link-local address (fe80::/10)",
+		"fe80::1%eth0":    "an address with a zone (zones name a link, VIPs and servers are routed)",
+		"2001:db8::1%2":   "an address with a zone (zones name a link, VIPs and servers are routed)",
+		"::198.18.0.1":    "in ::/96 (IPv4-compatible addresses, deprecated by RFC 4291)",
 	} {
 		if got := notUnicast(netip.MustParseAddr(a)); got != why {
 			t.Errorf("%s: %q, want %q", a, got, why)

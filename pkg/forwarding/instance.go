@@ -104,6 +104,9 @@ func (in *Instance) Validate() error {
 		}
 		seen[v] = true
 	}
+	if err := in.checkFamily(); err != nil {
+		return bad("%v", err)
+	}
 	if err := in.checkPorts(); err != nil {
 		return bad("%v", err)
 	}

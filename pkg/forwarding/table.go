@@ -98,12 +98,13 @@ func (s ServerState) String() string {
 
 // Server is one entry of the server-id table.
 type Server struct {
-	Addr  netip.Addr // IPv4 address the mux encapsulates to (the DIP)
+	Addr  netip.Addr // address the mux encapsulates to (the DIP), of the instance's family
 	State ServerState
 }
 
-// Pack encodes s in the 64-bit word the BPF programs read: bytes 0–3 the
-// IPv4 address in network order, byte 4 the state, bytes 5–7 zero.
+// Pack encodes an IPv4 server in the 64-bit word the BPF programs read:
+// bytes 0–3 the IPv4 address in network order, byte 4 the state, bytes 5–7
+// zero. IPv6 servers do not fit the word: the data plane keeps them apart.
 func (s Server) Pack() uint64 {
 	a := s.Addr.As4()
 	return uint64(a[0]) | uint64(a[1])<<8 | uint64(a[2])<<16 | uint64(a[3])<<24 | uint64(s.State)<<32
@@ -194,6 +195,7 @@ func (t *Table) Check(d *Delta) error {
 	}
 	servers := func(id ServerID) (Server, bool) { s, ok := t.Servers[id]; return s, ok }
 	pending := map[ServerID]*ServerChange{}
+	family := t.family()
 	for i := range d.Servers {
 		c := &d.Servers[i]
 		if !c.ID.Valid() {
@@ -202,6 +204,11 @@ func (t *Table) Check(d *Delta) error {
 		if !c.Remove {
 			if err := checkServer(c.Server); err != nil {
 				return fmt.Errorf("%w: server %d: %v", ErrInvalid, c.ID, err)
+			}
+			if f := FamilyOf(c.Server.Addr); family == 0 {
+				family = f
+			} else if f != family {
+				return fmt.Errorf("%w: server %d at %v is %v in a table of %v servers (one family per instance)", ErrInvalid, c.ID, c.Server.Addr, f, family)
 			}
 		}
 		pending[c.ID] = c
@@ -229,6 +236,15 @@ func (t *Table) Check(d *Delta) error {
 		}
 	}
 	return t.checkRemovals(d)
+}
+
+// family is the family of the table's servers (Validate keeps them one),
+// 0 when it has none.
+func (t *Table) family() Family {
+	for _, s := range t.Servers {
+		return FamilyOf(s.Addr)
+	}
+	return 0
 }
 
 // checkRemovals makes sure no bucket, as the delta leaves it, still names a
@@ -327,14 +343,21 @@ func (t *Table) ApplyChecked(d *Delta) {
 }
 
 // Validate checks the invariants a mux relies on: every owned bucket names
-// an active server, every previous owner exists, and addresses are IPv4.
+// an active server, every previous owner exists, and server addresses are
+// unicast and of one family.
 func (t *Table) Validate() error {
+	var family Family
 	for id, s := range t.Servers {
 		if !id.Valid() {
 			return fmt.Errorf("%w: server id %d outside %d–%d", ErrInvalid, id, MinServerID, MaxServerID)
 		}
 		if err := checkServer(s); err != nil {
 			return fmt.Errorf("%w: server %d: %v", ErrInvalid, id, err)
+		}
+		if f := FamilyOf(s.Addr); family == 0 {
+			family = f
+		} else if f != family {
+			return fmt.Errorf("%w: server %d at %v: the table mixes IPv4 and IPv6 servers (one family per instance)", ErrInvalid, id, s.Addr)
 		}
 	}
 	lookup := func(id ServerID) (Server, bool) { s, ok := t.Servers[id]; return s, ok }
@@ -352,8 +375,8 @@ func (t *Table) Validate() error {
 }
 
 func checkServer(s Server) error {
-	if !s.Addr.Is4() || s.Addr.IsUnspecified() {
-		return fmt.Errorf("address %v is not a unicast IPv4 address", s.Addr)
+	if !s.Addr.IsValid() || s.Addr.IsUnspecified() || s.Addr.Is4In6() {
+		return fmt.Errorf("address %v is not a unicast IPv4 or IPv6 address", s.Addr)
 	}
 	if s.State != Active && s.State != Retired && s.State != Down {
 		return fmt.Errorf("unknown state %d", s.State)

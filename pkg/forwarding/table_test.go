@@ -100,7 +100,7 @@ func TestInstanceValidate(t *testing.T) {
 		"bad name":        func(i *Instance) { i.Name = "Web Site" },
 		"strategy":        func(i *Instance) { i.Strategy = "random" },
 		"no vip":          func(i *Instance) { i.VIPs = nil },
-		"ipv6 vip":        func(i *Instance) { i.VIPs = []netip.Addr{netip.MustParseAddr("::1")} },
+		"loopback v6 vip": func(i *Instance) { i.VIPs = []netip.Addr{netip.MustParseAddr("::1")} },
 		"duplicate vip":   func(i *Instance) { i.VIPs = append(i.VIPs, i.VIPs[0]) },
 		"port 0":          func(i *Instance) { i.PortLow = 0 },
 		"ports reversed":  func(i *Instance) { i.PortLow, i.PortHigh = 443, 80 },

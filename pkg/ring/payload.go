@@ -17,7 +17,11 @@ import (
 // zlib compresses far better than interleaved records.
 //
 // Server record, 8 bytes: u16 id, u8 op (0 set, 1 remove; 0 in blobs),
-// u8 state, [4] IPv4 address.
+// u8 state, [4] IPv4 address. An IPv6 server's record sets bit 1 of op
+// (opIPv6) and carries [16] IPv6 address instead: 20 bytes. IPv4 records
+// are what they were before IPv6, byte for byte, so stores written by
+// older controllers load; an older reader meets op 2 and refuses the
+// payload as corrupt rather than reading a wrong address.
 //
 // Bucket columns for n buckets: n × u16 owner, n × u32 changed, n × u8
 // history length (0..forwarding.MaxChain), then the history entries by
@@ -38,6 +42,20 @@ import (
 // signature. Cheetah's section may follow (payload_cheetah.go).
 
 const serverRecord = 8
+
+// serverRecord6 is the size of an IPv6 server's record; opIPv6 marks it.
+const (
+	serverRecord6 = 20
+	opIPv6        = 2
+)
+
+// serverRecordSize is the size of s's record.
+func serverRecordSize(s forwarding.Server) int {
+	if s.Addr.Is6() {
+		return serverRecord6
+	}
+	return serverRecord
+}
 
 const mctRecord = 12
 
@@ -85,16 +103,24 @@ func (r *reader) mct() []forwarding.MCTChange {
 	return out
 }
 
-func putServer(b []byte, id forwarding.ServerID, s forwarding.Server, remove bool) {
+// putServer writes one server record and returns its size.
+func putServer(b []byte, id forwarding.ServerID, s forwarding.Server, remove bool) int {
 	binary.LittleEndian.PutUint16(b, uint16(id))
 	if remove {
 		b[2] = 1
 	}
 	b[3] = byte(s.State)
-	if s.Addr.Is4() { // a removal carries no address
+	switch {
+	case s.Addr.Is4():
 		a := s.Addr.As4()
 		copy(b[4:8], a[:])
+	case s.Addr.Is6():
+		b[2] |= opIPv6
+		a := s.Addr.As16()
+		copy(b[4:20], a[:])
+		return serverRecord6
 	}
+	return serverRecord // a removal of an IPv4 server, or one with no address
 }
 
 // reader walks a raw payload; the first out-of-bounds read sets err and
@@ -136,18 +162,45 @@ func (r *reader) count(size int) int {
 }
 
 func (r *reader) servers() []forwarding.ServerChange {
+	// Every record is at least serverRecord bytes, which bounds n before
+	// anything is allocated; IPv6 records take more as they are read.
 	n := r.count(serverRecord)
-	b := r.take(n * serverRecord)
+	if r.err != nil {
+		return nil
+	}
 	out := make([]forwarding.ServerChange, n)
 	for i := range out {
-		rec := b[i*serverRecord:]
-		out[i] = forwarding.ServerChange{
-			ID:     forwarding.ServerID(binary.LittleEndian.Uint16(rec)),
-			Remove: rec[2] == 1,
-			Server: forwarding.Server{State: forwarding.ServerState(rec[3]), Addr: netip.AddrFrom4([4]byte(rec[4:8]))},
+		head := r.take(4)
+		if head == nil {
+			return nil
 		}
-		if rec[2] > 1 {
-			r.err = fmt.Errorf("%w: server record op %d", ErrCorrupt, rec[2])
+		op := head[2]
+		if op&^opIPv6 > 1 {
+			r.err = fmt.Errorf("%w: server record op %d", ErrCorrupt, op)
+			return nil
+		}
+		var addr netip.Addr
+		if op&opIPv6 != 0 {
+			a := r.take(16)
+			if a == nil {
+				return nil
+			}
+			addr = netip.AddrFrom16([16]byte(a))
+			if addr.Is4In6() {
+				r.err = fmt.Errorf("%w: server record %d: IPv4-mapped address %v in an IPv6 record", ErrCorrupt, i, addr)
+				return nil
+			}
+		} else {
+			a := r.take(4)
+			if a == nil {
+				return nil
+			}
+			addr = netip.AddrFrom4([4]byte(a))
+		}
+		out[i] = forwarding.ServerChange{
+			ID:     forwarding.ServerID(binary.LittleEndian.Uint16(head)),
+			Remove: op&1 == 1,
+			Server: forwarding.Server{State: forwarding.ServerState(head[3]), Addr: addr},
 		}
 		if out[i].Remove {
 			out[i].Server = forwarding.Server{}
@@ -243,12 +296,15 @@ func marshalDelta(d *forwarding.Delta) []byte {
 	cols := bucketColumnsSize(c, historyEntries(c, bucket))
 	chee := d.Cheetah != nil
 	mcts := mctSize(len(d.MCT), chee)
-	b := make([]byte, 4+s*serverRecord+4+4*c+cols+mcts+cheetahSize(d.Cheetah))
+	recs := 0
+	for _, sc := range d.Servers {
+		recs += serverRecordSize(sc.Server)
+	}
+	b := make([]byte, 4+recs+4+4*c+cols+mcts+cheetahSize(d.Cheetah))
 	binary.LittleEndian.PutUint32(b, uint32(s))
 	off := 4
 	for _, sc := range d.Servers {
-		putServer(b[off:], sc.ID, sc.Server, sc.Remove)
-		off += serverRecord
+		off += putServer(b[off:], sc.ID, sc.Server, sc.Remove)
 	}
 	binary.LittleEndian.PutUint32(b[off:], uint32(c))
 	off += 4
@@ -294,12 +350,15 @@ func marshalBlob(t *forwarding.Table) []byte {
 	slices.SortFunc(mct, func(a, b forwarding.MCTChange) int { return cmp.Compare(a.Sig, b.Sig) })
 	chee := t.Cheetah != nil
 	mcts := mctSize(len(mct), chee)
-	b := make([]byte, 4+len(ids)*serverRecord+4+cols+mcts+cheetahSize(t.Cheetah))
+	recs := 0
+	for _, id := range ids {
+		recs += serverRecordSize(t.Servers[id])
+	}
+	b := make([]byte, 4+recs+4+cols+mcts+cheetahSize(t.Cheetah))
 	binary.LittleEndian.PutUint32(b, uint32(len(ids)))
 	off := 4
 	for _, id := range ids {
-		putServer(b[off:], id, t.Servers[id], false)
-		off += serverRecord
+		off += putServer(b[off:], id, t.Servers[id], false)
 	}
 	binary.LittleEndian.PutUint32(b[off:], uint32(n))
 	putBucketColumns(b[off+4:], bucket, n)
