@@ -31,7 +31,7 @@ struct decision {
 
 /* The whole bucket of the packet (for Maglev: its table entry; mux_maps.h
  * bucket_at), or 0 with *why set: no table, or no owner. */
-INLINE __u64 bucket_word(const struct vip_info *vip, const struct flow *f, int *why)
+INLINE __u64 bucket_word_of_hash(const struct vip_info *vip, __u32 hash, int *why)
 {
 	__u32 table = vip->table;
 	void *buckets = bpf_map_lookup_elem(&bucket_tables, &table);
@@ -41,7 +41,13 @@ INLINE __u64 bucket_word(const struct vip_info *vip, const struct flow *f, int *
 		return 0;
 	__u32 b = vip->buckets;
 	*why = MUX_DROP_NO_OWNER;
-	return bucket_at(buckets, b, bucket_of(flow_hash_of(f), b));
+	return bucket_at(buckets, b, bucket_of(hash, b));
+}
+
+/* The same from the flow (its hash computed here). */
+INLINE __u64 bucket_word(const struct vip_info *vip, const struct flow *f, int *why)
+{
+	return bucket_word_of_hash(vip, flow_hash_of(f), why);
 }
 
 #endif

@@ -72,10 +72,10 @@ INLINE int decide6_by_server_id(void *servers, void *servers6, __u16 port, struc
  * recent first, the list ending at the first id without an address) and,
  * for UDP, the owner again at the end (BEAMER_OPT_F_RETURN). */
 INLINE int decide6_by_bucket(const struct vip_info *vip, void *servers, void *servers6, const struct flow *f,
-			     struct decision6 *d)
+			     __u32 hash, struct decision6 *d)
 {
 	int why;
-	__u64 bucket = bucket_word(vip, f, &why);
+	__u64 bucket = bucket_word_of_hash(vip, hash, &why);
 
 	if (!bucket)
 		return why;
@@ -297,6 +297,7 @@ int beamer_mux6(struct xdp_md *ctx)
 		return drop(MUX_DROP_NO_TABLE);
 
 	struct decision6 d = {};
+	__u32 hash = flow_hash_of(&f); /* the bucket's, and the UDP source port's */
 	int verdict;
 	switch (port_class(vip, &f)) {
 	case PORT_SERVER_ID:
@@ -313,12 +314,12 @@ int beamer_mux6(struct xdp_md *ctx)
 				verdict = MUX_FWD_QUIC_CID;
 				break;
 			}
-			verdict = decide6_by_bucket(vip, servers, servers6, &f, &d);
+			verdict = decide6_by_bucket(vip, servers, servers6, &f, hash, &d);
 			if (d.forward && !d.also)
 				d.also = MUX_QUIC_BY_BUCKET;
 			break;
 		}
-		verdict = decide6_by_bucket(vip, servers, servers6, &f, &d);
+		verdict = decide6_by_bucket(vip, servers, servers6, &f, hash, &d);
 		break;
 	default:
 		verdict = MUX_DROP_CLOSED_PORT;
@@ -330,7 +331,7 @@ int beamer_mux6(struct xdp_md *ctx)
 	d.encap.opt.generation = bpf_htonl((__u32)version);
 	d.encap.opt.incarnation = bpf_htonl((__u32)(version >> 32));
 	__u32 inner_tot = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);
-	return transmit6(ctx, &d, verdict, inner_tot, flow_hash_of(&f), gue_port);
+	return transmit6(ctx, &d, verdict, inner_tot, hash, gue_port);
 }
 
 struct {

@@ -21,6 +21,7 @@ import (
 // without a route.
 var (
 	mux6Addr   = netip.MustParseAddr("2001:db8::1")
+	mux6AddrV4 = netip.MustParseAddr("198.18.0.1")
 	mux6VIP    = netip.MustParseAddr("2001:db8:100::1")
 	mux6Client = netip.MustParseAddr("2001:db8:200::7")
 	mux6Server = map[forwarding.ServerID]netip.Addr{1025: netip.MustParseAddr("2001:db8::10"),
@@ -187,7 +188,7 @@ func runMux6Cases(t *testing.T, m *Mux, b *muxBench, cases []mux6Case) {
 // bucket (with and without history, TCP and UDP), by MPTCP server id,
 // through the longest extension-header chain allowed, and every refusal.
 func TestMux6Paths(t *testing.T) {
-	m, b := newMux6Bench(t, netip.MustParseAddr("198.18.0.1"), mux6Addr)
+	m, b := newMux6Bench(t, mux6AddrV4, mux6Addr)
 	tcp := func(f wire.Flow, flags uint8, ext ...ext6) []byte {
 		return pkt6{src: f.Src, dst: f.Dst, ext: ext, proto: 6, sport: f.SrcPort, dport: f.DstPort, flags: flags}.frame()
 	}
@@ -369,7 +370,7 @@ func TestMux6Addresses(t *testing.T) {
 // next packet is sent to; a removed server's subflows are dropped, counted;
 // the generation reaches the private data.
 func TestMux6ServerChanges(t *testing.T) {
-	m, b := newMux6Bench(t, netip.MustParseAddr("198.18.0.1"), mux6Addr)
+	m, b := newMux6Bench(t, mux6AddrV4, mux6Addr)
 	nl := b.ns.Netlink()
 	eth0, err := nl.LinkByIndex(b.ifindex)
 	must(t, err)
@@ -409,7 +410,7 @@ func TestMux6ServerChanges(t *testing.T) {
 // collide each get their own packets, and a third address of the same fold
 // that is no VIP is passed to the kernel.
 func TestMux6FoldCollisions(t *testing.T) {
-	m, b := newMux6Bench(t, netip.MustParseAddr("198.18.0.1"), mux6Addr)
+	m, b := newMux6Bench(t, mux6AddrV4, mux6Addr)
 	// 2001:db8:100::1 is words 20010db8 01000000 0 1; these permute them.
 	twin := netip.MustParseAddr("2001:db8::100:0:0:1")
 	none := netip.MustParseAddr("2001:db8:0:1::100:0")
