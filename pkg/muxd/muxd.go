@@ -28,8 +28,12 @@ import (
 type Options struct {
 	Interface string
 	Address   netip.Addr // outer source; default: the interface's first IPv4
-	XDPMode   dataplane.XDPMode
-	Metrics   string // listen address for /metrics and /healthz; "" = none
+	// Address6 is the outer source of IPv6 instances and the BGP next hop
+	// of IPv6 VIPs; default: the interface's first global IPv6 address, if
+	// it has one (without, IPv6 VIPs are neither forwarded nor announced).
+	Address6 netip.Addr
+	XDPMode  dataplane.XDPMode
+	Metrics  string // listen address for /metrics and /healthz; "" = none
 	// ConnTrackEntries and MaxNewConnsPerSecond size the Maglev strategy's
 	// connection table and its SYN-flood guard (dataplane.MuxOptions).
 	ConnTrackEntries     int
@@ -103,6 +107,26 @@ func InterfaceAddr(name string) (netip.Addr, error) {
 	return netip.Addr{}, fmt.Errorf("interface %s has no IPv4 address", name)
 }
 
+// InterfaceAddr6 is the first global unicast IPv6 address of an interface,
+// or the zero Addr: link-local addresses cannot be a VIP's next hop beyond
+// the link nor an outer source routers forward.
+func InterfaceAddr6(name string) netip.Addr {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return netip.Addr{}
+	}
+	addrs, err := ifi.Addrs()
+	if err != nil {
+		return netip.Addr{}
+	}
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is6() && !p.Addr().Is4In6() && p.Addr().IsGlobalUnicast() {
+			return p.Addr()
+		}
+	}
+	return netip.Addr{}
+}
+
 // Start loads the mux and attaches it, unless the program of a mux that
 // died is still pinned and forwarding: that one stays until Ready swaps
 // this one in, once its instances are set. It forwards nothing of its own
@@ -114,6 +138,9 @@ func Start(opts Options) (*Daemon, error) {
 			return nil, err
 		}
 		opts.Address = a
+	}
+	if !opts.Address6.IsValid() {
+		opts.Address6 = InterfaceAddr6(opts.Interface) // may stay unset: an IPv4-only mux
 	}
 	if err := opts.defaults(); err != nil {
 		return nil, err
@@ -141,6 +168,13 @@ func (d *Daemon) start() error {
 	// bpf_fib_lookup answers only for interfaces that forward.
 	if err := d.node.SetSysctl("net/ipv4/conf/"+opts.Interface+"/forwarding", "1"); err != nil {
 		return fmt.Errorf("enabling forwarding on %s: %w", opts.Interface, err)
+	}
+	if opts.Address6.IsValid() {
+		// The same for IPv6 lookups (bpf_fib_lookup answers
+		// BPF_FIB_LKUP_RET_FWD_DISABLED on an interface that does not).
+		if err := d.node.SetSysctl("net/ipv6/conf/"+opts.Interface+"/forwarding", "1"); err != nil {
+			return fmt.Errorf("enabling IPv6 forwarding on %s: %w", opts.Interface, err)
+		}
 	}
 	var err error
 	d.mux, err = dataplane.LoadMux(dataplane.MuxOptions{Addr: opts.Address, ConnTrackEntries: opts.ConnTrackEntries,
@@ -220,6 +254,9 @@ func (d *Daemon) Mux() *dataplane.Mux { return d.mux }
 
 // Address is the mux's own address.
 func (d *Daemon) Address() netip.Addr { return d.opts.Address }
+
+// Address6 is the mux's own IPv6 address (unset on an IPv4-only mux).
+func (d *Daemon) Address6() netip.Addr { return d.opts.Address6 }
 
 func (d *Daemon) observe(name string, start time.Time, err error) {
 	if d.applySeconds == nil {
