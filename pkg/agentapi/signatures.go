@@ -99,6 +99,10 @@ func (s *Server) signatures(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "%v", err)
 		return
 	}
+	if vip.Is6() {
+		fail(w, http.StatusBadRequest, "vip %v: prism does not forward IPv6 (an IPv6 instance needs strategy beamer)", vip)
+		return
+	}
 	b := r.URL.Query().Get("buckets")
 	n, err := strconv.ParseUint(b, 10, 32)
 	if err != nil || n == 0 || n > MaxBuckets {

@@ -18,7 +18,6 @@ import (
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/metrics"
 	"github.com/beamer-lb/beamer/pkg/mptcp"
-	"github.com/beamer-lb/beamer/pkg/muxd"
 	"github.com/beamer-lb/beamer/pkg/nodestate"
 	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
@@ -90,12 +89,8 @@ func Start(cfg config.Agent, opts Options) (*Daemon, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if !cfg.Address.IsValid() {
-		a, err := muxd.InterfaceAddr(cfg.Interface)
-		if err != nil {
-			return nil, err
-		}
-		cfg.Address = a
+	if err := defaultAddresses(&cfg); err != nil {
+		return nil, err
 	}
 	if err := opts.defaults(cfg.Interface); err != nil {
 		return nil, err
@@ -126,6 +121,11 @@ func (d *Daemon) start() error {
 	// interfaces that forward.
 	if err := d.node.SetSysctl("net/ipv4/conf/"+cfg.Interface+"/forwarding", "1"); err != nil {
 		return err
+	}
+	if _, v6 := families(cfg); v6 {
+		if err := d.node.SetIPv6Forwarding(cfg.Interface); err != nil {
+			return err
+		}
 	}
 	opts := dataplane.AgentOptions{Addr: cfg.Address, Trusted: cfg.Trusted, PinDir: d.opts.PinDir}
 	for _, v := range cfg.VIPs {

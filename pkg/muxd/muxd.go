@@ -172,7 +172,7 @@ func (d *Daemon) start() error {
 	if opts.Address6.IsValid() {
 		// The same for IPv6 lookups (bpf_fib_lookup answers
 		// BPF_FIB_LKUP_RET_FWD_DISABLED on an interface that does not).
-		if err := d.node.SetSysctl("net/ipv6/conf/"+opts.Interface+"/forwarding", "1"); err != nil {
+		if err := d.node.SetIPv6Forwarding(opts.Interface); err != nil {
 			return fmt.Errorf("enabling IPv6 forwarding on %s: %w", opts.Interface, err)
 		}
 	}
