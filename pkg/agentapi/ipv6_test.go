@@ -34,7 +34,10 @@ func TestHealthIPv6VIP(t *testing.T) {
 		t.Fatal(err)
 	}
 	var service net.Listener
-	if err := srv.Do(func() (err error) { service, err = net.Listen("tcp", netip.AddrPortFrom(vip6, 80).String()); return err }); err != nil {
+	if err := srv.Do(func() (err error) {
+		service, err = net.Listen("tcp", netip.AddrPortFrom(vip6, 80).String())
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	defer service.Close()
