@@ -41,6 +41,7 @@
 #include "include/wire.h"
 #include "include/csum.h"
 #include "include/agent_maps.h"
+#include "include/gue_agent.h"
 #include "strategy/cheetah_agent.h"
 
 #ifndef AF_INET
@@ -53,9 +54,9 @@ volatile const __be32 local_addr;
 volatile const __u32 max_skew = 60;          /* seconds the controller's clock may lead ours */
 volatile const __u32 max_gen_jump = 1 << 16; /* generations a mux may lead what we remember */
 
-/* Enough linear data for Ethernet, the longest outer header, the inner
- * IPv4 header and a TCP header with options. */
-#define HEADERS_NEEDED (sizeof(struct ethhdr) + OUTER_LEN_MAX + sizeof(struct iphdr) + 60)
+/* Enough linear data for Ethernet, the longest outer headers (GUE's), the
+ * inner IPv4 header and a TCP header with options. */
+#define HEADERS_NEEDED (sizeof(struct ethhdr) + GUE4_LEN_MAX + sizeof(struct iphdr) + 60)
 
 enum locality {
 	NOT_LOCAL = 0,
@@ -127,6 +128,37 @@ INLINE int decap_to_stack(struct __sk_buff *skb, int outer_len, enum agent_count
 	return TC_ACT_OK;
 }
 
+/* Writes the first store_len bytes of hdr (the rewritten outer headers,
+ * starting with the IPv4 header ip) over the packet's and sends it to
+ * ip->daddr. Pointers into the packet are invalid after this. */
+INLINE int chain_send(struct __sk_buff *skb, const void *hdr, const __u32 store_len, const struct iphdr *ip, __u8 l4)
+{
+	struct bpf_fib_lookup fib = {};
+	fib.family = AF_INET;
+	fib.l4_protocol = l4;
+	fib.tot_len = bpf_ntohs(ip->tot_len);
+	fib.ipv4_src = ip->saddr;
+	fib.ipv4_dst = ip->daddr;
+	fib.ifindex = skb->ifindex; /* at tc ingress: the device it came in on */
+	long rc = bpf_fib_lookup(skb, &fib, sizeof(fib), 0);
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS && rc != BPF_FIB_LKUP_RET_NO_NEIGH)
+		return drop(AGENT_DROP_CHAIN_NO_ROUTE);
+
+	if (bpf_skb_store_bytes(skb, sizeof(struct ethhdr), hdr, store_len, 0))
+		return drop(AGENT_DROP_CHAIN_FAILED);
+
+	agent_count(AGENT_CHAINED);
+	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
+		/* Let the kernel resolve the next hop and queue the packet. */
+		struct bpf_redir_neigh nh = {.nh_family = AF_INET, .ipv4_nh = fib.ipv4_dst};
+		return bpf_redirect_neigh(fib.ifindex, &nh, sizeof(nh), 0);
+	}
+	if (bpf_skb_store_bytes(skb, 0, fib.dmac, ETH_ALEN, 0) ||
+	    bpf_skb_store_bytes(skb, ETH_ALEN, fib.smac, ETH_ALEN, 0))
+		return drop(AGENT_DROP_CHAIN_FAILED);
+	return bpf_redirect(fib.ifindex, 0);
+}
+
 /* Sends the packet on to the bucket's previous owner prev[next]: the outer
  * header now goes from us to it, with hop = next + 1, so that it, and every
  * server after it, only looks further down the list. The caller checked
@@ -153,33 +185,38 @@ INLINE int chain(struct __sk_buff *skb, struct iphdr *outer, int outer_len, int 
 		if (i < (int)((__u32)outer_len >> 1))
 			sum += w[i];
 	hdr.ip.check = csum_fold32(sum);
+	/* Only the IP header and the option's first word (hop) change. */
+	return chain_send(skb, &hdr, sizeof(struct iphdr) + 4, &hdr.ip, IPPROTO_IPIP);
+}
 
-	struct bpf_fib_lookup fib = {};
-	fib.family = AF_INET;
-	fib.l4_protocol = IPPROTO_IPIP;
-	fib.tot_len = bpf_ntohs(hdr.ip.tot_len);
-	fib.ipv4_src = hdr.ip.saddr;
-	fib.ipv4_dst = hdr.ip.daddr;
-	fib.ifindex = skb->ifindex; /* at tc ingress: the device it came in on */
-	long rc = bpf_fib_lookup(skb, &fib, sizeof(fib), 0);
-	if (rc != BPF_FIB_LKUP_RET_SUCCESS && rc != BPF_FIB_LKUP_RET_NO_NEIGH)
-		return drop(AGENT_DROP_CHAIN_NO_ROUTE);
+/* The same in GUE: the chained packet keeps its encapsulation (and its UDP
+ * source port, the flow's entropy); the outer addresses, the hop byte of
+ * the private data and the IPv4 checksum change, the UDP checksum stays 0.
+ * The caller checked that GUE4_LEN_MAX bytes from outer are in the linear
+ * data (gue4_parse). */
+INLINE int chain_gue(struct __sk_buff *skb, struct iphdr *outer, void *data_end, int next)
+{
+	struct {
+		struct iphdr ip;
+		struct udphdr udp;
+		struct guehdr g;
+		struct beamer_opt opt;
+	} hdr;
 
-	/* Only the IP header and the option's first word (hop) change.
-	 * Pointers into the packet are invalid after this. */
-	if (bpf_skb_store_bytes(skb, sizeof(struct ethhdr), &hdr, sizeof(struct iphdr) + 4, 0))
+	_Static_assert(sizeof(hdr) == GUE4_LEN_MAX, "GUE headers are laid out without padding");
+	if ((void *)outer + GUE4_LEN_MAX > data_end)
+		return drop(AGENT_DROP_TRUNCATED); /* checked by the caller; keeps the verifier sure */
+	__builtin_memcpy(&hdr, outer, GUE4_LEN_MAX);
+	if (next < 0 || next >= BEAMER_MAX_CHAIN)
 		return drop(AGENT_DROP_CHAIN_FAILED);
-
-	agent_count(AGENT_CHAINED);
-	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
-		/* Let the kernel resolve the next hop and queue the packet. */
-		struct bpf_redir_neigh nh = {.nh_family = AF_INET, .ipv4_nh = fib.ipv4_dst};
-		return bpf_redirect_neigh(fib.ifindex, &nh, sizeof(nh), 0);
-	}
-	if (bpf_skb_store_bytes(skb, 0, fib.dmac, ETH_ALEN, 0) ||
-	    bpf_skb_store_bytes(skb, ETH_ALEN, fib.smac, ETH_ALEN, 0))
-		return drop(AGENT_DROP_CHAIN_FAILED);
-	return bpf_redirect(fib.ifindex, 0);
+	hdr.ip.saddr = local_addr;
+	hdr.ip.daddr = hdr.opt.prev[next];
+	hdr.ip.ttl = BEAMER_OUTER_TTL;
+	hdr.ip.check = 0;
+	hdr.ip.check = ipv4_header_csum(&hdr.ip, OUTER_LEN_PLAIN / 2);
+	hdr.udp.check = 0;
+	hdr.opt.hop = next + 1;
+	return chain_send(skb, &hdr, GUE4_LEN_PLAIN + 4, &hdr.ip, IPPROTO_UDP);
 }
 
 INLINE __u32 unix_seconds(void)
@@ -193,17 +230,24 @@ INLINE __u32 unix_seconds(void)
 	return (__u32)(now / 1000000000ULL);
 }
 
+#include "include/agent6.h"
+
 SEC("tc")
 int beamer_agent(struct __sk_buff *skb)
 {
+	if (skb->protocol == bpf_htons(ETH_P_IPV6))
+		return agent_ipv6(skb); /* bpf/include/agent6.h */
 	if (skb->len > HEADERS_NEEDED && (long)skb->data_end - (long)skb->data < (long)HEADERS_NEEDED)
 		bpf_skb_pull_data(skb, HEADERS_NEEDED);
 
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
 	struct iphdr *outer = ipv4_after_eth(data, data_end);
+	struct udphdr *udp = NULL; /* GUE: its UDP header (gue_agent.h) */
 
-	if (!outer || outer->protocol != IPPROTO_IPIP) {
+	if (outer && outer->protocol == IPPROTO_UDP)
+		udp = gue4_udp(outer, data_end);
+	if (!outer || (outer->protocol != IPPROTO_IPIP && !udp)) {
 		agent_count(AGENT_PASS_NOT_ENCAP);
 		return TC_ACT_OK;
 	}
@@ -230,7 +274,22 @@ int beamer_agent(struct __sk_buff *skb)
 	struct iphdr *ip;
 	int outer_len = outer->ihl * 4;
 	int n = 0; /* previous owners in the option */
-	if (outer_len > OUTER_LEN_PLAIN) {
+	if (udp) {
+		/* GUE: the private data is the option (gue.h). */
+		switch (gue4_parse(outer, udp, data_end, outer_tot, &outer_len, &opt, &n)) {
+		case GUE_OK:
+			break;
+		case GUE_TRUNCATED:
+			return drop(AGENT_DROP_TRUNCATED);
+		case GUE_BAD_HEADER:
+			return drop(AGENT_DROP_BAD_HEADER);
+		default:
+			return drop(AGENT_DROP_BAD_OPTION);
+		}
+		if (opt && (void *)(opt + 1) > data_end)
+			return drop(AGENT_DROP_TRUNCATED);
+		agent_count(AGENT_GUE);
+	} else if (outer_len > OUTER_LEN_PLAIN) {
 		/* Valid packets hold the inner IPv4 and TCP headers after the
 		 * outer one, so OUTER_LEN_MAX bytes are there whatever n is. */
 		opt = (void *)(outer + 1);
@@ -244,8 +303,8 @@ int beamer_agent(struct __sk_buff *skb)
 	} else if (outer_len != OUTER_LEN_PLAIN) {
 		return drop(AGENT_DROP_BAD_OPTION);
 	}
-	if (outer_len > OUTER_LEN_MAX)
-		return drop(AGENT_DROP_BAD_OPTION); /* cannot happen: IHL is 4 bits */
+	if (outer_len > GUE4_LEN_MAX)
+		return drop(AGENT_DROP_BAD_OPTION); /* cannot happen: IHL is 4 bits, GUE's checked */
 	ip = (void *)outer + outer_len;
 	if ((void *)(ip + 1) > data_end)
 		return drop(AGENT_DROP_TRUNCATED);
@@ -278,7 +337,7 @@ int beamer_agent(struct __sk_buff *skb)
 	 * packet by the id in its connection id), never chained; the stack
 	 * serves it or resets it. */
 	if (!opt)
-		return decap_to_stack(skb, OUTER_LEN_PLAIN, AGENT_STACK_NO_OPTION);
+		return decap_to_stack(skb, outer_len, AGENT_STACK_NO_OPTION);
 
 	/* The newest (incarnation, generation) remembered for the VIP, raised
 	 * by this packet unless a sanity bound refuses it. */
@@ -357,7 +416,7 @@ int beamer_agent(struct __sk_buff *skb)
 		break;
 	}
 	if (chainable)
-		return chain(skb, outer, outer_len, next);
+		return udp ? chain_gue(skb, outer, data_end, next) : chain(skb, outer, outer_len, next);
 	return drop(AGENT_DROP_STALE_GENERATION);
 }
 

@@ -38,6 +38,7 @@
 #include "include/flow_hash.h"
 #include "include/wire.h"
 #include "include/encap.h"
+#include "include/gue.h"
 #include "include/nexthop.h"
 #include "include/icmp_too_big.h"
 #include "include/mux_maps.h"
@@ -69,22 +70,29 @@ INLINE int drop(enum mux_counter why)
 	return XDP_DROP;
 }
 
-/* Bytes the encapsulation adds in front of the packet. */
-INLINE int outer_len_of(const struct decision *d)
+/* Bytes the encapsulation adds in front of the packet: IP-in-IP, or for a
+ * GUE VIP the same plus its UDP and GUE headers (gue.h: the private data
+ * is the option's bytes). */
+INLINE int outer_len_of(const struct decision *d, int gue)
 {
-	return d->with_opt ? OUTER_LEN_WITH(d->prev) : OUTER_LEN_PLAIN;
+	int len = d->with_opt ? OUTER_LEN_WITH(d->prev) : OUTER_LEN_PLAIN;
+	return gue ? len + GUE4_EXTRA : len;
 }
 
 /*
  * Sends the packet to d's server, or answers it: every packet is counted
  * exactly once, after its fate is known — the verdict when it leaves, a
  * drop reason or icmp_too_big otherwise. ip is the packet's (parsed) IPv4
- * header; it is read before the packet is touched.
+ * header; it is read before the packet is touched. The VIP's encap
+ * (record field, same cache line as everything else read) picks IP-in-IP
+ * or GUE, whose UDP source port is the flow's hash (gue.h GUE_SPORT).
  */
-INLINE int transmit(struct xdp_md *ctx, struct decision *d, int verdict, struct iphdr *ip)
+INLINE int transmit(struct xdp_md *ctx, const struct vip_info *vip, const struct flow *f, struct decision *d,
+		    int verdict, struct iphdr *ip)
 {
 	struct nexthop_answer nh;
-	int outer_len = outer_len_of(d);
+	int gue = vip->encap == ENCAP_GUE;
+	int outer_len = outer_len_of(d, gue);
 	__u32 inner_tot = bpf_ntohs(ip->tot_len);
 	__be16 frag = ip->frag_off;
 
@@ -114,9 +122,17 @@ INLINE int transmit(struct xdp_md *ctx, struct decision *d, int verdict, struct 
 	}
 
 	struct ethhdr *eth;
-	eth = xdp_encap_ipv4(ctx, &d->encap, outer_len);
-	if (!eth)
-		return drop(MUX_DROP_ENCAP);
+	if (gue) {
+		eth = xdp_encap_gue4(ctx, &d->encap, outer_len, bpf_htons(GUE_SPORT(flow_hash_of(f))),
+				     bpf_htons(vip->gue_port));
+		if (!eth)
+			return drop(MUX_DROP_ENCAP);
+		mux_count(MUX_FWD_GUE);
+	} else {
+		eth = xdp_encap_ipv4(ctx, &d->encap, outer_len);
+		if (!eth)
+			return drop(MUX_DROP_ENCAP);
+	}
 	__builtin_memcpy(eth->h_dest, nh.dmac, ETH_ALEN);
 	__builtin_memcpy(eth->h_source, nh.smac, ETH_ALEN);
 
@@ -181,6 +197,8 @@ INLINE int route(struct xdp_md *ctx, const struct vip_info *vip, void *servers, 
 	return decide(ctx, vip, servers, f, tcp, d);
 }
 
+#include "include/mux6.h"
+
 SEC("xdp")
 int beamer_mux(struct xdp_md *ctx)
 {
@@ -192,10 +210,8 @@ int beamer_mux(struct xdp_md *ctx)
 	enum parse_verdict pv;
 	int icmp = 0;
 
-	if (!ip) {
-		mux_count(MUX_PASS_NOT_IPV4);
-		return XDP_PASS;
-	}
+	if (!ip)
+		return mux_not_ipv4(ctx); /* bpf/include/mux6.h: IPv6, or passed on */
 	struct vip_info *vip = vip_find(ip->daddr);
 	if (!vip) {
 		mux_count(MUX_PASS_NOT_VIP);
@@ -246,7 +262,7 @@ int beamer_mux(struct xdp_md *ctx)
 
 	d.encap.opt.generation = bpf_htonl((__u32)version);
 	d.encap.opt.incarnation = bpf_htonl((__u32)(version >> 32));
-	return transmit(ctx, &d, verdict, ip);
+	return transmit(ctx, vip, &f, &d, verdict, ip);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -40,7 +40,7 @@ struct lpm_v4_key {
 };
 
 enum agent_counter {
-	AGENT_PASS_NOT_ENCAP = 0,   /* not IP-in-IP: ordinary traffic */
+	AGENT_PASS_NOT_ENCAP = 0,   /* neither IP-in-IP nor GUE to one of our ports: ordinary traffic */
 	AGENT_PASS_NOT_FOR_US,      /* IP-in-IP to another address */
 	AGENT_LOCAL_SYN,            /* connection request: kept */
 	AGENT_TO_STACK,             /* newest generation, nothing to chain: kept (the stack
@@ -68,6 +68,9 @@ enum agent_counter {
 	AGENT_XDP_DECAP,            /* of the above: kept by the XDP fast path (agent_xdp.h) */
 	AGENT_ICMP_FRAG_NEEDED,     /* of the above: an ICMP frag needed, decided as the connection it quotes */
 	AGENT_DROP_ICMP,            /* inner ICMP other than a frag needed quoting a VIP's TCP/UDP packet */
+	AGENT_GUE,                  /* of the above: arrived in GUE (bpf/include/gue_agent.h) */
+	AGENT_IPV6,                 /* of the above: kept or chained over IPv6 (bpf/include/agent6.h) */
+	AGENT_DROP_EXT_HEADERS,     /* inner IPv6 extension headers beyond the bound (parse6.h) */
 	AGENT_COUNTER_MAX,
 };
 

@@ -29,15 +29,15 @@
 #define BEAMER_AGENT_XDP_H
 
 /* Strips the outer header: the Ethernet header moves forward over it. */
-INLINE int xdp_decap(struct xdp_md *ctx, int outer_len, enum agent_counter why)
+INLINE int xdp_decap(struct xdp_md *ctx, int outer_len, enum agent_counter why, int gue)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 
-	if ((void *)(eth + 1) + OUTER_LEN_MAX > data_end)
+	if ((void *)(eth + 1) > data_end)
 		return XDP_PASS; /* checked by the caller; keeps the verifier sure */
-	if (outer_len < OUTER_LEN_PLAIN || outer_len > OUTER_LEN_MAX)
+	if (outer_len < OUTER_LEN_PLAIN || outer_len > GUE4_LEN_MAX)
 		return XDP_PASS;
 	struct ethhdr copy = *eth;
 	if (bpf_xdp_adjust_head(ctx, outer_len))
@@ -50,6 +50,8 @@ INLINE int xdp_decap(struct xdp_md *ctx, int outer_len, enum agent_counter why)
 	*eth = copy;
 	agent_count(why);
 	agent_count(AGENT_XDP_DECAP);
+	if (gue)
+		agent_count(AGENT_GUE);
 	return XDP_PASS;
 }
 
@@ -59,8 +61,13 @@ int beamer_agent_xdp(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct iphdr *outer = ipv4_after_eth(data, data_end);
+	struct udphdr *udp = NULL; /* GUE: its UDP header (gue_agent.h) */
 
-	if (!outer || outer->protocol != IPPROTO_IPIP || outer->daddr != local_addr)
+	if (!outer || outer->daddr != local_addr)
+		return XDP_PASS;
+	if (outer->protocol == IPPROTO_UDP && !(udp = gue4_udp(outer, data_end)))
+		return XDP_PASS;
+	if (!udp && outer->protocol != IPPROTO_IPIP)
 		return XDP_PASS;
 	struct lpm_v4_key src = {.prefixlen = 32, .addr = outer->saddr};
 	if (!bpf_map_lookup_elem(&trusted_sources, &src))
@@ -78,7 +85,14 @@ int beamer_agent_xdp(struct xdp_md *ctx)
 	struct beamer_opt *opt = NULL;
 	int outer_len = outer->ihl * 4;
 	int n = 0;
-	if (outer_len > OUTER_LEN_PLAIN) {
+	if (udp) {
+		if (gue4_parse(outer, udp, data_end, outer_tot, &outer_len, &opt, &n) != GUE_OK)
+			return XDP_PASS;
+		if (opt && (void *)(opt + 1) > data_end)
+			return XDP_PASS;
+		if (outer_len > GUE4_LEN_MAX)
+			return XDP_PASS;
+	} else if (outer_len > OUTER_LEN_PLAIN) {
 		opt = (void *)(outer + 1);
 		if (outer_len < OUTER_LEN_OPT || outer_len > OUTER_LEN_MAX || opt->type != BEAMER_OPT_TYPE ||
 		    opt->len != outer_len - OUTER_LEN_PLAIN)
@@ -102,9 +116,9 @@ int beamer_agent_xdp(struct xdp_md *ctx)
 		return XDP_PASS; /* the echo is rewritten in tc */
 
 	if (tcp->syn && !tcp->ack)
-		return xdp_decap(ctx, outer_len, AGENT_LOCAL_SYN);
+		return xdp_decap(ctx, outer_len, AGENT_LOCAL_SYN, udp != NULL);
 	if (!opt)
-		return xdp_decap(ctx, OUTER_LEN_PLAIN, AGENT_STACK_NO_OPTION);
+		return xdp_decap(ctx, outer_len, AGENT_STACK_NO_OPTION, udp != NULL);
 
 	/* Exactly the newest remembered: nothing to remember, not stale. */
 	__u64 epoch = (__u64)bpf_ntohl(opt->incarnation) << 32 | bpf_ntohl(opt->generation);
@@ -123,7 +137,7 @@ int beamer_agent_xdp(struct xdp_md *ctx)
 			if (i >= opt->hop && i < n && opt->prev[i] != local_addr)
 				return XDP_PASS;
 	}
-	return xdp_decap(ctx, outer_len, AGENT_TO_STACK);
+	return xdp_decap(ctx, outer_len, AGENT_TO_STACK, udp != NULL);
 }
 
 #endif

@@ -72,6 +72,9 @@ struct vip_info {
 	__u8 quic_config; /* QUIC: config rotation id in the CID's first byte's top 3 bits */
 	__u8 quic_cid_len;/* QUIC: length of server-issued CIDs (short headers do not say) */
 	struct port_range quic_ports; /* QUIC: the UDP ports read as QUIC */
+	__u8 encap;       /* ENCAP_IPIP (0) or ENCAP_GUE: bpf/include/gue.h */
+	__u8 pad_encap;
+	__u16 gue_port;   /* GUE: UDP destination port, host order */
 };
 
 _Static_assert(sizeof(struct vip_info) <= 64, "the VIP record fits one cache line");
@@ -131,7 +134,7 @@ enum server_state {
 };
 
 enum mux_counter {
-	MUX_PASS_NOT_IPV4 = 0,   /* not IPv4 (or too short to tell): to the kernel */
+	MUX_PASS_NOT_IPV4 = 0,   /* neither IPv4 nor IPv6 (or too short to tell): to the kernel */
 	MUX_PASS_NOT_VIP,        /* IPv4 not addressed to a VIP: to the kernel */
 	MUX_FWD_BUCKET,          /* service port: forwarded by bucket */
 	MUX_FWD_SERVER_ID,       /* TCP to the server-id range: forwarded by server id (MPTCP) */
@@ -168,6 +171,12 @@ enum mux_counter {
 	MUX_PASS_ICMP_ECHO,      /* echo request to a VIP, to the mux host's stack */
 	MUX_DROP_ICMP_ECHO,      /* echo request to a VIP, dropped by policy */
 	MUX_DROP_ICMP,           /* other ICMP to a VIP, or a frag needed quoting no VIP TCP/UDP packet */
+	MUX_PASS_NOT_VIP6,       /* IPv6 not addressed to a VIP: to the kernel */
+	MUX_DROP_EXT_HEADERS,    /* IPv6 extension headers beyond the bound, or a routing header with segments left */
+	MUX_DROP_NO_ADDR6,       /* IPv6 VIP, but the mux has no IPv6 address to send from */
+	MUX_DROP_ENCAP6,         /* IPv6 VIP whose record names no GUE encapsulation (IPv6 outer is GUE only) */
+	MUX_FWD_IPV6,            /* of the verdicts: an IPv6 packet, sent in GUE over IPv6 (bpf/include/mux6.h) */
+	MUX_FWD_GUE,             /* of the verdicts: sent in GUE (the VIP's encap, bpf/include/gue.h) */
 	MUX_COUNTER_MAX,
 };
 

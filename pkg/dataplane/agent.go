@@ -23,7 +23,10 @@ type AgentVIP struct {
 
 // AgentOptions configure the agent program at load time.
 type AgentOptions struct {
-	Addr    netip.Addr     // this server's address (its DIP)
+	Addr netip.Addr // this server's IPv4 address (its DIP; may be unset when Addr6 is set)
+	// Addr6 is this server's IPv6 address, the destination of GUE over
+	// IPv6 for its IPv6 VIPs (agent6.go); unset: IPv6 VIPs are refused.
+	Addr6   netip.Addr
 	VIPs    []AgentVIP     // the VIPs it serves (on its loopback)
 	Trusted []netip.Prefix // sources whose encapsulated packets are accepted
 	// MaxClockSkew is how far the controller's clock may lead this
@@ -40,6 +43,9 @@ type AgentOptions struct {
 	// forged one is forgotten within 2T. 0 means DefaultGenerationMemory;
 	// negative turns the rotation off (tests drive Rotate themselves).
 	GenerationMemory time.Duration
+	// GUEPorts: UDP ports on which GUE from trusted sources is decapsulated,
+	// besides forwarding.DefaultGUEPort, always (agent_gue.go).
+	GUEPorts []uint16
 	// PinDir, when set, is the bpffs directory where the attachment and the
 	// maps whose content outlives a daemon are pinned (pins.go).
 	PinDir string
@@ -80,8 +86,8 @@ type Agent struct {
 
 // LoadAgent validates the options and loads the agent program.
 func LoadAgent(opts AgentOptions) (*Agent, error) {
-	if !opts.Addr.Is4() || opts.Addr.IsUnspecified() {
-		return nil, fmt.Errorf("agent address %v is not a unicast IPv4 address", opts.Addr)
+	if err := checkAgentAddrs(opts); err != nil {
+		return nil, err
 	}
 	if len(opts.VIPs) == 0 {
 		return nil, fmt.Errorf("agent serves no VIP")
@@ -92,8 +98,8 @@ func LoadAgent(opts AgentOptions) (*Agent, error) {
 	total := uint64(0)
 	seen := map[netip.Addr]bool{}
 	for _, v := range opts.VIPs {
-		if !v.VIP.Is4() || v.VIP.IsUnspecified() || seen[v.VIP] {
-			return nil, fmt.Errorf("VIP %v is not a unicast IPv4 address or is listed twice", v.VIP)
+		if err := checkAgentVIP(v.VIP, opts, seen[v.VIP]); err != nil {
+			return nil, err
 		}
 		seen[v.VIP] = true
 		if v.Buckets == 0 || v.Buckets > 1<<24 {
@@ -105,8 +111,8 @@ func LoadAgent(opts AgentOptions) (*Agent, error) {
 		total += uint64(v.Buckets)
 	}
 	for _, p := range opts.Trusted {
-		if !p.Addr().Is4() {
-			return nil, fmt.Errorf("trusted prefix %v is not IPv4", p)
+		if !p.Addr().Is4() && !is6(p.Addr()) {
+			return nil, fmt.Errorf("trusted prefix %v is neither IPv4 nor IPv6", p)
 		}
 	}
 	if total > 1<<26 {
@@ -121,7 +127,7 @@ func LoadAgent(opts AgentOptions) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := spec.Variables["local_addr"].Set(opts.Addr.As4()); err != nil {
+	if err := setAgentAddrs(spec, opts); err != nil {
 		return nil, err
 	}
 	skew := opts.MaxClockSkew
@@ -227,12 +233,27 @@ func (a *Agent) configure(spec *ebpf.CollectionSpec, opts AgentOptions) error {
 	base := uint32(0)
 	for slot, v := range opts.VIPs {
 		rec := agentAgentVip{Buckets: v.Buckets, BucketBase: base, Slot: uint32(slot), Window: uint32(v.ChainWindow / time.Second)}
-		if err := a.objs.AgentVips.Put(v.VIP.As4(), &rec); err != nil {
+		if is6(v.VIP) {
+			err = a.objs.AgentVips6.Put(v.VIP.As16(), &rec)
+		} else {
+			err = a.objs.AgentVips.Put(v.VIP.As4(), &rec)
+		}
+		if err != nil {
 			return fmt.Errorf("VIP %v: %w", v.VIP, err)
 		}
 		base += v.Buckets
 	}
+	if err := a.configureGUE(opts.GUEPorts); err != nil {
+		return err
+	}
 	for _, p := range opts.Trusted {
+		if is6(p.Addr()) {
+			key := agentLpmV6Key{Prefixlen: uint32(p.Bits()), Addr: addr6Words(p.Masked().Addr())}
+			if err := a.objs.TrustedSources6.Put(&key, uint8(1)); err != nil {
+				return fmt.Errorf("trusted prefix %v: %w", p, err)
+			}
+			continue
+		}
 		key := agentLpmV4Key{Prefixlen: uint32(p.Bits()), Addr: beU32(p.Masked().Addr())}
 		if err := a.objs.TrustedSources.Put(&key, uint8(1)); err != nil {
 			return fmt.Errorf("trusted prefix %v: %w", p, err)

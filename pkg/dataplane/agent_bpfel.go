@@ -43,7 +43,10 @@ const (
 	agentAgentCounterAGENT_XDP_DECAP             agentAgentCounter = 24
 	agentAgentCounterAGENT_ICMP_FRAG_NEEDED      agentAgentCounter = 25
 	agentAgentCounterAGENT_DROP_ICMP             agentAgentCounter = 26
-	agentAgentCounterAGENT_COUNTER_MAX           agentAgentCounter = 27
+	agentAgentCounterAGENT_GUE                   agentAgentCounter = 27
+	agentAgentCounterAGENT_IPV6                  agentAgentCounter = 28
+	agentAgentCounterAGENT_DROP_EXT_HEADERS      agentAgentCounter = 29
+	agentAgentCounterAGENT_COUNTER_MAX           agentAgentCounter = 30
 )
 
 type agentAgentVip struct {
@@ -82,31 +85,51 @@ type agentCheetahVip struct {
 	Pad uint8
 }
 
+type agentIn6Addr struct {
+	_    structs.HostLayout
+	In6U struct {
+		_       structs.HostLayout
+		U6Addr8 [16]uint8
+	}
+}
+
 type agentLpmV4Key struct {
 	_         structs.HostLayout
 	Prefixlen uint32
 	Addr      uint32
 }
 
+type agentLpmV6Key struct {
+	_         structs.HostLayout
+	Prefixlen uint32
+	Addr      [4]uint32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	agentMapAgent6Prog             = "agent6_prog"
 	agentMapAgentClock             = "agent_clock"
 	agentMapAgentCounters          = "agent_counters"
 	agentMapAgentVips              = "agent_vips"
+	agentMapAgentVips6             = "agent_vips6"
 	agentMapBucketChanged          = "bucket_changed"
 	agentMapCheetahAgentCounters   = "cheetah_agent_counters"
 	agentMapCheetahKid             = "cheetah_kid"
 	agentMapCheetahVips            = "cheetah_vips"
 	agentMapGenerationSeen         = "generation_seen"
+	agentMapGuePorts               = "gue_ports"
 	agentMapTrustedSources         = "trusted_sources"
+	agentMapTrustedSources6        = "trusted_sources6"
 	agentProgBeamerAgent           = "beamer_agent"
+	agentProgBeamerAgent6          = "beamer_agent6"
 	agentProgBeamerAgentXdp        = "beamer_agent_xdp"
 	agentProgCheetahEgress         = "cheetah_egress"
 	agentVarCheetahAgentCounterMax = "cheetah_agent_counter_max"
 	agentVarCheetahVipsInUse       = "cheetah_vips_in_use"
 	agentVarLocalAddr              = "local_addr"
+	agentVarLocalAddr6             = "local_addr6"
 	agentVarMaxGenJump             = "max_gen_jump"
 	agentVarMaxSkew                = "max_skew"
 )
@@ -154,6 +177,7 @@ type agentSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type agentProgramSpecs struct {
 	BeamerAgent    *ebpf.ProgramSpec `ebpf:"beamer_agent"`
+	BeamerAgent6   *ebpf.ProgramSpec `ebpf:"beamer_agent6"`
 	BeamerAgentXdp *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp"`
 	CheetahEgress  *ebpf.ProgramSpec `ebpf:"cheetah_egress"`
 }
@@ -162,15 +186,19 @@ type agentProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type agentMapSpecs struct {
+	Agent6Prog           *ebpf.MapSpec `ebpf:"agent6_prog"`
 	AgentClock           *ebpf.MapSpec `ebpf:"agent_clock"`
 	AgentCounters        *ebpf.MapSpec `ebpf:"agent_counters"`
 	AgentVips            *ebpf.MapSpec `ebpf:"agent_vips"`
+	AgentVips6           *ebpf.MapSpec `ebpf:"agent_vips6"`
 	BucketChanged        *ebpf.MapSpec `ebpf:"bucket_changed"`
 	CheetahAgentCounters *ebpf.MapSpec `ebpf:"cheetah_agent_counters"`
 	CheetahKid           *ebpf.MapSpec `ebpf:"cheetah_kid"`
 	CheetahVips          *ebpf.MapSpec `ebpf:"cheetah_vips"`
 	GenerationSeen       *ebpf.MapSpec `ebpf:"generation_seen"`
+	GuePorts             *ebpf.MapSpec `ebpf:"gue_ports"`
 	TrustedSources       *ebpf.MapSpec `ebpf:"trusted_sources"`
+	TrustedSources6      *ebpf.MapSpec `ebpf:"trusted_sources6"`
 }
 
 // agentVariableSpecs contains global variables before they are loaded into the kernel.
@@ -180,6 +208,7 @@ type agentVariableSpecs struct {
 	CheetahAgentCounterMax *ebpf.VariableSpec `ebpf:"cheetah_agent_counter_max"`
 	CheetahVipsInUse       *ebpf.VariableSpec `ebpf:"cheetah_vips_in_use"`
 	LocalAddr              *ebpf.VariableSpec `ebpf:"local_addr"`
+	LocalAddr6             *ebpf.VariableSpec `ebpf:"local_addr6"`
 	MaxGenJump             *ebpf.VariableSpec `ebpf:"max_gen_jump"`
 	MaxSkew                *ebpf.VariableSpec `ebpf:"max_skew"`
 }
@@ -204,28 +233,36 @@ func (o *agentObjects) Close() error {
 //
 // It can be passed to loadAgentObjects or ebpf.CollectionSpec.LoadAndAssign.
 type agentMaps struct {
+	Agent6Prog           *ebpf.Map `ebpf:"agent6_prog"`
 	AgentClock           *ebpf.Map `ebpf:"agent_clock"`
 	AgentCounters        *ebpf.Map `ebpf:"agent_counters"`
 	AgentVips            *ebpf.Map `ebpf:"agent_vips"`
+	AgentVips6           *ebpf.Map `ebpf:"agent_vips6"`
 	BucketChanged        *ebpf.Map `ebpf:"bucket_changed"`
 	CheetahAgentCounters *ebpf.Map `ebpf:"cheetah_agent_counters"`
 	CheetahKid           *ebpf.Map `ebpf:"cheetah_kid"`
 	CheetahVips          *ebpf.Map `ebpf:"cheetah_vips"`
 	GenerationSeen       *ebpf.Map `ebpf:"generation_seen"`
+	GuePorts             *ebpf.Map `ebpf:"gue_ports"`
 	TrustedSources       *ebpf.Map `ebpf:"trusted_sources"`
+	TrustedSources6      *ebpf.Map `ebpf:"trusted_sources6"`
 }
 
 func (m *agentMaps) Close() error {
 	return _AgentClose(
+		m.Agent6Prog,
 		m.AgentClock,
 		m.AgentCounters,
 		m.AgentVips,
+		m.AgentVips6,
 		m.BucketChanged,
 		m.CheetahAgentCounters,
 		m.CheetahKid,
 		m.CheetahVips,
 		m.GenerationSeen,
+		m.GuePorts,
 		m.TrustedSources,
+		m.TrustedSources6,
 	)
 }
 
@@ -236,6 +273,7 @@ type agentVariables struct {
 	CheetahAgentCounterMax *ebpf.Variable `ebpf:"cheetah_agent_counter_max"`
 	CheetahVipsInUse       *ebpf.Variable `ebpf:"cheetah_vips_in_use"`
 	LocalAddr              *ebpf.Variable `ebpf:"local_addr"`
+	LocalAddr6             *ebpf.Variable `ebpf:"local_addr6"`
 	MaxGenJump             *ebpf.Variable `ebpf:"max_gen_jump"`
 	MaxSkew                *ebpf.Variable `ebpf:"max_skew"`
 }
@@ -245,6 +283,7 @@ type agentVariables struct {
 // It can be passed to loadAgentObjects or ebpf.CollectionSpec.LoadAndAssign.
 type agentPrograms struct {
 	BeamerAgent    *ebpf.Program `ebpf:"beamer_agent"`
+	BeamerAgent6   *ebpf.Program `ebpf:"beamer_agent6"`
 	BeamerAgentXdp *ebpf.Program `ebpf:"beamer_agent_xdp"`
 	CheetahEgress  *ebpf.Program `ebpf:"cheetah_egress"`
 }
@@ -252,6 +291,7 @@ type agentPrograms struct {
 func (p *agentPrograms) Close() error {
 	return _AgentClose(
 		p.BeamerAgent,
+		p.BeamerAgent6,
 		p.BeamerAgentXdp,
 		p.CheetahEgress,
 	)

@@ -49,26 +49,45 @@ type agentBenchCheetahVip struct {
 	Pad uint8
 }
 
+type agentBenchIn6Addr struct {
+	_    structs.HostLayout
+	In6U struct {
+		_       structs.HostLayout
+		U6Addr8 [16]uint8
+	}
+}
+
 type agentBenchLpmV4Key struct {
 	_         structs.HostLayout
 	Prefixlen uint32
 	Addr      uint32
 }
 
+type agentBenchLpmV6Key struct {
+	_         structs.HostLayout
+	Prefixlen uint32
+	Addr      [4]uint32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	agentBenchMapAgent6Prog             = "agent6_prog"
 	agentBenchMapAgentClock             = "agent_clock"
 	agentBenchMapAgentCounters          = "agent_counters"
 	agentBenchMapAgentVips              = "agent_vips"
+	agentBenchMapAgentVips6             = "agent_vips6"
 	agentBenchMapBucketChanged          = "bucket_changed"
 	agentBenchMapCheetahAgentCounters   = "cheetah_agent_counters"
 	agentBenchMapCheetahKid             = "cheetah_kid"
 	agentBenchMapCheetahVips            = "cheetah_vips"
 	agentBenchMapGenerationSeen         = "generation_seen"
+	agentBenchMapGuePorts               = "gue_ports"
 	agentBenchMapTrustedSources         = "trusted_sources"
+	agentBenchMapTrustedSources6        = "trusted_sources6"
 	agentBenchProgBeamerAgent           = "beamer_agent"
+	agentBenchProgBeamerAgent6          = "beamer_agent6"
 	agentBenchProgBeamerAgentBench      = "beamer_agent_bench"
 	agentBenchProgBeamerAgentXdp        = "beamer_agent_xdp"
 	agentBenchProgBeamerAgentXdpBench   = "beamer_agent_xdp_bench"
@@ -81,6 +100,7 @@ const (
 	agentBenchVarCheetahAgentCounterMax = "cheetah_agent_counter_max"
 	agentBenchVarCheetahVipsInUse       = "cheetah_vips_in_use"
 	agentBenchVarLocalAddr              = "local_addr"
+	agentBenchVarLocalAddr6             = "local_addr6"
 	agentBenchVarMaxGenJump             = "max_gen_jump"
 	agentBenchVarMaxSkew                = "max_skew"
 )
@@ -128,6 +148,7 @@ type agentBenchSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type agentBenchProgramSpecs struct {
 	BeamerAgent         *ebpf.ProgramSpec `ebpf:"beamer_agent"`
+	BeamerAgent6        *ebpf.ProgramSpec `ebpf:"beamer_agent6"`
 	BeamerAgentBench    *ebpf.ProgramSpec `ebpf:"beamer_agent_bench"`
 	BeamerAgentXdp      *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp"`
 	BeamerAgentXdpBench *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp_bench"`
@@ -143,15 +164,19 @@ type agentBenchProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type agentBenchMapSpecs struct {
+	Agent6Prog           *ebpf.MapSpec `ebpf:"agent6_prog"`
 	AgentClock           *ebpf.MapSpec `ebpf:"agent_clock"`
 	AgentCounters        *ebpf.MapSpec `ebpf:"agent_counters"`
 	AgentVips            *ebpf.MapSpec `ebpf:"agent_vips"`
+	AgentVips6           *ebpf.MapSpec `ebpf:"agent_vips6"`
 	BucketChanged        *ebpf.MapSpec `ebpf:"bucket_changed"`
 	CheetahAgentCounters *ebpf.MapSpec `ebpf:"cheetah_agent_counters"`
 	CheetahKid           *ebpf.MapSpec `ebpf:"cheetah_kid"`
 	CheetahVips          *ebpf.MapSpec `ebpf:"cheetah_vips"`
 	GenerationSeen       *ebpf.MapSpec `ebpf:"generation_seen"`
+	GuePorts             *ebpf.MapSpec `ebpf:"gue_ports"`
 	TrustedSources       *ebpf.MapSpec `ebpf:"trusted_sources"`
+	TrustedSources6      *ebpf.MapSpec `ebpf:"trusted_sources6"`
 }
 
 // agentBenchVariableSpecs contains global variables before they are loaded into the kernel.
@@ -161,6 +186,7 @@ type agentBenchVariableSpecs struct {
 	CheetahAgentCounterMax *ebpf.VariableSpec `ebpf:"cheetah_agent_counter_max"`
 	CheetahVipsInUse       *ebpf.VariableSpec `ebpf:"cheetah_vips_in_use"`
 	LocalAddr              *ebpf.VariableSpec `ebpf:"local_addr"`
+	LocalAddr6             *ebpf.VariableSpec `ebpf:"local_addr6"`
 	MaxGenJump             *ebpf.VariableSpec `ebpf:"max_gen_jump"`
 	MaxSkew                *ebpf.VariableSpec `ebpf:"max_skew"`
 }
@@ -185,28 +211,36 @@ func (o *agentBenchObjects) Close() error {
 //
 // It can be passed to loadAgentBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type agentBenchMaps struct {
+	Agent6Prog           *ebpf.Map `ebpf:"agent6_prog"`
 	AgentClock           *ebpf.Map `ebpf:"agent_clock"`
 	AgentCounters        *ebpf.Map `ebpf:"agent_counters"`
 	AgentVips            *ebpf.Map `ebpf:"agent_vips"`
+	AgentVips6           *ebpf.Map `ebpf:"agent_vips6"`
 	BucketChanged        *ebpf.Map `ebpf:"bucket_changed"`
 	CheetahAgentCounters *ebpf.Map `ebpf:"cheetah_agent_counters"`
 	CheetahKid           *ebpf.Map `ebpf:"cheetah_kid"`
 	CheetahVips          *ebpf.Map `ebpf:"cheetah_vips"`
 	GenerationSeen       *ebpf.Map `ebpf:"generation_seen"`
+	GuePorts             *ebpf.Map `ebpf:"gue_ports"`
 	TrustedSources       *ebpf.Map `ebpf:"trusted_sources"`
+	TrustedSources6      *ebpf.Map `ebpf:"trusted_sources6"`
 }
 
 func (m *agentBenchMaps) Close() error {
 	return _AgentBenchClose(
+		m.Agent6Prog,
 		m.AgentClock,
 		m.AgentCounters,
 		m.AgentVips,
+		m.AgentVips6,
 		m.BucketChanged,
 		m.CheetahAgentCounters,
 		m.CheetahKid,
 		m.CheetahVips,
 		m.GenerationSeen,
+		m.GuePorts,
 		m.TrustedSources,
+		m.TrustedSources6,
 	)
 }
 
@@ -217,6 +251,7 @@ type agentBenchVariables struct {
 	CheetahAgentCounterMax *ebpf.Variable `ebpf:"cheetah_agent_counter_max"`
 	CheetahVipsInUse       *ebpf.Variable `ebpf:"cheetah_vips_in_use"`
 	LocalAddr              *ebpf.Variable `ebpf:"local_addr"`
+	LocalAddr6             *ebpf.Variable `ebpf:"local_addr6"`
 	MaxGenJump             *ebpf.Variable `ebpf:"max_gen_jump"`
 	MaxSkew                *ebpf.Variable `ebpf:"max_skew"`
 }
@@ -226,6 +261,7 @@ type agentBenchVariables struct {
 // It can be passed to loadAgentBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type agentBenchPrograms struct {
 	BeamerAgent         *ebpf.Program `ebpf:"beamer_agent"`
+	BeamerAgent6        *ebpf.Program `ebpf:"beamer_agent6"`
 	BeamerAgentBench    *ebpf.Program `ebpf:"beamer_agent_bench"`
 	BeamerAgentXdp      *ebpf.Program `ebpf:"beamer_agent_xdp"`
 	BeamerAgentXdpBench *ebpf.Program `ebpf:"beamer_agent_xdp_bench"`
@@ -240,6 +276,7 @@ type agentBenchPrograms struct {
 func (p *agentBenchPrograms) Close() error {
 	return _AgentBenchClose(
 		p.BeamerAgent,
+		p.BeamerAgent6,
 		p.BeamerAgentBench,
 		p.BeamerAgentXdp,
 		p.BeamerAgentXdpBench,

@@ -25,6 +25,9 @@ const (
 type MuxOptions struct {
 	// Addr is the mux's own IPv4 address: the source of every outer header.
 	Addr netip.Addr
+	// Addr6 is the mux's own IPv6 address, the source of IPv6 outer
+	// headers; without it IPv6 VIPs are dropped (counted drop_no_addr6).
+	Addr6 netip.Addr
 	// ConnTrackEntries sizes the Maglev strategy's connection table; 0
 	// means 1M. The memory is taken when the first Maglev instance is set.
 	ConnTrackEntries int
@@ -75,8 +78,11 @@ type muxInstance struct {
 	slot    uint32
 	buckets *bucketArray
 	servers *wordArray
-	chains  *chainTable
-	table   *forwarding.Table
+	// servers6 holds an IPv6 instance's server addresses by id (nil for
+	// IPv4): servers6.go.
+	servers6 *ebpf.Map
+	chains   *chainTable
+	table    *forwarding.Table
 	// state is the strategy's own per-instance maps (nil: none), see
 	// mux_strategy.go.
 	state instanceState
@@ -97,6 +103,14 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 	}
 	if err := spec.Variables["mux_addr"].Set(opts.Addr.As4()); err != nil {
 		return nil, err
+	}
+	if opts.Addr6.IsValid() {
+		if !is6(opts.Addr6) || !opts.Addr6.IsGlobalUnicast() {
+			return nil, fmt.Errorf("mux IPv6 address %v is not a global unicast IPv6 address", opts.Addr6)
+		}
+		if err := spec.Variables["mux_addr6"].Set(opts.Addr6.As16()); err != nil {
+			return nil, err
+		}
 	}
 	cpus, err := ebpf.PossibleCPU()
 	if err != nil {
@@ -167,6 +181,7 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 		return nil, err
 	}
 	m.vips = newVIPTable(front, records)
+	m.vips.front6 = m.objs.Vip6Front
 	m.FlushNextHops()
 	m.stopEpoch, m.epochDone = make(chan struct{}), make(chan struct{})
 	go m.tickEpoch()
@@ -379,7 +394,7 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 	if !ok {
 		return fmt.Errorf("dataplane: all %d table slots in use", maxTables)
 	}
-	in := &muxInstance{cfg: cfg, slot: slot, table: t.Clone()}
+	in := &muxInstance{cfg: cfg, slot: slot, table: &forwarding.Table{}}
 	if err := in.build(t); err != nil {
 		in.close()
 		return err
@@ -398,6 +413,15 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 		m.objs.ChainTables.Delete(slot)
 		in.close()
 		return fmt.Errorf("installing server table: %w", err)
+	}
+	if in.servers6 != nil {
+		if err := m.objs.Server6Tables.Put(slot, in.servers6); err != nil {
+			m.objs.BucketTables.Delete(slot)
+			m.objs.ChainTables.Delete(slot)
+			m.objs.ServerTables.Delete(slot)
+			in.close()
+			return fmt.Errorf("installing IPv6 server table: %w", err)
+		}
 	}
 	if in.state != nil {
 		if err := in.state.install(m, slot); err != nil {
@@ -439,8 +463,15 @@ func (in *muxInstance) build(t *forwarding.Table) error {
 	if in.chains, err = newChainTable(chainTableSize(in.cfg)); err != nil {
 		return err
 	}
+	if family6(in.cfg) {
+		if in.servers6, err = newServer6Array(); err != nil {
+			return err
+		}
+	}
 	for id, s := range t.Servers {
-		in.servers.store(uint32(id), s.Pack())
+		if err := in.storeServer(id, s, graceWait); err != nil {
+			return err
+		}
 	}
 	for i, b := range t.Buckets {
 		ref, _, err := in.chains.acquire(b.History)
@@ -450,6 +481,7 @@ func (in *muxInstance) build(t *forwarding.Table) error {
 		in.buckets.set(uint32(i), b, ref, in.keepChanged())
 	}
 	in.state, err = muxStrategyOf(in.cfg).newState(in.cfg, t)
+	in.table = t.Clone()
 	return err
 }
 
@@ -461,6 +493,9 @@ func (in *muxInstance) keepChanged() bool { return !muxStrategyOf(in.cfg).histor
 func (in *muxInstance) close() {
 	in.buckets.close()
 	in.servers.close()
+	if in.servers6 != nil {
+		in.servers6.Close()
+	}
 	in.chains.close()
 	if in.state != nil {
 		in.state.close()
@@ -485,7 +520,9 @@ func (m *Mux) ApplyDelta(name string, d *forwarding.Delta) error {
 	}
 	for _, c := range d.Servers {
 		if !c.Remove {
-			in.servers.store(uint32(c.ID), c.Server.Pack())
+			if err := in.storeServer(c.ID, c.Server, m.vips.grace); err != nil {
+				return err
+			}
 		}
 	}
 	if in.state != nil {
@@ -632,6 +669,9 @@ func (m *Mux) release(in *muxInstance) {
 	m.objs.BucketTables.Delete(in.slot)
 	m.objs.ChainTables.Delete(in.slot)
 	m.objs.ServerTables.Delete(in.slot)
+	if in.servers6 != nil {
+		m.objs.Server6Tables.Delete(in.slot)
+	}
 	strategyReleased(m, in)
 	if in.state != nil {
 		in.state.uninstall(m, in.slot)

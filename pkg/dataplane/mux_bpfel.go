@@ -69,6 +69,14 @@ type muxFloodWindow struct {
 	Inserts uint64
 }
 
+type muxIn6Addr struct {
+	_    structs.HostLayout
+	In6U struct {
+		_       structs.HostLayout
+		U6Addr8 [16]uint8
+	}
+}
+
 type muxLearnedValue struct {
 	_      structs.HostLayout
 	Server uint16
@@ -116,7 +124,13 @@ const (
 	muxMuxCounterMUX_PASS_ICMP_ECHO       muxMuxCounter = 34
 	muxMuxCounterMUX_DROP_ICMP_ECHO       muxMuxCounter = 35
 	muxMuxCounterMUX_DROP_ICMP            muxMuxCounter = 36
-	muxMuxCounterMUX_COUNTER_MAX          muxMuxCounter = 37
+	muxMuxCounterMUX_PASS_NOT_VIP6        muxMuxCounter = 37
+	muxMuxCounterMUX_DROP_EXT_HEADERS     muxMuxCounter = 38
+	muxMuxCounterMUX_DROP_NO_ADDR6        muxMuxCounter = 39
+	muxMuxCounterMUX_DROP_ENCAP6          muxMuxCounter = 40
+	muxMuxCounterMUX_FWD_IPV6             muxMuxCounter = 41
+	muxMuxCounterMUX_FWD_GUE              muxMuxCounter = 42
+	muxMuxCounterMUX_COUNTER_MAX          muxMuxCounter = 43
 )
 
 type muxNexthop struct {
@@ -127,6 +141,17 @@ type muxNexthop struct {
 	Dmac    [6]uint8
 	Smac    [6]uint8
 	Mtu     uint32
+}
+
+type muxNexthop6 struct {
+	_       structs.HostLayout
+	Daddr   muxIn6Addr
+	Ifindex uint32
+	Mtu     uint32
+	Epoch   uint64
+	Dmac    [6]uint8
+	Smac    [6]uint8
+	_       [4]byte
 }
 
 type muxPortSet struct {
@@ -170,12 +195,16 @@ type muxVipInfo struct {
 		Low  uint16
 		High uint16
 	}
+	Encap    uint8
+	PadEncap uint8
+	GuePort  uint16
+	_        [4]byte
 }
 
 type muxVipRecord struct {
 	_    structs.HostLayout
 	Info muxVipInfo
-	_    [16]byte
+	_    [8]byte
 }
 
 // Names of all BPF objects in the ELF.
@@ -193,20 +222,26 @@ const (
 	muxMapConntrack              = "conntrack"
 	muxMapFloodGuard             = "flood_guard"
 	muxMapMctTables              = "mct_tables"
+	muxMapMux6Prog               = "mux6_prog"
 	muxMapMuxCounters            = "mux_counters"
+	muxMapNexthop6Cache          = "nexthop6_cache"
 	muxMapNexthopCache           = "nexthop_cache"
 	muxMapNexthopEpoch           = "nexthop_epoch"
 	muxMapPortSets               = "port_sets"
 	muxMapPrismLearned           = "prism_learned"
 	muxMapPrismLearning          = "prism_learning"
+	muxMapServer6Tables          = "server6_tables"
 	muxMapServerTables           = "server_tables"
+	muxMapVip6Front              = "vip6_front"
 	muxMapVipFront               = "vip_front"
 	muxMapVipRecords             = "vip_records"
 	muxProgBeamerMux             = "beamer_mux"
+	muxProgBeamerMux6            = "beamer_mux6"
 	muxVarAwfdCounterNames       = "awfd_counter_names"
 	muxVarCheetahMuxCounterMax   = "cheetah_mux_counter_max"
 	muxVarMaxInsertsPerCpuSecond = "max_inserts_per_cpu_second"
 	muxVarMuxAddr                = "mux_addr"
+	muxVarMuxAddr6               = "mux_addr6"
 )
 
 // loadMux returns the embedded CollectionSpec for mux.
@@ -251,7 +286,8 @@ type muxSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type muxProgramSpecs struct {
-	BeamerMux *ebpf.ProgramSpec `ebpf:"beamer_mux"`
+	BeamerMux  *ebpf.ProgramSpec `ebpf:"beamer_mux"`
+	BeamerMux6 *ebpf.ProgramSpec `ebpf:"beamer_mux6"`
 }
 
 // muxMapSpecs contains maps before they are loaded into the kernel.
@@ -269,13 +305,17 @@ type muxMapSpecs struct {
 	Conntrack          *ebpf.MapSpec `ebpf:"conntrack"`
 	FloodGuard         *ebpf.MapSpec `ebpf:"flood_guard"`
 	MctTables          *ebpf.MapSpec `ebpf:"mct_tables"`
+	Mux6Prog           *ebpf.MapSpec `ebpf:"mux6_prog"`
 	MuxCounters        *ebpf.MapSpec `ebpf:"mux_counters"`
+	Nexthop6Cache      *ebpf.MapSpec `ebpf:"nexthop6_cache"`
 	NexthopCache       *ebpf.MapSpec `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.MapSpec `ebpf:"nexthop_epoch"`
 	PortSets           *ebpf.MapSpec `ebpf:"port_sets"`
 	PrismLearned       *ebpf.MapSpec `ebpf:"prism_learned"`
 	PrismLearning      *ebpf.MapSpec `ebpf:"prism_learning"`
+	Server6Tables      *ebpf.MapSpec `ebpf:"server6_tables"`
 	ServerTables       *ebpf.MapSpec `ebpf:"server_tables"`
+	Vip6Front          *ebpf.MapSpec `ebpf:"vip6_front"`
 	VipFront           *ebpf.MapSpec `ebpf:"vip_front"`
 	VipRecords         *ebpf.MapSpec `ebpf:"vip_records"`
 }
@@ -288,6 +328,7 @@ type muxVariableSpecs struct {
 	CheetahMuxCounterMax   *ebpf.VariableSpec `ebpf:"cheetah_mux_counter_max"`
 	MaxInsertsPerCpuSecond *ebpf.VariableSpec `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.VariableSpec `ebpf:"mux_addr"`
+	MuxAddr6               *ebpf.VariableSpec `ebpf:"mux_addr6"`
 }
 
 // muxObjects contains all objects after they have been loaded into the kernel.
@@ -321,13 +362,17 @@ type muxMaps struct {
 	Conntrack          *ebpf.Map `ebpf:"conntrack"`
 	FloodGuard         *ebpf.Map `ebpf:"flood_guard"`
 	MctTables          *ebpf.Map `ebpf:"mct_tables"`
+	Mux6Prog           *ebpf.Map `ebpf:"mux6_prog"`
 	MuxCounters        *ebpf.Map `ebpf:"mux_counters"`
+	Nexthop6Cache      *ebpf.Map `ebpf:"nexthop6_cache"`
 	NexthopCache       *ebpf.Map `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.Map `ebpf:"nexthop_epoch"`
 	PortSets           *ebpf.Map `ebpf:"port_sets"`
 	PrismLearned       *ebpf.Map `ebpf:"prism_learned"`
 	PrismLearning      *ebpf.Map `ebpf:"prism_learning"`
+	Server6Tables      *ebpf.Map `ebpf:"server6_tables"`
 	ServerTables       *ebpf.Map `ebpf:"server_tables"`
+	Vip6Front          *ebpf.Map `ebpf:"vip6_front"`
 	VipFront           *ebpf.Map `ebpf:"vip_front"`
 	VipRecords         *ebpf.Map `ebpf:"vip_records"`
 }
@@ -345,13 +390,17 @@ func (m *muxMaps) Close() error {
 		m.Conntrack,
 		m.FloodGuard,
 		m.MctTables,
+		m.Mux6Prog,
 		m.MuxCounters,
+		m.Nexthop6Cache,
 		m.NexthopCache,
 		m.NexthopEpoch,
 		m.PortSets,
 		m.PrismLearned,
 		m.PrismLearning,
+		m.Server6Tables,
 		m.ServerTables,
+		m.Vip6Front,
 		m.VipFront,
 		m.VipRecords,
 	)
@@ -365,18 +414,21 @@ type muxVariables struct {
 	CheetahMuxCounterMax   *ebpf.Variable `ebpf:"cheetah_mux_counter_max"`
 	MaxInsertsPerCpuSecond *ebpf.Variable `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.Variable `ebpf:"mux_addr"`
+	MuxAddr6               *ebpf.Variable `ebpf:"mux_addr6"`
 }
 
 // muxPrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to loadMuxObjects or ebpf.CollectionSpec.LoadAndAssign.
 type muxPrograms struct {
-	BeamerMux *ebpf.Program `ebpf:"beamer_mux"`
+	BeamerMux  *ebpf.Program `ebpf:"beamer_mux"`
+	BeamerMux6 *ebpf.Program `ebpf:"beamer_mux6"`
 }
 
 func (p *muxPrograms) Close() error {
 	return _MuxClose(
 		p.BeamerMux,
+		p.BeamerMux6,
 	)
 }
 

@@ -41,6 +41,10 @@ func (m *Mux) vipRecord(in *muxInstance, vip netip.Addr) (muxVipInfo, func(), er
 		Table:    in.slot,
 		Buckets:  cfg.Buckets,
 		Strategy: cfg.Strategy.Code(),
+		Encap:    cfg.EncapOf().Code(), // bpf/include/gue.h
+	}
+	if cfg.EncapOf() == forwarding.EncapGUE {
+		rec.GuePort = cfg.GUEPortOf()
 	}
 	if ids := cfg.ServerIDs(); !ids.None {
 		rec.IdLow, rec.IdHigh = ids.Low, ids.High

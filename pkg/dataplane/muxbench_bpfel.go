@@ -69,6 +69,14 @@ type muxBenchFloodWindow struct {
 	Inserts uint64
 }
 
+type muxBenchIn6Addr struct {
+	_    structs.HostLayout
+	In6U struct {
+		_       structs.HostLayout
+		U6Addr8 [16]uint8
+	}
+}
+
 type muxBenchLearnedValue struct {
 	_      structs.HostLayout
 	Server uint16
@@ -84,6 +92,17 @@ type muxBenchNexthop struct {
 	Dmac    [6]uint8
 	Smac    [6]uint8
 	Mtu     uint32
+}
+
+type muxBenchNexthop6 struct {
+	_       structs.HostLayout
+	Daddr   muxBenchIn6Addr
+	Ifindex uint32
+	Mtu     uint32
+	Epoch   uint64
+	Dmac    [6]uint8
+	Smac    [6]uint8
+	_       [4]byte
 }
 
 type muxBenchPortSet struct {
@@ -129,8 +148,12 @@ type muxBenchVipRecord struct {
 			Low  uint16
 			High uint16
 		}
+		Encap    uint8
+		PadEncap uint8
+		GuePort  uint16
+		_        [4]byte
 	}
-	_ [16]byte
+	_ [8]byte
 }
 
 // Names of all BPF objects in the ELF.
@@ -148,16 +171,21 @@ const (
 	muxBenchMapConntrack              = "conntrack"
 	muxBenchMapFloodGuard             = "flood_guard"
 	muxBenchMapMctTables              = "mct_tables"
+	muxBenchMapMux6Prog               = "mux6_prog"
 	muxBenchMapMuxCounters            = "mux_counters"
+	muxBenchMapNexthop6Cache          = "nexthop6_cache"
 	muxBenchMapNexthopCache           = "nexthop_cache"
 	muxBenchMapNexthopEpoch           = "nexthop_epoch"
 	muxBenchMapPortSets               = "port_sets"
 	muxBenchMapPrismLearned           = "prism_learned"
 	muxBenchMapPrismLearning          = "prism_learning"
+	muxBenchMapServer6Tables          = "server6_tables"
 	muxBenchMapServerTables           = "server_tables"
+	muxBenchMapVip6Front              = "vip6_front"
 	muxBenchMapVipFront               = "vip_front"
 	muxBenchMapVipRecords             = "vip_records"
 	muxBenchProgBeamerMux             = "beamer_mux"
+	muxBenchProgBeamerMux6            = "beamer_mux6"
 	muxBenchProgBeamerMuxBench        = "beamer_mux_bench"
 	muxBenchProgEmptyBench            = "empty_bench"
 	muxBenchProgEncapFloorBench       = "encap_floor_bench"
@@ -172,6 +200,7 @@ const (
 	muxBenchVarGenFrame               = "gen_frame"
 	muxBenchVarMaxInsertsPerCpuSecond = "max_inserts_per_cpu_second"
 	muxBenchVarMuxAddr                = "mux_addr"
+	muxBenchVarMuxAddr6               = "mux_addr6"
 )
 
 // loadMuxBench returns the embedded CollectionSpec for muxBench.
@@ -217,6 +246,7 @@ type muxBenchSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type muxBenchProgramSpecs struct {
 	BeamerMux       *ebpf.ProgramSpec `ebpf:"beamer_mux"`
+	BeamerMux6      *ebpf.ProgramSpec `ebpf:"beamer_mux6"`
 	BeamerMuxBench  *ebpf.ProgramSpec `ebpf:"beamer_mux_bench"`
 	EmptyBench      *ebpf.ProgramSpec `ebpf:"empty_bench"`
 	EncapFloorBench *ebpf.ProgramSpec `ebpf:"encap_floor_bench"`
@@ -239,13 +269,17 @@ type muxBenchMapSpecs struct {
 	Conntrack          *ebpf.MapSpec `ebpf:"conntrack"`
 	FloodGuard         *ebpf.MapSpec `ebpf:"flood_guard"`
 	MctTables          *ebpf.MapSpec `ebpf:"mct_tables"`
+	Mux6Prog           *ebpf.MapSpec `ebpf:"mux6_prog"`
 	MuxCounters        *ebpf.MapSpec `ebpf:"mux_counters"`
+	Nexthop6Cache      *ebpf.MapSpec `ebpf:"nexthop6_cache"`
 	NexthopCache       *ebpf.MapSpec `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.MapSpec `ebpf:"nexthop_epoch"`
 	PortSets           *ebpf.MapSpec `ebpf:"port_sets"`
 	PrismLearned       *ebpf.MapSpec `ebpf:"prism_learned"`
 	PrismLearning      *ebpf.MapSpec `ebpf:"prism_learning"`
+	Server6Tables      *ebpf.MapSpec `ebpf:"server6_tables"`
 	ServerTables       *ebpf.MapSpec `ebpf:"server_tables"`
+	Vip6Front          *ebpf.MapSpec `ebpf:"vip6_front"`
 	VipFront           *ebpf.MapSpec `ebpf:"vip_front"`
 	VipRecords         *ebpf.MapSpec `ebpf:"vip_records"`
 }
@@ -263,6 +297,7 @@ type muxBenchVariableSpecs struct {
 	GenFrame               *ebpf.VariableSpec `ebpf:"gen_frame"`
 	MaxInsertsPerCpuSecond *ebpf.VariableSpec `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.VariableSpec `ebpf:"mux_addr"`
+	MuxAddr6               *ebpf.VariableSpec `ebpf:"mux_addr6"`
 }
 
 // muxBenchObjects contains all objects after they have been loaded into the kernel.
@@ -296,13 +331,17 @@ type muxBenchMaps struct {
 	Conntrack          *ebpf.Map `ebpf:"conntrack"`
 	FloodGuard         *ebpf.Map `ebpf:"flood_guard"`
 	MctTables          *ebpf.Map `ebpf:"mct_tables"`
+	Mux6Prog           *ebpf.Map `ebpf:"mux6_prog"`
 	MuxCounters        *ebpf.Map `ebpf:"mux_counters"`
+	Nexthop6Cache      *ebpf.Map `ebpf:"nexthop6_cache"`
 	NexthopCache       *ebpf.Map `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.Map `ebpf:"nexthop_epoch"`
 	PortSets           *ebpf.Map `ebpf:"port_sets"`
 	PrismLearned       *ebpf.Map `ebpf:"prism_learned"`
 	PrismLearning      *ebpf.Map `ebpf:"prism_learning"`
+	Server6Tables      *ebpf.Map `ebpf:"server6_tables"`
 	ServerTables       *ebpf.Map `ebpf:"server_tables"`
+	Vip6Front          *ebpf.Map `ebpf:"vip6_front"`
 	VipFront           *ebpf.Map `ebpf:"vip_front"`
 	VipRecords         *ebpf.Map `ebpf:"vip_records"`
 }
@@ -320,13 +359,17 @@ func (m *muxBenchMaps) Close() error {
 		m.Conntrack,
 		m.FloodGuard,
 		m.MctTables,
+		m.Mux6Prog,
 		m.MuxCounters,
+		m.Nexthop6Cache,
 		m.NexthopCache,
 		m.NexthopEpoch,
 		m.PortSets,
 		m.PrismLearned,
 		m.PrismLearning,
+		m.Server6Tables,
 		m.ServerTables,
+		m.Vip6Front,
 		m.VipFront,
 		m.VipRecords,
 	)
@@ -345,6 +388,7 @@ type muxBenchVariables struct {
 	GenFrame               *ebpf.Variable `ebpf:"gen_frame"`
 	MaxInsertsPerCpuSecond *ebpf.Variable `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.Variable `ebpf:"mux_addr"`
+	MuxAddr6               *ebpf.Variable `ebpf:"mux_addr6"`
 }
 
 // muxBenchPrograms contains all programs after they have been loaded into the kernel.
@@ -352,6 +396,7 @@ type muxBenchVariables struct {
 // It can be passed to loadMuxBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type muxBenchPrograms struct {
 	BeamerMux       *ebpf.Program `ebpf:"beamer_mux"`
+	BeamerMux6      *ebpf.Program `ebpf:"beamer_mux6"`
 	BeamerMuxBench  *ebpf.Program `ebpf:"beamer_mux_bench"`
 	EmptyBench      *ebpf.Program `ebpf:"empty_bench"`
 	EncapFloorBench *ebpf.Program `ebpf:"encap_floor_bench"`
@@ -362,6 +407,7 @@ type muxBenchPrograms struct {
 func (p *muxBenchPrograms) Close() error {
 	return _MuxBenchClose(
 		p.BeamerMux,
+		p.BeamerMux6,
 		p.BeamerMuxBench,
 		p.EmptyBench,
 		p.EncapFloorBench,

@@ -83,3 +83,12 @@ func isManaged(nl *netlink.Handle, link int, ip net.IP) bool {
 	}
 	return false
 }
+
+// neighFamily is the neighbour table of a next hop: IPv6 servers' next hops
+// are IPv6 neighbours (NDP), everyone else's IPv4 (ARP).
+func neighFamily(ip net.IP) int {
+	if ip.To4() == nil {
+		return netlink.FAMILY_V6
+	}
+	return netlink.FAMILY_V4
+}

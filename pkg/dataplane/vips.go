@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -37,6 +38,7 @@ type vipTable struct {
 	retired []uint16   // records named by no word since the last grace period
 	where   map[netip.Addr]vipSlot
 	grace   func() error // graceWait; tests count the waits
+	front6  *ebpf.Map    // IPv6 VIPs: address -> record (vips6.go)
 }
 
 // vipSlot is where a VIP is: its front word and its record.
@@ -72,6 +74,9 @@ func frontWord(v netip.Addr, record uint16) uint64 {
 func (t *vipTable) fits(vips []netip.Addr) error {
 	need := map[uint32]int{}
 	for _, v := range vips {
+		if v.Is6() {
+			continue // vip6_front is a hash map: room for every VIP a mux takes
+		}
 		if _, ok := t.where[v]; !ok {
 			need[vipLine(v)]++
 		}
@@ -102,6 +107,9 @@ func (t *vipTable) set(v netip.Addr, rec muxVipInfo) error {
 	mem := t.records.mem[int(r)*vipRecordLen : (int(r)+1)*vipRecordLen]
 	clear(mem)
 	*(*muxVipInfo)(unsafe.Pointer(&mem[0])) = rec
+	if v.Is6() {
+		return t.set6(v, r)
+	}
 	if s, ok := t.where[v]; ok {
 		t.front.store(s.word, frontWord(v, r))
 		t.retired = append(t.retired, s.record)
@@ -136,6 +144,10 @@ func (t *vipTable) setVersion(v netip.Addr, generation, incarnation uint32) erro
 func (t *vipTable) remove(v netip.Addr) {
 	s, ok := t.where[v]
 	if !ok {
+		return
+	}
+	if v.Is6() {
+		t.remove6(v, s)
 		return
 	}
 	t.front.store(s.word, 0)

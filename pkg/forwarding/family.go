@@ -76,7 +76,10 @@ func strategyForwardsIPv6(s Strategy) bool { return s == StrategyBeamer }
 // encapsulation choice arrives with GUE; until this build has it, every
 // IPv6 instance is refused here with that reason.
 func encapCarriesIPv6(in *Instance) error {
-	return fmt.Errorf("an IPv6 instance needs encap gue, which this build does not have (IP-in-IP carries Beamer's fields in an IPv4 option)")
+	if in.Encap == EncapGUE {
+		return nil
+	}
+	return fmt.Errorf("an IPv6 instance needs encap gue (IP-in-IP carries Beamer's fields in an IPv4 option)")
 }
 
 // CheckDIPFamily refuses a server address whose family is not the

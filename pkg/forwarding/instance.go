@@ -57,6 +57,10 @@ type Instance struct {
 	// ICMPEcho says what muxes do with echo requests to the VIPs
 	// (icmp.go); empty means drop, as before it existed.
 	ICMPEcho EchoPolicy `json:"icmp_echo,omitempty" yaml:"icmp_echo,omitempty"`
+	// Encap and GUEPort: how muxes encapsulate towards the servers
+	// (encap.go); empty means IP-in-IP with the option, as before.
+	Encap   Encap  `json:"encap,omitempty" yaml:"encap,omitempty"`
+	GUEPort uint16 `json:"gue_port,omitempty" yaml:"gue_port,omitempty"`
 }
 
 // DefaultMaxChainLen is K when the configuration does not say: a bucket
@@ -110,6 +114,9 @@ func (in *Instance) Validate() error {
 		return bad("%v", err)
 	}
 	if err := in.ICMPEcho.check(); err != nil {
+		return bad("%v", err)
+	}
+	if err := in.checkEncap(); err != nil {
 		return bad("%v", err)
 	}
 	if in.Buckets < MinBuckets || in.Buckets > MaxBuckets {

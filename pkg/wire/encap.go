@@ -72,7 +72,11 @@ func Encapsulate(inner []byte, src, dst netip.Addr, opt *Option) ([]byte, error)
 type Outer struct {
 	Src, Dst netip.Addr
 	Option   *Option // nil when the packet carries none
-	Inner    []byte  // the inner IPv4 packet
+	Inner    []byte  // the inner packet
+	// Encap is "ipip" or "gue" (DecapsulateAny, DecapsulateGUE; empty from
+	// Decapsulate); SrcPort and DstPort are GUE's UDP ports.
+	Encap            string
+	SrcPort, DstPort uint16
 }
 
 // ErrNotBeamer is returned for packets that are not Beamer encapsulation.

@@ -31,12 +31,22 @@ func rol32(w uint32, s uint) uint32 { return w<<s | w>>(32-s) }
 
 // Flow is a connection's 5-tuple as the mux sees it (client → VIP).
 type Flow struct {
-	Src, Dst         netip.Addr // IPv4
+	Src, Dst         netip.Addr // IPv4, or IPv6 (folded: addrWord)
 	SrcPort, DstPort uint16
 	Proto            uint8
 }
 
 func addrWord(a netip.Addr) uint32 {
+	if a.Is6() && !a.Is4In6() {
+		// IPv6: the XOR of the address's four host-order words
+		// (bpf/include/flow6.h addr6_fold).
+		b := a.As16()
+		var w uint32
+		for i := 0; i < 16; i += 4 {
+			w ^= uint32(b[i])<<24 | uint32(b[i+1])<<16 | uint32(b[i+2])<<8 | uint32(b[i+3])
+		}
+		return w
+	}
 	b := a.As4()
 	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }

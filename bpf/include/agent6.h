@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The agent's IPv6 path (issue 16): GUE over an IPv6 outer header (gue.h,
+ * private data struct beamer_opt6 with 16-byte previous owners) carrying an
+ * IPv6 packet to one of this server's IPv6 VIPs. The decision is the IPv4
+ * path's (agent.c's header comment), step for step: trusted source, outer
+ * and inner headers, known VIP; a SYN or a packet without private data is
+ * kept; the newest (incarnation, generation) is remembered under the same
+ * sanity bounds; a packet of a bucket that changed hands within the window
+ * is kept if a local socket (or a SYN cookie) says it is ours, else chained
+ * to the first previous owner at or after hop that is not us — in the same
+ * encapsulation, GUE over IPv6, with the outer addresses and the hop byte
+ * rewritten; a stale mux's packet is dropped. Outer extension headers are
+ * never sent by a mux or agent and are not accepted; the inner packet's are
+ * walked as parse6.h bounds them.
+ *
+ * The XDP fast path (agent_xdp.h) leaves IPv6 to this program.
+ */
+#ifndef BEAMER_AGENT6_H
+#define BEAMER_AGENT6_H
+
+#include "defs.h"
+#include "parse6.h"
+#include "flow6.h"
+#include "gue.h"
+#include "gue_agent.h"
+#include "agent_maps.h"
+
+#ifndef AF_INET6
+#define AF_INET6 10
+#endif
+
+#ifndef BPF_F_ADJ_ROOM_DECAP_L3_IPV6
+#define BPF_F_ADJ_ROOM_DECAP_L3_IPV6 (1ULL << 8) /* Linux 6.3 */
+#endif
+
+/* This server's own IPv6 address; all zero: none (IPv6 GUE is passed). */
+volatile const __be32 local_addr6[4];
+
+/* Linear data for Ethernet, the longest IPv6 GUE headers, the inner IPv6
+ * header, its extension headers at their bound and a TCP header. */
+#define HEADERS_NEEDED6 (sizeof(struct ethhdr) + GUE6_LEN_MAX + 40 + IPV6_MAX_EXT_BYTES + 60)
+
+struct lpm_v6_key {
+	__u32 prefixlen;
+	__be32 addr[4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, AGENT_MAX_VIPS);
+	__type(key, struct in6_addr);
+	__type(value, struct agent_vip);
+} agent_vips6 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, AGENT_MAX_PREFIXES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct lpm_v6_key);
+	__type(value, __u8);
+} trusted_sources6 SEC(".maps");
+
+INLINE int is_local6(const __be32 *a)
+{
+	return a[0] == local_addr6[0] && a[1] == local_addr6[1] && a[2] == local_addr6[2] && a[3] == local_addr6[3];
+}
+
+/* Strips the outer IPv6 + UDP + GUE (+ private data) headers. */
+INLINE int decap6_to_stack(struct __sk_buff *skb, int outer_len, enum agent_counter why)
+{
+	if (bpf_skb_adjust_room(skb, -outer_len, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_DECAP_L3_IPV6))
+		return drop(AGENT_DROP_DECAP);
+	agent_count(why);
+	agent_count(AGENT_IPV6);
+	return TC_ACT_OK;
+}
+
+/* Does the inner IPv6 packet belong to this server (agent.c locality, with
+ * IPv6 tuples)? */
+INLINE enum locality locality6(struct __sk_buff *skb, struct ipv6hdr *ip6, const struct flow *f, struct tcphdr *tcp)
+{
+	struct bpf_sock_tuple tuple = {};
+	struct bpf_sock *sk;
+	enum locality l = NOT_LOCAL;
+
+	__builtin_memcpy(tuple.ipv6.saddr, &ip6->saddr, 16);
+	__builtin_memcpy(tuple.ipv6.daddr, &ip6->daddr, 16);
+	tuple.ipv6.sport = f->sport;
+	tuple.ipv6.dport = f->dport;
+	if (f->proto == IPPROTO_UDP) {
+		sk = bpf_sk_lookup_udp(skb, &tuple, sizeof(tuple.ipv6), BPF_F_CURRENT_NETNS, 0);
+		if (!sk)
+			return NOT_LOCAL;
+		if (sk->dst_port)
+			l = LOCAL_SOCKET;
+		bpf_sk_release(sk);
+		return l;
+	}
+	sk = bpf_skc_lookup_tcp(skb, &tuple, sizeof(tuple.ipv6), BPF_F_CURRENT_NETNS, 0);
+	if (!sk)
+		return NOT_LOCAL;
+	if (sk->state != BPF_TCP_LISTEN)
+		l = LOCAL_SOCKET;
+	else if (tcp && tcp->ack && !tcp->syn && !tcp->rst &&
+		 bpf_tcp_check_syncookie(sk, ip6, sizeof(*ip6), tcp, sizeof(*tcp)) == 0)
+		l = LOCAL_COOKIE;
+	bpf_sk_release(sk);
+	return l;
+}
+
+/* Chains the packet to prev[next] in GUE over IPv6: outer source us,
+ * destination the previous owner, hop limit reset, hop = next + 1; the UDP
+ * source port (the flow's entropy) and checksum (0) stay. */
+INLINE int chain6(struct __sk_buff *skb, void *outer, int next)
+{
+	/* What changes: the IPv6 header, and the private data's first word
+	 * (hop); UDP and GUE are copied back as they were. */
+	struct {
+		struct ipv6hdr ip;
+		struct udphdr udp;
+		struct guehdr g;
+		__u8 type, len, hop, flags;
+	} hdr;
+	void *data_end = (void *)(long)skb->data_end;
+
+	_Static_assert(sizeof(hdr) == GUE6_LEN_PLAIN + 4, "IPv6 GUE headers are laid out without padding");
+	if (next < 0 || next >= BEAMER_MAX_CHAIN || outer + GUE6_LEN_WITH(next + 1) > data_end)
+		return drop(AGENT_DROP_CHAIN_FAILED);
+	__builtin_memcpy(&hdr, outer, sizeof(hdr));
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+		hdr.ip.saddr.in6_u.u6_addr32[i] = local_addr6[i];
+	__builtin_memcpy(&hdr.ip.daddr, outer + GUE6_LEN_OPT + 16 * (next & 7), 16);
+	hdr.ip.hop_limit = BEAMER_OUTER_TTL;
+	hdr.hop = next + 1;
+
+	struct bpf_fib_lookup fib = {};
+	fib.family = AF_INET6;
+	fib.l4_protocol = IPPROTO_UDP;
+	fib.tot_len = bpf_ntohs(hdr.ip.payload_len) + sizeof(hdr.ip);
+	__builtin_memcpy(fib.ipv6_src, &hdr.ip.saddr, 16);
+	__builtin_memcpy(fib.ipv6_dst, &hdr.ip.daddr, 16);
+	fib.ifindex = skb->ifindex;
+	long rc = bpf_fib_lookup(skb, &fib, sizeof(fib), 0);
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS && rc != BPF_FIB_LKUP_RET_NO_NEIGH)
+		return drop(AGENT_DROP_CHAIN_NO_ROUTE);
+	/* The IPv6 header, UDP, GUE and the private data's first word (hop). */
+	if (bpf_skb_store_bytes(skb, sizeof(struct ethhdr), &hdr, sizeof(hdr), 0))
+		return drop(AGENT_DROP_CHAIN_FAILED);
+	agent_count(AGENT_CHAINED);
+	agent_count(AGENT_IPV6);
+	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
+		struct bpf_redir_neigh nh = {.nh_family = AF_INET6};
+		__builtin_memcpy(nh.ipv6_nh, fib.ipv6_dst, 16);
+		return bpf_redirect_neigh(fib.ifindex, &nh, sizeof(nh), 0);
+	}
+	if (bpf_skb_store_bytes(skb, 0, fib.dmac, ETH_ALEN, 0) ||
+	    bpf_skb_store_bytes(skb, ETH_ALEN, fib.smac, ETH_ALEN, 0))
+		return drop(AGENT_DROP_CHAIN_FAILED);
+	return bpf_redirect(fib.ifindex, 0);
+}
+
+/* The IPv6 path: a program of its own, tail-called by beamer_agent for
+ * IPv6 frames (agent6_prog), so the IPv4 path and its stack are as before. */
+SEC("tc")
+int beamer_agent6(struct __sk_buff *skb)
+{
+	__u32 want = skb->len < HEADERS_NEEDED6 ? skb->len : HEADERS_NEEDED6;
+	if ((long)skb->data_end - (long)skb->data < (long)want)
+		bpf_skb_pull_data(skb, want);
+
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	struct ipv6hdr *outer = ipv6_after_eth(data, data_end);
+	struct udphdr *udp = (void *)(outer + 1);
+
+	if (!outer || outer->nexthdr != IPPROTO_UDP || (void *)(udp + 1) > data_end) {
+		agent_count(AGENT_PASS_NOT_ENCAP);
+		return TC_ACT_OK;
+	}
+	__u32 port = bpf_ntohs(udp->dest);
+	__u8 *on = bpf_map_lookup_elem(&gue_ports, &port);
+	if (!on || !*on) {
+		agent_count(AGENT_PASS_NOT_ENCAP);
+		return TC_ACT_OK;
+	}
+	if (!is_local6(outer->daddr.in6_u.u6_addr32)) {
+		agent_count(AGENT_PASS_NOT_FOR_US);
+		return TC_ACT_OK;
+	}
+
+	/* GUE over IPv6 for us: from here on kept, chained, or dropped. */
+	struct lpm_v6_key src = {.prefixlen = 128};
+	__builtin_memcpy(src.addr, &outer->saddr, 16);
+	if (!bpf_map_lookup_elem(&trusted_sources6, &src))
+		return drop(AGENT_DROP_UNTRUSTED);
+	if (outer->version != 6)
+		return drop(AGENT_DROP_BAD_HEADER);
+	__u32 avail = skb->len - sizeof(struct ethhdr);
+	__u32 outer_tot = bpf_ntohs(outer->payload_len) + sizeof(*outer);
+	if (outer_tot > avail)
+		return drop(AGENT_DROP_TRUNCATED);
+	if (bpf_ntohs(udp->len) != outer_tot - sizeof(*outer))
+		return drop(AGENT_DROP_BAD_HEADER);
+	struct guehdr *g = (void *)(udp + 1);
+	if ((void *)(g + 1) > data_end)
+		return drop(AGENT_DROP_TRUNCATED);
+
+	struct beamer_opt6 *opt = NULL;
+	int n = 0, outer_len = GUE6_LEN_PLAIN;
+	if (g->hlen & GUE_HLEN_MASK) {
+		/* The fixed private data; each previous owner is checked
+		 * against the packet where it is read (a minimal packet is
+		 * shorter than the longest outer headers). */
+		if ((void *)outer + GUE6_LEN_OPT > data_end)
+			return drop(AGENT_DROP_TRUNCATED);
+		int priv = gue_check(g, GUE_PROTO_IPV6, 16, &n);
+		if (priv < BEAMER_OPT_FIXED || priv > BEAMER_OPT6_MAX)
+			return drop(AGENT_DROP_BAD_OPTION);
+		outer_len = GUE6_LEN_PLAIN + priv;
+		opt = (void *)(g + 1);
+		if ((void *)outer + outer_len > data_end)
+			return drop(AGENT_DROP_TRUNCATED);
+	} else if (g->hlen || g->proto != GUE_PROTO_IPV6 || g->flags) {
+		return drop(AGENT_DROP_BAD_OPTION);
+	}
+	if (outer_tot < (__u32)outer_len)
+		return drop(AGENT_DROP_BAD_HEADER);
+	struct ipv6hdr *ip6 = (void *)outer + (outer_len & 0xff);
+	if ((void *)(ip6 + 1) > data_end)
+		return drop(AGENT_DROP_TRUNCATED);
+
+	struct tcphdr *tcp = NULL;
+	struct flow f = {};
+	int pv = parse_flow6(ip6, data_end, outer_tot - outer_len, &f, &tcp);
+	switch (pv) {
+	case PARSE_OK:
+		break;
+	case PARSE_TRUNCATED:
+		return drop(AGENT_DROP_TRUNCATED);
+	case PARSE_BAD_HEADER:
+		return drop(AGENT_DROP_BAD_HEADER);
+	case PARSE_FRAGMENT:
+		return drop(AGENT_DROP_FRAGMENT);
+	case PARSE_EXT_CHAIN:
+		return drop(AGENT_DROP_EXT_HEADERS);
+	case PARSE_ICMP6:
+		return drop(AGENT_DROP_ICMP);
+	default:
+		return drop(AGENT_DROP_NOT_TCP);
+	}
+	struct agent_vip *vip = bpf_map_lookup_elem(&agent_vips6, &ip6->daddr);
+	if (!vip)
+		return drop(AGENT_DROP_UNKNOWN_VIP);
+
+	if (tcp && flow_is_syn(&f))
+		return decap6_to_stack(skb, outer_len, AGENT_LOCAL_SYN);
+	if (!opt)
+		return decap6_to_stack(skb, outer_len, AGENT_STACK_NO_OPTION);
+
+	/* The newest (incarnation, generation), as agent.c remembers it. */
+	__u64 epoch = (__u64)bpf_ntohl(opt->incarnation) << 32 | bpf_ntohl(opt->generation);
+	__u32 now = 0;
+	__u32 ka = vip->slot * 2, kb = vip->slot * 2 + 1;
+	__u64 *wa = bpf_map_lookup_elem(&generation_seen, &ka);
+	__u64 *wb = bpf_map_lookup_elem(&generation_seen, &kb);
+	if (!wa || !wb)
+		return drop(AGENT_DROP_UNKNOWN_VIP);
+	__u64 a = READ_ONCE_U64(wa), b = READ_ONCE_U64(wb);
+	__u64 newest = a > b ? a : b;
+	int accepted = 1;
+	if (epoch > newest) {
+		if (epoch >> 32 > newest >> 32) {
+			now = unix_seconds();
+			if ((__u64)(epoch >> 32) > (__u64)now + max_skew) {
+				agent_count(AGENT_FUTURE_INCARNATION);
+				accepted = 0;
+			} else if (newest) {
+				agent_count(AGENT_NEW_INCARNATION);
+			}
+		} else if (newest && (__u32)epoch - (__u32)newest > max_gen_jump) {
+			agent_count(AGENT_SUSPICIOUS_GENERATION);
+			accepted = 0;
+		}
+		if (accepted) {
+			__u32 key = 1;
+			__u64 *cur = bpf_map_lookup_elem(&agent_clock, &key);
+			newest = atomic_max_u64(cur && (READ_ONCE_U64(cur) & 1) ? wb : wa, epoch);
+		}
+	}
+	int is_newest = accepted && epoch == newest;
+
+	int next = -1;
+	__u8 hop = opt->hop;
+	if (vip->window && hop < n) {
+#pragma unroll
+		for (int i = 0; i < BEAMER_MAX_CHAIN; i++) {
+			if (next < 0 && i >= hop && i < n) {
+				if ((void *)opt->prev[i] + 16 > data_end)
+					return drop(AGENT_DROP_TRUNCATED);
+				if (!is_local6(opt->prev[i]))
+					next = i;
+			}
+		}
+	}
+	int chainable = 0;
+	if (next >= 0) {
+		if (!now)
+			now = unix_seconds();
+		__u32 changed = bpf_ntohl(opt->changed);
+		if ((__u64)changed > (__u64)now + max_skew) {
+			agent_count(AGENT_CLAMPED_CHANGE);
+			changed = now + max_skew;
+		}
+		__u32 index = vip->bucket_base + bucket_of(flow_hash_of(&f), vip->buckets);
+		__u32 *seen = bpf_map_lookup_elem(&bucket_changed, &index);
+		if (seen)
+			changed = atomic_max_u32(seen, changed);
+		chainable = (__u64)now < (__u64)changed + vip->window;
+	}
+	if (!chainable && is_newest)
+		return decap6_to_stack(skb, outer_len, AGENT_TO_STACK);
+
+	switch (locality6(skb, ip6, &f, tcp)) {
+	case LOCAL_SOCKET:
+		return decap6_to_stack(skb, outer_len, AGENT_LOCAL_SOCKET);
+	case LOCAL_COOKIE:
+		return decap6_to_stack(skb, outer_len, AGENT_LOCAL_COOKIE);
+	default:
+		break;
+	}
+	if (chainable)
+		return chain6(skb, outer, next);
+	return drop(AGENT_DROP_STALE_GENERATION);
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, int(struct __sk_buff *));
+} agent6_prog SEC(".maps") = {
+	.values = {[0] = (void *)&beamer_agent6},
+};
+
+/* IPv6 frames go to beamer_agent6; should the tail call fail, they go on
+ * to the stack untouched, as any frame that is not ours. */
+INLINE int agent_ipv6(struct __sk_buff *skb)
+{
+	bpf_tail_call(skb, &agent6_prog, 0);
+	agent_count(AGENT_PASS_NOT_ENCAP);
+	return TC_ACT_OK;
+}
+
+#endif

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The agent's side of GUE over an IPv4 outer header (gue.h): which UDP
+ * ports carry GUE to this server, and the checks that turn a GUE packet
+ * into what the IP-in-IP path sees — an outer length to strip and, when
+ * present, a Beamer option (the private data is the option's bytes). The tc
+ * program (agent.c) and its XDP fast path (agent_xdp.h) both call these.
+ */
+#ifndef BEAMER_GUE_AGENT_H
+#define BEAMER_GUE_AGENT_H
+
+#include "defs.h"
+#include "gue.h"
+
+/* gue_ports[port] != 0: UDP to this server's address on port (host order)
+ * is GUE from a mux or a fellow server (pkg/dataplane AgentOptions.GUEPorts;
+ * the default port always). An array: one lookup, no hashing, for every UDP
+ * packet to the server. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} gue_ports SEC(".maps");
+
+/* The UDP header of an IPv4 packet (20-byte header) to one of our GUE
+ * ports, or NULL. A UDP packet with IPv4 options is no GUE of ours. */
+INLINE struct udphdr *gue4_udp(struct iphdr *outer, void *data_end)
+{
+	struct udphdr *udp = (void *)(outer + 1);
+
+	if (outer->protocol != IPPROTO_UDP || outer->ihl != 5)
+		return NULL;
+	if ((void *)(udp + 1) > data_end)
+		return NULL;
+	__u32 port = bpf_ntohs(udp->dest);
+	__u8 *on = bpf_map_lookup_elem(&gue_ports, &port);
+	return on && *on ? udp : NULL;
+}
+
+enum gue_verdict {
+	GUE_OK = 0,
+	GUE_TRUNCATED,  /* headers end past the packet */
+	GUE_BAD_HEADER, /* UDP length disagrees with the IP total length */
+	GUE_BAD_OPTION, /* GUE header or private data other than one valid option */
+};
+
+/* Checks the UDP and GUE headers after a validated 20-byte outer IPv4
+ * header of outer_tot bytes; sets *outer_len (IPv4 + UDP + GUE + private
+ * data), *opt (NULL without private data) and *n (previous owners). */
+INLINE enum gue_verdict gue4_parse(struct iphdr *outer, struct udphdr *udp, void *data_end, __u16 outer_tot,
+				   int *outer_len, struct beamer_opt **opt, int *n)
+{
+	struct guehdr *g = (void *)(udp + 1);
+
+	if ((void *)(g + 1) > data_end)
+		return GUE_TRUNCATED;
+	if (bpf_ntohs(udp->len) != outer_tot - OUTER_LEN_PLAIN)
+		return GUE_BAD_HEADER;
+	*opt = NULL;
+	*n = 0;
+	*outer_len = GUE4_LEN_PLAIN;
+	if (!(g->hlen & GUE_HLEN_MASK)) {
+		if (g->hlen || g->proto != GUE_PROTO_IPV4 || g->flags)
+			return GUE_BAD_OPTION;
+		return GUE_OK;
+	}
+	/* Private data: a valid packet holds the inner IPv4 and UDP headers
+	 * after at least 48 bytes, so the longest outer headers are there. */
+	if ((void *)outer + GUE4_LEN_MAX > data_end)
+		return GUE_TRUNCATED;
+	int priv = gue_check(g, GUE_PROTO_IPV4, 4, n);
+	if (priv < BEAMER_OPT_FIXED || priv > BEAMER_OPT_MAX)
+		return GUE_BAD_OPTION;
+	*outer_len = GUE4_LEN_PLAIN + priv;
+	*opt = (void *)(g + 1);
+	return GUE_OK;
+}
+
+#endif

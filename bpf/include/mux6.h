@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The mux's IPv6 path (issue 16): a program of its own, tail-called only
+ * for frames that are not IPv4, so the IPv4 path runs exactly the code it
+ * ran before. Every IPv6 VIP is encapsulated in GUE over an IPv6 outer header
+ * (gue.h; IP-in-IP with the option has no IPv6 form, docs/wire-format.md):
+ *
+ *   parse       fixed header + bounded extension headers (parse6.h), then
+ *               the flow with folded addresses (flow6.h);
+ *   VIP         vip6_front -> the shared VIP records (vips6.h);
+ *   decide      strategy beamer alone (the control plane refuses IPv6 for
+ *               the others; a record naming another is a counted drop):
+ *               MPTCP server-id ports by server id, service ports by bucket
+ *               with the bucket's previous owners as 16-byte addresses;
+ *   transmit    next hop by bpf_fib_lookup AF_INET6 (nexthop6.h), size
+ *               check, xdp_encap_gue6, XDP_TX or redirect.
+ *
+ * ICMPv6 to a VIP: echo requests by the VIP's echo policy, as for IPv4;
+ * every other message is dropped and counted (Packet Too Big is not
+ * steered to the server yet).
+ */
+#ifndef BEAMER_MUX6_H
+#define BEAMER_MUX6_H
+
+#include "defs.h"
+#include "parse6.h"
+#include "flow6.h"
+#include "vips6.h"
+#include "nexthop6.h"
+#include "gue.h"
+#include "ports.h"
+#include "decision.h"
+
+/* The mux's own IPv6 address: source of every IPv6 outer header; all zero
+ * when the mux has none (IPv6 VIPs are then dropped, counted). */
+volatile const __be32 mux_addr6[4];
+
+#define ICMP6_ECHO_REQUEST 128
+#define ICMP6_ECHO_REPLY 129
+
+/* What the IPv6 decision fills: the outer header's addresses and the
+ * private data (struct beamer_opt6). */
+struct decision6 {
+	struct encap6_params encap;
+	int with_opt;
+	int prev;
+	int forward;
+	int also;
+};
+
+/* MPTCP secondary subflow to an IPv6 VIP: the port names the server. */
+INLINE int decide6_by_server_id(void *servers, void *servers6, __u16 port, struct decision6 *d)
+{
+	__u64 w = server_word(servers, port);
+
+	if (!server6_addr(servers6, port, w, (struct in6_addr *)d->encap.daddr))
+		return MUX_DROP_UNKNOWN_SERVER;
+	d->with_opt = 0;
+	d->forward = 1;
+	return MUX_FWD_SERVER_ID;
+}
+
+/* Stable hashing as decide_by_bucket (bpf/strategy/beamer.h), with the
+ * servers' IPv6 addresses: the bucket's owner, its previous owners (most
+ * recent first, the list ending at the first id without an address) and,
+ * for UDP, the owner again at the end (BEAMER_OPT_F_RETURN). */
+INLINE int decide6_by_bucket(const struct vip_info *vip, void *servers, void *servers6, const struct flow *f,
+			     struct decision6 *d)
+{
+	int why;
+	__u64 bucket = bucket_word(vip, f, &why);
+
+	if (!bucket)
+		return why;
+	__u16 current = BUCKET_CURRENT(bucket);
+	if (!current)
+		return MUX_DROP_NO_OWNER;
+	struct in6_addr cur;
+	if (!server6_addr(servers6, current, server_word(servers, current), &cur))
+		return MUX_DROP_UNKNOWN_SERVER;
+
+	int n = 0;
+	__u16 ref = BUCKET_CHAIN(bucket);
+	if (ref) {
+		__u32 table = vip->table;
+		void *chains = bpf_map_lookup_elem(&chain_tables, &table);
+		__u32 key = ref;
+		struct chain_entry *ce = chains ? bpf_map_lookup_elem(chains, &key) : NULL;
+		if (!ce) {
+			mux_count(MUX_CHAIN_MISSING);
+		} else {
+			__u8 len = ce->n;
+#pragma unroll
+			for (int i = 0; i < BEAMER_MAX_CHAIN; i++) {
+				if (i < len && n == i) {
+					__u16 id = ce->ids[i];
+					if (server6_addr(servers6, id, server_word(servers, id),
+							 (struct in6_addr *)d->encap.opt.prev[i]))
+						n = i + 1;
+				}
+			}
+		}
+	}
+	__u8 flags = 0;
+	if (n && f->proto == IPPROTO_UDP) {
+		if (n > BEAMER_MAX_CHAIN - 1)
+			n = BEAMER_MAX_CHAIN - 1;
+#pragma unroll
+		for (int i = 0; i < BEAMER_MAX_CHAIN; i++)
+			if (i == n)
+				__builtin_memcpy(d->encap.opt.prev[i], &cur, 16);
+		n++;
+		flags = BEAMER_OPT_F_RETURN;
+	}
+	__builtin_memcpy(d->encap.daddr, &cur, 16);
+	d->encap.opt.type = BEAMER_OPT_TYPE;
+	d->encap.opt.len = BEAMER_OPT_FIXED + 16 * n;
+	d->encap.opt.hop = 0;
+	d->encap.opt.flags = flags;
+	d->encap.opt.changed = n ? bpf_htonl(BUCKET_CHANGED(bucket)) : 0;
+	d->with_opt = 1;
+	d->prev = n;
+	d->forward = 1;
+	if (n)
+		d->also = MUX_FWD_WITH_PREVIOUS;
+	return MUX_FWD_BUCKET;
+}
+
+/* Sends the IPv6 packet to d's server in GUE over IPv6. Counted once. */
+INLINE int transmit6(struct xdp_md *ctx, struct decision6 *d, int verdict, __u32 inner_tot, __u32 hash,
+		     __u16 gue_port)
+{
+	struct nexthop_answer nh;
+	int outer_len = d->with_opt ? GUE6_LEN_WITH(d->prev) : GUE6_LEN_PLAIN;
+
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+		d->encap.saddr[i] = mux_addr6[i];
+	if (!(d->encap.saddr[0] | d->encap.saddr[1] | d->encap.saddr[2] | d->encap.saddr[3]))
+		return drop(MUX_DROP_NO_ADDR6);
+	switch (xdp_nexthop6(ctx, (struct in6_addr *)d->encap.saddr, (struct in6_addr *)d->encap.daddr, &nh)) {
+	case NEXTHOP_TX:
+	case NEXTHOP_REDIRECT:
+		break;
+	case NEXTHOP_NO_NEIGH:
+		return drop(MUX_DROP_NO_NEIGH);
+	default:
+		return drop(MUX_DROP_NO_ROUTE);
+	}
+	/* IPv6 routers never fragment and the mux cannot: a packet too big
+	 * once encapsulated is dropped (counted). The lab and deployments give
+	 * the mux-server links room for the GUE headers (164 bytes at most). */
+	if (inner_tot + outer_len > nh.mtu)
+		return drop(MUX_DROP_TOO_BIG);
+
+	struct ethhdr *eth = xdp_encap_gue6(ctx, &d->encap, outer_len, bpf_htons(GUE_SPORT(hash)), bpf_htons(gue_port));
+	if (!eth)
+		return drop(MUX_DROP_ENCAP);
+	mux_count(MUX_FWD_GUE);
+	mux_count(MUX_FWD_IPV6);
+	__builtin_memcpy(eth->h_dest, nh.dmac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, nh.smac, ETH_ALEN);
+	mux_count(verdict);
+	if (d->also)
+		mux_count(d->also);
+	if (nh.ifindex == ctx->ingress_ifindex)
+		return XDP_TX;
+	return bpf_redirect(nh.ifindex, 0);
+}
+
+/* An ICMPv6 echo request answered in place: MACs and addresses swapped,
+ * type 129, hop limit 64. Swapping the addresses leaves the pseudo-header
+ * sum unchanged, so only the type byte's change is folded into the
+ * checksum (RFC 1624). */
+INLINE int xdp_echo6_reply(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct ipv6hdr *ip6 = (void *)(eth + 1);
+	struct icmp_hdr *icmp = (void *)(ip6 + 1);
+
+	if ((void *)(icmp + 1) > data_end)
+		return XDP_DROP;
+	__u8 mac[ETH_ALEN];
+	__builtin_memcpy(mac, eth->h_source, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, eth->h_dest, ETH_ALEN);
+	__builtin_memcpy(eth->h_dest, mac, ETH_ALEN);
+	struct in6_addr a = ip6->saddr;
+	ip6->saddr = ip6->daddr;
+	ip6->daddr = a;
+	ip6->hop_limit = 64;
+	__u16 old = *(__u16 *)icmp;
+	icmp->type = ICMP6_ECHO_REPLY;
+	__u16 new = *(__u16 *)icmp;
+	icmp->check = csum_fold32((__u16)~icmp->check + (__u16)~old + new);
+	return XDP_TX;
+}
+
+/* An ICMPv6 message to an IPv6 VIP (right after the fixed header). */
+INLINE int mux6_icmp(struct xdp_md *ctx, const struct vip_info *vip, struct ipv6hdr *ip6, __u32 l4_off)
+{
+	void *data_end = (void *)(long)ctx->data_end;
+	struct icmp_hdr *icmp = (void *)(ip6 + 1);
+
+	if (l4_off != sizeof(*ip6) || (void *)(icmp + 1) > data_end ||
+	    icmp->type != ICMP6_ECHO_REQUEST || icmp->code != 0)
+		return drop(MUX_DROP_ICMP);
+	if (vip->flags & VIP_F_ECHO_ANSWER) {
+		mux_count(MUX_ICMP_ECHO_ANSWERED);
+		return xdp_echo6_reply(ctx);
+	}
+	if (vip->flags & VIP_F_ECHO_PASS) {
+		mux_count(MUX_PASS_ICMP_ECHO);
+		return XDP_PASS;
+	}
+	return drop(MUX_DROP_ICMP_ECHO);
+}
+
+/* The IPv6 path, from the Ethernet header on: a program of its own, which
+ * the IPv4 path tail-calls for every frame that is not IPv4 (mux6_prog), so
+ * it adds no code, register or stack to the IPv4 path and has the whole
+ * BPF stack to itself. */
+SEC("xdp")
+int beamer_mux6(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ipv6hdr *ip6 = ipv6_after_eth(data, data_end);
+
+	if (!ip6) {
+		mux_count(MUX_PASS_NOT_IPV4);
+		return XDP_PASS;
+	}
+	struct vip_info *vip = vip_find6(&ip6->daddr);
+	if (!vip) {
+		mux_count(MUX_PASS_NOT_VIP6);
+		return XDP_PASS;
+	}
+
+	struct tcphdr *tcp = NULL;
+	struct flow f = {};
+	int pv = parse_flow6(ip6, data_end, data_end - (void *)ip6, &f, &tcp);
+	if (pv == PARSE_ICMP6)
+		return mux6_icmp(ctx, vip, ip6, f.l4_off ? f.l4_off : sizeof(*ip6));
+	switch (pv) {
+	case PARSE_OK:
+		break;
+	case PARSE_TRUNCATED:
+		return drop(MUX_DROP_TRUNCATED);
+	case PARSE_BAD_HEADER:
+		return drop(MUX_DROP_BAD_HEADER);
+	case PARSE_FRAGMENT:
+		return drop(MUX_DROP_FRAGMENT);
+	case PARSE_EXT_CHAIN:
+		return drop(MUX_DROP_EXT_HEADERS);
+	default:
+		return drop(MUX_DROP_NOT_TCP);
+	}
+	if (vip->strategy != STRATEGY_BEAMER)
+		return drop(MUX_DROP_BAD_STRATEGY);
+	if (vip->encap != ENCAP_GUE)
+		return drop(MUX_DROP_ENCAP6);
+
+	__u64 version = READ_ONCE_U64(&vip->version);
+	__u32 table = vip->table;
+	__u16 gue_port = vip->gue_port;
+	barrier();
+	void *servers = bpf_map_lookup_elem(&server_tables, &table);
+	void *servers6 = bpf_map_lookup_elem(&server6_tables, &table);
+	if (!servers || !servers6)
+		return drop(MUX_DROP_NO_TABLE);
+
+	struct decision6 d = {};
+	int verdict;
+	switch (port_class(vip, &f)) {
+	case PORT_SERVER_ID:
+		verdict = decide6_by_server_id(servers, servers6, flow_dport(&f), &d);
+		break;
+	case PORT_SERVICE:
+		verdict = decide6_by_bucket(vip, servers, servers6, &f, &d);
+		if (d.forward && f.proto == IPPROTO_UDP && (vip->flags & VIP_F_QUIC) &&
+		    in_range(vip->quic_ports, flow_dport(&f)) && !d.also)
+			d.also = MUX_QUIC_BY_BUCKET;
+		break;
+	default:
+		verdict = MUX_DROP_CLOSED_PORT;
+	}
+	if (!d.forward)
+		return drop(verdict);
+	d.encap.opt.generation = bpf_htonl((__u32)version);
+	d.encap.opt.incarnation = bpf_htonl((__u32)(version >> 32));
+	__u32 inner_tot = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);
+	return transmit6(ctx, &d, verdict, inner_tot, flow_hash_of(&f), gue_port);
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, int(struct xdp_md *));
+} mux6_prog SEC(".maps") = {
+	.values = {[0] = (void *)&beamer_mux6},
+};
+
+/* Frames that are not IPv4 go to the IPv6 path; should the tail call fail
+ * (it cannot once loaded: the array is filled at load), they pass. */
+INLINE int mux_not_ipv4(struct xdp_md *ctx)
+{
+	bpf_tail_call(ctx, &mux6_prog, 0);
+	mux_count(MUX_PASS_NOT_IPV4);
+	return XDP_PASS;
+}
+
+#endif

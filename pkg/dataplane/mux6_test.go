@@ -1,0 +1,269 @@
+package dataplane
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
+	"github.com/beamer-lb/beamer/pkg/wire"
+	"github.com/vishvananda/netlink"
+)
+
+// The IPv6 mux bench: the mux at 2001:db8::1 on eth0, servers ::10-::12
+// resolved on eth0, ::99 on the link but never resolved, 2001:db8:ffff::1
+// without a route.
+var (
+	mux6Addr   = netip.MustParseAddr("2001:db8::1")
+	mux6VIP    = netip.MustParseAddr("2001:db8:100::1")
+	mux6Client = netip.MustParseAddr("2001:db8:200::7")
+	mux6Server = map[forwarding.ServerID]netip.Addr{1025: netip.MustParseAddr("2001:db8::10"),
+		1026: netip.MustParseAddr("2001:db8::11"), 1027: netip.MustParseAddr("2001:db8::12"),
+		1028: netip.MustParseAddr("2001:db8::99"), 1029: netip.MustParseAddr("2001:db8:ffff::1")}
+	mux6MAC = map[forwarding.ServerID]string{1025: "02:be:a0:00:01:10", 1026: "02:be:a0:00:01:11", 1027: "02:be:a0:00:01:12"}
+)
+
+const (
+	mux6Buckets     = 8
+	mux6Changed     = 1700000000
+	mux6Incarnation = 1690000000
+)
+
+// mux6Table: bucket 1 moved from 1025 then 1027 to 1026 (history 1025,
+// 1027); bucket 4's owner has no neighbour, bucket 5's no route.
+func mux6Table() *forwarding.Table {
+	t := forwarding.NewTable(mux6Buckets)
+	t.Generation, t.Incarnation = 7, mux6Incarnation
+	for id, a := range mux6Server {
+		t.Servers[id] = forwarding.Server{Addr: a, State: forwarding.Active}
+	}
+	owners := []forwarding.ServerID{1025, 1026, 1025, 1026, 1028, 1029, 1025, 1027}
+	for i, o := range owners {
+		t.Buckets[i] = forwarding.Bucket{Current: o}
+	}
+	t.Buckets[1].History = forwarding.Chain{1025, 1027}
+	t.Buckets[1].Changed = mux6Changed
+	return t
+}
+
+func mux6Instance() forwarding.Instance {
+	return forwarding.Instance{Name: "v6", Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{mux6VIP},
+		Services: []forwarding.Service{{Protocol: forwarding.TCP, Ports: forwarding.PortList{{Low: 80, High: 80}}},
+			{Protocol: forwarding.UDP, Ports: forwarding.PortList{{Low: 53, High: 53}}}},
+		Buckets: mux6Buckets, ChainWindow: time.Minute, ICMPEcho: forwarding.EchoAnswer, Encap: forwarding.EncapGUE}
+}
+
+func newMux6Bench(t *testing.T, addr6 netip.Addr) (*Mux, *muxBench) {
+	netlabtest.RequireRoot(t)
+	lab := netlabtest.New(t, "mux6")
+	ns, err := lab.Namespace("mux")
+	must(t, err)
+	peer, err := lab.Namespace("net")
+	must(t, err)
+	for _, n := range []string{"all", "default"} {
+		must(t, ns.Sysctl("net.ipv6.conf."+n+".accept_dad", "0"))
+		must(t, peer.Sysctl("net.ipv6.conf."+n+".accept_dad", "0"))
+	}
+	must(t, ns.Sysctl("net.ipv6.conf.all.forwarding", "1"))
+	must(t, lab.Veth(ns, "eth0", netip.MustParsePrefix("2001:db8::1/64"), peer, "eth0", netip.MustParsePrefix("2001:db8::2/64"), 0))
+	nl := ns.Netlink()
+	eth0, err := nl.LinkByName("eth0")
+	must(t, err)
+	hw, _ := net.ParseMAC("02:be:a0:00:00:02")
+	must(t, nl.LinkSetHardwareAddr(eth0, hw))
+	for id, mac := range mux6MAC {
+		m, _ := net.ParseMAC(mac)
+		must(t, nl.NeighSet(&netlink.Neigh{LinkIndex: eth0.Attrs().Index, IP: net.IP(mux6Server[id].AsSlice()), HardwareAddr: m,
+			State: netlink.NUD_PERMANENT, Family: netlink.FAMILY_V6}))
+	}
+	m, err := LoadMux(MuxOptions{Addr: netip.MustParseAddr("198.18.0.1"), Addr6: addr6})
+	must(t, err)
+	t.Cleanup(func() { m.Close() })
+	in := mux6Instance()
+	must(t, in.Validate())
+	must(t, m.SetInstance(in, mux6Table()))
+	return m, &muxBench{ns: ns, ifindex: eth0.Attrs().Index}
+}
+
+// flow6To is a client flow (source port searched from 40000) whose bucket,
+// by the Go model of the flow hash, is b.
+func flow6To(proto uint8, dport uint16, b uint32) wire.Flow {
+	for p := uint16(40000); ; p++ {
+		f := wire.Flow{Src: mux6Client, Dst: mux6VIP, SrcPort: p, DstPort: dport, Proto: proto}
+		if f.Bucket(mux6Buckets) == b {
+			return f
+		}
+	}
+}
+
+// gue6Out is the frame the mux must send for inner (an IPv6 frame): GUE
+// over IPv6 to server, private data for the previous owners prev (nil
+// slice: none; withOpt false: no private data at all).
+func gue6Out(inner []byte, f wire.Flow, server forwarding.ServerID, withOpt bool, prev []forwarding.ServerID, flags uint8, changed uint32) []byte {
+	var priv []byte
+	if withOpt {
+		priv = make([]byte, 16)
+		priv[0], priv[1], priv[3] = 0x9e, byte(16+16*len(prev)), flags
+		binary.BigEndian.PutUint32(priv[4:], 7)
+		binary.BigEndian.PutUint32(priv[8:], mux6Incarnation)
+		binary.BigEndian.PutUint32(priv[12:], changed)
+		for _, id := range prev {
+			a := mux6Server[id].As16()
+			priv = append(priv, a[:]...)
+		}
+	}
+	in := inner[14:]
+	dmac, _ := net.ParseMAC(mux6MAC[server])
+	out := append(append([]byte{}, dmac...), 2, 0xbe, 0xa0, 0, 0, 2, 0x86, 0xdd)
+	ip := make([]byte, 40)
+	ip[0] = 0x60
+	udpLen := 8 + 4 + len(priv) + len(in)
+	binary.BigEndian.PutUint16(ip[4:], uint16(udpLen))
+	ip[6], ip[7] = 17, 64
+	s, d := mux6Addr.As16(), mux6Server[server].As16()
+	copy(ip[8:], s[:])
+	copy(ip[24:], d[:])
+	udp := make([]byte, 12)
+	binary.BigEndian.PutUint16(udp[0:], 0xc000|uint16(f.Hash()&0x3fff))
+	binary.BigEndian.PutUint16(udp[2:], forwarding.DefaultGUEPort)
+	binary.BigEndian.PutUint16(udp[4:], uint16(udpLen))
+	udp[8], udp[9] = byte(len(priv)/4), 41
+	out = append(out, ip...)
+	out = append(out, udp...)
+	out = append(out, priv...)
+	return append(out, in...)
+}
+
+type mux6Case struct {
+	name    string
+	frame   []byte
+	action  string
+	counter string
+	want    []byte // exact output, when set
+}
+
+func runMux6Cases(t *testing.T, m *Mux, b *muxBench, cases []mux6Case) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before, err := m.Counters()
+			must(t, err)
+			action, out := runXDP(t, b.ns, b.ifindex, m.Program(), c.frame)
+			after, err := m.Counters()
+			must(t, err)
+			if action != c.action {
+				t.Errorf("action %s, want %s", action, c.action)
+			}
+			if d := after[c.counter] - before[c.counter]; d != 1 {
+				t.Errorf("counter %s moved by %d, want 1", c.counter, d)
+			}
+			if c.want != nil && !bytes.Equal(out, c.want) {
+				t.Errorf("output differs\n got %x\nwant %x", out, c.want)
+			}
+		})
+	}
+}
+
+// TestMux6Paths runs IPv6 packets through the mux program: forwarded by
+// bucket (with and without history, TCP and UDP), by MPTCP server id,
+// through the longest extension-header chain allowed, and every refusal.
+func TestMux6Paths(t *testing.T) {
+	m, b := newMux6Bench(t, mux6Addr)
+	tcp := func(f wire.Flow, flags uint8, ext ...ext6) []byte {
+		return pkt6{src: f.Src, dst: f.Dst, ext: ext, proto: 6, sport: f.SrcPort, dport: f.DstPort, flags: flags}.frame()
+	}
+	f0, f1 := flow6To(6, 80, 0), flow6To(6, 80, 1)
+	u1 := flow6To(17, 53, 1)
+	syn0, ack1 := tcp(f0, 0x02), tcp(f1, 0x10)
+	udp1 := pkt6{src: u1.Src, dst: u1.Dst, proto: 17, sport: u1.SrcPort, dport: u1.DstPort, payload: []byte("query")}.frame()
+	sid := wire.Flow{Src: mux6Client, Dst: mux6VIP, SrcPort: 41000, DstPort: 1026, Proto: 6}
+	subflow := tcp(sid, 0x10)
+	// The longest chain allowed: five headers, RFC 8200's order.
+	five := tcp(f0, 0x10, optsHdr(0, 0), optsHdr(60, 1), routingHdr(0), fragHdr(0, false), optsHdr(60, 0))
+	six := tcp(f0, 0x10, optsHdr(60, 0), optsHdr(60, 0), optsHdr(60, 0), optsHdr(60, 0), optsHdr(60, 0), optsHdr(60, 0))
+	long := tcp(f0, 0x10, optsHdr(60, 32)) // 264 bytes of options
+	overlong := tcp(f0, 0x10, optsHdr(60, 1))
+	binary.BigEndian.PutUint16(overlong[18:], 10) // payload length ends inside the header
+	overlong = overlong[:14+40+10]
+	truncated := append([]byte{}, syn0...)
+	binary.BigEndian.PutUint16(truncated[18:], 200)
+	cutTCP := syn0[:14+40+12]
+	with := func(b []byte, i int, v byte) []byte { c := append([]byte{}, b...); c[i] = v; return c }
+	esp := pkt6{src: mux6Client, dst: mux6VIP, proto: 50, l4: make([]byte, 24)}.frame()
+	echo := pkt6{src: mux6Client, dst: mux6VIP, proto: 58, l4: []byte{128, 0, 0, 0, 0, 1, 0, 1, 'p', 'i', 'n', 'g'}}.frame()
+	binary.BigEndian.PutUint16(echo[56:], ^icmp6Sum(echo[14:]))
+	ptb := pkt6{src: mux6Client, dst: mux6VIP, proto: 58, l4: make([]byte, 56)}.frame()
+	ptb[54] = 2
+	notVIP := tcp(wire.Flow{Src: mux6Client, Dst: netip.MustParseAddr("2001:db8:100::2"), SrcPort: 1, DstPort: 80, Proto: 6}, 0x02)
+
+	runMux6Cases(t, m, b, []mux6Case{
+		{"tcp syn by bucket", syn0, "tx", "fwd_bucket", gue6Out(syn0, f0, 1025, true, nil, 0, 0)},
+		{"tcp with history", ack1, "tx", "fwd_with_previous", gue6Out(ack1, f1, 1026, true, []forwarding.ServerID{1025, 1027}, 0, mux6Changed)},
+		{"udp with history returns to owner", udp1, "tx", "fwd_with_previous",
+			gue6Out(udp1, u1, 1026, true, []forwarding.ServerID{1025, 1027, 1026}, 1, mux6Changed)},
+		{"mptcp subflow by server id", subflow, "tx", "fwd_server_id", gue6Out(subflow, sid, 1026, false, nil, 0, 0)},
+		{"five extension headers", five, "tx", "fwd_ipv6", gue6Out(five, f0, 1025, true, nil, 0, 0)},
+		{"six extension headers", six, "drop", "drop_ext_headers", nil},
+		{"extension headers over 256 bytes", long, "drop", "drop_ext_headers", nil},
+		{"extension header past the payload", overlong, "drop", "drop_truncated", nil},
+		{"routing header with segments left", tcp(f0, 0x10, routingHdr(1)), "drop", "drop_ext_headers", nil},
+		{"first fragment", tcp(f0, 0x10, fragHdr(0, true)), "drop", "drop_fragment", nil},
+		{"later fragment", tcp(f0, 0x10, fragHdr(185, false)), "drop", "drop_fragment", nil},
+		{"payload length past the frame", truncated, "drop", "drop_truncated", nil},
+		{"tcp header cut", cutTCP, "drop", "drop_truncated", nil},
+		{"version 4 in an IPv6 frame", with(syn0, 14, 0x40), "drop", "drop_bad_header", nil},
+		{"tcp data offset 4", with(syn0, 14+40+12, 0x40), "drop", "drop_bad_header", nil},
+		{"esp", esp, "drop", "drop_not_tcp", nil},
+		{"closed port", tcp(flow6To(6, 81, 0), 0x02), "drop", "drop_closed_port", nil},
+		{"owner without neighbour", tcp(flow6To(6, 80, 4), 0x02), "drop", "drop_no_neigh", nil},
+		{"owner without route", tcp(flow6To(6, 80, 5), 0x02), "drop", "drop_no_route", nil},
+		{"echo request answered", echo, "tx", "icmp_echo_answered", nil},
+		{"packet too big to a VIP", ptb, "drop", "drop_icmp", nil},
+		{"not a VIP", notVIP, "pass", "pass_not_vip6", nil},
+		{"frame too short for IPv6", syn0[:14+30], "pass", "pass_not_ipv4", nil},
+	})
+
+	t.Run("echo reply", func(t *testing.T) {
+		_, out := runXDP(t, b.ns, b.ifindex, m.Program(), echo)
+		if !bytes.Equal(out[22:38], echo[38:54]) || !bytes.Equal(out[38:54], echo[22:38]) || out[54] != 129 {
+			t.Fatalf("reply %x: addresses not swapped or type not 129", out)
+		}
+		if sum := icmp6Sum(out[14:]); sum != 0xffff {
+			t.Errorf("reply checksum does not verify (sum %#x)", sum)
+		}
+	})
+}
+
+// icmp6Sum is the one's-complement sum of an ICMPv6 message with its
+// pseudo-header: 0xffff when the checksum in it is right. ip6 starts at
+// the IPv6 header; the message follows it.
+func icmp6Sum(ip6 []byte) uint16 {
+	msg := ip6[40:]
+	var sum uint32
+	add := func(b []byte) {
+		for i := 0; i+1 < len(b); i += 2 {
+			sum += uint32(b[i])<<8 | uint32(b[i+1])
+		}
+		if len(b)%2 == 1 {
+			sum += uint32(b[len(b)-1]) << 8
+		}
+	}
+	add(ip6[8:40])
+	sum += uint32(len(msg)) + 58
+	add(msg)
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	return uint16(sum)
+}
+
+// TestMux6WithoutAddress: a mux given no IPv6 address drops IPv6 VIP
+// traffic, counted, rather than sending from ::.
+func TestMux6WithoutAddress(t *testing.T) {
+	m, b := newMux6Bench(t, netip.Addr{})
+	runMux6Cases(t, m, b, []mux6Case{{"no IPv6 source", pkt6{src: mux6Client, dst: mux6VIP, proto: 6, sport: 40000, dport: 80, flags: 2}.frame(),
+		"drop", "drop_no_addr6", nil}})
+}
