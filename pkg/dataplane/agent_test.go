@@ -76,7 +76,7 @@ func newAgentBench(t *testing.T, s *wiretest.AgentScenario) *agentBench {
 		}
 	}
 	opts := AgentOptions{Addr: s.Addr, Trusted: s.Trusted, MaxClockSkew: time.Duration(s.MaxSkew) * time.Second,
-		MaxGenerationJump: s.MaxGenJump, GenerationMemory: -1}
+		MaxGenerationJump: s.MaxGenJump, GenerationMemory: -1, GUEPorts: s.GUEPorts}
 	for _, v := range s.VIPs {
 		must(t, ns.AddAddr("lo", netip.PrefixFrom(v.VIP, 32)))
 		opts.VIPs = append(opts.VIPs, AgentVIP{VIP: v.VIP, Buckets: v.Buckets, ChainWindow: time.Duration(v.Window) * time.Second})

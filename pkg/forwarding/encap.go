@@ -50,9 +50,8 @@ func (e Encap) Code() uint8 {
 	return 0
 }
 
-// checkEncap: a known encapsulation, a port only with GUE, and GUE for
-// IPv6 VIPs (IP-in-IP's option has no IPv6 form: an IPv6 option would be a
-// destination-options header, which many routers drop or punt, RFC 7872).
+// checkEncap: a known encapsulation, and a port only with GUE. (That an
+// IPv6 instance needs GUE is the family rule's, family.go.)
 func (in *Instance) checkEncap() error {
 	switch in.Encap {
 	case "", EncapIPIP, EncapGUE:
@@ -61,13 +60,6 @@ func (in *Instance) checkEncap() error {
 	}
 	if in.GUEPort != 0 && in.EncapOf() != EncapGUE {
 		return fmt.Errorf("gue_port %d set, but encap is %s (set encap: gue)", in.GUEPort, in.EncapOf())
-	}
-	if in.EncapOf() != EncapGUE {
-		for _, v := range in.VIPs {
-			if v.Is6() && !v.Is4In6() {
-				return fmt.Errorf("IPv6 VIP %v needs encap gue (IP-in-IP carries the Beamer option over IPv4 only)", v)
-			}
-		}
 	}
 	return nil
 }

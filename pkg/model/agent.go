@@ -48,6 +48,58 @@ type Agent struct {
 	Seen    map[uint32]*[2]uint64
 	Cur     int
 	Changed map[[2]uint32]uint32 // (slot, bucket) → latest change time seen
+	// GUEPorts are the UDP ports GUE arrives on besides
+	// wire.GUEDefaultPort, always (pkg/dataplane AgentOptions.GUEPorts).
+	GUEPorts []uint16
+}
+
+// guePort mirrors gue_ports (bpf/include/gue_agent.h).
+func (a *Agent) guePort(p uint16) bool {
+	if p == wire.GUEDefaultPort {
+		return true
+	}
+	for _, q := range a.GUEPorts {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// isGUE mirrors gue4_udp: UDP in a 20-byte IPv4 header to a GUE port.
+func (a *Agent) isGUE(frame []byte) bool {
+	ip := frame[14:]
+	return ip[9] == wire.ProtoUDP && ip[0]&0x0f == 5 && len(ip) >= 28 && a.guePort(binary.BigEndian.Uint16(ip[22:]))
+}
+
+// gueOuter mirrors gue4_parse: the outer length (IPv4 + UDP + GUE +
+// private data) and the option, or a drop counter.
+func gueOuter(outer []byte, outerTot int) (int, *wire.Option, string) {
+	if len(outer) < wire.GUEPlain4 {
+		return 0, nil, "drop_truncated"
+	}
+	if int(binary.BigEndian.Uint16(outer[24:])) != outerTot-20 {
+		return 0, nil, "drop_bad_header"
+	}
+	g := outer[28:32]
+	if g[0]&0x1f == 0 {
+		if g[0] != 0 || g[1] != wire.ProtoIPIP || g[2] != 0 || g[3] != 0 {
+			return 0, nil, "drop_bad_option"
+		}
+		return wire.GUEPlain4, nil, ""
+	}
+	if len(outer) < wire.GUEMax4 {
+		return 0, nil, "drop_truncated" // valid packets hold 72 bytes past the outer start
+	}
+	priv := int(g[0]&0x1f) * 4
+	if g[0]>>5 != 0 || g[1] != wire.ProtoIPIP || g[2] != 0 || g[3] != 0 || priv > wire.OptionMax {
+		return 0, nil, "drop_bad_option"
+	}
+	o, err := wire.ParseOption(outer[wire.GUEPlain4 : wire.GUEPlain4+priv])
+	if err != nil {
+		return 0, nil, "drop_bad_option"
+	}
+	return wire.GUEPlain4 + priv, &o, ""
 }
 
 // Rotate starts a new memory period (pkg/dataplane Agent.Rotate).
@@ -84,9 +136,10 @@ func decap(frame []byte, outerLen int, counter string) Result {
 
 // Process runs the agent algorithm on one Ethernet frame.
 func (a *Agent) Process(frame []byte) Result {
-	if len(frame) < 14+20 || binary.BigEndian.Uint16(frame[12:]) != 0x0800 || frame[14+9] != wire.ProtoIPIP {
+	if len(frame) < 14+20 || binary.BigEndian.Uint16(frame[12:]) != 0x0800 || (frame[14+9] != wire.ProtoIPIP && !a.isGUE(frame)) {
 		return Result{Action: Pass, Counter: "pass_not_encap", Output: frame}
 	}
+	gue := frame[14+9] == wire.ProtoUDP
 	outer := frame[14:]
 	if netip.AddrFrom4([4]byte(outer[16:20])) != a.Addr {
 		return Result{Action: Pass, Counter: "pass_not_for_us", Output: frame}
@@ -107,6 +160,11 @@ func (a *Agent) Process(frame []byte) Result {
 	var opt *wire.Option
 	outerLen := int(outer[0]&0x0f) * 4
 	switch {
+	case gue:
+		var c string
+		if outerLen, opt, c = gueOuter(outer, outerTot); c != "" {
+			return drop(c)
+		}
 	case outerLen > wire.OuterPlain:
 		if len(outer) < wire.OuterMax {
 			return drop("drop_truncated") // valid packets hold 60 bytes past the outer start
@@ -238,14 +296,14 @@ func (a *Agent) Process(frame []byte) Result {
 		}
 	}
 	if chainable {
-		return a.chain(frame, outerLen, opt, next)
+		return a.chain(frame, outerLen, opt, next, gue)
 	}
 	return drop("drop_stale_generation")
 }
 
 // chain rewrites the outer header towards the previous owner opt.Prev[next],
 // with hop next+1.
-func (a *Agent) chain(frame []byte, outerLen int, opt *wire.Option, next int) Result {
+func (a *Agent) chain(frame []byte, outerLen int, opt *wire.Option, next int, gue bool) Result {
 	to := opt.Prev[next]
 	nh := a.NextHops(to)
 	if nh.Result != "tx" && nh.Result != "redirect" && nh.Result != "no_neigh" {
@@ -257,9 +315,18 @@ func (a *Agent) chain(frame []byte, outerLen int, opt *wire.Option, next int) Re
 	copy(h[12:16], src[:])
 	copy(h[16:20], dst[:])
 	h[8] = wire.OuterTTL
-	h[22] = byte(next + 1)
 	h[10], h[11] = 0, 0
-	binary.BigEndian.PutUint16(h[10:], wire.Checksum(h))
+	if gue {
+		// GUE keeps its encapsulation and UDP source port: the hop
+		// byte of the private data, a UDP checksum of 0, the IPv4
+		// header's checksum over its 20 bytes.
+		h[26], h[27] = 0, 0
+		h[wire.GUEPlain4+2] = byte(next + 1)
+		binary.BigEndian.PutUint16(h[10:], wire.Checksum(h[:20]))
+	} else {
+		h[22] = byte(next + 1)
+		binary.BigEndian.PutUint16(h[10:], wire.Checksum(h))
+	}
 	if nh.Result != "no_neigh" {
 		copy(out[0:6], nh.DstMAC)
 		copy(out[6:12], nh.SrcMAC)

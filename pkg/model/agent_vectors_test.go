@@ -191,7 +191,7 @@ func agentScenario() (wiretest.AgentScenario, []wiretest.PacketCase) {
 
 // modelAgent builds the reference agent for a scenario.
 func modelAgent(s *wiretest.AgentScenario) *Agent {
-	a := &Agent{Addr: s.Addr, VIPs: map[netip.Addr]AgentVIP{}, Trusted: s.Trusted, Now: s.Now,
+	a := &Agent{Addr: s.Addr, VIPs: map[netip.Addr]AgentVIP{}, Trusted: s.Trusted, Now: s.Now, GUEPorts: s.GUEPorts,
 		MaxSkew: s.MaxSkew, MaxGenJump: s.MaxGenJump, Changed: map[[2]uint32]uint32{}}
 	for i, v := range s.VIPs {
 		a.VIPs[v.VIP] = AgentVIP{Buckets: v.Buckets, Window: v.Window, Slot: uint32(i)}

@@ -109,7 +109,15 @@ func (m *Mux) Process(frame []byte) Result {
 		return drop(counter)
 	}
 	inner := ip[:binary.BigEndian.Uint16(ip[2:])]
-	outer, err := wire.Encapsulate(inner, m.Addr, server.Addr, opt)
+	var outer []byte
+	var err error
+	if vip.Instance.EncapOf() == forwarding.EncapGUE {
+		// GUE (bpf/include/gue.h): the UDP source port from the flow's
+		// hash, the destination port the instance's.
+		outer, err = wire.EncapsulateGUE(inner, m.Addr, server.Addr, wire.GUESourcePort(p.flow.Hash()), vip.Instance.GUEPortOf(), opt)
+	} else {
+		outer, err = wire.Encapsulate(inner, m.Addr, server.Addr, opt)
+	}
 	if err != nil {
 		return drop("drop_encap")
 	}

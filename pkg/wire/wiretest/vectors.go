@@ -105,7 +105,9 @@ type AgentScenario struct {
 	Trusted    []netip.Prefix   `json:"trusted"`
 	Sockets    []SocketVector   `json:"sockets"`
 	NextHops   []NextHopVector  `json:"nexthops"`
-	Cases      []PacketCase     `json:"cases"`
+	// GUEPorts: UDP ports it takes GUE on besides the default (6080).
+	GUEPorts []uint16     `json:"gue_ports,omitempty"`
+	Cases    []PacketCase `json:"cases"`
 }
 
 // Table builds the forwarding table the scenario describes.
