@@ -54,7 +54,7 @@ func TestCtlRejections(t *testing.T) {
 		{"ctl create web --vip 2001:db8:100::1 --ports 80 --strategy maglev --buckets 101",
 			`invalid instance configuration "web": strategy "maglev" does not forward IPv6: an IPv6 instance needs strategy beamer`},
 		{"ctl create web --vip 2001:db8:100::1 --ports 80 --buckets 100",
-			`invalid instance configuration "web": an IPv6 instance needs encap gue, which this build does not have (IP-in-IP carries Beamer's fields in an IPv4 option)`},
+			`invalid instance configuration "web": an IPv6 instance needs encap gue (IP-in-IP carries Beamer's fields in an IPv4 option)`},
 		{"ctl create web --vip fe80::1 --ports 80 --buckets 100",
 			`invalid instance configuration "web": VIP fe80::1 is a link-local address (fe80::/10): a VIP must be a unicast IPv4 or IPv6 address`},
 		{"ctl add-dip web 1030 198.18.0.10 0", weight0},

@@ -61,16 +61,6 @@ func EnsureNeighbors(nl *netlink.Handle, servers []netip.Addr) error {
 	return errors.Join(errs...)
 }
 
-// neighFamily is the family of a next hop's neighbour entry: ARP for an
-// IPv4 hop, neighbour discovery for an IPv6 one (a server's gateway can be
-// link-local).
-func neighFamily(hop net.IP) int {
-	if hop.To4() != nil {
-		return netlink.FAMILY_V4
-	}
-	return netlink.FAMILY_V6
-}
-
 func isManaged(nl *netlink.Handle, link int, ip net.IP) bool {
 	list, err := nl.NeighList(link, neighFamily(ip))
 	if err != nil {
