@@ -58,7 +58,7 @@ func prismLive(state, retrans uint8) bool {
 }
 
 func listSignatures(ns netns.NsHandle, vip netip.Addr, n uint32) (*SignaturesReport, error) {
-	socks, err := dumpTCP(ns)
+	socks, err := dumpTCP(ns, unix.AF_INET) // prism: IPv4 instances only
 	if err != nil {
 		return nil, err
 	}
