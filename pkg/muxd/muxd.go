@@ -177,7 +177,7 @@ func (d *Daemon) start() error {
 		}
 	}
 	var err error
-	d.mux, err = dataplane.LoadMux(dataplane.MuxOptions{Addr: opts.Address, ConnTrackEntries: opts.ConnTrackEntries,
+	d.mux, err = dataplane.LoadMux(dataplane.MuxOptions{Addr: opts.Address, Addr6: opts.Address6, ConnTrackEntries: opts.ConnTrackEntries,
 		MaxNewConnsPerSecond: opts.MaxNewConnsPerSecond, PinDir: opts.PinDir})
 	if err != nil {
 		return err
