@@ -159,64 +159,74 @@ INLINE int chain_send(struct __sk_buff *skb, const void *hdr, const __u32 store_
 	return bpf_redirect(fib.ifindex, 0);
 }
 
-/* Sends the packet on to the bucket's previous owner prev[next]: the outer
- * header now goes from us to it, with hop = next + 1, so that it, and every
- * server after it, only looks further down the list. The caller checked
- * that OUTER_LEN_MAX bytes from outer are in the linear data. */
-INLINE int chain(struct __sk_buff *skb, struct iphdr *outer, int outer_len, int next)
-{
+/* The outer headers a chained packet gets, in the encapsulation it came in:
+ * one buffer for both, so the program's stack holds one. GUE's holds what
+ * changes: the headers and the private data's first word (hop). */
+union chain_hdr {
 	struct {
 		struct iphdr ip;
 		struct beamer_opt opt;
-	} hdr;
+	} ipip;
+	struct {
+		struct iphdr ip;
+		struct udphdr udp;
+		struct guehdr g;
+		__u8 opt_head[4]; /* type, length, hop, flags */
+	} gue;
+};
 
-	__builtin_memcpy(&hdr, outer, OUTER_LEN_MAX);
+_Static_assert(sizeof(((union chain_hdr *)0)->gue) == GUE4_LEN_PLAIN + 4, "GUE headers are laid out without padding");
+
+/* The same in GUE: the chained packet keeps its encapsulation (and its UDP
+ * source port, the flow's entropy); the outer addresses, the hop byte of
+ * the private data and the IPv4 checksum change, the UDP checksum becomes
+ * 0. gue4_parse checked that GUE4_LEN_MAX bytes from outer are in the
+ * linear data. */
+INLINE int chain_gue(struct __sk_buff *skb, union chain_hdr *hdr, struct iphdr *outer, void *data_end, int next)
+{
+	struct beamer_opt *opt = (void *)outer + GUE4_LEN_PLAIN;
+
+	if ((void *)(opt + 1) > data_end)
+		return drop(AGENT_DROP_TRUNCATED); /* checked before; keeps the verifier sure */
+	__builtin_memcpy(hdr, outer, sizeof(hdr->gue));
+	hdr->gue.ip.saddr = local_addr;
+	hdr->gue.ip.daddr = opt->prev[next];
+	hdr->gue.ip.ttl = BEAMER_OUTER_TTL;
+	hdr->gue.ip.check = 0;
+	hdr->gue.ip.check = ipv4_header_csum(&hdr->gue.ip, OUTER_LEN_PLAIN / 2);
+	hdr->gue.udp.check = 0;
+	hdr->gue.opt_head[2] = next + 1;
+	return chain_send(skb, hdr, sizeof(hdr->gue), &hdr->gue.ip, IPPROTO_UDP);
+}
+
+/* Sends the packet on to the bucket's previous owner prev[next]: the outer
+ * header now goes from us to it, with hop = next + 1, so that it, and every
+ * server after it, only looks further down the list. The caller checked
+ * that OUTER_LEN_MAX bytes from outer are in the linear data. gue: the
+ * packet came in GUE, and leaves in it (chain_gue). */
+INLINE int chain(struct __sk_buff *skb, struct iphdr *outer, void *data_end, int outer_len, int next, int gue)
+{
+	union chain_hdr hdr;
+
 	if (next < 0 || next >= BEAMER_MAX_CHAIN)
 		return drop(AGENT_DROP_CHAIN_FAILED);
-	hdr.ip.saddr = local_addr;
-	hdr.ip.daddr = hdr.opt.prev[next];
-	hdr.ip.ttl = BEAMER_OUTER_TTL;
-	hdr.ip.check = 0;
-	hdr.opt.hop = next + 1;
+	if (gue)
+		return chain_gue(skb, &hdr, outer, data_end, next);
+	__builtin_memcpy(&hdr, outer, OUTER_LEN_MAX);
+	hdr.ipip.ip.saddr = local_addr;
+	hdr.ipip.ip.daddr = hdr.ipip.opt.prev[next];
+	hdr.ipip.ip.ttl = BEAMER_OUTER_TTL;
+	hdr.ipip.ip.check = 0;
+	hdr.ipip.opt.hop = next + 1;
 	const __u16 *w = (const __u16 *)&hdr;
 	__u32 sum = 0;
 #pragma unroll
 	for (int i = 0; i < OUTER_LEN_MAX / 2; i++)
 		if (i < (int)((__u32)outer_len >> 1))
 			sum += w[i];
-	hdr.ip.check = csum_fold32(sum);
+	hdr.ipip.ip.check = csum_fold32(sum);
 	/* Only the IP header and the option's first word (hop) change. */
-	return chain_send(skb, &hdr, sizeof(struct iphdr) + 4, &hdr.ip, IPPROTO_IPIP);
-}
-
-/* The same in GUE: the chained packet keeps its encapsulation (and its UDP
- * source port, the flow's entropy); the outer addresses, the hop byte of
- * the private data and the IPv4 checksum change, the UDP checksum stays 0.
- * The caller checked that GUE4_LEN_MAX bytes from outer are in the linear
- * data (gue4_parse). */
-INLINE int chain_gue(struct __sk_buff *skb, struct iphdr *outer, void *data_end, int next)
-{
-	struct {
-		struct iphdr ip;
-		struct udphdr udp;
-		struct guehdr g;
-		struct beamer_opt opt;
-	} hdr;
-
-	_Static_assert(sizeof(hdr) == GUE4_LEN_MAX, "GUE headers are laid out without padding");
-	if ((void *)outer + GUE4_LEN_MAX > data_end)
-		return drop(AGENT_DROP_TRUNCATED); /* checked by the caller; keeps the verifier sure */
-	__builtin_memcpy(&hdr, outer, GUE4_LEN_MAX);
-	if (next < 0 || next >= BEAMER_MAX_CHAIN)
-		return drop(AGENT_DROP_CHAIN_FAILED);
-	hdr.ip.saddr = local_addr;
-	hdr.ip.daddr = hdr.opt.prev[next];
-	hdr.ip.ttl = BEAMER_OUTER_TTL;
-	hdr.ip.check = 0;
-	hdr.ip.check = ipv4_header_csum(&hdr.ip, OUTER_LEN_PLAIN / 2);
-	hdr.udp.check = 0;
-	hdr.opt.hop = next + 1;
-	return chain_send(skb, &hdr, GUE4_LEN_PLAIN + 4, &hdr.ip, IPPROTO_UDP);
+	return chain_send(skb, &hdr, sizeof(struct iphdr) + 4, &hdr.ipip.ip, IPPROTO_IPIP);
 }
 
 INLINE __u32 unix_seconds(void)
@@ -276,18 +286,19 @@ int beamer_agent(struct __sk_buff *skb)
 	int n = 0; /* previous owners in the option */
 	if (udp) {
 		/* GUE: the private data is the option (gue.h). */
-		switch (gue4_parse(outer, udp, data_end, outer_tot, &outer_len, &opt, &n)) {
-		case GUE_OK:
-			break;
-		case GUE_TRUNCATED:
+		outer_len = gue4_parse(outer, udp, data_end, outer_tot);
+		if (outer_len == -GUE_TRUNCATED)
 			return drop(AGENT_DROP_TRUNCATED);
-		case GUE_BAD_HEADER:
+		if (outer_len == -GUE_BAD_HEADER)
 			return drop(AGENT_DROP_BAD_HEADER);
-		default:
+		if (outer_len < GUE4_LEN_PLAIN || outer_len > GUE4_LEN_MAX)
 			return drop(AGENT_DROP_BAD_OPTION);
+		if (outer_len > GUE4_LEN_PLAIN) {
+			opt = (void *)outer + GUE4_LEN_PLAIN;
+			if ((void *)(opt + 1) > data_end)
+				return drop(AGENT_DROP_TRUNCATED);
+			n = (outer_len - GUE4_LEN_OPT) >> 2;
 		}
-		if (opt && (void *)(opt + 1) > data_end)
-			return drop(AGENT_DROP_TRUNCATED);
 		agent_count(AGENT_GUE);
 	} else if (outer_len > OUTER_LEN_PLAIN) {
 		/* Valid packets hold the inner IPv4 and TCP headers after the
@@ -416,7 +427,7 @@ int beamer_agent(struct __sk_buff *skb)
 		break;
 	}
 	if (chainable)
-		return udp ? chain_gue(skb, outer, data_end, next) : chain(skb, outer, outer_len, next);
+		return chain(skb, outer, data_end, outer_len, next, outer->protocol == IPPROTO_UDP);
 	return drop(AGENT_DROP_STALE_GENERATION);
 }
 

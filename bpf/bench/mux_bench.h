@@ -109,6 +109,12 @@ INLINE int undo_encap(struct xdp_md *ctx, const struct ethhdr *saved, int action
 	if ((void *)(outer + 1) > data_end)
 		return XDP_ABORTED;
 	int outer_len = outer->ihl * 4; /* 20, or 36-60 with the option */
+	if (outer->protocol == IPPROTO_UDP) { /* GUE (gue.h): 32 + private data */
+		struct guehdr *g = (void *)outer + sizeof(struct iphdr) + sizeof(struct udphdr);
+		if ((void *)(g + 1) > data_end)
+			return XDP_ABORTED;
+		outer_len = GUE4_LEN_PLAIN + (g->hlen & GUE_HLEN_MASK) * 4;
+	}
 	if (bpf_xdp_adjust_head(ctx, outer_len))
 		return XDP_ABORTED;
 	data = (void *)(long)ctx->data;

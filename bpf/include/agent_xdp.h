@@ -86,12 +86,15 @@ int beamer_agent_xdp(struct xdp_md *ctx)
 	int outer_len = outer->ihl * 4;
 	int n = 0;
 	if (udp) {
-		if (gue4_parse(outer, udp, data_end, outer_tot, &outer_len, &opt, &n) != GUE_OK)
+		outer_len = gue4_parse(outer, udp, data_end, outer_tot);
+		if (outer_len < GUE4_LEN_PLAIN || outer_len > GUE4_LEN_MAX)
 			return XDP_PASS;
-		if (opt && (void *)(opt + 1) > data_end)
-			return XDP_PASS;
-		if (outer_len > GUE4_LEN_MAX)
-			return XDP_PASS;
+		if (outer_len > GUE4_LEN_PLAIN) {
+			opt = (void *)outer + GUE4_LEN_PLAIN;
+			if ((void *)(opt + 1) > data_end)
+				return XDP_PASS;
+			n = (outer_len - GUE4_LEN_OPT) >> 2;
+		}
 	} else if (outer_len > OUTER_LEN_PLAIN) {
 		opt = (void *)(outer + 1);
 		if (outer_len < OUTER_LEN_OPT || outer_len > OUTER_LEN_MAX || opt->type != BEAMER_OPT_TYPE ||

@@ -39,42 +39,38 @@ INLINE struct udphdr *gue4_udp(struct iphdr *outer, void *data_end)
 }
 
 enum gue_verdict {
-	GUE_OK = 0,
-	GUE_TRUNCATED,  /* headers end past the packet */
-	GUE_BAD_HEADER, /* UDP length disagrees with the IP total length */
-	GUE_BAD_OPTION, /* GUE header or private data other than one valid option */
+	GUE_TRUNCATED = 1, /* headers end past the packet */
+	GUE_BAD_HEADER,    /* UDP length disagrees with the IP total length */
+	GUE_BAD_OPTION,    /* GUE header or private data other than one valid option */
 };
 
 /* Checks the UDP and GUE headers after a validated 20-byte outer IPv4
- * header of outer_tot bytes; sets *outer_len (IPv4 + UDP + GUE + private
- * data), *opt (NULL without private data) and *n (previous owners). */
-INLINE enum gue_verdict gue4_parse(struct iphdr *outer, struct udphdr *udp, void *data_end, __u16 outer_tot,
-				   int *outer_len, struct beamer_opt **opt, int *n)
+ * header of outer_tot bytes. Returns the outer length (IPv4 + UDP + GUE +
+ * private data: GUE4_LEN_PLAIN, or GUE4_LEN_WITH(n) with the option at
+ * GUE4_LEN_PLAIN from the outer header), or -(enum gue_verdict). A value,
+ * not pointers: the agent's stack is nearly full. */
+INLINE int gue4_parse(struct iphdr *outer, struct udphdr *udp, void *data_end, __u16 outer_tot)
 {
 	struct guehdr *g = (void *)(udp + 1);
+	int n;
 
 	if ((void *)(g + 1) > data_end)
-		return GUE_TRUNCATED;
+		return -GUE_TRUNCATED;
 	if (bpf_ntohs(udp->len) != outer_tot - OUTER_LEN_PLAIN)
-		return GUE_BAD_HEADER;
-	*opt = NULL;
-	*n = 0;
-	*outer_len = GUE4_LEN_PLAIN;
+		return -GUE_BAD_HEADER;
 	if (!(g->hlen & GUE_HLEN_MASK)) {
 		if (g->hlen || g->proto != GUE_PROTO_IPV4 || g->flags)
-			return GUE_BAD_OPTION;
-		return GUE_OK;
+			return -GUE_BAD_OPTION;
+		return GUE4_LEN_PLAIN;
 	}
 	/* Private data: a valid packet holds the inner IPv4 and UDP headers
 	 * after at least 48 bytes, so the longest outer headers are there. */
 	if ((void *)outer + GUE4_LEN_MAX > data_end)
-		return GUE_TRUNCATED;
-	int priv = gue_check(g, GUE_PROTO_IPV4, 4, n);
+		return -GUE_TRUNCATED;
+	int priv = gue_check(g, GUE_PROTO_IPV4, 4, &n);
 	if (priv < BEAMER_OPT_FIXED || priv > BEAMER_OPT_MAX)
-		return GUE_BAD_OPTION;
-	*outer_len = GUE4_LEN_PLAIN + priv;
-	*opt = (void *)(g + 1);
-	return GUE_OK;
+		return -GUE_BAD_OPTION;
+	return GUE4_LEN_PLAIN + priv;
 }
 
 #endif

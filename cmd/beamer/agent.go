@@ -85,6 +85,7 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 	cmd.Flags().BoolVar(&noMPTCP, "no-mptcp", false, "do not advertise VIP:id to MPTCP clients")
 	cmd.Flags().StringVar(&metricsAddr, "metrics", "", "serve /metrics and /healthz on this address")
 	cmd.Flags().Float64Var(&capacityBps, "capacity-bps", 0, "the interface's rate in bits/s for capacity reports (AWFD) when no tbf/htb qdisc states it")
+	guePorts := cmd.Flags().UintSlice("gue-port", nil, fmt.Sprintf("UDP port on which GUE from trusted sources is decapsulated besides %d, always (repeatable): an encap-gue instance's --gue-port", forwarding.DefaultGUEPort))
 	cmd.Flags().StringVar(&apiAddr, "api", "", `serve the agent API (health probes of VIP:port from this server, connections per bucket) on this address; default the server's address, port 9300; "off" to disable`)
 	cmd.Flags().StringVar(&node.StateFile, "state-file", "", "record of the sysctls, addresses and endpoints the agent changed, undone on exit (default /run/beamer/agent-NETNS-IFACE.json)")
 	cmd.Flags().StringVar(&node.XDP, "xdp", agentd.XDPAuto, `the XDP fast path in front of the tc program: "auto" (native XDP where the NIC's driver runs it, else tc alone), "native" (or fail), "off"`)
@@ -154,6 +155,12 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 			}
 			if metricsAddr != "" {
 				cfg.Metrics = metricsAddr
+			}
+			for _, p := range *guePorts {
+				if p == 0 || p > 65535 {
+					return cfg, fmt.Errorf("--gue-port %d: a port is 1–65535", p)
+				}
+				cfg.GUEPorts = append(cfg.GUEPorts, uint16(p))
 			}
 			if capacityBps > 0 {
 				cfg.CapacityBps = capacityBps

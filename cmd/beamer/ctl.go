@@ -101,6 +101,7 @@ func init() {
 	mctEntries := create.Flags().Uint32("mct-entries", 0, fmt.Sprintf("prism: size of the migrated-connection table (default %d, at most %d)", forwarding.DefaultMCTEntries, forwarding.MaxMCTEntries))
 	cheetahFlags := addCheetahFlags(create)
 	portOpts := addPortFlags(create)
+	encapOpts := addEncapFlags(create) // ctl_encap.go
 	create.RunE = func(cmd *cobra.Command, args []string) error {
 		in := &forwarding.Instance{Name: args[0], Strategy: forwarding.Strategy(*strategy), Buckets: *buckets, ChainWindow: *window, MaxChainLen: *maxChain}
 		if err := cheetahFlags.apply(cmd, in); err != nil {
@@ -135,6 +136,9 @@ func init() {
 			}
 		}
 		if err := portOpts.apply(cmd, in); err != nil {
+			return err
+		}
+		if err := encapOpts.apply(cmd, in); err != nil {
 			return err
 		}
 		if cmd.Flags().Changed("health") || *healthPort != 0 || *healthPath != "" || *agentPort != 0 {

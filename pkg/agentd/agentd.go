@@ -127,7 +127,7 @@ func (d *Daemon) start() error {
 			return err
 		}
 	}
-	opts := dataplane.AgentOptions{Addr: cfg.Address, Addr6: cfg.Address6, Trusted: cfg.Trusted, PinDir: d.opts.PinDir}
+	opts := dataplane.AgentOptions{Addr: cfg.Address, Addr6: cfg.Address6, Trusted: cfg.Trusted, PinDir: d.opts.PinDir, GUEPorts: cfg.GUEPorts}
 	for _, v := range cfg.VIPs {
 		opts.VIPs = append(opts.VIPs, dataplane.AgentVIP{VIP: v.VIP, Buckets: v.Buckets, ChainWindow: v.Window()})
 	}

@@ -35,6 +35,10 @@ type Agent struct {
 	// tbf/htb root qdisc states it (0: unknown; AWFD instances need one of
 	// the two, or a CPU quota on the agent's cgroup).
 	CapacityBps float64 `yaml:"capacity_bps,omitempty"`
+	// GUEPorts: UDP ports on which the agent takes GUE from trusted
+	// sources besides 6080 (forwarding.DefaultGUEPort), which it always
+	// takes: the gue_port of every encap-gue instance this server is in.
+	GUEPorts []uint16 `yaml:"gue_ports,omitempty"`
 }
 
 // AgentVIP is one VIP served, with its instance's bucket count and window.
@@ -116,6 +120,11 @@ func (c *Agent) Validate() error {
 	}
 	if len(c.VIPs) == 0 {
 		return errors.New("vips: none configured")
+	}
+	for _, p := range c.GUEPorts {
+		if p == 0 {
+			return errors.New("gue_ports: port 0 (a GUE port is 1–65535)")
+		}
 	}
 	if err := c.validateAPI(); err != nil {
 		return err

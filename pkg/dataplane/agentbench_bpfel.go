@@ -21,6 +21,11 @@ type agentBenchAgentVip struct {
 	Window     uint32
 }
 
+type agentBenchBenchSavedBuf struct {
+	_ structs.HostLayout
+	B [86]uint8
+}
+
 type agentBenchCheetahAgentCounter uint32
 
 const (
@@ -78,6 +83,7 @@ const (
 	agentBenchMapAgentCounters          = "agent_counters"
 	agentBenchMapAgentVips              = "agent_vips"
 	agentBenchMapAgentVips6             = "agent_vips6"
+	agentBenchMapBenchSaved             = "bench_saved"
 	agentBenchMapBucketChanged          = "bucket_changed"
 	agentBenchMapCheetahAgentCounters   = "cheetah_agent_counters"
 	agentBenchMapCheetahKid             = "cheetah_kid"
@@ -169,6 +175,7 @@ type agentBenchMapSpecs struct {
 	AgentCounters        *ebpf.MapSpec `ebpf:"agent_counters"`
 	AgentVips            *ebpf.MapSpec `ebpf:"agent_vips"`
 	AgentVips6           *ebpf.MapSpec `ebpf:"agent_vips6"`
+	BenchSaved           *ebpf.MapSpec `ebpf:"bench_saved"`
 	BucketChanged        *ebpf.MapSpec `ebpf:"bucket_changed"`
 	CheetahAgentCounters *ebpf.MapSpec `ebpf:"cheetah_agent_counters"`
 	CheetahKid           *ebpf.MapSpec `ebpf:"cheetah_kid"`
@@ -216,6 +223,7 @@ type agentBenchMaps struct {
 	AgentCounters        *ebpf.Map `ebpf:"agent_counters"`
 	AgentVips            *ebpf.Map `ebpf:"agent_vips"`
 	AgentVips6           *ebpf.Map `ebpf:"agent_vips6"`
+	BenchSaved           *ebpf.Map `ebpf:"bench_saved"`
 	BucketChanged        *ebpf.Map `ebpf:"bucket_changed"`
 	CheetahAgentCounters *ebpf.Map `ebpf:"cheetah_agent_counters"`
 	CheetahKid           *ebpf.Map `ebpf:"cheetah_kid"`
@@ -233,6 +241,7 @@ func (m *agentBenchMaps) Close() error {
 		m.AgentCounters,
 		m.AgentVips,
 		m.AgentVips6,
+		m.BenchSaved,
 		m.BucketChanged,
 		m.CheetahAgentCounters,
 		m.CheetahKid,

@@ -147,5 +147,8 @@ func agentRows(r *rig, o Options, add func(string, int, int, trial, string) erro
 	if err := agentXDPRows(ns, a, eth0.Attrs().Index, encap(41000, steady), encap(42000, moved), o, add); err != nil {
 		return err
 	}
+	if err := gueAgentRows(ns, a, eth0.Attrs().Index, o, add); err != nil { // gue.go
+		return err
+	}
 	return cheetahAgentRows(ns, a, ctx, o, add)
 }

@@ -14,7 +14,8 @@ var quickRows = []string{"empty", "floor", "encap-floor", "beamer", "beamer-mptc
 	"empty-tc", "decap-floor", "agent-local", "agent-local-moved", "agent-chain", "agent-drop",
 	"cheetah-cookie", "cheetah-cookie-general", "cheetah-syn-rr", "cheetah-fallback",
 	"agent-cheetah-egress", "agent-cheetah-ingress", "decap-floor-xdp", "agent-xdp-local", "agent-xdp-pass",
-	"udp", "udp-moved1", "quic-cid", "quic-initial"}
+	"udp", "udp-moved1", "quic-cid", "quic-initial",
+	"beamer-gue", "beamer-gue-moved1", "agent-local-gue", "agent-chain-gue", "agent-xdp-local-gue"}
 
 // TestQuickRun is CI's smoke of `beamer bench dataplane`: every program runs
 // and took its intended path on every repetition, by both methods (the

@@ -219,6 +219,9 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 	if err := udpMuxRows(r, o, ctx, add); err != nil { // udp.go
 		return nil, err
 	}
+	if err := gueMuxRows(r, o, ctx, add); err != nil { // gue.go
+		return nil, err
+	}
 	if err := agentRows(r, o, add); err != nil {
 		return nil, err
 	}
