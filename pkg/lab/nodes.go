@@ -77,7 +77,7 @@ func (l *Lab) runningMuxes() []netip.Addr {
 	var out []netip.Addr
 	for i, m := range l.muxes {
 		if m.running {
-			out = append(out, muxAddr(i))
+			out = append(out, l.muxHop(i))
 		}
 	}
 	return out
@@ -188,7 +188,7 @@ func (l *Lab) AddServer(i int) error {
 			return err
 		}
 	}
-	if _, err := l.Ctl("add-dip", Instance, fmt.Sprint(ServerID(i)), serverAddr(i).String()); err != nil {
+	if _, err := l.Ctl("add-dip", Instance, fmt.Sprint(ServerID(i)), l.dip(i).String()); err != nil {
 		return err
 	}
 	s.inPool = true
@@ -201,9 +201,18 @@ func (l *Lab) startServer(i int, s *serverNode) (err error) {
 		return err
 	}
 	window := strat.AgentWindow(l.opts.Window)
+	vip := fmt.Sprintf("%s:%d:%s", l.vip(), l.opts.Buckets, window)
+	if l.v6() {
+		vip = fmt.Sprintf("[%s]:%d:%s", l.vip(), l.opts.Buckets, window)
+	}
 	args := []string{"agent", "--iface", "eth0",
-		"--id", fmt.Sprint(ServerID(i)), "--vip", fmt.Sprintf("%s:%d:%s", VIP, l.opts.Buckets, window),
+		"--id", fmt.Sprint(ServerID(i)), "--vip", vip,
 		"--trusted", fabricNet.String(), "--metrics", metricsAddr}
+	if l.v6() {
+		// GUE over IPv6 comes from the muxes' and the other servers'
+		// IPv6 addresses.
+		args = append(args, "--trusted", fabricNet6.String())
+	}
 	if sa, ok := strat.(strategyArgs); ok {
 		args = append(args, sa.agentArgs()...)
 	}
@@ -211,7 +220,7 @@ func (l *Lab) startServer(i int, s *serverNode) (err error) {
 		// The controller asks the agent for health (probing VIP:port on the
 		// server) and for the connections it still holds. On the DIP only:
 		// on the VIP, clients could reach it.
-		args = append(args, "--api", netip.AddrPortFrom(serverAddr(i), agentAPIPort).String())
+		args = append(args, "--api", netip.AddrPortFrom(l.dip(i), agentAPIPort).String())
 	}
 	if err := l.shapeServer(i, s); err != nil {
 		return err
@@ -226,14 +235,17 @@ func (l *Lab) startServer(i int, s *serverNode) (err error) {
 	l.procs.add(s.agent)
 	if err := waitFor(10*time.Second, s.agent, func() bool {
 		out, _ := s.ns.Run("ip", "addr", "show", "lo")
-		return strings.Contains(out, VIP.String())
+		return strings.Contains(out, l.vip().String())
 	}); err != nil {
 		return err
 	}
 	l.seen.addPrograms(s.ns)
 	bind := netip.AddrPortFrom(netip.IPv4Unspecified(), 80)
+	if l.v6() {
+		bind = netip.AddrPortFrom(netip.IPv6Unspecified(), 80)
+	}
 	if l.opts.BindVIP {
-		bind = netip.AddrPortFrom(VIP, 80) // on lo, where the agent put it
+		bind = netip.AddrPortFrom(l.vip(), 80) // on lo, where the agent put it
 	}
 	s.http, err = serveFiles(s.ns, fmt.Sprintf("srv%d", i), l.opts.FileSize, bind)
 	if err == nil && l.opts.UDP {
@@ -344,8 +356,11 @@ func (l *Lab) SetWeight(i, w int) error {
 
 // CreateInstance creates the lab's instance for the strategy.
 func (l *Lab) CreateInstance() error {
-	args := append([]string{"create", Instance, "--vip", VIP.String(), "--ports", "80", "--buckets", fmt.Sprint(l.opts.Buckets),
+	args := append([]string{"create", Instance, "--vip", l.vip().String(), "--ports", "80", "--buckets", fmt.Sprint(l.opts.Buckets),
 		"--strategy", l.opts.Strategy, "--chain-window", l.opts.Window.String()}, l.opts.CreateArgs...)
+	if l.v6() {
+		args = append(args, "--encap", "gue") // IPv6 travels in GUE only
+	}
 	var udp []string
 	if l.opts.UDP {
 		udp = append(udp, fmt.Sprint(UDPPort))

@@ -66,7 +66,7 @@ func Run(ctx context.Context, o RunOptions) (res *Result, err error) {
 	}
 	l, err := Start(ctx, Options{Beamer: o.Beamer, Dir: dir, Clients: p.Clients, Muxes: muxes, Servers: servers,
 		Buckets: p.Buckets, Window: time.Duration(p.Window), FileSize: p.FileSize, Strategy: p.Strategy,
-		Store: p.Store, Seed: p.Seed, BindVIP: sc.BindVIP, UDP: p.UDPFlows > 0, QUIC: p.QUICFlows > 0})
+		Store: p.Store, Seed: p.Seed, BindVIP: sc.BindVIP, UDP: p.UDPFlows > 0, QUIC: p.QUICFlows > 0, Family: p.Family})
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func (r *runner) setUp(ctx context.Context) error {
 			return err
 		}
 	}
-	r.say("BGP converged: the router spreads %v over muxes %v", VIP, l.runningMuxes())
+	r.say("BGP converged: the router spreads %v over muxes %v", l.vip(), l.runningMuxes())
 	return l.checkReachable(ctx, time.Duration(r.p.Stall))
 }
 
