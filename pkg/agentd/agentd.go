@@ -8,6 +8,7 @@ package agentd
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"path/filepath"
 	"sync"
@@ -146,6 +147,9 @@ func (d *Daemon) start() error {
 	if config.Flag(cfg.MPTCP) {
 		if err := d.advertise(); err != nil {
 			return err
+		}
+		if w := mptcpIPv6Warning(cfg); w != "" {
+			slog.Warn(w)
 		}
 	}
 	d.wg.Add(1)

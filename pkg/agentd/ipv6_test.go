@@ -81,6 +81,16 @@ func TestAgentSetupIPv6(t *testing.T) {
 	if sysctl("net.ipv6.conf.eth0.forwarding") != "1" {
 		t.Error("IPv6 forwarding off on eth0")
 	}
+	for ts, warn := range map[string]bool{"1": true, "0": false} {
+		if err := ns.Sysctl("net.ipv4.tcp_timestamps", ts); err != nil {
+			t.Fatal(err)
+		}
+		var w string
+		ns.Do(func() error { w = mptcpIPv6Warning(cfg); return nil })
+		if (w != "") != warn {
+			t.Errorf("tcp_timestamps %s: warning %q", ts, w)
+		}
+	}
 	if err := ns.Do(d.Close); err != nil {
 		t.Fatal(err)
 	}

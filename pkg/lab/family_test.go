@@ -5,14 +5,16 @@ import (
 	"testing"
 )
 
-// TestAffinityIPv6: experiment 1 over IPv6 — clients connect to an IPv6
-// VIP whose route the router learned over BGP (IPv6 unicast, ECMP over
-// both muxes), muxes carry the packets in GUE over IPv6 to IPv6 servers,
-// a server leaves and then a mux: Beamer breaks nothing, and the removed
-// server's connections were daisy-chained over IPv6.
+// TestAffinityIPv6: experiment 1 over IPv6 with MPTCP clients — clients
+// connect to an IPv6 VIP whose route the router learned over BGP (IPv6
+// unicast, ECMP over both muxes), muxes carry the packets in GUE over IPv6
+// to IPv6 servers, each connection's secondary subflow to VIP:server-id
+// comes up through the muxes, a server leaves and then a mux: Beamer
+// breaks nothing, and the removed server's connections were daisy-chained
+// over IPv6.
 func TestAffinityIPv6(t *testing.T) {
 	requireLab(t)
-	r, err := runCI(t, "affinity", "beamer", func(p *Params) { p.Family = 6 })
+	r, err := runCI(t, "affinity", "beamer", func(p *Params) { p.Family, p.MPTCP = 6, true })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,6 +28,13 @@ func TestAffinityIPv6(t *testing.T) {
 	}
 	if r.ChainedPackets == 0 {
 		t.Error("no packet was daisy-chained: the removed server's connections did not move")
+	}
+	if r.SubflowsExpected < r.Connections/2 || r.SubflowsEstablished < r.SubflowsExpected*95/100 || r.SubflowsMissing["join refused"] > 0 {
+		t.Errorf("MPTCP over IPv6: %d of %d secondary subflows established (%d connections), missing: %v",
+			r.SubflowsEstablished, r.SubflowsExpected, r.Connections, r.SubflowsMissing)
+	}
+	if r.MuxCounters["fwd_server_id"] == 0 {
+		t.Error("no packet was forwarded by server id: the secondary subflows did not cross a mux")
 	}
 }
 

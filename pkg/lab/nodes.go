@@ -225,6 +225,14 @@ func (l *Lab) startServer(i int, s *serverNode) (err error) {
 	if err := l.shapeServer(i, s); err != nil {
 		return err
 	}
+	if l.v6() {
+		// An MPTCP ADD_ADDR of an IPv6 address with a port (VIP:server-id)
+		// takes 30 option bytes; with TCP timestamps (12) it never fits in
+		// the 40 a segment has, and the kernel does not send it (docs/operations.md).
+		if err := s.ns.Sysctl("net.ipv4.tcp_timestamps", "0"); err != nil {
+			return err
+		}
+	}
 	if l.agentCapacity {
 		args = append(args, "--capacity-bps", fmt.Sprint(agentNominalBps))
 	}
