@@ -97,6 +97,9 @@ instances:
 	if d.Address6() != netip.MustParseAddr("2001:db8::1") {
 		t.Errorf("address6 %v, want the interface's", d.Address6())
 	}
+	if st, err := d.Status(); err != nil || st.Address6 != "2001:db8::1" {
+		t.Errorf("status: %+v, %v", st, err)
+	}
 	if sysctl() != "1" {
 		t.Error("IPv6 forwarding off on eth0")
 	}
