@@ -240,6 +240,7 @@ INLINE __u32 unix_seconds(void)
 	return (__u32)(now / 1000000000ULL);
 }
 
+#include "include/agent_epoch.h"
 #include "include/agent6.h"
 
 SEC("tc")
@@ -351,38 +352,11 @@ int beamer_agent(struct __sk_buff *skb)
 		return decap_to_stack(skb, outer_len, AGENT_STACK_NO_OPTION);
 
 	/* The newest (incarnation, generation) remembered for the VIP, raised
-	 * by this packet unless a sanity bound refuses it. */
-	__u64 epoch = (__u64)bpf_ntohl(opt->incarnation) << 32 | bpf_ntohl(opt->generation);
+	 * by this packet unless a sanity bound refuses it (agent_epoch.h). */
 	__u32 now = 0; /* read from the clock only when needed */
-	__u32 ka = vip->slot * 2, kb = vip->slot * 2 + 1;
-	__u64 *wa = bpf_map_lookup_elem(&generation_seen, &ka);
-	__u64 *wb = bpf_map_lookup_elem(&generation_seen, &kb);
-	if (!wa || !wb)
+	int is_newest = remember_epoch(vip, opt->incarnation, opt->generation, &now);
+	if (is_newest < 0)
 		return drop(AGENT_DROP_UNKNOWN_VIP);
-	__u64 a = READ_ONCE_U64(wa), b = READ_ONCE_U64(wb);
-	__u64 newest = a > b ? a : b;
-	int accepted = 1;
-	if (epoch > newest) {
-		if (epoch >> 32 > newest >> 32) {
-			now = unix_seconds();
-			if ((__u64)(epoch >> 32) > (__u64)now + max_skew) {
-				agent_count(AGENT_FUTURE_INCARNATION);
-				accepted = 0;
-			} else if (newest) {
-				agent_count(AGENT_NEW_INCARNATION);
-			}
-		} else if (newest && (__u32)epoch - (__u32)newest > max_gen_jump) {
-			agent_count(AGENT_SUSPICIOUS_GENERATION);
-			accepted = 0;
-		}
-		if (accepted) {
-			/* Raise the word of the current memory period. */
-			__u32 key = 1;
-			__u64 *cur = bpf_map_lookup_elem(&agent_clock, &key);
-			newest = atomic_max_u64(cur && (READ_ONCE_U64(cur) & 1) ? wb : wa, epoch);
-		}
-	}
-	int is_newest = accepted && epoch == newest;
 
 	/* The first previous owner at or after hop that is not this server. */
 	int next = -1;
@@ -392,22 +366,7 @@ int beamer_agent(struct __sk_buff *skb)
 			if (next < 0 && i >= opt->hop && i < n && opt->prev[i] != local_addr)
 				next = i;
 	}
-	int chainable = 0;
-	if (next >= 0) {
-		if (!now)
-			now = unix_seconds();
-		__u32 changed = bpf_ntohl(opt->changed);
-		if ((__u64)changed > (__u64)now + max_skew) {
-			agent_count(AGENT_CLAMPED_CHANGE);
-			changed = now + max_skew;
-		}
-		__u32 index = vip->bucket_base +
-			      bucket_of(flow_hash_of(&f), vip->buckets);
-		__u32 *seen = bpf_map_lookup_elem(&bucket_changed, &index);
-		if (seen)
-			changed = atomic_max_u32(seen, changed);
-		chainable = (__u64)now < (__u64)changed + vip->window;
-	}
+	int chainable = next >= 0 && window_open(vip, opt->changed, &f, &now);
 
 	/*
 	 * Nothing to daisy-chain and a mux at the newest state: whether the
@@ -437,5 +396,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #ifdef BEAMER_BENCH
 #include "bench/agent_bench.h"
+#include "bench/agent6_bench.h"
 #include "bench/cheetah_agent_bench.h"
 #endif

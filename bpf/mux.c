@@ -269,4 +269,5 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #ifdef BEAMER_BENCH
 #include "bench/mux_bench.h"
+#include "bench/mux6_bench.h"
 #endif

@@ -10,11 +10,14 @@
  *                             daisy-chained by another server (hop > 0):
  *                             counted apart, as "chained"
  *   plain IPv4 to a VIP       already decapsulated (the agent's XDP program)
+ *   GUE over IPv6 to an IPv6  as IP-in-IP (the private data's hop byte says
+ *   VIP, or plain IPv6        chained); keyed by the 16-byte VIP
  *
  * Only VIPs whose keys the agent put in vip_stats are counted; other
  * packets cost one parse.
  */
 #include "include/defs.h"
+#include <linux/ipv6.h>
 
 #ifndef TCX_NEXT
 #define TCX_NEXT -1 /* Linux 6.6 UAPI; missing from 6.1 */
@@ -39,6 +42,54 @@ struct {
 	__type(value, struct vip_stats_val);
 } vip_stats SEC(".maps");
 
+/* IPv6 VIPs (issue 16): the same counts, keyed by the 16-byte VIP. */
+struct vip_stats6_key {
+	struct in6_addr vip;
+	__u32 chained;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 2048);
+	__type(key, struct vip_stats6_key);
+	__type(value, struct vip_stats_val);
+} vip_stats6 SEC(".maps");
+
+#define GUE_PROTO_IPV6 41
+
+/*
+ * An IPv6 packet: GUE over IPv6 (UDP, then a GUE header naming an inner
+ * IPv6 packet; private data whose hop byte is not 0: chained), or plain
+ * IPv6 to a VIP. Any UDP port: only inner destinations that are this
+ * server's VIPs are counted, and only GUE carries those to it.
+ */
+INLINE int count6(struct ipv6hdr *ip6, void *end)
+{
+	struct vip_stats6_key k = {};
+	struct ipv6hdr *in = ip6;
+
+	if ((void *)(ip6 + 1) > end)
+		return TCX_NEXT;
+	if (ip6->nexthdr == IPPROTO_UDP) {
+		__u8 *g = (void *)(ip6 + 1) + sizeof(struct udphdr);
+		if ((void *)(g + 4) > end || (g[0] & 0xe0) || g[1] != GUE_PROTO_IPV6)
+			return TCX_NEXT;
+		__u32 priv = (g[0] & 0x1f) * 4;
+		if (priv >= 3 && (void *)(g + 7) <= end && g[4] == BEAMER_OPT_TYPE && g[6] > 0)
+			k.chained = 1;
+		in = (void *)(g + 4) + priv;
+		if ((void *)(in + 1) > end)
+			return TCX_NEXT;
+	}
+	k.vip = in->daddr;
+	struct vip_stats_val *v = bpf_map_lookup_elem(&vip_stats6, &k);
+	if (v) {
+		v->packets++;
+		v->bytes += bpf_ntohs(in->payload_len) + sizeof(*in);
+	}
+	return TCX_NEXT;
+}
+
 SEC("tc")
 int beamer_vipstats(struct __sk_buff *skb)
 {
@@ -47,7 +98,11 @@ int beamer_vipstats(struct __sk_buff *skb)
 	struct ethhdr *eth = data;
 	struct vip_stats_key k = {};
 
-	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
+	if ((void *)(eth + 1) > end)
+		return TCX_NEXT;
+	if (eth->h_proto == bpf_htons(ETH_P_IPV6))
+		return count6((void *)(eth + 1), end);
+	if (eth->h_proto != bpf_htons(ETH_P_IP))
 		return TCX_NEXT;
 	struct iphdr *ip = (void *)(eth + 1);
 	if ((void *)(ip + 1) > end)

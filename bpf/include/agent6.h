@@ -25,6 +25,8 @@
 #include "gue.h"
 #include "gue_agent.h"
 #include "agent_maps.h"
+#include "icmp6_steer.h"
+#include "agent_epoch.h"
 
 #ifndef AF_INET6
 #define AF_INET6 10
@@ -77,15 +79,17 @@ INLINE int decap6_to_stack(struct __sk_buff *skb, int outer_len, enum agent_coun
 }
 
 /* Does the inner IPv6 packet belong to this server (agent.c locality, with
- * IPv6 tuples)? */
-INLINE enum locality locality6(struct __sk_buff *skb, struct ipv6hdr *ip6, const struct flow *f, struct tcphdr *tcp)
+ * IPv6 tuples)? client and vip are the connection's addresses: the
+ * packet's, or for a Packet Too Big those of the reply it quotes. */
+INLINE enum locality locality6(struct __sk_buff *skb, struct ipv6hdr *ip6, const struct in6_addr *client,
+				const struct in6_addr *vip, const struct flow *f, struct tcphdr *tcp)
 {
 	struct bpf_sock_tuple tuple = {};
 	struct bpf_sock *sk;
 	enum locality l = NOT_LOCAL;
 
-	__builtin_memcpy(tuple.ipv6.saddr, &ip6->saddr, 16);
-	__builtin_memcpy(tuple.ipv6.daddr, &ip6->daddr, 16);
+	__builtin_memcpy(tuple.ipv6.saddr, client, 16);
+	__builtin_memcpy(tuple.ipv6.daddr, vip, 16);
 	tuple.ipv6.sport = f->sport;
 	tuple.ipv6.dport = f->dport;
 	if (f->proto == IPPROTO_UDP) {
@@ -234,6 +238,17 @@ int beamer_agent6(struct __sk_buff *skb)
 	struct tcphdr *tcp = NULL;
 	struct flow f = {};
 	int pv = parse_flow6(ip6, data_end, outer_tot - outer_len, &f, &tcp);
+	struct in6_addr *client = &ip6->saddr, *vaddr = &ip6->daddr;
+	if (pv == PARSE_ICMP6) {
+		/* A Packet Too Big is decided as the connection it quotes. */
+		struct ipv6hdr *quote;
+		if (icmp6_classify(ip6, data_end, f.l4_off, &f, &quote) != ICMP6_KIND_TOO_BIG)
+			return drop(AGENT_DROP_ICMP);
+		agent_count(AGENT_ICMP_FRAG_NEEDED);
+		client = &quote->daddr;
+		vaddr = &quote->saddr;
+		pv = PARSE_OK;
+	}
 	switch (pv) {
 	case PARSE_OK:
 		break;
@@ -245,8 +260,6 @@ int beamer_agent6(struct __sk_buff *skb)
 		return drop(AGENT_DROP_FRAGMENT);
 	case PARSE_EXT_CHAIN:
 		return drop(AGENT_DROP_EXT_HEADERS);
-	case PARSE_ICMP6:
-		return drop(AGENT_DROP_ICMP);
 	default:
 		return drop(AGENT_DROP_NOT_TCP);
 	}
@@ -259,37 +272,11 @@ int beamer_agent6(struct __sk_buff *skb)
 	if (!opt)
 		return decap6_to_stack(skb, outer_len, AGENT_STACK_NO_OPTION);
 
-	/* The newest (incarnation, generation), as agent.c remembers it. */
-	__u64 epoch = (__u64)bpf_ntohl(opt->incarnation) << 32 | bpf_ntohl(opt->generation);
+	/* The newest (incarnation, generation), as for IPv4 (agent_epoch.h). */
 	__u32 now = 0;
-	__u32 ka = vip->slot * 2, kb = vip->slot * 2 + 1;
-	__u64 *wa = bpf_map_lookup_elem(&generation_seen, &ka);
-	__u64 *wb = bpf_map_lookup_elem(&generation_seen, &kb);
-	if (!wa || !wb)
+	int is_newest = remember_epoch(vip, opt->incarnation, opt->generation, &now);
+	if (is_newest < 0)
 		return drop(AGENT_DROP_UNKNOWN_VIP);
-	__u64 a = READ_ONCE_U64(wa), b = READ_ONCE_U64(wb);
-	__u64 newest = a > b ? a : b;
-	int accepted = 1;
-	if (epoch > newest) {
-		if (epoch >> 32 > newest >> 32) {
-			now = unix_seconds();
-			if ((__u64)(epoch >> 32) > (__u64)now + max_skew) {
-				agent_count(AGENT_FUTURE_INCARNATION);
-				accepted = 0;
-			} else if (newest) {
-				agent_count(AGENT_NEW_INCARNATION);
-			}
-		} else if (newest && (__u32)epoch - (__u32)newest > max_gen_jump) {
-			agent_count(AGENT_SUSPICIOUS_GENERATION);
-			accepted = 0;
-		}
-		if (accepted) {
-			__u32 key = 1;
-			__u64 *cur = bpf_map_lookup_elem(&agent_clock, &key);
-			newest = atomic_max_u64(cur && (READ_ONCE_U64(cur) & 1) ? wb : wa, epoch);
-		}
-	}
-	int is_newest = accepted && epoch == newest;
 
 	int next = -1;
 	__u8 hop = opt->hop;
@@ -304,25 +291,11 @@ int beamer_agent6(struct __sk_buff *skb)
 			}
 		}
 	}
-	int chainable = 0;
-	if (next >= 0) {
-		if (!now)
-			now = unix_seconds();
-		__u32 changed = bpf_ntohl(opt->changed);
-		if ((__u64)changed > (__u64)now + max_skew) {
-			agent_count(AGENT_CLAMPED_CHANGE);
-			changed = now + max_skew;
-		}
-		__u32 index = vip->bucket_base + bucket_of(flow_hash_of(&f), vip->buckets);
-		__u32 *seen = bpf_map_lookup_elem(&bucket_changed, &index);
-		if (seen)
-			changed = atomic_max_u32(seen, changed);
-		chainable = (__u64)now < (__u64)changed + vip->window;
-	}
+	int chainable = next >= 0 && window_open(vip, opt->changed, &f, &now);
 	if (!chainable && is_newest)
 		return decap6_to_stack(skb, outer_len, AGENT_TO_STACK);
 
-	switch (locality6(skb, ip6, &f, tcp)) {
+	switch (locality6(skb, ip6, client, vaddr, &f, tcp)) {
 	case LOCAL_SOCKET:
 		return decap6_to_stack(skb, outer_len, AGENT_LOCAL_SOCKET);
 	case LOCAL_COOKIE:

@@ -32,13 +32,15 @@ INLINE int addr6_eq(const struct in6_addr *a, const struct in6_addr *b)
 /* Fills f from the IPv6 packet ip6 (avail bytes from ip6 on, some maybe
  * beyond data_end in tc): extension headers walked as parse6.h says, then
  * the TCP or UDP header checked against the payload length. *tcpp is the
- * TCP header (NULL for UDP). ICMPv6 returns PARSE_ICMP6 with f unset. */
+ * TCP header (NULL for UDP). ICMPv6 returns PARSE_ICMP6 with only
+ * f->l4_off set (the ICMPv6 header's offset). */
 INLINE int parse_flow6(struct ipv6hdr *ip6, void *data_end, __u32 avail, struct flow *f, struct tcphdr **tcpp)
 {
 	__u8 proto = 0;
 	__u32 off = 0;
 	int pv = ipv6_walk(ip6, data_end, avail, &proto, &off);
 
+	f->l4_off = off; /* for ICMPv6: where its header is */
 	if (pv != PARSE_OK)
 		return pv;
 	__u32 end = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);

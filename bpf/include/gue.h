@@ -204,16 +204,12 @@ INLINE struct ethhdr *xdp_encap_gue6(struct xdp_md *ctx, const struct encap6_par
 	__u8 *outer = data + sizeof(struct ethhdr);
 	struct udphdr *udp = (void *)(outer + IPV6_HDR_LEN);
 
-	/* With private data, the inner IPv6 and UDP headers (48) follow at
-	 * least 68 bytes, 116 in all: less than the 164 of the longest outer
-	 * headers, so each previous owner is checked against the packet as it
-	 * is written (below). */
-	if (outer_len == GUE6_LEN_PLAIN) {
-		if ((void *)outer + GUE6_LEN_PLAIN > data_end)
-			return NULL;
-	} else if ((void *)outer + GUE6_LEN_OPT > data_end) {
+	/* Unlike IPv4's, the longest outer headers (164 bytes) may be longer
+	 * than a short packet with them: each previous owner is checked
+	 * against the end as it is written (never failing for an outer_len
+	 * the packet was grown by). */
+	if ((void *)outer + GUE6_LEN_PLAIN > data_end)
 		return NULL;
-	}
 	eth->h_proto = bpf_htons(ETH_P_IPV6);
 	__u16 payload = inner_tot + outer_len - IPV6_HDR_LEN;
 	outer[0] = 0x60 | (tc >> 4);
@@ -230,6 +226,8 @@ INLINE struct ethhdr *xdp_encap_gue6(struct xdp_md *ctx, const struct encap6_par
 	write_gue(udp, sport, dport, payload, GUE_PROTO_IPV6, priv);
 	if (outer_len > GUE6_LEN_PLAIN) {
 		struct beamer_opt6 *o = (void *)udp + sizeof(struct udphdr) + sizeof(struct guehdr);
+		if ((void *)o + BEAMER_OPT_FIXED > data_end)
+			return NULL;
 		__builtin_memcpy(o, &p->opt, BEAMER_OPT_FIXED);
 #pragma unroll
 		for (int i = 0; i < BEAMER_MAX_CHAIN; i++) {

@@ -13,11 +13,13 @@
  *               MPTCP server-id ports by server id, service ports by bucket
  *               with the bucket's previous owners as 16-byte addresses;
  *   transmit    next hop by bpf_fib_lookup AF_INET6 (nexthop6.h), size
- *               check, xdp_encap_gue6, XDP_TX or redirect.
+ *               check (ICMPv6 Packet Too Big back to the client,
+ *               icmp6_too_big.h), xdp_encap_gue6, XDP_TX or redirect.
  *
- * ICMPv6 to a VIP: echo requests by the VIP's echo policy, as for IPv4;
- * every other message is dropped and counted (Packet Too Big is not
- * steered to the server yet).
+ * ICMPv6 to a VIP: echo requests by the VIP's echo policy, as for IPv4; a
+ * Packet Too Big goes where the connection it quotes goes (icmp6_steer.h,
+ * counted fwd_icmp_frag_needed beside the verdict); every other message is
+ * dropped and counted.
  */
 #ifndef BEAMER_MUX6_H
 #define BEAMER_MUX6_H
@@ -27,6 +29,8 @@
 #include "flow6.h"
 #include "vips6.h"
 #include "nexthop6.h"
+#include "icmp6_too_big.h"
+#include "icmp6_steer.h"
 #include "gue.h"
 #include "ports.h"
 #include "decision.h"
@@ -147,11 +151,15 @@ INLINE int transmit6(struct xdp_md *ctx, struct decision6 *d, int verdict, __u32
 	default:
 		return drop(MUX_DROP_NO_ROUTE);
 	}
-	/* IPv6 routers never fragment and the mux cannot: a packet too big
-	 * once encapsulated is dropped (counted). The lab and deployments give
-	 * the mux-server links room for the GUE headers (164 bytes at most). */
-	if (inner_tot + outer_len > nh.mtu)
-		return drop(MUX_DROP_TOO_BIG);
+	/* Too big once encapsulated: IPv6 routers never fragment and the mux
+	 * cannot, so the client is told the size that fits (RFC 8201). */
+	if (inner_tot + outer_len > nh.mtu) {
+		__u32 fits = nh.mtu > outer_len + IPV6_MIN_MTU ? nh.mtu - outer_len : IPV6_MIN_MTU;
+		if (inner_tot < ICMP6_PTB_QUOTE || xdp_icmp6_too_big(ctx, fits))
+			return drop(MUX_DROP_TOO_BIG);
+		mux_count(MUX_ICMP_TOO_BIG);
+		return XDP_TX;
+	}
 
 	struct ethhdr *eth = xdp_encap_gue6(ctx, &d->encap, outer_len, bpf_htons(GUE_SPORT(hash)), bpf_htons(gue_port));
 	if (!eth)
@@ -197,15 +205,22 @@ INLINE int xdp_echo6_reply(struct xdp_md *ctx)
 	return XDP_TX;
 }
 
-/* An ICMPv6 message to an IPv6 VIP (right after the fixed header). */
-INLINE int mux6_icmp(struct xdp_md *ctx, const struct vip_info *vip, struct ipv6hdr *ip6, __u32 l4_off)
+/* An ICMPv6 message to an IPv6 VIP: an echo request by the VIP's policy
+ * (an XDP action), a Packet Too Big to be steered as its quoted
+ * connection's packet (-1, f filled), anything else dropped. */
+INLINE int mux6_icmp(struct xdp_md *ctx, const struct vip_info *vip, struct ipv6hdr *ip6, struct flow *f)
 {
 	void *data_end = (void *)(long)ctx->data_end;
-	struct icmp_hdr *icmp = (void *)(ip6 + 1);
+	struct ipv6hdr *quote;
 
-	if (l4_off != sizeof(*ip6) || (void *)(icmp + 1) > data_end ||
-	    icmp->type != ICMP6_ECHO_REQUEST || icmp->code != 0)
+	switch (icmp6_classify(ip6, data_end, f->l4_off, f, &quote)) {
+	case ICMP6_KIND_TOO_BIG:
+		return -1;
+	case ICMP6_KIND_ECHO:
+		break;
+	default:
 		return drop(MUX_DROP_ICMP);
+	}
 	if (vip->flags & VIP_F_ECHO_ANSWER) {
 		mux_count(MUX_ICMP_ECHO_ANSWERED);
 		return xdp_echo6_reply(ctx);
@@ -240,9 +255,15 @@ int beamer_mux6(struct xdp_md *ctx)
 
 	struct tcphdr *tcp = NULL;
 	struct flow f = {};
+	int icmp = 0;
 	int pv = parse_flow6(ip6, data_end, data_end - (void *)ip6, &f, &tcp);
-	if (pv == PARSE_ICMP6)
-		return mux6_icmp(ctx, vip, ip6, f.l4_off ? f.l4_off : sizeof(*ip6));
+	if (pv == PARSE_ICMP6) {
+		int action = mux6_icmp(ctx, vip, ip6, &f);
+		if (action >= 0)
+			return action;
+		icmp = 1; /* a Packet Too Big: f is the connection it quotes */
+		pv = PARSE_OK;
+	}
 	switch (pv) {
 	case PARSE_OK:
 		break;
@@ -288,6 +309,8 @@ int beamer_mux6(struct xdp_md *ctx)
 	}
 	if (!d.forward)
 		return drop(verdict);
+	if (icmp)
+		d.also = MUX_FWD_ICMP_FRAG_NEEDED;
 	d.encap.opt.generation = bpf_htonl((__u32)version);
 	d.encap.opt.incarnation = bpf_htonl((__u32)(version >> 32));
 	__u32 inner_tot = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/spf13/cobra"
@@ -21,12 +18,18 @@ import (
 type decodedPacket struct {
 	Number uint64 `json:"number"` // 1-based, as tcpdump and Wireshark count
 	Time   string `json:"time"`   // RFC 3339 with nanoseconds
-	Outer  struct {
-		Src string `json:"src"`
-		Dst string `json:"dst"`
+	// Encap is "ipip" or "gue" (docs/wire-format.md, "Encapsulation" and
+	// "GUE").
+	Encap string `json:"encap"`
+	Outer struct {
+		Src     string `json:"src"`
+		Dst     string `json:"dst"`
+		SrcPort uint16 `json:"src_port,omitempty"` // GUE: from the flow hash
+		DstPort uint16 `json:"dst_port,omitempty"` // GUE: the instance's port
 	} `json:"outer"`
-	// Option is absent for IP-in-IP without the Beamer option (a Maglev
-	// instance's packets, or a bucket with no history on older muxes).
+	// Option is absent for packets without the Beamer option (IP-in-IP
+	// without it, GUE without private data: MPTCP subflows by server id,
+	// QUIC by connection id, a Maglev instance's packets).
 	Option *decodedOption `json:"option,omitempty"`
 	Inner  struct {
 		Src      string `json:"src"`
@@ -35,7 +38,7 @@ type decodedPacket struct {
 		DstPort  uint16 `json:"dst_port"`
 		TCPFlags string `json:"tcp_flags"`
 	} `json:"inner"`
-	Error string `json:"error,omitempty"` // IP-in-IP that is not valid Beamer encapsulation
+	Error string `json:"error,omitempty"` // IP-in-IP or GUE that is not valid Beamer encapsulation
 }
 
 type decodedOption struct {
@@ -49,31 +52,32 @@ type decodedOption struct {
 
 type decodedCapture struct {
 	Packets  int             `json:"packets"` // all packets in the file
-	Beamer   []decodedPacket `json:"beamer"`  // the IP-in-IP ones
+	Beamer   []decodedPacket `json:"beamer"`  // the IP-in-IP and GUE ones
 	LinkType string          `json:"link_type"`
 }
 
-// ipOf finds the IPv4 packet in a captured frame of the given link type.
+// ipOf finds the IP packet (IPv4, or IPv6 for GUE over IPv6) in a captured
+// frame of the given link type.
 func ipOf(lt layers.LinkType, frame []byte) []byte {
 	switch lt {
 	case layers.LinkTypeEthernet:
 		for off := 12; off+2 <= len(frame); off += 4 { // skip 802.1Q tags
 			switch binary.BigEndian.Uint16(frame[off:]) {
-			case 0x0800:
+			case 0x0800, 0x86dd:
 				return frame[off+2:]
 			case 0x8100, 0x88a8:
 				continue
 			}
 			return nil
 		}
-	case layers.LinkTypeRaw, layers.LinkTypeIPv4:
+	case layers.LinkTypeRaw, layers.LinkTypeIPv4, layers.LinkTypeIPv6:
 		return frame
 	case layers.LinkTypeLinuxSLL: // tcpdump -i any
-		if len(frame) >= 16 && binary.BigEndian.Uint16(frame[14:]) == 0x0800 {
+		if len(frame) >= 16 && (binary.BigEndian.Uint16(frame[14:]) == 0x0800 || binary.BigEndian.Uint16(frame[14:]) == 0x86dd) {
 			return frame[16:]
 		}
 	case layers.LinkTypeLinuxSLL2:
-		if len(frame) >= 20 && binary.BigEndian.Uint16(frame[0:]) == 0x0800 {
+		if len(frame) >= 20 && (binary.BigEndian.Uint16(frame[0:]) == 0x0800 || binary.BigEndian.Uint16(frame[0:]) == 0x86dd) {
 			return frame[20:]
 		}
 	}
@@ -81,7 +85,8 @@ func ipOf(lt layers.LinkType, frame []byte) []byte {
 }
 
 // decodePcap reads a classic pcap file (pure Go: gopacket's pcapgo).
-func decodePcap(r io.Reader) (*decodedCapture, error) {
+// guePorts are the UDP ports read as GUE.
+func decodePcap(r io.Reader, guePorts []uint16) (*decodedCapture, error) {
 	pr, err := pcapgo.NewReader(r)
 	if err != nil {
 		return nil, fmt.Errorf("not a pcap file (pcapng: convert with `editcap -F pcap`): %w", err)
@@ -96,37 +101,10 @@ func decodePcap(r io.Reader) (*decodedCapture, error) {
 			return c, fmt.Errorf("packet %d: %w", c.Packets+1, err)
 		}
 		c.Packets++
-		ip := ipOf(pr.LinkType(), frame)
-		if len(ip) < 20 || ip[0]>>4 != 4 || ip[9] != wire.ProtoIPIP {
-			continue
-		}
-		p := decodedPacket{Number: uint64(c.Packets), Time: ci.Timestamp.UTC().Format(time.RFC3339Nano)}
-		p.Outer.Src = netip.AddrFrom4([4]byte(ip[12:16])).String()
-		p.Outer.Dst = netip.AddrFrom4([4]byte(ip[16:20])).String()
-		o, err := wire.Decapsulate(ip)
-		if err != nil {
-			p.Error = err.Error()
+		if p, ok := decodeIP(ipOf(pr.LinkType(), frame), guePorts); ok {
+			p.Number, p.Time = uint64(c.Packets), ci.Timestamp.UTC().Format(time.RFC3339Nano)
 			c.Beamer = append(c.Beamer, p)
-			continue
 		}
-		if o.Option != nil {
-			p.Option = &decodedOption{Hop: o.Option.Hop, Flags: o.Option.Flags, Generation: o.Option.Generation,
-				Incarnation: o.Option.Incarnation, Changed: o.Option.Changed, Prev: []string{}}
-			for _, a := range o.Option.Prev {
-				p.Option.Prev = append(p.Option.Prev, a.String())
-			}
-		}
-		in := o.Inner
-		if len(in) >= 20 && in[0]>>4 == 4 {
-			p.Inner.Src = netip.AddrFrom4([4]byte(in[12:16])).String()
-			p.Inner.Dst = netip.AddrFrom4([4]byte(in[16:20])).String()
-			if hl := int(in[0]&0x0f) * 4; in[9] == wire.ProtoTCP && len(in) >= hl+14 {
-				p.Inner.SrcPort = binary.BigEndian.Uint16(in[hl:])
-				p.Inner.DstPort = binary.BigEndian.Uint16(in[hl+2:])
-				p.Inner.TCPFlags = tcpFlags(in[hl+13])
-			}
-		}
-		c.Beamer = append(c.Beamer, p)
 	}
 }
 
@@ -146,45 +124,55 @@ func tcpFlags(f byte) string {
 
 func printCapture(w io.Writer, c *decodedCapture) {
 	for _, p := range c.Beamer {
-		fmt.Fprintf(w, "#%d %s %s > %s", p.Number, p.Time, p.Outer.Src, p.Outer.Dst)
-		switch {
-		case p.Error != "":
-			fmt.Fprintf(w, " ipip: %s\n", p.Error)
-			continue
-		case p.Option == nil:
-			fmt.Fprint(w, " ipip, no beamer option")
-		default:
-			o := p.Option
-			fmt.Fprintf(w, " beamer hop %d incarnation %d generation %d", o.Hop, o.Incarnation, o.Generation)
-			if len(o.Prev) > 0 {
-				fmt.Fprintf(w, " changed %s prev [%s]", time.Unix(int64(o.Changed), 0).UTC().Format(time.RFC3339), strings.Join(o.Prev, " "))
-			}
-			if o.Flags != 0 {
-				fmt.Fprintf(w, " flags %#02x", o.Flags)
-			}
-		}
-		fmt.Fprintf(w, " | %s:%d > %s:%d %s\n", p.Inner.Src, p.Inner.SrcPort, p.Inner.Dst, p.Inner.DstPort, p.Inner.TCPFlags)
+		printPacket(w, p)
 	}
-	fmt.Fprintf(w, "%d packets (%s), %d IP-in-IP\n", c.Packets, c.LinkType, len(c.Beamer))
+	ipip := 0
+	for _, p := range c.Beamer {
+		if p.Encap == "ipip" {
+			ipip++
+		}
+	}
+	fmt.Fprintf(w, "%d packets (%s), %d IP-in-IP, %d GUE\n", c.Packets, c.LinkType, ipip, len(c.Beamer)-ipip)
+}
+
+// printPacket is one line: where, the encapsulation and its option, and
+// the client's packet inside.
+func printPacket(w io.Writer, p decodedPacket) {
+	if p.Number > 0 {
+		fmt.Fprintf(w, "#%d ", p.Number)
+	}
+	if p.Time != "" {
+		fmt.Fprintf(w, "%s ", p.Time)
+	}
+	fmt.Fprintf(w, "%s > %s", p.Outer.Src, p.Outer.Dst)
+	if p.Encap == "gue" {
+		fmt.Fprintf(w, " gue %d > %d", p.Outer.SrcPort, p.Outer.DstPort)
+	}
+	switch {
+	case p.Error != "":
+		fmt.Fprintf(w, " %s: %s\n", p.Encap, p.Error)
+		return
+	case p.Option == nil:
+		fmt.Fprintf(w, " %s, no beamer option", p.Encap)
+	default:
+		o := p.Option
+		fmt.Fprintf(w, " beamer hop %d incarnation %d generation %d", o.Hop, o.Incarnation, o.Generation)
+		if len(o.Prev) > 0 {
+			fmt.Fprintf(w, " changed %s prev [%s]", time.Unix(int64(o.Changed), 0).UTC().Format(time.RFC3339), strings.Join(o.Prev, " "))
+		}
+		if o.Flags != 0 {
+			fmt.Fprintf(w, " flags %#02x", o.Flags)
+		}
+	}
+	fmt.Fprintf(w, " | %s > %s %s\n", hostPort(p.Inner.Src, p.Inner.SrcPort), hostPort(p.Inner.Dst, p.Inner.DstPort), p.Inner.TCPFlags)
 }
 
 func init() {
-	cmd := &cobra.Command{Use: "decode-pcap FILE", Short: "Print the Beamer option of every IP-in-IP packet of a pcap capture (tcpdump -w)", Args: cobra.ExactArgs(1)}
+	cmd := &cobra.Command{Use: "decode-pcap FILE", Short: "Print the Beamer option of every IP-in-IP and GUE packet of a pcap capture (tcpdump -w); beamer decode also reads hex", Args: cobra.ExactArgs(1)}
 	format := addOutputFlag(cmd)
+	gue := addGUEPortFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := checkOutput(*format); err != nil {
-			return err
-		}
-		f, err := os.Open(args[0])
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		c, err := decodePcap(f)
-		if err != nil {
-			return fmt.Errorf("%s: %w", args[0], err)
-		}
-		return emit(cmd.OutOrStdout(), *format, c, func(w io.Writer) { printCapture(w, c) })
+		return decodeFile(cmd, args[0], *format, *gue)
 	}
 	rootCmd.AddCommand(cmd)
 }

@@ -127,7 +127,7 @@ func TestSamplePcap(t *testing.T) {
 #2 2023-11-14T22:14:20.001Z 198.18.0.1 > 198.18.0.10 beamer hop 0 incarnation 1700000000 generation 7 changed 2023-11-14T22:13:20Z prev [198.18.0.11 198.18.0.12] | 198.18.1.5:40005 > 198.18.100.1:80 [.]
 #3 2023-11-14T22:14:20.002Z 198.18.0.10 > 198.18.0.11 beamer hop 1 incarnation 1700000000 generation 7 changed 2023-11-14T22:13:20Z prev [198.18.0.11 198.18.0.12] | 198.18.1.5:40005 > 198.18.100.1:80 [.]
 #4 2023-11-14T22:14:20.003Z 198.18.0.1 > 198.18.0.11 ipip, no beamer option | 198.18.1.5:40000 > 198.18.100.1:80 [S]
-5 packets (Ethernet), 4 IP-in-IP
+5 packets (Ethernet), 4 IP-in-IP, 0 GUE
 `
 	if got != want {
 		t.Errorf("decode-pcap:\n%s\nwant:\n%s", got, want)

@@ -20,6 +20,7 @@ type labFlags struct {
 	window, stall, warmup, step                   time.Duration
 	seed                                          int64
 	mptcp, persistent                             bool
+	encap                                         string
 }
 
 func (f *labFlags) register(cmd *cobra.Command) {
@@ -41,6 +42,7 @@ func (f *labFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.mptcp, "mptcp", false, "clients use MPTCP")
 	fl.BoolVar(&f.persistent, "persistent", false, "persistent connections (else one download per connection)")
 	fl.IntVar(&f.quicFlows, "quic-flows", 0, "QUIC connections per client to VIP:443 beside the TCP load, routed by connection id, each migrating once")
+	fl.StringVar(&f.encap, "encap", "", "the instance's encapsulation: ipip (default) or gue")
 	fl.IntVar(&f.udpFlows, "udp-flows", 0, "long-lived UDP flows per client to VIP:53 beside the TCP load (servers answer from connected sockets)")
 	fl.IntVar(&f.family, "family", 0, "6: the service over IPv6 (VIP 2001:db8:100::1, IPv6 servers, GUE over IPv6; beamer strategy only)")
 }
@@ -144,6 +146,9 @@ func (f *labFlags) apply(cmd *cobra.Command, p *lab.Params) error {
 	}
 	if set("quic-flows") {
 		p.QUICFlows = f.quicFlows
+	}
+	if set("encap") {
+		p.Encap = f.encap
 	}
 	return nil
 }

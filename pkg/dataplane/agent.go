@@ -290,7 +290,12 @@ type agentBenchExtras struct {
 	CheetahEgress  *ebpf.Program `ebpf:"cheetah_egress_bench"`
 	CheetahIngress *ebpf.Program `ebpf:"cheetah_ingress_bench"`
 	agentXDPBench                // the XDP fast path's (agent_xdp.go)
+	Bench6         *ebpf.Program `ebpf:"beamer_agent6_bench"` // the IPv6 path's (bpf/bench/agent6_bench.h)
 }
+
+// Bench6Program is the agent's IPv6 path wrapped to restore the packet
+// (benchmark build).
+func (a *Agent) Bench6Program() *ebpf.Program { return a.bench.Bench6 }
 
 // BenchProgram is the agent wrapped to restore the packet (benchmark build).
 func (a *Agent) BenchProgram() *ebpf.Program { return a.bench.Bench }
@@ -357,6 +362,7 @@ func (a *Agent) Close() error {
 		a.bench.CheetahEgress.Close()
 		a.bench.CheetahIngress.Close()
 		a.bench.agentXDPBench.close()
+		a.bench.Bench6.Close()
 	}
 	return a.objs.Close()
 }

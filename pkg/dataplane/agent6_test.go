@@ -73,8 +73,8 @@ func newAgent6Bench(t *testing.T) *agentBench {
 	mac, _ := net.ParseMAC(mux6MAC[1025])
 	must(t, nl.NeighSet(&netlink.Neigh{LinkIndex: eth0.Attrs().Index, IP: net.IP(mux6Server[1025].AsSlice()), HardwareAddr: mac,
 		State: netlink.NUD_PERMANENT, Family: netlink.FAMILY_V6}))
-	must(t, ns.AddAddr("lo", netip.PrefixFrom(mux6VIP, 128)))
-	must(t, ns.AddAddr("lo", netip.PrefixFrom(mux6Client, 128)))
+	addAddr6(t, ns, "lo", netip.PrefixFrom(mux6VIP, 128))
+	addAddr6(t, ns, "lo", netip.PrefixFrom(mux6Client, 128))
 	must(t, ns.Do(func() error {
 		l, err := net.Listen("tcp6", netip.AddrPortFrom(mux6VIP, 80).String())
 		if err != nil {
@@ -92,6 +92,12 @@ func newAgent6Bench(t *testing.T) *agentBench {
 			return err
 		}
 		t.Cleanup(func() { s.Close() })
+		// A UDP flow of this server's: a socket connected to the client.
+		u, err := udpSocket6(netip.AddrPortFrom(mux6VIP, 53), netip.AddrPortFrom(mux6Client, 5353))
+		if err != nil {
+			return err
+		}
+		t.Cleanup(func() { u.Close() })
 		return nil
 	}))
 	a, err := LoadAgent(AgentOptions{Addr6: mux6Server[1026], Trusted: []netip.Prefix{netip.MustParsePrefix("2001:db8::/64")},
@@ -147,6 +153,11 @@ func TestAgent6Paths(t *testing.T) {
 	binary.BigEndian.PutUint16(badUDPLen[14+44:], 99)
 	truncated := wrap(stray, history)
 	binary.BigEndian.PutUint16(truncated[18:], 2000)
+	udp := func(sport uint16) []byte {
+		return pkt6{src: mux6Client, dst: mux6VIP, proto: 17, sport: sport, dport: 53, payload: []byte("q")}.frame()
+	}
+	udpHistory := priv6(7, 0, 1, mux6Changed, prev, me) // RETURN: the owner (us) ends the list
+	router := netip.MustParseAddr("2001:db8:300::1")
 	unknownVIP := pkt6{src: mux6Client, dst: netip.MustParseAddr("2001:db8:100::9"), proto: 6, sport: 1, dport: 80, flags: 0x10}.frame()
 
 	cases := []agent6Case{
@@ -168,8 +179,13 @@ func TestAgent6Paths(t *testing.T) {
 		{"inner extension chain too long", wrap(tcp(40003, 0x10, optsHdr(60, 0), optsHdr(60, 0), optsHdr(60, 0), optsHdr(60, 0),
 			optsHdr(60, 0), optsHdr(60, 0)), history), "drop", "drop_ext_headers", nil},
 		{"inner fragment", wrap(tcp(40003, 0x10, fragHdr(0, true)), history), "drop", "drop_fragment", nil},
-		{"inner ICMPv6", wrap(pkt6{src: mux6Client, dst: mux6VIP, proto: 58, l4: make([]byte, 8)}.frame(), history), "drop", "drop_icmp", nil},
+		{"inner ICMPv6 other than packet too big", wrap(pkt6{src: mux6Client, dst: mux6VIP, proto: 58, l4: make([]byte, 8)}.frame(), history), "drop", "drop_icmp", nil},
 		{"unknown VIP", wrap(unknownVIP, history), "drop", "drop_unknown_vip", nil},
+		{"udp of a connected socket kept", wrap(udp(5353), udpHistory), "pass", "local_socket", nil},
+		{"udp of no socket chained", wrap(udp(5354), udpHistory), "redirect", "chained", nil},
+		{"packet too big for a local connection", wrap(ptb6(router, mux6VIP, mux6VIP, mux6Client, 80, 41000), history), "pass", "local_socket", nil},
+		{"packet too big for a chained connection", wrap(ptb6(router, mux6VIP, mux6VIP, mux6Client, 80, 40002), history), "redirect", "icmp_frag_needed", nil},
+		{"packet too big quoting another VIP", wrap(ptb6(router, mux6VIP, mux6Server[1027], mux6Client, 80, 40002), history), "drop", "drop_icmp", nil},
 	}
 	for _, c := range cases {
 		before, err := b.agent.Counters()
@@ -190,4 +206,10 @@ func TestAgent6Paths(t *testing.T) {
 	if got := b.agent.NewestSeen(0); got != uint64(mux6Incarnation)<<32|7 {
 		t.Errorf("newest remembered %#x, want incarnation %d generation 7", got, mux6Incarnation)
 	}
+}
+
+// udpSocket6 is a UDP socket bound to local and connected to remote.
+func udpSocket6(local, remote netip.AddrPort) (net.Conn, error) {
+	d := net.Dialer{LocalAddr: net.UDPAddrFromAddrPort(local)}
+	return d.Dial("udp6", remote.String())
 }

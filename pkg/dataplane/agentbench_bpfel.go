@@ -94,6 +94,7 @@ const (
 	agentBenchMapTrustedSources6        = "trusted_sources6"
 	agentBenchProgBeamerAgent           = "beamer_agent"
 	agentBenchProgBeamerAgent6          = "beamer_agent6"
+	agentBenchProgBeamerAgent6Bench     = "beamer_agent6_bench"
 	agentBenchProgBeamerAgentBench      = "beamer_agent_bench"
 	agentBenchProgBeamerAgentXdp        = "beamer_agent_xdp"
 	agentBenchProgBeamerAgentXdpBench   = "beamer_agent_xdp_bench"
@@ -155,6 +156,7 @@ type agentBenchSpecs struct {
 type agentBenchProgramSpecs struct {
 	BeamerAgent         *ebpf.ProgramSpec `ebpf:"beamer_agent"`
 	BeamerAgent6        *ebpf.ProgramSpec `ebpf:"beamer_agent6"`
+	BeamerAgent6Bench   *ebpf.ProgramSpec `ebpf:"beamer_agent6_bench"`
 	BeamerAgentBench    *ebpf.ProgramSpec `ebpf:"beamer_agent_bench"`
 	BeamerAgentXdp      *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp"`
 	BeamerAgentXdpBench *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp_bench"`
@@ -271,6 +273,7 @@ type agentBenchVariables struct {
 type agentBenchPrograms struct {
 	BeamerAgent         *ebpf.Program `ebpf:"beamer_agent"`
 	BeamerAgent6        *ebpf.Program `ebpf:"beamer_agent6"`
+	BeamerAgent6Bench   *ebpf.Program `ebpf:"beamer_agent6_bench"`
 	BeamerAgentBench    *ebpf.Program `ebpf:"beamer_agent_bench"`
 	BeamerAgentXdp      *ebpf.Program `ebpf:"beamer_agent_xdp"`
 	BeamerAgentXdpBench *ebpf.Program `ebpf:"beamer_agent_xdp_bench"`
@@ -286,6 +289,7 @@ func (p *agentBenchPrograms) Close() error {
 	return _AgentBenchClose(
 		p.BeamerAgent,
 		p.BeamerAgent6,
+		p.BeamerAgent6Bench,
 		p.BeamerAgentBench,
 		p.BeamerAgentXdp,
 		p.BeamerAgentXdpBench,

@@ -211,18 +211,24 @@ func (m *Mux) Program() *ebpf.Program { return m.objs.BeamerMux }
 
 // benchPrograms are the extra programs of the benchmark build.
 type benchPrograms struct {
-	Bench *ebpf.Program  `ebpf:"beamer_mux_bench"`
-	Empty *ebpf.Program  `ebpf:"empty_bench"`
-	Floor *ebpf.Program  `ebpf:"floor_bench"`
-	Encap *ebpf.Program  `ebpf:"encap_floor_bench"`
-	Gen   *ebpf.Program  `ebpf:"traffic_gen_bench"`
-	Flows *ebpf.Variable `ebpf:"bench_flows"`
-	Key   *ebpf.Variable `ebpf:"bench_key"` // mux_baseline.go
-	Frame *ebpf.Variable `ebpf:"gen_frame"`
+	Bench  *ebpf.Program  `ebpf:"beamer_mux_bench"`
+	Empty  *ebpf.Program  `ebpf:"empty_bench"`
+	Floor  *ebpf.Program  `ebpf:"floor_bench"`
+	Encap  *ebpf.Program  `ebpf:"encap_floor_bench"`
+	Rot    *ebpf.Program  `ebpf:"rotation_bench"`
+	Gen    *ebpf.Program  `ebpf:"traffic_gen_bench"`
+	Bench6 *ebpf.Program  `ebpf:"beamer_mux6_bench"` // the IPv6 path's (bpf/bench/mux6_bench.h)
+	Flows  *ebpf.Variable `ebpf:"bench_flows"`
+	Key    *ebpf.Variable `ebpf:"bench_key"` // mux_baseline.go
+	Frame  *ebpf.Variable `ebpf:"gen_frame"`
 }
 
 // BenchProgram is the mux wrapped to undo its encapsulation (benchmark build).
 func (m *Mux) BenchProgram() *ebpf.Program { return m.bench.Bench }
+
+// Bench6Program is the mux's IPv6 path wrapped to undo its GUE-over-IPv6
+// encapsulation (benchmark build).
+func (m *Mux) Bench6Program() *ebpf.Program { return m.bench.Bench6 }
 
 // EmptyProgram returns XDP_TX and nothing else (benchmark build).
 func (m *Mux) EmptyProgram() *ebpf.Program { return m.bench.Empty }
@@ -234,6 +240,12 @@ func (m *Mux) FloorProgram() *ebpf.Program { return m.bench.Floor }
 // EncapFloorProgram encapsulates with fixed headers and undoes it: the cost
 // of encapsulation alone (benchmark build).
 func (m *Mux) EncapFloorProgram() *ebpf.Program { return m.bench.Encap }
+
+// RotationProgram moves the packet to the next bench flow, as
+// BenchProgram does before the mux runs, and does nothing else: the share
+// of a batched mux figure that EncapFloorProgram and the per-packet method
+// do not pay.
+func (m *Mux) RotationProgram() *ebpf.Program { return m.bench.Rot }
 
 // TrafficGenProgram sends its packet out again as another of the bench
 // flows each time; run in live-frames mode it is a packet generator
@@ -302,7 +314,9 @@ func (m *Mux) Close() error {
 		m.bench.Empty.Close()
 		m.bench.Floor.Close()
 		m.bench.Encap.Close()
+		m.bench.Rot.Close()
 		m.bench.Gen.Close()
+		m.bench.Bench6.Close()
 	}
 	return m.objs.Close()
 }

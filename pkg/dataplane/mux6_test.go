@@ -23,7 +23,8 @@ var (
 	mux6Client = netip.MustParseAddr("2001:db8:200::7")
 	mux6Server = map[forwarding.ServerID]netip.Addr{1025: netip.MustParseAddr("2001:db8::10"),
 		1026: netip.MustParseAddr("2001:db8::11"), 1027: netip.MustParseAddr("2001:db8::12"),
-		1028: netip.MustParseAddr("2001:db8::99"), 1029: netip.MustParseAddr("2001:db8:ffff::1")}
+		1028: netip.MustParseAddr("2001:db8::99"), 1029: netip.MustParseAddr("2001:db8:ffff::1"),
+		1030: netip.MustParseAddr("2001:db8:1::10")} // behind the gateway ::2, path MTU 1400
 	mux6MAC = map[forwarding.ServerID]string{1025: "02:be:a0:00:01:10", 1026: "02:be:a0:00:01:11", 1027: "02:be:a0:00:01:12"}
 )
 
@@ -34,14 +35,15 @@ const (
 )
 
 // mux6Table: bucket 1 moved from 1025 then 1027 to 1026 (history 1025,
-// 1027); bucket 4's owner has no neighbour, bucket 5's no route.
+// 1027); bucket 4's owner has no neighbour, bucket 5's no route, bucket 6's
+// is behind a gateway on a route of MTU 1400.
 func mux6Table() *forwarding.Table {
 	t := forwarding.NewTable(mux6Buckets)
 	t.Generation, t.Incarnation = 7, mux6Incarnation
 	for id, a := range mux6Server {
 		t.Servers[id] = forwarding.Server{Addr: a, State: forwarding.Active}
 	}
-	owners := []forwarding.ServerID{1025, 1026, 1025, 1026, 1028, 1029, 1025, 1027}
+	owners := []forwarding.ServerID{1025, 1026, 1025, 1026, 1028, 1029, 1030, 1027}
 	for i, o := range owners {
 		t.Buckets[i] = forwarding.Bucket{Current: o}
 	}
@@ -80,6 +82,13 @@ func newMux6Bench(t *testing.T, addr6 netip.Addr) (*Mux, *muxBench) {
 		must(t, nl.NeighSet(&netlink.Neigh{LinkIndex: eth0.Attrs().Index, IP: net.IP(mux6Server[id].AsSlice()), HardwareAddr: m,
 			State: netlink.NUD_PERMANENT, Family: netlink.FAMILY_V6}))
 	}
+	gw, _ := net.ParseMAC("02:be:a0:00:01:99")
+	must(t, nl.NeighSet(&netlink.Neigh{LinkIndex: eth0.Attrs().Index, IP: net.ParseIP("2001:db8::2"), HardwareAddr: gw,
+		State: netlink.NUD_PERMANENT, Family: netlink.FAMILY_V6}))
+	// Locked: the kernel's IPv6 FIB reports a route's MTU to BPF only then
+	// (ip6_mtu_from_fib6), the device's otherwise.
+	_, err = ns.Run("ip", "-6", "route", "add", "2001:db8:1::/64", "via", "2001:db8::2", "dev", "eth0", "mtu", "lock", "1400")
+	must(t, err)
 	m, err := LoadMux(MuxOptions{Addr: netip.MustParseAddr("198.18.0.1"), Addr6: addr6})
 	must(t, err)
 	t.Cleanup(func() { m.Close() })
@@ -197,6 +206,14 @@ func TestMux6Paths(t *testing.T) {
 	binary.BigEndian.PutUint16(echo[56:], ^icmp6Sum(echo[14:]))
 	ptb := pkt6{src: mux6Client, dst: mux6VIP, proto: 58, l4: make([]byte, 56)}.frame()
 	ptb[54] = 2
+	f6 := flow6To(6, 80, 6)
+	big := pkt6{src: f6.Src, dst: f6.Dst, proto: 6, sport: f6.SrcPort, dport: f6.DstPort, flags: 0x10, payload: make([]byte, 1300)}.frame()
+	fits := pkt6{src: f6.Src, dst: f6.Dst, proto: 6, sport: f6.SrcPort, dport: f6.DstPort, flags: 0x10, payload: make([]byte, 1200)}.frame()
+	router := netip.MustParseAddr("2001:db8:300::1")
+	steered := ptb6(router, mux6VIP, mux6VIP, mux6Client, 80, f1.SrcPort)
+	notOurs := ptb6(router, mux6VIP, netip.MustParseAddr("2001:db8:100::2"), mux6Client, 80, f1.SrcPort)
+	shortQuote := append([]byte{}, steered[:14+40+8+40]...) // the quote ends before the ports
+	binary.BigEndian.PutUint16(shortQuote[18:], 48)
 	notVIP := tcp(wire.Flow{Src: mux6Client, Dst: netip.MustParseAddr("2001:db8:100::2"), SrcPort: 1, DstPort: 80, Proto: 6}, 0x02)
 
 	runMux6Cases(t, m, b, []mux6Case{
@@ -220,10 +237,42 @@ func TestMux6Paths(t *testing.T) {
 		{"closed port", tcp(flow6To(6, 81, 0), 0x02), "drop", "drop_closed_port", nil},
 		{"owner without neighbour", tcp(flow6To(6, 80, 4), 0x02), "drop", "drop_no_neigh", nil},
 		{"owner without route", tcp(flow6To(6, 80, 5), 0x02), "drop", "drop_no_route", nil},
+		{"through the gateway, fits", fits, "tx", "fwd_bucket", nil},
+		{"too big once encapsulated", big, "tx", "icmp_too_big", nil},
 		{"echo request answered", echo, "tx", "icmp_echo_answered", nil},
-		{"packet too big to a VIP", ptb, "drop", "drop_icmp", nil},
+		{"packet too big quoting garbage", ptb, "drop", "drop_icmp", nil},
+		{"packet too big steered as the quoted connection", steered, "tx", "fwd_icmp_frag_needed",
+			gue6Out(steered, f1, 1026, true, []forwarding.ServerID{1025, 1027}, 0, mux6Changed)},
+		{"packet too big quoting another address", notOurs, "drop", "drop_icmp", nil},
+		{"packet too big with its quote cut", shortQuote, "drop", "drop_icmp", nil},
 		{"not a VIP", notVIP, "pass", "pass_not_vip6", nil},
 		{"frame too short for IPv6", syn0[:14+30], "pass", "pass_not_ipv4", nil},
+	})
+
+	t.Run("packet too big", func(t *testing.T) {
+		_, out := runXDP(t, b.ns, b.ifindex, m.Program(), big)
+		if len(out) != 14+40+8+128 {
+			t.Fatalf("message of %d bytes, want %d", len(out), 14+40+8+128)
+		}
+		if !bytes.Equal(out[0:6], big[6:12]) || !bytes.Equal(out[6:12], big[0:6]) {
+			t.Errorf("MACs not swapped: %x", out[:12])
+		}
+		if !bytes.Equal(out[22:38], big[38:54]) || !bytes.Equal(out[38:54], big[22:38]) || out[20] != 58 || out[54] != 2 || out[55] != 0 {
+			t.Errorf("not a Packet Too Big from the VIP to the client: %x", out[:62])
+		}
+		if mtu := binary.BigEndian.Uint32(out[58:]); mtu != 1400-68 {
+			t.Errorf("MTU %d, want %d (route MTU 1400 minus 68 bytes of GUE over IPv6)", mtu, 1400-68)
+		}
+		if !bytes.Equal(out[62:], big[14:14+128]) {
+			t.Error("the quote is not the packet's first 128 bytes")
+		}
+		if sum := icmp6Sum(out[14:]); sum != 0xffff {
+			t.Errorf("checksum does not verify (sum %#x)", sum)
+		}
+		_, out = runXDP(t, b.ns, b.ifindex, m.Program(), fits)
+		if !bytes.Equal(out[0:6], []byte{2, 0xbe, 0xa0, 0, 1, 0x99}) {
+			t.Errorf("forwarded to %x, want the gateway's MAC", out[0:6])
+		}
 	})
 
 	t.Run("echo reply", func(t *testing.T) {

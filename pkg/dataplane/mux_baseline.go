@@ -39,11 +39,12 @@ func (m *Mux) SetBenchOrder(key uint32) error { return m.bench.Key.Set(key) }
 
 // MuxBaseline is a baseline benchmark build loaded on a Mux's maps.
 type MuxBaseline struct {
-	coll  *ebpf.Collection
-	bench *ebpf.Program
-	empty *ebpf.Program
-	flows *ebpf.Variable
-	key   *ebpf.Variable
+	coll   *ebpf.Collection
+	bench  *ebpf.Program
+	bench6 *ebpf.Program // nil: a build without the IPv6 path
+	empty  *ebpf.Program
+	flows  *ebpf.Variable
+	key    *ebpf.Variable
 }
 
 // LoadBaseline loads obj, a benchmark build of the mux, on m's maps (m
@@ -124,9 +125,13 @@ func (m *Mux) LoadBaseline(obj []byte) (*MuxBaseline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the baseline object: %w", err)
 	}
-	return &MuxBaseline{coll: coll, bench: coll.Programs["beamer_mux_bench"], empty: coll.Programs["empty_bench"], flows: coll.Variables["bench_flows"],
-		key: coll.Variables["bench_key"]}, nil
+	return &MuxBaseline{coll: coll, bench: coll.Programs["beamer_mux_bench"], bench6: coll.Programs["beamer_mux6_bench"],
+		empty: coll.Programs["empty_bench"], flows: coll.Variables["bench_flows"], key: coll.Variables["bench_key"]}, nil
 }
+
+// Bench6Program is the baseline's IPv6 path wrapped to undo its
+// encapsulation; nil when the baseline predates the IPv6 path.
+func (b *MuxBaseline) Bench6Program() *ebpf.Program { return b.bench6 }
 
 // BenchProgram is the baseline's mux wrapped to undo its encapsulation.
 func (b *MuxBaseline) BenchProgram() *ebpf.Program { return b.bench }

@@ -186,10 +186,12 @@ const (
 	muxBenchMapVipRecords             = "vip_records"
 	muxBenchProgBeamerMux             = "beamer_mux"
 	muxBenchProgBeamerMux6            = "beamer_mux6"
+	muxBenchProgBeamerMux6Bench       = "beamer_mux6_bench"
 	muxBenchProgBeamerMuxBench        = "beamer_mux_bench"
 	muxBenchProgEmptyBench            = "empty_bench"
 	muxBenchProgEncapFloorBench       = "encap_floor_bench"
 	muxBenchProgFloorBench            = "floor_bench"
+	muxBenchProgRotationBench         = "rotation_bench"
 	muxBenchProgTrafficGenBench       = "traffic_gen_bench"
 	muxBenchVarAwfdCounterNames       = "awfd_counter_names"
 	muxBenchVarBenchFlows             = "bench_flows"
@@ -247,10 +249,12 @@ type muxBenchSpecs struct {
 type muxBenchProgramSpecs struct {
 	BeamerMux       *ebpf.ProgramSpec `ebpf:"beamer_mux"`
 	BeamerMux6      *ebpf.ProgramSpec `ebpf:"beamer_mux6"`
+	BeamerMux6Bench *ebpf.ProgramSpec `ebpf:"beamer_mux6_bench"`
 	BeamerMuxBench  *ebpf.ProgramSpec `ebpf:"beamer_mux_bench"`
 	EmptyBench      *ebpf.ProgramSpec `ebpf:"empty_bench"`
 	EncapFloorBench *ebpf.ProgramSpec `ebpf:"encap_floor_bench"`
 	FloorBench      *ebpf.ProgramSpec `ebpf:"floor_bench"`
+	RotationBench   *ebpf.ProgramSpec `ebpf:"rotation_bench"`
 	TrafficGenBench *ebpf.ProgramSpec `ebpf:"traffic_gen_bench"`
 }
 
@@ -397,10 +401,12 @@ type muxBenchVariables struct {
 type muxBenchPrograms struct {
 	BeamerMux       *ebpf.Program `ebpf:"beamer_mux"`
 	BeamerMux6      *ebpf.Program `ebpf:"beamer_mux6"`
+	BeamerMux6Bench *ebpf.Program `ebpf:"beamer_mux6_bench"`
 	BeamerMuxBench  *ebpf.Program `ebpf:"beamer_mux_bench"`
 	EmptyBench      *ebpf.Program `ebpf:"empty_bench"`
 	EncapFloorBench *ebpf.Program `ebpf:"encap_floor_bench"`
 	FloorBench      *ebpf.Program `ebpf:"floor_bench"`
+	RotationBench   *ebpf.Program `ebpf:"rotation_bench"`
 	TrafficGenBench *ebpf.Program `ebpf:"traffic_gen_bench"`
 }
 
@@ -408,10 +414,12 @@ func (p *muxBenchPrograms) Close() error {
 	return _MuxBenchClose(
 		p.BeamerMux,
 		p.BeamerMux6,
+		p.BeamerMux6Bench,
 		p.BeamerMuxBench,
 		p.EmptyBench,
 		p.EncapFloorBench,
 		p.FloorBench,
+		p.RotationBench,
 		p.TrafficGenBench,
 	)
 }

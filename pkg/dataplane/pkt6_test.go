@@ -3,6 +3,11 @@ package dataplane
 import (
 	"encoding/binary"
 	"net/netip"
+	"testing"
+
+	"github.com/beamer-lb/beamer/pkg/netlab"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // ext6 is one IPv6 extension header of a test packet: its type and its
@@ -91,4 +96,32 @@ func (p pkt6) frame() []byte {
 	f = append(f, ip...)
 	f = append(f, ext...)
 	return append(f, l4...)
+}
+
+// addAddr6 adds an IPv6 address usable at once (no duplicate address
+// detection, which would leave it tentative and a bind to it refused).
+func addAddr6(t testing.TB, ns *netlab.Namespace, dev string, p netip.Prefix) {
+	t.Helper()
+	l, err := ns.Netlink().LinkByName(dev)
+	must(t, err)
+	a, err := netlink.ParseAddr(p.String())
+	must(t, err)
+	a.Flags = unix.IFA_F_NODAD
+	must(t, ns.Netlink().AddrAdd(l, a))
+}
+
+// ptb6 is an ICMPv6 Packet Too Big from router to `to` quoting the first
+// 48 bytes of the reply from:vport -> client:cport (TCP).
+func ptb6(router, to, from, client netip.Addr, vport, cport uint16) []byte {
+	icmp := []byte{2, 0, 0, 0, 0, 0, 0x05, 0x00}
+	q := make([]byte, 48)
+	q[0] = 0x60
+	binary.BigEndian.PutUint16(q[4:], 1400)
+	q[6], q[7] = 6, 64
+	s, d := from.As16(), client.As16()
+	copy(q[8:], s[:])
+	copy(q[24:], d[:])
+	binary.BigEndian.PutUint16(q[40:], vport)
+	binary.BigEndian.PutUint16(q[42:], cport)
+	return pkt6{src: router, dst: to, proto: 58, l4: append(icmp, q...)}.frame()
 }

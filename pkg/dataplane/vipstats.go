@@ -21,7 +21,8 @@ type VIPStats struct {
 
 // VIPTraffic is what a server received for one VIP, since the counter was
 // loaded: from muxes (or decapsulated already), and daisy-chained to it by
-// other servers. Bytes are the clients' packets (inner IPv4 length).
+// other servers. Bytes are the clients' packets (inner IPv4 total length,
+// or IPv6 payload length + 40).
 type VIPTraffic struct {
 	Packets        uint64 `json:"packets"`
 	Bytes          uint64 `json:"bytes"`
@@ -54,12 +55,16 @@ func newVIPStats(vips []netip.Addr) (*VIPStats, error) {
 	}
 	zero := make([]vipStatsVipStatsVal, ebpf.MustPossibleCPU())
 	for _, v := range vips {
-		if !v.Is4() {
-			continue
-		}
 		for _, chained := range []uint32{0, 1} {
-			k := vipStatsKey(v, chained)
-			if err := s.objs.VipStats.Put(&k, zero); err != nil {
+			var err error
+			if is6(v) {
+				k := vipStats6Key(v, chained)
+				err = s.objs.VipStats6.Put(&k, zero)
+			} else {
+				k := vipStatsKey(v, chained)
+				err = s.objs.VipStats.Put(&k, zero)
+			}
+			if err != nil {
 				s.objs.Close()
 				return nil, fmt.Errorf("per-VIP counter for %v: %w", v, err)
 			}
@@ -74,18 +79,30 @@ func vipStatsKey(v netip.Addr, chained uint32) vipStatsVipStatsKey {
 	return vipStatsVipStatsKey{Vip: binary.NativeEndian.Uint32(b[:]), Chained: chained}
 }
 
+// vipStats6Key is the key of an IPv6 VIP (bpf/vipstats.c vip_stats6).
+func vipStats6Key(v netip.Addr, chained uint32) vipStatsVipStats6Key {
+	var k vipStatsVipStats6Key
+	k.Vip.In6U.U6Addr8 = v.As16()
+	k.Chained = chained
+	return k
+}
+
 // Read sums the per-CPU counters of every VIP.
 func (s *VIPStats) Read() (map[netip.Addr]VIPTraffic, error) {
 	out := map[netip.Addr]VIPTraffic{}
 	for _, v := range s.vips {
-		if !v.Is4() {
-			continue
-		}
 		var t VIPTraffic
 		for _, chained := range []uint32{0, 1} {
-			k := vipStatsKey(v, chained)
 			var per []vipStatsVipStatsVal
-			if err := s.objs.VipStats.Lookup(&k, &per); err != nil {
+			var err error
+			if is6(v) {
+				k := vipStats6Key(v, chained)
+				err = s.objs.VipStats6.Lookup(&k, &per)
+			} else {
+				k := vipStatsKey(v, chained)
+				err = s.objs.VipStats.Lookup(&k, &per)
+			}
+			if err != nil {
 				return nil, fmt.Errorf("per-VIP counter of %v: %w", v, err)
 			}
 			for _, c := range per {

@@ -13,6 +13,18 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type vipStatsVipStats6Key struct {
+	_   structs.HostLayout
+	Vip struct {
+		_    structs.HostLayout
+		In6U struct {
+			_       structs.HostLayout
+			U6Addr8 [16]uint8
+		}
+	}
+	Chained uint32
+}
+
 type vipStatsVipStatsKey struct {
 	_       structs.HostLayout
 	Vip     uint32
@@ -30,6 +42,7 @@ type vipStatsVipStatsVal struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	vipStatsMapVipStats        = "vip_stats"
+	vipStatsMapVipStats6       = "vip_stats6"
 	vipStatsProgBeamerVipstats = "beamer_vipstats"
 )
 
@@ -82,7 +95,8 @@ type vipStatsProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type vipStatsMapSpecs struct {
-	VipStats *ebpf.MapSpec `ebpf:"vip_stats"`
+	VipStats  *ebpf.MapSpec `ebpf:"vip_stats"`
+	VipStats6 *ebpf.MapSpec `ebpf:"vip_stats6"`
 }
 
 // vipStatsVariableSpecs contains global variables before they are loaded into the kernel.
@@ -111,12 +125,14 @@ func (o *vipStatsObjects) Close() error {
 //
 // It can be passed to loadVipStatsObjects or ebpf.CollectionSpec.LoadAndAssign.
 type vipStatsMaps struct {
-	VipStats *ebpf.Map `ebpf:"vip_stats"`
+	VipStats  *ebpf.Map `ebpf:"vip_stats"`
+	VipStats6 *ebpf.Map `ebpf:"vip_stats6"`
 }
 
 func (m *vipStatsMaps) Close() error {
 	return _VipStatsClose(
 		m.VipStats,
+		m.VipStats6,
 	)
 }
 

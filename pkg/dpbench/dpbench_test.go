@@ -10,12 +10,13 @@ import (
 )
 
 // quickRows are the rows every run has.
-var quickRows = []string{"empty", "floor", "encap-floor", "beamer", "beamer-mptcp", "maglev", "prism-empty", "prism-miss", "prism-hit",
+var quickRows = []string{"empty", "floor", "encap-floor", "rotation", "beamer", "beamer-mptcp", "maglev", "prism-empty", "prism-miss", "prism-hit",
 	"empty-tc", "decap-floor", "agent-local", "agent-local-moved", "agent-chain", "agent-drop",
 	"cheetah-cookie", "cheetah-cookie-general", "cheetah-syn-rr", "cheetah-fallback",
 	"agent-cheetah-egress", "agent-cheetah-ingress", "decap-floor-xdp", "agent-xdp-local", "agent-xdp-pass",
 	"udp", "udp-moved1", "quic-cid", "quic-initial",
-	"beamer-gue", "beamer-gue-moved1", "agent-local-gue", "agent-chain-gue", "agent-xdp-local-gue"}
+	"beamer-gue", "beamer-gue-moved1", "agent-local-gue", "agent-chain-gue", "agent-xdp-local-gue",
+	"beamer-ipv6", "beamer-ipv6-moved1", "agent6-local", "agent6-local-moved", "agent6-chain"}
 
 // TestQuickRun is CI's smoke of `beamer bench dataplane`: every program runs
 // and took its intended path on every repetition, by both methods (the
@@ -28,7 +29,7 @@ func TestQuickRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRows(t, rep, false)
-	if rep.Ratios.BeamerOverFloor <= 0 || rep.Ratios.AgentLocalOverEmptyTC <= 0 || rep.Ratios.AgentXDPLocalOverEmpty <= 0 {
+	if rep.Ratios.BeamerOverEncapFloor <= 0 || rep.Ratios.AgentLocalOverEmptyTC <= 0 || rep.Ratios.AgentXDPLocalOverEmpty <= 0 {
 		t.Errorf("ratios: %+v", rep.Ratios)
 	}
 }
@@ -59,6 +60,12 @@ func checkRows(t *testing.T, rep *Report, compare bool) {
 			t.Errorf("%s: %v ns/packet (min %v, max %v)", p.Name, p.NsPerPacket, p.NsMin, p.NsMax)
 		}
 		floor := strings.Contains(p.Name, "empty") || strings.Contains(p.Name, "floor")
+		if p.Name == "rotation" {
+			if p.PerPacket != nil || p.Baseline != nil {
+				t.Errorf("rotation: batched only, has %+v / %+v", p.PerPacket, p.Baseline)
+			}
+			continue
+		}
 		if !floor && !p.PathVerified {
 			t.Errorf("%s (%d flows): path not verified", p.Name, p.Flows)
 		}

@@ -17,6 +17,6 @@ func BenchmarkDataplane(b *testing.B) {
 			b.Fatal(err)
 		}
 		rep.Print(os.Stdout)
-		b.ReportMetric(rep.Ratios.BeamerOverFloor, "beamer/floor")
+		b.ReportMetric(rep.Ratios.BeamerOverEncapFloor, "beamer/encap-floor")
 	}
 }

@@ -50,7 +50,7 @@ func (r *Report) ProgramTable(keep func(name string) bool) string {
 		}
 		pp, ppNet := cell(p.PerPacket)
 		verified := "–"
-		if p.Name != "empty" && p.Name != "empty-tc" && !strings.HasSuffix(p.Name, "floor") && !strings.Contains(p.Name, "floor-") {
+		if takesPath(p.Name) {
 			verified = "no"
 			if p.PathVerified && (p.PerPacket == nil || p.PerPacket.PathVerified) {
 				verified = "yes"
@@ -136,16 +136,25 @@ func (r *Report) Targets() []Target {
 			Batched: fmt.Sprintf("%.0f", p.NsNet), PerPacket: fmt.Sprintf("%.0f", p.PerPacket.NsNet),
 			Verdict: verdict(p.PerPacket.NsNet <= 526, p.PerPacket.NsNet <= 526)})
 	}
-	ratio := func(name, empty, what string) {
+	// Issue 18 sets no number for the agent: it asks to measure and cut
+	// the fast path, which it found at 6.9 × an empty tc program.
+	ratio := func(name, empty, what string, before float64) {
 		p, e := r.find(name, 0, 0), r.find(empty, 0, 0)
 		if p == nil || e == nil || p.PerPacket == nil || e.PerPacket == nil {
 			return
 		}
 		a, b := p.NsPerPacket/e.NsPerPacket, p.PerPacket.NsMedian/e.PerPacket.NsMedian
-		out = append(out, Target{What: what, Batched: fmt.Sprintf("%.1f ×", a), PerPacket: fmt.Sprintf("%.1f ×", b), Verdict: verdict(a <= 1.3, b <= 1.3)})
+		v := "measured"
+		if before > 0 {
+			v = "not cut"
+			if a < before && b < before {
+				v = fmt.Sprintf("cut from %.1f ×", before)
+			}
+		}
+		out = append(out, Target{What: what, Batched: fmt.Sprintf("%.1f ×", a), PerPacket: fmt.Sprintf("%.1f ×", b), Verdict: v})
 	}
-	ratio("agent-local", "empty-tc", "agent fast path (tc) ≤ 1.3 × an empty tc program")
-	ratio("agent-xdp-local", "empty", "agent fast path (XDP) ≤ 1.3 × an empty XDP program")
+	ratio("agent-local", "empty-tc", "agent fast path (tc) over an empty tc program (issue 18 found 6.9 ×)", 6.9)
+	ratio("agent-xdp-local", "empty", "agent fast path (XDP) over an empty XDP program", 0)
 	return out
 }
 

@@ -96,6 +96,15 @@ func beamerRows(r *rig, o Options, b uint32, moved int, first bool, ctx func([]b
 	if err := setBenchFlows(m, o.BeamerFlows); err != nil {
 		return err
 	}
+	if first {
+		// Batched only: the production program does not rotate, so the
+		// per-packet method has nothing to subtract.
+		t := base
+		t.prog, t.packets = m.RotationProgram(), 0
+		if err := add("rotation", o.BeamerFlows, 0, t, "test run, repeat; moves the packet to the next flow as the batched mux rows do before the mux runs, nothing else"); err != nil {
+			return err
+		}
+	}
 	t := base
 	t.prog, t.counter, t.base = m.BenchProgram(), "fwd_bucket", m.baseBench()
 	t.single, t.frameAt = m.Program(), rotating(beamerVIP, 80, wiretest.ACK, o.BeamerFlows)
@@ -222,7 +231,13 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 	if err := gueMuxRows(r, o, ctx, add); err != nil { // gue.go
 		return nil, err
 	}
+	if err := ipv6Rows(r, o, ctx, add); err != nil { // ipv6.go
+		return nil, err
+	}
 	if err := agentRows(r, o, add); err != nil {
+		return nil, err
+	}
+	if err := agent6Rows(r, o, add); err != nil { // agent6.go
 		return nil, err
 	}
 	rep.ratios()
@@ -273,9 +288,12 @@ func emptyOf(name string) string {
 }
 
 func (rep *Report) ratios() {
-	floor, beamer := rep.find("floor", 0, 0), rep.find("beamer", 0, 0)
-	if floor != nil && beamer != nil {
-		rep.Ratios.BeamerOverFloor = beamer.NsPerPacket / floor.NsPerPacket
+	floor, beamer := rep.find("encap-floor", 0, 0), rep.find("beamer", 0, 1000)
+	if floor != nil && beamer != nil && floor.NsNet > 0 {
+		rep.Ratios.BeamerOverEncapFloor = beamer.NsNet / floor.NsNet
+	}
+	if beamer == nil {
+		beamer = rep.find("beamer", 0, 0)
 	}
 	if mg := rep.find("maglev", 1_000_000, 0); mg != nil && beamer != nil {
 		rep.Ratios.BeamerOverMaglev1M = beamer.NsPerPacket / mg.NsPerPacket

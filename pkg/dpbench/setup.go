@@ -145,7 +145,7 @@ type benchMux struct {
 // loadMux loads the benchmark build of the mux with one instance (and the
 // baseline object of o on its maps, if any).
 func loadMux(cfg forwarding.Instance, t *forwarding.Table, ctEntries int, o Options) (*benchMux, error) {
-	m, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: muxAddr, Benchmark: true, ConnTrackEntries: ctEntries})
+	m, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: muxAddr, Addr6: mux6Addr, Benchmark: true, ConnTrackEntries: ctEntries})
 	if err != nil {
 		return nil, err
 	}

@@ -53,6 +53,8 @@ func (o *Options) checkFamily() error {
 		return nil
 	case o.Strategy != "beamer":
 		return fmt.Errorf("lab: family 6 needs strategy beamer (the only one that forwards IPv6), not %q", o.Strategy)
+	case o.Encap == "ipip":
+		return fmt.Errorf("lab: family 6 travels in GUE only, not encap ipip")
 	case o.UDP || o.QUIC:
 		return fmt.Errorf("lab: family 6 runs the TCP load only (the lab's UDP and QUIC services are IPv4)")
 	}

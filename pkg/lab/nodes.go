@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/netlab"
 )
 
@@ -366,9 +367,11 @@ func (l *Lab) SetWeight(i, w int) error {
 func (l *Lab) CreateInstance() error {
 	args := append([]string{"create", Instance, "--vip", l.vip().String(), "--ports", "80", "--buckets", fmt.Sprint(l.opts.Buckets),
 		"--strategy", l.opts.Strategy, "--chain-window", l.opts.Window.String()}, l.opts.CreateArgs...)
+	encap := l.opts.Encap
 	if l.v6() {
-		args = append(args, "--encap", "gue") // IPv6 travels in GUE only
+		encap = string(forwarding.EncapGUE) // IPv6 travels in GUE only
 	}
+	args = append(args, encapArgs(encap)...) // encap.go
 	var udp []string
 	if l.opts.UDP {
 		udp = append(udp, fmt.Sprint(UDPPort))

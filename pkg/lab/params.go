@@ -44,6 +44,9 @@ type Params struct {
 	// QUICFlows: QUIC connections per client to VIP:443, routed by
 	// connection id, each migrating once (issue 17); 0: none.
 	QUICFlows int `json:"quic_flows_per_client,omitempty"`
+	// Encap: the instance's encapsulation, ipip (default, "") or gue
+	// (encap.go).
+	Encap string `json:"encap,omitempty"`
 	// Family 6 runs the service over IPv6 (pkg/lab/family.go): the VIP,
 	// the servers, GUE over IPv6 and the clients' connections; 0 or 4 is
 	// IPv4, as before the field existed.
@@ -124,10 +127,15 @@ func (p *Params) Validate() error {
 		return fmt.Errorf("family %d: want 4 or 6", p.Family)
 	case p.Family == 6 && p.Strategy != "beamer":
 		return fmt.Errorf("family 6: only strategy beamer forwards IPv6, not %q", p.Strategy)
+	case p.Family == 6 && p.Encap == "ipip":
+		return errors.New("family 6: IPv6 travels in GUE only, not encap ipip")
 	case p.Family == 6 && (p.UDPFlows > 0 || p.QUICFlows > 0):
 		return errors.New("family 6: the lab's UDP and QUIC flows are IPv4 only; run the TCP load")
 	case p.Warmup < 0 || p.Step <= 0:
 		return errors.New("warmup must not be negative and step must be positive")
+	}
+	if err := checkEncap(p.Encap); err != nil {
+		return err
 	}
 	if e, ok := experiments[p.Experiment]; ok {
 		return e.check(p)

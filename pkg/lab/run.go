@@ -58,15 +58,15 @@ func Run(ctx context.Context, o RunOptions) (res *Result, err error) {
 		return nil, err
 	}
 	r := &runner{p: p, sc: sc, out: o.Progress}
-	r.say("%s/%s: building the lab: router (FRR bgpd), %d muxes, %d servers, %d clients, controller (%s store); chaining window %v, seed %d",
-		sc.Name, p.Strategy, muxes, servers, p.Clients, p.Store, time.Duration(p.Window), p.Seed)
+	r.say("%s/%s: building the lab: router (FRR bgpd), %d muxes, %d servers, %d clients, controller (%s store); chaining window %v, seed %d%s",
+		sc.Name, p.Strategy, muxes, servers, p.Clients, p.Store, time.Duration(p.Window), p.Seed, encapNote(p.Encap))
 	if c := sc.Churn; c != nil {
 		r.say("churn: %d random server events from %v to %v, drawn from seed %d (replay: --seed %d)",
 			len(sc.Events)-1, c.From, c.Until, c.Seed, c.Seed)
 	}
 	l, err := Start(ctx, Options{Beamer: o.Beamer, Dir: dir, Clients: p.Clients, Muxes: muxes, Servers: servers,
 		Buckets: p.Buckets, Window: time.Duration(p.Window), FileSize: p.FileSize, Strategy: p.Strategy,
-		Store: p.Store, Seed: p.Seed, BindVIP: sc.BindVIP, UDP: p.UDPFlows > 0, QUIC: p.QUICFlows > 0, Family: p.Family})
+		Store: p.Store, Seed: p.Seed, BindVIP: sc.BindVIP, UDP: p.UDPFlows > 0, QUIC: p.QUICFlows > 0, Encap: p.Encap, Family: p.Family})
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,7 @@ type Options struct {
 	BindVIP  bool          // servers' HTTP service listens only on VIP:80 (DSR style)
 	UDP      bool          // the instance offers UDP 53 and servers answer it (udp.go)
 	QUIC     bool          // the instance offers QUIC on UDP 443, routed by CID (quic.go)
+	Encap    string        // the instance's encapsulation: "" (ipip) or gue (encap.go)
 	// ServerRates, when set, shapes server i's link to ServerRates[i]
 	// bits/s (tbf on its interface; cycled if shorter than Servers): servers
 	// of unequal capacity for the AWFD experiment (awfd_experiment.go).

@@ -520,26 +520,49 @@ func (b *bench) idleCPU(ctx context.Context, d time.Duration) float64 {
 }
 
 // verify loads the ring as a fresh mux would and checks that every
-// follower's plane holds exactly that table.
+// follower's plane holds exactly that table. The controller may publish
+// on its own meanwhile (a bucket's history ages out after the chaining
+// window): a mux found ahead of the table loaded means the store moved on,
+// and the check starts again from the store's newer table.
 func (b *bench) verify(ctx context.Context) (ring.Pair, error) {
+	deadline := time.Now().Add(b.o.Timeout)
+	for {
+		want, ahead, err := b.verifyAt(ctx, deadline)
+		if err != nil || !ahead {
+			return want, err
+		}
+		// A mux ahead of what the store names would have applied an
+		// unpublished generation: the deadline makes that an error.
+		if time.Now().After(deadline) {
+			return want, fmt.Errorf("a mux runs a generation above the store's %v", want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// verifyAt is one pass of verify against the table the store holds now;
+// ahead reports a mux that already runs a newer one.
+func (b *bench) verifyAt(ctx context.Context, deadline time.Time) (want ring.Pair, ahead bool, err error) {
 	ref, _, err := ring.NewFollower(b.st, b.k, ring.FollowerOptions{}).Load(ctx)
 	if err != nil {
-		return ring.Pair{}, err
+		return ring.Pair{}, false, err
 	}
-	want := ring.Pair{Incarnation: ref.Incarnation, Generation: ref.Generation}
+	want = ring.Pair{Incarnation: ref.Incarnation, Generation: ref.Generation}
 	digest := tableDigest(ref)
-	deadline := time.Now().Add(b.o.Timeout)
 	for i, f := range b.followers {
 		for {
 			p, d := f.plane.digest()
 			if p == want {
 				if d != digest {
-					return want, fmt.Errorf("follower %d runs %v with another table than the store's", i, p)
+					return want, false, fmt.Errorf("follower %d runs %v with another table than the store's", i, p)
 				}
 				break
 			}
+			if want.Less(p) {
+				return want, true, nil
+			}
 			if time.Now().After(deadline) {
-				return want, fmt.Errorf("follower %d runs %v, the store %v", i, p, want)
+				return want, false, fmt.Errorf("follower %d runs %v, the store %v", i, p, want)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -547,15 +570,20 @@ func (b *bench) verify(ctx context.Context) (ring.Pair, error) {
 	for i, m := range b.xdp {
 		for {
 			inc, gen, _ := m.d.Mux().Version(instanceName)
-			if p := (ring.Pair{Incarnation: inc, Generation: gen}); p == want {
+			p := ring.Pair{Incarnation: inc, Generation: gen}
+			if p == want {
 				break
-			} else if time.Now().After(deadline) {
-				return want, fmt.Errorf("XDP mux %d runs %v, the store %v", i, p, want)
+			}
+			if want.Less(p) {
+				return want, true, nil
+			}
+			if time.Now().After(deadline) {
+				return want, false, fmt.Errorf("XDP mux %d runs %v, the store %v", i, p, want)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	return want, nil
+	return want, false, nil
 }
 
 // Durations sorted, for percentiles.

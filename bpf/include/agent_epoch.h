@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The agent's two time checks, shared by its IPv4 and IPv6 paths (agent.c,
+ * agent6.h), with the sanity bounds of agent.c's header comment. Included
+ * by agent.c after unix_seconds, max_skew and max_gen_jump.
+ */
+#ifndef BEAMER_AGENT_EPOCH_H
+#define BEAMER_AGENT_EPOCH_H
+
+#include "defs.h"
+#include "agent_maps.h"
+#include "flow.h"
+
+/*
+ * Remembers the packet's (incarnation, generation) as the VIP's newest
+ * unless a bound refuses it, and tells whether the packet is from a mux at
+ * the newest state remembered: 1 yes, 0 no (older, or refused), -1 the
+ * VIP's words are missing. *now is the clock once read (0: not read).
+ */
+INLINE int remember_epoch(const struct agent_vip *vip, __be32 incarnation, __be32 generation, __u32 *now)
+{
+	__u64 epoch = (__u64)bpf_ntohl(incarnation) << 32 | bpf_ntohl(generation);
+	__u32 ka = vip->slot * 2, kb = vip->slot * 2 + 1;
+	__u64 *wa = bpf_map_lookup_elem(&generation_seen, &ka);
+	__u64 *wb = bpf_map_lookup_elem(&generation_seen, &kb);
+
+	if (!wa || !wb)
+		return -1;
+	__u64 a = READ_ONCE_U64(wa), b = READ_ONCE_U64(wb);
+	__u64 newest = a > b ? a : b;
+	int accepted = 1;
+	if (epoch > newest) {
+		if (epoch >> 32 > newest >> 32) {
+			*now = unix_seconds();
+			if ((__u64)(epoch >> 32) > (__u64)*now + max_skew) {
+				agent_count(AGENT_FUTURE_INCARNATION);
+				accepted = 0;
+			} else if (newest) {
+				agent_count(AGENT_NEW_INCARNATION);
+			}
+		} else if (newest && (__u32)epoch - (__u32)newest > max_gen_jump) {
+			agent_count(AGENT_SUSPICIOUS_GENERATION);
+			accepted = 0;
+		}
+		if (accepted) {
+			/* Raise the word of the current memory period. */
+			__u32 key = 1;
+			__u64 *cur = bpf_map_lookup_elem(&agent_clock, &key);
+			newest = atomic_max_u64(cur && (READ_ONCE_U64(cur) & 1) ? wb : wa, epoch);
+		}
+	}
+	return accepted && epoch == newest;
+}
+
+/*
+ * Is the chaining window of f's bucket open? It runs from the latest
+ * change time seen for the bucket (the packet's, clamped to the clock plus
+ * the skew, raised into bucket_changed) for the VIP's window.
+ */
+INLINE int window_open(const struct agent_vip *vip, __be32 changed_be, const struct flow *f, __u32 *now)
+{
+	if (!*now)
+		*now = unix_seconds();
+	__u32 changed = bpf_ntohl(changed_be);
+	if ((__u64)changed > (__u64)*now + max_skew) {
+		agent_count(AGENT_CLAMPED_CHANGE);
+		changed = *now + max_skew;
+	}
+	__u32 index = vip->bucket_base + bucket_of(flow_hash_of(f), vip->buckets);
+	__u32 *seen = bpf_map_lookup_elem(&bucket_changed, &index);
+	if (seen)
+		changed = atomic_max_u32(seen, changed);
+	return (__u64)*now < (__u64)changed + vip->window;
+}
+
+#endif

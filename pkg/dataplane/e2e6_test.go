@@ -1,0 +1,267 @@
+package dataplane
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/netlab"
+	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
+	"github.com/cilium/ebpf/link"
+)
+
+// The IPv6 end-to-end network: the IPv4 one's shape (a bridge joining a
+// client, a mux and servers a, b, c; DSR replies) over 2001:db8::/64, with
+// the instance in GUE over IPv6.
+var (
+	e2e6VIP    = netip.MustParseAddr("2001:db8:100::1")
+	e2e6Client = netip.MustParseAddr("2001:db8::100")
+	e2e6Mux    = netip.MustParseAddr("2001:db8::1")
+	e2e6Server = map[string]netip.Addr{"a": netip.MustParseAddr("2001:db8::10"), "b": netip.MustParseAddr("2001:db8::11"),
+		"c": netip.MustParseAddr("2001:db8::12")}
+)
+
+func newE2E6(t *testing.T) *e2eNet {
+	netlabtest.RequireRoot(t)
+	lab := netlabtest.New(t, "e2e6")
+	ns := func(name string) *netlab.Namespace {
+		n, err := lab.Namespace(name)
+		must(t, err)
+		// Addresses usable at once: no duplicate address detection.
+		for _, k := range []string{"all", "default"} {
+			must(t, n.Sysctl("net.ipv6.conf."+k+".accept_dad", "0"))
+		}
+		return n
+	}
+	fabric, client, mns := ns("fabric"), ns("client"), ns("mux0")
+	e := &e2eNet{lab: lab, fabric: fabric, client: client, servers: map[string]*netlab.Namespace{}, agents: map[string]*Agent{}, gen: 1}
+	var links []link.Link
+	t.Cleanup(func() {
+		for _, l := range links {
+			l.Close()
+		}
+	})
+	hold := func(l link.Link, err error) {
+		t.Helper()
+		must(t, err)
+		links = append(links, l)
+	}
+	// GUE over IPv6 adds up to 164 bytes to a client's 1500.
+	must(t, lab.Veth(client, "eth0", netip.PrefixFrom(e2e6Client, 64), fabric, "c0", netip.Prefix{}, 0))
+	ports := []string{"c0"}
+	names := []string{"a", "b", "c"}
+	var serverAddrs []netip.Addr
+	for _, name := range names {
+		s := ns("srv" + name)
+		e.servers[name] = s
+		serverAddrs = append(serverAddrs, e2e6Server[name])
+		must(t, lab.Veth(s, "eth0", netip.PrefixFrom(e2e6Server[name], 64), fabric, "s"+name, netip.Prefix{}, 1700))
+		ports = append(ports, "s"+name)
+	}
+	must(t, lab.Veth(mns, "eth0", netip.PrefixFrom(e2e6Mux, 64), fabric, "m0", netip.Prefix{}, 1700))
+	ports = append(ports, "m0")
+	must(t, fabric.Bridge("br0", ports...))
+
+	must(t, client.DisableTxChecksum("eth0"))
+	_, err := client.Run("ip", "-6", "route", "add", e2e6VIP.String()+"/128", "via", e2e6Mux.String())
+	must(t, err)
+	_, err = client.Run("ip", "mptcp", "limits", "set", "add_addr_accepted", "1", "subflows", "2")
+	must(t, err)
+
+	table := forwarding.NewTable(e2eBuckets)
+	for _, name := range names {
+		table.Servers[e2eID[name]] = forwarding.Server{Addr: e2e6Server[name], State: forwarding.Active}
+	}
+	for i := range table.Buckets {
+		table.Buckets[i] = forwarding.Bucket{Current: e2eID["a"]}
+	}
+	e.table = table
+	e.table.Generation = e.gen
+	hold(fabric.AttachXDPPass("m0"))
+	must(t, mns.Sysctl("net.ipv6.conf.all.forwarding", "1"))
+	m, err := LoadMux(MuxOptions{Addr: netip.MustParseAddr("198.18.0.1"), Addr6: e2e6Mux, ConnTrackEntries: 4096})
+	must(t, err)
+	t.Cleanup(func() { m.Close() })
+	e.muxes, e.mux = []*Mux{m}, m
+	must(t, mns.Do(func() error { l, err := m.Attach("eth0", XDPDriver); hold(l, err); return nil }))
+	in := forwarding.Instance{Name: "web", Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{e2e6VIP},
+		PortLow: 80, PortHigh: 80, Buckets: e2eBuckets, ChainWindow: 4 * time.Minute, Encap: forwarding.EncapGUE}
+	must(t, in.Validate())
+	must(t, m.SetInstance(in, e.table))
+	must(t, EnsureNeighbors(mns.Netlink(), serverAddrs))
+
+	for _, name := range names {
+		s := e.servers[name]
+		addAddr6(t, s, "lo", netip.PrefixFrom(e2e6VIP, 128))
+		must(t, s.Sysctl("net.ipv6.conf.all.forwarding", "1")) // FIB lookups when chaining
+		_, err := s.Run("ip", "mptcp", "endpoint", "add", e2e6VIP.String(), "dev", "lo", "port", fmt.Sprint(e2eID[name]), "signal")
+		must(t, err)
+		a, err := LoadAgent(AgentOptions{Addr6: e2e6Server[name], Trusted: []netip.Prefix{netip.MustParsePrefix("2001:db8::/64")},
+			VIPs: []AgentVIP{{VIP: e2e6VIP, Buckets: e2eBuckets, ChainWindow: 4 * time.Minute}}})
+		must(t, err)
+		t.Cleanup(func() { a.Close() })
+		e.agents[name] = a
+		must(t, s.Do(func() error { l, err := a.Attach("eth0"); hold(l, err); return nil }))
+		serveEcho6(t, s, name)
+	}
+	return e
+}
+
+// serveEcho6 answers each line with "<server>:<line>" on [VIP]:80, TCP and MPTCP.
+func serveEcho6(t *testing.T, ns *netlab.Namespace, name string) {
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(true)
+	var l net.Listener
+	must(t, ns.Do(func() error {
+		var err error
+		l, err = lc.Listen(context.Background(), "tcp6", netip.AddrPortFrom(e2e6VIP, 80).String())
+		return err
+	}))
+	netlabtest.Serve(t, l, func(c net.Conn) {
+		r := bufio.NewReader(c)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if _, err := fmt.Fprintf(c, "%s:%s", name, line); err != nil {
+				return
+			}
+		}
+	})
+}
+
+func (e *e2eNet) dial6(t *testing.T, mptcp bool) *echoConn {
+	t.Helper()
+	d := net.Dialer{Timeout: 3 * time.Second}
+	d.SetMultipathTCP(mptcp)
+	var c net.Conn
+	must(t, e.client.Do(func() error {
+		var err error
+		c, err = d.Dial("tcp6", netip.AddrPortFrom(e2e6VIP, 80).String())
+		return err
+	}))
+	t.Cleanup(func() { c.Close() })
+	return &echoConn{Conn: c, r: bufio.NewReader(c)}
+}
+
+// TestEndToEnd6 drives real IPv6 TCP and MPTCP connections through the mux
+// (GUE over IPv6) and the agents while every bucket moves twice, A → B → C,
+// inside the chaining window with the controller's histories: A's
+// connections are chained C → B → A (two hops over IPv6), B's C → B, new
+// connections go to C, SYN-cookie ACKs are kept by C, and an MPTCP
+// connection's second subflow reaches C by its server-id port.
+func TestEndToEnd6(t *testing.T) {
+	e := newE2E6(t)
+	const n = 6
+	dial := func(want, tag string) []*echoConn {
+		var cs []*echoConn
+		for i := 0; i < n; i++ {
+			c := e.dial6(t, false)
+			if who, err := c.ask(fmt.Sprint(tag, i), 3*time.Second); err != nil || who != want {
+				t.Fatalf("%s connection %d: served by %q, %v", tag, i, who, err)
+			}
+			cs = append(cs, c)
+		}
+		return cs
+	}
+	onA := dial("a", "a-")
+	rules := &forwarding.HistoryRules{K: 4, Window: 240}
+	move := func(to string) {
+		rules.Now = uint32(time.Now().Unix())
+		d := &forwarding.Delta{}
+		for i, b := range e.table.Buckets {
+			d.Buckets = append(d.Buckets, forwarding.BucketChange{Index: uint32(i),
+				Bucket: rules.Moved(b, forwarding.Bucket{Current: e2eID[to], Changed: rules.Now})})
+		}
+		e.publish(t, d)
+	}
+	move("b")
+	for i, c := range onA {
+		if who, err := c.ask(fmt.Sprint("a-after-b-", i), 3*time.Second); err != nil || who != "a" {
+			t.Fatalf("connection %d of A broke after A → B: served by %q, %v", i, who, err)
+		}
+	}
+	if ch := e.counter(t, "b", "chained"); ch < n {
+		t.Fatalf("server b chained %d packets over IPv6, want at least %d", ch, n)
+	}
+	onB := dial("b", "b-")
+	move("c")
+	chainedB, chainedC := e.counter(t, "b", "chained"), e.counter(t, "c", "chained")
+	for i, c := range onB {
+		if who, err := c.ask(fmt.Sprint("b-after-c-", i), 3*time.Second); err != nil || who != "b" {
+			t.Fatalf("connection %d of B broke after B → C: served by %q, %v", i, who, err)
+		}
+	}
+	for i, c := range onA {
+		if who, err := c.ask(fmt.Sprint("a-after-c-", i), 3*time.Second); err != nil || who != "a" {
+			t.Fatalf("connection %d of A broke after A → B → C: served by %q, %v", i, who, err)
+		}
+	}
+	if d := e.counter(t, "b", "chained") - chainedB; d < n {
+		t.Errorf("server b passed on %d of A's packets (second hop), want at least %d", d, n)
+	}
+	if d := e.counter(t, "c", "chained") - chainedC; d < 2*n {
+		t.Errorf("server c chained %d packets, want at least %d", d, 2*n)
+	}
+	dial("c", "new-")
+	if e.counter(t, "c", "ipv6") == 0 {
+		t.Error("server c counted nothing on its IPv6 path")
+	}
+
+	t.Run("syn cookies", func(t *testing.T) {
+		must(t, e.servers["c"].Sysctl("net.ipv4.tcp_syncookies", "2")) // IPv6 listeners too
+		defer e.servers["c"].Sysctl("net.ipv4.tcp_syncookies", "1")
+		chained, cookies := e.counter(t, "c", "chained"), e.counter(t, "c", "local_cookie")
+		for i := 0; i < 4; i++ {
+			if who, err := e.dial6(t, false).ask("cookie", 3*time.Second); err != nil || who != "c" {
+				t.Fatalf("cookie connection %d: served by %q, %v", i, who, err)
+			}
+		}
+		if d := e.counter(t, "c", "local_cookie") - cookies; d < 4 {
+			t.Errorf("%d ACKs kept by their SYN cookie over IPv6, want 4", d)
+		}
+		if d := e.counter(t, "c", "chained") - chained; d != 0 {
+			t.Errorf("%d packets chained while cookie connections opened, want 0", d)
+		}
+	})
+
+	t.Run("mptcp subflow by server id", func(t *testing.T) {
+		// ADD_ADDR naming an IPv6 address and a port is 30 option bytes:
+		// with TCP timestamps' 12 it exceeds TCP's 40, and Linux drops it
+		// (MPTcpExtAddAddrTxDrop). Servers of IPv6 MPTCP instances run
+		// without timestamps (docs/operations.md).
+		must(t, e.servers["c"].Sysctl("net.ipv4.tcp_timestamps", "0"))
+		defer e.servers["c"].Sysctl("net.ipv4.tcp_timestamps", "1")
+		before, err := e.mux.Counters()
+		must(t, err)
+		c := e.dial6(t, true)
+		if who, err := c.ask("mptcp", 3*time.Second); err != nil || who != "c" {
+			t.Fatalf("mptcp connection: served by %q, %v", who, err)
+		}
+		subflows := 0
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && subflows == 0; time.Sleep(50 * time.Millisecond) {
+			subflows, err = mptcpSubflows(c.Conn)
+			must(t, err)
+		}
+		if subflows < 1 {
+			o, _ := e.servers["c"].Run("nstat", "-az", "MPTcpExtAddAddr*")
+			t.Fatal(o, "no secondary MPTCP subflow was established over IPv6 through the mux")
+		}
+		for i := 0; i < 10; i++ {
+			if who, err := c.ask(fmt.Sprint("mp-", i), 3*time.Second); err != nil || who != "c" {
+				t.Fatalf("mptcp exchange %d: served by %q, %v", i, who, err)
+			}
+		}
+		after, err := e.mux.Counters()
+		must(t, err)
+		if after["fwd_server_id"] == before["fwd_server_id"] {
+			t.Error("mux forwarded nothing by server id")
+		}
+	})
+}

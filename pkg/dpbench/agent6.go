@@ -1,0 +1,162 @@
+package dpbench
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/dataplane"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/netlab"
+	"github.com/beamer-lb/beamer/pkg/wire"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// The agent's IPv6 rows: the IPv4 agent bench's shape over 2001:db8::/64
+// (server ::11 with the VIP and the client on loopback and one real
+// connection, previous owner ::10 resolved), packets in GUE over IPv6.
+var (
+	agentAddr6  = netip.MustParseAddr("2001:db8::11")
+	prevAddr6   = netip.MustParseAddr("2001:db8::10")
+	clientAddr6 = netip.MustParseAddr("2001:db8:200::7")
+)
+
+func addAddr6(ns *netlab.Namespace, dev string, p netip.Prefix) error {
+	l, err := ns.Netlink().LinkByName(dev)
+	if err != nil {
+		return err
+	}
+	a, err := netlink.ParseAddr(p.String())
+	if err != nil {
+		return err
+	}
+	a.Flags = unix.IFA_F_NODAD // usable at once
+	return ns.Netlink().AddrAdd(l, a)
+}
+
+// gue6Frame is an IPv6 TCP ACK from the client's port sport to the VIP in
+// GUE over IPv6 from the mux, with private data of generation gen naming
+// prev (nil: no previous owner) changed at `changed`.
+func gue6Frame(sport uint16, gen uint32, changed uint32, prev []netip.Addr) []byte {
+	inner := frame6(wire.Flow{Src: clientAddr6, Dst: beamerVIP6, SrcPort: sport, DstPort: 80, Proto: wire.ProtoTCP})[14:]
+	priv := make([]byte, 16)
+	priv[0], priv[1] = 0x9e, byte(16+16*len(prev))
+	binary.BigEndian.PutUint32(priv[4:], gen)
+	binary.BigEndian.PutUint32(priv[12:], changed)
+	for _, a := range prev {
+		b := a.As16()
+		priv = append(priv, b[:]...)
+	}
+	f := []byte{2, 0xbe, 0xa0, 0, 0, 0x11, 2, 0xbe, 0xa0, 0, 0, 1, 0x86, 0xdd}
+	ip := make([]byte, 40)
+	ip[0] = 0x60
+	udpLen := 12 + len(priv) + len(inner)
+	binary.BigEndian.PutUint16(ip[4:], uint16(udpLen))
+	ip[6], ip[7] = 17, 64
+	s, d := mux6Addr.As16(), agentAddr6.As16()
+	copy(ip[8:], s[:])
+	copy(ip[24:], d[:])
+	udp := make([]byte, 12)
+	binary.BigEndian.PutUint16(udp[0:], 0xc123)
+	binary.BigEndian.PutUint16(udp[2:], forwarding.DefaultGUEPort)
+	binary.BigEndian.PutUint16(udp[4:], uint16(udpLen))
+	udp[8], udp[9] = byte(len(priv)/4), 41
+	f = append(append(append(append(f, ip...), udp...), priv...), inner...)
+	return f
+}
+
+// agent6Rows measures the agent's IPv6 path: the fast path (newest
+// generation, nothing to chain), a local connection's packet in a moved
+// bucket (socket lookup) and a stray packet chained to the previous owner.
+func agent6Rows(r *rig, o Options, add func(string, int, int, trial, string) error) error {
+	ns, err := r.lab.Namespace("srv6")
+	if err != nil {
+		return err
+	}
+	peer, err := r.lab.Namespace("srv6net")
+	if err != nil {
+		return err
+	}
+	for _, n := range []*netlab.Namespace{ns, peer} {
+		for _, k := range []string{"all", "default"} {
+			if err := n.Sysctl("net.ipv6.conf."+k+".accept_dad", "0"); err != nil {
+				return err
+			}
+		}
+	}
+	if err := ns.Sysctl("net.ipv6.conf.all.forwarding", "1"); err != nil {
+		return err
+	}
+	if err := r.lab.Veth(ns, "eth0", netip.PrefixFrom(agentAddr6, 64), peer, "eth0", netip.MustParsePrefix("2001:db8::2/64"), 0); err != nil {
+		return err
+	}
+	for _, a := range []netip.Addr{beamerVIP6, clientAddr6} {
+		if err := addAddr6(ns, "lo", netip.PrefixFrom(a, 128)); err != nil {
+			return err
+		}
+	}
+	eth0, err := ns.Netlink().LinkByName("eth0")
+	if err != nil {
+		return err
+	}
+	if err := ns.Netlink().NeighSet(&netlink.Neigh{LinkIndex: eth0.Attrs().Index, IP: net.IP(prevAddr6.AsSlice()),
+		HardwareAddr: net.HardwareAddr{2, 0xbe, 0xa0, 0, 1, 0x10}, State: netlink.NUD_PERMANENT, Family: netlink.FAMILY_V6}); err != nil {
+		return err
+	}
+	var l net.Listener
+	var c, s net.Conn
+	err = ns.Do(func() (err error) {
+		if l, err = net.Listen("tcp6", netip.AddrPortFrom(beamerVIP6, 80).String()); err != nil {
+			return err
+		}
+		d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(clientAddr6, 41000)), Timeout: 2 * time.Second}
+		if c, err = d.Dial("tcp6", l.Addr().String()); err != nil {
+			return err
+		}
+		s, err = l.Accept()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("agent IPv6 bench connection: %w", err)
+	}
+	defer l.Close()
+	defer c.Close()
+	defer s.Close()
+
+	a, err := dataplane.LoadAgent(dataplane.AgentOptions{Addr6: agentAddr6, Benchmark: true,
+		Trusted:          []netip.Prefix{netip.MustParsePrefix("2001:db8::/64")},
+		VIPs:             []dataplane.AgentVIP{{VIP: beamerVIP6, Buckets: 1000, ChainWindow: 4 * time.Minute}},
+		GenerationMemory: -1})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	now := time.Now()
+	a.SyncClock(now)
+	a.SetNewestSeen(0, 5)
+	changed := uint32(now.Unix() - 10)
+	ctx := skbContext(eth0.Attrs().Index)
+	rows := []struct {
+		name, counter, method string
+		frame                 []byte
+		want                  uint32
+	}{
+		{"agent6-local", "to_stack", "IPv6 fast path: a local connection's packet, bucket not moved: decapsulation, no socket lookup",
+			gue6Frame(41000, 5, 0, nil), tcOK},
+		{"agent6-local-moved", "local_socket", "IPv6: a local connection's packet in a moved bucket: socket lookup (IPv6 tuple), decapsulation",
+			gue6Frame(41000, 5, changed, []netip.Addr{prevAddr6}), tcOK},
+		{"agent6-chain", "chained", "IPv6: stray packet in the chaining window: GUE over IPv6 rewritten towards the previous server",
+			gue6Frame(42000, 5, changed, []netip.Addr{prevAddr6}), tcRedirect},
+	}
+	for _, row := range rows {
+		t := trial{ns: ns, prog: a.Bench6Program(), frame: row.frame, ctx: ctx, want: row.want, repeat: o.Repeat, counter: row.counter,
+			read: a.Counters, single: a.Program(), packets: o.PerPacket}
+		if err := add(row.name, 1, 0, t, "test run, repeat; restored after each run; "+row.method); err != nil {
+			return err
+		}
+	}
+	return nil
+}
