@@ -14,7 +14,7 @@ import (
 
 // TestStaticMuxIPv6: a mux with an IPv4 and an IPv6 instance takes its
 // IPv6 address from the interface, turns IPv6 forwarding on for
-// bpf_fib_lookup AF_INET6, gives the IPv6 servers on its link managed
+// bpf_fib_lookup AF_INET6 when the IPv6 instance arrives (not before), gives the IPv6 servers on its link managed
 // neighbour-discovery entries, reports an IPv6 server it has no route to
 // as unreachable (the rest of the table still loads), and Close restores
 // the sysctl.
@@ -71,6 +71,9 @@ instances:
 		}
 		return strings.TrimSpace(out)
 	}
+	if err := ns.Sysctl("net.ipv6.conf.eth0.forwarding", "0"); err != nil {
+		t.Fatal(err)
+	}
 	before := sysctl()
 	var d *Daemon
 	err = ns.Do(func() (err error) {
@@ -81,6 +84,9 @@ instances:
 		for _, in := range cfg.Instances {
 			if err := d.SetInstance(in.Instance, in.Table()); err != nil {
 				return err
+			}
+			if in.Name == "web" && sysctl() != before {
+				t.Error("IPv6 forwarding changed by an IPv4 instance")
 			}
 		}
 		return d.Ready()

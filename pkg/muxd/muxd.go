@@ -76,9 +76,10 @@ type Daemon struct {
 	vethPeer *vethPeer
 	takeover takeover
 
-	mu        sync.Mutex
-	instances map[string]forwarding.Instance
-	health    *health // store reachability and lag of followed instances (health.go)
+	mu             sync.Mutex
+	instances      map[string]forwarding.Instance
+	ipv6Forwarding bool    // set once an IPv6 instance arrived (enableIPv6)
+	health         *health // store reachability and lag of followed instances (health.go)
 
 	applySeconds prometheus.Histogram
 	generation   *prometheus.GaugeVec
@@ -169,13 +170,6 @@ func (d *Daemon) start() error {
 	if err := d.node.SetSysctl("net/ipv4/conf/"+opts.Interface+"/forwarding", "1"); err != nil {
 		return fmt.Errorf("enabling forwarding on %s: %w", opts.Interface, err)
 	}
-	if opts.Address6.IsValid() {
-		// The same for IPv6 lookups (bpf_fib_lookup answers
-		// BPF_FIB_LKUP_RET_FWD_DISABLED on an interface that does not).
-		if err := d.node.SetIPv6Forwarding(opts.Interface); err != nil {
-			return fmt.Errorf("enabling IPv6 forwarding on %s: %w", opts.Interface, err)
-		}
-	}
 	var err error
 	d.mux, err = dataplane.LoadMux(dataplane.MuxOptions{Addr: opts.Address, Addr6: opts.Address6, ConnTrackEntries: opts.ConnTrackEntries,
 		MaxNewConnsPerSecond: opts.MaxNewConnsPerSecond, PinDir: opts.PinDir})
@@ -255,6 +249,23 @@ func (d *Daemon) Mux() *dataplane.Mux { return d.mux }
 // Address is the mux's own address.
 func (d *Daemon) Address() netip.Addr { return d.opts.Address }
 
+// enableIPv6 turns IPv6 forwarding on for the mux's interface when its
+// first IPv6 instance arrives (bpf_fib_lookup answers
+// BPF_FIB_LKUP_RET_FWD_DISABLED on an interface that does not forward): a
+// mux of IPv4 instances leaves the host's IPv6 settings alone.
+func (d *Daemon) enableIPv6() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ipv6Forwarding {
+		return nil
+	}
+	if err := d.node.SetIPv6Forwarding(d.opts.Interface); err != nil {
+		return fmt.Errorf("enabling IPv6 forwarding on %s: %w", d.opts.Interface, err)
+	}
+	d.ipv6Forwarding = true
+	return nil
+}
+
 // Address6 is the mux's own IPv6 address (unset on an IPv4-only mux).
 func (d *Daemon) Address6() netip.Addr { return d.opts.Address6 }
 
@@ -274,6 +285,11 @@ func (d *Daemon) observe(name string, start time.Time, err error) {
 
 // SetInstance loads a whole table for an instance.
 func (d *Daemon) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
+	if cfg.Family() == forwarding.IPv6 {
+		if err := d.enableIPv6(); err != nil {
+			return err
+		}
+	}
 	start := time.Now()
 	err := d.mux.SetInstance(cfg, t)
 	d.observe(cfg.Name, start, err)
