@@ -61,6 +61,14 @@ func (o *Options) checkFamily() error {
 	return nil
 }
 
+// familyNote names an IPv6 run in its first line.
+func familyNote(f int) string {
+	if f == 6 {
+		return ", IPv6 (GUE over IPv6)"
+	}
+	return ""
+}
+
 // v6 tells whether the lab's service is IPv6.
 func (l *Lab) v6() bool { return l.opts.Family == 6 }
 

@@ -58,8 +58,8 @@ func Run(ctx context.Context, o RunOptions) (res *Result, err error) {
 		return nil, err
 	}
 	r := &runner{p: p, sc: sc, out: o.Progress}
-	r.say("%s/%s: building the lab: router (FRR bgpd), %d muxes, %d servers, %d clients, controller (%s store); chaining window %v, seed %d%s",
-		sc.Name, p.Strategy, muxes, servers, p.Clients, p.Store, time.Duration(p.Window), p.Seed, encapNote(p.Encap))
+	r.say("%s/%s: building the lab: router (FRR bgpd), %d muxes, %d servers, %d clients, controller (%s store); chaining window %v, seed %d%s%s",
+		sc.Name, p.Strategy, muxes, servers, p.Clients, p.Store, time.Duration(p.Window), p.Seed, encapNote(p.Encap), familyNote(p.Family))
 	if c := sc.Churn; c != nil {
 		r.say("churn: %d random server events from %v to %v, drawn from seed %d (replay: --seed %d)",
 			len(sc.Events)-1, c.From, c.Until, c.Seed, c.Seed)
