@@ -48,6 +48,7 @@ func TestFamilyChecks(t *testing.T) {
 		{func(p *Params) { p.Family, p.Strategy = 6, "maglev" }, `family 6: only strategy beamer forwards IPv6, not "maglev"`},
 		{func(p *Params) { p.Family, p.UDPFlows = 6, 2 }, "family 6: the lab's UDP and QUIC flows are IPv4 only"},
 		{func(p *Params) { p.Family, p.Encap = 6, "ipip" }, "family 6: IPv6 travels in GUE only"},
+		{func(p *Params) { p.Family, p.FloodRate = 6, 1000 }, "family 6: the lab's SYN flood is IPv4 only"},
 	} {
 		p, err := DefaultParams("affinity", SizeCI, "beamer")
 		if err != nil {

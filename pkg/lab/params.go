@@ -127,6 +127,8 @@ func (p *Params) Validate() error {
 		return fmt.Errorf("family %d: want 4 or 6", p.Family)
 	case p.Family == 6 && p.Strategy != "beamer":
 		return fmt.Errorf("family 6: only strategy beamer forwards IPv6, not %q", p.Strategy)
+	case p.Family == 6 && p.FloodRate > 0:
+		return errors.New("family 6: the lab's SYN flood is IPv4 only")
 	case p.Family == 6 && p.Encap == "ipip":
 		return errors.New("family 6: IPv6 travels in GUE only, not encap ipip")
 	case p.Family == 6 && (p.UDPFlows > 0 || p.QUICFlows > 0):

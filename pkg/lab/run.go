@@ -260,6 +260,9 @@ func (r *runner) apply(ctx context.Context, e Event) error {
 		if r.flood != nil {
 			return errors.New("a flood is already running")
 		}
+		if l.v6() {
+			return errors.New("flood-start: the SYN flood sends IPv4 SYNs (synflood.go); it cannot flood an IPv6 lab's VIP")
+		}
 		f, err := StartFlood(l.clients[len(l.clients)-1], netipAddrPort80(), SpoofPrefix, e.Args[0], r.sc.Duration()-e.At+time.Second, r.p.Seed)
 		r.flood = f
 		return err
