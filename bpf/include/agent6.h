@@ -14,7 +14,7 @@
  * never sent by a mux or agent and are not accepted; the inner packet's are
  * walked as parse6.h bounds them.
  *
- * The XDP fast path (agent_xdp.h) leaves IPv6 to this program.
+ * The XDP fast path's IPv6 twin is agent6_xdp.h.
  */
 #ifndef BEAMER_AGENT6_H
 #define BEAMER_AGENT6_H

@@ -28,6 +28,8 @@
 #ifndef BEAMER_AGENT_XDP_H
 #define BEAMER_AGENT_XDP_H
 
+#include "agent6_xdp.h"
+
 /* Strips the outer header: the Ethernet header moves forward over it. */
 INLINE int xdp_decap(struct xdp_md *ctx, int outer_len, enum agent_counter why, int gue)
 {
@@ -63,7 +65,9 @@ int beamer_agent_xdp(struct xdp_md *ctx)
 	struct iphdr *outer = ipv4_after_eth(data, data_end);
 	struct udphdr *udp = NULL; /* GUE: its UDP header (gue_agent.h) */
 
-	if (!outer || outer->daddr != local_addr)
+	if (!outer)
+		return agent_xdp_not_ipv4(ctx); /* agent6_xdp.h: GUE over IPv6 */
+	if (outer->daddr != local_addr)
 		return XDP_PASS;
 	if (outer->protocol == IPPROTO_UDP && !(udp = gue4_udp(outer, data_end)))
 		return XDP_PASS;

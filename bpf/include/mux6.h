@@ -155,7 +155,8 @@ INLINE int transmit6(struct xdp_md *ctx, struct decision6 *d, int verdict, __u32
 	 * cannot, so the client is told the size that fits (RFC 8201). */
 	if (inner_tot + outer_len > nh.mtu) {
 		__u32 fits = nh.mtu > outer_len + IPV6_MIN_MTU ? nh.mtu - outer_len : IPV6_MIN_MTU;
-		if (inner_tot < ICMP6_PTB_QUOTE || xdp_icmp6_too_big(ctx, fits))
+		/* Never an ICMPv6 error about an ICMPv6 error (RFC 4443 2.4). */
+		if (d->also == MUX_FWD_ICMP_FRAG_NEEDED || inner_tot < ICMP6_PTB_QUOTE || xdp_icmp6_too_big(ctx, fits))
 			return drop(MUX_DROP_TOO_BIG);
 		mux_count(MUX_ICMP_TOO_BIG);
 		return XDP_TX;

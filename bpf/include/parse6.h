@@ -9,6 +9,8 @@
  *     (PARSE_EXT_CHAIN, a counted drop). Five is every header RFC 8200's
  *     order allows without IPsec (hop-by-hop, destination options, routing,
  *     fragment, destination options);
+ *   - a hop-by-hop header anywhere but first is refused (PARSE_BAD_HEADER,
+ *     RFC 8200 4.1), as the server's stack would;
  *   - a routing header with segments left is refused: the VIP is not the
  *     packet's final destination (PARSE_EXT_CHAIN);
  *   - a fragment — first or not — is refused (PARSE_FRAGMENT), as IPv4
@@ -84,6 +86,8 @@ INLINE int ipv6_walk(struct ipv6hdr *ip6, void *data_end, __u32 avail, __u8 *pro
 	for (int i = 0; i < IPV6_MAX_EXT; i++) {
 		if (nh != NEXTHDR_HOP && nh != NEXTHDR_ROUTING && nh != NEXTHDR_DEST && nh != NEXTHDR_FRAGMENT)
 			break;
+		if (nh == NEXTHDR_HOP && i > 0)
+			return PARSE_BAD_HEADER; /* hop-by-hop only first (RFC 8200 4.1) */
 		struct ipv6_opt_hdr6 *h = (void *)ip6 + (off & 0x1ff);
 		if ((void *)(h + 1) > data_end)
 			return PARSE_TRUNCATED;

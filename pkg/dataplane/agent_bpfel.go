@@ -110,6 +110,7 @@ type agentLpmV6Key struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	agentMapAgent6Prog             = "agent6_prog"
+	agentMapAgent6XdpProg          = "agent6_xdp_prog"
 	agentMapAgentClock             = "agent_clock"
 	agentMapAgentCounters          = "agent_counters"
 	agentMapAgentVips              = "agent_vips"
@@ -124,6 +125,7 @@ const (
 	agentMapTrustedSources6        = "trusted_sources6"
 	agentProgBeamerAgent           = "beamer_agent"
 	agentProgBeamerAgent6          = "beamer_agent6"
+	agentProgBeamerAgent6Xdp       = "beamer_agent6_xdp"
 	agentProgBeamerAgentXdp        = "beamer_agent_xdp"
 	agentProgCheetahEgress         = "cheetah_egress"
 	agentVarCheetahAgentCounterMax = "cheetah_agent_counter_max"
@@ -176,10 +178,11 @@ type agentSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type agentProgramSpecs struct {
-	BeamerAgent    *ebpf.ProgramSpec `ebpf:"beamer_agent"`
-	BeamerAgent6   *ebpf.ProgramSpec `ebpf:"beamer_agent6"`
-	BeamerAgentXdp *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp"`
-	CheetahEgress  *ebpf.ProgramSpec `ebpf:"cheetah_egress"`
+	BeamerAgent     *ebpf.ProgramSpec `ebpf:"beamer_agent"`
+	BeamerAgent6    *ebpf.ProgramSpec `ebpf:"beamer_agent6"`
+	BeamerAgent6Xdp *ebpf.ProgramSpec `ebpf:"beamer_agent6_xdp"`
+	BeamerAgentXdp  *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp"`
+	CheetahEgress   *ebpf.ProgramSpec `ebpf:"cheetah_egress"`
 }
 
 // agentMapSpecs contains maps before they are loaded into the kernel.
@@ -187,6 +190,7 @@ type agentProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type agentMapSpecs struct {
 	Agent6Prog           *ebpf.MapSpec `ebpf:"agent6_prog"`
+	Agent6XdpProg        *ebpf.MapSpec `ebpf:"agent6_xdp_prog"`
 	AgentClock           *ebpf.MapSpec `ebpf:"agent_clock"`
 	AgentCounters        *ebpf.MapSpec `ebpf:"agent_counters"`
 	AgentVips            *ebpf.MapSpec `ebpf:"agent_vips"`
@@ -234,6 +238,7 @@ func (o *agentObjects) Close() error {
 // It can be passed to loadAgentObjects or ebpf.CollectionSpec.LoadAndAssign.
 type agentMaps struct {
 	Agent6Prog           *ebpf.Map `ebpf:"agent6_prog"`
+	Agent6XdpProg        *ebpf.Map `ebpf:"agent6_xdp_prog"`
 	AgentClock           *ebpf.Map `ebpf:"agent_clock"`
 	AgentCounters        *ebpf.Map `ebpf:"agent_counters"`
 	AgentVips            *ebpf.Map `ebpf:"agent_vips"`
@@ -251,6 +256,7 @@ type agentMaps struct {
 func (m *agentMaps) Close() error {
 	return _AgentClose(
 		m.Agent6Prog,
+		m.Agent6XdpProg,
 		m.AgentClock,
 		m.AgentCounters,
 		m.AgentVips,
@@ -282,16 +288,18 @@ type agentVariables struct {
 //
 // It can be passed to loadAgentObjects or ebpf.CollectionSpec.LoadAndAssign.
 type agentPrograms struct {
-	BeamerAgent    *ebpf.Program `ebpf:"beamer_agent"`
-	BeamerAgent6   *ebpf.Program `ebpf:"beamer_agent6"`
-	BeamerAgentXdp *ebpf.Program `ebpf:"beamer_agent_xdp"`
-	CheetahEgress  *ebpf.Program `ebpf:"cheetah_egress"`
+	BeamerAgent     *ebpf.Program `ebpf:"beamer_agent"`
+	BeamerAgent6    *ebpf.Program `ebpf:"beamer_agent6"`
+	BeamerAgent6Xdp *ebpf.Program `ebpf:"beamer_agent6_xdp"`
+	BeamerAgentXdp  *ebpf.Program `ebpf:"beamer_agent_xdp"`
+	CheetahEgress   *ebpf.Program `ebpf:"cheetah_egress"`
 }
 
 func (p *agentPrograms) Close() error {
 	return _AgentClose(
 		p.BeamerAgent,
 		p.BeamerAgent6,
+		p.BeamerAgent6Xdp,
 		p.BeamerAgentXdp,
 		p.CheetahEgress,
 	)

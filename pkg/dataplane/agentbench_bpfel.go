@@ -79,6 +79,7 @@ type agentBenchLpmV6Key struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	agentBenchMapAgent6Prog             = "agent6_prog"
+	agentBenchMapAgent6XdpProg          = "agent6_xdp_prog"
 	agentBenchMapAgentClock             = "agent_clock"
 	agentBenchMapAgentCounters          = "agent_counters"
 	agentBenchMapAgentVips              = "agent_vips"
@@ -95,6 +96,7 @@ const (
 	agentBenchProgBeamerAgent           = "beamer_agent"
 	agentBenchProgBeamerAgent6          = "beamer_agent6"
 	agentBenchProgBeamerAgent6Bench     = "beamer_agent6_bench"
+	agentBenchProgBeamerAgent6Xdp       = "beamer_agent6_xdp"
 	agentBenchProgBeamerAgentBench      = "beamer_agent_bench"
 	agentBenchProgBeamerAgentXdp        = "beamer_agent_xdp"
 	agentBenchProgBeamerAgentXdpBench   = "beamer_agent_xdp_bench"
@@ -157,6 +159,7 @@ type agentBenchProgramSpecs struct {
 	BeamerAgent         *ebpf.ProgramSpec `ebpf:"beamer_agent"`
 	BeamerAgent6        *ebpf.ProgramSpec `ebpf:"beamer_agent6"`
 	BeamerAgent6Bench   *ebpf.ProgramSpec `ebpf:"beamer_agent6_bench"`
+	BeamerAgent6Xdp     *ebpf.ProgramSpec `ebpf:"beamer_agent6_xdp"`
 	BeamerAgentBench    *ebpf.ProgramSpec `ebpf:"beamer_agent_bench"`
 	BeamerAgentXdp      *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp"`
 	BeamerAgentXdpBench *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp_bench"`
@@ -173,6 +176,7 @@ type agentBenchProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type agentBenchMapSpecs struct {
 	Agent6Prog           *ebpf.MapSpec `ebpf:"agent6_prog"`
+	Agent6XdpProg        *ebpf.MapSpec `ebpf:"agent6_xdp_prog"`
 	AgentClock           *ebpf.MapSpec `ebpf:"agent_clock"`
 	AgentCounters        *ebpf.MapSpec `ebpf:"agent_counters"`
 	AgentVips            *ebpf.MapSpec `ebpf:"agent_vips"`
@@ -221,6 +225,7 @@ func (o *agentBenchObjects) Close() error {
 // It can be passed to loadAgentBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type agentBenchMaps struct {
 	Agent6Prog           *ebpf.Map `ebpf:"agent6_prog"`
+	Agent6XdpProg        *ebpf.Map `ebpf:"agent6_xdp_prog"`
 	AgentClock           *ebpf.Map `ebpf:"agent_clock"`
 	AgentCounters        *ebpf.Map `ebpf:"agent_counters"`
 	AgentVips            *ebpf.Map `ebpf:"agent_vips"`
@@ -239,6 +244,7 @@ type agentBenchMaps struct {
 func (m *agentBenchMaps) Close() error {
 	return _AgentBenchClose(
 		m.Agent6Prog,
+		m.Agent6XdpProg,
 		m.AgentClock,
 		m.AgentCounters,
 		m.AgentVips,
@@ -274,6 +280,7 @@ type agentBenchPrograms struct {
 	BeamerAgent         *ebpf.Program `ebpf:"beamer_agent"`
 	BeamerAgent6        *ebpf.Program `ebpf:"beamer_agent6"`
 	BeamerAgent6Bench   *ebpf.Program `ebpf:"beamer_agent6_bench"`
+	BeamerAgent6Xdp     *ebpf.Program `ebpf:"beamer_agent6_xdp"`
 	BeamerAgentBench    *ebpf.Program `ebpf:"beamer_agent_bench"`
 	BeamerAgentXdp      *ebpf.Program `ebpf:"beamer_agent_xdp"`
 	BeamerAgentXdpBench *ebpf.Program `ebpf:"beamer_agent_xdp_bench"`
@@ -290,6 +297,7 @@ func (p *agentBenchPrograms) Close() error {
 		p.BeamerAgent,
 		p.BeamerAgent6,
 		p.BeamerAgent6Bench,
+		p.BeamerAgent6Xdp,
 		p.BeamerAgentBench,
 		p.BeamerAgentXdp,
 		p.BeamerAgentXdpBench,

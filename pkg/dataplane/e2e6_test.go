@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,7 +40,8 @@ func newE2E6(t *testing.T) *e2eNet {
 		return n
 	}
 	fabric, client, mns := ns("fabric"), ns("client"), ns("mux0")
-	e := &e2eNet{lab: lab, fabric: fabric, client: client, servers: map[string]*netlab.Namespace{}, agents: map[string]*Agent{}, gen: 1}
+	e := &e2eNet{lab: lab, fabric: fabric, client: client, servers: map[string]*netlab.Namespace{}, agents: map[string]*Agent{}, gen: 1,
+		muxNS: mns}
 	var links []link.Link
 	t.Cleanup(func() {
 		for _, l := range links {
@@ -156,8 +158,30 @@ func (e *e2eNet) dial6(t *testing.T, mptcp bool) *echoConn {
 // connections are chained C → B → A (two hops over IPv6), B's C → B, new
 // connections go to C, SYN-cookie ACKs are kept by C, and an MPTCP
 // connection's second subflow reaches C by its server-id port.
+//
+// The xdp run has each server's agent also attached in native XDP (the
+// IPv6 fast path, agent6_xdp.h), as on a server whose NIC runs XDP: the
+// same must hold, with the common packets decapsulated in XDP.
 func TestEndToEnd6(t *testing.T) {
+	t.Run("tc", func(t *testing.T) { endToEnd6(t, false) })
+	t.Run("xdp", func(t *testing.T) { endToEnd6(t, true) })
+}
+
+func endToEnd6(t *testing.T, xdp bool) {
 	e := newE2E6(t)
+	if xdp {
+		for name, s := range e.servers {
+			a := e.agents[name]
+			must(t, s.Do(func() error {
+				l, err := a.AttachXDP("eth0", XDPDriver)
+				if err != nil {
+					return err
+				}
+				t.Cleanup(func() { l.Close() })
+				return nil
+			}))
+		}
+	}
 	const n = 6
 	dial := func(want, tag string) []*echoConn {
 		var cs []*echoConn
@@ -171,6 +195,11 @@ func TestEndToEnd6(t *testing.T) {
 		return cs
 	}
 	onA := dial("a", "a-")
+	if d := e.counter(t, "a", "xdp_decap"); xdp && d < 3*n {
+		t.Fatalf("server a decapsulated %d IPv6 packets in XDP, want at least %d (SYN and ACKs)", d, 3*n)
+	} else if !xdp && d != 0 {
+		t.Fatalf("server a decapsulated %d packets in XDP without an XDP program", d)
+	}
 	rules := &forwarding.HistoryRules{K: 4, Window: 240}
 	move := func(to string) {
 		rules.Now = uint32(time.Now().Unix())
@@ -264,4 +293,31 @@ func TestEndToEnd6(t *testing.T) {
 			t.Error("mux forwarded nothing by server id")
 		}
 	})
+}
+
+// TestClientPathMTU6: the mux's link has the client's MTU (1500), so the
+// client's full-size IPv6 segments cannot be encapsulated in GUE over IPv6.
+// The mux answers them with ICMPv6 Packet Too Big for 1432 (1500 − 68),
+// the client's kernel lowers its path MTU to the VIP and resends, and a
+// transfer of many full-size segments gets through.
+func TestClientPathMTU6(t *testing.T) {
+	e := newE2E6(t)
+	_, err := e.muxNS.Run("ip", "link", "set", "eth0", "mtu", "1500")
+	must(t, err)
+	e.mux.FlushNextHops()
+	c := e.dial6(t, false)
+	msg := strings.Repeat("0123456789abcdef", 1000) // 16 000 bytes: full-size segments
+	if who, err := c.ask(msg, 10*time.Second); err != nil || who != "a" {
+		t.Fatalf("echo of %d bytes through a 1500-byte mux link: served by %q, %v", len(msg), who, err)
+	}
+	counters, err := e.mux.Counters()
+	must(t, err)
+	if counters["icmp_too_big"] == 0 {
+		t.Errorf("no ICMPv6 Packet Too Big sent: %v", counters)
+	}
+	out, err := e.client.Run("ip", "-6", "route", "get", e2e6VIP.String())
+	must(t, err)
+	if !strings.Contains(out, "mtu 1432") {
+		t.Errorf("client's route to the VIP has not learned MTU 1432:\n%s", out)
+	}
 }

@@ -41,6 +41,7 @@ type e2eNet struct {
 	muxes   []*Mux // all muxes, mux i at 198.18.0.(1+i)
 	servers map[string]*netlab.Namespace
 	agents  map[string]*Agent
+	muxNS   *netlab.Namespace // the first mux's (set by newE2E6)
 	gen     uint32
 	table   *forwarding.Table
 }

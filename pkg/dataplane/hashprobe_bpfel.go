@@ -16,7 +16,8 @@ import (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	hashProbeProgFlowHashProbe = "flow_hash_probe"
+	hashProbeProgFlow6HashProbe = "flow6_hash_probe"
+	hashProbeProgFlowHashProbe  = "flow_hash_probe"
 )
 
 // loadHashProbe returns the embedded CollectionSpec for hashProbe.
@@ -61,7 +62,8 @@ type hashProbeSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type hashProbeProgramSpecs struct {
-	FlowHashProbe *ebpf.ProgramSpec `ebpf:"flow_hash_probe"`
+	Flow6HashProbe *ebpf.ProgramSpec `ebpf:"flow6_hash_probe"`
+	FlowHashProbe  *ebpf.ProgramSpec `ebpf:"flow_hash_probe"`
 }
 
 // hashProbeMapSpecs contains maps before they are loaded into the kernel.
@@ -112,11 +114,13 @@ type hashProbeVariables struct {
 //
 // It can be passed to loadHashProbeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type hashProbePrograms struct {
-	FlowHashProbe *ebpf.Program `ebpf:"flow_hash_probe"`
+	Flow6HashProbe *ebpf.Program `ebpf:"flow6_hash_probe"`
+	FlowHashProbe  *ebpf.Program `ebpf:"flow_hash_probe"`
 }
 
 func (p *hashProbePrograms) Close() error {
 	return _HashProbeClose(
+		p.Flow6HashProbe,
 		p.FlowHashProbe,
 	)
 }

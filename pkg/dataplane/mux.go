@@ -181,7 +181,13 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 		return nil, err
 	}
 	m.vips = newVIPTable(front, records)
-	m.vips.front6 = m.objs.Vip6Front
+	if m.vips.front6, err = mapWords(m.objs.Vip6Front); err != nil {
+		unix.Munmap(front.mem)
+		unix.Munmap(records.mem)
+		m.objs.Close()
+		return nil, err
+	}
+	m.vips.addrs6 = m.objs.Vip6Addrs
 	m.FlushNextHops()
 	m.stopEpoch, m.epochDone = make(chan struct{}), make(chan struct{})
 	go m.tickEpoch()
@@ -303,6 +309,7 @@ func (m *Mux) Close() error {
 	unix.Munmap(m.epoch.mem)
 	unix.Munmap(m.vips.front.mem)
 	unix.Munmap(m.vips.records.mem)
+	unix.Munmap(m.vips.front6.mem)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, in := range m.instances {

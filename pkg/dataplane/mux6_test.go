@@ -212,6 +212,11 @@ func TestMux6Paths(t *testing.T) {
 	router := netip.MustParseAddr("2001:db8:300::1")
 	steered := ptb6(router, mux6VIP, mux6VIP, mux6Client, 80, f1.SrcPort)
 	notOurs := ptb6(router, mux6VIP, netip.MustParseAddr("2001:db8:100::2"), mux6Client, 80, f1.SrcPort)
+	// A Packet Too Big as large as the path allows, about a connection of
+	// bucket 6 (behind the MTU-1400 route): too big to encapsulate, and no
+	// ICMPv6 error may answer an ICMPv6 error.
+	bigPTB := append(ptb6(router, mux6VIP, mux6VIP, mux6Client, 80, f6.SrcPort), make([]byte, 1300)...)
+	binary.BigEndian.PutUint16(bigPTB[18:], uint16(len(bigPTB)-54))
 	shortQuote := append([]byte{}, steered[:14+40+8+40]...) // the quote ends before the ports
 	binary.BigEndian.PutUint16(shortQuote[18:], 48)
 	notVIP := tcp(wire.Flow{Src: mux6Client, Dst: netip.MustParseAddr("2001:db8:100::2"), SrcPort: 1, DstPort: 80, Proto: 6}, 0x02)
@@ -226,6 +231,7 @@ func TestMux6Paths(t *testing.T) {
 		{"six extension headers", six, "drop", "drop_ext_headers", nil},
 		{"extension headers over 256 bytes", long, "drop", "drop_ext_headers", nil},
 		{"extension header past the payload", overlong, "drop", "drop_truncated", nil},
+		{"hop-by-hop after another header", tcp(f0, 0x10, optsHdr(60, 0), optsHdr(0, 0)), "drop", "drop_bad_header", nil},
 		{"routing header with segments left", tcp(f0, 0x10, routingHdr(1)), "drop", "drop_ext_headers", nil},
 		{"first fragment", tcp(f0, 0x10, fragHdr(0, true)), "drop", "drop_fragment", nil},
 		{"later fragment", tcp(f0, 0x10, fragHdr(185, false)), "drop", "drop_fragment", nil},
@@ -243,6 +249,7 @@ func TestMux6Paths(t *testing.T) {
 		{"packet too big quoting garbage", ptb, "drop", "drop_icmp", nil},
 		{"packet too big steered as the quoted connection", steered, "tx", "fwd_icmp_frag_needed",
 			gue6Out(steered, f1, 1026, true, []forwarding.ServerID{1025, 1027}, 0, mux6Changed)},
+		{"packet too big, too big to steer", bigPTB, "drop", "drop_too_big", nil},
 		{"packet too big quoting another address", notOurs, "drop", "drop_icmp", nil},
 		{"packet too big with its quote cut", shortQuote, "drop", "drop_icmp", nil},
 		{"not a VIP", notVIP, "pass", "pass_not_vip6", nil},
@@ -315,4 +322,85 @@ func TestMux6WithoutAddress(t *testing.T) {
 	m, b := newMux6Bench(t, netip.Addr{})
 	runMux6Cases(t, m, b, []mux6Case{{"no IPv6 source", pkt6{src: mux6Client, dst: mux6VIP, proto: 6, sport: 40000, dport: 80, flags: 2}.frame(),
 		"drop", "drop_no_addr6", nil}})
+}
+
+// TestMux6ServerChanges: deltas on an IPv6 instance, as the controller
+// sends them one at a time: a server's address changed in place (the word
+// cleared, a grace period, the new address, the word again) is what the
+// next packet is sent to; a removed server's subflows are dropped, counted;
+// the generation reaches the private data.
+func TestMux6ServerChanges(t *testing.T) {
+	m, b := newMux6Bench(t, mux6Addr)
+	nl := b.ns.Netlink()
+	eth0, err := nl.LinkByIndex(b.ifindex)
+	must(t, err)
+	moved := netip.MustParseAddr("2001:db8::13")
+	mac, _ := net.ParseMAC("02:be:a0:00:01:13")
+	must(t, nl.NeighSet(&netlink.Neigh{LinkIndex: eth0.Attrs().Index, IP: net.IP(moved.AsSlice()), HardwareAddr: mac,
+		State: netlink.NUD_PERMANENT, Family: netlink.FAMILY_V6}))
+	f7 := flow6To(6, 80, 7) // bucket 7: server 1027
+	frame := pkt6{src: f7.Src, dst: f7.Dst, proto: 6, sport: f7.SrcPort, dport: f7.DstPort, flags: 0x10}.frame()
+	send := func() (string, []byte) { return runXDP(t, b.ns, b.ifindex, m.Program(), frame) }
+	if _, out := send(); !bytes.Equal(out[38:54], mux6Server[1027].AsSlice()) {
+		t.Fatalf("before the change: sent to %x, want %v", out[38:54], mux6Server[1027])
+	}
+	must(t, m.ApplyDelta("v6", &forwarding.Delta{Generation: 8,
+		Servers: []forwarding.ServerChange{{ID: 1027, Server: forwarding.Server{Addr: moved, State: forwarding.Active}}}}))
+	action, out := send()
+	if action != "tx" || !bytes.Equal(out[38:54], moved.AsSlice()) || !bytes.Equal(out[0:6], mac) {
+		t.Fatalf("after the change: %s to %x (MAC %x), want tx to %v", action, out[38:54], out[0:6], moved)
+	}
+	if gen := binary.BigEndian.Uint32(out[14+52+4:]); gen != 8 {
+		t.Errorf("private data carries generation %d, want 8", gen)
+	}
+	// Server 1025 removed (after its buckets moved): its subflows dropped.
+	d := &forwarding.Delta{Generation: 9, Servers: []forwarding.ServerChange{{ID: 1025, Remove: true}}}
+	for _, i := range []uint32{0, 2} {
+		d.Buckets = append(d.Buckets, forwarding.BucketChange{Index: i, Bucket: forwarding.Bucket{Current: 1026}})
+	}
+	d.Buckets = append(d.Buckets, forwarding.BucketChange{Index: 1, Bucket: forwarding.Bucket{Current: 1026, History: forwarding.Chain{1027}, Changed: mux6Changed}})
+	must(t, m.ApplyDelta("v6", d))
+	sub := pkt6{src: mux6Client, dst: mux6VIP, proto: 6, sport: 41000, dport: 1025, flags: 0x10}.frame()
+	runMux6Cases(t, m, b, []mux6Case{{"subflow to a removed server", sub, "drop", "drop_unknown_server", nil}})
+}
+
+// TestMux6FoldCollisions: IPv6 VIPs are found by the fold of their
+// address, and distinct addresses fold alike (the fold is the XOR of the
+// address's words, so their order does not count). Two instances whose VIPs
+// collide each get their own packets, and a third address of the same fold
+// that is no VIP is passed to the kernel.
+func TestMux6FoldCollisions(t *testing.T) {
+	m, b := newMux6Bench(t, mux6Addr)
+	// 2001:db8:100::1 is words 20010db8 01000000 0 1; these permute them.
+	twin := netip.MustParseAddr("2001:db8::100:0:0:1")
+	none := netip.MustParseAddr("2001:db8:0:1::100:0")
+	if foldRaw(twin) != foldRaw(mux6VIP) || foldRaw(none) != foldRaw(mux6VIP) {
+		t.Fatal("the test's addresses do not fold alike")
+	}
+	in := mux6Instance()
+	in.Name, in.VIPs = "twin", []netip.Addr{twin}
+	tb := mux6Table()
+	for i := range tb.Buckets {
+		tb.Buckets[i] = forwarding.Bucket{Current: 1027}
+	}
+	must(t, in.Validate())
+	must(t, m.SetInstance(in, tb))
+	f0 := flow6To(6, 80, 0) // bucket 0: 1025 in mux6's table, 1027 in twin's
+	to := func(dst netip.Addr) []byte {
+		return pkt6{src: f0.Src, dst: dst, proto: 6, sport: f0.SrcPort, dport: 80, flags: 0x02}.frame()
+	}
+	for _, c := range []struct {
+		vip  netip.Addr
+		want forwarding.ServerID
+	}{{mux6VIP, 1025}, {twin, 1027}} {
+		action, out := runXDP(t, b.ns, b.ifindex, m.Program(), to(c.vip))
+		if action != "tx" || !bytes.Equal(out[38:54], mux6Server[c.want].AsSlice()) {
+			t.Errorf("to %v: %s to %x, want server %d", c.vip, action, out[38:54], c.want)
+		}
+	}
+	runMux6Cases(t, m, b, []mux6Case{{"same fold, no VIP", to(none), "pass", "pass_not_vip6", nil}})
+	// Removing one leaves the other found.
+	must(t, m.RemoveInstance("v6"))
+	runMux6Cases(t, m, b, []mux6Case{{"removed VIP", to(mux6VIP), "pass", "pass_not_vip6", nil},
+		{"its twin still", to(twin), "tx", "fwd_bucket", nil}})
 }

@@ -232,6 +232,7 @@ const (
 	muxMapPrismLearning          = "prism_learning"
 	muxMapServer6Tables          = "server6_tables"
 	muxMapServerTables           = "server_tables"
+	muxMapVip6Addrs              = "vip6_addrs"
 	muxMapVip6Front              = "vip6_front"
 	muxMapVipFront               = "vip_front"
 	muxMapVipRecords             = "vip_records"
@@ -315,6 +316,7 @@ type muxMapSpecs struct {
 	PrismLearning      *ebpf.MapSpec `ebpf:"prism_learning"`
 	Server6Tables      *ebpf.MapSpec `ebpf:"server6_tables"`
 	ServerTables       *ebpf.MapSpec `ebpf:"server_tables"`
+	Vip6Addrs          *ebpf.MapSpec `ebpf:"vip6_addrs"`
 	Vip6Front          *ebpf.MapSpec `ebpf:"vip6_front"`
 	VipFront           *ebpf.MapSpec `ebpf:"vip_front"`
 	VipRecords         *ebpf.MapSpec `ebpf:"vip_records"`
@@ -372,6 +374,7 @@ type muxMaps struct {
 	PrismLearning      *ebpf.Map `ebpf:"prism_learning"`
 	Server6Tables      *ebpf.Map `ebpf:"server6_tables"`
 	ServerTables       *ebpf.Map `ebpf:"server_tables"`
+	Vip6Addrs          *ebpf.Map `ebpf:"vip6_addrs"`
 	Vip6Front          *ebpf.Map `ebpf:"vip6_front"`
 	VipFront           *ebpf.Map `ebpf:"vip_front"`
 	VipRecords         *ebpf.Map `ebpf:"vip_records"`
@@ -400,6 +403,7 @@ func (m *muxMaps) Close() error {
 		m.PrismLearning,
 		m.Server6Tables,
 		m.ServerTables,
+		m.Vip6Addrs,
 		m.Vip6Front,
 		m.VipFront,
 		m.VipRecords,

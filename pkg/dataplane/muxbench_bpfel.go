@@ -181,6 +181,7 @@ const (
 	muxBenchMapPrismLearning          = "prism_learning"
 	muxBenchMapServer6Tables          = "server6_tables"
 	muxBenchMapServerTables           = "server_tables"
+	muxBenchMapVip6Addrs              = "vip6_addrs"
 	muxBenchMapVip6Front              = "vip6_front"
 	muxBenchMapVipFront               = "vip_front"
 	muxBenchMapVipRecords             = "vip_records"
@@ -283,6 +284,7 @@ type muxBenchMapSpecs struct {
 	PrismLearning      *ebpf.MapSpec `ebpf:"prism_learning"`
 	Server6Tables      *ebpf.MapSpec `ebpf:"server6_tables"`
 	ServerTables       *ebpf.MapSpec `ebpf:"server_tables"`
+	Vip6Addrs          *ebpf.MapSpec `ebpf:"vip6_addrs"`
 	Vip6Front          *ebpf.MapSpec `ebpf:"vip6_front"`
 	VipFront           *ebpf.MapSpec `ebpf:"vip_front"`
 	VipRecords         *ebpf.MapSpec `ebpf:"vip_records"`
@@ -345,6 +347,7 @@ type muxBenchMaps struct {
 	PrismLearning      *ebpf.Map `ebpf:"prism_learning"`
 	Server6Tables      *ebpf.Map `ebpf:"server6_tables"`
 	ServerTables       *ebpf.Map `ebpf:"server_tables"`
+	Vip6Addrs          *ebpf.Map `ebpf:"vip6_addrs"`
 	Vip6Front          *ebpf.Map `ebpf:"vip6_front"`
 	VipFront           *ebpf.Map `ebpf:"vip_front"`
 	VipRecords         *ebpf.Map `ebpf:"vip_records"`
@@ -373,6 +376,7 @@ func (m *muxBenchMaps) Close() error {
 		m.PrismLearning,
 		m.Server6Tables,
 		m.ServerTables,
+		m.Vip6Addrs,
 		m.Vip6Front,
 		m.VipFront,
 		m.VipRecords,

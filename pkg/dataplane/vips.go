@@ -38,7 +38,8 @@ type vipTable struct {
 	retired []uint16   // records named by no word since the last grace period
 	where   map[netip.Addr]vipSlot
 	grace   func() error // graceWait; tests count the waits
-	front6  *ebpf.Map    // IPv6 VIPs: address -> record (vips6.go)
+	front6  *wordArray   // IPv6 VIPs' front, the same shape (vips6.go)
+	addrs6  *ebpf.Map    // IPv6 VIPs' addresses by record (vips6.go)
 }
 
 // vipSlot is where a VIP is: its front word and its record.
@@ -55,36 +56,57 @@ func newVIPTable(front, records *wordArray) *vipTable {
 	return t
 }
 
-// vipLine is vip_line in bpf/include/vips.h.
+// vipLine is vip_line in bpf/include/vips.h (of an IPv6 VIP's fold,
+// vips6.go).
 func vipLine(v netip.Addr) uint32 {
+	if is6(v) {
+		return (foldHost(v) * 2654435761) >> (32 - vipFrontBits)
+	}
 	a := v.As4()
 	return (binary.BigEndian.Uint32(a[:]) * 2654435761) >> (32 - vipFrontBits)
 }
 
 // frontWord is a VIP's front word: its address as the packet holds it
-// (the program compares the raw 32 bits) and its record + 1.
+// (the program compares the raw 32 bits; an IPv6 VIP's fold) and its
+// record + 1.
 func frontWord(v netip.Addr, record uint16) uint64 {
+	if is6(v) {
+		return uint64(foldRaw(v)) | (uint64(record)+1)<<32
+	}
 	a := v.As4()
 	return uint64(binary.LittleEndian.Uint32(a[:])) | (uint64(record)+1)<<32
+}
+
+// frontOf is the front a VIP's word lives in: one per family.
+func (t *vipTable) frontOf(v netip.Addr) *wordArray {
+	if is6(v) {
+		return t.front6
+	}
+	return t.front
 }
 
 // fits tells whether vips can all be published now: each front line holds
 // its VIPs already published (those of an instance being replaced too:
 // they leave only after the new records are published) and the new ones.
 func (t *vipTable) fits(vips []netip.Addr) error {
-	need := map[uint32]int{}
+	type frontLine struct {
+		six  bool
+		line uint32
+	}
+	need := map[frontLine]int{}
 	for _, v := range vips {
-		if v.Is6() {
-			continue // vip6_front is a hash map: room for every VIP a mux takes
-		}
 		if _, ok := t.where[v]; !ok {
-			need[vipLine(v)]++
+			need[frontLine{is6(v), vipLine(v)}]++
 		}
 	}
-	for line, n := range need {
+	for fl, n := range need {
+		line, front := fl.line, t.front
+		if fl.six {
+			front = t.front6
+		}
 		used := 0
 		for way := range uint32(vipFrontWays) {
-			if t.front.load(line*vipFrontWays+way) != 0 {
+			if front.load(line*vipFrontWays+way) != 0 {
 				used++
 			}
 		}
@@ -107,11 +129,15 @@ func (t *vipTable) set(v netip.Addr, rec muxVipInfo) error {
 	mem := t.records.mem[int(r)*vipRecordLen : (int(r)+1)*vipRecordLen]
 	clear(mem)
 	*(*muxVipInfo)(unsafe.Pointer(&mem[0])) = rec
-	if v.Is6() {
-		return t.set6(v, r)
+	if is6(v) {
+		if err := t.setAddr6(v, r); err != nil {
+			t.free = append(t.free, r)
+			return err
+		}
 	}
+	front := t.frontOf(v)
 	if s, ok := t.where[v]; ok {
-		t.front.store(s.word, frontWord(v, r))
+		front.store(s.word, frontWord(v, r))
 		t.retired = append(t.retired, s.record)
 		t.where[v] = vipSlot{word: s.word, record: r}
 		return nil
@@ -119,8 +145,8 @@ func (t *vipTable) set(v netip.Addr, rec muxVipInfo) error {
 	line := vipLine(v)
 	for way := range uint32(vipFrontWays) {
 		w := line*vipFrontWays + way
-		if t.front.load(w) == 0 {
-			t.front.store(w, frontWord(v, r))
+		if front.load(w) == 0 {
+			front.store(w, frontWord(v, r))
 			t.where[v] = vipSlot{word: w, record: r}
 			return nil
 		}
@@ -146,11 +172,7 @@ func (t *vipTable) remove(v netip.Addr) {
 	if !ok {
 		return
 	}
-	if v.Is6() {
-		t.remove6(v, s)
-		return
-	}
-	t.front.store(s.word, 0)
+	t.frontOf(v).store(s.word, 0)
 	t.retired = append(t.retired, s.record)
 	delete(t.where, v)
 }
