@@ -142,7 +142,7 @@ func init() {
 	var dport uint16
 	var proto string
 	var vip string
-	cmd := readCmd("lookup NAME SRC:PORT [--dport P] [--vip ADDR]", "Show which bucket and server a client's connection maps to, and the bucket's history (chain)", cobra.ExactArgs(2),
+	cmd := readCmd("lookup NAME SRC:PORT|[SRC6]:PORT [--dport P] [--vip ADDR]", "Show which bucket and server a client's connection maps to, and the bucket's history (chain)", cobra.ExactArgs(2),
 		func(ctx context.Context, cmd *cobra.Command, args []string, st store.Store, root, format string) error {
 			src, err := netip.ParseAddrPort(args[1])
 			if err != nil || src.Addr().Zone() != "" || src.Addr().Is4In6() {
