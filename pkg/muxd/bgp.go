@@ -172,6 +172,8 @@ func (a *Announcer) Set(ctx context.Context, vips []netip.Addr) error {
 func (a *Announcer) path(vip netip.Addr) (*api.Path, error) {
 	origin := bgp.NewPathAttributeOrigin(bgp.BGP_ORIGIN_ATTR_TYPE_IGP)
 	switch {
+	case vip.Is4() && !a.opts.NextHop.IsValid():
+		return nil, fmt.Errorf("VIP %v is IPv4 but the mux has no IPv4 address to announce as its next hop", vip)
 	case vip.Is4():
 		return apiutil.NewPath(bgp.NewIPAddrPrefix(32, vip.String()), false, []bgp.PathAttributeInterface{
 			origin, bgp.NewPathAttributeNextHop(a.opts.NextHop.String()),
