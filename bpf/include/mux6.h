@@ -10,8 +10,10 @@
  *   VIP         vip6_front -> the shared VIP records (vips6.h);
  *   decide      strategy beamer alone (the control plane refuses IPv6 for
  *               the others; a record naming another is a counted drop):
- *               MPTCP server-id ports by server id, service ports by bucket
- *               with the bucket's previous owners as 16-byte addresses;
+ *               MPTCP server-id ports by server id, QUIC packets by the
+ *               server id in their connection id (quic.h), service ports by
+ *               bucket with the bucket's previous owners as 16-byte
+ *               addresses;
  *   transmit    next hop by bpf_fib_lookup AF_INET6 (nexthop6.h), size
  *               check (ICMPv6 Packet Too Big back to the client,
  *               icmp6_too_big.h), xdp_encap_gue6, XDP_TX or redirect.
@@ -31,6 +33,7 @@
 #include "nexthop6.h"
 #include "icmp6_too_big.h"
 #include "icmp6_steer.h"
+#include "quic.h"
 #include "gue.h"
 #include "ports.h"
 #include "decision.h"
@@ -300,10 +303,22 @@ int beamer_mux6(struct xdp_md *ctx)
 		verdict = decide6_by_server_id(servers, servers6, flow_dport(&f), &d);
 		break;
 	case PORT_SERVICE:
+		if (!icmp && f.proto == IPPROTO_UDP && (vip->flags & VIP_F_QUIC) && in_range(vip->quic_ports, flow_dport(&f))) {
+			/* QUIC: the server its connection id names (quic.h), no
+			 * private data; else by bucket, counted. */
+			__u8 *q = (void *)ip6 + (f.l4_off & 0x1ff) + sizeof(struct udphdr);
+			__u16 id = quic_server_id_at(vip, q, data_end);
+			if (id && server6_addr(servers6, id, server_word(servers, id), (struct in6_addr *)d.encap.daddr)) {
+				d.forward = 1;
+				verdict = MUX_FWD_QUIC_CID;
+				break;
+			}
+			verdict = decide6_by_bucket(vip, servers, servers6, &f, &d);
+			if (d.forward && !d.also)
+				d.also = MUX_QUIC_BY_BUCKET;
+			break;
+		}
 		verdict = decide6_by_bucket(vip, servers, servers6, &f, &d);
-		if (d.forward && f.proto == IPPROTO_UDP && (vip->flags & VIP_F_QUIC) &&
-		    in_range(vip->quic_ports, flow_dport(&f)) && !d.also)
-			d.also = MUX_QUIC_BY_BUCKET;
 		break;
 	default:
 		verdict = MUX_DROP_CLOSED_PORT;

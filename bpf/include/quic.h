@@ -38,11 +38,10 @@
 #define QUIC_FIXED 0x40
 #define QUIC_LONG_DCID_OFF 6 /* byte 0, version, DCID length */
 
-/* The server id in the packet's DCID, or 0. ip is the packet's IPv4
- * header (20 bytes, the flow's UDP header after it). */
-INLINE __u16 quic_server_id(const struct vip_info *vip, struct iphdr *ip, void *data_end)
+/* The server id in the DCID of the QUIC packet at q (the UDP payload), or
+ * 0. */
+INLINE __u16 quic_server_id_at(const struct vip_info *vip, __u8 *q, void *data_end)
 {
-	__u8 *q = (__u8 *)(ip + 1) + sizeof(struct udphdr);
 	__u8 *cid;
 
 	if ((void *)(q + QUIC_LONG_DCID_OFF + 3) > data_end)
@@ -62,6 +61,13 @@ INLINE __u16 quic_server_id(const struct vip_info *vip, struct iphdr *ip, void *
 	if (cid[0] != (__u8)(vip->quic_config << 5 | ((vip->quic_cid_len - 1) & 0x1f)))
 		return 0;
 	return (__u16)cid[1] << 8 | cid[2];
+}
+
+/* The server id in the packet's DCID, or 0. ip is the packet's IPv4
+ * header (20 bytes, the flow's UDP header after it). */
+INLINE __u16 quic_server_id(const struct vip_info *vip, struct iphdr *ip, void *data_end)
+{
+	return quic_server_id_at(vip, (__u8 *)(ip + 1) + sizeof(struct udphdr), data_end);
 }
 
 #endif

@@ -23,10 +23,11 @@ const (
 
 // MuxOptions configure the mux program at load time.
 type MuxOptions struct {
-	// Addr is the mux's own IPv4 address: the source of every outer header.
+	// Addr is the mux's own IPv4 address: the source of every IPv4 outer
+	// header; without it IPv4 instances are refused (an IPv6-only mux).
 	Addr netip.Addr
 	// Addr6 is the mux's own IPv6 address, the source of IPv6 outer
-	// headers; without it IPv6 VIPs are dropped (counted drop_no_addr6).
+	// headers; without it IPv6 instances are refused.
 	Addr6 netip.Addr
 	// ConnTrackEntries sizes the Maglev strategy's connection table; 0
 	// means 1M. The memory is taken when the first Maglev instance is set.
@@ -55,6 +56,8 @@ type Mux struct {
 	slots     [maxTables]bool
 
 	pinDir string // "" = nothing pinned
+
+	addr, addr6 netip.Addr // the outer sources: an instance needs its family's
 
 	ctEntries uint32 // size of the connection table
 	ctReady   bool   // the connection table exists
@@ -90,7 +93,10 @@ type muxInstance struct {
 
 // LoadMux loads the mux program; it forwards nothing until an instance is set.
 func LoadMux(opts MuxOptions) (*Mux, error) {
-	if !opts.Addr.Is4() || opts.Addr.IsUnspecified() {
+	if !opts.Addr.IsValid() && !opts.Addr6.IsValid() {
+		return nil, fmt.Errorf("mux has no address: set its IPv4 address, its IPv6 address, or both")
+	}
+	if opts.Addr.IsValid() && (!opts.Addr.Is4() || opts.Addr.IsUnspecified()) {
 		return nil, fmt.Errorf("mux address %v is not a unicast IPv4 address", opts.Addr)
 	}
 	load := loadMux
@@ -101,8 +107,10 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := spec.Variables["mux_addr"].Set(opts.Addr.As4()); err != nil {
-		return nil, err
+	if opts.Addr.IsValid() {
+		if err := spec.Variables["mux_addr"].Set(opts.Addr.As4()); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Addr6.IsValid() {
 		if !is6(opts.Addr6) || !opts.Addr6.IsGlobalUnicast() {
@@ -128,6 +136,7 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 		return nil, err
 	}
 	m.pinDir = opts.PinDir
+	m.addr, m.addr6 = opts.Addr, opts.Addr6
 	if m.pinDir != "" {
 		if err := ensureBPFFS(m.pinDir); err != nil {
 			return nil, err
@@ -405,6 +414,9 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 	if err := m.checkVIPsFree(cfg); err != nil {
 		return err
 	}
+	if err := m.checkFamily(cfg); err != nil {
+		return err
+	}
 	if err := m.vips.fits(cfg.VIPs); err != nil {
 		return err
 	}
@@ -603,6 +615,19 @@ func (m *Mux) RemoveInstance(name string) error {
 	delete(m.instances, name)
 	delete(m.awfd, name)
 	m.release(in)
+	return nil
+}
+
+// checkFamily refuses an instance whose packets this mux could not send:
+// an IPv6 instance needs the mux's IPv6 address (the outer source of GUE
+// over IPv6), an IPv4 one its IPv4 address.
+func (m *Mux) checkFamily(cfg forwarding.Instance) error {
+	if family6(cfg) && !m.addr6.IsValid() {
+		return fmt.Errorf("dataplane: IPv6 instance %q: this mux has no IPv6 address to send from (MuxOptions.Addr6)", cfg.Name)
+	}
+	if !family6(cfg) && !m.addr.IsValid() {
+		return fmt.Errorf("dataplane: IPv4 instance %q: this mux has no IPv4 address to send from (MuxOptions.Addr)", cfg.Name)
+	}
 	return nil
 }
 

@@ -5,12 +5,14 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
 	"github.com/beamer-lb/beamer/pkg/wire"
+	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
 	"github.com/vishvananda/netlink"
 )
 
@@ -52,14 +54,19 @@ func mux6Table() *forwarding.Table {
 	return t
 }
 
+// mux6QUIC is the QUIC option of the IPv6 instance (connection ids name
+// servers, on UDP 443).
+var mux6QUIC = forwarding.QUICOptions{ConfigID: 1, CIDLen: 8, Ports: forwarding.PortRange{Low: 443, High: 443}}
+
 func mux6Instance() forwarding.Instance {
 	return forwarding.Instance{Name: "v6", Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{mux6VIP},
 		Services: []forwarding.Service{{Protocol: forwarding.TCP, Ports: forwarding.PortList{{Low: 80, High: 80}}},
-			{Protocol: forwarding.UDP, Ports: forwarding.PortList{{Low: 53, High: 53}}}},
-		Buckets: mux6Buckets, ChainWindow: time.Minute, ICMPEcho: forwarding.EchoAnswer, Encap: forwarding.EncapGUE}
+			{Protocol: forwarding.UDP, Ports: forwarding.PortList{{Low: 53, High: 53}, {Low: 443, High: 443}}}},
+		Buckets: mux6Buckets, ChainWindow: time.Minute, ICMPEcho: forwarding.EchoAnswer, Encap: forwarding.EncapGUE,
+		QUIC: &mux6QUIC}
 }
 
-func newMux6Bench(t *testing.T, addr6 netip.Addr) (*Mux, *muxBench) {
+func newMux6Bench(t *testing.T, addr4, addr6 netip.Addr) (*Mux, *muxBench) {
 	netlabtest.RequireRoot(t)
 	lab := netlabtest.New(t, "mux6")
 	ns, err := lab.Namespace("mux")
@@ -89,7 +96,7 @@ func newMux6Bench(t *testing.T, addr6 netip.Addr) (*Mux, *muxBench) {
 	// (ip6_mtu_from_fib6), the device's otherwise.
 	_, err = ns.Run("ip", "-6", "route", "add", "2001:db8:1::/64", "via", "2001:db8::2", "dev", "eth0", "mtu", "lock", "1400")
 	must(t, err)
-	m, err := LoadMux(MuxOptions{Addr: netip.MustParseAddr("198.18.0.1"), Addr6: addr6})
+	m, err := LoadMux(MuxOptions{Addr: addr4, Addr6: addr6})
 	must(t, err)
 	t.Cleanup(func() { m.Close() })
 	in := mux6Instance()
@@ -180,7 +187,7 @@ func runMux6Cases(t *testing.T, m *Mux, b *muxBench, cases []mux6Case) {
 // bucket (with and without history, TCP and UDP), by MPTCP server id,
 // through the longest extension-header chain allowed, and every refusal.
 func TestMux6Paths(t *testing.T) {
-	m, b := newMux6Bench(t, mux6Addr)
+	m, b := newMux6Bench(t, netip.MustParseAddr("198.18.0.1"), mux6Addr)
 	tcp := func(f wire.Flow, flags uint8, ext ...ext6) []byte {
 		return pkt6{src: f.Src, dst: f.Dst, ext: ext, proto: 6, sport: f.SrcPort, dport: f.DstPort, flags: flags}.frame()
 	}
@@ -219,6 +226,15 @@ func TestMux6Paths(t *testing.T) {
 	binary.BigEndian.PutUint16(bigPTB[18:], uint16(len(bigPTB)-54))
 	shortQuote := append([]byte{}, steered[:14+40+8+40]...) // the quote ends before the ports
 	binary.BigEndian.PutUint16(shortQuote[18:], 48)
+	q1 := flow6To(17, 443, 1)
+	quic := func(payload []byte) []byte {
+		return pkt6{src: q1.Src, dst: q1.Dst, proto: 17, sport: q1.SrcPort, dport: 443, payload: payload}.frame()
+	}
+	quicOurs := quic(wiretest.QUICShort(mux6QUIC.QUICConnID(1027, []byte{1, 2, 3, 4, 5})))
+	quicInitial := quic(wiretest.QUICLong(0, []byte{0x3a, 0xf1, 0x09, 0x22, 0x51, 0x6e, 0x70, 0x13}))
+	q0 := flow6To(17, 443, 0)
+	quicInitial0 := pkt6{src: q0.Src, dst: q0.Dst, proto: 17, sport: q0.SrcPort, dport: 443,
+		payload: wiretest.QUICLong(0, []byte{0x3a, 0xf1, 0x09, 0x22, 0x51, 0x6e, 0x70, 0x13})}.frame()
 	notVIP := tcp(wire.Flow{Src: mux6Client, Dst: netip.MustParseAddr("2001:db8:100::2"), SrcPort: 1, DstPort: 80, Proto: 6}, 0x02)
 
 	runMux6Cases(t, m, b, []mux6Case{
@@ -227,6 +243,10 @@ func TestMux6Paths(t *testing.T) {
 		{"udp with history returns to owner", udp1, "tx", "fwd_with_previous",
 			gue6Out(udp1, u1, 1026, true, []forwarding.ServerID{1025, 1027, 1026}, 1, mux6Changed)},
 		{"mptcp subflow by server id", subflow, "tx", "fwd_server_id", gue6Out(subflow, sid, 1026, false, nil, 0, 0)},
+		{"quic by the server id in its connection id", quicOurs, "tx", "fwd_quic_cid", gue6Out(quicOurs, q1, 1027, false, nil, 0, 0)},
+		{"quic initial by bucket, with history", quicInitial, "tx", "fwd_with_previous",
+			gue6Out(quicInitial, q1, 1026, true, []forwarding.ServerID{1025, 1027, 1026}, 1, mux6Changed)},
+		{"quic initial by bucket", quicInitial0, "tx", "quic_by_bucket", gue6Out(quicInitial0, q0, 1025, true, nil, 0, 0)},
 		{"five extension headers", five, "tx", "fwd_ipv6", gue6Out(five, f0, 1025, true, nil, 0, 0)},
 		{"six extension headers", six, "drop", "drop_ext_headers", nil},
 		{"extension headers over 256 bytes", long, "drop", "drop_ext_headers", nil},
@@ -316,12 +336,31 @@ func icmp6Sum(ip6 []byte) uint16 {
 	return uint16(sum)
 }
 
-// TestMux6WithoutAddress: a mux given no IPv6 address drops IPv6 VIP
-// traffic, counted, rather than sending from ::.
-func TestMux6WithoutAddress(t *testing.T) {
-	m, b := newMux6Bench(t, netip.Addr{})
-	runMux6Cases(t, m, b, []mux6Case{{"no IPv6 source", pkt6{src: mux6Client, dst: mux6VIP, proto: 6, sport: 40000, dport: 80, flags: 2}.frame(),
-		"drop", "drop_no_addr6", nil}})
+// TestMux6Addresses: a mux without an IPv6 address refuses an IPv6
+// instance with a clear error (it has no source for GUE over IPv6); an
+// IPv6-only mux refuses an IPv4 instance and forwards its IPv6 one.
+func TestMux6Addresses(t *testing.T) {
+	netlabtest.RequireRoot(t)
+	m4, err := LoadMux(MuxOptions{Addr: netip.MustParseAddr("198.18.0.1")})
+	must(t, err)
+	defer m4.Close()
+	if err := m4.SetInstance(mux6Instance(), mux6Table()); err == nil || !strings.Contains(err.Error(), "no IPv6 address") {
+		t.Errorf("IPv6 instance on a mux without an IPv6 address: %v, want a refusal naming the missing address", err)
+	}
+	m6, b := newMux6Bench(t, netip.Addr{}, mux6Addr)
+	v4 := forwarding.Instance{Name: "v4", Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{netip.MustParseAddr("198.18.100.1")},
+		PortLow: 80, PortHigh: 80, Buckets: 4}
+	t4 := forwarding.NewTable(4)
+	t4.Servers[1025] = forwarding.Server{Addr: netip.MustParseAddr("198.18.0.10"), State: forwarding.Active}
+	for i := range t4.Buckets {
+		t4.Buckets[i] = forwarding.Bucket{Current: 1025}
+	}
+	if err := m6.SetInstance(v4, t4); err == nil || !strings.Contains(err.Error(), "no IPv4 address") {
+		t.Errorf("IPv4 instance on an IPv6-only mux: %v, want a refusal naming the missing address", err)
+	}
+	f0 := flow6To(6, 80, 0)
+	runMux6Cases(t, m6, b, []mux6Case{{"IPv6-only mux forwards", pkt6{src: f0.Src, dst: f0.Dst, proto: 6, sport: f0.SrcPort, dport: 80, flags: 2}.frame(),
+		"tx", "fwd_ipv6", nil}})
 }
 
 // TestMux6ServerChanges: deltas on an IPv6 instance, as the controller
@@ -330,7 +369,7 @@ func TestMux6WithoutAddress(t *testing.T) {
 // next packet is sent to; a removed server's subflows are dropped, counted;
 // the generation reaches the private data.
 func TestMux6ServerChanges(t *testing.T) {
-	m, b := newMux6Bench(t, mux6Addr)
+	m, b := newMux6Bench(t, netip.MustParseAddr("198.18.0.1"), mux6Addr)
 	nl := b.ns.Netlink()
 	eth0, err := nl.LinkByIndex(b.ifindex)
 	must(t, err)
@@ -370,7 +409,7 @@ func TestMux6ServerChanges(t *testing.T) {
 // collide each get their own packets, and a third address of the same fold
 // that is no VIP is passed to the kernel.
 func TestMux6FoldCollisions(t *testing.T) {
-	m, b := newMux6Bench(t, mux6Addr)
+	m, b := newMux6Bench(t, netip.MustParseAddr("198.18.0.1"), mux6Addr)
 	// 2001:db8:100::1 is words 20010db8 01000000 0 1; these permute them.
 	twin := netip.MustParseAddr("2001:db8::100:0:0:1")
 	none := netip.MustParseAddr("2001:db8:0:1::100:0")
