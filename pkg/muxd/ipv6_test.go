@@ -9,6 +9,7 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/config"
 	"github.com/beamer-lb/beamer/pkg/dataplane"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
 )
 
@@ -128,5 +129,77 @@ instances:
 	closed = true
 	if got := sysctl(); got != before {
 		t.Errorf("IPv6 forwarding %s after Close, was %s", got, before)
+	}
+}
+
+// TestIPv6OnlyMux: a mux whose interface has only an IPv6 address starts,
+// forwards an IPv6 instance and refuses an IPv4 one (it has no address to
+// encapsulate it from); an interface with no usable address is refused at
+// start, saying so.
+func TestIPv6OnlyMux(t *testing.T) {
+	lab := netlabtest.New(t, "muxd6only")
+	ns, err := lab.Namespace("mux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := lab.Namespace("net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.Veth(ns, "eth0", netip.Prefix{}, peer, "eth0", netip.MustParsePrefix("2001:db8::10/64"), 1700); err != nil {
+		t.Fatal(err)
+	}
+	opts := func() Options {
+		return Options{Interface: "eth0", XDPMode: dataplane.XDPGeneric, PinDir: "-", StateFile: filepath.Join(t.TempDir(), "state.json")}
+	}
+	err = ns.Do(func() error {
+		d, err := Start(opts())
+		if err == nil {
+			d.Close()
+		}
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "nor a global IPv6 one") {
+		t.Fatalf("a mux without addresses: %v", err)
+	}
+	if err := ns.AddAddr("eth0", netip.MustParsePrefix("2001:db8::1/64")); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name, vip, dip string, encap forwarding.Encap) (forwarding.Instance, *forwarding.Table) {
+		in := forwarding.Instance{Name: name, Strategy: forwarding.StrategyBeamer, Encap: encap, VIPs: []netip.Addr{netip.MustParseAddr(vip)},
+			PortLow: 80, PortHigh: 80, Buckets: 10, ChainWindow: forwarding.DefaultChainWindow}
+		tab := forwarding.NewTable(10)
+		tab.Generation = 1
+		tab.Servers[1025] = forwarding.Server{Addr: netip.MustParseAddr(dip), State: forwarding.Active}
+		for i := range tab.Buckets {
+			tab.Buckets[i].Current = 1025
+		}
+		return in, tab
+	}
+	var d *Daemon
+	err = ns.Do(func() (err error) {
+		if d, err = Start(opts()); err != nil {
+			return err
+		}
+		if err := d.SetInstance(mk("web6", "2001:db8:100::1", "2001:db8::10", forwarding.EncapGUE)); err != nil {
+			return err
+		}
+		if err := d.SetInstance(mk("web", "198.18.100.1", "198.18.0.10", "")); err == nil {
+			t.Error("an IPv4 instance loaded on a mux without an IPv4 address")
+		}
+		return d.Ready()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Do(d.Close)
+	if d.Address().IsValid() || d.Address6() != netip.MustParseAddr("2001:db8::1") {
+		t.Errorf("addresses %v, %v", d.Address(), d.Address6())
+	}
+	if g, ok := d.Mux().Generation("web6"); !ok || g != 1 {
+		t.Errorf("web6 generation %d, %v", g, ok)
+	}
+	if st, err := d.Status(); err != nil || st.Address != "" || st.Address6 != "2001:db8::1" {
+		t.Errorf("status %+v, %v", st, err)
 	}
 }

@@ -133,15 +133,15 @@ func InterfaceAddr6(name string) netip.Addr {
 // this one in, once its instances are set. It forwards nothing of its own
 // until instances are set.
 func Start(opts Options) (*Daemon, error) {
+	var noIPv4 error
 	if !opts.Address.IsValid() {
-		a, err := InterfaceAddr(opts.Interface)
-		if err != nil {
-			return nil, err
-		}
-		opts.Address = a
+		opts.Address, noIPv4 = InterfaceAddr(opts.Interface) // may stay unset: an IPv6-only mux
 	}
 	if !opts.Address6.IsValid() {
 		opts.Address6 = InterfaceAddr6(opts.Interface) // may stay unset: an IPv4-only mux
+	}
+	if !opts.Address.IsValid() && !opts.Address6.IsValid() {
+		return nil, fmt.Errorf("%w, nor a global IPv6 one: the mux needs an address to encapsulate from", noIPv4)
 	}
 	if err := opts.defaults(); err != nil {
 		return nil, err
@@ -246,7 +246,7 @@ func (d *Daemon) Healthy() error {
 // Mux is the loaded data plane.
 func (d *Daemon) Mux() *dataplane.Mux { return d.mux }
 
-// Address is the mux's own address.
+// Address is the mux's own IPv4 address (unset on an IPv6-only mux).
 func (d *Daemon) Address() netip.Addr { return d.opts.Address }
 
 // enableIPv6 turns IPv6 forwarding on for the mux's interface when its

@@ -50,7 +50,10 @@ func (d *Daemon) Status() (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Status{Role: "mux", Interface: d.opts.Interface, Address: d.opts.Address.String(), Counters: c, Instances: []InstanceStatus{}}
+	s := &Status{Role: "mux", Interface: d.opts.Interface, Counters: c, Instances: []InstanceStatus{}}
+	if d.opts.Address.IsValid() {
+		s.Address = d.opts.Address.String()
+	}
 	if d.opts.Address6.IsValid() {
 		s.Address6 = d.opts.Address6.String()
 	}
