@@ -273,6 +273,18 @@ func Serve(addr string, o Options) (*Endpoint, error) {
 	return e, nil
 }
 
+// Listen serves the same API on one more address: a server of an IPv4
+// and an IPv6 instance is probed at its DIP of each family. Close stops
+// every listener.
+func (e *Endpoint) Listen(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("agent API listener: %w", err)
+	}
+	go e.srv.Serve(l) // Shutdown closes it with the first
+	return nil
+}
+
 // Addr is the address served (useful with port 0).
 func (e *Endpoint) Addr() net.Addr { return e.l.Addr() }
 

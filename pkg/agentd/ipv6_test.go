@@ -1,9 +1,11 @@
 package agentd
 
 import (
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/beamer-lb/beamer/pkg/config"
 	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
@@ -65,6 +67,20 @@ func TestAgentSetupIPv6(t *testing.T) {
 	if d.cfg.Address6 != netip.MustParseAddr("2001:db8::10") {
 		t.Errorf("address6 %v", d.cfg.Address6)
 	}
+	// The controller probes each DIP at its own address: the API answers
+	// on both (and on neither VIP).
+	for addr, want := range map[string]bool{"198.18.0.10:9300": true, "[2001:db8::10]:9300": true, "[2001:db8:100::1]:9300": false} {
+		err := ns.Do(func() error {
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err == nil {
+				c.Close()
+			}
+			return err
+		})
+		if (err == nil) != want {
+			t.Errorf("agent API at %s: %v, want reachable %v", addr, err, want)
+		}
+	}
 	show := func(args ...string) string {
 		out, err := ns.Run(args[0], args[1:]...)
 		if err != nil {
@@ -103,5 +119,46 @@ func TestAgentSetupIPv6(t *testing.T) {
 	}
 	if got := sysctl("net.ipv6.conf.eth0.forwarding"); got != before {
 		t.Errorf("IPv6 forwarding %s after Close, was %s", got, before)
+	}
+}
+
+// TestAgentIPv6Only: a server with only an IPv6 address serves an IPv6
+// VIP; one serving an IPv4 VIP without an IPv4 address is refused.
+func TestAgentIPv6Only(t *testing.T) {
+	lab := netlabtest.New(t, "agentd6only")
+	ns, err := lab.Namespace("srv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := lab.Namespace("net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.Veth(ns, "eth0", netip.MustParsePrefix("2001:db8::10/64"), peer, "eth0", netip.MustParsePrefix("2001:db8::1/64"), 0); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Agent{Interface: "eth0", ServerID: 1030, Trusted: []netip.Prefix{netip.MustParsePrefix("2001:db8::/64")},
+		VIPs: []config.AgentVIP{{VIP: netip.MustParseAddr("2001:db8:100::1"), Buckets: 100}}}
+	var d *Daemon
+	if err := ns.Do(func() (err error) { d, err = Start(cfg, testOptions(t)); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if d.Address().IsValid() || d.cfg.Address6 != netip.MustParseAddr("2001:db8::10") {
+		t.Errorf("addresses %v, %v", d.Address(), d.cfg.Address6)
+	}
+	if err := ns.Do(d.Close); err != nil {
+		t.Fatal(err)
+	}
+	cfg.VIPs = append(cfg.VIPs, config.AgentVIP{VIP: netip.MustParseAddr("198.18.100.1"), Buckets: 100})
+	cfg.Trusted = append(cfg.Trusted, netip.MustParsePrefix("198.18.0.0/24"))
+	err = ns.Do(func() error {
+		d, err := Start(cfg, testOptions(t))
+		if err == nil {
+			d.Close()
+		}
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "no IPv4 address") {
+		t.Fatalf("IPv4 VIP on an IPv6-only server: %v", err)
 	}
 }
