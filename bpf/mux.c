@@ -73,7 +73,7 @@ INLINE int drop(enum mux_counter why)
 /* Bytes the encapsulation adds in front of the packet: IP-in-IP, or for a
  * GUE VIP the same plus its UDP and GUE headers (gue.h: the private data
  * is the option's bytes). */
-INLINE int outer_len_of(const struct decision *d, int gue)
+INLINE int outer_len_of(const struct decision *d, const int gue)
 {
 	int len = d->with_opt ? OUTER_LEN_WITH(d->prev) : OUTER_LEN_PLAIN;
 	return gue ? len + GUE4_EXTRA : len;
@@ -83,15 +83,14 @@ INLINE int outer_len_of(const struct decision *d, int gue)
  * Sends the packet to d's server, or answers it: every packet is counted
  * exactly once, after its fate is known — the verdict when it leaves, a
  * drop reason or icmp_too_big otherwise. ip is the packet's (parsed) IPv4
- * header; it is read before the packet is touched. The VIP's encap
- * (record field, same cache line as everything else read) picks IP-in-IP
- * or GUE, whose UDP source port is the flow's hash (gue.h GUE_SPORT).
+ * header; it is read before the packet is touched. gue is a constant at
+ * each call (transmit below), so the IP-in-IP path is compiled as if GUE
+ * did not exist; sport and dport are GUE's (network order).
  */
-INLINE int transmit(struct xdp_md *ctx, const struct vip_info *vip, const struct flow *f, struct decision *d,
-		    int verdict, struct iphdr *ip)
+INLINE int transmit_as(struct xdp_md *ctx, struct decision *d, int verdict, struct iphdr *ip, const int gue,
+		       __be16 sport, __be16 dport)
 {
 	struct nexthop_answer nh;
-	int gue = vip->encap == ENCAP_GUE;
 	int outer_len = outer_len_of(d, gue);
 	__u32 inner_tot = bpf_ntohs(ip->tot_len);
 	__be16 frag = ip->frag_off;
@@ -122,26 +121,34 @@ INLINE int transmit(struct xdp_md *ctx, const struct vip_info *vip, const struct
 	}
 
 	struct ethhdr *eth;
-	if (gue) {
-		eth = xdp_encap_gue4(ctx, &d->encap, outer_len, bpf_htons(GUE_SPORT(flow_hash_of(f))),
-				     bpf_htons(vip->gue_port));
-		if (!eth)
-			return drop(MUX_DROP_ENCAP);
-		mux_count(MUX_FWD_GUE);
-	} else {
+	if (gue)
+		eth = xdp_encap_gue4(ctx, &d->encap, outer_len, sport, dport);
+	else
 		eth = xdp_encap_ipv4(ctx, &d->encap, outer_len);
-		if (!eth)
-			return drop(MUX_DROP_ENCAP);
-	}
+	if (!eth)
+		return drop(MUX_DROP_ENCAP);
 	__builtin_memcpy(eth->h_dest, nh.dmac, ETH_ALEN);
 	__builtin_memcpy(eth->h_source, nh.smac, ETH_ALEN);
 
+	if (gue)
+		mux_count(MUX_FWD_GUE);
 	mux_count(verdict);
 	if (d->also)
 		mux_count(d->also);
 	if (nh.ifindex == ctx->ingress_ifindex)
 		return XDP_TX;
 	return bpf_redirect(nh.ifindex, 0);
+}
+
+/* The VIP's encapsulation (record field, in the cache line already read)
+ * picks IP-in-IP or GUE, whose UDP source port is the flow's hash
+ * (gue.h GUE_SPORT). */
+INLINE int transmit(struct xdp_md *ctx, const struct vip_info *vip, const struct flow *f, struct decision *d,
+		    int verdict, struct iphdr *ip)
+{
+	if (vip->encap == ENCAP_GUE)
+		return transmit_as(ctx, d, verdict, ip, 1, bpf_htons(GUE_SPORT(flow_hash_of(f))), bpf_htons(vip->gue_port));
+	return transmit_as(ctx, d, verdict, ip, 0, 0, 0);
 }
 
 /* The one dispatch on the VIP's strategy (bpf/strategy/NAME.h). tcp is the

@@ -9,6 +9,8 @@
  *   IP-in-IP to this server   from a mux (no Beamer option or hop 0), or
  *                             daisy-chained by another server (hop > 0):
  *                             counted apart, as "chained"
+ *   GUE over IPv4             the same, the private data's hop byte telling
+ *                             the chained ones apart
  *   plain IPv4 to a VIP       already decapsulated (the agent's XDP program)
  *   GUE over IPv6 to an IPv6  as IP-in-IP (the private data's hop byte says
  *   VIP, or plain IPv6        chained); keyed by the 16-byte VIP
@@ -116,6 +118,19 @@ int beamer_vipstats(struct __sk_buff *skb)
 		if (ihl >= sizeof(*ip) + 3 && (void *)(opt + 3) <= end && opt[0] == BEAMER_OPT_TYPE && opt[2] > 0)
 			k.chained = 1;
 		in = (void *)ip + ihl;
+		if ((void *)(in + 1) > end)
+			return TCX_NEXT;
+	} else if (ip->protocol == IPPROTO_UDP && ip->ihl == 5) {
+		/* GUE (include/gue.h), any port: only inner destinations
+		 * that are this server's VIPs are counted, and only GUE
+		 * carries those to it. The private data is the option. */
+		__u8 *g = (void *)(ip + 1) + sizeof(struct udphdr);
+		if ((void *)(g + 4) > end || (g[0] & 0xe0) || g[1] != IPPROTO_IPIP)
+			return TCX_NEXT;
+		__u32 priv = (g[0] & 0x1f) * 4;
+		if (priv >= 3 && (void *)(g + 7) <= end && g[4] == BEAMER_OPT_TYPE && g[6] > 0)
+			k.chained = 1;
+		in = (void *)(g + 4) + priv;
 		if ((void *)(in + 1) > end)
 			return TCX_NEXT;
 	}

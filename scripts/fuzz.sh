@@ -30,5 +30,5 @@ run() {
 run ./pkg/ring/ringfuzz FuzzObject FuzzPointer FuzzGenName
 run ./pkg/store FuzzValidKey
 run ./pkg/config FuzzLoadMux FuzzLoadAgent
-run ./pkg/wire FuzzParseOption FuzzDecapsulate
+run ./pkg/wire FuzzParseOption FuzzDecapsulate FuzzDecapsulateGUE
 run ./pkg/awfd FuzzDecode

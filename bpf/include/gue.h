@@ -23,8 +23,8 @@
  *
  * Because the private data is byte for byte the option, the agent runs the
  * same checks and the same chaining decision on either encapsulation; it
- * chains in the encapsulation it received (rewriting the outer addresses and
- * the hop byte, nothing else).
+ * chains in the encapsulation it received (rewriting the outer addresses,
+ * TTL and checksums and the hop byte, nothing else).
  */
 #ifndef BEAMER_GUE_H
 #define BEAMER_GUE_H

@@ -18,11 +18,22 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// parseAgentVIP reads VIP:BUCKETS[:WINDOW], e.g. 198.18.100.1:6400:4m.
+// parseAgentVIP reads VIP:BUCKETS[:WINDOW], e.g. 198.18.100.1:6400:4m, or
+// with an IPv6 VIP in brackets, [2001:db8:100::1]:6400:4m.
 func parseAgentVIP(s string) (config.AgentVIP, error) {
-	parts := strings.Split(s, ":")
-	if len(parts) < 2 || len(parts) > 3 {
-		return config.AgentVIP{}, fmt.Errorf("--vip %q: want VIP:BUCKETS[:WINDOW]", s)
+	host, rest := s, ""
+	if strings.HasPrefix(s, "[") {
+		end := strings.Index(s, "]:")
+		if end < 0 {
+			return config.AgentVIP{}, fmt.Errorf("--vip %q: want [IPv6]:BUCKETS[:WINDOW]", s)
+		}
+		host, rest = s[1:end], s[end+2:]
+	} else if i := strings.IndexByte(s, ':'); i >= 0 {
+		host, rest = s[:i], s[i+1:]
+	}
+	parts := append([]string{host}, strings.Split(rest, ":")...)
+	if rest == "" || len(parts) > 3 {
+		return config.AgentVIP{}, fmt.Errorf("--vip %q: want VIP:BUCKETS[:WINDOW] (an IPv6 VIP in brackets: [2001:db8:100::1]:6400)", s)
 	}
 	vip, err := netip.ParseAddr(parts[0])
 	if err != nil {
@@ -45,12 +56,12 @@ func parseAgentVIP(s string) (config.AgentVIP, error) {
 
 func init() {
 	var (
-		configPath, iface, addr, metricsAddr, apiAddr string
-		capacityBps                                   float64
-		id                                            uint16
-		vips, trusted, controllers                    []string
-		noVIPs, noMPTCP                               bool
-		node                                          agentd.Options
+		configPath, iface, addr, addr6, metricsAddr, apiAddr string
+		capacityBps                                          float64
+		id                                                   uint16
+		vips, trusted, controllers                           []string
+		noVIPs, noMPTCP                                      bool
+		node                                                 agentd.Options
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -64,6 +75,7 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 	cmd.Flags().StringVar(&configPath, "config", "", "configuration file (YAML)")
 	cmd.Flags().StringVar(&iface, "iface", "", "the server's interface")
 	cmd.Flags().StringVar(&addr, "addr", "", "the server's address (default: the interface's first IPv4)")
+	cmd.Flags().StringVar(&addr6, "addr6", "", "the server's IPv6 address, for IPv6 VIPs (default: the interface's first global IPv6)")
 	cmd.Flags().Uint16Var(&id, "id", 0, "server id, 1025–65535")
 	cmd.Flags().StringSliceVar(&vips, "vip", nil, "VIP:BUCKETS[:WINDOW] served (repeatable)")
 	cheetahKeys := cmd.Flags().String("cheetah-keys", "", "the --vip VIPs belong to a cheetah instance with these keys KEY0,KEY1[,CURRENT] (its `ctl show --json`)")
@@ -129,6 +141,11 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 				return cfg, err
 			} else if a.IsValid() {
 				cfg.Address = a
+			}
+			if a, err := parseAddrFlag("addr6", addr6); err != nil {
+				return cfg, err
+			} else if a.IsValid() {
+				cfg.Address6 = a
 			}
 			if noVIPs {
 				cfg.ManageVIPs = new(bool)

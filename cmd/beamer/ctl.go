@@ -87,7 +87,7 @@ func init() {
 	rootCmd.AddCommand(ctlCmd)
 
 	create, cf := newCtl("create NAME --vip ADDR[,ADDR] --ports P[-Q] --buckets B", "Create an instance", cobra.ExactArgs(1))
-	vips := create.Flags().StringSlice("vip", nil, "virtual IPv4 address(es)")
+	vips := create.Flags().StringSlice("vip", nil, "virtual IP address(es): all IPv4, or all IPv6 (one family per instance)")
 	ports := create.Flags().String("ports", "", "TCP service port or range on every VIP (any port outside the server-id range; optional with --tcp-ports/--udp-ports)")
 	buckets := create.Flags().Uint32("buckets", 0, fmt.Sprintf("beamer (required): bucket count B, larger than the most DIPs the instance will have (paper: 100 per DIP); maglev: the lookup table size M, a prime ≥ 100 per backend, %d when not given", assign.MaglevSmallTable))
 	window := create.Flags().Duration("chain-window", forwarding.DefaultChainWindow, "daisy-chaining window")
@@ -165,7 +165,7 @@ func init() {
 	}
 
 	add, af := newCtl("add-dip NAME ID ADDR [WEIGHT] | add-dip NAME ID ADDR ID ADDR… [--weight W]",
-		"Add DIPs (server id 1025–65535, IPv4 address, weight default 1); several at once get one rebalance", cobra.MinimumNArgs(3))
+		"Add DIPs (server id 1025–65535, address of the instance's family, weight default 1); several at once get one rebalance", cobra.MinimumNArgs(3))
 	addWeight := add.Flags().String("weight", "1", "weight of every DIP of a several-DIP add")
 	add.Long = `Adds one DIP, or several in one request: all are recorded at once and one
 rebalance gives them their shares (adding them one request after the other
@@ -287,8 +287,8 @@ func printView(out io.Writer, v *controller.View) {
 	for i, a := range in.VIPs {
 		vips[i] = a.String()
 	}
-	fmt.Fprintf(out, "instance %s (%s): VIPs %s ports %d-%d, %d buckets, chaining window %v, max chain %d\n",
-		in.Name, in.Strategy, strings.Join(vips, ","), in.PortLow, in.PortHigh, in.Buckets, in.ChainWindow, in.ChainLen())
+	fmt.Fprintf(out, "instance %s (%s): VIPs %s ports %d-%d, %d buckets, chaining window %v, max chain %d%s\n",
+		in.Name, in.Strategy, strings.Join(vips, ","), in.PortLow, in.PortHigh, in.Buckets, in.ChainWindow, in.ChainLen(), encapSummary(&in))
 	fmt.Fprintf(out, "generation %d (blob at %d + %d deltas, %d+%d stored bytes)\n",
 		v.Generation, v.Load.Blob, v.Load.Deltas, v.Load.BlobBytes, v.Load.DeltaBytes)
 	unit, chained := v.Unit, ""

@@ -34,3 +34,12 @@ func (f *encapFlags) apply(cmd *cobra.Command, in *forwarding.Instance) error {
 	}
 	return nil
 }
+
+// encapSummary is ctl show's note of a GUE instance's encapsulation
+// (nothing for IP-in-IP, the default, so that line reads as before).
+func encapSummary(in *forwarding.Instance) string {
+	if in.EncapOf() != forwarding.EncapGUE {
+		return ""
+	}
+	return fmt.Sprintf(", encap gue port %d", in.GUEPortOf())
+}

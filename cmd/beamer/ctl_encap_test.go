@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/beamer-lb/beamer/pkg/forwarding"
 )
 
 // TestCtlEncapRejections: a bad encapsulation is refused by ctl create
@@ -31,5 +33,16 @@ func TestCtlEncapAccepted(t *testing.T) {
 		if err := run(args...); err == nil || !strings.Contains(err.Error(), "no controller is elected on this store") {
 			t.Errorf("beamer %s: %v", strings.Join(args, " "), err)
 		}
+	}
+}
+
+func TestEncapSummary(t *testing.T) {
+	in := &forwarding.Instance{}
+	if s := encapSummary(in); s != "" {
+		t.Errorf("ipip: %q", s)
+	}
+	in.Encap, in.GUEPort = forwarding.EncapGUE, 7070
+	if s := encapSummary(in); s != ", encap gue port 7070" {
+		t.Errorf("gue: %q", s)
 	}
 }

@@ -36,8 +36,8 @@ func parseAddDIPs(args []string, w string, weightFlag bool) ([]controller.NewDIP
 			return nil, err
 		}
 		addr, err := netip.ParseAddr(args[i+1])
-		if err != nil || !addr.Is4() {
-			return nil, fmt.Errorf("DIP address %q is not an IPv4 address", args[i+1])
+		if err != nil {
+			return nil, fmt.Errorf("DIP address %q is not an IPv4 or IPv6 address", args[i+1])
 		}
 		if err := forwarding.CheckDIP(addr); err != nil {
 			return nil, err // the controller would say the same; say it before submitting

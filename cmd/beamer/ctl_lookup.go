@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,8 +102,9 @@ func lookupProto(tab *forwarding.Table, in *forwarding.Instance, proto forwardin
 }
 
 func printLookup(w io.Writer, v *lookupView) {
-	fmt.Fprintf(w, "flow %s:%d -> %s:%d tcp: hash %#08x, bucket %d of %d (incarnation %d, generation %d)\n",
-		v.Src, v.SrcPort, v.Dst, v.DstPort, v.Hash, v.Bucket, v.Buckets, v.Incarnation, v.Generation)
+	// JoinHostPort brackets IPv6 addresses, as the command line takes them.
+	fmt.Fprintf(w, "flow %s -> %s tcp: hash %#08x, bucket %d of %d (incarnation %d, generation %d)\n",
+		net.JoinHostPort(v.Src, strconv.Itoa(int(v.SrcPort))), net.JoinHostPort(v.Dst, strconv.Itoa(int(v.DstPort))), v.Hash, v.Bucket, v.Buckets, v.Incarnation, v.Generation)
 	name := func(s lookupServer) string {
 		if s.ID == uint16(forwarding.NoServer) {
 			return "none (unowned: the mux drops it)"
@@ -139,11 +142,11 @@ func init() {
 	var dport uint16
 	var proto string
 	var vip string
-	cmd := readCmd("lookup NAME SRC:PORT [--dport P] [--vip ADDR]", "Show which bucket and server a client's connection maps to, and the bucket's history (chain)", cobra.ExactArgs(2),
+	cmd := readCmd("lookup NAME SRC:PORT|[SRC6]:PORT [--dport P] [--vip ADDR]", "Show which bucket and server a client's connection maps to, and the bucket's history (chain)", cobra.ExactArgs(2),
 		func(ctx context.Context, cmd *cobra.Command, args []string, st store.Store, root, format string) error {
 			src, err := netip.ParseAddrPort(args[1])
-			if err != nil || !src.Addr().Is4() {
-				return fmt.Errorf("client %q: want IPv4:PORT, e.g. 198.18.1.5:40000", args[1])
+			if err != nil || src.Addr().Zone() != "" || src.Addr().Is4In6() {
+				return fmt.Errorf("client %q: want ADDR:PORT, e.g. 198.18.1.5:40000 or [2001:db8:1::5]:40000", args[1])
 			}
 			k := ring.InstanceKeys(root, args[0])
 			in, err := ring.ReadInstance(ctx, st, k)
@@ -153,6 +156,9 @@ func init() {
 			tab, _, err := ring.NewFollower(st, k, ring.FollowerOptions{}).Load(ctx)
 			if err != nil {
 				return err
+			}
+			if f := forwarding.FamilyOf(src.Addr()); f != in.Family() {
+				return fmt.Errorf("client %v is %v but instance %s is %v", src.Addr(), f, in.Name, in.Family())
 			}
 			dst := in.VIPs[0]
 			if vip != "" {

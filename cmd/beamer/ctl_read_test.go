@@ -185,7 +185,7 @@ history: none
 	if got := ctlOut(t, "ctl", "lookup", "api", "198.18.1.5:40005", "--vip", "198.18.100.3", "--dport", "444", "--store", st); !strings.Contains(got, "-> 198.18.100.3:444 tcp") || !strings.Contains(got, "current server: none (unowned: the mux drops it)") {
 		t.Errorf("second VIP, second port:\n%s", got)
 	}
-	if err := run("ctl", "lookup", "web", "198.18.1.5", "--store", st); err == nil || !strings.Contains(err.Error(), "want IPv4:PORT") {
+	if err := run("ctl", "lookup", "web", "198.18.1.5", "--store", st); err == nil || !strings.Contains(err.Error(), "want ADDR:PORT") {
 		t.Errorf("no port: %v", err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// parseAddrFlag reads an optional IPv4 address flag: the zero Addr when the
+// parseAddrFlag reads an optional address flag: the zero Addr when the
 // flag was not given.
 func parseAddrFlag(name, value string) (netip.Addr, error) {
 	if value == "" {

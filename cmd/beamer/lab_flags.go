@@ -13,6 +13,7 @@ import (
 // labFlags override the parameters of a size; only flags given count.
 type labFlags struct {
 	udpFlows, quicFlows                           int // issue 17: UDP flows and QUIC connections per client
+	family                                        int // issue 16: 6 runs the service over IPv6
 	clients, perClient, servers, muxes, floodRate int
 	fileSize, removed, store                      string
 	buckets                                       uint32
@@ -43,6 +44,7 @@ func (f *labFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.quicFlows, "quic-flows", 0, "QUIC connections per client to VIP:443 beside the TCP load, routed by connection id, each migrating once")
 	fl.StringVar(&f.encap, "encap", "", "the instance's encapsulation: ipip (default) or gue")
 	fl.IntVar(&f.udpFlows, "udp-flows", 0, "long-lived UDP flows per client to VIP:53 beside the TCP load (servers answer from connected sockets)")
+	fl.IntVar(&f.family, "family", 0, "6: the service over IPv6 (VIP 2001:db8:100::1, IPv6 servers, GUE over IPv6; beamer strategy only)")
 }
 
 // plan expands experiments × removal counts × strategies into runs.
@@ -138,6 +140,9 @@ func (f *labFlags) apply(cmd *cobra.Command, p *lab.Params) error {
 	}
 	if set("udp-flows") {
 		p.UDPFlows = f.udpFlows
+	}
+	if set("family") {
+		p.Family = f.family
 	}
 	if set("quic-flows") {
 		p.QUICFlows = f.quicFlows

@@ -17,12 +17,12 @@ import (
 
 func init() {
 	var (
-		configPath, iface, addr, mode, metricsAddr string
-		instances                                  []string
-		bgpFlags                                   bgpFlags
-		stateFile, pinDir                          string
-		drain                                      time.Duration
-		health                                     muxd.HealthOptions
+		configPath, iface, addr, addr6, mode, metricsAddr string
+		instances                                         []string
+		bgpFlags                                          bgpFlags
+		stateFile, pinDir                                 string
+		drain                                             time.Duration
+		health                                            muxd.HealthOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "mux",
@@ -36,6 +36,7 @@ latest blob and the deltas after it, then applies each new generation.`,
 	cmd.Flags().StringVar(&configPath, "config", "", "static configuration file (YAML)")
 	cmd.Flags().StringVar(&iface, "iface", "", "interface to attach to (store mode)")
 	cmd.Flags().StringVar(&addr, "addr", "", "mux address for outer headers (default: the interface's first IPv4)")
+	cmd.Flags().StringVar(&addr6, "addr6", "", "mux IPv6 address: outer source of IPv6 instances and BGP next hop of IPv6 VIPs (default: the interface's first global IPv6)")
 	cmd.Flags().StringVar(&mode, "xdp-mode", "driver", "XDP attach mode: driver or generic")
 	cmd.Flags().StringVar(&metricsAddr, "metrics", "", "serve /metrics and /healthz on this address (e.g. 127.0.0.1:9100)")
 	cmd.Flags().StringSliceVar(&instances, "instance", nil, "instance to forward (store mode; repeatable)")
@@ -81,7 +82,7 @@ latest blob and the deltas after it, then applies each new generation.`,
 				return err
 			}
 			static = c
-			opts.Interface, opts.Address = c.Interface, c.Address
+			opts.Interface, opts.Address, opts.Address6 = c.Interface, c.Address, c.Address6
 			if c.XDPMode != "" {
 				mode = c.XDPMode
 			}
@@ -97,6 +98,14 @@ latest blob and the deltas after it, then applies each new generation.`,
 			return err
 		} else if a.IsValid() {
 			opts.Address = a
+		}
+		if a, err := parseAddrFlag("addr6", addr6); err != nil {
+			return err
+		} else if a.IsValid() {
+			if !a.Is6() || a.Is4In6() {
+				return fmt.Errorf("--addr6 %v: not an IPv6 address", a)
+			}
+			opts.Address6 = a
 		}
 		switch mode {
 		case "driver":
@@ -154,7 +163,7 @@ latest blob and the deltas after it, then applies each new generation.`,
 		if err := d.Ready(); err != nil {
 			return err
 		}
-		log.Info("mux forwarding", "interface", opts.Interface, "address", d.Address(), "pinned", opts.PinDir != "-")
+		log.Info("mux forwarding", "interface", opts.Interface, "address", d.Address(), "address6", d.Address6(), "pinned", opts.PinDir != "-")
 		if static != nil {
 			go reloadMux(ctx, hup, configPath, d, static, log) // reload.go
 		} else {
@@ -162,7 +171,7 @@ latest blob and the deltas after it, then applies each new generation.`,
 		}
 		if bgpOpts != nil {
 			// Announce only now that the instances are loaded.
-			bgpOpts.NextHop = d.Address()
+			bgpOpts.NextHop, bgpOpts.NextHop6 = d.Address(), d.Address6()
 			a, err := muxd.StartBGP(ctx, *bgpOpts)
 			if err != nil {
 				return err

@@ -23,7 +23,7 @@ type bgpFlags struct {
 func (f *bgpFlags) register(cmd *cobra.Command) {
 	cmd.Flags().Uint32Var(&f.asn, "bgp-asn", 0, "the mux's AS number (with --bgp-peer)")
 	cmd.Flags().StringVar(&f.routerID, "bgp-router-id", "", "BGP router id (default: the mux address)")
-	cmd.Flags().StringSliceVar(&f.peers, "bgp-peer", nil, "router to announce VIPs to, ADDR:ASN (repeatable)")
+	cmd.Flags().StringSliceVar(&f.peers, "bgp-peer", nil, "router to announce VIPs to, ADDR:ASN or [IPv6]:ASN (repeatable); sessions carry IPv6 unicast too when the mux has an IPv6 address")
 	cmd.Flags().DurationVar(&f.hold, "bgp-hold-time", 9*time.Second, "BGP hold time: how long routers keep using a silent mux (≥3s; keepalives every third)")
 }
 

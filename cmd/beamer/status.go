@@ -64,7 +64,11 @@ func init() {
 }
 
 func printMuxStatus(out io.Writer, s *muxd.Status) {
-	fmt.Fprintf(out, "mux on %s (%s)\n", s.Interface, s.Address)
+	if s.Address6 != "" {
+		fmt.Fprintf(out, "mux on %s (%s, %s)\n", s.Interface, s.Address, s.Address6)
+	} else {
+		fmt.Fprintf(out, "mux on %s (%s)\n", s.Interface, s.Address)
+	}
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "INSTANCE\tVIP\tPORTS\tSTRATEGY\tINCARNATION\tGEN\tSERVER\tADDRESS\tSTATE\tBUCKETS")
 	for _, in := range s.Instances {

@@ -117,7 +117,8 @@ func TestHealthProbesVIPBoundService(t *testing.T) {
 	}
 	for _, c := range []struct{ query, want string }{
 		{"vip=198.18.100.2&port=80", "not served by this agent"},
-		{"vip=nonsense&port=80", "not an IPv4 address"},
+		{"vip=nonsense&port=80", "not an IPv4 or IPv6 address"},
+		{"vip=2001:db8:100::1&port=80", "not served by this agent"},
 		{"vip=198.18.100.1&port=0", "port"},
 		{"vip=198.18.100.1&port=70000", "port"},
 		{"vip=198.18.100.1&port=80&timeout_ms=600000", "timeout_ms"},

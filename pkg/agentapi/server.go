@@ -121,8 +121,8 @@ func fail(w http.ResponseWriter, code int, format string, a ...any) {
 // vip reads the vip parameter and checks that the agent serves it.
 func (s *Server) vip(r *http.Request) (netip.Addr, error) {
 	v, err := netip.ParseAddr(r.URL.Query().Get("vip"))
-	if err != nil || !v.Is4() {
-		return netip.Addr{}, fmt.Errorf("vip %q is not an IPv4 address", r.URL.Query().Get("vip"))
+	if err != nil || v.Zone() != "" {
+		return netip.Addr{}, fmt.Errorf("vip %q is not an IPv4 or IPv6 address", r.URL.Query().Get("vip"))
 	}
 	if !slices.Contains(s.vips, v) {
 		return netip.Addr{}, fmt.Errorf("vip %v is not served by this agent (its VIPs: %v)", v, s.vips)
@@ -175,7 +175,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	var c net.Conn
 	err = inNamespace(s.ns, func() (err error) {
 		var d net.Dialer
-		c, err = d.DialContext(ctx, "tcp4", addr.String())
+		c, err = d.DialContext(ctx, "tcp", addr.String())
 		return err
 	})
 	rep := HealthReport{VIP: vip, Port: uint16(port), OK: err == nil, Micros: time.Since(start).Microseconds()}
@@ -271,6 +271,18 @@ func Serve(addr string, o Options) (*Endpoint, error) {
 		WriteTimeout: 30 * time.Second, MaxHeaderBytes: 8 << 10}}
 	go e.srv.Serve(l) // ends with ErrServerClosed on Close
 	return e, nil
+}
+
+// Listen serves the same API on one more address: a server of an IPv4
+// and an IPv6 instance is probed at its DIP of each family. Close stops
+// every listener.
+func (e *Endpoint) Listen(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("agent API listener: %w", err)
+	}
+	go e.srv.Serve(l) // Shutdown closes it with the first
+	return nil
 }
 
 // Addr is the address served (useful with port 0).

@@ -58,7 +58,7 @@ func prismLive(state, retrans uint8) bool {
 }
 
 func listSignatures(ns netns.NsHandle, vip netip.Addr, n uint32) (*SignaturesReport, error) {
-	socks, err := dumpTCP(ns)
+	socks, err := dumpTCP(ns, unix.AF_INET) // prism: IPv4 instances only
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +97,10 @@ func (s *Server) signatures(w http.ResponseWriter, r *http.Request) {
 	vip, err := s.vip(r)
 	if err != nil {
 		fail(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if vip.Is6() {
+		fail(w, http.StatusBadRequest, "vip %v: prism does not forward IPv6 (an IPv6 instance needs strategy beamer)", vip)
 		return
 	}
 	b := r.URL.Query().Get("buckets")

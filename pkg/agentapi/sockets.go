@@ -34,7 +34,11 @@ var errDumpInterrupted = errors.New("socket table changed during the dump; try a
 // whose local address is vip. The bucket is the mux's: the flow hash of the
 // client → VIP 5-tuple (pkg/wire).
 func countConnections(ns netns.NsHandle, vip netip.Addr, n uint32) (*ConnectionsReport, error) {
-	socks, err := dumpTCP(ns)
+	family := uint8(unix.AF_INET)
+	if vip.Is6() {
+		family = unix.AF_INET6
+	}
+	socks, err := dumpTCP(ns, family)
 	if err != nil {
 		return nil, err
 	}
@@ -61,11 +65,12 @@ func countConnections(ns netns.NsHandle, vip netip.Addr, n uint32) (*Connections
 	return r, nil
 }
 
-// dumpTCP lists the IPv4 TCP sockets of the namespace ns (the current one
+// dumpTCP lists the TCP sockets of one family (AF_INET, AF_INET6: an IPv6
+// VIP's connections are on AF_INET6 sockets) of the namespace ns (the current one
 // when ns is not open) through sock_diag, whole or not at all: a partial
 // dump could miss connections and let the controller drop a bucket that
 // still holds some, so an interrupted dump is retried, then refused.
-func dumpTCP(ns netns.NsHandle) ([]*netlink.Socket, error) {
+func dumpTCP(ns netns.NsHandle, family uint8) ([]*netlink.Socket, error) {
 	var h *netlink.Handle
 	var err error
 	if ns.IsOpen() {
@@ -78,7 +83,7 @@ func dumpTCP(ns netns.NsHandle) ([]*netlink.Socket, error) {
 	}
 	defer h.Close()
 	for attempt := 0; ; attempt++ {
-		socks, err := h.SocketDiagTCP(unix.AF_INET)
+		socks, err := h.SocketDiagTCP(family)
 		if err == nil {
 			return socks, nil
 		}

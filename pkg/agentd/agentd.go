@@ -8,6 +8,7 @@ package agentd
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"path/filepath"
 	"sync"
@@ -18,7 +19,6 @@ import (
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/metrics"
 	"github.com/beamer-lb/beamer/pkg/mptcp"
-	"github.com/beamer-lb/beamer/pkg/muxd"
 	"github.com/beamer-lb/beamer/pkg/nodestate"
 	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
@@ -90,12 +90,8 @@ func Start(cfg config.Agent, opts Options) (*Daemon, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if !cfg.Address.IsValid() {
-		a, err := muxd.InterfaceAddr(cfg.Interface)
-		if err != nil {
-			return nil, err
-		}
-		cfg.Address = a
+	if err := defaultAddresses(&cfg); err != nil {
+		return nil, err
 	}
 	if err := opts.defaults(cfg.Interface); err != nil {
 		return nil, err
@@ -127,7 +123,12 @@ func (d *Daemon) start() error {
 	if err := d.node.SetSysctl("net/ipv4/conf/"+cfg.Interface+"/forwarding", "1"); err != nil {
 		return err
 	}
-	opts := dataplane.AgentOptions{Addr: cfg.Address, Trusted: cfg.Trusted, PinDir: d.opts.PinDir, GUEPorts: cfg.GUEPorts}
+	if _, v6 := families(cfg); v6 {
+		if err := d.node.SetIPv6Forwarding(cfg.Interface); err != nil {
+			return err
+		}
+	}
+	opts := dataplane.AgentOptions{Addr: cfg.Address, Addr6: cfg.Address6, Trusted: cfg.Trusted, PinDir: d.opts.PinDir, GUEPorts: cfg.GUEPorts}
 	for _, v := range cfg.VIPs {
 		opts.VIPs = append(opts.VIPs, dataplane.AgentVIP{VIP: v.VIP, Buckets: v.Buckets, ChainWindow: v.Window()})
 	}
@@ -146,6 +147,9 @@ func (d *Daemon) start() error {
 	if config.Flag(cfg.MPTCP) {
 		if err := d.advertise(); err != nil {
 			return err
+		}
+		if w := mptcpIPv6Warning(cfg); w != "" {
+			slog.Warn(w)
 		}
 	}
 	d.wg.Add(1)

@@ -18,11 +18,21 @@ func (d *Daemon) serveAPI() error {
 	if addr == "" {
 		return nil
 	}
+	// Default: the DIPs only (the IPv4 one, and the IPv6 one of a server
+	// of IPv6 instances: the controller probes each DIP at its address).
+	// Bound to every address it would answer on VIP:9300 too, and muxes
+	// forward VIP:PORT above 1024 to the server whose id is PORT (MPTCP
+	// subflows): clients could reach it.
+	var dips []netip.Addr
 	if d.cfg.API == "" {
-		// Default: the DIP only. Bound to every address it would answer on
-		// VIP:9300 too, and muxes forward VIP:PORT above 1024 to the server
-		// whose id is PORT (MPTCP subflows): clients could reach it.
-		addr = netip.AddrPortFrom(d.cfg.Address, agentapi.DefaultPort).String()
+		for _, a := range []netip.Addr{d.cfg.Address, d.cfg.Address6} {
+			if a.IsValid() {
+				dips = append(dips, a)
+			}
+		}
+		if len(dips) > 0 {
+			addr = netip.AddrPortFrom(dips[0], agentapi.DefaultPort).String()
+		}
 	}
 	var vips []netip.Addr
 	params := map[netip.Addr]agentapi.VIPParams{}
@@ -35,6 +45,11 @@ func (d *Daemon) serveAPI() error {
 		Capacity: &agentapi.CapacityOptions{Iface: d.cfg.Interface, RateBps: d.cfg.CapacityBps},
 		Cheetah:  d.takeCheetahKeys, PushFrom: d.cfg.PushFrom(),
 		ServerID: uint16(d.cfg.ServerID), Params: params, OnMismatch: mismatchLogger()})
+	for _, a := range dips[min(1, len(dips)):] {
+		if err == nil {
+			err = d.api.Listen(netip.AddrPortFrom(a, agentapi.DefaultPort).String())
+		}
+	}
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/cheetah"
@@ -12,10 +13,13 @@ import (
 
 // Agent is a server agent's static configuration.
 type Agent struct {
-	Interface string              `yaml:"interface"`         // where decapsulation runs
-	Address   netip.Addr          `yaml:"address,omitempty"` // the server's DIP; default: the interface's first IPv4
-	ServerID  forwarding.ServerID `yaml:"server_id"`         // 1025–65535, advertised to MPTCP clients
-	Trusted   []netip.Prefix      `yaml:"trusted"`           // muxes and servers allowed to send encapsulated packets
+	Interface string     `yaml:"interface"`         // where decapsulation runs
+	Address   netip.Addr `yaml:"address,omitempty"` // the server's DIP; default: the interface's first IPv4
+	// Address6 is the server's IPv6 DIP, where GUE over IPv6 for its IPv6
+	// VIPs arrives; default: the interface's first global IPv6 address.
+	Address6 netip.Addr          `yaml:"address6,omitempty"`
+	ServerID forwarding.ServerID `yaml:"server_id"` // 1025–65535, advertised to MPTCP clients
+	Trusted  []netip.Prefix      `yaml:"trusted"`   // muxes and servers allowed to send encapsulated packets
 	// Controllers may push Cheetah keys to the agent API (default: the
 	// trusted prefixes). Docs: docs/strategy-cheetah.md, "Keys and rotation".
 	Controllers []netip.Prefix `yaml:"controllers,omitempty"`
@@ -85,9 +89,17 @@ func (c *Agent) Validate() error {
 	if c.Interface == "" {
 		return errors.New("interface: missing")
 	}
-	if c.Address.IsValid() {
-		if err := forwarding.CheckDIP(c.Address); err != nil {
-			return fmt.Errorf("address: %w", err)
+	if c.Address.IsValid() && !c.Address.Is4() {
+		return fmt.Errorf("address %v: not an IPv4 address (an IPv6 one goes in address6)", c.Address)
+	}
+	if c.Address6.IsValid() && (!c.Address6.Is6() || c.Address6.Is4In6()) {
+		return fmt.Errorf("address6 %v: not an IPv6 address (an IPv4 one goes in address)", c.Address6)
+	}
+	for name, a := range map[string]netip.Addr{"address": c.Address, "address6": c.Address6} {
+		if a.IsValid() {
+			if err := forwarding.CheckDIP(a); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
 		}
 	}
 	if !c.ServerID.Valid() {
@@ -97,8 +109,8 @@ func (c *Agent) Validate() error {
 		return errors.New("trusted: no prefix (the muxes' and servers' addresses)")
 	}
 	for _, p := range c.Trusted {
-		if !p.Addr().Is4() {
-			return fmt.Errorf("trusted prefix %v: not IPv4", p)
+		if !p.IsValid() || p.Addr().Is4In6() || p.Addr().Zone() != "" {
+			return fmt.Errorf("trusted prefix %v: not an IPv4 or IPv6 prefix", p)
 		}
 	}
 	for _, p := range c.Controllers {
@@ -126,7 +138,7 @@ func (c *Agent) Validate() error {
 			return fmt.Errorf("vip %v: listed twice", v.VIP)
 		}
 		seen[v.VIP] = true
-		if v.VIP == c.Address {
+		if v.VIP == c.Address || v.VIP == c.Address6 {
 			return fmt.Errorf("vip %v: is also the server's own address", v.VIP)
 		}
 		if v.Buckets == 0 {
@@ -137,6 +149,12 @@ func (c *Agent) Validate() error {
 		}
 		if v.Window() < 0 {
 			return fmt.Errorf("vip %v: negative chain_window", v.VIP)
+		}
+		if v.VIP.Is6() && !slices.ContainsFunc(c.Trusted, func(p netip.Prefix) bool { return p.Addr().Is6() }) {
+			return fmt.Errorf("vip %v: IPv6, but no trusted prefix is IPv6 (GUE over IPv6 arrives from the muxes' IPv6 addresses)", v.VIP)
+		}
+		if v.Cheetah != nil && v.VIP.Is6() {
+			return fmt.Errorf("vip %v: cheetah does not forward IPv6 (an IPv6 instance needs strategy beamer)", v.VIP)
 		}
 		if v.Cheetah != nil {
 			if c.ServerID > cheetah.MaxID {

@@ -12,8 +12,11 @@ import (
 
 // Mux is a mux's static configuration file.
 type Mux struct {
-	Interface string        `yaml:"interface"`          // where the XDP program runs
-	Address   netip.Addr    `yaml:"address,omitempty"`  // outer source; default: the interface's first IPv4
+	Interface string     `yaml:"interface"`         // where the XDP program runs
+	Address   netip.Addr `yaml:"address,omitempty"` // outer source; default: the interface's first IPv4
+	// Address6 is the outer source of IPv6 instances (GUE over IPv6);
+	// default: the interface's first global IPv6 address.
+	Address6  netip.Addr    `yaml:"address6,omitempty"`
 	XDPMode   string        `yaml:"xdp_mode,omitempty"` // "driver" (default) or "generic"
 	Metrics   string        `yaml:"metrics,omitempty"`  // listen address of /metrics and /healthz
 	Instances []MuxInstance `yaml:"instances"`
@@ -61,7 +64,10 @@ func (c *Mux) Validate() error {
 		return errors.New("interface: missing")
 	}
 	if c.Address.IsValid() && (!c.Address.Is4() || c.Address.IsUnspecified()) {
-		return fmt.Errorf("address %v: not a unicast IPv4 address", c.Address)
+		return fmt.Errorf("address %v: not a unicast IPv4 address (an IPv6 one goes in address6)", c.Address)
+	}
+	if c.Address6.IsValid() && (!c.Address6.Is6() || c.Address6.Is4In6()) {
+		return fmt.Errorf("address6 %v: not an IPv6 address (an IPv4 one goes in address)", c.Address6)
 	}
 	if c.XDPMode != "" && c.XDPMode != "driver" && c.XDPMode != "generic" {
 		return fmt.Errorf("xdp_mode %q: must be driver or generic", c.XDPMode)
@@ -69,9 +75,11 @@ func (c *Mux) Validate() error {
 	if len(c.Instances) == 0 {
 		return errors.New("instances: none configured")
 	}
-	if c.Address.IsValid() {
-		if err := forwarding.CheckDIP(c.Address); err != nil {
-			return fmt.Errorf("address: %w", err)
+	for name, a := range map[string]netip.Addr{"address": c.Address, "address6": c.Address6} {
+		if a.IsValid() {
+			if err := forwarding.CheckDIP(a); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
 		}
 	}
 	names := map[string]bool{}
@@ -94,7 +102,7 @@ func (c *Mux) Validate() error {
 		if err := claims.AddInstance(&in.Instance); err != nil {
 			return fmt.Errorf("instance %q: %w", in.Name, err)
 		}
-		if err := in.validateServers(c.Address); err != nil {
+		if err := in.validateServers(c.Address, c.Address6); err != nil {
 			return fmt.Errorf("instance %q: %w", in.Name, err)
 		}
 	}
@@ -110,10 +118,10 @@ func (c *Mux) Validate() error {
 	return nil
 }
 
-// validateServers checks the servers of one instance. mux is the mux's own
-// address, if the file gives it: a server at that address would have the
-// mux encapsulate packets to itself.
-func (in *MuxInstance) validateServers(mux netip.Addr) error {
+// validateServers checks the servers of one instance. mux and mux6 are the
+// mux's own addresses, if the file gives them: a server at one of them
+// would have the mux encapsulate packets to itself.
+func (in *MuxInstance) validateServers(mux, mux6 netip.Addr) error {
 	if len(in.Servers) == 0 {
 		return errors.New("no servers")
 	}
@@ -131,7 +139,10 @@ func (in *MuxInstance) validateServers(mux netip.Addr) error {
 		if err := forwarding.CheckDIP(s.Address); err != nil {
 			return fmt.Errorf("server %d: %w", s.ID, err)
 		}
-		if s.Address == mux {
+		if err := in.CheckDIPFamily(s.Address); err != nil {
+			return fmt.Errorf("server %d: %w", s.ID, err)
+		}
+		if s.Address == mux || s.Address == mux6 {
 			return fmt.Errorf("server %d: address %v is the mux's own address", s.ID, s.Address)
 		}
 		if err := forwarding.CheckWeight(s.weight()); err != nil {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 )
@@ -41,6 +42,16 @@ func TestRejectionMessages(t *testing.T) {
 			`instance "web": server 1026: DIP address 127.0.0.2 is a loopback address (127.0.0.0/8): a server needs a unicast IPv4 or IPv6 address`},
 		"unspecified DIP": {strings.Replace(goodMux, "198.18.0.11", "0.0.0.0", 1),
 			`instance "web": server 1026: DIP address 0.0.0.0 is the unspecified address: a server needs a unicast IPv4 or IPv6 address`},
+		"IPv6 DIP in an IPv4 instance": {strings.Replace(goodMux, "198.18.0.11", "2001:db8::11", 1),
+			`instance "web": server 1026: DIP address 2001:db8::11 is IPv6 but instance "web" is IPv4: an instance's VIPs and servers share one family (direct server return answers from the VIP over the server's own routes)`},
+		"mixed-family VIPs": {strings.Replace(goodMux, "[198.18.100.1]", "[198.18.100.1, 2001:db8:100::1]", 1),
+			`invalid instance configuration "web": VIPs 198.18.100.1 and 2001:db8:100::1 are of different families: an instance is all IPv4 or all IPv6 (create one instance per family)`},
+		"IPv6 mux address": {strings.Replace(goodMux, "address: 198.18.0.1", "address: 2001:db8::1", 1),
+			`address 2001:db8::1: not a unicast IPv4 address (an IPv6 one goes in address6)`},
+		"IPv4 mux address6": {strings.Replace(goodMux, "address: 198.18.0.1", "address: 198.18.0.1\naddress6: 198.18.0.2", 1),
+			`address6 198.18.0.2: not an IPv6 address (an IPv4 one goes in address)`},
+		"link-local mux address6": {strings.Replace(goodMux, "address: 198.18.0.1", "address: 198.18.0.1\naddress6: fe80::1", 1),
+			`address6: DIP address fe80::1 is a link-local address (fe80::/10): a server needs a unicast IPv4 or IPv6 address`},
 		"DIP is the mux": {strings.Replace(goodMux, "198.18.0.11", "198.18.0.1", 1),
 			`instance "web": server 1026: address 198.18.0.1 is the mux's own address`},
 		"DIP is its own VIP": {strings.Replace(goodMux, "198.18.0.11", "198.18.100.1", 1),
@@ -65,6 +76,13 @@ func TestRejectionMessages(t *testing.T) {
 	if _, err := LoadAgent(write(t, agent)); err != nil {
 		t.Fatalf("good agent file: %v", err)
 	}
+	// A server of an IPv4 and an IPv6 instance: one address per family.
+	dual := strings.NewReplacer("address: 198.18.0.10", "address: 198.18.0.10\naddress6: 2001:db8::10",
+		"[198.18.0.0/24]", "[198.18.0.0/24, 2001:db8::/64]",
+		"vips: [{vip: 198.18.100.1, buckets: 100}]", "vips: [{vip: 198.18.100.1, buckets: 100}, {vip: 2001:db8:100::1, buckets: 100}]").Replace(agent)
+	if c, err := LoadAgent(write(t, dual)); err != nil || c.Address6 != netip.MustParseAddr("2001:db8::10") || len(c.VIPs) != 2 {
+		t.Fatalf("dual-family agent file: %+v, %v", c, err)
+	}
 	agents := map[string]struct{ text, want string }{
 		"empty file":        {"", "the file is empty: expected a YAML mapping (format: pkg/config)"},
 		"broadcast VIP":     {strings.Replace(agent, "198.18.100.1", "255.255.255.255", 1), "VIP 255.255.255.255 is the broadcast address: a VIP must be a unicast IPv4 or IPv6 address"},
@@ -72,6 +90,16 @@ func TestRejectionMessages(t *testing.T) {
 		"one bucket":        {strings.Replace(agent, "buckets: 100", "buckets: 1", 1), "vip 198.18.100.1: buckets 1 must be in 2–16777216 (the instance's B)"},
 		"huge buckets":      {strings.Replace(agent, "buckets: 100", "buckets: 4294967295", 1), "vip 198.18.100.1: buckets 4294967295 must be in 2–16777216 (the instance's B)"},
 		"VIP is the server": {strings.Replace(agent, "198.18.100.1", "198.18.0.10", 1), "vip 198.18.0.10: is also the server's own address"},
+		"IPv6 VIP, IPv4 trust only": {strings.Replace(agent, "198.18.100.1", "2001:db8:100::1", 1),
+			"vip 2001:db8:100::1: IPv6, but no trusted prefix is IPv6 (GUE over IPv6 arrives from the muxes' IPv6 addresses)"},
+		"IPv6 address": {strings.Replace(agent, "address: 198.18.0.10", "address: 2001:db8::10", 1),
+			"address 2001:db8::10: not an IPv4 address (an IPv6 one goes in address6)"},
+		"IPv4 address6": {strings.Replace(agent, "address: 198.18.0.10", "address6: 198.18.0.10", 1),
+			"address6 198.18.0.10: not an IPv6 address (an IPv4 one goes in address)"},
+		"VIP is the server's IPv6 address": {strings.NewReplacer("198.18.100.1", "2001:db8::10", "address: 198.18.0.10", "address6: 2001:db8::10", "[198.18.0.0/24]", "[2001:db8::/64]").Replace(agent),
+			"vip 2001:db8::10: is also the server's own address"},
+		"mapped trusted prefix": {strings.Replace(agent, "[198.18.0.0/24]", "[198.18.0.0/24, \"::ffff:198.18.0.0/120\"]", 1),
+			"trusted prefix ::ffff:198.18.0.0/120: not an IPv4 or IPv6 prefix"},
 		"multicast address": {strings.Replace(agent, "198.18.0.10", "224.0.0.1", 1),
 			"address: DIP address 224.0.0.1 is a multicast address (224.0.0.0/4): a server needs a unicast IPv4 or IPv6 address"},
 	}

@@ -73,7 +73,7 @@ func TestRequestRejections(t *testing.T) {
 		{"IPv6 DIP in an IPv4 instance", Request{Op: OpAddDIP, Instance: "web", ID: 1030, Addr: ip("2001:db8::10"), Weight: 1},
 			`bad request: DIP address 2001:db8::10 is IPv6 but instance "web" is IPv4: an instance's VIPs and servers share one family (direct server return answers from the VIP over the server's own routes)`},
 		{"IPv6 instance with IP-in-IP", Request{Op: OpCreateInstance, Config: inst("shop", "2001:db8:100::1", 80, 80, 100, beamer)},
-			`bad request: invalid instance configuration "shop": an IPv6 instance needs encap gue, which this build does not have (IP-in-IP carries Beamer's fields in an IPv4 option)`},
+			`bad request: invalid instance configuration "shop": an IPv6 instance needs encap gue (IP-in-IP carries Beamer's fields in an IPv4 option)`},
 		{"IPv6 maglev instance", Request{Op: OpCreateInstance, Config: inst("shop", "2001:db8:100::1", 80, 80, 101, maglev)},
 			`bad request: invalid instance configuration "shop": strategy "maglev" does not forward IPv6: an IPv6 instance needs strategy beamer`},
 		{"mixed-family VIPs", Request{Op: OpCreateInstance, Config: &forwarding.Instance{Name: "shop", Strategy: beamer,

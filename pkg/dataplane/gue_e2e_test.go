@@ -15,7 +15,16 @@ import (
 // hops), B's C → B, none breaks, new ones go to C; an MPTCP secondary
 // subflow (GUE without private data) reaches its server by id. The mux
 // counts every packet it sent in GUE, the agents every GUE packet they took.
+//
+// Twice: agents in tc alone, and with their XDP fast path attached natively
+// in front (GUE packets at the newest generation then decapsulated in XDP,
+// chainable ones left to tc).
 func TestEndToEndGUE(t *testing.T) {
+	t.Run("tc", func(t *testing.T) { endToEndGUE(t, false) })
+	t.Run("xdp", func(t *testing.T) { endToEndGUE(t, true) })
+}
+
+func endToEndGUE(t *testing.T, withXDP bool) {
 	e := newE2EWith(t, e2eConfig{strategy: forwarding.StrategyBeamer, muxes: 1, servers: []string{"a", "b", "c"},
 		table: func() *forwarding.Table {
 			t := allToA()
@@ -23,6 +32,18 @@ func TestEndToEndGUE(t *testing.T) {
 			return t
 		},
 		instance: func(in *forwarding.Instance) { in.Encap = forwarding.EncapGUE }})
+	if withXDP {
+		for name, s := range e.servers {
+			a := e.agents[name]
+			must(t, s.Do(func() error {
+				l, err := a.AttachXDP("eth0", XDPDriver)
+				if err == nil {
+					t.Cleanup(func() { l.Close() })
+				}
+				return err
+			}))
+		}
+	}
 	muxBefore, err := e.mux.Counters()
 	must(t, err)
 	const n = 6
@@ -40,6 +61,9 @@ func TestEndToEndGUE(t *testing.T) {
 	onA := dial("a", "a-")
 	if g := e.counter(t, "a", "gue"); g < 3*n {
 		t.Fatalf("A took %d GUE packets for %d connections", g, n)
+	}
+	if x := e.counter(t, "a", "xdp_decap"); withXDP != (x >= 3*n) {
+		t.Fatalf("A decapsulated %d packets in XDP (XDP attached: %v)", x, withXDP)
 	}
 	rules := &forwarding.HistoryRules{K: 4, Window: 240}
 	move := func(to string) {

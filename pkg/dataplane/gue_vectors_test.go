@@ -41,6 +41,22 @@ func TestGUEMuxVectors(t *testing.T) {
 	}
 }
 
+// TestGUEMaglevVectors runs the Maglev cases of gue-vectors.json, in order
+// (they fill the connection table): another strategy in GUE, without
+// private data where Maglev sends no option.
+func TestGUEMaglevVectors(t *testing.T) {
+	v, err := wiretest.LoadGUEVectors()
+	must(t, err)
+	netlabtest.RequireRoot(t)
+	m, err := LoadMux(MuxOptions{Addr: v.Maglev.MuxAddr, ConnTrackEntries: 4096})
+	must(t, err)
+	t.Cleanup(func() { m.Close() })
+	table, err := v.Maglev.Table()
+	must(t, err)
+	must(t, m.SetInstance(v.Maglev.Instance, table))
+	runMuxCases(t, m, newMuxBench(t, &v.Mux), v.Maglev.Cases)
+}
+
 // TestGUEAgentVectors runs the agent cases of gue-vectors.json, in order,
 // through the tc program.
 func TestGUEAgentVectors(t *testing.T) {

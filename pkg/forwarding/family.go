@@ -72,9 +72,7 @@ func strategyForwardsIPv6(s Strategy) bool { return s == StrategyBeamer }
 // encapCarriesIPv6 refuses an IPv6 instance whose encapsulation cannot
 // carry its packets. IPv6 travels only in GUE: IP-in-IP's fields ride in
 // an IPv4 option, and the IPv6 equivalent (a destination options header)
-// is dropped or punted by many routers (RFC 7872). The per-instance
-// encapsulation choice arrives with GUE; until this build has it, every
-// IPv6 instance is refused here with that reason.
+// is dropped or punted by many routers (RFC 7872); GUE needs none.
 func encapCarriesIPv6(in *Instance) error {
 	if in.Encap == EncapGUE {
 		return nil

@@ -101,3 +101,30 @@ func TestTableFamilies(t *testing.T) {
 		t.Fatalf("mapped server address: %v", err)
 	}
 }
+
+// TestClaimsIPv6: the rules between instances hold for IPv6 addresses: a
+// VIP in two instances, a VIP that is a DIP and a DIP that is a VIP are
+// refused; one server may serve an IPv4 and an IPv6 instance.
+func TestClaimsIPv6(t *testing.T) {
+	ip := netip.MustParseAddr
+	c := NewClaims()
+	web6 := &Instance{Name: "web6", VIPs: []netip.Addr{ip("2001:db8:100::1")}}
+	if err := c.AddInstance(web6); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddDIP("web6", 1025, ip("2001:db8::10")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddInstance(&Instance{Name: "api6", VIPs: []netip.Addr{ip("2001:db8:100::1")}}); err == nil || !strings.Contains(err.Error(), `already a VIP of instance "web6"`) {
+		t.Errorf("shared IPv6 VIP: %v", err)
+	}
+	if err := c.AddInstance(&Instance{Name: "api6", VIPs: []netip.Addr{ip("2001:db8::10")}}); err == nil || !strings.Contains(err.Error(), "is the address of DIP 1025") {
+		t.Errorf("IPv6 VIP that is a DIP: %v", err)
+	}
+	if err := c.AddDIP("web6", 1026, ip("2001:db8:100::1")); err == nil || !strings.Contains(err.Error(), `is a VIP of instance "web6"`) {
+		t.Errorf("IPv6 DIP that is a VIP: %v", err)
+	}
+	if err := c.AddDIP("web6", 1027, ip("fe80::1")); err == nil || !strings.Contains(err.Error(), "link-local") {
+		t.Errorf("link-local DIP: %v", err)
+	}
+}

@@ -102,11 +102,18 @@ type Server struct {
 	State ServerState
 }
 
-// Pack encodes an IPv4 server in the 64-bit word the BPF programs read:
-// bytes 0–3 the IPv4 address in network order, byte 4 the state, bytes 5–7
-// zero. IPv6 servers do not fit the word: the data plane keeps them apart.
+// Pack encodes a server in the 64-bit word the BPF programs read: bytes
+// 0–3 the IPv4 address in network order, byte 4 the state, bytes 5–7 zero.
+// An IPv6 server's word holds the last four bytes of its address (the data
+// plane keeps the whole address beside it, pkg/dataplane/servers6.go), so
+// UnpackServer gives back IPv4 servers only.
 func (s Server) Pack() uint64 {
-	a := s.Addr.As4()
+	var a [4]byte
+	if s.Addr.Is4() {
+		a = s.Addr.As4()
+	} else if s.Addr.IsValid() {
+		a = [4]byte(s.Addr.AsSlice()[12:16])
+	}
 	return uint64(a[0]) | uint64(a[1])<<8 | uint64(a[2])<<16 | uint64(a[3])<<24 | uint64(s.State)<<32
 }
 

@@ -19,6 +19,11 @@ func TestServerPackRoundTrip(t *testing.T) {
 	if _, ok := UnpackServer(0); ok {
 		t.Fatal("empty word unpacked as a server")
 	}
+	// An IPv6 server's word: the address's last four bytes and the state,
+	// as the data plane's IPv6 server table expects beside the address.
+	if w := (Server{Addr: netip.MustParseAddr("2001:db8::c612:a"), State: Active}).Pack(); w != 0x01_0a0012c6 {
+		t.Fatalf("IPv6 server word %#x", w)
+	}
 }
 
 func twoServerTable() *Table {

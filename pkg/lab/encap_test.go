@@ -22,7 +22,7 @@ func TestAffinityGUE(t *testing.T) {
 	if r.MuxCounters["fwd_quic_cid"] == 0 {
 		t.Errorf("no packet forwarded by QUIC connection id (mux counters %v)", r.MuxCounters)
 	}
-	if sent := r.MuxCounters["fwd_bucket"] + r.MuxCounters["fwd_quic_cid"]; r.MuxCounters["fwd_gue"] == 0 || r.MuxCounters["fwd_gue"] != sent {
+	if sent := r.MuxCounters["fwd_bucket"] + r.MuxCounters["fwd_quic_cid"] + r.MuxCounters["fwd_server_id"]; r.MuxCounters["fwd_gue"] == 0 || r.MuxCounters["fwd_gue"] != sent {
 		t.Errorf("muxes sent %d packets in GUE of %d forwarded: not a GUE run", r.MuxCounters["fwd_gue"], sent)
 	}
 	if r.ChainedPackets == 0 {

@@ -104,7 +104,11 @@ func (fs *fileServer) listen() error {
 	err := fs.ns.Do(func() (err error) {
 		var lc net.ListenConfig
 		lc.SetMultipathTCP(true)
-		l, err = lc.Listen(context.Background(), "tcp4", fs.addr.String())
+		network := "tcp4"
+		if fs.addr.Addr().Is6() {
+			network = "tcp6" // the IPv6 lab's servers (family.go)
+		}
+		l, err = lc.Listen(context.Background(), network, fs.addr.String())
 		return err
 	})
 	if err != nil {

@@ -47,6 +47,8 @@ type LoadOptions struct {
 // client, each downloading in a closed loop until stopped.
 type Load struct {
 	opts    LoadOptions
+	vip     netip.Addr // the lab's VIP, in its family
+	network string     // tcp4 or tcp6
 	ctx     context.Context
 	abort   context.CancelFunc
 	stop    atomic.Bool
@@ -103,9 +105,9 @@ type loadClient struct {
 func (l *Lab) StartLoad(o LoadOptions) *Load {
 	ctx, cancel := context.WithCancel(context.Background())
 	ld := &Load{opts: o, ctx: ctx, abort: cancel, started: time.Now(), live: map[net.Conn]struct{}{}, missing: map[string]int{},
-		stopped: make(chan struct{})}
+		stopped: make(chan struct{}), vip: l.vip(), network: l.tcp()}
 	for i, ns := range l.clients {
-		c := &loadClient{index: i, ns: ns, addr: clientAddr(0, i), ports: seededPorts(o.Seed, i)}
+		c := &loadClient{index: i, ns: ns, addr: l.clientSrc(i), ports: seededPorts(o.Seed, i)}
 		for j := 0; j < o.PerClient; j++ {
 			ld.wg.Add(1)
 			if o.Persistent {
@@ -220,7 +222,7 @@ func (ld *Load) dial(c *loadClient, port int, rec *connRecord) (*watchedConn, er
 			},
 		}
 		d.SetMultipathTCP(ld.opts.MPTCP)
-		conn, err = d.DialContext(ld.ctx, "tcp4", netip.AddrPortFrom(VIP, 80).String())
+		conn, err = d.DialContext(ld.ctx, ld.network, netip.AddrPortFrom(ld.vip, 80).String())
 		return err
 	})
 	if err != nil {
@@ -285,7 +287,11 @@ func (ld *Load) idle(c *loadClient, slot int) {
 // completion time of a file download counts from start (the dial, for a
 // short-lived connection).
 func (ld *Load) download(conn *watchedConn, br *bufio.Reader, path string, size int, start time.Time, last bool) (server string, err error) {
-	req := "GET " + path + " HTTP/1.1\r\nHost: " + VIP.String() + "\r\n"
+	host := ld.vip.String()
+	if ld.vip.Is6() {
+		host = "[" + host + "]"
+	}
+	req := "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\n"
 	if last {
 		req += "Connection: close\r\n"
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/netlab"
 )
 
@@ -77,7 +78,7 @@ func (l *Lab) runningMuxes() []netip.Addr {
 	var out []netip.Addr
 	for i, m := range l.muxes {
 		if m.running {
-			out = append(out, muxAddr(i))
+			out = append(out, l.muxHop(i))
 		}
 	}
 	return out
@@ -188,7 +189,7 @@ func (l *Lab) AddServer(i int) error {
 			return err
 		}
 	}
-	if _, err := l.Ctl("add-dip", Instance, fmt.Sprint(ServerID(i)), serverAddr(i).String()); err != nil {
+	if _, err := l.Ctl("add-dip", Instance, fmt.Sprint(ServerID(i)), l.dip(i).String()); err != nil {
 		return err
 	}
 	s.inPool = true
@@ -201,9 +202,18 @@ func (l *Lab) startServer(i int, s *serverNode) (err error) {
 		return err
 	}
 	window := strat.AgentWindow(l.opts.Window)
+	vip := fmt.Sprintf("%s:%d:%s", l.vip(), l.opts.Buckets, window)
+	if l.v6() {
+		vip = fmt.Sprintf("[%s]:%d:%s", l.vip(), l.opts.Buckets, window)
+	}
 	args := []string{"agent", "--iface", "eth0",
-		"--id", fmt.Sprint(ServerID(i)), "--vip", fmt.Sprintf("%s:%d:%s", VIP, l.opts.Buckets, window),
+		"--id", fmt.Sprint(ServerID(i)), "--vip", vip,
 		"--trusted", fabricNet.String(), "--metrics", metricsAddr}
+	if l.v6() {
+		// GUE over IPv6 comes from the muxes' and the other servers'
+		// IPv6 addresses.
+		args = append(args, "--trusted", fabricNet6.String())
+	}
 	if sa, ok := strat.(strategyArgs); ok {
 		args = append(args, sa.agentArgs()...)
 	}
@@ -211,10 +221,18 @@ func (l *Lab) startServer(i int, s *serverNode) (err error) {
 		// The controller asks the agent for health (probing VIP:port on the
 		// server) and for the connections it still holds. On the DIP only:
 		// on the VIP, clients could reach it.
-		args = append(args, "--api", netip.AddrPortFrom(serverAddr(i), agentAPIPort).String())
+		args = append(args, "--api", netip.AddrPortFrom(l.dip(i), agentAPIPort).String())
 	}
 	if err := l.shapeServer(i, s); err != nil {
 		return err
+	}
+	if l.v6() {
+		// An MPTCP ADD_ADDR of an IPv6 address with a port (VIP:server-id)
+		// takes 30 option bytes; with TCP timestamps (12) it never fits in
+		// the 40 a segment has, and the kernel does not send it (docs/operations.md).
+		if err := s.ns.Sysctl("net.ipv4.tcp_timestamps", "0"); err != nil {
+			return err
+		}
 	}
 	if l.agentCapacity {
 		args = append(args, "--capacity-bps", fmt.Sprint(agentNominalBps))
@@ -226,14 +244,17 @@ func (l *Lab) startServer(i int, s *serverNode) (err error) {
 	l.procs.add(s.agent)
 	if err := waitFor(10*time.Second, s.agent, func() bool {
 		out, _ := s.ns.Run("ip", "addr", "show", "lo")
-		return strings.Contains(out, VIP.String())
+		return strings.Contains(out, l.vip().String())
 	}); err != nil {
 		return err
 	}
 	l.seen.addPrograms(s.ns)
 	bind := netip.AddrPortFrom(netip.IPv4Unspecified(), 80)
+	if l.v6() {
+		bind = netip.AddrPortFrom(netip.IPv6Unspecified(), 80)
+	}
 	if l.opts.BindVIP {
-		bind = netip.AddrPortFrom(VIP, 80) // on lo, where the agent put it
+		bind = netip.AddrPortFrom(l.vip(), 80) // on lo, where the agent put it
 	}
 	s.http, err = serveFiles(s.ns, fmt.Sprintf("srv%d", i), l.opts.FileSize, bind)
 	if err == nil && l.opts.UDP {
@@ -344,9 +365,13 @@ func (l *Lab) SetWeight(i, w int) error {
 
 // CreateInstance creates the lab's instance for the strategy.
 func (l *Lab) CreateInstance() error {
-	args := append([]string{"create", Instance, "--vip", VIP.String(), "--ports", "80", "--buckets", fmt.Sprint(l.opts.Buckets),
+	args := append([]string{"create", Instance, "--vip", l.vip().String(), "--ports", "80", "--buckets", fmt.Sprint(l.opts.Buckets),
 		"--strategy", l.opts.Strategy, "--chain-window", l.opts.Window.String()}, l.opts.CreateArgs...)
-	args = append(args, encapArgs(l.opts.Encap)...) // encap.go
+	encap := l.opts.Encap
+	if l.v6() {
+		encap = string(forwarding.EncapGUE) // IPv6 travels in GUE only
+	}
+	args = append(args, encapArgs(encap)...) // encap.go
 	var udp []string
 	if l.opts.UDP {
 		udp = append(udp, fmt.Sprint(UDPPort))

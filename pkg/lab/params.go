@@ -47,8 +47,12 @@ type Params struct {
 	// Encap: the instance's encapsulation, ipip (default, "") or gue
 	// (encap.go).
 	Encap string `json:"encap,omitempty"`
-	Seed  int64  `json:"seed"`
-	Store string `json:"store"`
+	// Family 6 runs the service over IPv6 (pkg/lab/family.go): the VIP,
+	// the servers, GUE over IPv6 and the clients' connections; 0 or 4 is
+	// IPv4, as before the field existed.
+	Family int    `json:"family,omitempty"`
+	Seed   int64  `json:"seed"`
+	Store  string `json:"store"`
 	// Shape of the built-in experiments.
 	Servers   int      `json:"servers"`
 	Muxes     int      `json:"muxes"`
@@ -119,6 +123,16 @@ func (p *Params) Validate() error {
 		return strat.Check(p.Buckets)
 	case p.Seed < 0:
 		return errors.New("seed: must not be negative")
+	case p.Family != 0 && p.Family != 4 && p.Family != 6:
+		return fmt.Errorf("family %d: want 4 or 6", p.Family)
+	case p.Family == 6 && p.Strategy != "beamer":
+		return fmt.Errorf("family 6: only strategy beamer forwards IPv6, not %q", p.Strategy)
+	case p.Family == 6 && p.FloodRate > 0:
+		return errors.New("family 6: the lab's SYN flood is IPv4 only")
+	case p.Family == 6 && p.Encap == "ipip":
+		return errors.New("family 6: IPv6 travels in GUE only, not encap ipip")
+	case p.Family == 6 && (p.UDPFlows > 0 || p.QUICFlows > 0):
+		return errors.New("family 6: the lab's UDP and QUIC flows are IPv4 only; run the TCP load")
 	case p.Warmup < 0 || p.Step <= 0:
 		return errors.New("warmup must not be negative and step must be positive")
 	}

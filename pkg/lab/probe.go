@@ -17,7 +17,7 @@ func netipAddrPort80() netip.AddrPort { return netip.AddrPortFrom(VIP, 80) }
 
 // fetchOnce downloads the file once over a new connection from a client,
 // and names the server that answered.
-func fetchOnce(ctx context.Context, ns *netlab.Namespace, timeout time.Duration) (string, error) {
+func fetchOnce(ctx context.Context, ns *netlab.Namespace, vip netip.Addr, timeout time.Duration) (string, error) {
 	tr := &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var c net.Conn
 		err := ns.Do(func() (err error) {
@@ -27,7 +27,7 @@ func fetchOnce(ctx context.Context, ns *netlab.Namespace, timeout time.Duration)
 		return c, err
 	}}
 	defer tr.CloseIdleConnections()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+netipAddrPort80().String()+"/file", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+netip.AddrPortFrom(vip, 80).String()+"/file", nil)
 	resp, err := (&http.Client{Transport: tr, Timeout: timeout}).Do(req)
 	if err != nil {
 		return "", err
@@ -45,7 +45,7 @@ func (l *Lab) checkReachable(ctx context.Context, within time.Duration) error {
 	for i, c := range l.clients {
 		deadline := time.Now().Add(within)
 		for {
-			_, err := fetchOnce(ctx, c, 3*time.Second)
+			_, err := fetchOnce(ctx, c, l.vip(), 3*time.Second)
 			if err == nil {
 				break
 			}
@@ -53,7 +53,7 @@ func (l *Lab) checkReachable(ctx context.Context, within time.Duration) error {
 				return ctx.Err()
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("client %d cannot download through %v after %v: %w (mux counters: %s)", i, VIP, within, err, nonZero(l.MuxCounters()))
+				return fmt.Errorf("client %d cannot download through %v after %v: %w (mux counters: %s)", i, l.vip(), within, err, nonZero(l.MuxCounters()))
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
@@ -83,18 +83,18 @@ func (l *Lab) checkVIPOnly(i int) error {
 	}
 	dial := func(ns *netlab.Namespace, to netip.Addr) error {
 		return ns.Do(func() error {
-			c, err := net.DialTimeout("tcp4", netip.AddrPortFrom(to, 80).String(), time.Second)
+			c, err := net.DialTimeout(l.tcp(), netip.AddrPortFrom(to, 80).String(), time.Second)
 			if err == nil {
 				c.Close()
 			}
 			return err
 		})
 	}
-	if dial(l.ctl, serverAddr(i)) == nil {
-		return fmt.Errorf("server %d's service is meant to listen on the VIP only, but answers on %v:80", i, serverAddr(i))
+	if dial(l.ctl, l.dip(i)) == nil {
+		return fmt.Errorf("server %d's service is meant to listen on the VIP only, but answers on %v:80", i, l.dip(i))
 	}
-	if err := dial(s.ns, VIP); err != nil {
-		return fmt.Errorf("server %d's service does not answer on %v:80 locally: %w", i, VIP, err)
+	if err := dial(s.ns, l.vip()); err != nil {
+		return fmt.Errorf("server %d's service does not answer on %v:80 locally: %w", i, l.vip(), err)
 	}
 	return nil
 }

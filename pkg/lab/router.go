@@ -30,6 +30,15 @@ var routerSysctls = [][2]string{
 	{"net.ipv4.fib_multipath_hash_fields", "0x0037"},
 }
 
+// routerSysctls6 are the same for IPv6. The fields leave out the flow
+// label (0x08), which a client's kernel may redraw for a flow (txrehash),
+// as the IPv4 ones leave out nothing a flow changes.
+var routerSysctls6 = [][2]string{
+	{"net.ipv6.conf.all.forwarding", "1"},
+	{"net.ipv6.fib_multipath_hash_policy", "3"},
+	{"net.ipv6.fib_multipath_hash_fields", "0x0037"},
+}
+
 // startRouter runs FRR's zebra (kernel routes) and bgpd in the router
 // namespace. bgpd accepts any mux of the fabric as a dynamic neighbour and
 // installs up to 16 equal-cost paths to a VIP; zebra writes them to the
@@ -40,7 +49,11 @@ func (l *Lab) startRouter(ctx context.Context) error {
 			return fmt.Errorf("the lab's border router needs FRR (%s/%s missing): apt-get install frr, or run scripts/setup.sh", frrDir, bin)
 		}
 	}
-	for _, kv := range routerSysctls {
+	sysctls := routerSysctls
+	if l.v6() {
+		sysctls = append(sysctls[:len(sysctls):len(sysctls)], routerSysctls6...)
+	}
+	for _, kv := range sysctls {
 		if err := l.router.Sysctl(kv[0], kv[1]); err != nil {
 			return err
 		}
@@ -64,7 +77,7 @@ func (l *Lab) startRouter(ctx context.Context) error {
 	if err := os.WriteFile(zconf, []byte("hostname lab-router\n"), 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(bconf, []byte(bgpdConfig(l.opts.BGPHold)), 0o644); err != nil {
+	if err := os.WriteFile(bconf, []byte(bgpdConfig(l.opts.BGPHold, l.v6())), 0o644); err != nil {
 		return err
 	}
 	zsock := filepath.Join(dir, "zserv.api")
@@ -91,9 +104,19 @@ func (l *Lab) startRouter(ctx context.Context) error {
 }
 
 // bgpdConfig accepts every mux of the fabric (AS 65001) as a neighbour,
-// with the lab's short timers, and spreads over up to 16 of them.
-func bgpdConfig(hold time.Duration) string {
+// with the lab's short timers, and spreads over up to 16 of them. With v6
+// the same IPv4 sessions carry the IPv6 unicast family too (the muxes
+// announce IPv6 VIPs with their IPv6 addresses as next hops).
+func bgpdConfig(hold time.Duration, v6 bool) string {
 	h := int(hold / time.Second)
+	ipv6 := ""
+	if v6 {
+		ipv6 = ` address-family ipv6 unicast
+  neighbor MUXES activate
+  maximum-paths 16
+ exit-address-family
+`
+	}
 	return fmt.Sprintf(`hostname lab-router
 log stdout informational
 router bgp %d
@@ -108,7 +131,7 @@ router bgp %d
   neighbor MUXES activate
   maximum-paths 16
  exit-address-family
-`, routerASN, routerFabric, muxASN, max(h/3, 1), h, fabricNet)
+`, routerASN, routerFabric, muxASN, max(h/3, 1), h, fabricNet) + ipv6
 }
 
 // frrOwnedDir makes a directory the frr user can write (FRR drops root).
@@ -132,7 +155,11 @@ func frrOwnedDir(dir string) error {
 // VIPNextHops are the muxes the router's kernel route to the VIP spreads
 // over, sorted.
 func (l *Lab) VIPNextHops() ([]netip.Addr, error) {
-	out, err := l.router.Run("ip", "-4", "route", "show", VIP.String()+"/32")
+	family, vip := "-4", l.vip()
+	if l.v6() {
+		family = "-6"
+	}
+	out, err := l.router.Run("ip", family, "route", "show", netip.PrefixFrom(vip, vip.BitLen()).String())
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +191,7 @@ func (l *Lab) waitNextHops(ctx context.Context, want []netip.Addr, d time.Durati
 		}
 		if time.Now().After(deadline) {
 			if err == nil {
-				err = fmt.Errorf("route to %v goes via %v, want %v", VIP, got, want)
+				err = fmt.Errorf("route to %v goes via %v, want %v", l.vip(), got, want)
 			}
 			return fmt.Errorf("BGP not converged after %v: %w", d, err)
 		}

@@ -58,15 +58,15 @@ func Run(ctx context.Context, o RunOptions) (res *Result, err error) {
 		return nil, err
 	}
 	r := &runner{p: p, sc: sc, out: o.Progress}
-	r.say("%s/%s: building the lab: router (FRR bgpd), %d muxes, %d servers, %d clients, controller (%s store); chaining window %v, seed %d%s",
-		sc.Name, p.Strategy, muxes, servers, p.Clients, p.Store, time.Duration(p.Window), p.Seed, encapNote(p.Encap))
+	r.say("%s/%s: building the lab: router (FRR bgpd), %d muxes, %d servers, %d clients, controller (%s store); chaining window %v, seed %d%s%s",
+		sc.Name, p.Strategy, muxes, servers, p.Clients, p.Store, time.Duration(p.Window), p.Seed, encapNote(p.Encap), familyNote(p.Family))
 	if c := sc.Churn; c != nil {
 		r.say("churn: %d random server events from %v to %v, drawn from seed %d (replay: --seed %d)",
 			len(sc.Events)-1, c.From, c.Until, c.Seed, c.Seed)
 	}
 	l, err := Start(ctx, Options{Beamer: o.Beamer, Dir: dir, Clients: p.Clients, Muxes: muxes, Servers: servers,
 		Buckets: p.Buckets, Window: time.Duration(p.Window), FileSize: p.FileSize, Strategy: p.Strategy,
-		Store: p.Store, Seed: p.Seed, BindVIP: sc.BindVIP, UDP: p.UDPFlows > 0, QUIC: p.QUICFlows > 0, Encap: p.Encap})
+		Store: p.Store, Seed: p.Seed, BindVIP: sc.BindVIP, UDP: p.UDPFlows > 0, QUIC: p.QUICFlows > 0, Encap: p.Encap, Family: p.Family})
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func (r *runner) setUp(ctx context.Context) error {
 			return err
 		}
 	}
-	r.say("BGP converged: the router spreads %v over muxes %v", VIP, l.runningMuxes())
+	r.say("BGP converged: the router spreads %v over muxes %v", l.vip(), l.runningMuxes())
 	return l.checkReachable(ctx, time.Duration(r.p.Stall))
 }
 
@@ -259,6 +259,9 @@ func (r *runner) apply(ctx context.Context, e Event) error {
 	case "flood-start":
 		if r.flood != nil {
 			return errors.New("a flood is already running")
+		}
+		if l.v6() {
+			return errors.New("flood-start: the SYN flood sends IPv4 SYNs (synflood.go); it cannot flood an IPv6 lab's VIP")
 		}
 		f, err := StartFlood(l.clients[len(l.clients)-1], netipAddrPort80(), SpoofPrefix, e.Args[0], r.sc.Duration()-e.At+time.Second, r.p.Seed)
 		r.flood = f

@@ -39,6 +39,9 @@ type Options struct {
 	// --classes 4 --poll 250ms); MuxArgs to every `beamer mux`.
 	CreateArgs []string
 	MuxArgs    []string
+	// Family 6 makes the service IPv6 (family.go): VIP, servers, GUE over
+	// IPv6 and the clients' traffic; 0 or 4 is the IPv4 lab.
+	Family int
 }
 
 // Instance is the name of the lab's one load-balanced service.
@@ -135,7 +138,7 @@ func (o *Options) validate() error {
 	case o.Dir == "":
 		return errors.New("lab: no run directory")
 	}
-	return nil
+	return o.checkFamily()
 }
 
 // buildFabric makes the layer-2 fabric (a bridge) joining the router, the
@@ -146,7 +149,11 @@ func (l *Lab) buildFabric() (err error) {
 		return err
 	}
 	var ports []string
-	attach := func(name string, addr netip.Addr, mtu int) (*netlab.Namespace, error) {
+	mtu := fabricMTU
+	if l.v6() {
+		mtu = fabricMTU6
+	}
+	attach := func(name string, addr, addr6 netip.Addr, mtu int) (*netlab.Namespace, error) {
 		ns, err := n.Namespace(name)
 		if err != nil {
 			return nil, err
@@ -154,30 +161,40 @@ func (l *Lab) buildFabric() (err error) {
 		if err := n.Veth(ns, "eth0", netip.PrefixFrom(addr, fabricNet.Bits()), l.fabric, "p-"+name, netip.Prefix{}, mtu); err != nil {
 			return nil, err
 		}
+		if l.v6() {
+			if err := ns.AddAddr("eth0", netip.PrefixFrom(addr6, fabricNet6.Bits())); err != nil {
+				return nil, err
+			}
+		}
 		ports = append(ports, "p-"+name)
 		return ns, nil
 	}
-	if l.ctl, err = attach("ctl", ctlAddr, 0); err != nil {
+	if l.ctl, err = attach("ctl", ctlAddr, ctlAddr6, 0); err != nil {
 		return err
 	}
-	if l.router, err = attach("router", routerFabric, fabricMTU); err != nil {
+	if l.router, err = attach("router", routerFabric, routerFabric6, mtu); err != nil {
 		return err
 	}
 	for i := 0; i < l.opts.Muxes; i++ {
-		ns, err := attach(fmt.Sprintf("mux%d", i), muxAddr(i), fabricMTU)
+		ns, err := attach(fmt.Sprintf("mux%d", i), muxAddr(i), muxAddr6(i), mtu)
 		if err != nil {
 			return err
 		}
 		l.muxes = append(l.muxes, &muxNode{ns: ns})
 	}
 	for i := 0; i < l.opts.Servers; i++ {
-		ns, err := attach(fmt.Sprintf("srv%d", i), serverAddr(i), fabricMTU)
+		ns, err := attach(fmt.Sprintf("srv%d", i), serverAddr(i), serverAddr6(i), mtu)
 		if err != nil {
 			return err
 		}
 		// Replies go straight to the clients (DSR), through the router.
 		if _, err := ns.Run("ip", "route", "add", LabRange.String(), "via", routerFabric.String()); err != nil {
 			return err
+		}
+		if l.v6() {
+			if _, err := ns.Run("ip", "-6", "route", "add", labRange6.String(), "via", routerFabric6.String()); err != nil {
+				return err
+			}
 		}
 		l.servers = append(l.servers, &serverNode{ns: ns})
 	}
@@ -205,6 +222,11 @@ func (l *Lab) buildClients() error {
 		if err := l.router.AddAddr(fmt.Sprintf("cbr%d", p), netip.PrefixFrom(routerClientAddr(p), 24)); err != nil {
 			return err
 		}
+		if l.v6() {
+			if err := l.router.AddAddr(fmt.Sprintf("cbr%d", p), netip.PrefixFrom(routerClientAddr6(p), 64)); err != nil {
+				return err
+			}
+		}
 	}
 	for i := 0; i < l.opts.Clients; i++ {
 		c, err := l.net.Namespace(fmt.Sprintf("cli%d", i))
@@ -219,13 +241,18 @@ func (l *Lab) buildClients() error {
 			if _, err := l.router.Run("ip", "link", "set", port, "master", fmt.Sprintf("cbr%d", p)); err != nil {
 				return err
 			}
+			if l.v6() {
+				if err := c.AddAddr(dev, netip.PrefixFrom(clientAddr6(p, i), 64)); err != nil {
+					return err
+				}
+			}
 			// Packets an XDP program forwards keep the checksums the client
 			// left to offload unfilled: clients must compute them.
 			if err := c.DisableTxChecksum(dev); err != nil {
 				return err
 			}
 		}
-		if err := setupClient(c, i); err != nil {
+		if err := setupClient(c, i, l.v6()); err != nil {
 			return err
 		}
 		l.clients = append(l.clients, c)
@@ -235,15 +262,26 @@ func (l *Lab) buildClients() error {
 
 // setupClient routes through the router on both paths and prepares MPTCP:
 // the second path is a fullmesh endpoint, used for the subflow the client
-// opens when a server announces VIP:server-id.
-func setupClient(c *netlab.Namespace, i int) error {
+// opens when a server announces VIP:server-id. An IPv6 lab's clients get
+// the same in IPv6 (their MPTCP endpoint is the IPv6 one then: a subflow
+// joins in the family of its connection).
+func setupClient(c *netlab.Namespace, i int, v6 bool) error {
 	second := clientAddr(1, i).String()
 	cmds := [][]string{
 		{"ip", "route", "add", "default", "via", routerClientAddr(0).String()},
 		{"ip", "rule", "add", "from", second, "table", "100"},
 		{"ip", "route", "add", "default", "via", routerClientAddr(1).String(), "dev", "eth1", "table", "100"},
 		{"ip", "mptcp", "limits", "set", "add_addr_accepted", "2", "subflows", "4"},
-		{"ip", "mptcp", "endpoint", "add", second, "dev", "eth1", "fullmesh"},
+	}
+	if v6 {
+		second6 := clientAddr6(1, i).String()
+		cmds = append(cmds,
+			[]string{"ip", "-6", "route", "add", "default", "via", routerClientAddr6(0).String()},
+			[]string{"ip", "-6", "rule", "add", "from", second6, "table", "100"},
+			[]string{"ip", "-6", "route", "add", "default", "via", routerClientAddr6(1).String(), "dev", "eth1", "table", "100"},
+			[]string{"ip", "mptcp", "endpoint", "add", second6, "dev", "eth1", "fullmesh"})
+	} else {
+		cmds = append(cmds, []string{"ip", "mptcp", "endpoint", "add", second, "dev", "eth1", "fullmesh"})
 	}
 	for _, cmd := range cmds {
 		if _, err := c.Run(cmd[0], cmd[1:]...); err != nil {

@@ -117,6 +117,18 @@ func TestGUEVectorsMatchModel(t *testing.T) {
 			}
 		}
 		s.Cases = cases
+		ms, mcases := maglevScenario()
+		ms.Instance.Encap = forwarding.EncapGUE
+		for i := range mcases {
+			mcases[i].Name = "gue: " + mcases[i].Name
+		}
+		mm := modelMux(t, &ms)
+		for i := range mcases {
+			if err := runCase(mm, &mcases[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ms.Cases = mcases
 		as, acases := gueAgentScenario()
 		a := modelAgent(&as)
 		for i := range acases {
@@ -126,8 +138,9 @@ func TestGUEVectorsMatchModel(t *testing.T) {
 		}
 		as.Cases = acases
 		v := wiretest.GUEVectors{
-			Comment: "Golden vectors of the GUE encapsulation (docs/wire-format.md, GUE): the mux scenario of testdata/vectors.json with encap gue, and the agent's cases in GUE plus GUE's own. Checked against the BPF programs (pkg/dataplane TestGUE*) and the Go model (pkg/model TestGUEVectorsMatchModel). Regenerate with: go test ./pkg/model -run TestGUEVectorsMatchModel -update",
+			Comment: "Golden vectors of the GUE encapsulation (docs/wire-format.md, GUE): the mux and Maglev scenarios of testdata/vectors.json with encap gue, and the agent's cases in GUE plus GUE's own. Checked against the BPF programs (pkg/dataplane TestGUE*) and the Go model (pkg/model TestGUEVectorsMatchModel). Regenerate with: go test ./pkg/model -run TestGUEVectorsMatchModel -update",
 			Mux:     s,
+			Maglev:  ms,
 			Agent:   as,
 		}
 		b, _ := json.MarshalIndent(v, "", "  ")
@@ -143,6 +156,7 @@ func TestGUEVectorsMatchModel(t *testing.T) {
 		t.Fatalf("mux scenario encap %q, want gue", v.Mux.Instance.Encap)
 	}
 	checkMuxCases(t, modelMux(t, &v.Mux), v.Mux.Cases)
+	checkMuxCases(t, modelMux(t, &v.Maglev), v.Maglev.Cases)
 	checkAgentVectors(t, &wiretest.Vectors{Agent: v.Agent})
 
 	// Every forwarded packet is GUE to the instance's port and decodes to

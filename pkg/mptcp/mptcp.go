@@ -26,6 +26,7 @@ const (
 	addrAttrFamily = 1
 	addrAttrID     = 2
 	addrAttrAddr4  = 3
+	addrAttrAddr6  = 4
 	addrAttrPort   = 5
 	addrAttrFlags  = 6
 	addrAttrIfIdx  = 7
@@ -33,7 +34,8 @@ const (
 	// FlagSignal announces the endpoint to peers with ADD_ADDR.
 	FlagSignal = 1 << 0
 
-	afInet = 2
+	afInet  = 2
+	afInet6 = 10
 )
 
 // Endpoint is one path-manager endpoint.
@@ -79,10 +81,15 @@ func encodeEndpoint(e Endpoint) ([]byte, error) {
 		if e.ID != 0 {
 			n.Uint8(addrAttrID, e.ID)
 		}
-		if e.Addr.IsValid() { // a family without an address is invalid
+		switch { // a family without an address is invalid
+		case e.Addr.Is4():
 			n.Uint16(addrAttrFamily, afInet)
 			a := e.Addr.As4()
 			n.Bytes(addrAttrAddr4, a[:])
+		case e.Addr.Is6():
+			n.Uint16(addrAttrFamily, afInet6)
+			a := e.Addr.As16()
+			n.Bytes(addrAttrAddr6, a[:])
 		}
 		if e.Port != 0 {
 			n.Uint16(addrAttrPort, e.Port)
@@ -100,8 +107,8 @@ func encodeEndpoint(e Endpoint) ([]byte, error) {
 
 // Add adds an endpoint; the kernel picks its id when e.ID is 0.
 func (c *Client) Add(e Endpoint) error {
-	if !e.Addr.Is4() {
-		return fmt.Errorf("mptcp endpoint %v: only IPv4 is supported", e.Addr)
+	if !e.Addr.IsValid() || e.Addr.Is4In6() || e.Addr.Zone() != "" {
+		return fmt.Errorf("mptcp endpoint %v: want an IPv4 or IPv6 address (not mapped, no zone)", e.Addr)
 	}
 	b, err := encodeEndpoint(e)
 	if err != nil {
@@ -150,6 +157,10 @@ func (c *Client) List() ([]Endpoint, error) {
 					case addrAttrAddr4:
 						if b := n.Bytes(); len(b) == 4 {
 							e.Addr = netip.AddrFrom4([4]byte(b))
+						}
+					case addrAttrAddr6:
+						if b := n.Bytes(); len(b) == 16 {
+							e.Addr = netip.AddrFrom16([16]byte(b))
 						}
 					case addrAttrPort:
 						e.Port = n.Uint16()

@@ -26,15 +26,21 @@ type BGPPeer struct {
 	Port uint16 // 0: BGP's port, 179
 }
 
-// ParseBGPPeer reads ADDR:ASN, e.g. 198.18.0.254:65000.
+// ParseBGPPeer reads ADDR:ASN, e.g. 198.18.0.254:65000, or [ADDR]:ASN for
+// an IPv6 router, e.g. [2001:db8::fe]:65000.
 func ParseBGPPeer(s string) (BGPPeer, error) {
 	i := strings.LastIndexByte(s, ':')
 	if i < 0 {
-		return BGPPeer{}, fmt.Errorf("BGP peer %q: want ADDR:ASN", s)
+		return BGPPeer{}, fmt.Errorf("BGP peer %q: want ADDR:ASN (an IPv6 router in brackets: [2001:db8::fe]:65000)", s)
 	}
-	a, err := netip.ParseAddr(s[:i])
-	if err != nil || !a.Is4() {
-		return BGPPeer{}, fmt.Errorf("BGP peer %q: %q is not an IPv4 address", s, s[:i])
+	host := s[:i]
+	bracketed := strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]")
+	if bracketed {
+		host = host[1 : len(host)-1]
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil || a.Zone() != "" || a.Is4In6() || a.Is6() != bracketed {
+		return BGPPeer{}, fmt.Errorf("BGP peer %q: %q is not an IPv4 address nor a bracketed IPv6 one", s, s[:i])
 	}
 	asn, err := strconv.ParseUint(s[i+1:], 10, 32)
 	if err != nil || asn == 0 {
@@ -47,7 +53,12 @@ func ParseBGPPeer(s string) (BGPPeer, error) {
 type BGPOptions struct {
 	ASN      uint32
 	RouterID netip.Addr // default: NextHop
-	NextHop  netip.Addr // the mux's own address: routers send VIP traffic here
+	NextHop  netip.Addr // the mux's own IPv4 address: routers send IPv4 VIP traffic here
+	// NextHop6 is the mux's own IPv6 address, the next hop of its IPv6
+	// VIPs. With it every session also carries the IPv6 unicast family
+	// (multiprotocol BGP, RFC 4760), so one session per router serves
+	// both; without it IPv6 VIPs cannot be announced.
+	NextHop6 netip.Addr
 	Peers    []BGPPeer
 	// HoldTime bounds how long routers keep sending to a mux that died
 	// without a word (interface down, crash); keepalives go every third
@@ -56,9 +67,10 @@ type BGPOptions struct {
 	Log      *slog.Logger
 }
 
-// Announcer is an embedded GoBGP speaker that announces /32 routes to VIPs
-// with the mux as next hop. It only originates routes, never installs any,
-// and does not listen: it connects to its peers.
+// Announcer is an embedded GoBGP speaker that announces host routes to
+// VIPs (/32, and /128 in the IPv6 unicast family) with the mux as next
+// hop. It only originates routes, never installs any, and does not listen:
+// it connects to its peers.
 type Announcer struct {
 	opts BGPOptions
 	srv  *server.BgpServer
@@ -70,8 +82,8 @@ type Announcer struct {
 
 // StartBGP starts the speaker and its peerings. Nothing is announced until Set.
 func StartBGP(ctx context.Context, o BGPOptions) (*Announcer, error) {
-	if o.ASN == 0 || len(o.Peers) == 0 || !o.NextHop.Is4() {
-		return nil, errors.New("bgp: need an AS number, at least one peer and an IPv4 next hop")
+	if err := o.check(); err != nil {
+		return nil, err
 	}
 	if !o.RouterID.IsValid() {
 		o.RouterID = o.NextHop
@@ -97,9 +109,14 @@ func StartBGP(ctx context.Context, o BGPOptions) (*Announcer, error) {
 	}
 	hold := uint64(o.HoldTime / time.Second)
 	for _, p := range o.Peers {
+		local := o.NextHop
+		if p.Addr.Is6() {
+			local = o.NextHop6
+		}
 		err := a.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: &api.Peer{
 			Conf:      &api.PeerConf{NeighborAddress: p.Addr.String(), PeerAsn: p.ASN},
-			Transport: &api.Transport{LocalAddress: o.NextHop.String(), RemotePort: uint32(p.Port)},
+			AfiSafis:  o.families(),
+			Transport: &api.Transport{LocalAddress: local.String(), RemotePort: uint32(p.Port)},
 			Timers: &api.Timers{Config: &api.TimersConfig{
 				HoldTime: hold, KeepaliveInterval: max(hold/3, 1), ConnectRetry: 1,
 			}},
@@ -143,18 +160,32 @@ func (a *Announcer) Set(ctx context.Context, vips []netip.Addr) error {
 			continue
 		}
 		a.announced[vip] = p
-		a.opts.Log.Info("bgp: announced", "vip", vip, "next_hop", a.opts.NextHop)
+		hop := a.opts.NextHop
+		if vip.Is6() {
+			hop = a.opts.NextHop6
+		}
+		a.opts.Log.Info("bgp: announced", "vip", vip, "next_hop", hop)
 	}
 	return errors.Join(errs...)
 }
 
 func (a *Announcer) path(vip netip.Addr) (*api.Path, error) {
-	if !vip.Is4() {
-		return nil, fmt.Errorf("VIP %v is not IPv4", vip)
+	origin := bgp.NewPathAttributeOrigin(bgp.BGP_ORIGIN_ATTR_TYPE_IGP)
+	switch {
+	case vip.Is4() && !a.opts.NextHop.IsValid():
+		return nil, fmt.Errorf("VIP %v is IPv4 but the mux has no IPv4 address to announce as its next hop", vip)
+	case vip.Is4():
+		return apiutil.NewPath(bgp.NewIPAddrPrefix(32, vip.String()), false, []bgp.PathAttributeInterface{
+			origin, bgp.NewPathAttributeNextHop(a.opts.NextHop.String()),
+		}, time.Now())
+	case !a.opts.NextHop6.IsValid():
+		return nil, fmt.Errorf("VIP %v is IPv6 but the mux has no IPv6 address to announce as its next hop (--addr6, or one on the interface)", vip)
 	}
-	return apiutil.NewPath(bgp.NewIPAddrPrefix(32, vip.String()), false, []bgp.PathAttributeInterface{
-		bgp.NewPathAttributeOrigin(bgp.BGP_ORIGIN_ATTR_TYPE_IGP),
-		bgp.NewPathAttributeNextHop(a.opts.NextHop.String()),
+	// IPv6 routes travel in MP_REACH_NLRI, whose next hop is the mux's
+	// IPv6 address; the classic NEXT_HOP attribute is IPv4 only.
+	nlri := bgp.NewIPv6AddrPrefix(128, vip.String())
+	return apiutil.NewPath(nlri, false, []bgp.PathAttributeInterface{
+		origin, bgp.NewPathAttributeMpReachNLRI(a.opts.NextHop6.String(), []bgp.AddrPrefixInterface{nlri}),
 	}, time.Now())
 }
 

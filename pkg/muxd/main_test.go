@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(childEnv); path != "" {
 		os.Exit(childMux(path))
 	}
+	if spec := os.Getenv(childBGPEnv); spec != "" {
+		os.Exit(childBGP(spec)) // bgp_frr_test.go
+	}
 	os.Exit(m.Run())
 }
 

@@ -28,8 +28,12 @@ import (
 type Options struct {
 	Interface string
 	Address   netip.Addr // outer source; default: the interface's first IPv4
-	XDPMode   dataplane.XDPMode
-	Metrics   string // listen address for /metrics and /healthz; "" = none
+	// Address6 is the outer source of IPv6 instances and the BGP next hop
+	// of IPv6 VIPs; default: the interface's first global IPv6 address, if
+	// it has one (without, IPv6 VIPs are neither forwarded nor announced).
+	Address6 netip.Addr
+	XDPMode  dataplane.XDPMode
+	Metrics  string // listen address for /metrics and /healthz; "" = none
 	// ConnTrackEntries and MaxNewConnsPerSecond size the Maglev strategy's
 	// connection table and its SYN-flood guard (dataplane.MuxOptions).
 	ConnTrackEntries     int
@@ -72,9 +76,10 @@ type Daemon struct {
 	vethPeer *vethPeer
 	takeover takeover
 
-	mu        sync.Mutex
-	instances map[string]forwarding.Instance
-	health    *health // store reachability and lag of followed instances (health.go)
+	mu             sync.Mutex
+	instances      map[string]forwarding.Instance
+	ipv6Forwarding bool    // set once an IPv6 instance arrived (enableIPv6)
+	health         *health // store reachability and lag of followed instances (health.go)
 
 	applySeconds prometheus.Histogram
 	generation   *prometheus.GaugeVec
@@ -103,17 +108,40 @@ func InterfaceAddr(name string) (netip.Addr, error) {
 	return netip.Addr{}, fmt.Errorf("interface %s has no IPv4 address", name)
 }
 
+// InterfaceAddr6 is the first global unicast IPv6 address of an interface,
+// or the zero Addr: link-local addresses cannot be a VIP's next hop beyond
+// the link nor an outer source routers forward.
+func InterfaceAddr6(name string) netip.Addr {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return netip.Addr{}
+	}
+	addrs, err := ifi.Addrs()
+	if err != nil {
+		return netip.Addr{}
+	}
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is6() && !p.Addr().Is4In6() && p.Addr().IsGlobalUnicast() {
+			return p.Addr()
+		}
+	}
+	return netip.Addr{}
+}
+
 // Start loads the mux and attaches it, unless the program of a mux that
 // died is still pinned and forwarding: that one stays until Ready swaps
 // this one in, once its instances are set. It forwards nothing of its own
 // until instances are set.
 func Start(opts Options) (*Daemon, error) {
+	var noIPv4 error
 	if !opts.Address.IsValid() {
-		a, err := InterfaceAddr(opts.Interface)
-		if err != nil {
-			return nil, err
-		}
-		opts.Address = a
+		opts.Address, noIPv4 = InterfaceAddr(opts.Interface) // may stay unset: an IPv6-only mux
+	}
+	if !opts.Address6.IsValid() {
+		opts.Address6 = InterfaceAddr6(opts.Interface) // may stay unset: an IPv4-only mux
+	}
+	if !opts.Address.IsValid() && !opts.Address6.IsValid() {
+		return nil, fmt.Errorf("%w, nor a global IPv6 one: the mux needs an address to encapsulate from", noIPv4)
 	}
 	if err := opts.defaults(); err != nil {
 		return nil, err
@@ -143,7 +171,7 @@ func (d *Daemon) start() error {
 		return fmt.Errorf("enabling forwarding on %s: %w", opts.Interface, err)
 	}
 	var err error
-	d.mux, err = dataplane.LoadMux(dataplane.MuxOptions{Addr: opts.Address, ConnTrackEntries: opts.ConnTrackEntries,
+	d.mux, err = dataplane.LoadMux(dataplane.MuxOptions{Addr: opts.Address, Addr6: opts.Address6, ConnTrackEntries: opts.ConnTrackEntries,
 		MaxNewConnsPerSecond: opts.MaxNewConnsPerSecond, PinDir: opts.PinDir})
 	if err != nil {
 		return err
@@ -218,8 +246,28 @@ func (d *Daemon) Healthy() error {
 // Mux is the loaded data plane.
 func (d *Daemon) Mux() *dataplane.Mux { return d.mux }
 
-// Address is the mux's own address.
+// Address is the mux's own IPv4 address (unset on an IPv6-only mux).
 func (d *Daemon) Address() netip.Addr { return d.opts.Address }
+
+// enableIPv6 turns IPv6 forwarding on for the mux's interface when its
+// first IPv6 instance arrives (bpf_fib_lookup answers
+// BPF_FIB_LKUP_RET_FWD_DISABLED on an interface that does not forward): a
+// mux of IPv4 instances leaves the host's IPv6 settings alone.
+func (d *Daemon) enableIPv6() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ipv6Forwarding {
+		return nil
+	}
+	if err := d.node.SetIPv6Forwarding(d.opts.Interface); err != nil {
+		return fmt.Errorf("enabling IPv6 forwarding on %s: %w", d.opts.Interface, err)
+	}
+	d.ipv6Forwarding = true
+	return nil
+}
+
+// Address6 is the mux's own IPv6 address (unset on an IPv4-only mux).
+func (d *Daemon) Address6() netip.Addr { return d.opts.Address6 }
 
 func (d *Daemon) observe(name string, start time.Time, err error) {
 	if d.applySeconds == nil {
@@ -237,6 +285,11 @@ func (d *Daemon) observe(name string, start time.Time, err error) {
 
 // SetInstance loads a whole table for an instance.
 func (d *Daemon) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
+	if cfg.Family() == forwarding.IPv6 {
+		if err := d.enableIPv6(); err != nil {
+			return err
+		}
+	}
 	start := time.Now()
 	err := d.mux.SetInstance(cfg, t)
 	d.observe(cfg.Name, start, err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/dataplane"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 )
@@ -70,8 +71,8 @@ func (d *Daemon) ensureServers(name string) {
 // address must be unicast and its route a unicast one (a broadcast,
 // local, unreachable or prohibit route gives the XDP program no next hop).
 func (d *Daemon) unicastRoute(a netip.Addr) string {
-	if !a.Is4() || a.IsUnspecified() || a.IsMulticast() || a.IsLoopback() || a == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
-		return "not a unicast IPv4 address"
+	if forwarding.CheckDIP(a) != nil {
+		return "not a unicast IPv4 or IPv6 address"
 	}
 	routes, err := d.nl.RouteGet(net.IP(a.AsSlice()))
 	if err != nil || len(routes) == 0 {

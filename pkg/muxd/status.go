@@ -13,6 +13,7 @@ type Status struct {
 	Role      string           `json:"role"` // "mux"
 	Interface string           `json:"interface"`
 	Address   string           `json:"address"`
+	Address6  string           `json:"address6,omitempty"` // IPv6 outer source and BGP next hop, if any
 	Instances []InstanceStatus `json:"instances"`
 	// Counters are the XDP program's decision counters (packets).
 	Counters map[string]uint64 `json:"counters"`
@@ -49,7 +50,13 @@ func (d *Daemon) Status() (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Status{Role: "mux", Interface: d.opts.Interface, Address: d.opts.Address.String(), Counters: c, Instances: []InstanceStatus{}}
+	s := &Status{Role: "mux", Interface: d.opts.Interface, Counters: c, Instances: []InstanceStatus{}}
+	if d.opts.Address.IsValid() {
+		s.Address = d.opts.Address.String()
+	}
+	if d.opts.Address6.IsValid() {
+		s.Address6 = d.opts.Address6.String()
+	}
 	for _, in := range d.mux.State() {
 		is := InstanceStatus{Name: in.Config.Name, Strategy: string(in.Config.Strategy), PortLow: in.Config.PortLow, PortHigh: in.Config.PortHigh, Ports: in.Config.PortSummary(),
 			Incarnation: in.Incarnation, Generation: in.Generation, UnownedBuckets: in.Owned[forwarding.NoServer], ChainedBuckets: in.Chained,

@@ -4,5 +4,6 @@
 // namespaces left behind by runs whose process is gone.
 //
 // Addresses used with it must come from 198.18.0.0/15, the range reserved for
-// network benchmarking, and traffic stays inside the namespaces it made.
+// network benchmarking, or 2001:db8::/32, IPv6's documentation range
+// (AddAddr refuses others), and traffic stays inside the namespaces it made.
 package netlab

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -240,8 +241,19 @@ func (ns *Namespace) setupLink(tmp, name string, addr netip.Prefix) error {
 	return ns.nl.LinkSetUp(link)
 }
 
-// AddAddr adds an address with its prefix length to a device.
+// Ranges are the only addresses a lab may use: 198.18.0.0/15 (RFC 2544)
+// and 2001:db8::/32 (RFC 3849, documentation), so that nothing a test
+// sends can be mistaken for real traffic.
+var Ranges = []netip.Prefix{netip.MustParsePrefix("198.18.0.0/15"), netip.MustParsePrefix("2001:db8::/32")}
+
+// AddAddr adds an address with its prefix length to a device. An IPv6
+// address skips duplicate address detection: on a lab's own links there
+// is nothing to detect, and a tentative address would refuse binds and
+// leave routes unusable for the first seconds.
 func (ns *Namespace) AddAddr(dev string, addr netip.Prefix) error {
+	if !slices.ContainsFunc(Ranges, func(r netip.Prefix) bool { return r.Contains(addr.Addr()) }) {
+		return fmt.Errorf("netlab: address %v is outside the lab ranges %v", addr, Ranges)
+	}
 	link, err := ns.nl.LinkByName(dev)
 	if err != nil {
 		return fmt.Errorf("netlab: %s in %s: %w", dev, ns.Name, err)
@@ -249,6 +261,9 @@ func (ns *Namespace) AddAddr(dev string, addr netip.Prefix) error {
 	a, err := netlink.ParseAddr(addr.String())
 	if err != nil {
 		return err
+	}
+	if addr.Addr().Is6() {
+		a.Flags |= unix.IFA_F_NODAD
 	}
 	if err := ns.nl.AddrAdd(link, a); err != nil {
 		return fmt.Errorf("netlab: address %v on %s in %s: %w", addr, dev, ns.Name, err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/mptcp"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // DefaultDir holds the records: a tmpfs, emptied at boot like the kernel
@@ -117,7 +118,7 @@ func (r *Record) SetSysctl(key, value string) error {
 	return nil
 }
 
-// AddLoAddr puts a /32 on loopback and records it. An address already there
+// AddLoAddr puts a host address (/32, /128) on loopback and records it. An address already there
 // that the record does not name belongs to someone else: left alone, and
 // not removed on Undo.
 func (r *Record) AddLoAddr(a netip.Addr) error {
@@ -149,9 +150,33 @@ func (r *Record) AddLoAddr(a netip.Addr) error {
 	return nil
 }
 
+// loAddr is a VIP as a host address (/32, /128) on loopback; an IPv6 one
+// skips duplicate address detection, which would hold it tentative.
 func loAddr(a netip.Addr) *netlink.Addr {
-	n, _ := netlink.ParseAddr(netip.PrefixFrom(a, 32).String())
+	n, _ := netlink.ParseAddr(netip.PrefixFrom(a, a.BitLen()).String())
+	if a.Is6() {
+		n.Flags |= unix.IFA_F_NODAD
+	}
 	return n
+}
+
+// SetIPv6Forwarding turns IPv6 forwarding on for an interface, which
+// bpf_fib_lookup needs for IPv6 next hops, without the side effect it has
+// on hosts that configure themselves from router advertisements: with
+// forwarding on, accept_ra 1 stops accepting them (and their default
+// route would expire), so accept_ra 1 becomes 2, "accept even when
+// forwarding". Both are recorded and restored like every sysctl.
+func (r *Record) SetIPv6Forwarding(iface string) error {
+	ra, err := os.ReadFile("/proc/sys/net/ipv6/conf/" + iface + "/accept_ra")
+	if err != nil {
+		return fmt.Errorf("IPv6 on %s: %w (is IPv6 disabled?)", iface, err)
+	}
+	if strings.TrimSpace(string(ra)) == "1" {
+		if err := r.SetSysctl("net/ipv6/conf/"+iface+"/accept_ra", "2"); err != nil {
+			return err
+		}
+	}
+	return r.SetSysctl("net/ipv6/conf/"+iface+"/forwarding", "1")
 }
 
 // AddEndpoint adds an MPTCP signal endpoint on loopback and records it. An

@@ -160,7 +160,7 @@ type limits struct {
 const (
 	maxBucketBytes = 48
 	maxServers     = 1 << 16
-	maxServerBytes = 16
+	maxServerBytes = serverRecord6 + 8 // an IPv6 server's record and its Cheetah load
 )
 
 // instanceLimits returns the bounds for an instance of b buckets on a store

@@ -112,3 +112,25 @@ func TestIPv6RecordsCorrupt(t *testing.T) {
 		}
 	}
 }
+
+// TestIPv6TableWithinLimits: the largest table of IPv6 servers (every id,
+// the fewest buckets that allow it) fits the bound a reader checks before
+// it allocates.
+func TestIPv6TableWithinLimits(t *testing.T) {
+	n := int(forwarding.MaxServerID-forwarding.MinServerID) + 1
+	tab := forwarding.NewTable(n + 1)
+	for i := range n {
+		id := forwarding.MinServerID + forwarding.ServerID(i)
+		a := netip.MustParseAddr("2001:db8::").As16()
+		a[14], a[15] = byte(i>>8), byte(i)
+		tab.Servers[id] = forwarding.Server{Addr: netip.AddrFrom16(a), State: forwarding.Active}
+		tab.Buckets[i] = forwarding.Bucket{Current: id}
+	}
+	raw := marshalBlob(tab)
+	if lim := instanceLimits(uint32(len(tab.Buckets)), 1<<20); len(raw) > int(lim.raw) {
+		t.Fatalf("a blob of %d IPv6 servers takes %d bytes, above the reader's bound %d", n, len(raw), lim.raw)
+	}
+	if _, err := unmarshalBlob(1, raw); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -9,7 +9,8 @@ import (
 )
 
 // TestFuzzSeeds keeps the committed seed corpus of ringfuzz.FuzzObject in
-// the current format: a blob, a delta and a header alone. Regenerate with
+// the current format: a blob, a delta, a header alone and a blob of IPv6
+// servers. Regenerate with
 // BEAMER_WRITE_SEEDS=1 after a format change; otherwise it checks the
 // committed seeds still decode as they should.
 func TestFuzzSeeds(t *testing.T) {
@@ -20,7 +21,10 @@ func TestFuzzSeeds(t *testing.T) {
 	d := nextDelta(rng, tab)
 	delta, _ := encodeObject(meta{kind: KindDelta, incarnation: 7, generation: d.Generation}, marshalDelta(d), 1)
 	split(delta, len(delta))
-	seeds := map[string][]byte{"blob": blob, "delta": delta, "header": blob[:HeaderSize]}
+	// An IPv6 table's blob, so the fuzzer starts from 20-byte records too.
+	blob6, _ := encodeObject(meta{kind: KindBlob, incarnation: 7, generation: 9, resync: true}, marshalBlob(v6Table()), 1)
+	split(blob6, len(blob6))
+	seeds := map[string][]byte{"blob": blob, "delta": delta, "header": blob[:HeaderSize], "blob6": blob6}
 	dir := filepath.Join("ringfuzz", "testdata", "fuzz", "FuzzObject")
 	for name, obj := range seeds {
 		path := filepath.Join(dir, name)
@@ -39,7 +43,11 @@ func TestFuzzSeeds(t *testing.T) {
 		if string(got) != want {
 			t.Fatalf("seed %s is not the current format (BEAMER_WRITE_SEEDS=1 go test -run TestFuzzSeeds ./pkg/ring rewrites it)", name)
 		}
-		if _, _, _, err := CheckObject(obj, 600, 1<<20); (err == nil) != (name != "header") {
+		buckets := uint32(600)
+		if name == "blob6" {
+			buckets = 4
+		}
+		if _, _, _, err := CheckObject(obj, buckets, 1<<20); (err == nil) != (name != "header") {
 			t.Fatalf("seed %s: %v", name, err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 type GUEVectors struct {
 	Comment string        `json:"comment"`
 	Mux     MuxScenario   `json:"mux"`
+	Maglev  MuxScenario   `json:"maglev"` // another strategy in GUE; cases in order (they fill the connection table)
 	Agent   AgentScenario `json:"agent"`
 }
 
