@@ -290,8 +290,13 @@ type agentBenchExtras struct {
 	CheetahEgress  *ebpf.Program `ebpf:"cheetah_egress_bench"`
 	CheetahIngress *ebpf.Program `ebpf:"cheetah_ingress_bench"`
 	agentXDPBench                // the XDP fast path's (agent_xdp.go)
-	Bench6         *ebpf.Program `ebpf:"beamer_agent6_bench"` // the IPv6 path's (bpf/bench/agent6_bench.h)
+	Bench6         *ebpf.Program `ebpf:"beamer_agent6_bench"`     // the IPv6 path's (bpf/bench/agent6_bench.h)
+	XDPBench6      *ebpf.Program `ebpf:"beamer_agent6_xdp_bench"` // the XDP fast path's IPv6 twin's
 }
+
+// XDPBench6Program is the XDP fast path's IPv6 twin wrapped to restore the
+// packet (benchmark build).
+func (a *Agent) XDPBench6Program() *ebpf.Program { return a.bench.XDPBench6 }
 
 // Bench6Program is the agent's IPv6 path wrapped to restore the packet
 // (benchmark build).
@@ -363,6 +368,7 @@ func (a *Agent) Close() error {
 		a.bench.CheetahIngress.Close()
 		a.bench.agentXDPBench.close()
 		a.bench.Bench6.Close()
+		a.bench.XDPBench6.Close()
 	}
 	return a.objs.Close()
 }

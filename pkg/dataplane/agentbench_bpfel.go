@@ -97,6 +97,7 @@ const (
 	agentBenchProgBeamerAgent6          = "beamer_agent6"
 	agentBenchProgBeamerAgent6Bench     = "beamer_agent6_bench"
 	agentBenchProgBeamerAgent6Xdp       = "beamer_agent6_xdp"
+	agentBenchProgBeamerAgent6XdpBench  = "beamer_agent6_xdp_bench"
 	agentBenchProgBeamerAgentBench      = "beamer_agent_bench"
 	agentBenchProgBeamerAgentXdp        = "beamer_agent_xdp"
 	agentBenchProgBeamerAgentXdpBench   = "beamer_agent_xdp_bench"
@@ -156,19 +157,20 @@ type agentBenchSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type agentBenchProgramSpecs struct {
-	BeamerAgent         *ebpf.ProgramSpec `ebpf:"beamer_agent"`
-	BeamerAgent6        *ebpf.ProgramSpec `ebpf:"beamer_agent6"`
-	BeamerAgent6Bench   *ebpf.ProgramSpec `ebpf:"beamer_agent6_bench"`
-	BeamerAgent6Xdp     *ebpf.ProgramSpec `ebpf:"beamer_agent6_xdp"`
-	BeamerAgentBench    *ebpf.ProgramSpec `ebpf:"beamer_agent_bench"`
-	BeamerAgentXdp      *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp"`
-	BeamerAgentXdpBench *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp_bench"`
-	CheetahEgress       *ebpf.ProgramSpec `ebpf:"cheetah_egress"`
-	CheetahEgressBench  *ebpf.ProgramSpec `ebpf:"cheetah_egress_bench"`
-	CheetahIngressBench *ebpf.ProgramSpec `ebpf:"cheetah_ingress_bench"`
-	DecapFloorBench     *ebpf.ProgramSpec `ebpf:"decap_floor_bench"`
-	DecapFloorXdpBench  *ebpf.ProgramSpec `ebpf:"decap_floor_xdp_bench"`
-	EmptyTcBench        *ebpf.ProgramSpec `ebpf:"empty_tc_bench"`
+	BeamerAgent          *ebpf.ProgramSpec `ebpf:"beamer_agent"`
+	BeamerAgent6         *ebpf.ProgramSpec `ebpf:"beamer_agent6"`
+	BeamerAgent6Bench    *ebpf.ProgramSpec `ebpf:"beamer_agent6_bench"`
+	BeamerAgent6Xdp      *ebpf.ProgramSpec `ebpf:"beamer_agent6_xdp"`
+	BeamerAgent6XdpBench *ebpf.ProgramSpec `ebpf:"beamer_agent6_xdp_bench"`
+	BeamerAgentBench     *ebpf.ProgramSpec `ebpf:"beamer_agent_bench"`
+	BeamerAgentXdp       *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp"`
+	BeamerAgentXdpBench  *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp_bench"`
+	CheetahEgress        *ebpf.ProgramSpec `ebpf:"cheetah_egress"`
+	CheetahEgressBench   *ebpf.ProgramSpec `ebpf:"cheetah_egress_bench"`
+	CheetahIngressBench  *ebpf.ProgramSpec `ebpf:"cheetah_ingress_bench"`
+	DecapFloorBench      *ebpf.ProgramSpec `ebpf:"decap_floor_bench"`
+	DecapFloorXdpBench   *ebpf.ProgramSpec `ebpf:"decap_floor_xdp_bench"`
+	EmptyTcBench         *ebpf.ProgramSpec `ebpf:"empty_tc_bench"`
 }
 
 // agentBenchMapSpecs contains maps before they are loaded into the kernel.
@@ -277,19 +279,20 @@ type agentBenchVariables struct {
 //
 // It can be passed to loadAgentBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type agentBenchPrograms struct {
-	BeamerAgent         *ebpf.Program `ebpf:"beamer_agent"`
-	BeamerAgent6        *ebpf.Program `ebpf:"beamer_agent6"`
-	BeamerAgent6Bench   *ebpf.Program `ebpf:"beamer_agent6_bench"`
-	BeamerAgent6Xdp     *ebpf.Program `ebpf:"beamer_agent6_xdp"`
-	BeamerAgentBench    *ebpf.Program `ebpf:"beamer_agent_bench"`
-	BeamerAgentXdp      *ebpf.Program `ebpf:"beamer_agent_xdp"`
-	BeamerAgentXdpBench *ebpf.Program `ebpf:"beamer_agent_xdp_bench"`
-	CheetahEgress       *ebpf.Program `ebpf:"cheetah_egress"`
-	CheetahEgressBench  *ebpf.Program `ebpf:"cheetah_egress_bench"`
-	CheetahIngressBench *ebpf.Program `ebpf:"cheetah_ingress_bench"`
-	DecapFloorBench     *ebpf.Program `ebpf:"decap_floor_bench"`
-	DecapFloorXdpBench  *ebpf.Program `ebpf:"decap_floor_xdp_bench"`
-	EmptyTcBench        *ebpf.Program `ebpf:"empty_tc_bench"`
+	BeamerAgent          *ebpf.Program `ebpf:"beamer_agent"`
+	BeamerAgent6         *ebpf.Program `ebpf:"beamer_agent6"`
+	BeamerAgent6Bench    *ebpf.Program `ebpf:"beamer_agent6_bench"`
+	BeamerAgent6Xdp      *ebpf.Program `ebpf:"beamer_agent6_xdp"`
+	BeamerAgent6XdpBench *ebpf.Program `ebpf:"beamer_agent6_xdp_bench"`
+	BeamerAgentBench     *ebpf.Program `ebpf:"beamer_agent_bench"`
+	BeamerAgentXdp       *ebpf.Program `ebpf:"beamer_agent_xdp"`
+	BeamerAgentXdpBench  *ebpf.Program `ebpf:"beamer_agent_xdp_bench"`
+	CheetahEgress        *ebpf.Program `ebpf:"cheetah_egress"`
+	CheetahEgressBench   *ebpf.Program `ebpf:"cheetah_egress_bench"`
+	CheetahIngressBench  *ebpf.Program `ebpf:"cheetah_ingress_bench"`
+	DecapFloorBench      *ebpf.Program `ebpf:"decap_floor_bench"`
+	DecapFloorXdpBench   *ebpf.Program `ebpf:"decap_floor_xdp_bench"`
+	EmptyTcBench         *ebpf.Program `ebpf:"empty_tc_bench"`
 }
 
 func (p *agentBenchPrograms) Close() error {
@@ -298,6 +301,7 @@ func (p *agentBenchPrograms) Close() error {
 		p.BeamerAgent6,
 		p.BeamerAgent6Bench,
 		p.BeamerAgent6Xdp,
+		p.BeamerAgent6XdpBench,
 		p.BeamerAgentBench,
 		p.BeamerAgentXdp,
 		p.BeamerAgentXdpBench,

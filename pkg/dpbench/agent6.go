@@ -158,5 +158,9 @@ func agent6Rows(r *rig, o Options, add func(string, int, int, trial, string) err
 			return err
 		}
 	}
-	return nil
+	steady := gue6Frame(41000, 5, 0, nil)
+	t := trial{ns: ns, prog: a.XDPBench6Program(), frame: steady, ctx: xdpMD{DataEnd: uint32(len(steady)), IngressIfindex: uint32(eth0.Attrs().Index)},
+		want: xdpPass, repeat: o.Repeat, counter: "xdp_decap", read: a.Counters, single: a.XDPProgram(), packets: o.PerPacket}
+	return add("agent-xdp-local-ipv6", 1, 0, t, "test run, repeat; restored after each run; the XDP fast path's IPv6 twin decapsulates a local connection's packet "+
+		"(newest generation, nothing to chain); per packet through the XDP program's tail call")
 }

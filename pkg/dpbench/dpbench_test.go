@@ -16,7 +16,7 @@ var quickRows = []string{"empty", "floor", "encap-floor", "rotation", "beamer", 
 	"agent-cheetah-egress", "agent-cheetah-ingress", "decap-floor-xdp", "agent-xdp-local", "agent-xdp-pass",
 	"udp", "udp-moved1", "quic-cid", "quic-initial",
 	"beamer-gue", "beamer-gue-moved1", "agent-local-gue", "agent-chain-gue", "agent-xdp-local-gue",
-	"beamer-ipv6", "beamer-ipv6-moved1", "agent6-local", "agent6-local-moved", "agent6-chain"}
+	"beamer-ipv6", "beamer-ipv6-moved1", "agent6-local", "agent6-local-moved", "agent6-chain", "agent-xdp-local-ipv6"}
 
 // TestQuickRun is CI's smoke of `beamer bench dataplane`: every program runs
 // and took its intended path on every repetition, by both methods (the
