@@ -300,7 +300,7 @@ func endToEnd6(t *testing.T, xdp bool) {
 	t.Run("syn cookies", func(t *testing.T) {
 		must(t, e.servers["c"].Sysctl("net.ipv4.tcp_syncookies", "2")) // IPv6 listeners too
 		defer e.servers["c"].Sysctl("net.ipv4.tcp_syncookies", "1")
-		chained, cookies := e.counter(t, "c", "chained"), e.counter(t, "c", "local_cookie")
+		chained, cookies := e.settled(t, "c", "chained"), e.counter(t, "c", "local_cookie")
 		for i := 0; i < 4; i++ {
 			if who, err := e.dial6(t, false).ask("cookie", 3*time.Second); err != nil || who != "c" {
 				t.Fatalf("cookie connection %d: served by %q, %v", i, who, err)
