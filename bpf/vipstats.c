@@ -59,6 +59,21 @@ struct {
 
 #define GUE_PROTO_IPV6 41
 
+/* The inner packet after a GUE header at g (the UDP payload) naming the
+ * inner protocol proto, or NULL when it is not GUE as Beamer sends it;
+ * *chained is set when the private data's hop byte is not 0 (include/gue.h:
+ * the private data is the option). The caller checks the inner header's
+ * bounds. */
+INLINE void *gue_inner(__u8 *g, void *end, __u8 proto, __u32 *chained)
+{
+	if ((void *)(g + 4) > end || (g[0] & 0xe0) || g[1] != proto)
+		return NULL;
+	__u32 priv = (g[0] & 0x1f) * 4;
+	if (priv >= 3 && (void *)(g + 7) <= end && g[4] == BEAMER_OPT_TYPE && g[6] > 0)
+		*chained = 1;
+	return (void *)(g + 4) + priv;
+}
+
 /*
  * An IPv6 packet: GUE over IPv6 (UDP, then a GUE header naming an inner
  * IPv6 packet; private data whose hop byte is not 0: chained), or plain
@@ -73,14 +88,8 @@ INLINE int count6(struct ipv6hdr *ip6, void *end)
 	if ((void *)(ip6 + 1) > end)
 		return TCX_NEXT;
 	if (ip6->nexthdr == IPPROTO_UDP) {
-		__u8 *g = (void *)(ip6 + 1) + sizeof(struct udphdr);
-		if ((void *)(g + 4) > end || (g[0] & 0xe0) || g[1] != GUE_PROTO_IPV6)
-			return TCX_NEXT;
-		__u32 priv = (g[0] & 0x1f) * 4;
-		if (priv >= 3 && (void *)(g + 7) <= end && g[4] == BEAMER_OPT_TYPE && g[6] > 0)
-			k.chained = 1;
-		in = (void *)(g + 4) + priv;
-		if ((void *)(in + 1) > end)
+		in = gue_inner((void *)(ip6 + 1) + sizeof(struct udphdr), end, GUE_PROTO_IPV6, &k.chained);
+		if (!in || (void *)(in + 1) > end)
 			return TCX_NEXT;
 	}
 	k.vip = in->daddr;
@@ -121,17 +130,10 @@ int beamer_vipstats(struct __sk_buff *skb)
 		if ((void *)(in + 1) > end)
 			return TCX_NEXT;
 	} else if (ip->protocol == IPPROTO_UDP && ip->ihl == 5) {
-		/* GUE (include/gue.h), any port: only inner destinations
-		 * that are this server's VIPs are counted, and only GUE
-		 * carries those to it. The private data is the option. */
-		__u8 *g = (void *)(ip + 1) + sizeof(struct udphdr);
-		if ((void *)(g + 4) > end || (g[0] & 0xe0) || g[1] != IPPROTO_IPIP)
-			return TCX_NEXT;
-		__u32 priv = (g[0] & 0x1f) * 4;
-		if (priv >= 3 && (void *)(g + 7) <= end && g[4] == BEAMER_OPT_TYPE && g[6] > 0)
-			k.chained = 1;
-		in = (void *)(g + 4) + priv;
-		if ((void *)(in + 1) > end)
+		/* GUE, any port: only inner destinations that are this
+		 * server's VIPs are counted, and only GUE carries those to it. */
+		in = gue_inner((void *)(ip + 1) + sizeof(struct udphdr), end, IPPROTO_IPIP, &k.chained);
+		if (!in || (void *)(in + 1) > end)
 			return TCX_NEXT;
 	}
 	k.vip = in->daddr;

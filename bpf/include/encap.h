@@ -66,6 +66,30 @@ INLINE void write_outer_ipv4(struct iphdr *outer, __u16 inner_tot, __u8 tos, __b
 	outer->check = csum_fold32(sum);
 }
 
+/* What an outer IPv4 header takes from the inner one (IP-in-IP and GUE,
+ * gue.h): read before the packet grows. */
+struct inner_ipv4 {
+	__u16 tot;  /* host order */
+	__u8 tos;
+	__be16 frag;
+};
+
+/* Reads the inner IPv4 header's fields and grows the packet at its head by
+ * outer_len; 0 when the packet was not IPv4 enough or could not grow. */
+INLINE int xdp_grow_for_ipv4(struct xdp_md *ctx, const int outer_len, struct inner_ipv4 *in)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct iphdr *inner = data + sizeof(struct ethhdr);
+
+	if ((void *)(inner + 1) > data_end)
+		return 0;
+	in->tot = bpf_ntohs(inner->tot_len);
+	in->tos = inner->tos;
+	in->frag = inner->frag_off;
+	return bpf_xdp_adjust_head(ctx, -outer_len) == 0;
+}
+
 /*
  * Encapsulates the IPv4 packet that follows the Ethernet header. Returns the
  * new Ethernet header (MACs still to be set) or NULL if the packet could not
@@ -73,21 +97,16 @@ INLINE void write_outer_ipv4(struct iphdr *outer, __u16 inner_tot, __u8 tos, __b
  */
 INLINE struct ethhdr *xdp_encap_ipv4(struct xdp_md *ctx, const struct encap_params *p, const int outer_len)
 {
+	struct inner_ipv4 in;
+
+	if (!xdp_grow_for_ipv4(ctx, outer_len, &in))
+		return NULL;
+	__u16 inner_tot = in.tot;
+	__u8 tos = in.tos;
+	__be16 frag = in.frag;
+
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	struct iphdr *inner = data + sizeof(struct ethhdr);
-
-	if ((void *)(inner + 1) > data_end)
-		return NULL;
-	__u16 inner_tot = bpf_ntohs(inner->tot_len);
-	__u8 tos = inner->tos;
-	__be16 frag = inner->frag_off;
-
-	if (bpf_xdp_adjust_head(ctx, -outer_len))
-		return NULL;
-
-	data = (void *)(long)ctx->data;
-	data_end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 	struct iphdr *outer = data + sizeof(struct ethhdr);
 

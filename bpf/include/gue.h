@@ -122,20 +122,16 @@ INLINE void write_gue(struct udphdr *udp, __be16 sport, __be16 dport, __u16 udp_
 INLINE struct ethhdr *xdp_encap_gue4(struct xdp_md *ctx, const struct encap_params *p, const int outer_len,
 				     __be16 sport, __be16 dport)
 {
+	struct inner_ipv4 in;
+
+	if (!xdp_grow_for_ipv4(ctx, outer_len, &in)) /* encap.h */
+		return NULL;
+	__u16 inner_tot = in.tot;
+	__u8 tos = in.tos;
+	__be16 frag = in.frag;
+
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	struct iphdr *inner = data + sizeof(struct ethhdr);
-
-	if ((void *)(inner + 1) > data_end)
-		return NULL;
-	__u16 inner_tot = bpf_ntohs(inner->tot_len);
-	__u8 tos = inner->tos;
-	__be16 frag = inner->frag_off;
-
-	if (bpf_xdp_adjust_head(ctx, -outer_len))
-		return NULL;
-	data = (void *)(long)ctx->data;
-	data_end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 	struct iphdr *outer = data + sizeof(struct ethhdr);
 	struct udphdr *udp = (void *)(outer + 1);

@@ -30,15 +30,16 @@ var (
 	serverMAC    = net.HardwareAddr{0x02, 0xbe, 0xa0, 0x00, 0x00, 0x10}
 )
 
-// sampleFrames: (1) a client's SYN through the mux, bucket without history;
-// (2) a data segment of an older connection whose bucket moved twice,
-// through the mux: the option names both previous owners; (3) the same
-// packet daisy-chained by the current owner (no socket for it) to the
-// most recent previous owner, hop 1; (4) IP-in-IP without option (what a
-// Maglev instance sends); (5) the server's reply straight to the client (DSR:
-// not encapsulated).
-func sampleFrames(t *testing.T) [][]byte {
-	t.Helper()
+// sampleRig is the Go model of the mux and of server 1025's agent the
+// sample captures are made with: instance web on 8 buckets, the even ones
+// moved twice (history 1026, 1027), in the given encapsulation.
+type sampleRig struct {
+	mux    *model.Mux
+	agent  *model.Agent
+	client netip.Addr
+}
+
+func newSampleRig(encap forwarding.Encap) *sampleRig {
 	tab := &forwarding.Table{Incarnation: 1_700_000_000, Generation: 7, Buckets: make([]forwarding.Bucket, 8), Servers: map[forwarding.ServerID]forwarding.Server{}}
 	for id, a := range sampleServer {
 		tab.Servers[id] = forwarding.Server{Addr: a, State: forwarding.Active}
@@ -50,36 +51,55 @@ func sampleFrames(t *testing.T) [][]byte {
 			tab.Buckets[i].Changed = 1_700_000_000
 		}
 	}
-	web := forwarding.Instance{Name: "web", Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{sampleVIP}, PortLow: 80, PortHigh: 80, Buckets: 8, ChainWindow: forwarding.DefaultChainWindow}
+	web := forwarding.Instance{Name: "web", Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{sampleVIP}, PortLow: 80, PortHigh: 80,
+		Buckets: 8, ChainWindow: forwarding.DefaultChainWindow, Encap: encap}
 	tx := func(netip.Addr) model.NextHop {
 		return model.NextHop{Result: "tx", DstMAC: serverMAC, SrcMAC: wiretest.MuxMAC}
 	}
-	mux := &model.Mux{Addr: sampleMux, VIPs: map[netip.Addr]*model.VIP{sampleVIP: {Instance: web, Table: tab, Generation: 7, Incarnation: 1_700_000_000}}, NextHops: tx}
-	client := netip.MustParseAddr("198.18.1.5")
-	flowIn := func(history bool) wire.Flow {
-		for p := uint16(40000); ; p++ {
-			f := wire.Flow{Src: client, Dst: sampleVIP, SrcPort: p, DstPort: 80, Proto: wire.ProtoTCP}
-			if (f.Bucket(8)%2 == 0) == history {
-				return f
-			}
+	return &sampleRig{client: netip.MustParseAddr("198.18.1.5"),
+		mux: &model.Mux{Addr: sampleMux, VIPs: map[netip.Addr]*model.VIP{sampleVIP: {Instance: web, Table: tab, Generation: 7, Incarnation: 1_700_000_000}}, NextHops: tx},
+		agent: &model.Agent{Addr: sampleServer[1025], VIPs: map[netip.Addr]model.AgentVIP{sampleVIP: {Buckets: 8, Window: 240}},
+			Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")}, Socket: func(_, _ netip.AddrPort) model.Socket { return model.NoSocket },
+			CookieValid: func([]byte) bool { return false }, NextHops: tx, Now: 1_700_000_060, MaxSkew: 3600, MaxGenJump: 1 << 20,
+			Seen: map[uint32]*[2]uint64{0: {}}, Changed: map[[2]uint32]uint32{}}}
+}
+
+// flowIn is the client's first flow to VIP:80 in a bucket with (or
+// without) a history.
+func (r *sampleRig) flowIn(history bool) wire.Flow {
+	for p := uint16(40000); ; p++ {
+		f := wire.Flow{Src: r.client, Dst: sampleVIP, SrcPort: p, DstPort: 80, Proto: wire.ProtoTCP}
+		if (f.Bucket(8)%2 == 0) == history {
+			return f
 		}
 	}
-	through := func(r model.Result) []byte {
-		t.Helper()
-		if r.Action != model.TX && r.Action != model.Redirect {
-			t.Fatalf("model: %s %s", r.Action, r.Counter)
-		}
-		return r.Output
+}
+
+// through is the frame a model sent on.
+func through(t *testing.T, r model.Result) []byte {
+	t.Helper()
+	if r.Action != model.TX && r.Action != model.Redirect {
+		t.Fatalf("model: %s %s", r.Action, r.Counter)
 	}
+	return r.Output
+}
+
+// sampleFrames: (1) a client's SYN through the mux, bucket without history;
+// (2) a data segment of an older connection whose bucket moved twice,
+// through the mux: the option names both previous owners; (3) the same
+// packet daisy-chained by the current owner (no socket for it) to the
+// most recent previous owner, hop 1; (4) IP-in-IP without option (what a
+// Maglev instance sends); (5) the server's reply straight to the client (DSR:
+// not encapsulated).
+func sampleFrames(t *testing.T) [][]byte {
+	t.Helper()
+	r := newSampleRig("")
+	mux, agent, client, flowIn := r.mux, r.agent, r.client, r.flowIn
 	syn := wiretest.Segment{Flow: flowIn(false), Flags: wiretest.SYN, Seq: 1000}
-	f1 := through(mux.Process(wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, syn.IPv4())))
+	f1 := through(t, mux.Process(wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, syn.IPv4())))
 	data := wiretest.Segment{Flow: flowIn(true), Flags: wiretest.ACK, Seq: 5000, Ack: 9000, Payload: bytes.Repeat([]byte("beamer"), 12)}
-	f2 := through(mux.Process(wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, data.IPv4())))
-	agent := &model.Agent{Addr: sampleServer[1025], VIPs: map[netip.Addr]model.AgentVIP{sampleVIP: {Buckets: 8, Window: 240}},
-		Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")}, Socket: func(_, _ netip.AddrPort) model.Socket { return model.NoSocket },
-		CookieValid: func([]byte) bool { return false }, NextHops: tx, Now: 1_700_000_060, MaxSkew: 3600, MaxGenJump: 1 << 20,
-		Seen: map[uint32]*[2]uint64{0: {}}, Changed: map[[2]uint32]uint32{}}
-	f3 := through(agent.Process(f2))
+	f2 := through(t, mux.Process(wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, data.IPv4())))
+	f3 := through(t, agent.Process(f2))
 	plain, err := wire.Encapsulate(syn.IPv4(), sampleMux, sampleServer[1026], nil)
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/model"
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
 	"github.com/gopacket/gopacket"
@@ -25,48 +24,13 @@ import (
 // broken; (6) UDP to another port (not ours); (7) IP-in-IP beside them.
 func gueFrames(t *testing.T) [][]byte {
 	t.Helper()
-	tab := &forwarding.Table{Incarnation: 1_700_000_000, Generation: 7, Buckets: make([]forwarding.Bucket, 8), Servers: map[forwarding.ServerID]forwarding.Server{}}
-	for id, a := range sampleServer {
-		tab.Servers[id] = forwarding.Server{Addr: a, State: forwarding.Active}
-	}
-	for i := range tab.Buckets {
-		tab.Buckets[i].Current = 1025
-		if i%2 == 0 {
-			tab.Buckets[i].History = forwarding.Chain{1026, 1027}
-			tab.Buckets[i].Changed = 1_700_000_000
-		}
-	}
-	web := forwarding.Instance{Name: "web", Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{sampleVIP}, PortLow: 80, PortHigh: 80,
-		Buckets: 8, ChainWindow: forwarding.DefaultChainWindow, Encap: forwarding.EncapGUE}
-	tx := func(netip.Addr) model.NextHop {
-		return model.NextHop{Result: "tx", DstMAC: serverMAC, SrcMAC: wiretest.MuxMAC}
-	}
-	mux := &model.Mux{Addr: sampleMux, VIPs: map[netip.Addr]*model.VIP{sampleVIP: {Instance: web, Table: tab, Generation: 7, Incarnation: 1_700_000_000}}, NextHops: tx}
-	client := netip.MustParseAddr("198.18.1.5")
-	flowIn := func(history bool) wire.Flow {
-		for p := uint16(40000); ; p++ {
-			f := wire.Flow{Src: client, Dst: sampleVIP, SrcPort: p, DstPort: 80, Proto: wire.ProtoTCP}
-			if (f.Bucket(8)%2 == 0) == history {
-				return f
-			}
-		}
-	}
-	through := func(r model.Result) []byte {
-		t.Helper()
-		if r.Action != model.TX && r.Action != model.Redirect {
-			t.Fatalf("model: %s %s", r.Action, r.Counter)
-		}
-		return r.Output
-	}
+	r := newSampleRig(forwarding.EncapGUE)
+	mux, agent, flowIn := r.mux, r.agent, r.flowIn
 	syn := wiretest.Segment{Flow: flowIn(false), Flags: wiretest.SYN, Seq: 1000}
-	f1 := through(mux.Process(wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, syn.IPv4())))
+	f1 := through(t, mux.Process(wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, syn.IPv4())))
 	data := wiretest.Segment{Flow: flowIn(true), Flags: wiretest.ACK, Seq: 5000, Ack: 9000, Payload: []byte("beamer")}
-	f2 := through(mux.Process(wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, data.IPv4())))
-	agent := &model.Agent{Addr: sampleServer[1025], VIPs: map[netip.Addr]model.AgentVIP{sampleVIP: {Buckets: 8, Window: 240}},
-		Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")}, Socket: func(_, _ netip.AddrPort) model.Socket { return model.NoSocket },
-		CookieValid: func([]byte) bool { return false }, NextHops: tx, Now: 1_700_000_060, MaxSkew: 3600, MaxGenJump: 1 << 20,
-		Seen: map[uint32]*[2]uint64{0: {}}, Changed: map[[2]uint32]uint32{}}
-	f3 := through(agent.Process(f2))
+	f2 := through(t, mux.Process(wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, data.IPv4())))
+	f3 := through(t, agent.Process(f2))
 
 	// IPv6 outer, IPv6 inner: built by the wire model (the layout of
 	// docs/wire-format.md), previous owners as IPv6 addresses.

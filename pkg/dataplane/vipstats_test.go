@@ -12,8 +12,9 @@ import (
 
 // TestVIPStats runs the per-VIP counter on the packets a server receives:
 // encapsulated from a mux (with and without the option), daisy-chained
-// (hop 1), already decapsulated, and packets of other addresses or not
-// IPv4, which it must not count. Every packet goes on (TCX_NEXT).
+// (hop 1), in IP-in-IP and in GUE, already decapsulated, and packets of
+// other addresses, other UDP or not IPv4, which it must not count. Every
+// packet goes on (TCX_NEXT).
 func TestVIPStats(t *testing.T) {
 	netlabtest.RequireRoot(t)
 	vip, other := netip.MustParseAddr("198.18.100.1"), netip.MustParseAddr("198.18.100.9")
@@ -57,11 +58,26 @@ func TestVIPStats(t *testing.T) {
 	ipv6 := make([]byte, 14+40) // an IPv6 frame to nowhere: not counted
 	ipv6[12], ipv6[13], ipv6[14] = 0x86, 0xdd, 0x60
 	run(ipv6)
+	// GUE over IPv4 (docs/wire-format.md "GUE"): the same, by the inner
+	// packet, the private data's hop telling chained ones apart; other UDP
+	// is not counted.
+	gue := func(in []byte, o *wire.Option) []byte {
+		out, err := wire.EncapsulateGUE(in, mux, server, 0xc001, wire.GUEDefaultPort, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	send(gue(in100, &wire.Option{Generation: 1, Incarnation: 1}))
+	send(gue(in100, nil)) // a subflow by server id: no private data
+	send(gue(inner(vip, 10), &wire.Option{Hop: 1, Generation: 1, Incarnation: 1, Changed: 1, Prev: []netip.Addr{server, mux}}))
+	send(gue(inner(other, 100), nil))
+	send(wiretest.Datagram{Flow: wire.Flow{Src: netip.MustParseAddr("198.18.1.10"), Dst: server, SrcPort: 5353, DstPort: 53}, Payload: []byte("query")}.IPv4())
 	got, err := s.Read()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := VIPTraffic{Packets: 3, Bytes: 3 * 140, ChainedPackets: 1, ChainedBytes: 50}
+	want := VIPTraffic{Packets: 5, Bytes: 5 * 140, ChainedPackets: 2, ChainedBytes: 100}
 	if got[vip] != want {
 		t.Errorf("%v: %+v, want %+v", vip, got[vip], want)
 	}

@@ -110,33 +110,15 @@ func gueAgentScenario() (wiretest.AgentScenario, []wiretest.PacketCase) {
 func TestGUEVectorsMatchModel(t *testing.T) {
 	if *update {
 		s, cases := gueMuxScenario()
-		m := modelMux(t, &s)
-		for i := range cases {
-			if err := runCase(m, &cases[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		s.Cases = cases
+		fillMuxCases(t, &s, cases)
 		ms, mcases := maglevScenario()
 		ms.Instance.Encap = forwarding.EncapGUE
 		for i := range mcases {
 			mcases[i].Name = "gue: " + mcases[i].Name
 		}
-		mm := modelMux(t, &ms)
-		for i := range mcases {
-			if err := runCase(mm, &mcases[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ms.Cases = mcases
+		fillMuxCases(t, &ms, mcases)
 		as, acases := gueAgentScenario()
-		a := modelAgent(&as)
-		for i := range acases {
-			if err := runAgentCase(a, &acases[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		as.Cases = acases
+		fillAgentCases(t, &as, acases)
 		v := wiretest.GUEVectors{
 			Comment: "Golden vectors of the GUE encapsulation (docs/wire-format.md, GUE): the mux and Maglev scenarios of testdata/vectors.json with encap gue, and the agent's cases in GUE plus GUE's own. Checked against the BPF programs (pkg/dataplane TestGUE*) and the Go model (pkg/model TestGUEVectorsMatchModel). Regenerate with: go test ./pkg/model -run TestGUEVectorsMatchModel -update",
 			Mux:     s,

@@ -277,6 +277,29 @@ func hashVectors() []wiretest.HashVector {
 	return out
 }
 
+// fillMuxCases runs cases, in order, through the model mux of s and makes
+// them the scenario's cases with the model's outcomes (for -update).
+func fillMuxCases(t *testing.T, s *wiretest.MuxScenario, cases []wiretest.PacketCase) {
+	m := modelMux(t, s)
+	for i := range cases {
+		if err := runCase(m, &cases[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Cases = cases
+}
+
+// fillAgentCases is fillMuxCases for an agent scenario.
+func fillAgentCases(t *testing.T, s *wiretest.AgentScenario, cases []wiretest.PacketCase) {
+	a := modelAgent(s)
+	for i := range cases {
+		if err := runAgentCase(a, &cases[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Cases = cases
+}
+
 func runCase(m *Mux, c *wiretest.PacketCase) error {
 	in, err := hex.DecodeString(c.Input)
 	if err != nil {
@@ -293,29 +316,11 @@ func runCase(m *Mux, c *wiretest.PacketCase) error {
 func TestVectorsMatchModel(t *testing.T) {
 	if *update {
 		s, cases := muxScenario()
-		m := modelMux(t, &s)
-		for i := range cases {
-			if err := runCase(m, &cases[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		s.Cases = cases
+		fillMuxCases(t, &s, cases)
 		ms, mcases := maglevScenario()
-		mm := modelMux(t, &ms)
-		for i := range mcases {
-			if err := runCase(mm, &mcases[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ms.Cases = mcases
+		fillMuxCases(t, &ms, mcases)
 		as, acases := agentScenario()
-		a := modelAgent(&as)
-		for i := range acases {
-			if err := runAgentCase(a, &acases[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		as.Cases = acases
+		fillAgentCases(t, &as, acases)
 		v := wiretest.Vectors{
 			Maglev:   ms,
 			Agent:    as,
