@@ -78,39 +78,19 @@ INLINE int decap6_to_stack(struct __sk_buff *skb, int outer_len, enum agent_coun
 	return TC_ACT_OK;
 }
 
-/* Does the inner IPv6 packet belong to this server (agent.c locality, with
- * IPv6 tuples)? client and vip are the connection's addresses: the
+/* Does the inner IPv6 packet belong to this server (agent.c sock_locality
+ * with an IPv6 tuple)? client and vip are the connection's addresses: the
  * packet's, or for a Packet Too Big those of the reply it quotes. */
 INLINE enum locality locality6(struct __sk_buff *skb, struct ipv6hdr *ip6, const struct in6_addr *client,
 				const struct in6_addr *vip, const struct flow *f, struct tcphdr *tcp)
 {
 	struct bpf_sock_tuple tuple = {};
-	struct bpf_sock *sk;
-	enum locality l = NOT_LOCAL;
 
 	__builtin_memcpy(tuple.ipv6.saddr, client, 16);
 	__builtin_memcpy(tuple.ipv6.daddr, vip, 16);
 	tuple.ipv6.sport = f->sport;
 	tuple.ipv6.dport = f->dport;
-	if (f->proto == IPPROTO_UDP) {
-		sk = bpf_sk_lookup_udp(skb, &tuple, sizeof(tuple.ipv6), BPF_F_CURRENT_NETNS, 0);
-		if (!sk)
-			return NOT_LOCAL;
-		if (sk->dst_port)
-			l = LOCAL_SOCKET;
-		bpf_sk_release(sk);
-		return l;
-	}
-	sk = bpf_skc_lookup_tcp(skb, &tuple, sizeof(tuple.ipv6), BPF_F_CURRENT_NETNS, 0);
-	if (!sk)
-		return NOT_LOCAL;
-	if (sk->state != BPF_TCP_LISTEN)
-		l = LOCAL_SOCKET;
-	else if (tcp && tcp->ack && !tcp->syn && !tcp->rst &&
-		 bpf_tcp_check_syncookie(sk, ip6, sizeof(*ip6), tcp, sizeof(*tcp)) == 0)
-		l = LOCAL_COOKIE;
-	bpf_sk_release(sk);
-	return l;
+	return sock_locality(skb, &tuple, sizeof(tuple.ipv6), ip6, sizeof(*ip6), f, tcp);
 }
 
 /* Chains the packet to prev[next] in GUE over IPv6: outer source us,

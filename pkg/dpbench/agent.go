@@ -3,11 +3,13 @@ package dpbench
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/dataplane"
+	"github.com/beamer-lb/beamer/pkg/netlab"
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
 	"github.com/cilium/ebpf"
@@ -28,6 +30,58 @@ const (
 	tcShot     = 2
 	tcRedirect = 7
 )
+
+// benchConn is the agent bench's one real connection: the listener on the
+// VIP and both ends, so the agent's socket lookup finds it, and the
+// server interface the packets come in on.
+type benchConn struct {
+	l       net.Listener
+	c, s    net.Conn
+	ifindex int // the server's eth0
+}
+
+func (b *benchConn) Close() {
+	for _, c := range []io.Closer{b.s, b.c, b.l} {
+		if c != nil {
+			c.Close()
+		}
+	}
+}
+
+// benchConnection gives the previous owner prev a static neighbour entry on
+// the server's eth0 (packets are chained to it) and opens a connection from
+// client to vip port 80 inside ns, in the family of vip.
+func benchConnection(ns *netlab.Namespace, prev, vip, client netip.Addr) (*benchConn, error) {
+	eth0, err := ns.Netlink().LinkByName("eth0")
+	if err != nil {
+		return nil, err
+	}
+	network, family := "tcp4", netlink.FAMILY_V4
+	if vip.Is6() {
+		network, family = "tcp6", netlink.FAMILY_V6
+	}
+	if err := ns.Netlink().NeighSet(&netlink.Neigh{LinkIndex: eth0.Attrs().Index, IP: net.IP(prev.AsSlice()),
+		HardwareAddr: net.HardwareAddr{2, 0xbe, 0xa0, 0, 1, 0x10}, State: netlink.NUD_PERMANENT, Family: family}); err != nil {
+		return nil, err
+	}
+	b := &benchConn{ifindex: eth0.Attrs().Index}
+	err = ns.Do(func() (err error) {
+		if b.l, err = net.Listen(network, netip.AddrPortFrom(vip, 80).String()); err != nil {
+			return err
+		}
+		d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(client, 41000)), Timeout: 2 * time.Second}
+		if b.c, err = d.Dial(network, b.l.Addr().String()); err != nil {
+			return err
+		}
+		b.s, err = b.l.Accept()
+		return err
+	})
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
 
 func skbContext(ifindex int) []byte {
 	ctx := make([]byte, 192) // struct __sk_buff, all zero but ifindex
@@ -56,33 +110,11 @@ func agentRows(r *rig, o Options, add func(string, int, int, trial, string) erro
 	if err := ns.Sysctl("net.ipv4.ip_forward", "1"); err != nil {
 		return err
 	}
-	eth0, err := ns.Netlink().LinkByName("eth0")
-	if err != nil {
-		return err
-	}
-	if err := ns.Netlink().NeighSet(&netlink.Neigh{LinkIndex: eth0.Attrs().Index, IP: net.IP(prevAddr.AsSlice()),
-		HardwareAddr: net.HardwareAddr{2, 0xbe, 0xa0, 0, 1, 0x10}, State: netlink.NUD_PERMANENT, Family: netlink.FAMILY_V4}); err != nil {
-		return err
-	}
-	var l net.Listener
-	var c, s net.Conn
-	err = ns.Do(func() (err error) {
-		if l, err = net.Listen("tcp4", netip.AddrPortFrom(beamerVIP, 80).String()); err != nil {
-			return err
-		}
-		d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(clientAddr, 41000)), Timeout: 2 * time.Second}
-		if c, err = d.Dial("tcp4", l.Addr().String()); err != nil {
-			return err
-		}
-		s, err = l.Accept()
-		return err
-	})
+	conn, err := benchConnection(ns, prevAddr, beamerVIP, clientAddr)
 	if err != nil {
 		return fmt.Errorf("agent bench connection: %w", err)
 	}
-	defer l.Close()
-	defer c.Close()
-	defer s.Close()
+	defer conn.Close()
 
 	a, err := dataplane.LoadAgent(dataplane.AgentOptions{Addr: agentAddr, Benchmark: true,
 		Trusted:          []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
@@ -111,7 +143,7 @@ func agentRows(r *rig, o Options, add func(string, int, int, trial, string) erro
 		Changed: uint32(now.Unix() - 10), Generation: 5}
 	steady := &wire.Option{Generation: 5}
 	stale := &wire.Option{Generation: 4}
-	ctx := skbContext(eth0.Attrs().Index)
+	ctx := skbContext(conn.ifindex)
 	rows := []struct {
 		name    string
 		prog    *ebpf.Program
@@ -144,10 +176,10 @@ func agentRows(r *rig, o Options, add func(string, int, int, trial, string) erro
 			return err
 		}
 	}
-	if err := agentXDPRows(ns, a, eth0.Attrs().Index, encap(41000, steady), encap(42000, moved), o, add); err != nil {
+	if err := agentXDPRows(ns, a, conn.ifindex, encap(41000, steady), encap(42000, moved), o, add); err != nil {
 		return err
 	}
-	if err := gueAgentRows(ns, a, eth0.Attrs().Index, o, add); err != nil { // gue.go
+	if err := gueAgentRows(ns, a, conn.ifindex, o, add); err != nil { // gue.go
 		return err
 	}
 	return cheetahAgentRows(ns, a, ctx, o, add)

@@ -3,7 +3,6 @@ package dpbench
 import (
 	"encoding/binary"
 	"fmt"
-	"net"
 	"net/netip"
 	"time"
 
@@ -98,33 +97,11 @@ func agent6Rows(r *rig, o Options, add func(string, int, int, trial, string) err
 			return err
 		}
 	}
-	eth0, err := ns.Netlink().LinkByName("eth0")
-	if err != nil {
-		return err
-	}
-	if err := ns.Netlink().NeighSet(&netlink.Neigh{LinkIndex: eth0.Attrs().Index, IP: net.IP(prevAddr6.AsSlice()),
-		HardwareAddr: net.HardwareAddr{2, 0xbe, 0xa0, 0, 1, 0x10}, State: netlink.NUD_PERMANENT, Family: netlink.FAMILY_V6}); err != nil {
-		return err
-	}
-	var l net.Listener
-	var c, s net.Conn
-	err = ns.Do(func() (err error) {
-		if l, err = net.Listen("tcp6", netip.AddrPortFrom(beamerVIP6, 80).String()); err != nil {
-			return err
-		}
-		d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(clientAddr6, 41000)), Timeout: 2 * time.Second}
-		if c, err = d.Dial("tcp6", l.Addr().String()); err != nil {
-			return err
-		}
-		s, err = l.Accept()
-		return err
-	})
+	conn, err := benchConnection(ns, prevAddr6, beamerVIP6, clientAddr6)
 	if err != nil {
 		return fmt.Errorf("agent IPv6 bench connection: %w", err)
 	}
-	defer l.Close()
-	defer c.Close()
-	defer s.Close()
+	defer conn.Close()
 
 	a, err := dataplane.LoadAgent(dataplane.AgentOptions{Addr6: agentAddr6, Benchmark: true,
 		Trusted:          []netip.Prefix{netip.MustParsePrefix("2001:db8::/64")},
@@ -138,7 +115,7 @@ func agent6Rows(r *rig, o Options, add func(string, int, int, trial, string) err
 	a.SyncClock(now)
 	a.SetNewestSeen(0, 5)
 	changed := uint32(now.Unix() - 10)
-	ctx := skbContext(eth0.Attrs().Index)
+	ctx := skbContext(conn.ifindex)
 	rows := []struct {
 		name, counter, method string
 		frame                 []byte
@@ -159,7 +136,7 @@ func agent6Rows(r *rig, o Options, add func(string, int, int, trial, string) err
 		}
 	}
 	steady := gue6Frame(41000, 5, 0, nil)
-	t := trial{ns: ns, prog: a.XDPBench6Program(), frame: steady, ctx: xdpMD{DataEnd: uint32(len(steady)), IngressIfindex: uint32(eth0.Attrs().Index)},
+	t := trial{ns: ns, prog: a.XDPBench6Program(), frame: steady, ctx: xdpMD{DataEnd: uint32(len(steady)), IngressIfindex: uint32(conn.ifindex)},
 		want: xdpPass, repeat: o.Repeat, counter: "xdp_decap", read: a.Counters, single: a.XDPProgram(), packets: o.PerPacket}
 	return add("agent-xdp-local-ipv6", 1, 0, t, "test run, repeat; restored after each run; the XDP fast path's IPv6 twin decapsulates a local connection's packet "+
 		"(newest generation, nothing to chain); per packet through the XDP program's tail call")
