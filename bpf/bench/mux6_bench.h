@@ -32,8 +32,7 @@ INLINE void rotate_flow6(struct xdp_md *ctx)
 	tcp->source = bpf_htons(1024 + (i & 0x3fff));
 }
 
-/* Strips IPv6 + UDP + GUE + private data and puts the saved Ethernet
- * header back. */
+/* Strips IPv6 + UDP + GUE + private data (mux_bench.h strip_outer). */
 INLINE int undo_gue6(struct xdp_md *ctx, const struct ethhdr *saved, int action)
 {
 	void *data = (void *)(long)ctx->data;
@@ -42,13 +41,7 @@ INLINE int undo_gue6(struct xdp_md *ctx, const struct ethhdr *saved, int action)
 
 	if ((void *)(g + 1) > data_end)
 		return XDP_ABORTED;
-	if (bpf_xdp_adjust_head(ctx, GUE6_LEN_PLAIN + (g->hlen & GUE_HLEN_MASK) * 4))
-		return XDP_ABORTED;
-	data = (void *)(long)ctx->data;
-	if (data + sizeof(*saved) > (void *)(long)ctx->data_end)
-		return XDP_ABORTED;
-	__builtin_memcpy(data, saved, sizeof(*saved));
-	return action;
+	return strip_outer(ctx, saved, GUE6_LEN_PLAIN + (g->hlen & GUE_HLEN_MASK) * 4, action);
 }
 
 SEC("xdp")

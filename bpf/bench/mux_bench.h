@@ -98,8 +98,22 @@ INLINE int save_eth(struct xdp_md *ctx, struct ethhdr *saved)
 	return 0;
 }
 
-/* Strips the outer header the packet now carries and puts the saved
- * Ethernet header back: the packet is as it came in. Returns action. */
+/* Drops the outer_len bytes after the Ethernet header and puts the saved
+ * Ethernet header back in front: the packet is as it came in. Returns
+ * action. undo_encap (IPv4 outer) and undo_gue6 (IPv6 outer) find the
+ * length. */
+INLINE int strip_outer(struct xdp_md *ctx, const struct ethhdr *saved, int outer_len, int action)
+{
+	if (bpf_xdp_adjust_head(ctx, outer_len))
+		return XDP_ABORTED;
+	void *data = (void *)(long)ctx->data;
+	if (data + sizeof(*saved) > (void *)(long)ctx->data_end)
+		return XDP_ABORTED;
+	__builtin_memcpy(data, saved, sizeof(*saved));
+	return action;
+}
+
+/* Strips the outer IPv4 header the packet now carries (IP-in-IP or GUE). */
 INLINE int undo_encap(struct xdp_md *ctx, const struct ethhdr *saved, int action)
 {
 	void *data = (void *)(long)ctx->data;
@@ -115,13 +129,7 @@ INLINE int undo_encap(struct xdp_md *ctx, const struct ethhdr *saved, int action
 			return XDP_ABORTED;
 		outer_len = GUE4_LEN_PLAIN + (g->hlen & GUE_HLEN_MASK) * 4;
 	}
-	if (bpf_xdp_adjust_head(ctx, outer_len))
-		return XDP_ABORTED;
-	data = (void *)(long)ctx->data;
-	if (data + sizeof(*saved) > (void *)(long)ctx->data_end)
-		return XDP_ABORTED;
-	__builtin_memcpy(data, saved, sizeof(*saved));
-	return action;
+	return strip_outer(ctx, saved, outer_len, action);
 }
 
 SEC("xdp")
