@@ -10,8 +10,6 @@ import (
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/netlab"
 	"github.com/beamer-lb/beamer/pkg/wire"
-	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 )
 
 // The agent's IPv6 rows: the IPv4 agent bench's shape over 2001:db8::/64
@@ -22,19 +20,6 @@ var (
 	prevAddr6   = netip.MustParseAddr("2001:db8::10")
 	clientAddr6 = netip.MustParseAddr("2001:db8:200::7")
 )
-
-func addAddr6(ns *netlab.Namespace, dev string, p netip.Prefix) error {
-	l, err := ns.Netlink().LinkByName(dev)
-	if err != nil {
-		return err
-	}
-	a, err := netlink.ParseAddr(p.String())
-	if err != nil {
-		return err
-	}
-	a.Flags = unix.IFA_F_NODAD // usable at once
-	return ns.Netlink().AddrAdd(l, a)
-}
 
 // gue6Frame is an IPv6 TCP ACK from the client's port sport to the VIP in
 // GUE over IPv6 from the mux, with private data of generation gen naming
@@ -93,7 +78,7 @@ func agent6Rows(r *rig, o Options, add func(string, int, int, trial, string) err
 		return err
 	}
 	for _, a := range []netip.Addr{beamerVIP6, clientAddr6} {
-		if err := addAddr6(ns, "lo", netip.PrefixFrom(a, 128)); err != nil {
+		if err := ns.AddAddr("lo", netip.PrefixFrom(a, 128)); err != nil {
 			return err
 		}
 	}

@@ -22,8 +22,14 @@ func TestAffinityGUE(t *testing.T) {
 	if r.MuxCounters["fwd_quic_cid"] == 0 {
 		t.Errorf("no packet forwarded by QUIC connection id (mux counters %v)", r.MuxCounters)
 	}
-	if sent := r.MuxCounters["fwd_bucket"] + r.MuxCounters["fwd_quic_cid"] + r.MuxCounters["fwd_server_id"]; r.MuxCounters["fwd_gue"] == 0 || r.MuxCounters["fwd_gue"] != sent {
-		t.Errorf("muxes sent %d packets in GUE of %d forwarded: not a GUE run", r.MuxCounters["fwd_gue"], sent)
+	// Every forwarded packet left in GUE. The counters are read one by one
+	// while the last packets (FINs, retransmissions) still flow, and
+	// fwd_gue is counted before the verdict and read after it, so it may
+	// run ahead of the verdicts by the packets in flight, never behind.
+	c := r.MuxCounters
+	sent := c["fwd_bucket"] + c["fwd_quic_cid"] + c["fwd_server_id"]
+	if gue := c["fwd_gue"]; sent == 0 || gue < sent || gue > sent+sent/1000 {
+		t.Errorf("muxes sent %d packets in GUE of %d forwarded: not a GUE run", gue, sent)
 	}
 	if r.ChainedPackets == 0 {
 		t.Error("no packet was daisy-chained: the removed server's connections did not move")

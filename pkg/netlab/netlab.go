@@ -3,6 +3,7 @@ package netlab
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -222,7 +224,22 @@ func (l *Lab) Veth(a *Namespace, aName string, aAddr netip.Prefix, b *Namespace,
 	if err := a.setupLink(tmpA, aName, aAddr); err != nil {
 		return err
 	}
-	return b.setupLink(tmpB, bName, bAddr)
+	if err := b.setupLink(tmpB, bName, bAddr); err != nil {
+		return err
+	}
+	// An IPv6 address on a link that was down is added once the link has
+	// a carrier, that is after both ends are up (see AddAddr).
+	for _, end := range []struct {
+		ns   *Namespace
+		addr netip.Prefix
+	}{{a, aAddr}, {b, bAddr}} {
+		if end.addr.IsValid() && end.addr.Addr().Is6() {
+			if err := end.ns.waitLocalRoute(end.addr.Addr(), 5*time.Second); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func (ns *Namespace) setupLink(tmp, name string, addr netip.Prefix) error {
@@ -249,7 +266,10 @@ var Ranges = []netip.Prefix{netip.MustParsePrefix("198.18.0.0/15"), netip.MustPa
 // AddAddr adds an address with its prefix length to a device. An IPv6
 // address skips duplicate address detection: on a lab's own links there
 // is nothing to detect, and a tentative address would refuse binds and
-// leave routes unusable for the first seconds.
+// leave routes unusable for the first seconds. Even without detection the
+// kernel installs an IPv6 address's local route from a work queue, a
+// moment after the add returns (on a busy machine, long enough for a
+// connect to fail with "network is unreachable"), so AddAddr waits for it.
 func (ns *Namespace) AddAddr(dev string, addr netip.Prefix) error {
 	if !slices.ContainsFunc(Ranges, func(r netip.Prefix) bool { return r.Contains(addr.Addr()) }) {
 		return fmt.Errorf("netlab: address %v is outside the lab ranges %v", addr, Ranges)
@@ -268,7 +288,30 @@ func (ns *Namespace) AddAddr(dev string, addr netip.Prefix) error {
 	if err := ns.nl.AddrAdd(link, a); err != nil {
 		return fmt.Errorf("netlab: address %v on %s in %s: %w", addr, dev, ns.Name, err)
 	}
+	if addr.Addr().Is6() && link.Attrs().Flags&net.FlagUp != 0 {
+		return ns.waitLocalRoute(addr.Addr(), 5*time.Second)
+	}
 	return nil
+}
+
+// waitLocalRoute waits until the local table routes addr to this host,
+// which is when the kernel has finished adding the address.
+func (ns *Namespace) waitLocalRoute(addr netip.Addr, within time.Duration) error {
+	filter := &netlink.Route{Table: unix.RT_TABLE_LOCAL, Dst: &net.IPNet{IP: addr.AsSlice(), Mask: net.CIDRMask(addr.BitLen(), addr.BitLen())}}
+	deadline := time.Now().Add(within)
+	for {
+		routes, err := ns.nl.RouteListFiltered(netlink.FAMILY_V6, filter, netlink.RT_FILTER_TABLE|netlink.RT_FILTER_DST)
+		if err != nil {
+			return fmt.Errorf("netlab: local route of %v in %s: %w", addr, ns.Name, err)
+		}
+		if len(routes) > 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("netlab: address %v in %s: the kernel installed no local route in %v", addr, ns.Name, within)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // LinkIndex is the ifindex of a device in the namespace.
