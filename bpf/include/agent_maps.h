@@ -116,7 +116,7 @@ DECLARE_COUNTERS(agent_counters, AGENT_COUNTER_MAX);
 
 INLINE void agent_count(enum agent_counter c)
 {
-	count_in(&agent_counters, c);
+	count_in(&agent_counters, AGENT_COUNTER_MAX, c);
 }
 
 /* Raises *p to v if v is higher; returns the value now held. Lock-free: a

@@ -147,18 +147,8 @@ INLINE struct ethhdr *xdp_encap_gue4(struct xdp_md *ctx, const struct encap_para
 		return NULL;
 	}
 	eth->h_proto = bpf_htons(ETH_P_IP);
-	outer->version = 4;
-	outer->ihl = 5;
-	outer->tos = tos;
-	outer->tot_len = bpf_htons(inner_tot + outer_len);
-	outer->id = 0;
-	outer->frag_off = frag & bpf_htons(IP_DF);
-	outer->ttl = BEAMER_OUTER_TTL;
-	outer->protocol = IPPROTO_UDP;
-	outer->check = 0;
-	outer->saddr = p->saddr;
-	outer->daddr = p->daddr;
-	outer->check = ipv4_header_csum(outer, OUTER_LEN_PLAIN / 2);
+	outer->check = csum_fold32(put_outer_ipv4(outer, 5, tos, bpf_htons(inner_tot + outer_len), frag & bpf_htons(IP_DF),
+						  IPPROTO_UDP, p->saddr, p->daddr)); /* encap.h */
 	int priv = outer_len - GUE4_LEN_PLAIN;
 	write_gue(udp, sport, dport, inner_tot + outer_len - OUTER_LEN_PLAIN, GUE_PROTO_IPV4, priv);
 	if (outer_len > GUE4_LEN_PLAIN) {

@@ -239,7 +239,7 @@ DECLARE_COUNTERS(mux_counters, MUX_COUNTER_MAX);
 
 INLINE void mux_count(enum mux_counter c)
 {
-	count_in(&mux_counters, c);
+	count_in(&mux_counters, MUX_COUNTER_MAX, c);
 }
 
 /* The whole bucket index of the table buckets (of B buckets), or 0 when

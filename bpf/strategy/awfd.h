@@ -64,7 +64,7 @@ volatile const enum awfd_counter awfd_counter_names = AWFD_COUNTER_MAX;
 
 INLINE void awfd_count(enum awfd_counter c)
 {
-	count_in(&awfd_counters, c);
+	count_in(&awfd_counters, AWFD_COUNTER_MAX, c);
 }
 
 INLINE int decide_awfd(const struct vip_info *vip, void *servers, const struct flow *f, struct decision *d)

@@ -85,7 +85,7 @@ volatile const enum cheetah_mux_counter cheetah_mux_counter_max = CHEETAH_MUX_CO
 
 INLINE void cheetah_mux_count(enum cheetah_mux_counter c)
 {
-	count_in(&cheetah_mux_counters, c);
+	count_in(&cheetah_mux_counters, CHEETAH_MUX_COUNTER_MAX, c);
 }
 
 INLINE __u32 cheetah_load_of(__u32 slot, __u16 id)

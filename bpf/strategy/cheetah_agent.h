@@ -99,7 +99,7 @@ volatile const enum cheetah_agent_counter cheetah_agent_counter_max = CHEETAH_AG
 
 INLINE void cheetah_count(enum cheetah_agent_counter c)
 {
-	count_in(&cheetah_agent_counters, c);
+	count_in(&cheetah_agent_counters, CHEETAH_AGENT_COUNTER_MAX, c);
 }
 
 /* The TS option's offset from the TCP header at tcp_off (fast layout

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 
@@ -8,9 +9,11 @@ import (
 	"github.com/cilium/ebpf/btf"
 )
 
-// counterSet reads a per-CPU array of decision counters whose indexes are the
-// values of a C enum. Names come from the enum in the object's BTF, so the C
-// program is the single place that defines them.
+// counterSet reads a program's decision counters: a per-CPU array of one
+// element, an array of u64 indexed by the values of a C enum
+// (bpf/include/counters.h). Names come from the enum in the object's BTF,
+// so the C program is the single place that defines them. One lookup reads
+// every counter of every CPU.
 type counterSet struct {
 	m     *ebpf.Map
 	names []string
@@ -32,25 +35,30 @@ func newCounterSet(spec *ebpf.CollectionSpec, m *ebpf.Map, enumName, prefix stri
 		}
 		names[v.Value] = strings.ToLower(strings.TrimPrefix(v.Name, prefix))
 	}
-	if m.MaxEntries() != uint32(n) {
-		return nil, fmt.Errorf("counter map has %d entries, enum %s %d", m.MaxEntries(), enumName, n)
+	if m.MaxEntries() != 1 || m.ValueSize() != uint32(8*n) {
+		return nil, fmt.Errorf("counter map of %d entries of %d bytes, enum %s wants 1 of %d", m.MaxEntries(), m.ValueSize(), enumName, 8*n)
 	}
 	return &counterSet{m: m, names: names}, nil
 }
 
-// Read sums every counter over all CPUs.
+// Read sums every counter over all CPUs. The kernel copies each CPU's
+// counters in one go, so counters of one CPU are read together (a packet
+// in flight on another CPU may still be counted in one and not yet the
+// other).
 func (c *counterSet) Read() (map[string]uint64, error) {
+	raw, err := c.m.LookupBytes(uint32(0))
+	if err != nil {
+		return nil, fmt.Errorf("reading counters: %w", err)
+	}
+	stride := 8 * len(c.names) // a multiple of 8: no per-CPU padding
+	if len(raw) == 0 || len(raw)%stride != 0 {
+		return nil, fmt.Errorf("reading counters: %d bytes, not whole sets of %d", len(raw), stride)
+	}
 	out := make(map[string]uint64, len(c.names))
-	var perCPU []uint64
-	for i, name := range c.names {
-		if err := c.m.Lookup(uint32(i), &perCPU); err != nil {
-			return nil, fmt.Errorf("reading counter %s: %w", name, err)
+	for cpu := 0; cpu < len(raw); cpu += stride {
+		for i, name := range c.names {
+			out[name] += binary.NativeEndian.Uint64(raw[cpu+8*i:])
 		}
-		var sum uint64
-		for _, v := range perCPU {
-			sum += v
-		}
-		out[name] = sum
 	}
 	return out, nil
 }
