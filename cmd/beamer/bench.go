@@ -30,7 +30,9 @@ namespace of its own, on CPU 0) on the same packets: the XDP floors, the mux's s
 XDP. Each row two ways: batched (one test run of N repetitions of the benchmark build,
 which undoes its packet changes) and per packet (one test run of the production program
 per packet, repeat 1); both kernel-reported time, flows in random order, median (min–max)
-over the trials, each trial's path checked by the program's decision counter. With
+over many short trials, each trial's path checked by the program's decision counter; net
+of an empty program per trial (median) and quiet (quickest trial minus the empty program's
+quickest: the cost without a shared machine's bursts of other load). With
 --compare FILE a saved baseline mux object (bench save-baseline) runs beside the current
 one on the same maps. Then sends minimum-size packets through a mux on veth and reports
 the forwarded rate, where packets were lost, and the CPU time of generator, mux and sink
@@ -90,9 +92,10 @@ these figures by 'beamer bench doc' (scripts/perf-doc.sh). Needs root.`,
 	dp.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	dp.Flags().BoolVar(&quick, "quick", false, "a short run that only checks every program takes its path")
 	dp.Flags().BoolVar(&noLive, "no-live", false, "skip the live-traffic part")
-	dp.Flags().IntVar(&repeat, "repeat", 0, "repetitions per trial (default 1,000,000; quick 2,000)")
-	dp.Flags().IntVar(&trials, "trials", 0, "trials per figure, median reported (default 5; quick 1)")
-	dp.Flags().IntVar(&perPacket, "per-packet", 0, "per-packet method: test runs of repeat 1 per trial (default 100,000; quick 500; 0 skips it)")
+	n := func(v int) string { return dpbench.Thousands(fmt.Sprint(v)) }
+	dp.Flags().IntVar(&repeat, "repeat", 0, fmt.Sprintf("repetitions per trial (default %s; quick %s)", n(dpbench.Full.Repeat), n(dpbench.Quick.Repeat)))
+	dp.Flags().IntVar(&trials, "trials", 0, fmt.Sprintf("trials per figure, median and quickest reported (default %d; quick %d)", dpbench.Full.Trials, dpbench.Quick.Trials))
+	dp.Flags().IntVar(&perPacket, "per-packet", 0, fmt.Sprintf("per-packet method: test runs of repeat 1 per trial (default %s; quick %s; 0 skips it)", n(dpbench.Full.PerPacket), n(dpbench.Quick.PerPacket)))
 	dp.Flags().StringVar(&compare, "compare", "", "also measure this baseline mux object (benchmark build, from `beamer bench save-baseline` or git show REV:pkg/dataplane/muxbench_bpfel.o) on the same maps, in alternation")
 	bench.AddCommand(dp)
 	bench.AddCommand(&cobra.Command{

@@ -22,21 +22,21 @@ func Thousands(s string) string {
 	return b.String()
 }
 
-func cell(f *Figure) (string, string) {
+func cell(f *Figure) (string, string, string) {
 	if f == nil {
-		return "–", "–"
+		return "–", "–", "–"
 	}
-	return fmt.Sprintf("%.0f (%.0f–%.0f)", f.NsMedian, f.NsMin, f.NsMax), fmt.Sprintf("%.0f", f.NsNet)
+	return fmt.Sprintf("%.0f (%.0f–%.0f)", f.NsMedian, f.NsMin, f.NsMax), fmt.Sprintf("%.0f", f.NsNet), fmt.Sprintf("%.0f", f.NsNetQuiet)
 }
 
 // ProgramTable renders the rows whose name passes keep.
 func (r *Report) ProgramTable(keep func(name string) bool) string {
 	var b strings.Builder
-	head := "| program | flows | buckets | batched ns, median (min–max) | net | per packet ns, median (min–max) | net | Mpps/core (batched) | path verified |"
-	sep := "|---|---|---|---|---|---|---|---|---|"
+	head := "| program | flows | buckets | batched ns, median (min–max) | net | quiet | per packet ns, median (min–max) | net | quiet | Mpps/core (batched) | path verified |"
+	sep := "|---|---|---|---|---|---|---|---|---|---|---|"
 	if r.Baseline != "" {
-		head += " baseline batched ns | net | baseline verified |"
-		sep += "---|---|---|"
+		head += " baseline batched ns | net | quiet | baseline verified |"
+		sep += "---|---|---|---|"
 	}
 	fmt.Fprintln(&b, head)
 	fmt.Fprintln(&b, sep)
@@ -48,7 +48,7 @@ func (r *Report) ProgramTable(keep func(name string) bool) string {
 		if p.Buckets > 0 {
 			buckets = thousands(p.Buckets)
 		}
-		pp, ppNet := cell(p.PerPacket)
+		pp, ppNet, ppQuiet := cell(p.PerPacket)
 		verified := "–"
 		if takesPath(p.Name) {
 			verified = "no"
@@ -56,15 +56,15 @@ func (r *Report) ProgramTable(keep func(name string) bool) string {
 				verified = "yes"
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %.0f (%.0f–%.0f) | %.0f | %s | %s | %.1f | %s |", p.Name, thousands(p.Flows), buckets,
-			p.NsPerPacket, p.NsMin, p.NsMax, p.NsNet, pp, ppNet, p.MppsPerCore, verified)
+		fmt.Fprintf(&b, "| %s | %s | %s | %.0f (%.0f–%.0f) | %.0f | %.0f | %s | %s | %s | %.1f | %s |", p.Name, thousands(p.Flows), buckets,
+			p.NsPerPacket, p.NsMin, p.NsMax, p.NsNet, p.NsNetQuiet, pp, ppNet, ppQuiet, p.MppsPerCore, verified)
 		if r.Baseline != "" {
-			bb, bNet := cell(p.Baseline)
+			bb, bNet, bQuiet := cell(p.Baseline)
 			ok := "–"
 			if p.Baseline != nil {
 				ok = fmt.Sprint(p.Baseline.PathVerified)
 			}
-			fmt.Fprintf(&b, " %s | %s | %s |", bb, bNet, ok)
+			fmt.Fprintf(&b, " %s | %s | %s | %s |", bb, bNet, bQuiet, ok)
 		}
 		b.WriteByte('\n')
 	}
@@ -88,13 +88,29 @@ func (r *Report) AgentTable() string {
 // Method describes how the figures of this report were taken.
 func (r *Report) Method() string {
 	return fmt.Sprintf("batched: one BPF_PROG_TEST_RUN of %s repetitions of the benchmark build per trial; per packet: %s test runs "+
-		"of the production program with repeat 1 per trial; median (min–max) of %d trials; kernel-reported time",
+		"of the production program with repeat 1 per trial; median (min–max) of %d trials; kernel-reported time; "+
+		"net: each trial minus the empty program of the same trial, median; quiet: the quickest trial minus the empty program's quickest",
 		thousands(r.Repeat), thousands(r.PerPacket), r.Trials)
 }
 
-// Target is one of issue 18's targets checked against this run.
+// Target is one of issue 18's targets checked against this run: the
+// figures of both methods, median net and quiet net ("median / quiet").
 type Target struct {
 	What, Batched, PerPacket, Verdict string
+}
+
+// verdictOf judges a target on the median figures of both methods first,
+// then on the quiet ones, and says which held.
+func verdictOf(medianB, medianP, quietB, quietP bool) string {
+	switch {
+	case medianB && medianP:
+		return "met (both methods)"
+	case quietB && quietP:
+		return "met on the quiet figures (both methods), not on the medians"
+	case medianB || medianP || quietB || quietP:
+		return "met by one method only"
+	}
+	return "not met"
 }
 
 // Targets checks the mux and agent targets on both methods.
@@ -104,14 +120,8 @@ func (r *Report) Targets() []Target {
 		p := r.find(name, 0, buckets)
 		return p, p != nil && p.PerPacket != nil
 	}
-	verdict := func(ok1, ok2 bool) string {
-		switch {
-		case ok1 && ok2:
-			return "met (both methods)"
-		case ok1 || ok2:
-			return "met by one method only"
-		}
-		return "not met"
+	pair := func(median, quiet float64, format string) string {
+		return fmt.Sprintf(format+" / "+format, median, quiet)
 	}
 	for _, c := range []struct {
 		buckets int
@@ -119,22 +129,23 @@ func (r *Report) Targets() []Target {
 	}{{1000, 60}, {1_000_000, 110}} {
 		if p, ok := netOf("beamer", c.buckets); ok {
 			out = append(out, Target{What: fmt.Sprintf("Beamer ≤ %.0f ns net at %s buckets", c.limit, thousands(c.buckets)),
-				Batched: fmt.Sprintf("%.0f", p.NsNet), PerPacket: fmt.Sprintf("%.0f", p.PerPacket.NsNet),
-				Verdict: verdict(p.NsNet <= c.limit, p.PerPacket.NsNet <= c.limit)})
+				Batched: pair(p.NsNet, p.NsNetQuiet, "%.0f"), PerPacket: pair(p.PerPacket.NsNet, p.PerPacket.NsNetQuiet, "%.0f"),
+				Verdict: verdictOf(p.NsNet <= c.limit, p.PerPacket.NsNet <= c.limit, p.NsNetQuiet <= c.limit, p.PerPacket.NsNetQuiet <= c.limit)})
 		}
 	}
 	if p, ok := netOf("beamer", 1000); ok {
-		if e, ok := netOf("encap-floor", 0); ok && e.NsNet > 0 && e.PerPacket.NsNet > 0 {
+		if e, ok := netOf("encap-floor", 0); ok && e.NsNet > 0 && e.PerPacket.NsNet > 0 && e.NsNetQuiet > 0 && e.PerPacket.NsNetQuiet > 0 {
 			a, b := p.NsNet/e.NsNet, p.PerPacket.NsNet/e.PerPacket.NsNet
+			qa, qb := p.NsNetQuiet/e.NsNetQuiet, p.PerPacket.NsNetQuiet/e.PerPacket.NsNetQuiet
 			out = append(out, Target{What: "Beamer ≤ 2 × the encapsulation floor at 1,000 buckets (net / net)",
-				Batched: fmt.Sprintf("%.1f ×", a), PerPacket: fmt.Sprintf("%.1f ×", b), Verdict: verdict(a <= 2, b <= 2)})
+				Batched: pair(a, qa, "%.1f ×"), PerPacket: pair(b, qb, "%.1f ×"), Verdict: verdictOf(a <= 2, b <= 2, qa <= 2, qb <= 2)})
 		}
 	}
 	if p := r.find("maglev", 1_000_000, 0); p != nil && p.PerPacket != nil {
 		// Issue 18 measured 451–526 ns net per packet before the mux work.
 		out = append(out, Target{What: "Maglev at 1M flows in random order no slower than before (≤ 526 ns net per packet, issue 18)",
-			Batched: fmt.Sprintf("%.0f", p.NsNet), PerPacket: fmt.Sprintf("%.0f", p.PerPacket.NsNet),
-			Verdict: verdict(p.PerPacket.NsNet <= 526, p.PerPacket.NsNet <= 526)})
+			Batched: pair(p.NsNet, p.NsNetQuiet, "%.0f"), PerPacket: pair(p.PerPacket.NsNet, p.PerPacket.NsNetQuiet, "%.0f"),
+			Verdict: verdictOf(p.PerPacket.NsNet <= 526, p.PerPacket.NsNet <= 526, p.PerPacket.NsNetQuiet <= 526, p.PerPacket.NsNetQuiet <= 526)})
 	}
 	// Issue 18 sets no number for the agent: it asks to measure and cut
 	// the fast path, which it found at 6.9 × an empty tc program.
@@ -161,7 +172,7 @@ func (r *Report) Targets() []Target {
 // TargetTable renders Targets.
 func (r *Report) TargetTable() string {
 	var b strings.Builder
-	fmt.Fprintln(&b, "| target | batched | per packet | |")
+	fmt.Fprintln(&b, "| target | batched, median / quiet | per packet, median / quiet | |")
 	fmt.Fprintln(&b, "|---|---|---|---|")
 	for _, t := range r.Targets() {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.What, t.Batched, t.PerPacket, t.Verdict)

@@ -70,6 +70,12 @@ type result struct {
 	// Medians over trials of each trial's figure minus the empty program's
 	// in the same trial (nil: no empty program given).
 	batchedNet, perPacketNet, baselineNet *float64
+	// The quiet figures: the quickest trial minus the empty program's
+	// quickest (nil: no empty program given). On a shared machine a
+	// neighbour's load only ever adds time, so the quickest of many short
+	// trials is the program's own cost; the median says what this machine
+	// gave most of the time.
+	batchedQuiet, perPacketQuiet, baselineQuiet *float64
 
 	batched          spread
 	verified         bool
@@ -194,7 +200,7 @@ func contextBytes(ctx any) ([]byte, error) {
 func (t trial) run(trials int) (result, error) {
 	checked := t.counter != "" || t.unmoved != ""
 	r := result{verified: checked, perPacketOK: checked, baselineVerified: checked}
-	var b, base, single, bNet, baseNet, singleNet []float64
+	var b, base, single, bNet, baseNet, singleNet, empties, singleEmpties []float64
 	e := t
 	e.prog, e.single, e.want, e.counter, e.unmoved, e.frameAt, e.base = t.empty, t.empty, t.emptyWant, "", "", nil, nil
 	for i := 0; i < trials; i++ {
@@ -204,6 +210,7 @@ func (t trial) run(trials int) (result, error) {
 			if en, _, err = e.batched(e.prog); err != nil {
 				return r, fmt.Errorf("empty program: %w", err)
 			}
+			empties = append(empties, en)
 		}
 		ns, ok, err := t.batched(t.prog)
 		if err != nil {
@@ -223,6 +230,7 @@ func (t trial) run(trials int) (result, error) {
 				if ep, _, err = e.perPacket(i); err != nil {
 					return r, fmt.Errorf("empty program per packet: %w", err)
 				}
+				singleEmpties = append(singleEmpties, ep)
 			}
 			ns, ok, err := t.perPacket(i)
 			if err != nil {
@@ -240,6 +248,14 @@ func (t trial) run(trials int) (result, error) {
 			return &m
 		}
 		r.batchedNet, r.baselineNet, r.perPacketNet = med(bNet), med(baseNet), med(singleNet)
+		quiet := func(v, empty []float64) *float64 {
+			if v == nil || empty == nil {
+				return nil
+			}
+			q := slices.Min(v) - slices.Min(empty)
+			return &q
+		}
+		r.batchedQuiet, r.baselineQuiet, r.perPacketQuiet = quiet(b, empties), quiet(base, empties), quiet(single, singleEmpties)
 	}
 	r.batched = spreadOf(b)
 	if base != nil {
