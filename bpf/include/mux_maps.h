@@ -107,6 +107,8 @@ struct {
  *                     BUCKET_NONE: no owner; BUCKET_MOVED: see the side word.
  *   words [Q, Q + B)  side word of bucket i: the whole bucket, read only when
  *                     its entry says BUCKET_MOVED.
+ *   words [Q + B, ..) with B >= SUMMARY_MIN_BUCKETS only: block summaries
+ *                     (below), ceil(B / 2^SUMMARY_SHIFT / 4) words.
  *
  * The whole bucket (what bucket_at returns, and every side word): bits 0-15
  * current server id, 16-31 chain reference (index in the instance's chain
@@ -119,6 +121,25 @@ struct {
  * old or the new bucket.
  */
 #define SERVER_ID_MIN 1025 /* forwarding.MinServerID: smaller entries name no server */
+
+/*
+ * Block summaries, in tables of SUMMARY_MIN_BUCKETS buckets or more (where
+ * the compact entries outgrow the caches: 32 KB and up): after the side
+ * words, one 16-bit summary per block of 2^SUMMARY_SHIFT buckets, four to a
+ * word. A summary >= SERVER_ID_MIN says every bucket of its block is that
+ * server's, without history; anything else (0) says "read the entry". The
+ * controller keeps buckets in contiguous ranges (Beamer §4.5, appendix A1:
+ * defragmentation), so most blocks are one owner's and most packets read a
+ * table of B/128 bytes (8 KB at 1M buckets) instead of 2 MB.
+ *
+ * A summary is never newer than the entries it stands for: the daemon
+ * clears it (one atomic store of its word) before it changes an entry of
+ * the block, and sets it again only once all the block's entries name the
+ * same owner. A packet that reads a set summary forwards as if it had read
+ * that bucket's entry at that moment, old or new.
+ */
+#define SUMMARY_SHIFT 8 /* 256 buckets a block */
+#define SUMMARY_MIN_BUCKETS (1 << 14)
 #define BUCKET_NONE 0
 #define BUCKET_MOVED 1
 #define BUCKET_CURRENT(w) ((__u16)(w))
@@ -243,11 +264,24 @@ INLINE void mux_count(enum mux_counter c)
 }
 
 /* The whole bucket index of the table buckets (of B buckets), or 0 when
- * the table is shorter than B says: a compact entry, and the side word only
- * when the entry says the bucket moved. */
+ * the table is shorter than B says: from its block's summary when the block
+ * is one owner's, else its compact entry, and the side word only when the
+ * entry says the bucket moved. */
 INLINE __u64 bucket_at(void *buckets, __u32 b, __u32 index)
 {
-	__u32 key = index >> 2;
+	__u32 key;
+
+	if (b >= SUMMARY_MIN_BUCKETS) {
+		__u32 block = index >> SUMMARY_SHIFT;
+		key = ((b + 3) >> 2) + b + (block >> 2);
+		__u64 *sw = bpf_map_lookup_elem(buckets, &key);
+		if (sw) {
+			__u16 s = *((volatile __u16 *)sw + (block & 3));
+			if (s >= SERVER_ID_MIN)
+				return s;
+		}
+	}
+	key = index >> 2;
 	__u64 *cw = bpf_map_lookup_elem(buckets, &key);
 
 	if (!cw)

@@ -513,6 +513,7 @@ func (in *muxInstance) build(t *forwarding.Table) error {
 		}
 		in.buckets.set(uint32(i), b, ref, in.keepChanged())
 	}
+	in.buckets.settle()
 	in.state, err = muxStrategyOf(in.cfg).newState(in.cfg, t)
 	in.table = t.Clone()
 	return err
@@ -577,6 +578,7 @@ func (m *Mux) ApplyDelta(name string, d *forwarding.Delta) error {
 		old = append(old, wordRef(in.buckets.get(c.Index)))
 		in.buckets.set(c.Index, c.Bucket, ref, in.keepChanged())
 	}
+	in.buckets.settle() // block summaries of one owner again (cleared ones are safe, only slower)
 	if err := in.table.Apply(d); err != nil {
 		return err // cannot happen after Check
 	}
