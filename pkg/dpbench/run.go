@@ -74,8 +74,8 @@ func setBenchFlows(m *benchMux, n int) error {
 
 // beamerRows measures the Beamer mux on b buckets whose histories hold
 // `moved` previous owners; first adds the floors and the MPTCP row.
-func beamerRows(r *rig, o Options, b uint32, moved int, first bool, ctx func([]byte) any, add func(string, int, int, trial, string) error) error {
-	cfg, table := beamerInstance(b, moved)
+func beamerRows(r *rig, o Options, b uint32, moved int, scattered, first bool, ctx func([]byte) any, add func(string, int, int, trial, string) error) error {
+	cfg, table := beamerInstanceLaid(b, moved, scattered)
 	m, err := loadMux(cfg, table, 0, o)
 	if err != nil {
 		return err
@@ -117,6 +117,9 @@ func beamerRows(r *rig, o Options, b uint32, moved int, first bool, ctx func([]b
 	if moved > 0 {
 		t.counter = "fwd_with_previous"
 		name, what = fmt.Sprintf("beamer-moved%d", moved), fmt.Sprintf("every bucket moved: %d previous owners in the option (chain entry read)", moved)
+	}
+	if scattered {
+		name, what = "beamer-scattered", "no bucket ever moved, buckets dealt to the servers in turn (no block one server's: block summary, then the entry)"
 	}
 	if err := add(name, o.BeamerFlows, int(b), t, "test run, repeat; each repetition a new flow, encapsulation undone after it; "+what); err != nil {
 		return err
@@ -200,7 +203,14 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 			if moved == 4 && i > 0 {
 				continue
 			}
-			if err := beamerRows(r, o, b, moved, i == 0 && moved == 0, ctx, add); err != nil {
+			if err := beamerRows(r, o, b, moved, false, i == 0 && moved == 0, ctx, add); err != nil {
+				return nil, err
+			}
+		}
+		// At the largest size, the same table scattered: the path of a
+		// table whose blocks are not one owner's.
+		if i == len(o.BeamerBuckets)-1 && b >= 1<<14 {
+			if err := beamerRows(r, o, b, 0, true, false, ctx, add); err != nil {
 				return nil, err
 			}
 		}

@@ -93,11 +93,24 @@ func serverSet() (map[forwarding.ServerID]forwarding.Server, []assign.Server) {
 // the fast path; 1: as after one move; more: a bucket moved that many times
 // within the window).
 func beamerInstance(b uint32, moved int) (forwarding.Instance, *forwarding.Table) {
+	return beamerInstanceLaid(b, moved, false)
+}
+
+// beamerInstanceLaid is beamerInstance with the buckets in the
+// controller's contiguous ranges, or scattered: dealt to the servers in
+// turn, as in a table never defragmented, so that no block of buckets is
+// one server's (bpf/include/mux_maps.h, block summaries).
+func beamerInstanceLaid(b uint32, moved int, scattered bool) (forwarding.Instance, *forwarding.Table) {
 	t := forwarding.NewTable(int(b))
 	var backends []assign.Server
 	t.Servers, backends = serverSet()
 	for _, c := range assign.Rebalance(t.Buckets, backends, 0) {
 		t.Buckets[c.Index] = forwarding.Bucket{Current: c.Bucket.Current}
+	}
+	if scattered {
+		for i := range t.Buckets {
+			t.Buckets[i].Current = 1025 + forwarding.ServerID(i%servers)
+		}
 	}
 	for i := range t.Buckets {
 		n := 0
