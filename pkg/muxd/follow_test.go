@@ -169,9 +169,14 @@ func TestFollowDamagedRingAndBadServers(t *testing.T) {
 			outcome[unroutable][1], outcome[broadcast][1], moved["drop_no_route"])
 	}
 
-	// The next generation removes the unroutable server: it applies.
+	// The next generation removes the unroutable server and adds another
+	// one behind the unreachable route: it applies; the removed server is
+	// no longer reported, the added one is (a generation checks the
+	// servers it adds), the broadcast one still is (its verdict kept).
+	another := netip.MustParseAddr("198.19.5.6")
 	d3 := &forwarding.Delta{Generation: w2.Pair().Generation + 1,
-		Servers: []forwarding.ServerChange{{ID: unroutable, Remove: true}}}
+		Servers: []forwarding.ServerChange{{ID: unroutable, Remove: true},
+			{ID: 1028, Server: forwarding.Server{Addr: another, State: forwarding.Active}}}}
 	for i := 50; i < 67; i++ {
 		d3.Buckets = append(d3.Buckets, forwarding.BucketChange{Index: uint32(i), Bucket: forwarding.Bucket{Current: good}})
 	}
@@ -179,11 +184,11 @@ func TestFollowDamagedRingAndBadServers(t *testing.T) {
 	must(t, err)
 	waitGen(d3.Generation)
 	bad = d.Unreachable("web")
-	for deadline := time.Now().Add(10 * time.Second); len(bad) != 1 && time.Now().Before(deadline); bad = d.Unreachable("web") {
+	for deadline := time.Now().Add(10 * time.Second); bad[another] == "" && time.Now().Before(deadline); bad = d.Unreachable("web") {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if len(bad) != 1 {
-		t.Fatalf("after the removal, unreachable: %v", bad)
+	if _, ok := bad[addrs[broadcast]]; len(bad) != 2 || bad[another] == "" || !ok {
+		t.Fatalf("after removing %v and adding %v, unreachable: %v", addrs[unroutable], another, bad)
 	}
 
 	// The store goes back (a restored backup): refused, logged, counted;

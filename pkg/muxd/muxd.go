@@ -316,7 +316,7 @@ func (d *Daemon) ApplyDelta(name string, delta *forwarding.Delta) error {
 		d.opts.Log.Info("generation applied", "instance", name, "incarnation", inc, "generation", gen, "apply", time.Since(start).Round(time.Microsecond))
 	}
 	if len(delta.Servers) > 0 {
-		d.ensureServers(name)
+		d.checkChanged(name, delta.Servers)
 	}
 	return nil
 }

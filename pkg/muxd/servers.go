@@ -24,11 +24,19 @@ import (
 // forwards and newer generations keep applying.
 
 // recheckEvery is how often unreachable servers are tried again (a route
-// or neighbour can appear without any new generation).
-const recheckEvery = 10 * time.Second
+// or neighbour can appear without any new generation); every
+// fullCheckEvery all servers are checked again (a route can also go away).
+// A generation checks only the servers it adds or changes: at 64K servers a
+// check of all of them takes seconds of netlink calls, which delayed the
+// next generation (issue 18).
+const (
+	recheckEvery   = 10 * time.Second
+	fullCheckEvery = 5 * time.Minute
+)
 
 // servers tracks the reachability of every instance's servers.
 type servers struct {
+	check sync.Mutex // one check at a time: each merges into the last verdicts
 	mu    sync.Mutex
 	bad   map[string]map[netip.Addr]string // instance → server → why
 	gauge *prometheus.GaugeVec             // nil without metrics
@@ -38,23 +46,41 @@ type servers struct {
 
 // Unreachable returns the servers of an instance the mux has no path to,
 // with the reason.
-func (d *Daemon) Unreachable(name string) map[netip.Addr]string {
-	d.servers.mu.Lock()
-	defer d.servers.mu.Unlock()
-	out := map[netip.Addr]string{}
-	for a, why := range d.servers.bad[name] {
-		out[a] = why
-	}
-	return out
-}
+func (d *Daemon) Unreachable(name string) map[netip.Addr]string { return d.servers.get(name) }
 
-// ensureServers makes the next hops of an instance's servers resolvable
-// (managed neighbours) and reports each server that has none. It never
-// fails the installation of a generation.
-func (d *Daemon) ensureServers(name string) {
+// ensureServers makes the next hops of all of an instance's servers
+// resolvable (managed neighbours) and reports each server that has none.
+// It never fails the installation of a generation.
+func (d *Daemon) ensureServers(name string) { d.checkServers(name, nil) }
+
+// checkServers checks the servers in only (nil: all the instance's) and
+// keeps the last verdict on the others; servers no longer in the table
+// are forgotten.
+func (d *Daemon) checkServers(name string, only []netip.Addr) {
+	d.servers.check.Lock()
+	defer d.servers.check.Unlock()
 	addrs := d.mux.ServerAddrs(name)
 	bad := map[netip.Addr]string{}
-	for _, a := range addrs {
+	check := addrs
+	if only != nil {
+		current := make(map[netip.Addr]bool, len(addrs))
+		for _, a := range addrs {
+			current[a] = true
+		}
+		for a, why := range d.servers.get(name) {
+			if current[a] {
+				bad[a] = why
+			}
+		}
+		check = check[:0:0]
+		for _, a := range only {
+			if current[a] {
+				check = append(check, a)
+			}
+		}
+	}
+	for _, a := range check {
+		delete(bad, a)
 		if why := d.unicastRoute(a); why != "" {
 			bad[a] = why
 		} else if err := dataplane.EnsureNeighbors(d.nl, []netip.Addr{a}); err != nil {
@@ -62,9 +88,18 @@ func (d *Daemon) ensureServers(name string) {
 		}
 	}
 	d.servers.set(name, bad)
-	if len(bad) > 0 {
-		d.servers.once.Do(func() { go d.recheckServers() })
+	d.servers.once.Do(func() { go d.recheckServers() })
+}
+
+// checkChanged checks the servers a generation adds or changes.
+func (d *Daemon) checkChanged(name string, changes []forwarding.ServerChange) {
+	var changed []netip.Addr
+	for _, c := range changes {
+		if !c.Remove {
+			changed = append(changed, c.Server.Addr)
+		}
 	}
+	d.checkServers(name, changed)
 }
 
 // unicastRoute says why the mux cannot send to a server, or "": the
@@ -123,25 +158,53 @@ func (s *servers) logger() *slog.Logger {
 	return s.log
 }
 
-// recheckServers tries the instances with unreachable servers again
-// until the daemon closes.
+// get is a copy of an instance's unreachable servers.
+func (s *servers) get(name string) map[netip.Addr]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[netip.Addr]string, len(s.bad[name]))
+	for a, why := range s.bad[name] {
+		out[a] = why
+	}
+	return out
+}
+
+// recheckServers tries the unreachable servers again every recheckEvery,
+// and all servers of every instance every fullCheckEvery, until the daemon
+// closes.
 func (d *Daemon) recheckServers() {
 	t := time.NewTicker(recheckEvery)
 	defer t.Stop()
+	lastFull := time.Now()
 	for {
 		select {
 		case <-d.stop:
 			return
 		case <-t.C:
 		}
+		if time.Since(lastFull) >= fullCheckEvery {
+			lastFull = time.Now()
+			d.mu.Lock()
+			var names []string
+			for n := range d.instances {
+				names = append(names, n)
+			}
+			d.mu.Unlock()
+			for _, n := range names {
+				d.ensureServers(n)
+			}
+			continue
+		}
 		d.servers.mu.Lock()
-		var names []string
-		for n := range d.servers.bad {
-			names = append(names, n)
+		retry := map[string][]netip.Addr{}
+		for n, bad := range d.servers.bad {
+			for a := range bad {
+				retry[n] = append(retry[n], a)
+			}
 		}
 		d.servers.mu.Unlock()
-		for _, n := range names {
-			d.ensureServers(n)
+		for n, addrs := range retry {
+			d.checkServers(n, addrs)
 		}
 	}
 }
