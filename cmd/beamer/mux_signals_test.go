@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -134,8 +133,7 @@ func TestMuxUpgradeSignal(t *testing.T) {
 	ns := muxNamespace(t, "muxupg")
 	dir := t.TempDir()
 	cfg := writeMuxConfig(t, dir)
-	pins := fmt.Sprintf("/sys/fs/bpf/beamer/test-upgrade-%d", os.Getpid())
-	t.Cleanup(func() { os.RemoveAll(pins) })
+	pins := netlabtest.PinDir(t, "upgrade")
 	start := func() chan error {
 		done := make(chan error, 1)
 		go func() {

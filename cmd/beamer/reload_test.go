@@ -4,7 +4,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,8 +42,7 @@ func TestReloadOnHangup(t *testing.T) {
 	writeFile(muxCfg, muxHead+web)
 	const agentHead = "interface: eth0\nserver_id: 1025\ntrusted: [198.18.0.0/24]\nmptcp: false\napi: \"off\"\nmetrics: 127.0.0.1:9101\nvips:\n"
 	writeFile(agentCfg, agentHead+"  - {vip: 198.18.100.1, buckets: 100}\n")
-	pins := filepath.Join("/sys/fs/bpf/beamer", "test-reload-"+strconv.Itoa(os.Getpid()))
-	t.Cleanup(func() { os.RemoveAll(pins) })
+	pins := netlabtest.PinDir(t, "reload")
 	m := beamer(t, mux, "mux", "--config", muxCfg, "--pin-dir", "-", "--state-file", filepath.Join(dir, "mux-state.json"))
 	a := beamer(t, srv, "agent", "--config", agentCfg, "--pin-dir", pins, "--state-file", filepath.Join(dir, "agent-state.json"))
 

@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -60,8 +59,7 @@ metrics: 127.0.0.1:9101
 	m := beamer(t, mux, "mux", "--config", muxCfg, "--pin-dir", "-", "--state-file", filepath.Join(dir, "mux-state.json"))
 	// (--pin-dir - fails in the agent: "pinning map generation_seen: -/state-…
 	// is not on a bpf filesystem"; a real pin directory is used instead.)
-	pins := filepath.Join("/sys/fs/bpf/beamer", "test-status-"+strconv.Itoa(os.Getpid()))
-	t.Cleanup(func() { os.RemoveAll(pins) })
+	pins := netlabtest.PinDir(t, "status")
 	a := beamer(t, srv, "agent", "--config", agentCfg, "--pin-dir", pins, "--state-file", filepath.Join(dir, "agent-state.json"))
 	status := func(what string, p *proc, args ...string) string {
 		t.Helper()

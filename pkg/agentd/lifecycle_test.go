@@ -61,7 +61,7 @@ func lifecycleConfig() config.Agent {
 
 func testOptions(t *testing.T) Options {
 	return Options{StateFile: filepath.Join(t.TempDir(), "agent.json"),
-		PinDir: filepath.Join("/sys/fs/bpf/beamer", "test-"+strings.ReplaceAll(t.Name(), "/", "-")+"-"+strings.ReplaceAll(time.Now().Format("150405.000000"), ".", ""))}
+		PinDir: netlabtest.PinDir(t, "agent")}
 }
 
 // checkNoLeftovers fails for anything an agent leaves on the server: the

@@ -69,6 +69,8 @@ type Mux struct {
 	ports portSets  // port_sets entries of VIPs with many port ranges (mux_ports.go)
 
 	epoch     *wordArray    // the next-hop cache's epoch (bpf/include/nexthop.h)
+	epochMu   sync.Mutex    // FlushNextHops against Close: callers may outlive the mux
+	unmapped  bool          // epoch unmapped by Close
 	stopEpoch chan struct{} // ends the epoch ticker
 	epochDone chan struct{}
 }
@@ -205,7 +207,13 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 
 // FlushNextHops makes every CPU look its next hops up again: the daemon
 // calls it when routes or neighbours change; a ticker calls it every second.
-func (m *Mux) FlushNextHops() { m.epoch.store(0, m.epoch.load(0)+1) }
+func (m *Mux) FlushNextHops() {
+	m.epochMu.Lock()
+	defer m.epochMu.Unlock()
+	if !m.unmapped { // a route watcher may still call after Close
+		m.epoch.store(0, m.epoch.load(0)+1)
+	}
+}
 
 func (m *Mux) tickEpoch() {
 	defer close(m.epochDone)
@@ -315,7 +323,10 @@ func (m *Mux) Attach(iface string, mode XDPMode) (link.Link, error) {
 func (m *Mux) Close() error {
 	close(m.stopEpoch)
 	<-m.epochDone
+	m.epochMu.Lock()
+	m.unmapped = true
 	unix.Munmap(m.epoch.mem)
+	m.epochMu.Unlock()
 	unix.Munmap(m.vips.front.mem)
 	unix.Munmap(m.vips.records.mem)
 	unix.Munmap(m.vips.front6.mem)

@@ -158,3 +158,14 @@ func runMuxCases(t *testing.T, m *Mux, bench *muxBench, cases []wiretest.PacketC
 		})
 	}
 }
+
+// TestFlushNextHopsAfterClose: the daemon's route watcher may deliver one
+// more change after the mux closed (an upgrade exit crashed on it once,
+// writing to the unmapped epoch); it must be a no-op.
+func TestFlushNextHopsAfterClose(t *testing.T) {
+	netlabtest.RequireRoot(t)
+	m, err := LoadMux(MuxOptions{Addr: netip.MustParseAddr("198.18.0.1")})
+	must(t, err)
+	must(t, m.Close())
+	m.FlushNextHops()
+}

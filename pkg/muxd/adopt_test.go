@@ -1,7 +1,6 @@
 package muxd
 
 import (
-	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -55,8 +54,7 @@ instances:
 	must(t, err)
 	in := cfg.Instances[0]
 	opts := Options{Interface: "eth0", XDPMode: dataplane.XDPGeneric, StateFile: filepath.Join(dir, "state.json"),
-		PinDir: fmt.Sprintf("/sys/fs/bpf/beamer/test-adopt-%d", os.Getpid())}
-	t.Cleanup(func() { os.RemoveAll(opts.PinDir) })
+		PinDir: netlabtest.PinDir(t, "adopt")}
 
 	var first *Daemon
 	must(t, ns.Do(func() (err error) {
@@ -114,8 +112,7 @@ func TestMuxStartFailureUnwinds(t *testing.T) {
 	must(t, ns.Sysctl("net.ipv4.conf.eth0.forwarding", "0"))
 	dir := t.TempDir()
 	opts := Options{Interface: "eth0", XDPMode: dataplane.XDPGeneric, Metrics: "nonsense", StateFile: filepath.Join(dir, "state.json"),
-		PinDir: fmt.Sprintf("/sys/fs/bpf/beamer/test-muxfail-%d", os.Getpid())}
-	t.Cleanup(func() { os.RemoveAll(opts.PinDir) })
+		PinDir: netlabtest.PinDir(t, "muxfail")}
 	err = ns.Do(func() error { _, err := Start(opts); return err })
 	const want = "metrics listener: listen tcp: address nonsense: missing port in address"
 	if err == nil || err.Error() != want {

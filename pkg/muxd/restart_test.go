@@ -60,8 +60,7 @@ func newRestartNetMTU(t *testing.T, muxMTU int) *restartNet {
 	}
 	fabric := ns("fabric")
 	r := &restartNet{client: ns("client"), mux: ns("mux"), server: ns("srv"), dir: t.TempDir()}
-	r.pinDir = fmt.Sprintf("/sys/fs/bpf/beamer/test-restart-%d", os.Getpid())
-	t.Cleanup(func() { os.RemoveAll(r.pinDir) })
+	r.pinDir = netlabtest.PinDir(t, "restart")
 	must(t, lab.Veth(r.client, "eth0", netip.PrefixFrom(rsClient, 24), fabric, "c0", netip.Prefix{}, 0))
 	must(t, lab.Veth(r.mux, "eth0", netip.PrefixFrom(rsMux, 24), fabric, "m0", netip.Prefix{}, muxMTU))
 	must(t, lab.Veth(r.server, "eth0", netip.PrefixFrom(rsServer, 24), fabric, "s0", netip.Prefix{}, 1600))
