@@ -36,6 +36,20 @@ func modelNextHops(hops []wiretest.NextHopVector) func(netip.Addr) model.NextHop
 	}
 }
 
+// randomMovedBucket is a bucket of a random active owner whose history
+// names a random subset of all (0 to MaxChain servers, never the owner).
+func randomMovedBucket(rng *rand.Rand, active, all []forwarding.ServerID) forwarding.Bucket {
+	bk := forwarding.Bucket{Current: active[rng.IntN(len(active))], Changed: 1_763_000_000 + rng.Uint32N(1000)}
+	n := 0
+	for _, i := range rng.Perm(len(all))[:rng.IntN(len(all)+1)] {
+		if id := all[i]; id != bk.Current && n < forwarding.MaxChain {
+			bk.History[n] = id
+			n++
+		}
+	}
+	return bk
+}
+
 // TestMuxMatchesModel: random deltas give buckets random histories (0–6
 // previous owners, retired ones among them) and random resyncs start new
 // incarnations; after each, random flows go through the XDP mux and the
@@ -64,15 +78,7 @@ func TestMuxMatchesModel(t *testing.T) {
 		} else {
 			d := &forwarding.Delta{Generation: table.Generation + 1}
 			for range 1 + rng.IntN(4) {
-				bk := forwarding.Bucket{Current: active[rng.IntN(len(active))], Changed: 1_763_000_000 + rng.Uint32N(1000)}
-				n := 0
-				for _, i := range rng.Perm(len(all))[:rng.IntN(len(all)+1)] {
-					if id := all[i]; id != bk.Current && n < forwarding.MaxChain {
-						bk.History[n] = id
-						n++
-					}
-				}
-				d.Buckets = append(d.Buckets, forwarding.BucketChange{Index: uint32(rng.IntN(int(s.Instance.Buckets))), Bucket: bk})
+				d.Buckets = append(d.Buckets, forwarding.BucketChange{Index: uint32(rng.IntN(int(s.Instance.Buckets))), Bucket: randomMovedBucket(rng, active, all)})
 			}
 			must(t, m.ApplyDelta("web", d))
 			must(t, table.Apply(d))

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/netlab"
 	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
@@ -99,6 +100,13 @@ func runXDP(t testing.TB, ns *netlab.Namespace, ifindex int, prog *ebpf.Program,
 }
 
 func loadVectorMux(t *testing.T) (*wiretest.Vectors, *Mux) {
+	v, m, _, _ := loadVectorMuxAs(t, nil)
+	return v, m
+}
+
+// loadVectorMuxAs loads the vector scenario's mux with its instance and
+// table as reshape leaves them (nil: as the vectors have them).
+func loadVectorMuxAs(t *testing.T, reshape func(*forwarding.Instance, **forwarding.Table)) (*wiretest.Vectors, *Mux, forwarding.Instance, *forwarding.Table) {
 	v, err := wiretest.LoadVectors()
 	must(t, err)
 	netlabtest.RequireRoot(t)
@@ -107,8 +115,12 @@ func loadVectorMux(t *testing.T) (*wiretest.Vectors, *Mux) {
 	t.Cleanup(func() { m.Close() })
 	table, err := v.Mux.Table()
 	must(t, err)
-	must(t, m.SetInstance(v.Mux.Instance, table))
-	return v, m
+	inst := v.Mux.Instance
+	if reshape != nil {
+		reshape(&inst, &table)
+	}
+	must(t, m.SetInstance(inst, table))
+	return v, m, inst, table
 }
 
 // TestMuxVectors runs every mux case of testdata/vectors.json through the

@@ -10,7 +10,6 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/model"
-	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
 )
@@ -25,22 +24,15 @@ const largeBuckets = 1 << 16
 // largeVectorMux loads the vector scenario's mux with its instance grown
 // to largeBuckets buckets, owned in contiguous ranges by owners.
 func largeVectorMux(t *testing.T, owners []forwarding.ServerID) (*wiretest.Vectors, *Mux, *muxBench, forwarding.Instance, *forwarding.Table) {
-	v, err := wiretest.LoadVectors()
-	must(t, err)
-	netlabtest.RequireRoot(t)
-	m, err := LoadMux(MuxOptions{Addr: v.Mux.MuxAddr})
-	must(t, err)
-	t.Cleanup(func() { m.Close() })
-	small, err := v.Mux.Table()
-	must(t, err)
-	inst := v.Mux.Instance
-	inst.Buckets = largeBuckets
-	table := forwarding.NewTable(largeBuckets)
-	table.Generation, table.Incarnation, table.Servers = small.Generation, small.Incarnation, small.Servers
-	for i := range table.Buckets {
-		table.Buckets[i] = forwarding.Bucket{Current: rangeOwner(owners, i)}
-	}
-	must(t, m.SetInstance(inst, table))
+	v, m, inst, table := loadVectorMuxAs(t, func(inst *forwarding.Instance, table **forwarding.Table) {
+		small := *table
+		inst.Buckets = largeBuckets
+		*table = forwarding.NewTable(largeBuckets)
+		(*table).Generation, (*table).Incarnation, (*table).Servers = small.Generation, small.Incarnation, small.Servers
+		for i := range (*table).Buckets {
+			(*table).Buckets[i] = forwarding.Bucket{Current: rangeOwner(owners, i)}
+		}
+	})
 	return v, m, newMuxBench(t, &v.Mux), inst, table
 }
 
@@ -141,15 +133,7 @@ func TestMuxSummariesMatchModel(t *testing.T) {
 		default: // single buckets, with random histories
 			for range 1 + rng.IntN(3) {
 				i := rng.Uint32N(largeBuckets)
-				bk := forwarding.Bucket{Current: active[rng.IntN(len(active))], Changed: 1_763_000_000 + rng.Uint32N(1000)}
-				n := 0
-				for _, j := range rng.Perm(len(all))[:rng.IntN(len(all)+1)] {
-					if id := all[j]; id != bk.Current && n < forwarding.MaxChain {
-						bk.History[n] = id
-						n++
-					}
-				}
-				change(i, bk)
+				change(i, randomMovedBucket(rng, active, all))
 				moved = append(moved, i)
 			}
 		}
