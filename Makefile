@@ -24,7 +24,7 @@ check-generated:
 	@GO=$(GO) scripts/check-generated.sh
 
 build: generate
-	$(GO) build -o $(BIN) ./cmd/beamer
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/beamer
 
 # The test command (README, .ci/run): vet, then every test. Privileged tests
 # run for real as root; CI=true makes them fail rather than skip without it.

@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 bin="${TMPDIR:-/tmp}/perf-doc-beamer.$$"
 trap 'rm -f "$bin"' EXIT
 make generate >/dev/null
-go build -o "$bin" ./cmd/beamer
+# -buildvcs=auto: the document names its commit even where GOFLAGS turns VCS stamping off.
+go build -buildvcs=auto -o "$bin" ./cmd/beamer
 "$bin" bench doc --out docs/performance.md --template scripts/perf-doc.md.tmpl "$@"
 echo "wrote docs/performance.md" >&2
