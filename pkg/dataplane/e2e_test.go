@@ -228,7 +228,14 @@ type echoConn struct {
 
 func (e *e2eNet) dial(t *testing.T, mptcp bool) *echoConn {
 	t.Helper()
-	d := net.Dialer{Timeout: 3 * time.Second}
+	return e.dialWithin(t, mptcp, 3*time.Second)
+}
+
+// dialWithin is dial with a longer patience, for connections opened while
+// a flood may cost a SYN or two (each lost SYN costs Linux 1 s, then 2 s).
+func (e *e2eNet) dialWithin(t *testing.T, mptcp bool, timeout time.Duration) *echoConn {
+	t.Helper()
+	d := net.Dialer{Timeout: timeout}
 	d.SetMultipathTCP(mptcp)
 	var c net.Conn
 	must(t, e.client.Do(func() error {
