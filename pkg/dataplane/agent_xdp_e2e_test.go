@@ -33,7 +33,7 @@ func TestEndToEndAgentXDP(t *testing.T) {
 	var old []*echoConn
 	for i := 0; i < n; i++ {
 		c := e.dial(t, false)
-		if who, err := c.ask(fmt.Sprint("hello-", i), 3*time.Second); err != nil || who != "a" {
+		if who, err := c.ask(fmt.Sprint("hello-", i), answerWithin); err != nil || who != "a" {
 			t.Fatalf("connection %d: served by %q, %v", i, who, err)
 		}
 		old = append(old, c)
@@ -46,7 +46,7 @@ func TestEndToEndAgentXDP(t *testing.T) {
 	moved := time.Now()
 	e.moveAll(t, "a", "b", moved)
 	for i, c := range old {
-		if who, err := c.ask(fmt.Sprint("after-move-", i), 3*time.Second); err != nil || who != "a" {
+		if who, err := c.ask(fmt.Sprint("after-move-", i), answerWithin); err != nil || who != "a" {
 			t.Fatalf("open connection %d broke after the move: served by %q, %v", i, who, err)
 		}
 	}
@@ -55,7 +55,7 @@ func TestEndToEndAgentXDP(t *testing.T) {
 	}
 	xdpB := e.counter(t, "b", "xdp_decap")
 	for i := 0; i < 4; i++ {
-		if who, err := e.dial(t, false).ask("new", 3*time.Second); err != nil || who != "b" {
+		if who, err := e.dial(t, false).ask("new", answerWithin); err != nil || who != "b" {
 			t.Fatalf("new connection %d after the move: served by %q, %v", i, who, err)
 		}
 	}
@@ -66,7 +66,7 @@ func TestEndToEndAgentXDP(t *testing.T) {
 	must(t, e.servers["b"].Sysctl("net.ipv4.tcp_syncookies", "2"))
 	cookies := e.counter(t, "b", "local_cookie")
 	for i := 0; i < 2; i++ {
-		if who, err := e.dial(t, false).ask("cookie", 3*time.Second); err != nil || who != "b" {
+		if who, err := e.dial(t, false).ask("cookie", answerWithin); err != nil || who != "b" {
 			t.Fatalf("cookie connection %d: served by %q, %v", i, who, err)
 		}
 	}
@@ -76,7 +76,7 @@ func TestEndToEndAgentXDP(t *testing.T) {
 	must(t, e.servers["b"].Sysctl("net.ipv4.tcp_syncookies", "1"))
 
 	e.agents["b"].SyncClock(moved.Add(4*time.Minute + time.Second))
-	if _, err := old[0].ask("late", 3*time.Second); !errors.Is(err, syscall.ECONNRESET) {
+	if _, err := old[0].ask("late", answerWithin); !errors.Is(err, syscall.ECONNRESET) {
 		t.Fatalf("stray packet at the newest generation after the window: %v, want a reset", err)
 	}
 	e.agents["b"].SetNewestSeen(0, e.agents["b"].NewestSeen(0)+1)

@@ -32,7 +32,7 @@ func multiHop(t *testing.T, k int) {
 		var cs []*echoConn
 		for i := 0; i < n; i++ {
 			c := e.dial(t, false)
-			if who, err := c.ask(fmt.Sprint(tag, i), 3*time.Second); err != nil || who != want {
+			if who, err := c.ask(fmt.Sprint(tag, i), answerWithin); err != nil || who != want {
 				t.Fatalf("%s connection %d: served by %q, %v", tag, i, who, err)
 			}
 			cs = append(cs, c)
@@ -58,7 +58,7 @@ func multiHop(t *testing.T, k int) {
 	}
 	chainedB, chainedC := e.counter(t, "b", "chained"), e.counter(t, "c", "chained")
 	for i, c := range onB {
-		if who, err := c.ask(fmt.Sprint("b-after-", i), 3*time.Second); err != nil || who != "b" {
+		if who, err := c.ask(fmt.Sprint("b-after-", i), answerWithin); err != nil || who != "b" {
 			t.Fatalf("connection %d of B broke after B → C: served by %q, %v", i, who, err)
 		}
 	}

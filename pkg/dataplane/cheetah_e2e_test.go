@@ -82,7 +82,7 @@ func TestCheetahEndToEnd(t *testing.T) {
 		seen := map[string]int{}
 		for i := 0; i < n; i++ {
 			c := e.dial(t, false)
-			s, err := c.ask(fmt.Sprintf("hello %d", len(open)), 3*time.Second)
+			s, err := c.ask(fmt.Sprintf("hello %d", len(open)), answerWithin)
 			if err != nil {
 				t.Fatalf("new connection %d: %v", len(open), err)
 			}
@@ -117,7 +117,7 @@ func TestCheetahEndToEnd(t *testing.T) {
 	}{{"b", forwarding.Retired}, {"a", forwarding.Retired}, {"b", forwarding.Active}, {"c", forwarding.Retired}, {"a", forwarding.Active}}
 	for i, st := range steps {
 		e.setState(t, st.name, st.state)
-		checkAll(fmt.Sprintf("after update %d", i+1), 3*time.Second)
+		checkAll(fmt.Sprintf("after update %d", i+1), answerWithin)
 		active := map[string]bool{}
 		for _, n := range []string{"a", "b", "c"} {
 			active[n] = e.table.Servers[e2eID[n]].State == forwarding.Active
@@ -128,12 +128,12 @@ func TestCheetahEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	checkAll("at the end", 3*time.Second)
+	checkAll("at the end", answerWithin)
 
 	// MPTCP: the first subflow by policy and cookie, the secondary one by
 	// server id (VIP:id, announced by the server), both to the same server.
 	mp := e.dial(t, true)
-	first, err := mp.ask("mptcp", 3*time.Second)
+	first, err := mp.ask("mptcp", answerWithin)
 	must(t, err)
 	subflows := 0
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && subflows == 0; time.Sleep(50 * time.Millisecond) {
@@ -144,7 +144,7 @@ func TestCheetahEndToEnd(t *testing.T) {
 		t.Fatal("no secondary MPTCP subflow was established through the cheetah mux")
 	}
 	for i := 0; i < 10; i++ {
-		if who, err := mp.ask(fmt.Sprint("mp-", i), 3*time.Second); err != nil || who != first {
+		if who, err := mp.ask(fmt.Sprint("mp-", i), answerWithin); err != nil || who != first {
 			t.Fatalf("mptcp exchange %d: served by %q, %v (first subflow on %s)", i, who, err, first)
 		}
 	}
@@ -169,7 +169,7 @@ func TestCheetahEndToEnd(t *testing.T) {
 	must(t, e.client.Sysctl("net.ipv4.tcp_timestamps", "0"))
 	before := c["fallback"]
 	nots := e.dial(t, false)
-	if _, err := nots.ask("no timestamps", 3*time.Second); err != nil {
+	if _, err := nots.ask("no timestamps", answerWithin); err != nil {
 		t.Fatalf("client without timestamps: %v", err)
 	}
 	must(t, e.client.Sysctl("net.ipv4.tcp_timestamps", "1"))

@@ -33,7 +33,7 @@ func TestCheetahKeyRotationEndToEnd(t *testing.T) {
 		var out []tracked
 		for i := range n {
 			c := e.dial(t, false)
-			s, err := c.ask(fmt.Sprintf("%s %d", step, i), 3*time.Second)
+			s, err := c.ask(fmt.Sprintf("%s %d", step, i), answerWithin)
 			if err != nil {
 				t.Fatalf("%s: new connection %d: %v", step, i, err)
 			}
@@ -44,7 +44,7 @@ func TestCheetahKeyRotationEndToEnd(t *testing.T) {
 	check := func(conns []tracked, step string) {
 		t.Helper()
 		for i, o := range conns {
-			if s, err := o.c.ask(fmt.Sprintf("%s %d", step, i), 3*time.Second); err != nil || s != o.server {
+			if s, err := o.c.ask(fmt.Sprintf("%s %d", step, i), answerWithin); err != nil || s != o.server {
 				t.Fatalf("%s: connection %d (on %s) answered by %q: %v", step, i, o.server, s, err)
 			}
 		}
@@ -100,6 +100,7 @@ func TestCheetahKeyRotationEndToEnd(t *testing.T) {
 	// still dropped: 3 of 32768 slots hold a server.
 	const forged = 2000
 	rng := rand.New(rand.NewPCG(7, 7))
+	pre := counters()
 	must(t, e.client.Do(func() error {
 		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_RAW)
 		if err != nil {
@@ -115,15 +116,25 @@ func TestCheetahKeyRotationEndToEnd(t *testing.T) {
 		}
 		return nil
 	}))
-	var bad uint64
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if bad = counters()["bad_cookie"]; bad >= forged-5 {
+	// Every forged echo the mux sees is either dropped as a bad cookie or,
+	// by chance (3 of 32768 ids: ~0.2 expected), forwarded as a hit; a late
+	// delayed ACK of the 12 real connections is a hit too. Not every forged
+	// echo need reach the mux: a burst from a raw socket can overflow the
+	// veth ring on a busy machine, so what is checked is what the mux
+	// decided: at most 20 hits (a mux forwarding 1 % of forgeries fails).
+	var bad, hits uint64
+	for deadline, last := time.Now().Add(answerWithin), uint64(0); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		c := counters()
+		bad, hits = c["bad_cookie"]-pre["bad_cookie"], c["cookie_hit"]-pre["cookie_hit"]
+		if bad+hits >= forged || (bad+hits == last && bad > 0) {
 			break
 		}
+		last = bad + hits
 	}
-	if bad < forged-5 {
-		t.Fatalf("%d of %d forged echoes dropped as bad cookies", bad, forged)
+	if bad < forged/2 || hits > 20 {
+		t.Fatalf("of %d forged echoes the mux dropped %d as bad cookies and forwarded %d", forged, bad, hits)
 	}
+	t.Logf("forged echoes: %d dropped as bad cookies, %d forwarded by chance, %d lost before the mux", bad, hits, forged-bad-hits)
 	check(append(old, fresh...), "after the forgeries")
 
 	// The next rotation overwrites slot 0: the new connections (key id 1)

@@ -167,7 +167,7 @@ func serveEcho6(t *testing.T, ns *netlab.Namespace, name string) {
 
 func (e *e2eNet) dial6(t *testing.T, mptcp bool) *echoConn {
 	t.Helper()
-	d := net.Dialer{Timeout: 3 * time.Second}
+	d := net.Dialer{Timeout: answerWithin}
 	d.SetMultipathTCP(mptcp)
 	var c net.Conn
 	must(t, e.client.Do(func() error {
@@ -214,7 +214,7 @@ func endToEnd6(t *testing.T, xdp bool) {
 		var cs []*echoConn
 		for i := 0; i < n; i++ {
 			c := e.dial6(t, false)
-			if who, err := c.ask(fmt.Sprint(tag, i), 3*time.Second); err != nil || who != want {
+			if who, err := c.ask(fmt.Sprint(tag, i), answerWithin); err != nil || who != want {
 				t.Fatalf("%s connection %d: served by %q, %v", tag, i, who, err)
 			}
 			cs = append(cs, c)
@@ -239,7 +239,7 @@ func endToEnd6(t *testing.T, xdp bool) {
 	}
 	move("b")
 	for i, c := range onA {
-		if who, err := c.ask(fmt.Sprint("a-after-b-", i), 3*time.Second); err != nil || who != "a" {
+		if who, err := c.ask(fmt.Sprint("a-after-b-", i), answerWithin); err != nil || who != "a" {
 			t.Fatalf("connection %d of A broke after A → B: served by %q, %v", i, who, err)
 		}
 	}
@@ -250,12 +250,12 @@ func endToEnd6(t *testing.T, xdp bool) {
 	move("c")
 	chainedB, chainedC := e.counter(t, "b", "chained"), e.counter(t, "c", "chained")
 	for i, c := range onB {
-		if who, err := c.ask(fmt.Sprint("b-after-c-", i), 3*time.Second); err != nil || who != "b" {
+		if who, err := c.ask(fmt.Sprint("b-after-c-", i), answerWithin); err != nil || who != "b" {
 			t.Fatalf("connection %d of B broke after B → C: served by %q, %v", i, who, err)
 		}
 	}
 	for i, c := range onA {
-		if who, err := c.ask(fmt.Sprint("a-after-c-", i), 3*time.Second); err != nil || who != "a" {
+		if who, err := c.ask(fmt.Sprint("a-after-c-", i), answerWithin); err != nil || who != "a" {
 			t.Fatalf("connection %d of A broke after A → B → C: served by %q, %v", i, who, err)
 		}
 	}
@@ -281,15 +281,10 @@ func endToEnd6(t *testing.T, xdp bool) {
 			return err
 		}))
 		defer c.Close()
-		buf := make([]byte, 1500)
+		flow := &udpFlow{c: c} // resends, as a UDP client does
 		for i := 0; i < 3; i++ {
-			c.SetDeadline(time.Now().Add(3 * time.Second))
-			if _, err := fmt.Fprintf(c, "q%d", i); err != nil {
-				t.Fatal(err)
-			}
-			n, err := c.Read(buf)
-			if err != nil || string(buf[:n]) != fmt.Sprintf("c:q%d", i) {
-				t.Fatalf("datagram %d: answer %q, %v; want c:q%d", i, buf[:n], err, i)
+			if who, err := flow.ask(fmt.Sprintf("q%d", i)); err != nil || who != "c" {
+				t.Fatalf("datagram %d: answered by %q, %v; want c", i, who, err)
 			}
 		}
 		if e.counter(t, "a", "chained") == chained {
@@ -302,7 +297,7 @@ func endToEnd6(t *testing.T, xdp bool) {
 		defer e.servers["c"].Sysctl("net.ipv4.tcp_syncookies", "1")
 		chained, cookies := e.settled(t, "c", "chained"), e.counter(t, "c", "local_cookie")
 		for i := 0; i < 4; i++ {
-			if who, err := e.dial6(t, false).ask("cookie", 3*time.Second); err != nil || who != "c" {
+			if who, err := e.dial6(t, false).ask("cookie", answerWithin); err != nil || who != "c" {
 				t.Fatalf("cookie connection %d: served by %q, %v", i, who, err)
 			}
 		}
@@ -324,7 +319,7 @@ func endToEnd6(t *testing.T, xdp bool) {
 		before, err := e.mux.Counters()
 		must(t, err)
 		c := e.dial6(t, true)
-		if who, err := c.ask("mptcp", 3*time.Second); err != nil || who != "c" {
+		if who, err := c.ask("mptcp", answerWithin); err != nil || who != "c" {
 			t.Fatalf("mptcp connection: served by %q, %v", who, err)
 		}
 		subflows := 0
@@ -337,7 +332,7 @@ func endToEnd6(t *testing.T, xdp bool) {
 			t.Fatal(o, "no secondary MPTCP subflow was established over IPv6 through the mux")
 		}
 		for i := 0; i < 10; i++ {
-			if who, err := c.ask(fmt.Sprint("mp-", i), 3*time.Second); err != nil || who != "c" {
+			if who, err := c.ask(fmt.Sprint("mp-", i), answerWithin); err != nil || who != "c" {
 				t.Fatalf("mptcp exchange %d: served by %q, %v", i, who, err)
 			}
 		}

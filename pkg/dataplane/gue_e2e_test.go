@@ -51,7 +51,7 @@ func endToEndGUE(t *testing.T, withXDP bool) {
 		var cs []*echoConn
 		for i := 0; i < n; i++ {
 			c := e.dial(t, false)
-			if who, err := c.ask(fmt.Sprint(tag, i), 3*time.Second); err != nil || who != want {
+			if who, err := c.ask(fmt.Sprint(tag, i), answerWithin); err != nil || who != want {
 				t.Fatalf("%s connection %d: served by %q, %v", tag, i, who, err)
 			}
 			cs = append(cs, c)
@@ -80,12 +80,12 @@ func endToEndGUE(t *testing.T, withXDP bool) {
 	move("c")
 	chainedB, chainedC, gueA := e.counter(t, "b", "chained"), e.counter(t, "c", "chained"), e.counter(t, "a", "gue")
 	for i, c := range onB {
-		if who, err := c.ask(fmt.Sprint("b-after-", i), 3*time.Second); err != nil || who != "b" {
+		if who, err := c.ask(fmt.Sprint("b-after-", i), answerWithin); err != nil || who != "b" {
 			t.Fatalf("connection %d of B broke after B → C: served by %q, %v", i, who, err)
 		}
 	}
 	for i, c := range onA {
-		if who, err := c.ask(fmt.Sprint("a-after-", i), 3*time.Second); err != nil || who != "a" {
+		if who, err := c.ask(fmt.Sprint("a-after-", i), answerWithin); err != nil || who != "a" {
 			t.Fatalf("connection %d of A broke after A → B → C in GUE: served by %q, %v", i, who, err)
 		}
 	}
@@ -103,7 +103,7 @@ func endToEndGUE(t *testing.T, withXDP bool) {
 
 	// MPTCP: the secondary subflow goes by server id, GUE without private data.
 	c := e.dial(t, true)
-	if who, err := c.ask("mptcp", 3*time.Second); err != nil || who != "c" {
+	if who, err := c.ask("mptcp", answerWithin); err != nil || who != "c" {
 		t.Fatalf("mptcp connection: served by %q, %v", who, err)
 	}
 	subflows := 0
@@ -115,7 +115,7 @@ func endToEndGUE(t *testing.T, withXDP bool) {
 		t.Fatal("no secondary MPTCP subflow was established through the mux in GUE")
 	}
 	for i := 0; i < 10; i++ {
-		if who, err := c.ask(fmt.Sprint("mp-", i), 3*time.Second); err != nil || who != "c" {
+		if who, err := c.ask(fmt.Sprint("mp-", i), answerWithin); err != nil || who != "c" {
 			t.Fatalf("mptcp exchange %d: served by %q, %v", i, who, err)
 		}
 	}

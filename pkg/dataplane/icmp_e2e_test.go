@@ -123,7 +123,7 @@ func TestEndToEndICMPFragNeeded(t *testing.T) {
 	var c net.Conn
 	must(t, far.Do(func() error {
 		var err error
-		d := net.Dialer{Timeout: 3 * time.Second}
+		d := net.Dialer{Timeout: answerWithin}
 		c, err = d.DialContext(context.Background(), "tcp4", netip.AddrPortFrom(e2eVIP, e2eBulkPort).String())
 		return err
 	}))

@@ -36,7 +36,7 @@ func TestMaglevEndToEnd(t *testing.T) {
 	var conns []*echoConn
 	for i := 0; i < n; i++ {
 		c := e.dial(t, false)
-		if who, err := c.ask(fmt.Sprint("hello-", i), 3*time.Second); err != nil || who != "a" {
+		if who, err := c.ask(fmt.Sprint("hello-", i), answerWithin); err != nil || who != "a" {
 			t.Fatalf("connection %d: served by %q, %v", i, who, err)
 		}
 		conns = append(conns, c)
@@ -54,7 +54,7 @@ func TestMaglevEndToEnd(t *testing.T) {
 	before, err := e.mux.Counters()
 	must(t, err)
 	for i, c := range conns {
-		if who, err := c.ask(fmt.Sprint("same-mux-", i), 3*time.Second); err != nil || who != "a" {
+		if who, err := c.ask(fmt.Sprint("same-mux-", i), answerWithin); err != nil || who != "a" {
 			t.Fatalf("connection %d on the same mux after a backend was added: served by %q, %v", i, who, err)
 		}
 	}
@@ -63,7 +63,7 @@ func TestMaglevEndToEnd(t *testing.T) {
 	if after["ct_hit"]-before["ct_hit"] < n {
 		t.Fatalf("%d connection-table hits for %d connections", after["ct_hit"]-before["ct_hit"], n)
 	}
-	if new, _ := e.dial(t, false).ask("new", 3*time.Second); new == "" {
+	if new, _ := e.dial(t, false).ask("new", answerWithin); new == "" {
 		t.Fatal("a new connection failed after the backend was added")
 	}
 

@@ -231,7 +231,7 @@ func TestEndToEndPorts(t *testing.T) {
 			if c == nil {
 				t.Fatal("no connection to the service on 8443")
 			}
-			if who, err := c.ask("hello", 3*time.Second); err != nil || who != "a" {
+			if who, err := c.ask("hello", answerWithin); err != nil || who != "a" {
 				t.Fatalf("service on 8443: served by %q, %v", who, err)
 			}
 			before, err := e.mux.Counters()
