@@ -240,7 +240,7 @@ func (e *e2eNet) dial(t *testing.T, mptcp bool) *echoConn {
 	return e.dialWithin(t, mptcp, answerWithin)
 }
 
-// dialWithin is dial with a longer patience, for connections opened while
+// dialWithin is dial with the caller's timeout, for connections opened while
 // a flood may cost a SYN or two (each lost SYN costs Linux 1 s, then 2 s).
 func (e *e2eNet) dialWithin(t *testing.T, mptcp bool, timeout time.Duration) *echoConn {
 	t.Helper()
