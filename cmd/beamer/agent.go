@@ -190,16 +190,13 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 			if d == nil {
 				return
 			}
-			if upgrading() {
-				log.Info("agent exiting for an upgrade: its program stays pinned for the next agent")
-				if err := d.Abandon(); err != nil {
-					log.Warn("agent: releasing", "error", err)
-				}
-				return
+			// Every stop is a planned restart's first half (systemctl
+			// restart, an upgrade): the programs, keys and node setup stay
+			// for the next agent; `beamer agent cleanup` uninstalls.
+			if err := d.Abandon(); err != nil {
+				log.Warn("agent: releasing", "error", err)
 			}
-			if err := d.Close(); err != nil {
-				log.Warn("agent: undoing its setup", "error", err)
-			}
+			log.Info("agent stopped: its programs stay pinned and decapsulating for the next agent (beamer agent cleanup removes them)", "upgrade", upgrading())
 		}()
 		log.Info("agent running", "interface", cfg.Interface, "address", d.Address(), "server_id", cfg.ServerID, "api", d.APIAddr())
 		if configPath == "" {

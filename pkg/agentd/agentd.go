@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -30,6 +31,7 @@ type Daemon struct {
 	cfg    config.Agent
 	opts   Options
 	node   *nodestate.Record
+	lock   *os.File // the interface's agent lock (cleanup.go)
 	agent  *dataplane.Agent
 	link   link.Link
 	egress link.Link // cheetah's cookie writer (cheetah.go), nil without a Cheetah VIP
@@ -96,11 +98,16 @@ func Start(cfg config.Agent, opts Options) (*Daemon, error) {
 	if err := opts.defaults(cfg.Interface); err != nil {
 		return nil, err
 	}
-	node, err := nodestate.Open(opts.StateFile)
+	lock, err := lockNode(opts.StateFile)
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{cfg: cfg, opts: opts, node: node, stop: make(chan struct{})}
+	node, err := nodestate.Open(opts.StateFile)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	d := &Daemon{cfg: cfg, opts: opts, node: node, lock: lock, stop: make(chan struct{})}
 	if err := d.start(); err != nil {
 		if cerr := d.Close(); cerr != nil {
 			return nil, fmt.Errorf("%w (undoing the start: %v)", err, cerr)
@@ -233,7 +240,9 @@ func (d *Daemon) Agent() *dataplane.Agent { return d.agent }
 // Address is the server's address.
 func (d *Daemon) Address() netip.Addr { return d.cfg.Address }
 
-// Close detaches the agent, unpins it and undoes what Start set up.
+// Close detaches the agent, unpins it (its Cheetah keys too) and undoes
+// what Start set up: the uninstall (cleanup.go). A stop meant to be
+// followed by a start is Abandon.
 func (d *Daemon) Close() error {
 	// A start that failed before taking over a predecessor's pinned
 	// program leaves that program, its pins and the node setup it needs.
@@ -244,13 +253,33 @@ func (d *Daemon) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	d.unlock(!keep)
 	return errors.Join(errs...)
 }
 
 // Abandon ends this process's part — clock, API, metrics, descriptors —
-// but leaves the program pinned and decapsulating and the node set up, for
-// the next agent to adopt: a hitless upgrade (SIGUSR2).
-func (d *Daemon) Abandon() error { return errors.Join(d.release(false)...) }
+// but leaves the programs pinned and decapsulating (with the Cheetah keys
+// and the cookie writer) and the node set up, for the next agent to adopt:
+// what `beamer agent` does on SIGTERM, SIGINT and SIGUSR2, so a planned
+// restart or an upgrade is hitless.
+func (d *Daemon) Abandon() error {
+	errs := d.release(false)
+	d.unlock(false)
+	return errors.Join(errs...)
+}
+
+// unlock lets the next agent (or a cleanup) take the interface; remove
+// drops the lock file too, after an uninstall.
+func (d *Daemon) unlock(remove bool) {
+	if d.lock == nil {
+		return
+	}
+	if remove {
+		os.Remove(d.lock.Name())
+	}
+	d.lock.Close()
+	d.lock = nil
+}
 
 // release stops the goroutines and servers and closes the descriptors;
 // with unpin the attachment is removed too.
