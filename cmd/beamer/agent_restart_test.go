@@ -45,19 +45,51 @@ const arBuckets = 67
 // arKeys are the Cheetah instance's cookie keys.
 var arKeys = cheetah.Keys{Current: 0, Keys: [2]cheetah.Key{{0x01234567, 0x89abcdef, 0xfedcba98, 0x76543210}, {0xdeadbeef, 0x0badf00d, 0x12345678, 0x9e3779b9}}}
 
-// agentRestartRig is client — bridge — mux (XDP, in this process), the
-// server whose agent restarts, and for beamer a second server.
+// agentRestartRig is client — bridge — mux (XDP) and the server whose
+// daemon restarts, and for beamer a second server. One of the mux and the
+// first server's agent is a `beamer` process (the one restarted), the
+// other runs in this process.
 type agentRestartRig struct {
 	strategy          forwarding.Strategy
 	client, srv, srv2 *netlab.Namespace
-	mux               *dataplane.Mux
+	muxNS             *netlab.Namespace
+	mux               *dataplane.Mux // in this process (agent restarts)
 	instance          forwarding.Instance
-	cfg, pins, state  string
+	window            string // the agents' chaining window
+	cfg, pins, state  string // the restarted daemon's file, pins and node record
 	srv2Agent         *dataplane.Agent
 }
 
 func newAgentRestartRig(t *testing.T, strategy forwarding.Strategy) *agentRestartRig {
-	lab := netlabtest.New(t, "agrs")
+	r := newRestartRig(t, strategy, "agrs")
+	r.startMuxHere(t)
+	if strategy == forwarding.StrategyBeamer {
+		// The second server's agent, in this process: it owns the buckets
+		// after the move and chains the first server's connections to it.
+		must := func(err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		must(r.srv2.Sysctl("net.ipv4.conf.eth0.forwarding", "1"))
+		must(dataplane.EnsureNeighbors(r.srv2.Netlink(), []netip.Addr{arServer}))
+		r.srv2Agent = r.agentHere(t, r.srv2, arServer2, 1031)
+	}
+	vip := fmt.Sprintf("  - {vip: %s, buckets: %d, chain_window: %s}\n", arVIP, arBuckets, r.window)
+	if strategy == forwarding.StrategyCheetah {
+		vip = fmt.Sprintf("  - {vip: %s, buckets: %d, chain_window: %s, cheetah: {current: %d, keys: [%s, %s]}}\n",
+			arVIP, arBuckets, r.window, arKeys.Current, arKeys.Keys[0], arKeys.Keys[1])
+	}
+	if err := os.WriteFile(r.cfg, []byte("interface: eth0\nserver_id: 1030\ntrusted: [198.18.0.0/24]\nmptcp: false\napi: \"off\"\nvips:\n"+vip), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// newRestartRig makes the namespaces, the links and the services.
+func newRestartRig(t *testing.T, strategy forwarding.Strategy, tag string) *agentRestartRig {
+	lab := netlabtest.New(t, tag)
 	ns := func(name string) *netlab.Namespace {
 		n, err := lab.Namespace(name)
 		if err != nil {
@@ -65,8 +97,8 @@ func newAgentRestartRig(t *testing.T, strategy forwarding.Strategy) *agentRestar
 		}
 		return n
 	}
-	fabric, muxNS := ns("fabric"), ns("mux")
-	r := &agentRestartRig{strategy: strategy, client: ns("client"), srv: ns("srv"), srv2: ns("srv2")}
+	fabric := ns("fabric")
+	r := &agentRestartRig{strategy: strategy, client: ns("client"), muxNS: ns("mux"), srv: ns("srv"), srv2: ns("srv2"), window: "4m"}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -74,7 +106,7 @@ func newAgentRestartRig(t *testing.T, strategy forwarding.Strategy) *agentRestar
 		}
 	}
 	must(lab.Veth(r.client, "eth0", netip.PrefixFrom(arClient, 24), fabric, "c0", netip.Prefix{}, 0))
-	must(lab.Veth(muxNS, "eth0", netip.PrefixFrom(arMux, 24), fabric, "m0", netip.Prefix{}, 1600))
+	must(lab.Veth(r.muxNS, "eth0", netip.PrefixFrom(arMux, 24), fabric, "m0", netip.Prefix{}, 1600))
 	must(lab.Veth(r.srv, "eth0", netip.PrefixFrom(arServer, 24), fabric, "s0", netip.Prefix{}, 1600))
 	must(lab.Veth(r.srv2, "eth0", netip.PrefixFrom(arServer2, 24), fabric, "s1", netip.Prefix{}, 1600))
 	must(fabric.Bridge("br0", "c0", "m0", "s0", "s1"))
@@ -84,66 +116,92 @@ func newAgentRestartRig(t *testing.T, strategy forwarding.Strategy) *agentRestar
 	must(r.client.DisableTxChecksum("eth0"))
 	_, err = r.client.Run("ip", "route", "add", arVIP.String()+"/32", "via", arMux.String())
 	must(err)
+	must(r.muxNS.Sysctl("net.ipv4.ip_forward", "1"))
 
-	// The mux.
-	must(muxNS.Sysctl("net.ipv4.ip_forward", "1"))
-	r.mux, err = dataplane.LoadMux(dataplane.MuxOptions{Addr: arMux})
-	must(err)
-	t.Cleanup(func() { r.mux.Close() })
-	must(muxNS.Do(func() error {
-		l, err := r.mux.Attach("eth0", dataplane.XDPDriver)
-		if err == nil {
-			t.Cleanup(func() { l.Close() })
-		}
-		return err
-	}))
 	r.instance = forwarding.Instance{Name: "web", Strategy: strategy, VIPs: []netip.Addr{arVIP}, PortLow: 80, PortHigh: 80, Buckets: arBuckets}
-	window := "4m"
 	switch strategy {
 	case forwarding.StrategyBeamer:
 		r.instance.ChainWindow = forwarding.DefaultChainWindow
 	case forwarding.StrategyPrism:
-		window = "0s"
+		r.window = "0s"
 	case forwarding.StrategyCheetah:
 		r.instance.Cheetah = &forwarding.CheetahOptions{Policy: forwarding.CheetahRR, Keys: arKeys}
 	}
-	must(r.setTable(1, forwarding.Bucket{Current: 1030}))
-	must(dataplane.EnsureNeighbors(muxNS.Netlink(), []netip.Addr{arServer, arServer2}))
-
 	// The servers: an echo and a stream service on port 80.
 	for _, s := range []*netlab.Namespace{r.srv, r.srv2} {
 		must(s.Sysctl("net.ipv4.conf.all.rp_filter", "0"))
 		must(s.Sysctl("net.ipv4.conf.eth0.rp_filter", "0"))
 		arServe(t, s)
 	}
-	if strategy == forwarding.StrategyBeamer {
-		// The second server's agent, in this process: it owns the buckets
-		// after the move and chains the first server's connections to it.
-		must(r.srv2.AddAddr("lo", netip.PrefixFrom(arVIP, 32)))
-		must(r.srv2.Sysctl("net.ipv4.conf.eth0.forwarding", "1"))
-		must(dataplane.EnsureNeighbors(r.srv2.Netlink(), []netip.Addr{arServer}))
-		r.srv2Agent, err = dataplane.LoadAgent(dataplane.AgentOptions{Addr: arServer2, Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
-			VIPs: []dataplane.AgentVIP{{VIP: arVIP, Buckets: arBuckets, ChainWindow: forwarding.DefaultChainWindow}}})
-		must(err)
-		t.Cleanup(func() { r.srv2Agent.Close() })
-		must(r.srv2.Do(func() error {
-			l, err := r.srv2Agent.Attach("eth0")
-			if err == nil {
-				t.Cleanup(func() { l.Close() })
-			}
-			return err
-		}))
-	}
-
 	dir := t.TempDir()
-	r.cfg, r.state, r.pins = filepath.Join(dir, "agent.yaml"), filepath.Join(dir, "agent-state.json"), netlabtest.PinDir(t, "agrs")
-	vip := fmt.Sprintf("  - {vip: %s, buckets: %d, chain_window: %s}\n", arVIP, arBuckets, window)
-	if strategy == forwarding.StrategyCheetah {
-		vip = fmt.Sprintf("  - {vip: %s, buckets: %d, chain_window: %s, cheetah: {current: %d, keys: [%s, %s]}}\n",
-			arVIP, arBuckets, window, arKeys.Current, arKeys.Keys[0], arKeys.Keys[1])
-	}
-	must(os.WriteFile(r.cfg, []byte("interface: eth0\nserver_id: 1030\ntrusted: [198.18.0.0/24]\nmptcp: false\napi: \"off\"\nvips:\n"+vip), 0o600))
+	r.cfg, r.state, r.pins = filepath.Join(dir, "daemon.yaml"), filepath.Join(dir, "daemon-state.json"), netlabtest.PinDir(t, tag)
 	return r
+}
+
+// startMuxHere runs the mux in this process.
+func (r *agentRestartRig) startMuxHere(t *testing.T) {
+	var err error
+	r.mux, err = dataplane.LoadMux(dataplane.MuxOptions{Addr: arMux})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.mux.Close() })
+	err = r.muxNS.Do(func() error {
+		l, err := r.mux.Attach("eth0", dataplane.XDPDriver)
+		if err == nil {
+			t.Cleanup(func() { l.Close() })
+		}
+		return err
+	})
+	if err == nil {
+		err = r.setTable(1, forwarding.Bucket{Current: 1030})
+	}
+	if err == nil {
+		err = dataplane.EnsureNeighbors(r.muxNS.Netlink(), []netip.Addr{arServer, arServer2})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// agentHere runs a server's agent program in this process: the VIP on
+// loopback, the tc program, Cheetah's keys and cookie writer.
+func (r *agentRestartRig) agentHere(t *testing.T, ns *netlab.Namespace, addr netip.Addr, id uint16) *dataplane.Agent {
+	t.Helper()
+	window := forwarding.DefaultChainWindow
+	if r.strategy == forwarding.StrategyPrism {
+		window = 0
+	}
+	for _, kv := range [][2]string{{"net.ipv4.conf.all.arp_ignore", "1"}, {"net.ipv4.conf.all.arp_announce", "2"}} {
+		if err := ns.Sysctl(kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ns.AddAddr("lo", netip.PrefixFrom(arVIP, 32)); err != nil {
+		t.Fatal(err)
+	}
+	a, err := dataplane.LoadAgent(dataplane.AgentOptions{Addr: addr, Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
+		VIPs: []dataplane.AgentVIP{{VIP: arVIP, Buckets: arBuckets, ChainWindow: window}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	hold := func(l link.Link, err error) error {
+		if err == nil {
+			t.Cleanup(func() { l.Close() })
+		}
+		return err
+	}
+	err = ns.Do(func() error { return hold(a.Attach("eth0")) })
+	if err == nil && r.strategy == forwarding.StrategyCheetah {
+		if err = a.SetCheetahVIP(dataplane.CheetahVIP{VIP: arVIP, ID: id, Keys: arKeys}); err == nil {
+			err = ns.Do(func() error { return hold(a.AttachCheetahEgress("eth0")) })
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 // setTable gives every bucket b, at generation gen.
@@ -202,7 +260,11 @@ func (p *proc) stop(t *testing.T, sig syscall.Signal) {
 	}
 }
 
-// programs counts the tc programs at eth0's ingress and egress of ns.
+func sigName(s syscall.Signal) string {
+	return map[syscall.Signal]string{syscall.SIGTERM: "SIGTERM", syscall.SIGKILL: "SIGKILL", syscall.SIGUSR2: "SIGUSR2"}[s]
+}
+
+// tcPrograms counts the tc programs at eth0's ingress and egress of ns.
 func tcPrograms(t *testing.T, ns *netlab.Namespace) (ingress, egress int) {
 	t.Helper()
 	err := ns.Do(func() error {
@@ -363,19 +425,27 @@ func (a *arLoad) flowing(t *testing.T, what string) {
 	t.Fatalf("%s: connections stalled or broke (progress before %v, now %v): %v", what, before, a.progress, a.failures)
 }
 
-// end stops the load: the broken connections, and the longest pause of
-// an echo and of a stream connection.
-func (a *arLoad) end() (broken []string, echo, stream time.Duration) {
-	a.cancel()
-	a.wg.Wait()
+// takeLongest is the longest pause of an echo and of a stream connection
+// since the last call (or the start).
+func (a *arLoad) takeLongest() (echo, stream time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	for i, d := range a.longest {
 		if i < arEcho {
 			echo = max(echo, d)
 		} else {
 			stream = max(stream, d)
 		}
+		a.longest[i] = 0
 	}
-	return a.failures, echo, stream
+	return echo, stream
+}
+
+// end stops the load and says which connections broke.
+func (a *arLoad) end() []string {
+	a.cancel()
+	a.wg.Wait()
+	return a.failures
 }
 
 // TestAgentRestartHitless: under live connections, for Beamer (the
@@ -424,6 +494,7 @@ func testAgentRestart(t *testing.T, strategy forwarding.Strategy) {
 		}
 	}
 
+	load.takeLongest()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		agent.stop(t, sig)
 		if in, eg := tcPrograms(t, r.srv); in != 1 || eg != wantEgress {
@@ -435,15 +506,17 @@ func testAgentRestart(t *testing.T, strategy forwarding.Strategy) {
 		}
 		load.flowing(t, fmt.Sprintf("no agent running after %v", sig))
 		agent, took = r.startAgent(t)
-		t.Logf("after %v: the next agent running %v after its start", sig, took.Round(time.Millisecond))
+		t.Logf("after %s: the next agent running %v after its start", sigName(sig), took.Round(time.Millisecond))
 		load.flowing(t, fmt.Sprintf("the next agent after %v", sig))
 		if in, eg := tcPrograms(t, r.srv); in != 1 || eg != wantEgress {
 			t.Fatalf("after the restart: %d programs at tc ingress, %d at egress, want %d and %d", in, eg, 1, wantEgress)
 		}
+		echo, stream := load.takeLongest()
+		t.Logf("%s, agent %s and start: longest pause of a connection %v (echo, a line every 10 ms), %v (download)",
+			strategy, sigName(sig), echo.Round(time.Millisecond), stream.Round(time.Millisecond))
 	}
-	broken, echo, stream := load.end()
-	t.Logf("%s: %d of %d connections broken; longest pause across the restarts: %v (echo, a line every 10 ms), %v (download)",
-		strategy, len(broken), arEcho+arStream, echo.Round(time.Millisecond), stream.Round(time.Millisecond))
+	broken := load.end()
+	t.Logf("%s: %d of %d connections broken", strategy, len(broken), arEcho+arStream)
 	if len(broken) > 0 {
 		t.Fatalf("connections broke: %v\nagent:\n%s", broken, agent.output())
 	}
