@@ -52,13 +52,14 @@ type Daemon struct {
 // Options say where the agent keeps what must outlive its process.
 type Options struct {
 	// StateFile records the sysctls, loopback addresses and MPTCP
-	// endpoints the agent changed, so that they are undone on exit — also
-	// by the next agent when this one is killed. Default:
+	// endpoints the agent changed, with their earlier values, so that
+	// Cleanup or Close undoes them — also after several agents, each
+	// stopped with Abandon, followed one another. Default:
 	// /run/beamer/agent-NETNS-IFACE.json.
 	StateFile string
 	// PinDir is the bpffs directory where the tc program's link and state
-	// maps are pinned: a killed agent's program keeps decapsulating, and
-	// the next agent swaps its own in. Default:
+	// maps are pinned: a stopped or killed agent's program keeps
+	// decapsulating, and the next agent swaps its own in. Default:
 	// /sys/fs/bpf/beamer/agent-NETNS-IFACE. "-" turns pinning off.
 	PinDir string
 	// XDP says whether the XDP fast path runs in front of the tc program
