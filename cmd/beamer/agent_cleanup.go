@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/beamer-lb/beamer/pkg/agentd"
 	"github.com/beamer-lb/beamer/pkg/config"
@@ -34,12 +35,12 @@ had them, its --pin-dir and --state-file.`,
 	cmd.Flags().StringVar(&node.PinDir, "pin-dir", "", "the agent's --pin-dir (default /sys/fs/bpf/beamer/agent-NETNS-IFACE)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if configPath != "" {
-			if iface != "" {
-				return errors.New("give --config or --iface, not both")
-			}
 			c, err := config.LoadAgent(configPath)
 			if err != nil {
 				return err
+			}
+			if iface != "" && iface != c.Interface {
+				return fmt.Errorf("--iface %s, but the agent of %s runs on %s", iface, configPath, c.Interface)
 			}
 			iface = c.Interface
 		}
