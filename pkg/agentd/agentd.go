@@ -126,6 +126,9 @@ func (d *Daemon) start() error {
 			return err
 		}
 	}
+	if err := d.pruneInherited(); err != nil {
+		return err
+	}
 	// Chained packets leave through bpf_fib_lookup, which answers only for
 	// interfaces that forward.
 	if err := d.node.SetSysctl("net/ipv4/conf/"+cfg.Interface+"/forwarding", "1"); err != nil {
@@ -196,6 +199,29 @@ func (d *Daemon) setupVIPs() error {
 		}
 	}
 	return nil
+}
+
+// pruneInherited drops what a predecessor set up that this agent's
+// configuration no longer asks for (a VIP removed, another server id,
+// VIP management or MPTCP turned off): a stop leaves the node set up for
+// the next agent, which must end as a fresh start would.
+func (d *Daemon) pruneInherited() error {
+	var vips []netip.Addr
+	if config.Flag(d.cfg.ManageVIPs) {
+		for _, v := range d.cfg.VIPs {
+			vips = append(vips, v.VIP)
+		}
+	}
+	if err := d.node.PruneLoAddrs(vips); err != nil {
+		return err
+	}
+	var endpoints []nodestate.Endpoint
+	if config.Flag(d.cfg.MPTCP) {
+		for _, v := range d.cfg.VIPs {
+			endpoints = append(endpoints, nodestate.Endpoint{Addr: v.VIP, Port: uint16(d.cfg.ServerID)})
+		}
+	}
+	return d.node.PruneEndpoints(endpoints)
 }
 
 // advertise adds one signal endpoint VIP:server-id per VIP: after an MPTCP
