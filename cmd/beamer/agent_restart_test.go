@@ -328,7 +328,7 @@ func arServe(t *testing.T, ns *netlab.Namespace) {
 }
 
 // arLoad is the clients' traffic: echo connections exchanging a line every
-// 10 ms and stream connections reading a download, each recording its
+// arEchoEvery and stream connections reading a download, each recording its
 // progress, its longest pause and how it failed.
 type arLoad struct {
 	mu       sync.Mutex
@@ -340,6 +340,10 @@ type arLoad struct {
 }
 
 const arEcho, arStream = 4, 4
+
+// arEchoEvery is the pause between two exchanges of an echo connection:
+// the resolution of the pauses the restart tests report.
+const arEchoEvery = 2 * time.Millisecond
 
 func (r *agentRestartRig) load(t *testing.T) *arLoad {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -395,7 +399,7 @@ func (r *agentRestartRig) load(t *testing.T) *arLoad {
 				a.mu.Unlock()
 				last = now
 				if !stream {
-					time.Sleep(10 * time.Millisecond)
+					time.Sleep(arEchoEvery)
 				}
 			}
 		}()
@@ -494,7 +498,8 @@ func testAgentRestart(t *testing.T, strategy forwarding.Strategy) {
 		}
 	}
 
-	load.takeLongest()
+	echo, stream := load.takeLongest()
+	t.Logf("%s, no restart: longest pause of a connection %v (echo, a line every 2 ms), %v (download)", strategy, echo.Round(time.Millisecond), stream.Round(time.Millisecond))
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		agent.stop(t, sig)
 		if in, eg := tcPrograms(t, r.srv); in != 1 || eg != wantEgress {
@@ -512,7 +517,7 @@ func testAgentRestart(t *testing.T, strategy forwarding.Strategy) {
 			t.Fatalf("after the restart: %d programs at tc ingress, %d at egress, want %d and %d", in, eg, 1, wantEgress)
 		}
 		echo, stream := load.takeLongest()
-		t.Logf("%s, agent %s and start: longest pause of a connection %v (echo, a line every 10 ms), %v (download)",
+		t.Logf("%s, agent %s and start: longest pause of a connection %v (echo, a line every 2 ms), %v (download)",
 			strategy, sigName(sig), echo.Round(time.Millisecond), stream.Round(time.Millisecond))
 	}
 	broken := load.end()

@@ -57,7 +57,8 @@ instances:
 	load := r.load(t)
 	defer load.cancel()
 	load.flowing(t, "before the restart")
-	load.takeLongest()
+	echo, stream := load.takeLongest()
+	t.Logf("%s, no restart: longest pause of a connection %v (echo, a line every 2 ms), %v (download)", strategy, echo.Round(time.Millisecond), stream.Round(time.Millisecond))
 	for _, sig := range []syscall.Signal{syscall.SIGUSR2, syscall.SIGTERM} {
 		prog := xdpProg(r.muxNS)
 		mux.stop(t, sig)
@@ -72,7 +73,7 @@ instances:
 		mux, took = start()
 		load.flowing(t, fmt.Sprintf("the next mux after %v", sig))
 		echo, stream := load.takeLongest()
-		t.Logf("%s, mux %s and start (%v to forward): longest pause of a connection %v (echo, a line every 10 ms), %v (download)",
+		t.Logf("%s, mux %s and start (%v to forward): longest pause of a connection %v (echo, a line every 2 ms), %v (download)",
 			strategy, sigName(sig), took.Round(time.Millisecond), echo.Round(time.Millisecond), stream.Round(time.Millisecond))
 	}
 	broken := load.end()
