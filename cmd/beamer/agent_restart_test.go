@@ -76,15 +76,23 @@ func newAgentRestartRig(t *testing.T, strategy forwarding.Strategy) *agentRestar
 		must(dataplane.EnsureNeighbors(r.srv2.Netlink(), []netip.Addr{arServer}))
 		r.srv2Agent = r.agentHere(t, r.srv2, arServer2, 1031)
 	}
+	r.writeAgentConfig(t, strategy == forwarding.StrategyCheetah)
+	return r
+}
+
+// writeAgentConfig writes the restarted agent's file; keys gives it the
+// Cheetah keys (else it has only what a predecessor left pinned, as an
+// agent whose keys the controller pushes).
+func (r *agentRestartRig) writeAgentConfig(t *testing.T, keys bool) {
+	t.Helper()
 	vip := fmt.Sprintf("  - {vip: %s, buckets: %d, chain_window: %s}\n", arVIP, arBuckets, r.window)
-	if strategy == forwarding.StrategyCheetah {
+	if keys {
 		vip = fmt.Sprintf("  - {vip: %s, buckets: %d, chain_window: %s, cheetah: {current: %d, keys: [%s, %s]}}\n",
 			arVIP, arBuckets, r.window, arKeys.Current, arKeys.Keys[0], arKeys.Keys[1])
 	}
 	if err := os.WriteFile(r.cfg, []byte("interface: eth0\nserver_id: 1030\ntrusted: [198.18.0.0/24]\nmptcp: false\napi: \"off\"\nvips:\n"+vip), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return r
 }
 
 // newRestartRig makes the namespaces, the links and the services.
@@ -498,6 +506,12 @@ func testAgentRestart(t *testing.T, strategy forwarding.Strategy) {
 		}
 	}
 
+	if strategy == forwarding.StrategyCheetah {
+		// The next agents get no keys from their file: they must write
+		// cookies with the keys pinned by the first one (where the
+		// controller's pushes land too).
+		r.writeAgentConfig(t, false)
+	}
 	echo, stream := load.takeLongest()
 	t.Logf("%s, no restart: longest pause of a connection %v (echo, a line every 2 ms), %v (download)", strategy, echo.Round(time.Millisecond), stream.Round(time.Millisecond))
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
@@ -531,6 +545,9 @@ func testAgentRestart(t *testing.T, strategy forwarding.Strategy) {
 			t.Fatal(err)
 		}
 		t.Logf("mux cheetah counters: %v", c)
+		if c["bad_cookie"] != 0 {
+			t.Errorf("the mux dropped %d segments as bad cookies: a server sent a timestamp without its cookie", c["bad_cookie"])
+		}
 	}
 
 	// The explicit uninstall: refused while an agent runs, then complete.
