@@ -58,6 +58,11 @@ const salvageTries = 8
 // A new controller calls it for every instance when elected, and the
 // elected controller whenever the ring is damaged or differs from what it
 // published. Only the instance's configuration must be readable.
+//
+// An incarnation read from the store more than MaxIncarnationLead ahead of
+// opts.Now is damage: reported, neither loaded nor salvaged, never a floor.
+// A resync that would lead the clock by more than that is refused
+// (ErrIncarnationAhead) and nothing is written.
 func Repair(ctx context.Context, st store.Store, k Keys, opts WriterOptions, floor Pair, known *forwarding.Table) (*Writer, RepairReport, error) {
 	opts.fill(st)
 	var r RepairReport
