@@ -118,7 +118,9 @@ type damageHarness struct {
 }
 
 // now is the controller's clock.
-func (h *damageHarness) now() time.Time { return time.Now().Add(time.Duration(h.skew.Load()) * time.Second) }
+func (h *damageHarness) now() time.Time {
+	return time.Now().Add(time.Duration(h.skew.Load()) * time.Second)
+}
 
 // backends runs f on embedded etcd and on a ZooKeeper server process, each
 // with its own controller client and mux client.
