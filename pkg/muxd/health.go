@@ -198,7 +198,7 @@ func (h *health) observe(name string, latest []byte, err error) {
 		in.refusingSince, in.refusedTooLong = time.Time{}, false
 	} else if in.refusingSince.IsZero() {
 		in.refusingSince = now
-		h.log.Info("the store names an older state than this mux runs: refused, waiting for the controller to publish a newer one",
+		h.log.Debug("the store names an older state than this mux runs: refused, waiting for the controller to publish a newer one",
 			"instance", name, "running", applied.String(), "store_latest", in.latest.String())
 	}
 	if refusing && !in.refusedTooLong && now.Sub(in.refusingSince) >= h.opts.RefusedBehindAfter {
