@@ -62,8 +62,9 @@ func nextIncarnation(now time.Time, known uint32) (uint32, error) {
 	case limit > math.MaxUint32:
 		return 0, fmt.Errorf("%w: the clock (%s) is past what a 32-bit incarnation can count", ErrIncarnationAhead, now.UTC().Format(time.RFC3339))
 	case n > limit:
-		return 0, fmt.Errorf("%w: the next incarnation would be %d, %d s ahead of this controller's clock (bound %v): "+
-			"it waits for its clock to reach incarnation %d it published (or a predecessor did); is the clock right?",
+		return 0, fmt.Errorf("%w: the next incarnation would be %d, %d s ahead of this controller's clock (bound %v), "+
+			"above incarnation %d, published by this controller or found in the store within the bound; "+
+			"nothing published, retried as the clock advances (is the clock right?)",
 			ErrIncarnationAhead, n, n-clock, MaxIncarnationLead, known)
 	}
 	return uint32(n), nil
