@@ -209,6 +209,23 @@ INLINE int chain_gue(struct __sk_buff *skb, union chain_hdr *hdr, struct iphdr *
 	return chain_send(skb, hdr, sizeof(hdr->gue), &hdr->gue.ip, IPPROTO_UDP);
 }
 
+/* The relay rule (issue 23): a packet is chained only to a previous owner
+ * inside the trusted prefixes, those whose encapsulated packets this agent
+ * accepts (every mux and server of the instance must be in them, for the
+ * chain's next server to accept what we send). The option comes from a
+ * trusted sender, but a broken or hostile one must not make servers relay
+ * client packets anywhere. The same map, one more lookup, and only on the
+ * chaining path. */
+INLINE int owner_trusted(struct iphdr *outer, void *data_end, int gue, int next)
+{
+	struct beamer_opt *opt = (void *)outer + (gue ? GUE4_LEN_PLAIN : OUTER_LEN_PLAIN);
+
+	if ((void *)(opt + 1) > data_end || next < 0 || next >= BEAMER_MAX_CHAIN)
+		return 0; /* checked before; keeps the verifier sure */
+	struct lpm_v4_key k = {.prefixlen = 32, .addr = opt->prev[next]};
+	return bpf_map_lookup_elem(&trusted_sources, &k) != NULL;
+}
+
 /* Sends the packet on to the bucket's previous owner prev[next]: the outer
  * header now goes from us to it, with hop = next + 1, so that it, and every
  * server after it, only looks further down the list. The caller checked
@@ -220,6 +237,8 @@ INLINE int chain(struct __sk_buff *skb, struct iphdr *outer, void *data_end, int
 
 	if (next < 0 || next >= BEAMER_MAX_CHAIN)
 		return drop(AGENT_DROP_CHAIN_FAILED);
+	if (!owner_trusted(outer, data_end, gue, next))
+		return drop(AGENT_DROP_UNTRUSTED_OWNER);
 	if (gue)
 		return chain_gue(skb, &hdr, outer, data_end, next);
 	__builtin_memcpy(&hdr, outer, OUTER_LEN_MAX);
@@ -282,6 +301,10 @@ int beamer_agent(struct __sk_buff *skb)
 	if (!bpf_map_lookup_elem(&trusted_sources, &src))
 		return drop(AGENT_DROP_UNTRUSTED);
 
+	/* Before any field of it is believed (issue 23): a corrupted
+	 * previous owner must not become a valid packet to a wrong address. */
+	if (ipv4_csum_wrong(outer, data_end))
+		return drop(AGENT_DROP_BAD_CHECKSUM);
 	__u32 avail = skb->len - sizeof(struct ethhdr);
 	if (outer->version != 4)
 		return drop(AGENT_DROP_BAD_HEADER);
@@ -304,6 +327,17 @@ int beamer_agent(struct __sk_buff *skb)
 			return drop(AGENT_DROP_BAD_HEADER);
 		if (outer_len < GUE4_LEN_PLAIN || outer_len > GUE4_LEN_MAX)
 			return drop(AGENT_DROP_BAD_OPTION);
+		if (udp->check) {
+			/* Rare (muxes and agents send 0): verified over the
+			 * whole packet, pulled in, so the headers move. */
+			if (!gue_udp_csum_ok(skb, 0))
+				return drop(AGENT_DROP_BAD_UDP_CHECKSUM);
+			data = (void *)(long)skb->data;
+			data_end = (void *)(long)skb->data_end;
+			outer = ipv4_after_eth(data, data_end);
+			if (!outer)
+				return drop(AGENT_DROP_TRUNCATED);
+		}
 		if (outer_len > GUE4_LEN_PLAIN) {
 			opt = (void *)outer + GUE4_LEN_PLAIN;
 			if ((void *)(opt + 1) > data_end)

@@ -233,6 +233,8 @@ int beamer_mux(struct xdp_md *ctx)
 		switch (icmp_classify(ip, data_end, &f)) {
 		case ICMP_KIND_ECHO:
 			if (vip->flags & VIP_F_ECHO_ANSWER) {
+				if (!icmp_csum_ok(ip, data_end))
+					return drop(MUX_DROP_ICMP_BAD_CHECKSUM);
 				mux_count(MUX_ICMP_ECHO_ANSWERED);
 				return xdp_echo_reply(ctx);
 			}

@@ -95,7 +95,8 @@ INLINE enum locality locality6(struct __sk_buff *skb, struct ipv6hdr *ip6, const
 
 /* Chains the packet to prev[next] in GUE over IPv6: outer source us,
  * destination the previous owner, hop limit reset, hop = next + 1; the UDP
- * source port (the flow's entropy) and checksum (0) stay. */
+ * source port (the flow's entropy) stays, the UDP checksum becomes 0
+ * (a nonzero one was verified, but no longer covers what changed). */
 INLINE int chain6(struct __sk_buff *skb, void *outer, int next)
 {
 	/* What changes: the IPv6 header, and the private data's first word
@@ -118,6 +119,7 @@ INLINE int chain6(struct __sk_buff *skb, void *outer, int next)
 	__builtin_memcpy(&hdr.ip.daddr, outer + GUE6_LEN_OPT + 16 * (next & 7), 16);
 	hdr.ip.hop_limit = BEAMER_OUTER_TTL;
 	hdr.hop = next + 1;
+	hdr.udp.check = 0; /* as the mux sends it: the addresses and hop changed (RFC 6935) */
 
 	struct bpf_fib_lookup fib = {};
 	fib.family = AF_INET6;
@@ -187,6 +189,20 @@ int beamer_agent6(struct __sk_buff *skb)
 		return drop(AGENT_DROP_TRUNCATED);
 	if (bpf_ntohs(udp->len) != outer_tot - sizeof(*outer))
 		return drop(AGENT_DROP_BAD_HEADER);
+	if (udp->check) {
+		/* Rare (muxes and agents send 0): verified over the whole
+		 * packet, pulled in, so the headers move (issue 23). */
+		if (!gue_udp_csum_ok(skb, 1))
+			return drop(AGENT_DROP_BAD_UDP_CHECKSUM);
+		data = (void *)(long)skb->data;
+		data_end = (void *)(long)skb->data_end;
+		outer = ipv6_after_eth(data, data_end);
+		if (!outer)
+			return drop(AGENT_DROP_TRUNCATED);
+		udp = (void *)(outer + 1);
+		if ((void *)(udp + 1) > data_end)
+			return drop(AGENT_DROP_TRUNCATED);
+	}
 	struct guehdr *g = (void *)(udp + 1);
 	if ((void *)(g + 1) > data_end)
 		return drop(AGENT_DROP_TRUNCATED);
@@ -283,8 +299,16 @@ int beamer_agent6(struct __sk_buff *skb)
 	default:
 		break;
 	}
-	if (chainable)
+	if (chainable) {
+		/* The relay rule (agent.c owner_trusted), for IPv6. */
+		struct lpm_v6_key owner = {.prefixlen = 128};
+		if (next < 0 || next >= BEAMER_MAX_CHAIN || (void *)opt->prev[next] + 16 > data_end)
+			return drop(AGENT_DROP_CHAIN_FAILED);
+		__builtin_memcpy(owner.addr, opt->prev[next], 16);
+		if (!bpf_map_lookup_elem(&trusted_sources6, &owner))
+			return drop(AGENT_DROP_UNTRUSTED_OWNER);
 		return chain6(skb, outer, next);
+	}
 	return drop(AGENT_DROP_STALE_GENERATION);
 }
 

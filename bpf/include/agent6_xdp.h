@@ -61,6 +61,8 @@ int beamer_agent6_xdp(struct xdp_md *ctx)
 	if (outer->version != 6 || (void *)outer + outer_tot > data_end ||
 	    bpf_ntohs(udp->len) != outer_tot - sizeof(*outer))
 		return XDP_PASS;
+	if (udp->check)
+		return XDP_PASS; /* verified over the whole packet in tc */
 	struct guehdr *g = (void *)(udp + 1);
 	if ((void *)outer + GUE6_LEN_OPT > data_end)
 		return XDP_PASS; /* shorter than any TCP packet worth decapsulating */

@@ -15,7 +15,8 @@
  *     could take it (no chaining possible, so no socket lookup needed);
  *
  * with every check of the tc path passed (trusted source, outer and inner
- * headers, option, known VIP). Everything else — a newer generation (which
+ * headers, the outer header's checksum, option, known VIP) and a GUE UDP
+ * checksum of 0 (a nonzero one is verified in tc). Everything else — a newer generation (which
  * must be remembered), an older one (socket lookup, maybe a drop), a
  * chainable packet (clock, window, redirect), Cheetah VIPs (their echo is
  * rewritten), other protocols, anything malformed or untrusted — goes on
@@ -76,6 +77,10 @@ INLINE int agent_xdp4(struct xdp_md *ctx)
 	if (!bpf_map_lookup_elem(&trusted_sources, &src))
 		return XDP_PASS;
 	if (outer->version != 4 || (outer->frag_off & bpf_htons(IP_MF | IP_OFFSET)))
+		return XDP_PASS;
+	/* A wrong header checksum, or a nonzero UDP checksum (verified over
+	 * the whole packet): the tc path drops and counts, or verifies. */
+	if (ipv4_csum_wrong(outer, data_end) || (udp && udp->check))
 		return XDP_PASS;
 	/* The tc path's checks, in the same order; any failure is its to count. */
 	__u16 outer_tot = bpf_ntohs(outer->tot_len);

@@ -9,8 +9,10 @@
 #ifndef BEAMER_GUE_AGENT_H
 #define BEAMER_GUE_AGENT_H
 
+#include <linux/ipv6.h>
 #include "defs.h"
 #include "gue.h"
+#include "csum.h"
 
 /* gue_ports[port] != 0: UDP to this server's address on port (host order)
  * is GUE from a mux or a fellow server (pkg/dataplane AgentOptions.GUEPorts;
@@ -71,6 +73,41 @@ INLINE int gue4_parse(struct iphdr *outer, struct udphdr *udp, void *data_end, _
 	if (priv < BEAMER_OPT_FIXED || priv > BEAMER_OPT_MAX)
 		return -GUE_BAD_OPTION;
 	return GUE4_LEN_PLAIN + priv;
+}
+
+/* Is a GUE packet's nonzero UDP checksum right (issue 23)? Over the
+ * pseudo-header of the outer IPv4 (20 bytes) or IPv6 header, the UDP
+ * header and the udp->len bytes from it, which the caller checked against
+ * the outer total length. Pulls the whole packet into the linear data:
+ * every packet pointer of the caller is invalid afterwards. 0 when it is
+ * wrong, or cannot be verified (longer than CSUM_MAX_BYTES: the muxes and
+ * agents send 0, never such a checksum). */
+INLINE int gue_udp_csum_ok(struct __sk_buff *skb, const int ipv6)
+{
+	if (bpf_skb_pull_data(skb, skb->len))
+		return 0;
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	struct udphdr *udp;
+	__u64 sum;
+
+	if (ipv6) {
+		struct ipv6hdr *ip6 = data + sizeof(struct ethhdr);
+		udp = (void *)(ip6 + 1);
+		if ((void *)(udp + 1) > data_end)
+			return 0;
+		sum = csum_addr(ip6->saddr.in6_u.u6_addr32, 4) + csum_addr(ip6->daddr.in6_u.u6_addr32, 4);
+	} else {
+		struct iphdr *ip = data + sizeof(struct ethhdr);
+		udp = (void *)(ip + 1);
+		if ((void *)(udp + 1) > data_end)
+			return 0;
+		sum = csum_addr(&ip->saddr, 1) + csum_addr(&ip->daddr, 1);
+	}
+	/* The pseudo-header's protocol and length words, in memory order. */
+	sum += bpf_htons(IPPROTO_UDP) + udp->len;
+	__s64 s = csum_add_bytes(udp, data_end, bpf_ntohs(udp->len), sum);
+	return s >= 0 && csum_fold64((__u64)s) == 0;
 }
 
 #endif

@@ -13,8 +13,9 @@
  * option, so the agents daisy-chain it to the server holding the
  * connection (bpf/agent.c looks up the quoted connection's socket).
  *
- * Echo requests (type 8) are answered by the mux, passed to the mux host's
- * stack or dropped, by the instance's policy (vip_info.flags). Every other
+ * Echo requests (type 8) are answered by the mux (only those whose ICMP
+ * checksum is right), passed to the mux host's stack or dropped, by the
+ * instance's policy (vip_info.flags). Every other
  * ICMP message to a VIP is dropped. Each outcome has its counter.
  */
 #ifndef BEAMER_ICMP_STEER_H
@@ -76,6 +77,20 @@ INLINE enum icmp_kind icmp_classify(struct iphdr *ip, void *data_end, struct flo
 	f->tcp_flags = 0;
 	f->l4_off = sizeof(*ip) + sizeof(*icmp) + sizeof(*q);
 	return ICMP_KIND_FRAG_NEEDED;
+}
+
+/* Is an ICMP message's checksum right (issue 23)? Over the tot_len - 20
+ * bytes after the validated 20-byte IPv4 header ip (check_ipv4_plain put
+ * tot_len within the packet). An echo request with a wrong one is not
+ * answered: the reply would carry it on. */
+INLINE int icmp_csum_ok(struct iphdr *ip, void *data_end)
+{
+	__u32 len = bpf_ntohs(ip->tot_len);
+
+	if (len < sizeof(*ip))
+		return 0;
+	__s64 s = csum_add_bytes(ip + 1, data_end, len - sizeof(*ip), 0);
+	return s >= 0 && csum_fold64((__u64)s) == 0;
 }
 
 /* Turns an echo request into its reply in place and sends it back the way

@@ -209,6 +209,23 @@ INLINE int xdp_echo6_reply(struct xdp_md *ctx)
 	return XDP_TX;
 }
 
+/* Is an ICMPv6 message's checksum right (issue 23)? Over the pseudo-header
+ * (addresses, upper-layer length, next header 58) and the message at l4_off
+ * from ip6 to the end of the payload. An echo request with a wrong one is
+ * not answered. */
+INLINE int icmp6_csum_ok(struct ipv6hdr *ip6, void *data_end, __u32 l4_off)
+{
+	__u32 end = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);
+
+	if (l4_off < sizeof(*ip6) || l4_off > 512 || end < l4_off)
+		return 0;
+	__u32 len = end - l4_off;
+	__u64 sum = csum_addr(ip6->saddr.in6_u.u6_addr32, 4) + csum_addr(ip6->daddr.in6_u.u6_addr32, 4) +
+		    bpf_htonl(len) + bpf_htonl(IPPROTO_ICMPV6);
+	__s64 s = csum_add_bytes((void *)ip6 + l4_off, data_end, len, sum);
+	return s >= 0 && csum_fold64((__u64)s) == 0;
+}
+
 /* An ICMPv6 message to an IPv6 VIP: an echo request by the VIP's policy
  * (an XDP action), a Packet Too Big to be steered as its quoted
  * connection's packet (-1, f filled), anything else dropped. */
@@ -226,6 +243,8 @@ INLINE int mux6_icmp(struct xdp_md *ctx, const struct vip_info *vip, struct ipv6
 		return drop(MUX_DROP_ICMP);
 	}
 	if (vip->flags & VIP_F_ECHO_ANSWER) {
+		if (!icmp6_csum_ok(ip6, data_end, f->l4_off))
+			return drop(MUX_DROP_ICMP_BAD_CHECKSUM);
 		mux_count(MUX_ICMP_ECHO_ANSWERED);
 		return xdp_echo6_reply(ctx);
 	}

@@ -198,6 +198,7 @@ enum mux_counter {
 	MUX_DROP_ENCAP6,         /* IPv6 VIP whose record names no GUE encapsulation (IPv6 outer is GUE only) */
 	MUX_FWD_IPV6,            /* of the verdicts: an IPv6 packet, sent in GUE over IPv6 (bpf/include/mux6.h) */
 	MUX_FWD_GUE,             /* of the verdicts: sent in GUE (the VIP's encap, bpf/include/gue.h) */
+	MUX_DROP_ICMP_BAD_CHECKSUM, /* echo request to answer whose ICMP checksum is wrong: not answered */
 	MUX_COUNTER_MAX,
 };
 

@@ -132,9 +132,14 @@ func listInstances(ctx context.Context, st store.Store, root string) ([]string, 
 // deletes what an interrupted create or delete left behind (a tree with no
 // config) and reconciles every instance, rolling interrupted operations
 // forward. It goes on past a failing instance and reports all failures.
+//
+// A Controller lives for one leadership (New after each election): each
+// instance begins this leadership's incarnation on its first use, whether
+// that is here or earlier (the holds' priming before Recover), and only
+// once — a second "first use" would publish a second incarnation, and
+// every mux would load its whole table twice per failover.
 func (c *Controller) Recover(ctx context.Context) error {
 	c.cache = map[string]*instance{}
-	c.started = map[string]bool{} // a new leadership: new incarnations
 	names, err := c.st.Children(ctx, ring.InstancesKey(c.root))
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,6 +113,13 @@ type damageHarness struct {
 	fol   *ring.Follower
 	logMu sync.Mutex
 	logs  []string
+	// skew moves the controller's clock (seconds); 0: the real clock.
+	skew atomic.Int64
+}
+
+// now is the controller's clock.
+func (h *damageHarness) now() time.Time {
+	return time.Now().Add(time.Duration(h.skew.Load()) * time.Second)
 }
 
 // backends runs f on embedded etcd and on a ZooKeeper server process, each
@@ -140,7 +148,7 @@ func newDamageHarness(t *testing.T, open func() store.Store, dips int) *damageHa
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		Run(ctx, ctl, h.root, RunOptions{Identity: "ctl-test", ReconcileEvery: time.Hour, VerifyEvery: 200 * time.Millisecond,
+		Run(ctx, ctl, h.root, RunOptions{Options: Options{Now: h.now}, Identity: "ctl-test", ReconcileEvery: time.Hour, VerifyEvery: 200 * time.Millisecond,
 			Logf: func(format string, a ...any) {
 				h.logMu.Lock()
 				h.logs = append(h.logs, fmt.Sprintf(format, a...))

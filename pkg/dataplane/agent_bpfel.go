@@ -46,7 +46,10 @@ const (
 	agentAgentCounterAGENT_GUE                   agentAgentCounter = 27
 	agentAgentCounterAGENT_IPV6                  agentAgentCounter = 28
 	agentAgentCounterAGENT_DROP_EXT_HEADERS      agentAgentCounter = 29
-	agentAgentCounterAGENT_COUNTER_MAX           agentAgentCounter = 30
+	agentAgentCounterAGENT_DROP_BAD_CHECKSUM     agentAgentCounter = 30
+	agentAgentCounterAGENT_DROP_BAD_UDP_CHECKSUM agentAgentCounter = 31
+	agentAgentCounterAGENT_DROP_UNTRUSTED_OWNER  agentAgentCounter = 32
+	agentAgentCounterAGENT_COUNTER_MAX           agentAgentCounter = 33
 )
 
 type agentAgentVip struct {

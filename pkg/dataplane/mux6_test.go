@@ -267,6 +267,7 @@ func TestMux6Paths(t *testing.T) {
 		{"through the gateway, fits", fits, "tx", "fwd_bucket", nil},
 		{"too big once encapsulated", big, "tx", "icmp_too_big", nil},
 		{"echo request answered", echo, "tx", "icmp_echo_answered", nil},
+		{"echo request with a wrong checksum not answered (issue 23)", with(echo, 57, echo[57]^0x01), "drop", "drop_icmp_bad_checksum", nil},
 		{"packet too big quoting garbage", ptb, "drop", "drop_icmp", nil},
 		{"packet too big steered as the quoted connection", steered, "tx", "fwd_icmp_frag_needed",
 			gue6Out(steered, f1, 1026, true, []forwarding.ServerID{1025, 1027}, 0, mux6Changed)},

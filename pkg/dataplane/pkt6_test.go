@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/beamer-lb/beamer/pkg/netlab"
-	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 )
 
 // ext6 is one IPv6 extension header of a test packet: its type and its
@@ -102,12 +100,10 @@ func (p pkt6) frame() []byte {
 // detection, which would leave it tentative and a bind to it refused).
 func addAddr6(t testing.TB, ns *netlab.Namespace, dev string, p netip.Prefix) {
 	t.Helper()
-	l, err := ns.Netlink().LinkByName(dev)
-	must(t, err)
-	a, err := netlink.ParseAddr(p.String())
-	must(t, err)
-	a.Flags = unix.IFA_F_NODAD
-	must(t, ns.Netlink().AddrAdd(l, a))
+	// netlab's AddAddr skips duplicate address detection and waits for the
+	// local route: without that wait a connect right after the add can
+	// fail with "network is unreachable" on a busy machine.
+	must(t, ns.AddAddr(dev, p))
 }
 
 // ptb6 is an ICMPv6 Packet Too Big from router to `to` quoting the first

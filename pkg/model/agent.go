@@ -102,6 +102,24 @@ func gueOuter(outer []byte, outerTot int) (int, *wire.Option, string) {
 	return wire.GUEPlain4 + priv, &o, ""
 }
 
+// CsumMaxBytes mirrors CSUM_MAX_BYTES (bpf/include/csum.h): the most
+// bytes a checksum is verified over; longer is refused as unverifiable.
+const CsumMaxBytes = 4096
+
+// gueUDPChecksumOK mirrors gue_udp_csum_ok: a UDP checksum of 0 is none;
+// any other must be right over the pseudo-header and the datagram (the
+// outer IPv4 packet's bytes after its 20-byte header).
+func gueUDPChecksumOK(outer []byte) bool {
+	udp := outer[20:]
+	if binary.BigEndian.Uint16(udp[6:]) == 0 {
+		return true
+	}
+	if len(udp) > CsumMaxBytes {
+		return false
+	}
+	return wire.PseudoChecksum(netip.AddrFrom4([4]byte(outer[12:16])), netip.AddrFrom4([4]byte(outer[16:20])), wire.ProtoUDP, udp) == 0
+}
+
 // Rotate starts a new memory period (pkg/dataplane Agent.Rotate).
 func (a *Agent) Rotate() {
 	a.Cur ^= 1
@@ -147,6 +165,11 @@ func (a *Agent) Process(frame []byte) Result {
 	if !a.trusted(netip.AddrFrom4([4]byte(outer[12:16]))) {
 		return drop("drop_untrusted")
 	}
+	// The outer header's checksum, before any field of it is believed
+	// (ipv4_csum_wrong); a header too short or cut off is judged below.
+	if hl := int(outer[0]&0x0f) * 4; hl >= 20 && hl <= len(outer) && wire.Checksum(outer[:hl]) != 0 {
+		return drop("drop_bad_checksum")
+	}
 	if outer[0]>>4 != 4 {
 		return drop("drop_bad_header")
 	}
@@ -164,6 +187,9 @@ func (a *Agent) Process(frame []byte) Result {
 		var c string
 		if outerLen, opt, c = gueOuter(outer, outerTot); c != "" {
 			return drop(c)
+		}
+		if !gueUDPChecksumOK(outer[:outerTot]) {
+			return drop("drop_bad_udp_checksum")
 		}
 	case outerLen > wire.OuterPlain:
 		if len(outer) < wire.OuterMax {
@@ -305,6 +331,11 @@ func (a *Agent) Process(frame []byte) Result {
 // with hop next+1.
 func (a *Agent) chain(frame []byte, outerLen int, opt *wire.Option, next int, gue bool) Result {
 	to := opt.Prev[next]
+	// The relay rule (owner_trusted): only to a previous owner inside the
+	// trusted prefixes.
+	if !a.trusted(to) {
+		return drop("drop_untrusted_owner")
+	}
 	nh := a.NextHops(to)
 	if nh.Result != "tx" && nh.Result != "redirect" && nh.Result != "no_neigh" {
 		return drop("drop_chain_no_route")

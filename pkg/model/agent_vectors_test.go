@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"net"
 	"net/netip"
@@ -38,7 +39,8 @@ func agentScenario() (wiretest.AgentScenario, []wiretest.PacketCase) {
 			{VIP: vip, Buckets: 16, Window: 240},
 			{VIP: vip2, Buckets: 8, Window: 0},
 		},
-		Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
+		// The second prefix: trusted servers the agent has no route to.
+		Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24"), netip.MustParsePrefix("198.19.250.0/24")},
 		Sockets: []wiretest.SocketVector{
 			{Kind: "listen", Local: netip.AddrPortFrom(vip, 80)},
 			{Kind: "listen", Local: netip.AddrPortFrom(vip2, 80)},
@@ -75,6 +77,16 @@ func agentScenario() (wiretest.AgentScenario, []wiretest.PacketCase) {
 	inc := func(o *wire.Option, i uint32) *wire.Option { o.Incarnation = i; return o }
 	fromMux := func(inner []byte, o *wire.Option) string { return frame(enc(muxAddr, serverB, inner, o)) }
 	with := func(b []byte, f func([]byte)) []byte { c := append([]byte(nil), b...); f(c); return c }
+	// withOuter edits an outer IPv4 header and puts its checksum right
+	// again, so that the edit is what the agent judges.
+	withOuter := func(b []byte, f func([]byte)) []byte {
+		c := with(b, f)
+		if hl := int(c[0]&0x0f) * 4; hl >= 20 && hl <= len(c) {
+			c[10], c[11] = 0, 0
+			binary.BigEndian.PutUint16(c[10:], wire.Checksum(c[:hl]))
+		}
+		return c
+	}
 	stray := seg(vip, 42000, 80, wiretest.ACK).IPv4()  // mid-connection packet unknown to B
 	stray2 := seg(vip, 42001, 80, wiretest.ACK).IPv4() // another one
 	stray3 := seg(vip, 42002, 80, wiretest.ACK).IPv4() // and another
@@ -163,12 +175,12 @@ func agentScenario() (wiretest.AgentScenario, []wiretest.PacketCase) {
 		{Name: "a mux still on the older incarnation is stale", Input: fromMux(stray3, opt(none, 0, 7, 0))},
 		{Name: "newer incarnation's next generation is the newest", Input: fromMux(stray3, inc(opt(none, 0, 2, 0), inc2))},
 		{Name: "hop past the list is a bad option", Input: fromMux(stray, opt(A, open, 6, 2))},
-		{Name: "option length that disagrees with the header length is dropped", Input: frame(with(enc(muxAddr, serverB, stray, opt(A, open, 6, 0)), func(b []byte) { b[21] = 16 }))},
-		{Name: "unknown option type is dropped", Input: frame(with(enc(muxAddr, serverB, stray, opt(A, open, 6, 0)), func(b []byte) { b[20] = 0x44 }))},
-		{Name: "outer header of 24 bytes is dropped", Input: frame(with(enc(muxAddr, serverB, stray, opt(A, open, 6, 0)), func(b []byte) { b[0] = 0x46 }))},
-		{Name: "outer header claiming 60 bytes over a 40-byte option is dropped", Input: frame(with(enc(muxAddr, serverB, stray, opt(A, open, 6, 0)), func(b []byte) { b[0] = 0x4f }))},
-		{Name: "outer fragment is dropped", Input: frame(with(enc(muxAddr, serverB, stray, opt(A, open, 6, 0)), func(b []byte) { b[6] = 0x20 }))},
-		{Name: "outer total length beyond packet is dropped", Input: frame(with(enc(muxAddr, serverB, stray, opt(A, open, 6, 0)), func(b []byte) { b[2], b[3] = 0x05, 0xdc }))},
+		{Name: "option length that disagrees with the header length is dropped", Input: frame(withOuter(enc(muxAddr, serverB, stray, opt(A, open, 6, 0)), func(b []byte) { b[21] = 16 }))},
+		{Name: "unknown option type is dropped", Input: frame(withOuter(enc(muxAddr, serverB, stray, opt(A, open, 6, 0)), func(b []byte) { b[20] = 0x44 }))},
+		{Name: "outer header of 24 bytes is dropped", Input: frame(withOuter(enc(muxAddr, serverB, stray, opt(A, open, 6, 0)), func(b []byte) { b[0] = 0x46 }))},
+		{Name: "outer header claiming 60 bytes over a 40-byte option is dropped", Input: frame(withOuter(enc(muxAddr, serverB, stray, opt(A, open, 6, 0)), func(b []byte) { b[0] = 0x4f }))},
+		{Name: "outer fragment is dropped", Input: frame(withOuter(enc(muxAddr, serverB, stray, opt(A, open, 6, 0)), func(b []byte) { b[6] = 0x20 }))},
+		{Name: "outer total length beyond packet is dropped", Input: frame(withOuter(enc(muxAddr, serverB, stray, opt(A, open, 6, 0)), func(b []byte) { b[2], b[3] = 0x05, 0xdc }))},
 		{Name: "inner protocol neither tcp, udp nor icmp is dropped", Input: fromMux(with(stray, func(b []byte) { b[9] = 47 }), opt(A, open, 6, 0))},
 		// Issue 17: UDP and ICMP.
 		{Name: "udp of a socket connected to the client is kept", Input: fromMux(dgram(41005), latest(udpOpt(A, open, 6, 0)))},
@@ -185,6 +197,16 @@ func agentScenario() (wiretest.AgentScenario, []wiretest.PacketCase) {
 		{Name: "inner ip options are dropped", Input: fromMux(with(stray, func(b []byte) { b[0] = 0x46 }), opt(A, open, 6, 0))},
 		{Name: "inner tcp cut short is dropped", Input: fromMux(with(stray, func(b []byte) { b[32] = 0xf0 }), opt(A, open, 6, 0))},
 		{Name: "unknown vip is dropped", Input: fromMux(seg(netip.MustParseAddr("198.18.100.77"), 42000, 80, wiretest.ACK).IPv4(), opt(A, open, 6, 0))},
+		// Issue 23: packet checks. At the newest state, so that nothing
+		// before them is moved by them.
+		{Name: "wrong outer checksum on a packet to chain is dropped", Input: frame(with(enc(muxAddr, serverB, stray2, latest(opt(A, open, 6, 0))), func(b []byte) { b[10] ^= 0x40 }))},
+		{Name: "wrong outer checksum on a syn to keep is dropped", Input: frame(with(enc(muxAddr, serverB, seg(vip, 42011, 80, wiretest.SYN).IPv4(), latest(opt(A, open, 6, 0))), func(b []byte) { b[10] ^= 0x40 }))},
+		{Name: "wrong outer checksum on a packet for the stack is dropped", Input: frame(with(enc(muxAddr, serverB, seg(vip, 41000, 80, wiretest.ACK).IPv4(), latest(opt(none, 0, 6, 0))), func(b []byte) { b[10] ^= 0x40 }))},
+		{Name: "wrong checksum of an outer header without option is dropped", Input: frame(with(enc(muxAddr, serverB, seg(vip, 41001, 1026, wiretest.ACK).IPv4(), nil), func(b []byte) { b[10] ^= 0x40 }))},
+		{Name: "corrupted previous owner (checksum now wrong) is not chained to", Input: frame(with(enc(muxAddr, serverB, stray2, latest(opt(A, open, 6, 0))), func(b []byte) { b[39] ^= 0x80 }))},
+		{Name: "previous owner outside the trusted prefixes is not chained to", Input: fromMux(stray2, latest(opt(addrs(netip.MustParseAddr("198.19.200.200")), open, 6, 0)))},
+		{Name: "untrusted previous owner after this server is not chained to either", Input: fromMux(stray2, latest(opt(addrs(serverB, netip.MustParseAddr("203.0.113.9")), open, 6, 0)))},
+		{Name: "previous owner in the second trusted prefix passes the relay rule (no route to it here)", Input: fromMux(stray2, latest(opt(addrs(netip.MustParseAddr("198.19.250.1")), open, 6, 0)))},
 	}
 	return s, cases
 }

@@ -38,6 +38,11 @@ func toGUE(frame []byte, port uint16) ([]byte, bool) {
 	if len(frame) < 34 || frame[14+9] != wire.ProtoIPIP {
 		return nil, false
 	}
+	// A wrong outer checksum is IP-in-IP's own case (GUE's below): a
+	// re-encapsulated copy would carry a right one.
+	if hl := int(frame[14]&0x0f) * 4; hl < 20 || len(frame) < 14+hl || wire.Checksum(frame[14:14+hl]) != 0 {
+		return nil, false
+	}
 	o, err := wire.Decapsulate(frame[14:])
 	if err != nil || len(o.Inner) < 24 {
 		return nil, false
@@ -76,10 +81,32 @@ func gueAgentScenario() (wiretest.AgentScenario, []wiretest.PacketCase) {
 		}
 		cases = append(cases, wiretest.PacketCase{Name: "gue: " + c.Name, Input: hex.EncodeToString(g)})
 	}
-	with := func(f func([]byte)) string {
+	// raw edits the outer packet as it is; with puts the outer IPv4
+	// header's checksum right again after the edit (issue 23: a wrong one
+	// is a case of its own).
+	raw := func(f func([]byte)) string {
 		c := append([]byte(nil), stray...)
 		f(c[14:])
 		return hex.EncodeToString(c)
+	}
+	with := func(f func([]byte)) string {
+		return raw(func(b []byte) {
+			f(b)
+			if b[0] == 0x45 {
+				b[10], b[11] = 0, 0
+				binary.BigEndian.PutUint16(b[10:], wire.Checksum(b[:20]))
+			}
+		})
+	}
+	// udpSum writes the right UDP checksum (never 0: 0xffff then).
+	udpSum := func(b []byte) {
+		b[26], b[27] = 0, 0
+		tot := int(binary.BigEndian.Uint16(b[2:]))
+		c := wire.PseudoChecksum(netip.AddrFrom4([4]byte(b[12:16])), netip.AddrFrom4([4]byte(b[16:20])), wire.ProtoUDP, b[20:tot])
+		if c == 0 {
+			c = 0xffff
+		}
+		binary.BigEndian.PutUint16(b[26:], c)
 	}
 	port := func(p uint16) func([]byte) { return func(b []byte) { binary.BigEndian.PutUint16(b[22:], p) } }
 	cases = append(cases, []wiretest.PacketCase{
@@ -99,7 +126,11 @@ func gueAgentScenario() (wiretest.AgentScenario, []wiretest.PacketCase) {
 		{Name: "gue outer fragment is dropped", Input: with(func(b []byte) { b[6] = 0x20 })},
 		{Name: "gue from an untrusted source is dropped", Input: with(func(b []byte) { b[12] = 203 })},
 		{Name: "gue to another address passes", Input: with(func(b []byte) { b[19] = 99 })},
-		{Name: "gue with a nonzero udp checksum is accepted and chained with 0", Input: with(func(b []byte) { b[26], b[27] = 0x12, 0x34 })},
+		{Name: "gue with a wrong nonzero udp checksum is dropped", Input: raw(func(b []byte) { b[26], b[27] = 0x12, 0x34 })},
+		{Name: "gue with a right nonzero udp checksum is chained with a checksum of 0", Input: raw(udpSum)},
+		{Name: "gue whose inner packet changed under a right udp checksum is dropped", Input: raw(func(b []byte) { udpSum(b); b[len(b)-1] ^= 0x01 })},
+		{Name: "gue with a wrong outer header checksum is dropped", Input: raw(func(b []byte) { b[10] ^= 0x40 })},
+		{Name: "gue with a corrupted previous owner (outer checksum right, udp checksum wrong) is dropped", Input: raw(func(b []byte) { udpSum(b); b[39+12] ^= 0x80 })},
 	}...)
 	return s, cases
 }

@@ -88,6 +88,12 @@ func (m *Mux) Process(frame []byte) Result {
 		case icmpEcho:
 			switch vip.Instance.ICMPEcho {
 			case forwarding.EchoAnswer:
+				// icmp_csum_ok: a request with a wrong checksum
+				// (or too long to verify) is not answered.
+				tot := int(binary.BigEndian.Uint16(ip[2:]))
+				if tot-20 > CsumMaxBytes || wire.Checksum(ip[20:tot]) != 0 {
+					return drop("drop_icmp_bad_checksum")
+				}
 				return Result{Action: TX, Counter: "icmp_echo_answered", Output: echoReply(frame)}
 			case forwarding.EchoPass:
 				return Result{Action: Pass, Counter: "pass_icmp_echo", Output: frame}

@@ -215,6 +215,8 @@ func muxScenario() (wiretest.MuxScenario, []wiretest.PacketCase) {
 		{Name: "quic packet too short to hold a cid goes by bucket", Input: frame(udpFor(0, 443, []byte{0x41, 0x27, 0x04}))},
 		{Name: "dns to udp 53 is not read as quic", Input: frame(udpFor(0, 53, wiretest.QUICShort(cid(1026))))},
 		{Name: "echo request answered by the mux", Input: frame(wiretest.ICMPv4(client, vip, 8, 0, [4]byte{0, 7, 0, 1}, []byte("ping ping ping")))},
+		{Name: "echo request with a wrong icmp checksum is not answered", Input: frame(badICMPChecksum(wiretest.ICMPv4(client, vip, 8, 0, [4]byte{0, 7, 0, 2}, []byte("ping ping ping"))))},
+		{Name: "echo request of odd length with a right checksum is answered", Input: frame(wiretest.ICMPv4(client, vip, 8, 0, [4]byte{0, 7, 0, 3}, []byte("ping ping pin")))},
 		{Name: "frag needed quoting a tcp reply goes where the connection's packets go", Input: frame(fragNeeded(quote(8, wire.ProtoTCP, 80, vip)))},
 		{Name: "frag needed quoting a udp reply", Input: frame(fragNeeded(quote(9, wire.ProtoUDP, 53, vip)))},
 		{Name: "frag needed quoting a reply from another address is dropped", Input: frame(fragNeeded(quote(8, wire.ProtoTCP, 80, vipMany)))},
@@ -403,4 +405,12 @@ func maglevScenario() (wiretest.MuxScenario, []wiretest.PacketCase) {
 		{Name: "its next datagram hits", Input: udp(50006, 53)},
 	}
 	return s, cases
+}
+
+// badICMPChecksum flips a bit of the ICMP checksum of an IPv4 packet
+// without options (issue 23: such an echo request is not answered).
+func badICMPChecksum(ip []byte) []byte {
+	b := append([]byte(nil), ip...)
+	b[22] ^= 0x01
+	return b
 }

@@ -29,6 +29,15 @@ type HealthOptions struct {
 	// Probe is how often the store is asked for each instance's latest
 	// generation (default 1 s).
 	Probe time.Duration
+	// WarnBehindAfter: a lag shorter than this is a generation being
+	// applied, logged at debug; one that lasts is logged as a warning
+	// (default 5 s, and at the latest when the VIPs are withdrawn).
+	WarnBehindAfter time.Duration
+	// RefusedBehindAfter: a store pair lower than the one the mux runs is
+	// refused (a rollback the controller repairs at a newer pair, within
+	// its verify period); refused this long, the mux counts as behind —
+	// metric, /healthz, log and withdrawal as above (default 20 s).
+	RefusedBehindAfter time.Duration
 }
 
 func (o *HealthOptions) fill() {
@@ -40,6 +49,12 @@ func (o *HealthOptions) fill() {
 	}
 	if o.Probe == 0 {
 		o.Probe = time.Second
+	}
+	if o.WarnBehindAfter == 0 {
+		o.WarnBehindAfter = 5 * time.Second
+	}
+	if o.RefusedBehindAfter == 0 {
+		o.RefusedBehindAfter = 20 * time.Second
 	}
 }
 
@@ -68,10 +83,13 @@ type instanceHealth struct {
 	follower *ring.Follower
 	applied  func() (ring.Pair, bool)
 
-	latest      ring.Pair // store's latest pair, when readable
-	lastSync    time.Time // last probe that found the mux current
-	behindSince time.Time // zero while current
-	withdrawn   bool
+	latest         ring.Pair // store's latest pair, when readable
+	lastSync       time.Time // last probe that found the mux current
+	behindSince    time.Time // zero while current
+	warned         bool      // the current lag was logged as a warning
+	refusingSince  time.Time // the store's pair is lower than the mux's since; zero otherwise
+	refusedTooLong bool      // the refusal outlasted RefusedBehindAfter (logged once)
+	withdrawn      bool
 }
 
 func newHealth(opts HealthOptions, log *slog.Logger) *health {
@@ -160,33 +178,71 @@ func (h *health) observe(name string, latest []byte, err error) {
 	applied, ok := in.applied()
 	failing := in.follower.Status().LastError
 	// Behind: the store's latest-gen pointer names a newer (incarnation,
-	// generation) pair than the mux runs. Lower is not "behind": a store
-	// going back is refused by the follower and repaired by the controller
-	// at a newer pair. When the pointer is unreadable, the follower's own
-	// verdict (its last round failed) stands in. A failure left over from
-	// an outage does not count while the pointer shows the mux current.
+	// generation) pair than the mux runs. When the pointer is unreadable,
+	// the follower's own verdict (its last round failed) stands in. A
+	// failure left over from an outage does not count while the pointer
+	// shows the mux current. A lower pair is refused by the follower (a
+	// store going back); the controller repairs it at a newer pair within
+	// seconds, so a refusal only makes the mux behind once it has lasted
+	// RefusedBehindAfter — and it is never "caught up" meanwhile.
 	behind := !ok
+	refusing := false
 	if p, perr := ring.ParsePointer(latest); err == nil && perr == nil {
 		in.latest = p
 		behind = behind || applied.Less(p)
+		refusing = ok && p.Less(applied)
 	} else {
 		behind = behind || failing != nil
 	}
+	if !refusing {
+		in.refusingSince, in.refusedTooLong = time.Time{}, false
+	} else if in.refusingSince.IsZero() {
+		in.refusingSince = now
+		h.log.Debug("the store names an older state than this mux runs: refused, waiting for the controller to publish a newer one",
+			"instance", name, "running", applied.String(), "store_latest", in.latest.String())
+	}
+	if refusing && !in.refusedTooLong && now.Sub(in.refusingSince) >= h.opts.RefusedBehindAfter {
+		in.refusedTooLong = true
+		h.log.Warn("instance behind the store: it has named an older state than this mux runs for too long (is a controller elected? did it publish a wrapped or rolled-back incarnation?)",
+			"instance", name, "running", applied.String(), "store_latest", in.latest.String(),
+			"refusing_for", now.Sub(in.refusingSince).Round(time.Millisecond))
+	}
+	if refusing && !in.refusedTooLong {
+		// Neither current nor (yet) behind: the state stays as it is and
+		// the sync age grows.
+		return
+	}
+	behind = behind || in.refusedTooLong
 	switch {
 	case !behind:
 		if !in.behindSince.IsZero() {
-			h.log.Info("instance caught up with the store", "instance", name, "running", applied.String(),
+			level := slog.LevelDebug // a generation applied: routine
+			if in.warned {
+				level = slog.LevelInfo
+			}
+			h.log.Log(context.Background(), level, "instance caught up with the store", "instance", name, "running", applied.String(),
 				"behind_for", now.Sub(in.behindSince).Round(time.Millisecond))
 		}
 		if in.withdrawn {
 			h.log.Info("instance's VIPs announced again", "instance", name)
 		}
-		in.behindSince, in.withdrawn, in.lastSync = time.Time{}, false, now
+		in.behindSince, in.warned, in.withdrawn, in.lastSync = time.Time{}, false, false, now
+		return
 	case in.behindSince.IsZero():
 		in.behindSince = now
-		h.log.Warn("instance behind the store", "instance", name, "running", applied.String(), "store_latest", in.latest.String(),
+		// Every ordinary generation change passes through here for the
+		// moment the mux takes to apply it.
+		h.log.Debug("instance behind the store", "instance", name, "running", applied.String(), "store_latest", in.latest.String(),
 			"follower_error", truncErr(failing))
-	case h.opts.WithdrawBehindAfter > 0 && !in.withdrawn && now.Sub(in.behindSince) >= h.opts.WithdrawBehindAfter:
+	}
+	in.warned = in.warned || in.refusedTooLong // said so above
+	withdraw := h.opts.WithdrawBehindAfter > 0 && now.Sub(in.behindSince) >= h.opts.WithdrawBehindAfter
+	if !in.warned && (withdraw || now.Sub(in.behindSince) >= h.opts.WarnBehindAfter) {
+		in.warned = true
+		h.log.Warn("instance behind the store", "instance", name, "running", applied.String(), "store_latest", in.latest.String(),
+			"behind_for", now.Sub(in.behindSince).Round(time.Millisecond), "follower_error", truncErr(failing))
+	}
+	if withdraw && !in.withdrawn {
 		in.withdrawn = true
 		h.log.Warn("instance behind the store too long: withdrawing its VIPs from BGP", "instance", name,
 			"behind_for", now.Sub(in.behindSince).Round(time.Millisecond), "running", applied.String(), "store_latest", in.latest.String())
@@ -231,9 +287,13 @@ func (h *health) degraded() error {
 	slices.Sort(names)
 	for _, n := range names {
 		in := h.instances[n]
-		if in.withdrawn {
+		switch {
+		case in.withdrawn:
 			errs = append(errs, fmt.Errorf("instance %s behind the store for %v: VIPs withdrawn from BGP", n,
 				now.Sub(in.behindSince).Round(time.Second)))
+		case in.refusedTooLong:
+			errs = append(errs, fmt.Errorf("instance %s behind the store: refusing its older state %v for %v (running a newer one)", n,
+				in.latest, now.Sub(in.refusingSince).Round(time.Second)))
 		}
 	}
 	return errors.Join(errs...)

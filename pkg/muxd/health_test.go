@@ -139,7 +139,8 @@ func TestMuxSaysWhatIsWrong(t *testing.T) {
 	var d *Daemon
 	must(t, ns.Do(func() (err error) {
 		d, err = Start(Options{Interface: "eth0", XDPMode: dataplane.XDPGeneric, PinDir: "-", StateFile: t.TempDir() + "/state.json",
-			Log: log, Health: HealthOptions{StoreDownAfter: 1500 * time.Millisecond, WithdrawBehindAfter: time.Second, Probe: 100 * time.Millisecond}})
+			Log: log, Health: HealthOptions{StoreDownAfter: 1500 * time.Millisecond, WithdrawBehindAfter: time.Second, Probe: 100 * time.Millisecond,
+				RefusedBehindAfter: 500 * time.Millisecond}})
 		return err
 	}))
 	defer ns.Do(d.Close)
@@ -179,6 +180,39 @@ func TestMuxSaysWhatIsWrong(t *testing.T) {
 		t.Fatal("router never learned the VIP")
 	}
 
+	// warnings counts the WARN lines of the log with msg starting with what.
+	warnings := func(since int, what string) int {
+		n := 0
+		for _, l := range strings.Split(logs.String()[since:], "\n") {
+			if strings.Contains(l, "level=WARN") && strings.Contains(l, `msg="`+what) {
+				n++
+			}
+		}
+		return n
+	}
+
+	t.Run("routine apply", func(t *testing.T) {
+		// Issue 28, row "normal applies on a mux": a generation the mux
+		// takes a moment to apply (its objects unreadable for 400 ms, well
+		// under the bounds) is routine, not a warning.
+		mark := len(logs.String())
+		mux.hide(uint64(gen))
+		publish()
+		waitUntil(t, "the lag seen", 10*time.Second, func() bool { return gauge("beamer_mux_behind", "web") == 1 })
+		time.Sleep(300 * time.Millisecond)
+		mux.hide(0)
+		waitUntil(t, "applied", 10*time.Second, func() bool {
+			g, _ := d.Mux().Generation("web")
+			return g == gen && gauge("beamer_mux_behind", "web") == 0
+		})
+		if n := warnings(mark, "instance behind the store"); n != 0 {
+			t.Errorf("%d warnings \"instance behind the store\" for a routine apply:\n%s", n, logs.String()[mark:])
+		}
+		if !announced() || d.Healthy() != nil {
+			t.Errorf("after a routine apply: announcing %v, health %v", d.announceVIPs(), d.Healthy())
+		}
+	})
+
 	t.Run("behind", func(t *testing.T) {
 		// The waits below are generous (a busy CI machine may stall
 		// the daemon's probe); the bound itself is checked from the
@@ -215,6 +249,50 @@ func TestMuxSaysWhatIsWrong(t *testing.T) {
 			if !strings.Contains(logs.String(), want) {
 				t.Errorf("log lacks %q", want)
 			}
+		}
+	})
+
+	t.Run("refusing", func(t *testing.T) {
+		// Issue 23, row "latest-gen = 42@4294967295": the store names a
+		// lower pair than the mux runs (here the wrapped incarnation 0 an
+		// old controller published) and nobody repairs it. The mux refuses
+		// it; past the bound it reports itself behind (metric, /healthz,
+		// log), withdraws as when behind, and never says "caught up"
+		// meanwhile. A newer incarnation brings it back.
+		inc, g, ok := d.Mux().Version("web")
+		if !ok {
+			t.Fatal("no version")
+		}
+		running := ring.Pair{Incarnation: inc, Generation: g}
+		mark := len(logs.String())
+		wrapped := []byte(ring.Pair{Incarnation: 0, Generation: g + 1}.String())
+		must(t, ctl.Commit(ctx, store.Put(k.LatestGen(), wrapped), store.Put(k.LatestBlob(), wrapped)))
+		waitUntil(t, "behind after the refusal bound", 10*time.Second, func() bool { return gauge("beamer_mux_behind", "web") == 1 })
+		waitUntil(t, "/healthz says so", 10*time.Second, func() bool {
+			err := d.Healthy()
+			return err != nil && strings.Contains(err.Error(), "instance web behind the store")
+		})
+		waitUntil(t, "VIPs withdrawn after the behind bound", 10*time.Second, func() bool { return !announced() })
+		if n := warnings(mark, "instance behind the store"); n == 0 {
+			t.Errorf("no warning while refusing:\n%s", logs.String()[mark:])
+		}
+		if strings.Contains(logs.String()[mark:], "caught up") {
+			t.Errorf("\"caught up\" logged while refusing the store:\n%s", logs.String()[mark:])
+		}
+		if v, _, _ := d.Mux().Version("web"); v != inc {
+			t.Fatalf("the mux went to incarnation %d", v)
+		}
+		w2, rep, err := ring.Repair(ctx, ctl, k, ring.WriterOptions{}, running, nil)
+		must(t, err)
+		t.Logf("repair: %v", rep)
+		w, gen = w2, w2.Pair().Generation
+		waitUntil(t, "announced again at the new incarnation", 15*time.Second, func() bool {
+			v, g, _ := d.Mux().Version("web")
+			return announced() && v == w2.Pair().Incarnation && g == gen && gauge("beamer_mux_behind", "web") == 0
+		})
+		waitUntil(t, "healthz ok again", 5*time.Second, func() bool { return d.Healthy() == nil })
+		if !strings.Contains(logs.String()[mark:], "instance caught up with the store") {
+			t.Error("catching up not logged")
 		}
 	})
 

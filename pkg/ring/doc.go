@@ -14,6 +14,8 @@
 // every repair (Repair) begins one, so a (incarnation, generation) pair is
 // never published twice with different content, and a mux never goes to a
 // lower pair nor enters another incarnation except by loading a whole blob.
+// Incarnations are 32-bit Unix seconds bounded by the clock, never wrapped
+// (incarnation.go; docs/control-plane.md, "Incarnation rules").
 //
 // Deltas and blobs are "objects": a 36-byte header (magic, format version,
 // kind, codec, resync flag, incarnation, generation, chunk count, lengths,

@@ -55,6 +55,10 @@ type FollowerOptions struct {
 	OnRefuse func(running, store Pair)
 	// OnResync, if set, is called after every whole-table load after start.
 	OnResync func(Resync)
+	// Now is the clock an incarnation is checked against (default
+	// time.Now): one more than FollowerIncarnationLead ahead of it is not
+	// loaded (ErrIncarnationAhead, an error of the round).
+	Now func() time.Time
 }
 
 // Status is a Follower's progress, for metrics and status output.
@@ -100,6 +104,9 @@ func NewFollower(st store.Store, k Keys, opts FollowerOptions) *Follower {
 	if opts.MaxBackoff == 0 {
 		opts.MaxBackoff = 10 * time.Second
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	return &Follower{st: st, k: k, opts: opts}
 }
 
@@ -111,6 +118,9 @@ func (f *Follower) Load(ctx context.Context) (*forwarding.Table, LoadStats, erro
 		if _, cerr := f.st.Get(ctx, f.k.Config()); errors.Is(cerr, store.ErrNotFound) {
 			err = fmt.Errorf("%w: %s", ErrNoInstance, f.k.Instance)
 		}
+	}
+	if err == nil {
+		err = f.checkAhead(Pair{t.Incarnation, t.Generation})
 	}
 	if err == nil {
 		f.table, f.loaded = t.Clone(), t
@@ -215,6 +225,20 @@ func (f *Follower) limits(ctx context.Context) (limits, error) {
 	return f.lim, nil
 }
 
+// checkAhead refuses a pair whose incarnation leads this mux's clock by
+// more than FollowerIncarnationLead: loaded, it would make the mux refuse
+// every later publication of the controller as a rollback
+// (docs/control-plane.md, "Incarnation rules"). It is an error, not a
+// refusal: the mux is behind the store until the controller repairs it.
+func (f *Follower) checkAhead(p Pair) error {
+	now := f.opts.Now()
+	if incarnationTrusted(p.Incarnation, now, FollowerIncarnationLead) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s names %v, incarnation %d s ahead of this mux's clock (bound %v): not loaded (damage the controller repairs, or this host's clock is wrong)",
+		ErrIncarnationAhead, f.k.Instance, p, int64(p.Incarnation)-unixClock(now), FollowerIncarnationLead)
+}
+
 // refuse keeps the current state when the store names a lower pair, and
 // reports each such pair once.
 func (f *Follower) refuse(store Pair) {
@@ -256,6 +280,9 @@ func (f *Follower) round(ctx context.Context, a Applier, rs *RoundStats) error {
 		return nil
 	}
 	f.refused = Pair{}
+	if err := f.checkAhead(p.gen); err != nil {
+		return fmt.Errorf("ring: keeping %v: %w", cur, err)
+	}
 	if p.gen.Incarnation != cur.Incarnation {
 		// Never by deltas: a new incarnation is loaded whole.
 		return f.resync(ctx, a, "new incarnation")
@@ -305,6 +332,14 @@ func (f *Follower) resync(ctx context.Context, a Applier, why string) error {
 		return err
 	}
 	from, to := f.pair(), Pair{t.Incarnation, t.Generation}
+	if err := f.checkAhead(to); err != nil {
+		if f.needReplace {
+			// The data plane's state is unknown: install again the
+			// newest table this follower had.
+			return errors.Join(err, f.replace(a, f.table))
+		}
+		return fmt.Errorf("ring: keeping %v: %w", from, err)
+	}
 	if to.Less(from) {
 		f.refuse(to)
 		if !f.needReplace {

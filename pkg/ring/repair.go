@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store"
@@ -57,6 +58,11 @@ const salvageTries = 8
 // A new controller calls it for every instance when elected, and the
 // elected controller whenever the ring is damaged or differs from what it
 // published. Only the instance's configuration must be readable.
+//
+// An incarnation read from the store more than MaxIncarnationLead ahead of
+// opts.Now is damage: reported, neither loaded nor salvaged, never a floor.
+// A resync that would lead the clock by more than that is refused
+// (ErrIncarnationAhead) and nothing is written.
 func Repair(ctx context.Context, st store.Store, k Keys, opts WriterOptions, floor Pair, known *forwarding.Table) (*Writer, RepairReport, error) {
 	opts.fill(st)
 	var r RepairReport
@@ -73,20 +79,37 @@ func Repair(ctx context.Context, st store.Store, k Keys, opts WriterOptions, flo
 
 	// The pointers, as they are.
 	var genVersion int64
+	now := opts.Now()
 	high := floor // highest pair seen anywhere
-	see := func(p Pair) {
+	raise := func(p Pair) {
 		if high.Less(p) {
 			high = p
 		}
 	}
+	// see takes a pair read from the store as a floor, unless its
+	// incarnation is beyond the clock's bound: that is damage (a bit flip,
+	// a forged write), and a floor taken from it would push every later
+	// incarnation ahead, or wrap it (docs/control-plane.md, "Incarnation
+	// rules").
+	see := func(what string, p Pair) bool {
+		if !incarnationTrusted(p.Incarnation, now, MaxIncarnationLead) {
+			note("%s names incarnation %d, more than %v ahead of the clock (%d): damage, not a floor", what, p.Incarnation, MaxIncarnationLead, unixClock(now))
+			return false
+		}
+		raise(p)
+		return true
+	}
+	// What this controller published itself is what muxes may run: always
+	// a floor.
 	if known != nil {
-		see(Pair{known.Incarnation, known.Generation})
+		raise(Pair{known.Incarnation, known.Generation})
 	}
 	ptr, perr := readPointers(ctx, st, k)
+	ptrTrusted := false
 	if perr == nil {
 		r.From = ptr.gen
 		genVersion = ptr.genVersion
-		see(ptr.gen)
+		ptrTrusted = see(k.LatestGen(), ptr.gen)
 	} else {
 		if !errors.Is(perr, ErrCorrupt) && !errors.Is(perr, store.ErrNotFound) {
 			return nil, r, perr // store trouble: try again later
@@ -97,14 +120,14 @@ func Repair(ctx context.Context, st store.Store, k Keys, opts WriterOptions, flo
 		case err == nil:
 			genVersion = it.Version
 			if p, err := parsePointer(it.Value); err == nil {
-				see(p)
+				see(k.LatestGen(), p)
 			}
 		case !errors.Is(err, store.ErrNotFound):
 			return nil, r, err
 		}
 		if it, err := st.Get(ctx, k.LatestBlob()); err == nil {
 			if p, err := parsePointer(it.Value); err == nil {
-				see(p)
+				see(k.LatestBlob(), p)
 			}
 		}
 	}
@@ -139,7 +162,7 @@ func Repair(ctx context.Context, st store.Store, k Keys, opts WriterOptions, flo
 
 	// The table: the published state if it loads whole.
 	var t *forwarding.Table
-	if perr == nil {
+	if perr == nil && ptrTrusted {
 		var s LoadStats
 		t, _, s, err = loadOnce(ctx, st, k, lim)
 		switch {
@@ -160,14 +183,19 @@ func Repair(ctx context.Context, st store.Store, k Keys, opts WriterOptions, flo
 		r.Salvaged = fmt.Sprintf("the table this controller published last (%v)", Pair{known.Incarnation, known.Generation})
 	}
 	if t == nil {
-		if t, err = salvage(ctx, st, k, lim, gens, ptr, perr == nil, &r); err != nil {
+		if t, err = salvage(ctx, st, k, lim, gens, ptr, perr == nil, now, &r); err != nil {
 			return nil, r, err
 		}
 	}
-	see(Pair{t.Incarnation, t.Generation})
+	// Every source above is trusted: a pointer beyond the bound was not
+	// loaded, salvage skips blobs beyond it, and known is our own.
+	raise(Pair{t.Incarnation, t.Generation})
 
 	// The resync: a new incarnation, a generation above all seen.
-	inc := nextIncarnation(opts.Now(), high.Incarnation)
+	inc, err := nextIncarnation(now, high.Incarnation)
+	if err != nil {
+		return nil, r, fmt.Errorf("ring: repair of %s: %w", k.Instance, err)
+	}
 	gen := high.Generation + 1
 	if gen == 0 {
 		gen = 1 // wrapped: the new incarnation keeps the pair unique
@@ -207,7 +235,7 @@ func Repair(ctx context.Context, st store.Store, k Keys, opts WriterOptions, flo
 // empty table. With a sound latest-gen it looks at and below it first
 // (deltas up to it); then above it: objects above the pointer are either a
 // failed attempt or a state rolled back by a restore, which muxes may run.
-func salvage(ctx context.Context, st store.Store, k Keys, lim limits, gens []uint32, ptr pointers, ptrOK bool, r *RepairReport) (*forwarding.Table, error) {
+func salvage(ctx context.Context, st store.Store, k Keys, lim limits, gens []uint32, ptr pointers, ptrOK bool, now time.Time, r *RepairReport) (*forwarding.Table, error) {
 	desc := slices.Clone(gens)
 	slices.Sort(desc)
 	slices.Reverse(desc)
@@ -233,6 +261,10 @@ func salvage(ctx context.Context, st store.Store, k Keys, lim limits, gens []uin
 					return nil, err
 				}
 				r.Found = append(r.Found, err.Error())
+				continue
+			}
+			if !incarnationTrusted(m.incarnation, now, MaxIncarnationLead) {
+				r.Found = append(r.Found, fmt.Sprintf("blob %d names incarnation %d, more than %v ahead of the clock: damage, not salvaged", g, m.incarnation, MaxIncarnationLead))
 				continue
 			}
 			deltas := 0

@@ -43,17 +43,6 @@ func (o *WriterOptions) fill(st store.Store) {
 	}
 }
 
-// nextIncarnation is the incarnation a new start takes: the clock's Unix
-// seconds, or one more than the highest incarnation known if the clock is
-// behind it, so incarnations of an instance only grow.
-func nextIncarnation(now time.Time, known uint32) uint32 {
-	n := uint32(max(now.Unix(), 1))
-	if n <= known {
-		n = known + 1
-	}
-	return n
-}
-
 // Writer publishes generations of one instance's mux ring. It is used by
 // the (single, elected) controller, through a fenced store.
 type Writer struct {
@@ -96,7 +85,9 @@ func Create(ctx context.Context, st store.Store, k Keys, in *forwarding.Instance
 	t := forwarding.NewTable(int(in.Buckets))
 	// Incarnation from the clock: a re-created instance (generations from
 	// 0 again) still starts above anything muxes and agents remember.
-	t.Incarnation = nextIncarnation(opts.Now(), 0)
+	if t.Incarnation, err = nextIncarnation(opts.Now(), 0); err != nil {
+		return nil, err
+	}
 	if err := store.DeleteTree(ctx, st, k.Ring()); err != nil {
 		return nil, err
 	}

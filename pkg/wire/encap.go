@@ -106,3 +106,21 @@ func Decapsulate(pkt []byte) (Outer, error) {
 	}
 	return o, nil
 }
+
+// PseudoChecksum is the Internet checksum of payload (a UDP datagram, an
+// ICMPv6 message) behind the pseudo-header of src and dst (IPv4, RFC 768;
+// IPv6, RFC 8200 §8.1) with protocol proto. Over a payload whose checksum
+// field holds the right value it is 0; over one whose field is 0 it is the
+// value to write there (a UDP result of 0 is sent as 0xffff).
+func PseudoChecksum(src, dst netip.Addr, proto uint8, payload []byte) uint16 {
+	var b []byte
+	b = append(b, src.AsSlice()...)
+	b = append(b, dst.AsSlice()...)
+	if src.Is4() {
+		b = append(b, 0, proto, byte(len(payload)>>8), byte(len(payload)))
+	} else {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(payload)))
+		b = append(b, 0, 0, 0, proto)
+	}
+	return Checksum(append(b, payload...))
+}
