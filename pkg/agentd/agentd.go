@@ -146,8 +146,12 @@ func (d *Daemon) start() error {
 	if d.agent, err = dataplane.LoadAgent(opts); err != nil {
 		return err
 	}
+	adopting := d.adoptable()
 	if d.link, err = d.agent.Attach(cfg.Interface); err != nil {
 		return err
+	}
+	if adopting {
+		slog.Info("took over the previous agent's pinned program (it decapsulated while no agent ran)", "interface", cfg.Interface, "pin_dir", d.opts.PinDir)
 	}
 	if err := d.startXDP(); err != nil {
 		return err
@@ -351,4 +355,4 @@ func (d *Daemon) release(unpin bool) []error {
 
 // adoptable says whether an earlier agent's program is still pinned and
 // attached: a start that failed before taking it over leaves it alone.
-func (d *Daemon) adoptable() bool { return dataplane.Attached(d.opts.PinDir) }
+func (d *Daemon) adoptable() bool { return d.opts.PinDir != "" && dataplane.Attached(d.opts.PinDir) }

@@ -46,6 +46,7 @@ func (d *Daemon) startCheetah() error {
 			return err
 		}
 		d.cheetahVIPs = append(d.cheetahVIPs, v.VIP)
+		slog.Info("cheetah keys kept from the previous agent: cookies from the first packet", "vip", v.VIP, "key_id", v.Keys.Current)
 	}
 	for _, v := range d.cfg.VIPs {
 		if v.Cheetah == nil || slices.Contains(d.cheetahVIPs, v.VIP) {
