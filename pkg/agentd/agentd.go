@@ -126,9 +126,6 @@ func (d *Daemon) start() error {
 			return err
 		}
 	}
-	if err := d.pruneInherited(); err != nil {
-		return err
-	}
 	// Chained packets leave through bpf_fib_lookup, which answers only for
 	// interfaces that forward.
 	if err := d.node.SetSysctl("net/ipv4/conf/"+cfg.Interface+"/forwarding", "1"); err != nil {
@@ -185,7 +182,9 @@ func (d *Daemon) start() error {
 	if err := d.serveAPI(); err != nil {
 		return err
 	}
-	return nil
+	// Last, once this agent runs: a start that fails leaves the
+	// predecessor's program with everything it served.
+	return d.pruneInherited()
 }
 
 // setupVIPs puts the VIPs on loopback, where the stack accepts packets to
