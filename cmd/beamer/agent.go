@@ -87,7 +87,7 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 	cmd.Flags().Float64Var(&capacityBps, "capacity-bps", 0, "the interface's rate in bits/s for capacity reports (AWFD) when no tbf/htb qdisc states it")
 	guePorts := cmd.Flags().UintSlice("gue-port", nil, fmt.Sprintf("UDP port on which GUE from trusted sources is decapsulated besides %d, always (repeatable): an encap-gue instance's --gue-port", forwarding.DefaultGUEPort))
 	cmd.Flags().StringVar(&apiAddr, "api", "", `serve the agent API (health probes of VIP:port from this server, connections per bucket) on this address; default the server's address, port 9300; "off" to disable`)
-	cmd.Flags().StringVar(&node.StateFile, "state-file", "", "record of the sysctls, addresses and endpoints the agent changed, undone on exit (default /run/beamer/agent-NETNS-IFACE.json)")
+	cmd.Flags().StringVar(&node.StateFile, "state-file", "", "record of the sysctls, addresses and endpoints the agent changed, undone by `beamer agent cleanup` (default /run/beamer/agent-NETNS-IFACE.json)")
 	cmd.Flags().StringVar(&node.XDP, "xdp", agentd.XDPAuto, `the XDP fast path in front of the tc program: "auto" (native XDP where the NIC's driver runs it, else tc alone), "native" (or fail), "off"`)
 	cmd.Flags().StringVar(&node.PinDir, "pin-dir", "", `bpffs directory pinning the program so it outlives the process (default /sys/fs/bpf/beamer/agent-NETNS-IFACE; "-" = no pinning)`)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -190,16 +190,13 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 			if d == nil {
 				return
 			}
-			if upgrading() {
-				log.Info("agent exiting for an upgrade: its program stays pinned for the next agent")
-				if err := d.Abandon(); err != nil {
-					log.Warn("agent: releasing", "error", err)
-				}
-				return
+			// Every stop is a planned restart's first half (systemctl
+			// restart, an upgrade): the programs, keys and node setup stay
+			// for the next agent; `beamer agent cleanup` uninstalls.
+			if err := d.Abandon(); err != nil {
+				log.Warn("agent: releasing", "error", err)
 			}
-			if err := d.Close(); err != nil {
-				log.Warn("agent: undoing its setup", "error", err)
-			}
+			log.Info("agent stopped: its programs stay pinned and decapsulating for the next agent (beamer agent cleanup removes them)", "upgrade", upgrading())
 		}()
 		log.Info("agent running", "interface", cfg.Interface, "address", d.Address(), "server_id", cfg.ServerID, "api", d.APIAddr())
 		if configPath == "" {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -30,6 +31,7 @@ type Daemon struct {
 	cfg    config.Agent
 	opts   Options
 	node   *nodestate.Record
+	lock   *os.File // the interface's agent lock (cleanup.go)
 	agent  *dataplane.Agent
 	link   link.Link
 	egress link.Link // cheetah's cookie writer (cheetah.go), nil without a Cheetah VIP
@@ -50,13 +52,14 @@ type Daemon struct {
 // Options say where the agent keeps what must outlive its process.
 type Options struct {
 	// StateFile records the sysctls, loopback addresses and MPTCP
-	// endpoints the agent changed, so that they are undone on exit — also
-	// by the next agent when this one is killed. Default:
+	// endpoints the agent changed, with their earlier values, so that
+	// Cleanup or Close undoes them — also after several agents, each
+	// stopped with Abandon, followed one another. Default:
 	// /run/beamer/agent-NETNS-IFACE.json.
 	StateFile string
 	// PinDir is the bpffs directory where the tc program's link and state
-	// maps are pinned: a killed agent's program keeps decapsulating, and
-	// the next agent swaps its own in. Default:
+	// maps are pinned: a stopped or killed agent's program keeps
+	// decapsulating, and the next agent swaps its own in. Default:
 	// /sys/fs/bpf/beamer/agent-NETNS-IFACE. "-" turns pinning off.
 	PinDir string
 	// XDP says whether the XDP fast path runs in front of the tc program
@@ -96,11 +99,16 @@ func Start(cfg config.Agent, opts Options) (*Daemon, error) {
 	if err := opts.defaults(cfg.Interface); err != nil {
 		return nil, err
 	}
-	node, err := nodestate.Open(opts.StateFile)
+	lock, err := lockNode(opts.StateFile)
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{cfg: cfg, opts: opts, node: node, stop: make(chan struct{})}
+	node, err := nodestate.Open(opts.StateFile)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	d := &Daemon{cfg: cfg, opts: opts, node: node, lock: lock, stop: make(chan struct{})}
 	if err := d.start(); err != nil {
 		if cerr := d.Close(); cerr != nil {
 			return nil, fmt.Errorf("%w (undoing the start: %v)", err, cerr)
@@ -135,8 +143,12 @@ func (d *Daemon) start() error {
 	if d.agent, err = dataplane.LoadAgent(opts); err != nil {
 		return err
 	}
+	adopting := d.adoptable()
 	if d.link, err = d.agent.Attach(cfg.Interface); err != nil {
 		return err
+	}
+	if adopting {
+		slog.Info("took over the previous agent's pinned program (it decapsulated while no agent ran)", "interface", cfg.Interface, "pin_dir", d.opts.PinDir)
 	}
 	if err := d.startXDP(); err != nil {
 		return err
@@ -170,7 +182,9 @@ func (d *Daemon) start() error {
 	if err := d.serveAPI(); err != nil {
 		return err
 	}
-	return nil
+	// Last, once this agent runs: a start that fails leaves the
+	// predecessor's program with everything it served.
+	return d.pruneInherited()
 }
 
 // setupVIPs puts the VIPs on loopback, where the stack accepts packets to
@@ -188,6 +202,29 @@ func (d *Daemon) setupVIPs() error {
 		}
 	}
 	return nil
+}
+
+// pruneInherited drops what a predecessor set up that this agent's
+// configuration no longer asks for (a VIP removed, another server id,
+// VIP management or MPTCP turned off): a stop leaves the node set up for
+// the next agent, which must end as a fresh start would.
+func (d *Daemon) pruneInherited() error {
+	var vips []netip.Addr
+	if config.Flag(d.cfg.ManageVIPs) {
+		for _, v := range d.cfg.VIPs {
+			vips = append(vips, v.VIP)
+		}
+	}
+	if err := d.node.PruneLoAddrs(vips); err != nil {
+		return err
+	}
+	var endpoints []nodestate.Endpoint
+	if config.Flag(d.cfg.MPTCP) {
+		for _, v := range d.cfg.VIPs {
+			endpoints = append(endpoints, nodestate.Endpoint{Addr: v.VIP, Port: uint16(d.cfg.ServerID)})
+		}
+	}
+	return d.node.PruneEndpoints(endpoints)
 }
 
 // advertise adds one signal endpoint VIP:server-id per VIP: after an MPTCP
@@ -233,7 +270,9 @@ func (d *Daemon) Agent() *dataplane.Agent { return d.agent }
 // Address is the server's address.
 func (d *Daemon) Address() netip.Addr { return d.cfg.Address }
 
-// Close detaches the agent, unpins it and undoes what Start set up.
+// Close detaches the agent, unpins it (its Cheetah keys too) and undoes
+// what Start set up: the uninstall (cleanup.go). A stop meant to be
+// followed by a start is Abandon.
 func (d *Daemon) Close() error {
 	// A start that failed before taking over a predecessor's pinned
 	// program leaves that program, its pins and the node setup it needs.
@@ -244,13 +283,33 @@ func (d *Daemon) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	d.unlock(!keep)
 	return errors.Join(errs...)
 }
 
 // Abandon ends this process's part — clock, API, metrics, descriptors —
-// but leaves the program pinned and decapsulating and the node set up, for
-// the next agent to adopt: a hitless upgrade (SIGUSR2).
-func (d *Daemon) Abandon() error { return errors.Join(d.release(false)...) }
+// but leaves the programs pinned and decapsulating (with the Cheetah keys
+// and the cookie writer) and the node set up, for the next agent to adopt:
+// what `beamer agent` does on SIGTERM, SIGINT and SIGUSR2, so a planned
+// restart or an upgrade is hitless.
+func (d *Daemon) Abandon() error {
+	errs := d.release(false)
+	d.unlock(false)
+	return errors.Join(errs...)
+}
+
+// unlock lets the next agent (or a cleanup) take the interface; remove
+// drops the lock file too, after an uninstall.
+func (d *Daemon) unlock(remove bool) {
+	if d.lock == nil {
+		return
+	}
+	if remove {
+		os.Remove(d.lock.Name())
+	}
+	d.lock.Close()
+	d.lock = nil
+}
 
 // release stops the goroutines and servers and closes the descriptors;
 // with unpin the attachment is removed too.
@@ -295,4 +354,4 @@ func (d *Daemon) release(unpin bool) []error {
 
 // adoptable says whether an earlier agent's program is still pinned and
 // attached: a start that failed before taking it over leaves it alone.
-func (d *Daemon) adoptable() bool { return dataplane.Attached(d.opts.PinDir) }
+func (d *Daemon) adoptable() bool { return d.opts.PinDir != "" && dataplane.Attached(d.opts.PinDir) }

@@ -15,11 +15,13 @@ import (
 // and attaches the cookie writer to the egress of the server's interface,
 // where its replies leave (direct server return). Keys come from the
 // controller (PUT /v1/cheetah, takeCheetahKeys), from the configuration
-// (hand-given, optional), or from the previous agent's pinned map after a
-// hitless restart, so replies carry cookies from the first packet. The
-// egress link is pinned with the ingress one, so a hitless restart
-// (SIGUSR2) leaves no reply without its cookie; a plain stop detaches it
-// (docs/strategy-cheetah.md, "What breaks").
+// (hand-given, optional), or from the previous agent's pinned map after
+// any restart (also one that changed the VIPs: the map is pinned apart
+// from the VIP layout), so replies carry cookies from the first packet.
+// The egress link is pinned with the ingress one: a stopped or killed
+// agent's writer keeps writing until the next agent swaps its own in, so
+// no reply leaves without its cookie; only `beamer agent cleanup` (or
+// Close) detaches it (docs/strategy-cheetah.md, "What breaks").
 func (d *Daemon) startCheetah() error {
 	d.cheetahMu.Lock()
 	defer d.cheetahMu.Unlock()
@@ -44,6 +46,7 @@ func (d *Daemon) startCheetah() error {
 			return err
 		}
 		d.cheetahVIPs = append(d.cheetahVIPs, v.VIP)
+		slog.Info("cheetah keys kept from the previous agent: cookies from the first packet", "vip", v.VIP, "key_id", v.Keys.Current)
 	}
 	for _, v := range d.cfg.VIPs {
 		if v.Cheetah == nil || slices.Contains(d.cheetahVIPs, v.VIP) {
@@ -55,7 +58,7 @@ func (d *Daemon) startCheetah() error {
 		d.cheetahVIPs = append(d.cheetahVIPs, v.VIP)
 	}
 	if len(d.cheetahVIPs) == 0 {
-		return nil
+		return d.agent.DropCheetahEgress() // a predecessor's writer, with nothing left to write
 	}
 	d.egress, err = d.agent.AttachCheetahEgress(d.cfg.Interface)
 	return err

@@ -191,3 +191,32 @@ func TestAgentRestoresAfterKill(t *testing.T) {
 	}
 	checkNoLeftovers(t, ns, opts)
 }
+
+// TestAgentRestartWithAnotherVIP: a stop leaves the node set up for the
+// next agent; when that one serves another VIP, the earlier VIP leaves
+// loopback and its MPTCP endpoint goes, as after a stop that undid
+// everything and a fresh start (issue 28).
+func TestAgentRestartWithAnotherVIP(t *testing.T) {
+	ns := agentLab(t)
+	opts := testOptions(t)
+	var d *Daemon
+	must(t, ns.Do(func() (err error) { d, err = Start(lifecycleConfig(), opts); return err }))
+	must(t, d.Abandon())
+	if out, _ := ns.Run("ip", "addr", "show", "lo"); !strings.Contains(out, "198.18.100.1/32") {
+		t.Fatalf("VIP gone from loopback after a stop, want it kept for the next agent:\n%s", out)
+	}
+	cfg := lifecycleConfig()
+	cfg.VIPs[0].VIP = netip.MustParseAddr("198.18.100.2")
+	must(t, ns.Do(func() (err error) { d, err = Start(cfg, opts); return err }))
+	if out, _ := ns.Run("ip", "addr", "show", "lo"); strings.Contains(out, "198.18.100.1/32") || !strings.Contains(out, "198.18.100.2/32") {
+		t.Errorf("loopback after a restart serving 198.18.100.2 instead of 198.18.100.1:\n%s", out)
+	}
+	if out, _ := ns.Run("ip", "mptcp", "endpoint", "show"); strings.Contains(out, "198.18.100.1 ") || !strings.Contains(out, "198.18.100.2") {
+		t.Errorf("MPTCP endpoints after the restart:\n%s", out)
+	}
+	must(t, ns.Do(d.Close))
+	checkNoLeftovers(t, ns, opts)
+	if out, _ := ns.Run("ip", "addr", "show", "lo"); strings.Contains(out, "198.18.100.2") {
+		t.Errorf("VIP left on loopback:\n%s", out)
+	}
+}

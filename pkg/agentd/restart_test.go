@@ -22,7 +22,7 @@ import (
 
 // TestAgentRestartUnderTraffic: TCP connections reach a server through a
 // mux and the server's agent; the agent exits without undoing anything
-// (a crash, or SIGUSR2 for an upgrade), its pinned tc program keeps
+// (a crash, or any stop of `beamer agent`), its pinned tc program keeps
 // decapsulating, a new agent takes the pinned link over, and no connection
 // notices (issue 11, lifecycle: hitless restart of the tc program).
 func TestAgentRestartUnderTraffic(t *testing.T) {

@@ -154,7 +154,7 @@ func LoadAgent(opts AgentOptions) (*Agent, error) {
 			return nil, err
 		}
 	}
-	adopted := pinnedMaps(agentStateDir(a.pinDir, opts.VIPs), spec, agentStateMaps)
+	adopted := agentPinnedMaps(a.pinDir, spec, opts.VIPs)
 	defer closeMaps(adopted)
 	copts := &ebpf.CollectionOptions{MapReplacements: adopted}
 	if opts.Benchmark {
@@ -175,6 +175,12 @@ func LoadAgent(opts AgentOptions) (*Agent, error) {
 		return nil, err
 	}
 	if err := a.pinState(opts.VIPs); err != nil {
+		a.Close()
+		return nil, err
+	}
+	// Cheetah keys adopted from a predecessor are used by this program
+	// from its first packet, before the daemon looks at them.
+	if err := a.countCheetahVIPs(); err != nil {
 		a.Close()
 		return nil, err
 	}

@@ -117,6 +117,16 @@ func (a *Agent) AttachCheetahEgress(iface string) (link.Link, error) {
 	return l, nil
 }
 
+// DropCheetahEgress detaches a cookie writer an earlier agent left pinned
+// (an agent that serves no Cheetah VIP any more). Without pinning, or
+// without such a writer, it does nothing.
+func (a *Agent) DropCheetahEgress() error {
+	if a.pinDir == "" {
+		return nil
+	}
+	return os.RemoveAll(filepath.Join(a.pinDir, "cheetah-egress"))
+}
+
 // CheetahCounters returns the cookie writer's and restorer's counters
 // summed over CPUs.
 func (a *Agent) CheetahCounters() (map[string]uint64, error) { return a.cheetah.Read() }

@@ -12,10 +12,43 @@ import (
 // agentStateMaps are the agent maps whose content outlives a daemon: the
 // counters, the newest generation seen per VIP and the change times seen
 // per bucket (without them a restarted agent would reset chained packets
-// of a bucket that moved before the restart), and Cheetah's keys per VIP
-// and key id per socket (a restarted agent writes cookies at once, with
-// the key id each connection started with).
-var agentStateMaps = []string{"agent_counters", "generation_seen", "bucket_changed", "cheetah_vips", "cheetah_kid"}
+// of a bucket that moved before the restart).
+var agentStateMaps = []string{"agent_counters", "generation_seen", "bucket_changed"}
+
+// agentCheetahMaps are Cheetah's keys per VIP and key id per socket: a
+// restarted agent writes cookies from its first packet, with the key id
+// each connection started with. They are keyed by VIP address and by
+// socket, not by VIP slot, so they are kept across any restart, also one
+// that changes the VIPs or bucket counts (agentCheetahDir): a server never
+// sends a client of a Cheetah instance a timestamp the mux cannot decode.
+var agentCheetahMaps = []string{"cheetah_vips", "cheetah_kid"}
+
+// agentCheetahDir is the pin directory of agentCheetahMaps.
+func agentCheetahDir(pinDir string) string {
+	if pinDir == "" {
+		return ""
+	}
+	return filepath.Join(pinDir, "cheetah-state")
+}
+
+// agentPinnedMaps opens every pinned map the agent can adopt: the state of
+// the same VIP layout, and Cheetah's maps whatever the layout (also where
+// an agent of an earlier version pinned them, in the layout's directory).
+func agentPinnedMaps(pinDir string, spec *ebpf.CollectionSpec, vips []AgentVIP) map[string]*ebpf.Map {
+	state := agentStateDir(pinDir, vips)
+	out := pinnedMaps(state, spec, agentStateMaps)
+	for name, m := range pinnedMaps(agentCheetahDir(pinDir), spec, agentCheetahMaps) {
+		out[name] = m
+	}
+	for name, m := range pinnedMaps(state, spec, agentCheetahMaps) {
+		if out[name] == nil {
+			out[name] = m
+		} else {
+			m.Close()
+		}
+	}
+	return out
+}
 
 // agentStateDir is the pin directory of the state maps. Their entries are
 // indexed by VIP slot and bucket base, so they are only meaningful to an
@@ -48,10 +81,22 @@ func (a *Agent) pinState(vips []AgentVIP) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("pin directory: %w", err)
 	}
-	return pinMaps(dir, map[string]*ebpf.Map{
+	if err := pinMaps(dir, map[string]*ebpf.Map{
 		"agent_counters": a.objs.AgentCounters, "generation_seen": a.objs.GenerationSeen, "bucket_changed": a.objs.BucketChanged,
-		"cheetah_vips": a.objs.CheetahVips, "cheetah_kid": a.objs.CheetahKid,
-	})
+	}); err != nil {
+		return err
+	}
+	cheetahDir := agentCheetahDir(a.pinDir)
+	if err := os.MkdirAll(cheetahDir, 0o700); err != nil {
+		return fmt.Errorf("pin directory: %w", err)
+	}
+	if err := pinMaps(cheetahDir, map[string]*ebpf.Map{"cheetah_vips": a.objs.CheetahVips, "cheetah_kid": a.objs.CheetahKid}); err != nil {
+		return err
+	}
+	for _, name := range agentCheetahMaps {
+		os.Remove(filepath.Join(dir, name)) // where an earlier version pinned them
+	}
+	return nil
 }
 
 // PinDir is where the agent is pinned, "" when it is not.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/agentd"
 	"github.com/beamer-lb/beamer/pkg/netlab"
 	"github.com/cilium/ebpf/link"
 )
@@ -330,6 +331,14 @@ func (l *Lab) Close() error {
 			}
 		}
 		l.procs.stopAll()
+		// A stopped agent leaves its programs pinned and its node set up
+		// for the next agent (a hitless restart); the lab is done with
+		// them, so it uninstalls each, as `beamer agent cleanup` would.
+		for _, s := range l.servers {
+			if s.agent != nil {
+				s.ns.Do(func() error { return agentd.Cleanup("eth0", agentd.Options{}) })
+			}
+		}
 		for _, k := range l.links {
 			k.Close()
 		}

@@ -294,3 +294,62 @@ func Name(role, iface string) (string, error) {
 	}
 	return fmt.Sprintf("%s-%s-%s", role, ns, iface), nil
 }
+
+// PruneLoAddrs removes the recorded loopback addresses not in keep: a
+// daemon that took over its predecessor's record (a restart that kept the
+// node set up) drops what its own configuration no longer serves, as a
+// stop that undid everything and a fresh start would have.
+func (r *Record) PruneLoAddrs(keep []netip.Addr) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var gone []netip.Addr
+	for _, a := range r.r.LoAddrs {
+		if !slices.Contains(keep, a) {
+			gone = append(gone, a)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	lo, err := netlink.LinkByName("lo")
+	if err != nil {
+		return err
+	}
+	for _, a := range gone {
+		if err := netlink.AddrDel(lo, loAddr(a)); err != nil && !errors.Is(err, syscall.EADDRNOTAVAIL) {
+			return fmt.Errorf("removing VIP %v from loopback: %w", a, err)
+		}
+		r.r.LoAddrs = slices.DeleteFunc(r.r.LoAddrs, func(x netip.Addr) bool { return x == a })
+	}
+	return r.save()
+}
+
+// PruneEndpoints removes the recorded MPTCP endpoints not in keep (see
+// PruneLoAddrs).
+func (r *Record) PruneEndpoints(keep []Endpoint) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var gone []Endpoint
+	for _, e := range r.r.Endpoints {
+		if !slices.Contains(keep, e) {
+			gone = append(gone, e)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	c, err := mptcp.Dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for _, e := range gone {
+		if id, ok := findEndpoint(c, e); ok {
+			if err := c.Delete(id); err != nil {
+				return fmt.Errorf("removing MPTCP endpoint %v port %d: %w", e.Addr, e.Port, err)
+			}
+		}
+		r.r.Endpoints = slices.DeleteFunc(r.r.Endpoints, func(x Endpoint) bool { return x == e })
+	}
+	return r.save()
+}

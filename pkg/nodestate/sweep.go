@@ -31,7 +31,8 @@ func SweepStale(dir, pinRoot string, attached func(pinDir string) bool) {
 	}
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		if name, ok := strings.CutSuffix(e.Name(), ".json"); ok && stale(name) {
+		// The record, and the agent's lock beside it (agentd).
+		if name, ok := strings.CutSuffix(strings.TrimSuffix(e.Name(), ".lock"), ".json"); ok && stale(name) {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
