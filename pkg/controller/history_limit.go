@@ -190,7 +190,7 @@ func (c *Controller) reportCuts(ctx context.Context, in *instance, gen uint32) e
 		if !avoiding {
 			why = "the oldest owner leaves first (controller --history-evict-oldest)"
 		}
-		c.logf("WARNING: instance %s: generation %d pushed server %d out of the history of %d buckets (K = %d) while it held %d connections there: %s; those connections break (%s)",
+		c.logf("WARN: instance %s: generation %d pushed server %d out of the history of %d buckets (K = %d) while it held %d connections there: %s; those connections break (%s)",
 			name, gen, id, len(list), k, ev.Connections, strings.Join(parts, ", "), why)
 		t := rec.Servers[id]
 		if t == nil {
