@@ -46,7 +46,11 @@ func (c *Controller) limitHistories(in *instance, h *forwarding.HistoryRules) {
 	if counts == nil {
 		return
 	}
-	if !c.opts.EvictOldest {
+	// Agents count TCP connections only (agentapi): an instance with a UDP
+	// service may have UDP flows on an owner that reports none, so none is
+	// known idle there and the oldest leave, as before.
+	udp := slices.ContainsFunc(in.config.Services, func(s forwarding.Service) bool { return s.Protocol == forwarding.UDP })
+	if !c.opts.EvictOldest && !udp {
 		h.Idle = func(id forwarding.ServerID, bucket uint32, since uint32) bool {
 			n, settled, known := counts(name, id, bucket, since)
 			if known && settled && n == 0 {
