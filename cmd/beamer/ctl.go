@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -321,7 +323,24 @@ func printView(out io.Writer, v *controller.View) {
 	if len(v.Retired) > 0 {
 		fmt.Fprintf(out, "retired server ids (still daisy-chained to): %v\n", v.Retired)
 	}
+	printHistoryEvictions(out, v)
 	for _, warning := range v.Warnings {
 		fmt.Fprintf(out, "WARNING: %s\n", warning)
 	}
+}
+
+// printHistoryEvictions prints the K limit's totals per server: servers
+// pushed out of bucket histories while they held connections there.
+func printHistoryEvictions(out io.Writer, v *controller.View) {
+	e := v.HistoryEvictions
+	if e == nil || len(e.Servers) == 0 {
+		return
+	}
+	ids := slices.Sorted(maps.Keys(e.Servers))
+	parts := make([]string, 0, len(ids))
+	for _, id := range ids {
+		t := e.Servers[id]
+		parts = append(parts, fmt.Sprintf("server %d: %d buckets, %d connections", id, t.Buckets, t.Connections))
+	}
+	fmt.Fprintf(out, "pushed out of bucket histories by max_chain %d while holding connections (since the instance was created): %s\n", e.K, strings.Join(parts, "; "))
 }

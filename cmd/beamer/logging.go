@@ -46,12 +46,17 @@ func setupLogging() error {
 }
 
 // slogf adapts a printf-style Logf hook (the controller's) to slog: a
-// message starting "ERROR: " is logged at error level without the prefix.
+// message starting "ERROR: " is logged at error level without the prefix,
+// one starting "WARN: " at warning level.
 func slogf(l *slog.Logger) func(format string, a ...any) {
 	return func(format string, a ...any) {
 		msg := fmt.Sprintf(format, a...)
 		if rest, ok := strings.CutPrefix(msg, "ERROR: "); ok {
 			l.Error(rest)
+			return
+		}
+		if rest, ok := strings.CutPrefix(msg, "WARN: "); ok {
+			l.Warn(rest)
 			return
 		}
 		l.Info(msg)

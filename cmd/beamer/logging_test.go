@@ -9,7 +9,8 @@ import (
 )
 
 // TestLogging: --log-format json writes one JSON object per line with the
-// level; --log-level filters; the controller's "ERROR: " lines are errors;
+// level; --log-level filters; the controller's "ERROR: " lines are errors,
+// its "WARN: " lines warnings;
 // bad values are refused with what is accepted.
 func TestLogging(t *testing.T) {
 	defer slog.SetDefault(slog.Default())
@@ -31,6 +32,11 @@ func TestLogging(t *testing.T) {
 	}
 	if rec["level"] != "ERROR" || rec["msg"] != "instance web: all 2 servers are down" {
 		t.Errorf("record: %v", rec)
+	}
+	buf.Reset()
+	slogf(l)("WARN: instance %s: server %d pushed out", "web", 1025)
+	if !strings.Contains(buf.String(), `"level":"WARN","msg":"instance web: server 1025 pushed out"`) {
+		t.Errorf("WARN: prefix: %q", buf.String())
 	}
 	buf.Reset()
 	l, _ = newLogger(&buf, "debug", "text")

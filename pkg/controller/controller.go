@@ -25,6 +25,15 @@ type Options struct {
 	// Holds, when set, keeps history entries of servers that still hold
 	// connections of a bucket past the chaining window (history.go).
 	Holds HoldFunc
+	// HoldCounts, when set, says what the agents last reported of a
+	// server's connections in a bucket: the controller then keeps the
+	// owners that still hold connections in a history that exceeds K, and
+	// reports those it cannot keep (history_limit.go).
+	HoldCounts HoldCountFunc
+	// EvictOldest: when a move leaves more than K owners, the oldest leave
+	// even if one known to hold nothing could (the rule before issue 28);
+	// evictions of holders are still reported.
+	EvictOldest bool
 	// Signatures asks agents for their Prism signatures (the SCT); nil:
 	// HTTP to DIP:agent_port.
 	Signatures SignatureLister

@@ -121,15 +121,20 @@ func (c *Controller) defragStep(ctx context.Context, in *instance, params assign
 	for id, d := range in.dips {
 		down[id] = d.Down
 	}
+	in.cut = nil
 	h := c.histories(in, down, uint32(c.now().Unix()))
 	for i, ch := range changes {
-		changes[i].Bucket = h.Moved(t.Buckets[ch.Index], ch.Bucket)
+		changes[i].Bucket = h.MovedAt(ch.Index, t.Buckets[ch.Index], ch.Bucket)
 	}
 	if _, err := in.w.Publish(ctx, &forwarding.Delta{Generation: t.Generation + 1, Buckets: changes}); err != nil {
 		c.forget(in)
 		return 0, false, err
 	}
 	c.published(in)
+	if err := c.reportCuts(ctx, in, t.Generation+1); err != nil {
+		c.forget(in)
+		return 0, false, err
+	}
 	return len(changes), false, nil
 }
 

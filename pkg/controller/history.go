@@ -23,5 +23,6 @@ func (c *Controller) histories(in *instance, down map[forwarding.ServerID]bool, 
 	if hold, name := c.opts.Holds, in.config.Name; hold != nil {
 		h.Held = func(id forwarding.ServerID, bucket uint32) bool { return hold(name, id, bucket) }
 	}
+	c.limitHistories(in, h)
 	return h
 }

@@ -38,6 +38,11 @@ type HoldOptions struct {
 	MaxHold time.Duration
 	// Timeout of one agent request (default 2 s).
 	Timeout time.Duration
+	// Settle: a server's report counts as "holds nothing in this bucket"
+	// (history_limit.go) only if asked at least this long after the
+	// bucket's last change (default 5 s): a mux that applies a generation
+	// late may still send it new connections of the bucket meanwhile.
+	Settle time.Duration
 	// Client asks the agents; nil: HTTP to DIP:agent_port.
 	Client ConnectionCounter
 	// Logf reports holds starting, ending at MaxHold, and agents that
@@ -55,6 +60,9 @@ func (o *HoldOptions) fill() {
 	if o.Timeout <= 0 {
 		o.Timeout = 2 * time.Second
 	}
+	if o.Settle <= 0 {
+		o.Settle = 5 * time.Second
+	}
 	if o.Client == nil {
 		o.Client = &agentapi.Client{}
 	}
@@ -70,9 +78,10 @@ type holdKey struct {
 
 // serverReport is the latest answer of one server's agent.
 type serverReport struct {
-	at      time.Time
-	buckets map[uint32]uint32 // connections per bucket (all VIPs)
-	err     error             // the latest poll failed (buckets: from before)
+	at       time.Time
+	buckets  map[uint32]uint32 // connections per bucket (all VIPs)
+	err      error             // the latest poll failed (buckets: from before)
+	answered bool              // buckets come from an answer (not only a failed poll)
 }
 
 // instanceHolds is what the holder knows about one instance.
@@ -134,6 +143,26 @@ func (h *holder) hold(instance string, id forwarding.ServerID, bucket uint32) bo
 		return false
 	}
 	return true
+}
+
+// count is the HoldCountFunc: what the latest fresh answer of id's agent
+// says of bucket — n connections (known: there is such an answer), and
+// whether it was asked Settle after since (Unix seconds), when id could no
+// longer take new connections of the bucket.
+func (h *holder) count(instance string, id forwarding.ServerID, bucket uint32, since uint32) (n uint32, settled, known bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ih := h.inst[instance]
+	if ih == nil {
+		return 0, false, false
+	}
+	r := ih.reports[id]
+	if !h.fresh(r, h.now()) || !r.answered {
+		return 0, false, false
+	}
+	// since is in whole seconds: the change may have come up to 1 s later.
+	settled = !r.at.Before(time.Unix(int64(since)+1, 0).Add(h.opts.Settle))
+	return r.buckets[bucket], settled, true
 }
 
 // fresh: r is recent enough to hold by. A failed poll keeps the last good
@@ -202,11 +231,16 @@ func (h *holder) instance(ctx context.Context, c *Controller, name string, recon
 	window := uint32(cfg.ChainWindow.Seconds())
 	soon := uint32(now.Add(h.interval(cfg)).Unix())
 	named := map[forwarding.ServerID]bool{} // in some history
-	poll := map[forwarding.ServerID]bool{}  // with an entry reaching half its window before the next poll
+	// Polled: servers with an entry reaching half its window before the
+	// next poll, and those in full histories (K owners), one of which the
+	// bucket's next move pushes out (history_limit.go).
+	poll := map[forwarding.ServerID]bool{}
+	full := cfg.ChainLen()
 	for _, b := range t.Buckets {
-		for _, id := range b.History[:b.History.Len()] {
+		n := b.History.Len()
+		for _, id := range b.History[:n] {
 			named[id] = true
-			if soon >= b.Changed+window/2 {
+			if soon >= b.Changed+window/2 || n >= full {
 				poll[id] = true
 			}
 		}
@@ -305,13 +339,14 @@ func (h *holder) ask(ctx context.Context, cfg *forwarding.Instance, t *forwardin
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			r := &serverReport{at: at, buckets: map[uint32]uint32{}}
+			r := &serverReport{at: at, buckets: map[uint32]uint32{}, answered: true}
 			for _, vip := range cfg.VIPs {
 				qctx, cancel := context.WithTimeout(ctx, h.opts.Timeout)
 				rep, err := h.opts.Client.Connections(qctx, netip.AddrPortFrom(s.Addr, port), vip, cfg.Buckets)
 				cancel()
 				if err != nil {
 					r.err = fmt.Errorf("server %d (%v): %w", id, s.Addr, err)
+					r.answered = false
 					break
 				}
 				for _, bc := range rep.Counts {

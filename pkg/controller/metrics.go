@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"strconv"
+
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -10,9 +12,11 @@ type Metrics struct {
 	failOpen *prometheus.GaugeVec
 	servers  *prometheus.GaugeVec
 	held     *prometheus.GaugeVec
-	prism    *prismMetrics
-	awfd     *awfdMetrics
-	ops      *opsMetrics
+	// The K limit (history_limit.go).
+	cuts, evictions, evictedConns *prometheus.CounterVec
+	prism                         *prismMetrics
+	awfd                          *awfdMetrics
+	ops                           *opsMetrics
 }
 
 // NewMetrics registers the controller's gauges with reg.
@@ -25,7 +29,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_controller_buckets_held",
 			Help: "Buckets whose history keeps a previous owner past the chaining window, by reason."}, []string{"lb_instance", "reason"}),
 	}
-	reg.MustRegister(m.failOpen, m.servers, m.held)
+	m.cuts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beamer_controller_history_cuts_total",
+		Help: "History entries a move pushed out because the history already named max_chain owners, by what the entry held: idle (known to hold nothing), holder (its connections there break), unknown (no recent agent report)."}, []string{"lb_instance", "held"})
+	m.evictions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beamer_controller_history_evictions_total",
+		Help: "Buckets whose history lost a server that still held connections there (the max_chain limit), per server."}, []string{"lb_instance", "server"})
+	m.evictedConns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beamer_controller_history_evicted_connections_total",
+		Help: "Connections the servers pushed out of bucket histories by the max_chain limit held there (as their agents last reported): they break."}, []string{"lb_instance", "server"})
+	reg.MustRegister(m.failOpen, m.servers, m.held, m.cuts, m.evictions, m.evictedConns)
 	m.prism = newPrismMetrics(reg)
 	m.awfd = newAWFDMetrics(reg)
 	m.ops = newOpsMetrics(reg)
@@ -58,4 +68,23 @@ func (m *Metrics) observeHeld(instance string, byReason map[string]int) {
 	for r, n := range byReason {
 		m.held.WithLabelValues(instance, r).Set(float64(n))
 	}
+}
+
+// observeHistoryCut counts one history entry pushed out by the K limit.
+func (m *Metrics) observeHistoryCut(instance, held string) {
+	if m == nil {
+		return
+	}
+	m.cuts.WithLabelValues(instance, held).Inc()
+}
+
+// observeEviction counts a server's evictions, while it held connections,
+// from the histories of buckets buckets.
+func (m *Metrics) observeEviction(instance string, id forwarding.ServerID, buckets int, conns uint64) {
+	if m == nil {
+		return
+	}
+	server := strconv.Itoa(int(id))
+	m.evictions.WithLabelValues(instance, server).Add(float64(buckets))
+	m.evictedConns.WithLabelValues(instance, server).Add(float64(conns))
 }

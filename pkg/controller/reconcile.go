@@ -25,6 +25,9 @@ type instance struct {
 	// defrag is the defragmentation plan in progress, for defragParams.
 	defrag       *assign.DefragPlan
 	defragParams assign.DefragParams
+	// cut are the history entries the plan being published pushed out
+	// because of K (history_limit.go).
+	cut []historyCut
 }
 
 func (c *Controller) load(ctx context.Context, name string) (*instance, error) {
@@ -111,6 +114,9 @@ func (c *Controller) reconcile(ctx context.Context, in *instance) error {
 			return err
 		}
 		c.published(in)
+		if err := c.reportCuts(ctx, in, d.Generation); err != nil {
+			return err
+		}
 		if err := c.finish(ctx, in); err != nil {
 			return err
 		}
@@ -169,6 +175,7 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 		}
 		servers = append(servers, assign.Server{ID: id, Weight: w})
 	}
+	in.cut = nil
 	pl := &planning{c: c, in: in, buckets: t.Buckets, servers: servers, down: down, now: now}
 	moves, err := strat.Moves(pl)
 	if err != nil {

@@ -102,6 +102,7 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 		}
 		hd = newHolder(ho)
 		o.Options.Holds = hd.hold
+		o.Options.HoldCounts = hd.count
 		t := time.NewTicker(time.Second) // each instance polls at its own interval
 		defer t.Stop()
 		holdTick = t.C

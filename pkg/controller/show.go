@@ -56,6 +56,9 @@ type View struct {
 	AWFDAge time.Duration `json:"awfd_age,omitempty"`
 	// FailOpen: every server is down; buckets stay with their last owners.
 	FailOpen bool `json:"fail_open,omitempty"`
+	// HistoryEvictions: servers pushed out of bucket histories by the K
+	// limit while they held connections there (history_limit.go).
+	HistoryEvictions *HistoryEvictions `json:"history_evictions,omitempty"`
 	// Warnings an operator should act on.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -130,6 +133,7 @@ func Show(ctx context.Context, st store.Store, root, name string, now time.Time)
 		v.FailOpen = true
 		v.Warnings = append(v.Warnings, fmt.Sprintf("FAILING OPEN: all %d servers are down (%s); buckets stay with their last owners until a server passes its health checks", fo.down, fo.reasons))
 	}
+	showEvictions(ctx, st, k, v, now)
 	for _, id := range sortedKeys(tab.Servers) {
 		if tab.Servers[id].State == forwarding.Retired {
 			v.Retired = append(v.Retired, id)

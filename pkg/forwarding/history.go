@@ -46,6 +46,17 @@ type HistoryRules struct {
 	// Held reports whether server id still holds connections of bucket;
 	// nil: nothing is held. Asked only from half the window on.
 	Held func(id ServerID, bucket uint32) bool
+	// Idle reports entries known to hold no connection of bucket: asked
+	// after since (the bucket's Changed, Unix seconds: the entry could take
+	// no new connection from then on), the server reported none there.
+	// When a move or a lowered K leaves more than K owners, such entries
+	// leave first (the oldest of them first), so that an owner that still
+	// holds connections stays chained; nil: none known, the oldest leave.
+	Idle func(id ServerID, bucket uint32, since uint32) bool
+	// Evicted, if set, is told of every entry that leaves a history
+	// because of K without being known idle: its connections there, if
+	// it has any, break.
+	Evicted func(id ServerID, bucket uint32)
 }
 
 func (h *HistoryRules) down(id ServerID) bool { return h.Down != nil && h.Down(id) }
@@ -77,23 +88,69 @@ func (h *HistoryRules) downLast(ids []ServerID) []ServerID {
 }
 
 // Moved is the bucket after a move from old.Current to to.Current
-// (to.Changed is the time of the move).
+// (to.Changed is the time of the move), for a bucket whose index is not
+// known: Idle and Evicted are not asked.
 func (h *HistoryRules) Moved(old, to Bucket) Bucket {
+	return h.move(old, to, nil)
+}
+
+// MovedAt is Moved for bucket index: when more than K owners are left,
+// the entries Idle knows hold nothing there leave first, and every other
+// entry that leaves is told to Evicted.
+func (h *HistoryRules) MovedAt(index uint32, old, to Bucket) Bucket {
+	return h.move(old, to, &index)
+}
+
+func (h *HistoryRules) move(old, to Bucket, index *uint32) Bucket {
 	out := Bucket{Current: to.Current, Changed: to.Changed}
 	if to.Current == NoServer {
 		return out // an unowned bucket chains nowhere
 	}
-	candidates := h.downLast(append([]ServerID{old.Current}, old.History[:old.History.Len()]...))
-	n := 0
-	for _, id := range candidates {
-		if n == h.K {
-			break
-		}
-		if id == NoServer || id == to.Current || slices.Contains(out.History[:n], id) {
+	var ids []ServerID
+	for _, id := range h.downLast(append([]ServerID{old.Current}, old.History[:old.History.Len()]...)) {
+		if id == NoServer || id == to.Current || slices.Contains(ids, id) {
 			continue
 		}
-		out.History[n] = id
-		n++
+		ids = append(ids, id)
+	}
+	// old.Current leaves ownership now: it is never known idle here.
+	ids = h.cut(ids, index, old.Changed, old.Current)
+	copy(out.History[:], ids)
+	return out
+}
+
+// cut returns ids (distinct, in chaining order) cut to K: entries known
+// idle in the bucket go first, the oldest of them first, then the oldest
+// others — those are told to Evicted. Without an index, the oldest go.
+// fresh is an entry that has just left ownership (never idle).
+func (h *HistoryRules) cut(ids []ServerID, index *uint32, since uint32, fresh ServerID) []ServerID {
+	over := len(ids) - h.K
+	if over <= 0 {
+		return ids
+	}
+	drop := make([]bool, len(ids))
+	if index != nil && h.Idle != nil {
+		for i := len(ids) - 1; i >= 0 && over > 0; i-- {
+			if ids[i] != fresh && h.Idle(ids[i], *index, since) {
+				drop[i] = true
+				over--
+			}
+		}
+	}
+	for i := len(ids) - 1; i >= 0 && over > 0; i-- {
+		if !drop[i] {
+			drop[i] = true
+			over--
+			if index != nil && h.Evicted != nil {
+				h.Evicted(ids[i], *index)
+			}
+		}
+	}
+	out := ids[:0:0]
+	for i, id := range ids {
+		if !drop[i] {
+			out = append(out, id)
+		}
 	}
 	return out
 }
@@ -137,7 +194,7 @@ func (h *HistoryRules) Plan(buckets []Bucket, moves []BucketChange) []BucketChan
 	out := make([]BucketChange, 0, len(moves))
 	for _, m := range moves {
 		moved[m.Index] = true
-		out = append(out, BucketChange{Index: m.Index, Bucket: h.Moved(buckets[m.Index], m.Bucket)})
+		out = append(out, BucketChange{Index: m.Index, Bucket: h.MovedAt(m.Index, buckets[m.Index], m.Bucket)})
 	}
 	for i, b := range buckets {
 		if b.History[0] == NoServer || moved[uint32(i)] {

@@ -98,3 +98,45 @@ func TestHistoryAging(t *testing.T) {
 		t.Fatalf("change time near 2^32 (window past the end of time) kept: %+v", got)
 	}
 }
+
+// TestHistoryKeepsHolders: a move that leaves K+1 owners drops the oldest
+// entry known idle in the bucket instead of the oldest owner; the owner
+// that just left is never asked; with no idle entry the oldest leaves and
+// is told to Evicted; Moved (no index) keeps the oldest-first rule.
+func TestHistoryKeepsHolders(t *testing.T) {
+	var asked []ServerID
+	var evicted []ServerID
+	idle := map[ServerID]bool{1027: true, 1028: true, 1030: true}
+	h := &HistoryRules{K: 4, Window: 240, Now: 2000,
+		Idle: func(id ServerID, bucket uint32, since uint32) bool {
+			if bucket != 7 || since != 1500 {
+				t.Errorf("Idle asked for bucket %d since %d, want 7 since 1500", bucket, since)
+			}
+			asked = append(asked, id)
+			return idle[id]
+		},
+		Evicted: func(id ServerID, bucket uint32) { evicted = append(evicted, id) }}
+	old := Bucket{Current: 1030, History: Chain{1029, 1028, 1027, 1026}, Changed: 1500}
+	got := h.MovedAt(7, old, Bucket{Current: 1031, Changed: 2000})
+	if want := (Chain{1030, 1029, 1028, 1026}); got.History != want || got.Current != 1031 || got.Changed != 2000 {
+		t.Fatalf("idle 1027 should leave, holder 1026 stay: %+v, want %v", got, want)
+	}
+	if len(evicted) != 0 || len(asked) != 2 || asked[0] != 1026 || asked[1] != 1027 {
+		t.Fatalf("asked %v (want the oldest first, stopping at the first idle; never 1030, leaving now), evicted %v", asked, evicted)
+	}
+	idle = map[ServerID]bool{}
+	got = h.MovedAt(7, old, Bucket{Current: 1031, Changed: 2000})
+	if want := (Chain{1030, 1029, 1028, 1027}); got.History != want || len(evicted) != 1 || evicted[0] != 1026 {
+		t.Fatalf("no idle entry: %v (want %v), evicted %v (want [1026])", got.History, want, evicted)
+	}
+	// Not full: nothing asked, nothing cut.
+	asked, evicted = nil, nil
+	short := Bucket{Current: 1030, History: Chain{1029, 1028}, Changed: 1500}
+	if got := h.MovedAt(7, short, Bucket{Current: 1031, Changed: 2000}); got.History != (Chain{1030, 1029, 1028}) || len(asked)+len(evicted) != 0 {
+		t.Fatalf("short history: %v, asked %v, evicted %v", got.History, asked, evicted)
+	}
+	idle = map[ServerID]bool{1027: true}
+	if got := h.Moved(old, Bucket{Current: 1031, Changed: 2000}); got.History != (Chain{1030, 1029, 1028, 1027}) || len(asked)+len(evicted) != 0 {
+		t.Fatalf("Moved without index: %v, asked %v, evicted %v", got.History, asked, evicted)
+	}
+}

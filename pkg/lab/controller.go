@@ -46,6 +46,12 @@ func (l *Lab) startController(ctx context.Context) error {
 		return fmt.Errorf("lab: store %q: want one of %s", l.opts.Store, strings.Join(Stores, ", "))
 	}
 	args := []string{"controller", "--health-interval", "500ms", "--reconcile-every", "5s"}
+	if d := l.opts.HoldInterval; d > 0 {
+		args = append(args, "--hold-interval", d.String(), "--metrics", metricsAddr)
+	}
+	if l.opts.EvictOldest {
+		args = append(args, "--history-evict-oldest")
+	}
 	if l.prismKeepAlive = hasFlag(l.opts.Beamer, "controller", "--prism-muxes-file"); l.prismKeepAlive {
 		if err := l.writePrismMuxes(); err != nil {
 			return err

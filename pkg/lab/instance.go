@@ -16,6 +16,23 @@ type InstanceState struct {
 	Retired    []int      `json:"retired"`
 	FailOpen   bool       `json:"fail_open,omitempty"` // every server down: the last owners kept
 	Warnings   []string   `json:"warnings,omitempty"`
+	// HistoryEvictions: the servers the K limit pushed out of bucket
+	// histories while they held connections there.
+	HistoryEvictions *EvictionsState `json:"history_evictions,omitempty"`
+}
+
+// EvictionsState is the controller's K-limit record as ctl show prints it.
+type EvictionsState struct {
+	K      int `json:"max_chain"`
+	Recent []struct {
+		Server  int `json:"server"`
+		Buckets []struct {
+			Bucket      uint32 `json:"bucket"`
+			Connections uint32 `json:"connections"`
+		} `json:"buckets"`
+		Connections uint64 `json:"connections"`
+		Avoiding    bool   `json:"avoiding"`
+	} `json:"recent"`
 }
 
 // DIPState is one DIP as the controller reports it.

@@ -70,9 +70,10 @@ type Load struct {
 // connRecord is one client connection as the client saw it.
 type connRecord struct {
 	client   int
-	kind     string // "busy" (persistent, downloading), "idle", "short"
-	server   string // the last server that answered on it
-	opened   bool   // the connection was established
+	src      netip.AddrPort // the client's end
+	kind     string         // "busy" (persistent, downloading), "idle", "short"
+	server   string         // the last server that answered on it
+	opened   bool           // the connection was established
 	requests int
 	broken   bool
 	mptcp    bool // MPTCP was negotiated
@@ -232,6 +233,7 @@ func (ld *Load) dial(c *loadClient, port int, rec *connRecord) (*watchedConn, er
 	mp, _ := tc.MultipathTCP()
 	ld.mu.Lock()
 	rec.opened, rec.mptcp = true, mp
+	rec.src = netip.AddrPortFrom(c.addr, uint16(port))
 	ld.mu.Unlock()
 	w := &watchedConn{TCPConn: tc, stall: ld.opts.Stall, bytes: &ld.bytes}
 	ld.mu.Lock()
@@ -320,6 +322,20 @@ func (ld *Load) download(conn *watchedConn, br *bufio.Reader, path string, size 
 	ld.fcts = append(ld.fcts, FCT{At: end.Sub(ld.started), Duration: end.Sub(start)})
 	ld.mu.Unlock()
 	return server, nil
+}
+
+// busyFlows lists the client ends of the busy connections still running
+// whose last answer came from server (a name like srv0).
+func (ld *Load) busyFlows(server string) []netip.AddrPort {
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	var out []netip.AddrPort
+	for _, rec := range ld.conns {
+		if rec.kind == "busy" && rec.opened && !rec.broken && rec.server == server {
+			out = append(out, rec.src)
+		}
+	}
+	return out
 }
 
 // done records a completed download and the server that answered.

@@ -48,10 +48,13 @@ type Result struct {
 	Churn           *Churn                       `json:"churn,omitempty"` // with its seed
 	// Final is the instance as the controller left it at the end: servers
 	// marked down by health checks, buckets without an owner.
-	Final       *InstanceState `json:"final_state,omitempty"`
-	Timeline    []Sample       `json:"timeline,omitempty"`
-	FCTs        []FCT          `json:"-"`
-	BrokenConns []BrokenConn   `json:"broken_connections,omitempty"`
+	Final *InstanceState `json:"final_state,omitempty"`
+	// Heirs: what remove-heir followed and the controller's K-limit
+	// counters (heir.go).
+	Heirs       *HeirReport  `json:"heirs,omitempty"`
+	Timeline    []Sample     `json:"timeline,omitempty"`
+	FCTs        []FCT        `json:"-"`
+	BrokenConns []BrokenConn `json:"broken_connections,omitempty"`
 }
 
 // FloodResult is the SYN flood as sent.
@@ -110,6 +113,8 @@ func (r *runner) result(lr LoadResult, tl []Sample, events []EventLog) *Result {
 	if st, err := r.lab.Instance(); err == nil {
 		res.Final = st
 	}
+	r.controllerCounters()
+	res.Heirs = r.heirs
 	return res
 }
 

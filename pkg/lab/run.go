@@ -66,7 +66,8 @@ func Run(ctx context.Context, o RunOptions) (res *Result, err error) {
 	}
 	l, err := Start(ctx, Options{Beamer: o.Beamer, Dir: dir, Clients: p.Clients, Muxes: muxes, Servers: servers,
 		Buckets: p.Buckets, Window: time.Duration(p.Window), FileSize: p.FileSize, Strategy: p.Strategy,
-		Store: p.Store, Seed: p.Seed, BindVIP: sc.BindVIP, UDP: p.UDPFlows > 0, QUIC: p.QUICFlows > 0, Encap: p.Encap, Family: p.Family})
+		Store: p.Store, Seed: p.Seed, BindVIP: sc.BindVIP, UDP: p.UDPFlows > 0, QUIC: p.QUICFlows > 0, Encap: p.Encap, Family: p.Family,
+		HoldInterval: sc.HoldInterval, EvictOldest: sc.EvictOldest})
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +107,8 @@ type runner struct {
 	// failed names the servers fail-server stopped: their connections die
 	// with them, whatever the load balancer does.
 	failed []string
+	// heirs: what remove-heir found and did (heir.go).
+	heirs *HeirReport
 }
 
 func (r *runner) say(format string, a ...any) {
@@ -241,6 +244,8 @@ func (r *runner) apply(ctx context.Context, e Event) error {
 		return l.AddServer(e.Args[0])
 	case "remove-server":
 		return l.RemoveServer(e.Args[0])
+	case "remove-heir":
+		return r.removeHeir(e.Args[0])
 	case "fail-server":
 		r.failed = append(r.failed, fmt.Sprintf("srv%d", e.Args[0]))
 		return l.FailServer(e.Args[0])

@@ -33,6 +33,7 @@ var actions = map[string]struct {
 }{
 	"add-server":     {1, "add-server I: start server I if needed and add it to the pool"},
 	"remove-server":  {1, "remove-server I: take server I out of the pool (it keeps serving its connections)"},
+	"remove-heir":    {1, "remove-heir I: take out of the pool the server that owns the buckets of most of server I's connections, among those whose buckets moved most (heir.go)"},
 	"fail-server":    {1, "fail-server I: server I's interface goes down and its daemons stop"},
 	"fail-health":    {1, "fail-health I: server I's service refuses new connections (health checks fail); its link, agent and established connections stay"},
 	"restore-health": {1, "restore-health I: server I's service accepts connections again"},
@@ -74,6 +75,12 @@ type Scenario struct {
 	Idle IdleLoad `json:"idle,omitzero"`
 	// Churn, if set, is expanded into random events (Expand).
 	Churn *Churn `json:"churn,omitempty"`
+	// HoldInterval, if set, is how often the controller asks the agents
+	// for the connections previous owners hold (--hold-interval), and the
+	// controller serves its metrics; EvictOldest runs it with
+	// --history-evict-oldest (the K limit's rule before issue 28).
+	HoldInterval time.Duration `json:"hold_interval,omitempty"`
+	EvictOldest  bool          `json:"evict_oldest,omitempty"`
 }
 
 // IdleLoad is PerClient persistent connections per client, each asking a
@@ -93,6 +100,8 @@ type IdleLoad struct {
 //	bind vip|all               servers' HTTP service on VIP:80 only, or on :80
 //	idle N EVERY               N more connections per client, idle but for one small request per EVERY
 //	churn FROM UNTIL EVERY S   random server events every EVERY from FROM to UNTIL over servers 0..S-1 (seeded by --seed)
+//	holds EVERY                the controller asks agents for held connections every EVERY, and serves metrics
+//	evict-oldest               the controller pushes the oldest owner out of a full history (--history-evict-oldest)
 //
 // For example:
 //
@@ -238,6 +247,24 @@ var settings = map[string]func(sc *Scenario, args []string) error{
 		return nil
 	},
 	"churn": parseChurn,
+	"holds": func(sc *Scenario, args []string) error {
+		if len(args) != 1 {
+			return errors.New("want `holds EVERY`")
+		}
+		d, err := time.ParseDuration(args[0])
+		if err != nil || d < time.Second {
+			return fmt.Errorf("%q: want a duration of at least 1s", args[0])
+		}
+		sc.HoldInterval = d
+		return nil
+	},
+	"evict-oldest": func(sc *Scenario, args []string) error {
+		if len(args) != 0 {
+			return errors.New("`evict-oldest` takes no argument")
+		}
+		sc.EvictOldest = true
+		return nil
+	},
 }
 
 // Stretch multiplies every time of the scenario by f (a bigger run of the
@@ -250,7 +277,7 @@ func (sc *Scenario) Stretch(f float64) {
 	for i := range sc.Events {
 		sc.Events[i].At = mul(sc.Events[i].At)
 	}
-	sc.Window, sc.Idle.Every = mul(sc.Window), mul(sc.Idle.Every)
+	sc.Window, sc.Idle.Every, sc.HoldInterval = mul(sc.Window), mul(sc.Idle.Every), mul(sc.HoldInterval)
 	if c := sc.Churn; c != nil {
 		c.From, c.Until, c.Every = mul(c.From), mul(c.Until), mul(c.Every)
 	}
@@ -266,7 +293,7 @@ func (sc *Scenario) Needs() (servers, muxes int) {
 	}
 	for _, e := range sc.Events {
 		switch e.Action {
-		case "add-server", "remove-server", "fail-server", "set-weight", "fail-health", "restore-health":
+		case "add-server", "remove-server", "remove-heir", "fail-server", "set-weight", "fail-health", "restore-health":
 			servers = max(servers, e.Args[0]+1)
 		case "add-mux", "remove-mux", "kill-mux":
 			muxes = max(muxes, e.Args[0]+1)

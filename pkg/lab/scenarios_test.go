@@ -111,6 +111,13 @@ func runScenario(t *testing.T, name, strategy string) (*Result, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runScenarioOf(t, sc, strategy)
+}
+
+// runScenarioOf is runScenario for a scenario the test may have changed.
+func runScenarioOf(t *testing.T, sc *Scenario, strategy string) (*Result, error) {
+	t.Helper()
+	name := sc.Name
 	p, err := DefaultParams("affinity", SizeCI, strategy)
 	if err != nil {
 		t.Fatal(err)

@@ -43,6 +43,11 @@ type Options struct {
 	// Family 6 makes the service IPv6 (family.go): VIP, servers, GUE over
 	// IPv6 and the clients' traffic; 0 or 4 is the IPv4 lab.
 	Family int
+	// HoldInterval, if set, is the controller's --hold-interval, and the
+	// controller serves metrics on metricsAddr; EvictOldest runs it with
+	// --history-evict-oldest (heir.go).
+	HoldInterval time.Duration
+	EvictOldest  bool
 }
 
 // Instance is the name of the lab's one load-balanced service.
