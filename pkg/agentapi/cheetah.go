@@ -116,7 +116,7 @@ func (c *Client) PushCheetah(ctx context.Context, agent netip.AddrPort, p Cheeta
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+agent.String()+CheetahPath, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.scheme()+"://"+agent.String()+CheetahPath, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}

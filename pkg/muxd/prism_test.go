@@ -69,7 +69,7 @@ instances:
 	tab.MCT = map[uint64]forwarding.ServerID{flow.Signature(): 1025, idle.Signature(): 1025}
 	var d *Daemon
 	err = ns.Do(func() (err error) {
-		if d, err = Start(Options{Interface: cfg.Interface, XDPMode: dataplane.XDPGeneric, Metrics: cfg.Metrics, PinDir: "-"}); err != nil {
+		if d, err = Start(Options{Interface: cfg.Interface, XDPMode: dataplane.XDPGeneric, Metrics: cfg.Metrics, API: "127.0.0.1:0", PinDir: "-"}); err != nil {
 			return err
 		}
 		return d.SetInstance(cfg.Instances[0].Instance, tab)
@@ -78,9 +78,14 @@ instances:
 		t.Fatal(err)
 	}
 	defer d.Close()
+	// The keep-alive bits are on the node API, the metrics on --metrics.
 	do := func(method, p string) (int, string) {
+		addr := d.api.Addr().String()
+		if p == "/metrics" {
+			addr = d.metrics.Addr().String()
+		}
 		var conn net.Conn
-		if err := ns.Do(func() (err error) { conn, err = net.Dial("tcp", d.metrics.Addr().String()); return err }); err != nil {
+		if err := ns.Do(func() (err error) { conn, err = net.Dial("tcp", addr); return err }); err != nil {
 			t.Fatal(err)
 		}
 		c := http.Client{Transport: &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) { return conn, nil }}}

@@ -1,0 +1,34 @@
+package muxd
+
+import (
+	"net/http"
+
+	"github.com/beamer-lb/beamer/pkg/httpserver"
+	"github.com/beamer-lb/beamer/pkg/nodeauth"
+	"github.com/beamer-lb/beamer/pkg/prism"
+)
+
+// serveAPI starts the mux node API on Options.API: POST
+// /v1/prism/keepalive (prism.go), which hands out and clears the keep-alive
+// bits, so only the controller may call it (nodeauth.Only). It is apart
+// from --metrics, which stays plaintext and read-only.
+func (d *Daemon) serveAPI() error {
+	if d.opts.API == "" {
+		return nil
+	}
+	if d.opts.APITLS == nil {
+		if err := nodeauth.CheckPlaintext("mux API", d.opts.API, d.opts.APIInsecure); err != nil {
+			return err
+		}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+prism.KeepAlivePath, d.prism.serveKeepAlive)
+	lim := httpserver.Defaults()
+	lim.MaxBodyBytes = 1 << 10 // the request is its query
+	d.api = httpserver.New("mux API", nodeauth.Only(mux, nodeauth.RoleController), lim, d.opts.APITLS)
+	_, err := d.api.Listen(d.opts.API)
+	return err
+}
+
+// APIServer is the node API's server, nil without Options.API (tests).
+func (d *Daemon) APIServer() *httpserver.Server { return d.api }
