@@ -15,6 +15,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/agentd"
 	"github.com/beamer-lb/beamer/pkg/config"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/nodeauth"
 	"github.com/spf13/cobra"
 )
 
@@ -87,6 +88,8 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 	cmd.Flags().Float64Var(&capacityBps, "capacity-bps", 0, "the interface's rate in bits/s for capacity reports (AWFD) when no tbf/htb qdisc states it")
 	guePorts := cmd.Flags().UintSlice("gue-port", nil, fmt.Sprintf("UDP port on which GUE from trusted sources is decapsulated besides %d, always (repeatable): an encap-gue instance's --gue-port", forwarding.DefaultGUEPort))
 	cmd.Flags().StringVar(&apiAddr, "api", "", `serve the agent API (health probes of VIP:port from this server, connections per bucket) on this address; default the server's address, port 9300; "off" to disable`)
+	apiTLS := addAPITLSFlags(cmd) // node_tls.go
+	cmd.Flags().BoolVar(&node.APIInsecure, "insecure", false, "allow the agent API without TLS on a non-loopback address: anyone on that network could probe through it, read its connections and push keys")
 	cmd.Flags().StringVar(&node.StateFile, "state-file", "", "record of the sysctls, addresses and endpoints the agent changed, undone on exit (default /run/beamer/agent-NETNS-IFACE.json)")
 	cmd.Flags().StringVar(&node.XDP, "xdp", agentd.XDPAuto, `the XDP fast path in front of the tc program: "auto" (native XDP where the NIC's driver runs it, else tc alone), "native" (or fail), "off"`)
 	cmd.Flags().StringVar(&node.PinDir, "pin-dir", "", `bpffs directory pinning the program so it outlives the process (default /sys/fs/bpf/beamer/agent-NETNS-IFACE; "-" = no pinning)`)
@@ -175,6 +178,9 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 		}
 		cfg, err := build()
 		if err != nil {
+			return err
+		}
+		if node.APITLS, err = serverTLS(apiTLS, nodeauth.RoleAgent); err != nil {
 			return err
 		}
 		log := slog.Default() // --log-level, --log-format: logging.go

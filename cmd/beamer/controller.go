@@ -37,6 +37,7 @@ process also serves the embedded etcd other beamer commands connect to.`,
 	cmd.Flags().DurationVar(&h.HalfLife, "flap-half-life", 5*time.Minute, "half-life of the flap penalty")
 	applyHolds := addHoldFlags(cmd)
 	applyPrism := addPrismFlags(cmd)
+	nodeFiles := addNodeClientFlags(cmd) // node_tls.go
 	metricsAddr := cmd.Flags().String("metrics", "", "serve /metrics (fail-open instances, servers by health, buckets held open) on this address")
 	reconcile := cmd.Flags().Duration("reconcile-every", 30*time.Second, "reconcile all instances this often (ends chaining windows of removed DIPs)")
 	blobEvery := cmd.Flags().Uint32("blob-every", 64, "write a full blob at least every N generations")
@@ -89,6 +90,9 @@ process also serves the embedded etcd other beamer commands connect to.`,
 			return err
 		}
 		if err := applyPrism(&o); err != nil {
+			return err
+		}
+		if err := useNodeClients(&o, nodeFiles); err != nil {
 			return err
 		}
 		stopMetrics, err := serveControllerMetrics(*metricsAddr, &o)
