@@ -79,7 +79,8 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 	cmd.Flags().StringVar(&addr6, "addr6", "", "the server's IPv6 address, for IPv6 VIPs (default: the interface's first global IPv6)")
 	cmd.Flags().Uint16Var(&id, "id", 0, "server id, 1025–65535")
 	cmd.Flags().StringSliceVar(&vips, "vip", nil, "VIP:BUCKETS[:WINDOW] served (repeatable)")
-	cheetahKeys := cmd.Flags().String("cheetah-keys", "", "the --vip VIPs belong to a cheetah instance with these keys KEY0,KEY1[,CURRENT] (its `ctl show --json`)")
+	cheetahVIPs := cmd.Flags().Bool("cheetah", false, "the --vip VIPs belong to a cheetah instance: take the cookie keys the controller pushes (no other VIP takes keys)")
+	cheetahKeys := cmd.Flags().String("cheetah-keys-file", "", "the --vip VIPs belong to a cheetah instance with the keys KEY0,KEY1[,CURRENT] in this file (mode 600; or env "+cheetahKeysEnv+"), for agents the controller does not push keys to")
 	cmd.Flags().StringSliceVar(&trusted, "trusted", nil, "prefix of muxes and servers allowed to send encapsulated packets (repeatable)")
 	cmd.Flags().StringSliceVar(&controllers, "controllers", nil, "prefix of the controllers allowed to push Cheetah keys to the agent API (repeatable; default the --trusted prefixes)")
 	cmd.Flags().BoolVar(&noVIPs, "no-manage-vips", false, "do not put VIPs on loopback nor set ARP sysctls")
@@ -116,12 +117,19 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 					}
 					cfg.VIPs = append(cfg.VIPs, v)
 				}
-				if *cheetahKeys != "" {
-					ks, err := parseCheetahKeys(*cheetahKeys)
-					if err != nil {
-						return cfg, err
+				text, err := cheetahKeysText("cheetah-keys-file", *cheetahKeys)
+				if err != nil {
+					return cfg, err
+				}
+				for i := range cfg.VIPs {
+					if *cheetahVIPs || text != "" {
+						cfg.VIPs[i].Strategy = forwarding.StrategyCheetah
 					}
-					for i := range cfg.VIPs {
+					if text != "" {
+						ks, err := parseCheetahKeys(text)
+						if err != nil {
+							return cfg, err
+						}
 						cfg.VIPs[i].Cheetah = &ks
 					}
 				}

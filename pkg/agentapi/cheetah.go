@@ -2,6 +2,7 @@ package agentapi
 
 import (
 	"bytes"
+	"errors"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -39,6 +40,10 @@ type CheetahReport struct {
 	KeyID       uint8      `json:"key_id"`
 	Connections uint32     `json:"connections"`
 }
+
+// ErrNotCheetah is a push for a VIP the agent does not serve as Cheetah's:
+// answered 403, nothing attached.
+var ErrNotCheetah = errors.New("refused")
 
 // maxPush bounds a push body (a push is ~200 bytes).
 const maxPush = 4 << 10
@@ -88,7 +93,11 @@ func (s *Server) cheetahPush(w http.ResponseWriter, r *http.Request) {
 	// In the server's namespace: the handler attaches the cookie writer to
 	// the server's interface, found by name.
 	if err := inNamespace(s.ns, func() error { return s.cheetah(p) }); err != nil {
-		fail(w, http.StatusConflict, "%v", err)
+		code := http.StatusConflict
+		if errors.Is(err, ErrNotCheetah) {
+			code = http.StatusForbidden
+		}
+		fail(w, code, "%v", err)
 		return
 	}
 	select {

@@ -50,6 +50,9 @@ type AgentVIP struct {
 	// keys (the instance's, `ctl show --keys`); the agent writes the cookie
 	// naming server_id into every segment the server sends from the VIP.
 	Cheetah *cheetah.Keys `yaml:"cheetah,omitempty"`
+	// Strategy is the VIP's instance's strategy when it matters to the
+	// agent: "cheetah" takes the keys the controller pushes (agent_cheetah.go).
+	Strategy forwarding.Strategy `yaml:"strategy,omitempty"`
 }
 
 // Window is the chaining window, the default when unset.
@@ -77,6 +80,9 @@ func LoadAgent(path string) (*Agent, error) {
 	}
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := checkKeysFile(path, &c); err != nil { // agent_cheetah.go
+		return nil, err
 	}
 	return &c, nil
 }
@@ -152,6 +158,9 @@ func (c *Agent) Validate() error {
 		}
 		if v.VIP.Is6() && !slices.ContainsFunc(c.Trusted, func(p netip.Prefix) bool { return p.Addr().Is6() }) {
 			return fmt.Errorf("vip %v: IPv6, but no trusted prefix is IPv6 (GUE over IPv6 arrives from the muxes' IPv6 addresses)", v.VIP)
+		}
+		if err := v.checkStrategy(); err != nil { // agent_cheetah.go
+			return err
 		}
 		if v.Cheetah != nil && v.VIP.Is6() {
 			return fmt.Errorf("vip %v: cheetah does not forward IPv6 (an IPv6 instance needs strategy beamer)", v.VIP)
