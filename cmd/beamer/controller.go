@@ -47,7 +47,7 @@ process also serves the embedded etcd other beamer commands connect to.`,
 	cmd.Flags().IntVar(&defrag.MaxMoves, "defrag-max-moves", defrag.MaxMoves, "per defragmentation step, at most this many buckets leave any DIP")
 	cmd.Flags().BoolVar(&defrag.AllowRise, "defrag-allow-rise", defrag.AllowRise, "let fragmentation rise during a run (the paper's algorithm: reaches the target from any table); without it a run never needs more range rules than it started with")
 	defragPeriod := cmd.Flags().Duration("defrag-period", forwarding.DefaultChainWindow, "one automatic defragmentation step per instance this often (paper: the 4-minute chaining window); 0 turns it off")
-	cheetahEvery := cmd.Flags().Duration("cheetah-push-every", 2*time.Second, "push Cheetah keys to the agents (PUT /v1/cheetah) and collect their loads for p2c this often; 0: agents have keys by hand (agent --cheetah-keys), servers are not held until their agent confirms them")
+	cheetahEvery := cmd.Flags().Duration("cheetah-push-every", 2*time.Second, "push Cheetah keys to the agents (PUT /v1/cheetah) and collect their loads for p2c this often; 0: agents have keys by hand (agent --cheetah-keys-file), servers are not held until their agent confirms them")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *configPath != "" {
 			if err := applyFlagFile(cmd, *configPath); err != nil { // controller_config.go

@@ -47,7 +47,8 @@ type AgentVIP struct {
 	Buckets     uint32         `yaml:"buckets"`
 	ChainWindow *time.Duration `yaml:"chain_window,omitempty"` // default 4m; 0s disables chaining
 	// Cheetah: the VIP's instance uses the cheetah strategy with these
-	// keys (the instance's, `ctl show --keys`); the agent writes the cookie
+	// keys (the instance's, as `ctl create --cheetah-keys-file` took them; the
+	// file holding them must be mode 600); the agent writes the cookie
 	// naming server_id into every segment the server sends from the VIP.
 	Cheetah *cheetah.Keys `yaml:"cheetah,omitempty"`
 	// Strategy is the VIP's instance's strategy when it matters to the
