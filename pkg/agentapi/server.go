@@ -282,7 +282,7 @@ func Serve(addr string, o Options) (*Endpoint, error) {
 	e := &Endpoint{s: s, srv: httpserver.New("agent API", s.Handler(), Limits(), o.TLS)}
 	if e.addr, err = e.srv.Listen(addr); err != nil {
 		s.Close()
-		return nil, err
+		return nil, fmt.Errorf("agent API listener: %w", err)
 	}
 	return e, nil
 }
@@ -291,8 +291,10 @@ func Serve(addr string, o Options) (*Endpoint, error) {
 // and an IPv6 instance is probed at its DIP of each family. Close stops
 // every listener.
 func (e *Endpoint) Listen(addr string) error {
-	_, err := e.srv.Listen(addr)
-	return err
+	if _, err := e.srv.Listen(addr); err != nil {
+		return fmt.Errorf("agent API listener: %w", err)
+	}
+	return nil
 }
 
 // Addr is the address served (useful with port 0).

@@ -52,9 +52,9 @@ type View struct {
 	// CheetahKeys (cheetah): each key slot's id and fingerprint, which
 	// one is current; the keys themselves are never shown.
 	CheetahKeys []cheetah.KeyView `json:"cheetah_keys,omitempty"`
-	Unit         string                         `json:"unit"`
-	Histories    bool                           `json:"histories"`
-	Details      []string                       `json:"details,omitempty"`
+	Unit        string            `json:"unit"`
+	Histories   bool              `json:"histories"`
+	Details     []string          `json:"details,omitempty"`
 	// AWFD (awfd): the class record the muxes dispatch by and its age.
 	AWFD    *awfd.Record  `json:"awfd,omitempty"`
 	AWFDAge time.Duration `json:"awfd_age,omitempty"`

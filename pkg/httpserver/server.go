@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"log"
 	"net"
 	"net/http"
@@ -48,7 +47,7 @@ func New(name string, h http.Handler, lim Limits, tlsConf *tls.Config) *Server {
 func (s *Server) Listen(addr string) (net.Addr, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("%s listener: %w", s.name, err)
+		return nil, err // the caller names the listener
 	}
 	s.Serve(l)
 	return l.Addr(), nil

@@ -56,7 +56,7 @@ func Serve(addr string, reg *prometheus.Registry, healthy func() error) (*Server
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	s := &Server{srv: httpserver.New("metrics "+addr, mux, Limits(), nil), mux: mux}
+	s := &Server{srv: httpserver.New("metrics", mux, Limits(), nil), mux: mux}
 	a, err := s.srv.Listen(addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics listener: %w", err)

@@ -1,6 +1,7 @@
 package muxd
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/beamer-lb/beamer/pkg/httpserver"
@@ -26,8 +27,10 @@ func (d *Daemon) serveAPI() error {
 	lim := httpserver.Defaults()
 	lim.MaxBodyBytes = 1 << 10 // the request is its query
 	d.api = httpserver.New("mux API", nodeauth.Only(mux, nodeauth.RoleController), lim, d.opts.APITLS)
-	_, err := d.api.Listen(d.opts.API)
-	return err
+	if _, err := d.api.Listen(d.opts.API); err != nil {
+		return fmt.Errorf("mux API listener: %w", err)
+	}
+	return nil
 }
 
 // APIServer is the node API's server, nil without Options.API (tests).

@@ -122,4 +122,3 @@ func Scheme(c *tls.Config) string {
 	}
 	return "http"
 }
-
