@@ -204,6 +204,16 @@ func TestAPIAndMetricsUnderFlood(t *testing.T) {
 	wg.Wait()
 	t.Logf("idle flood: %d connections opened and written to, %d refused at once, in %v", accepted.Load(), refused.Load(), time.Since(start).Round(time.Millisecond))
 	time.Sleep(500 * time.Millisecond)
+	// The controller (another source) is still answered by the API.
+	cstart := time.Now()
+	ctlClient := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.4")}}).DialContext}}
+	if resp, err := ctlClient.Get("http://" + apiAddr + agentapi.HealthPath + "?vip=198.18.100.1&port=80&buckets=100&timeout_ms=100"); err != nil {
+		t.Errorf("the controller's probe under the idle flood: %v", err)
+	} else {
+		resp.Body.Close()
+		t.Logf("idle flood: the controller's probe answered %s in %v", resp.Status, time.Since(cstart).Round(time.Microsecond))
+	}
 	measure("idle flood, connections held")
 	close(stop)
 	if w := worst(); w > floodHealthzMax {
