@@ -17,11 +17,6 @@ func (d *Daemon) serveAPI() error {
 	if d.opts.API == "" {
 		return nil
 	}
-	if d.opts.APITLS == nil {
-		if err := nodeauth.CheckPlaintext("mux API", d.opts.API, d.opts.APIInsecure); err != nil {
-			return err
-		}
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+prism.KeepAlivePath, d.prism.serveKeepAlive)
 	lim := httpserver.Defaults()
@@ -31,6 +26,15 @@ func (d *Daemon) serveAPI() error {
 		return fmt.Errorf("mux API listener: %w", err)
 	}
 	return nil
+}
+
+// checkAPI refuses a plaintext node API off loopback unless APIInsecure;
+// Start calls it before it changes anything.
+func (o *Options) checkAPI() error {
+	if o.API == "" || o.APITLS != nil {
+		return nil
+	}
+	return nodeauth.CheckPlaintext("mux API", o.API, o.APIInsecure)
 }
 
 // APIServer is the node API's server, nil without Options.API (tests).

@@ -156,6 +156,9 @@ func Start(opts Options) (*Daemon, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
+	if err := opts.checkAPI(); err != nil { // api.go
+		return nil, err
+	}
 	node, err := nodestate.Open(opts.StateFile)
 	if err != nil {
 		return nil, err
