@@ -29,7 +29,7 @@ type Server struct {
 func Limits() httpserver.Limits {
 	l := httpserver.Defaults()
 	l.MaxConns, l.PerSourceConns, l.LocalConns = 128, 16, 32
-	l.PerSourceRate, l.PerSourceBurst = 20, 40
+	l.PerSourceRate, l.PerSourceBurst = 50, 100
 	l.MaxBodyBytes = 1 << 10 // nothing here reads a body
 	l.Exempt = []string{HealthPath}
 	return l
