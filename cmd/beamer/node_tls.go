@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -90,8 +91,12 @@ func (n *nodeClients) muxes(timeout time.Duration) *prism.KeepAliveClient {
 // certificate, when --node-cert is given.
 func useNodeClients(o *controller.RunOptions, f *nodeauth.Files) error {
 	n, err := newNodeClients(f)
-	if err != nil || n.tls == nil {
+	if err != nil {
 		return err
+	}
+	if n.tls == nil {
+		slog.Info("controller: calling agents and muxes in plaintext (no --node-cert): nodes off loopback refuse it unless run with --insecure (docs/operations.md, \"Trust boundaries\")")
+		return nil
 	}
 	agents := n.agents(10 * time.Second) // callers bound each call with their own, shorter, deadline
 	if o.Health != nil {
