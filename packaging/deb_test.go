@@ -200,7 +200,10 @@ func TestDebianPackage(t *testing.T) {
 		t.Fatal(err)
 	}
 	muxProc, muxOut := start(t, mux, readUnit(t, "/lib/systemd/system/beamer-mux.service"))
-	_, agentOut := start(t, srv, readUnit(t, "/lib/systemd/system/beamer-agent.service"))
+	// The example's agent API is on the DIP: plaintext there needs
+	// BEAMER_INSECURE (/etc/default/beamer-agent), or BEAMER_API_CERT,
+	// BEAMER_API_KEY and BEAMER_API_CA (docs/operations.md, "Trust boundaries").
+	_, agentOut := start(t, srv, readUnit(t, "/lib/systemd/system/beamer-agent.service"), "BEAMER_INSECURE=true")
 	// The controller's store: what /etc/default/beamer-controller would say
 	// (not /var/lib/beamer of this machine).
 	_, ctlOut := start(t, ctl, readUnit(t, "/lib/systemd/system/beamer-controller.service"), "BEAMER_STORE=embed://"+t.TempDir())

@@ -5,7 +5,13 @@
 #   ca.pem, ca-key.pem            the store's own CA (keep ca-key.pem offline)
 #   server.pem, server-key.pem    the embedded etcd's certificate, naming ADDR and 127.0.0.1
 #   NAME.pem, NAME-key.pem        one client certificate per NAME (controller, muxes, operators)
-# Usage: scripts/store-certs.sh ADDR NAME...   e.g. scripts/store-certs.sh 198.18.0.2 ctl mux
+# Usage: scripts/store-certs.sh ADDR NAME[=ROLE[@NODEADDR,...]]...
+#   e.g. scripts/store-certs.sh 198.18.0.2 ctl=controller mux1=mux@198.18.0.11 server1=agent@198.18.0.21
+# NAME=ROLE also makes the certificate a node identity (docs/operations.md,
+# "Trust boundaries"): its role as the URI SAN beamer://role/ROLE
+# (controller, mux or agent); a mux or an agent serves its node API with it,
+# so it names the addresses the controller dials (NODEADDR) and may serve.
+# The same certificate is the node's store client certificate.
 # An existing CA is reused, so running it again later adds client certificates.
 set -euo pipefail
 if [ $# -lt 2 ]; then
@@ -36,10 +42,39 @@ esac
 # clientAuth too: etcd's gateway dials itself with the server certificate.
 sign server beamer-store "subjectAltName=$san,IP:127.0.0.1
 extendedKeyUsage=serverAuth,clientAuth"
-for name in "$@"; do
+names=()
+for arg in "$@"; do
+	name=${arg%%=*}
+	role= addrs=
+	if [ "$name" != "$arg" ]; then
+		role=${arg#*=}
+		if [ "${role#*@}" != "$role" ]; then
+			addrs=${role#*@}
+			role=${role%%@*}
+		fi
+	fi
 	case $name in
-	server | ca | *[!A-Za-z0-9_.-]*) echo "$0: client name $name: use letters, digits, . _ - (not server or ca)" >&2; exit 2 ;;
+	server | ca | "" | *[!A-Za-z0-9_.-]*) echo "$0: client name $name: use letters, digits, . _ - (not server or ca)" >&2; exit 2 ;;
 	esac
-	sign "$name" "$name" "extendedKeyUsage=clientAuth"
+	case $role in
+	"") ext="extendedKeyUsage=clientAuth" ;;
+	controller) ext="extendedKeyUsage=clientAuth
+subjectAltName=URI:beamer://role/controller" ;;
+	mux | agent)
+		[ -n "$addrs" ] || { echo "$0: $arg: a $role serves its node API: name its address(es), $name=$role@ADDR[,ADDR]" >&2; exit 2; }
+		sans="URI:beamer://role/$role"
+		IFS=, read -r -a list <<<"$addrs"
+		for a in "${list[@]}"; do
+			case $a in
+			*[!0-9A-Fa-f.:]*) sans="$sans,DNS:$a" ;;
+			*) sans="$sans,IP:$a" ;;
+			esac
+		done
+		ext="extendedKeyUsage=serverAuth,clientAuth
+subjectAltName=$sans" ;;
+	*) echo "$0: $arg: role $role: want controller, mux or agent" >&2; exit 2 ;;
+	esac
+	sign "$name" "$name" "$ext"
+	names+=("$name")
 done
-echo "store-certs: ca.pem, server.pem and $(printf '%s.pem ' "$@")(keys beside them) in $(pwd)"
+echo "store-certs: ca.pem, server.pem and $(printf '%s.pem ' "${names[@]}")(keys beside them) in $(pwd)"

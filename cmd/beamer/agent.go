@@ -15,6 +15,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/agentd"
 	"github.com/beamer-lb/beamer/pkg/config"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/nodeauth"
 	"github.com/spf13/cobra"
 )
 
@@ -78,7 +79,8 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 	cmd.Flags().StringVar(&addr6, "addr6", "", "the server's IPv6 address, for IPv6 VIPs (default: the interface's first global IPv6)")
 	cmd.Flags().Uint16Var(&id, "id", 0, "server id, 1025–65535")
 	cmd.Flags().StringSliceVar(&vips, "vip", nil, "VIP:BUCKETS[:WINDOW] served (repeatable)")
-	cheetahKeys := cmd.Flags().String("cheetah-keys", "", "the --vip VIPs belong to a cheetah instance with these keys KEY0,KEY1[,CURRENT] (its `ctl show --json`)")
+	cheetahVIPs := cmd.Flags().Bool("cheetah", false, "the --vip VIPs belong to a cheetah instance: take the cookie keys the controller pushes (no other VIP takes keys)")
+	cheetahKeys := cmd.Flags().String("cheetah-keys-file", "", "the --vip VIPs belong to a cheetah instance with the keys KEY0,KEY1[,CURRENT] in this file (mode 600; or env "+cheetahKeysEnv+"), for agents the controller does not push keys to")
 	cmd.Flags().StringSliceVar(&trusted, "trusted", nil, "prefix of muxes and servers allowed to send encapsulated packets (repeatable)")
 	cmd.Flags().StringSliceVar(&controllers, "controllers", nil, "prefix of the controllers allowed to push Cheetah keys to the agent API (repeatable; default the --trusted prefixes)")
 	cmd.Flags().BoolVar(&noVIPs, "no-manage-vips", false, "do not put VIPs on loopback nor set ARP sysctls")
@@ -87,6 +89,8 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 	cmd.Flags().Float64Var(&capacityBps, "capacity-bps", 0, "the interface's rate in bits/s for capacity reports (AWFD) when no tbf/htb qdisc states it")
 	guePorts := cmd.Flags().UintSlice("gue-port", nil, fmt.Sprintf("UDP port on which GUE from trusted sources is decapsulated besides %d, always (repeatable): an encap-gue instance's --gue-port", forwarding.DefaultGUEPort))
 	cmd.Flags().StringVar(&apiAddr, "api", "", `serve the agent API (health probes of VIP:port from this server, connections per bucket) on this address; default the server's address, port 9300; "off" to disable`)
+	apiTLS := addAPITLSFlags(cmd) // node_tls.go
+	cmd.Flags().BoolVar(&node.APIInsecure, "insecure", false, "allow the agent API without TLS on a non-loopback address: anyone on that network could probe through it, read its connections and push keys")
 	cmd.Flags().StringVar(&node.StateFile, "state-file", "", "record of the sysctls, addresses and endpoints the agent changed, undone by `beamer agent cleanup` (default /run/beamer/agent-NETNS-IFACE.json)")
 	cmd.Flags().StringVar(&node.XDP, "xdp", agentd.XDPAuto, `the XDP fast path in front of the tc program: "auto" (native XDP where the NIC's driver runs it, else tc alone), "native" (or fail), "off"`)
 	cmd.Flags().StringVar(&node.PinDir, "pin-dir", "", `bpffs directory pinning the program so it outlives the process (default /sys/fs/bpf/beamer/agent-NETNS-IFACE; "-" = no pinning)`)
@@ -113,12 +117,19 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 					}
 					cfg.VIPs = append(cfg.VIPs, v)
 				}
-				if *cheetahKeys != "" {
-					ks, err := parseCheetahKeys(*cheetahKeys)
-					if err != nil {
-						return cfg, err
+				text, err := cheetahKeysText("cheetah-keys-file", *cheetahKeys)
+				if err != nil {
+					return cfg, err
+				}
+				for i := range cfg.VIPs {
+					if *cheetahVIPs || text != "" {
+						cfg.VIPs[i].Strategy = forwarding.StrategyCheetah
 					}
-					for i := range cfg.VIPs {
+					if text != "" {
+						ks, err := parseCheetahKeys(text)
+						if err != nil {
+							return cfg, err
+						}
 						cfg.VIPs[i].Cheetah = &ks
 					}
 				}
@@ -175,6 +186,9 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 		}
 		cfg, err := build()
 		if err != nil {
+			return err
+		}
+		if node.APITLS, err = serverTLS(apiTLS, nodeauth.RoleAgent); err != nil {
 			return err
 		}
 		log := slog.Default() // --log-level, --log-format: logging.go

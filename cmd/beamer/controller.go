@@ -37,6 +37,7 @@ process also serves the embedded etcd other beamer commands connect to.`,
 	cmd.Flags().DurationVar(&h.HalfLife, "flap-half-life", 5*time.Minute, "half-life of the flap penalty")
 	applyHolds := addHoldFlags(cmd)
 	applyPrism := addPrismFlags(cmd)
+	nodeFiles := addNodeClientFlags(cmd) // node_tls.go
 	metricsAddr := cmd.Flags().String("metrics", "", "serve /metrics (fail-open instances, servers by health, buckets held open) on this address")
 	reconcile := cmd.Flags().Duration("reconcile-every", 30*time.Second, "reconcile all instances this often (ends chaining windows of removed DIPs)")
 	blobEvery := cmd.Flags().Uint32("blob-every", 64, "write a full blob at least every N generations")
@@ -46,7 +47,7 @@ process also serves the embedded etcd other beamer commands connect to.`,
 	cmd.Flags().IntVar(&defrag.MaxMoves, "defrag-max-moves", defrag.MaxMoves, "per defragmentation step, at most this many buckets leave any DIP")
 	cmd.Flags().BoolVar(&defrag.AllowRise, "defrag-allow-rise", defrag.AllowRise, "let fragmentation rise during a run (the paper's algorithm: reaches the target from any table); without it a run never needs more range rules than it started with")
 	defragPeriod := cmd.Flags().Duration("defrag-period", forwarding.DefaultChainWindow, "one automatic defragmentation step per instance this often (paper: the 4-minute chaining window); 0 turns it off")
-	cheetahEvery := cmd.Flags().Duration("cheetah-push-every", 2*time.Second, "push Cheetah keys to the agents (PUT /v1/cheetah) and collect their loads for p2c this often; 0: agents have keys by hand (agent --cheetah-keys), servers are not held until their agent confirms them")
+	cheetahEvery := cmd.Flags().Duration("cheetah-push-every", 2*time.Second, "push Cheetah keys to the agents (PUT /v1/cheetah) and collect their loads for p2c this often; 0: agents have keys by hand (agent --cheetah-keys-file), servers are not held until their agent confirms them")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *configPath != "" {
 			if err := applyFlagFile(cmd, *configPath); err != nil { // controller_config.go
@@ -89,6 +90,9 @@ process also serves the embedded etcd other beamer commands connect to.`,
 			return err
 		}
 		if err := applyPrism(&o); err != nil {
+			return err
+		}
+		if err := useNodeClients(&o, nodeFiles); err != nil {
 			return err
 		}
 		stopMetrics, err := serveControllerMetrics(*metricsAddr, &o)

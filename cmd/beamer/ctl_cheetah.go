@@ -20,7 +20,7 @@ type cheetahCreateFlags struct {
 func addCheetahFlags(cmd *cobra.Command) *cheetahCreateFlags {
 	return &cheetahCreateFlags{
 		policy: cmd.Flags().String("policy", string(forwarding.CheetahRR), "cheetah: how a new connection's server is picked: rr, wrr (by bucket share, i.e. weight), p2c (power of two choices over published loads) or hash (the Beamer bucket)"),
-		key:    cmd.Flags().String("cheetah-keys", "", "cheetah: cookie keys KEY0[,KEY1], 32 hex digits each (default: drawn at random); key 0 is current; the servers' agents need the same keys (agent --cheetah-keys, or `ctl show --json`)"),
+		key:    cmd.Flags().String("cheetah-keys-file", "", "cheetah: file (mode 600) holding the cookie keys KEY0[,KEY1[,CURRENT]], 32 hex digits each, or env "+cheetahKeysEnv+" (default: drawn at random); the controller pushes them to the agents; never on the command line, where ps shows them"),
 	}
 }
 
@@ -28,12 +28,16 @@ func addCheetahFlags(cmd *cobra.Command) *cheetahCreateFlags {
 // and refuses cheetah flags given to another strategy.
 func (f *cheetahCreateFlags) apply(cmd *cobra.Command, in *forwarding.Instance) error {
 	if in.Strategy != forwarding.StrategyCheetah {
-		if cmd.Flags().Changed("policy") || cmd.Flags().Changed("cheetah-keys") {
-			return fmt.Errorf("--policy and --cheetah-keys are options of --strategy cheetah")
+		if cmd.Flags().Changed("policy") || cmd.Flags().Changed("cheetah-keys-file") {
+			return fmt.Errorf("--policy and --cheetah-keys-file are options of --strategy cheetah")
 		}
 		return nil
 	}
-	keys, err := parseCheetahKeys(*f.key)
+	text, err := cheetahKeysText("cheetah-keys-file", *f.key)
+	if err != nil {
+		return err
+	}
+	keys, err := parseCheetahKeys(text)
 	if err != nil {
 		return err
 	}
@@ -51,7 +55,7 @@ func parseCheetahKeys(s string) (cheetah.Keys, error) {
 		parts = strings.Split(s, ",")
 	}
 	if len(parts) > 3 {
-		return ks, fmt.Errorf("cheetah keys %q: want KEY0[,KEY1[,CURRENT]]", s)
+		return ks, fmt.Errorf("cheetah keys: %d fields, want KEY0[,KEY1[,CURRENT]]", len(parts))
 	}
 	for i := range ks.Keys {
 		var err error
@@ -70,7 +74,7 @@ func parseCheetahKeys(s string) (cheetah.Keys, error) {
 		case "1":
 			ks.Current = 1
 		default:
-			return ks, fmt.Errorf("cheetah keys %q: current key id must be 0 or 1", s)
+			return ks, fmt.Errorf("cheetah keys: current key id must be 0 or 1")
 		}
 	}
 	return ks, nil

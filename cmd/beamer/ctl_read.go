@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/cheetah"
 	"github.com/beamer-lb/beamer/pkg/controller"
 	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/spf13/cobra"
@@ -39,6 +40,8 @@ type listInstance struct {
 	UnownedBuckets     int          `json:"unowned_buckets"`
 	FailOpen           bool         `json:"fail_open"`
 	Servers            []listServer `json:"servers"`
+	// CheetahKeys (cheetah): key ids and fingerprints, never the keys.
+	CheetahKeys []cheetah.KeyView `json:"cheetah_keys,omitempty"`
 	// Error: the instance exists but its state could not be read.
 	Error string `json:"error,omitempty"`
 }
@@ -81,6 +84,7 @@ func readList(ctx context.Context, st store.Store, root string, now time.Time) (
 		li.Incarnation, li.Generation = v.Load.Incarnation, v.Generation
 		li.ChainWindowSeconds = in.ChainWindow.Seconds()
 		li.UnownedBuckets, li.FailOpen = v.Unowned, v.FailOpen
+		li.CheetahKeys = v.CheetahKeys
 		for _, a := range in.VIPs {
 			li.VIPs = append(li.VIPs, a.String())
 		}

@@ -14,7 +14,7 @@ import (
 // the command line wins over the variable. One list, one mechanism, so a
 // systemd EnvironmentFile or a shell profile sets the store once for every
 // command. Lists (--instance, --trusted) take comma-separated values.
-var envFlags = []string{"store", "insecure", "instance", "iface", "config", "metrics", "api", "log-level", "log-format"}
+var envFlags = []string{"store", "insecure", "instance", "iface", "config", "metrics", "api", "api-cert", "api-key", "api-ca", "node-cert", "node-key", "node-ca", "log-level", "log-format"}
 
 // envName is the variable of a flag.
 func envName(flag string) string {

@@ -12,6 +12,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/config"
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/muxd"
+	"github.com/beamer-lb/beamer/pkg/nodeauth"
 	"github.com/spf13/cobra"
 )
 
@@ -39,6 +40,8 @@ latest blob and the deltas after it, then applies each new generation.`,
 	cmd.Flags().StringVar(&addr6, "addr6", "", "mux IPv6 address: outer source of IPv6 instances and BGP next hop of IPv6 VIPs (default: the interface's first global IPv6)")
 	cmd.Flags().StringVar(&mode, "xdp-mode", "driver", "XDP attach mode: driver or generic")
 	cmd.Flags().StringVar(&metricsAddr, "metrics", "", "serve /metrics and /healthz on this address (e.g. 127.0.0.1:9100)")
+	apiAddr := cmd.Flags().String("api", "", "serve the mux node API (the Prism keep-alive bits the controller collects: controller --prism-muxes) on this address, mutual TLS with --api-cert, --api-key, --api-ca")
+	apiTLS := addAPITLSFlags(cmd) // node_tls.go
 	cmd.Flags().StringSliceVar(&instances, "instance", nil, "instance to forward (store mode; repeatable)")
 	var ctEntries int
 	var maxNewConns uint64
@@ -69,7 +72,11 @@ latest blob and the deltas after it, then applies each new generation.`,
 		}
 		hup := hangups()
 		opts := muxd.Options{Interface: iface, Metrics: metricsAddr, ConnTrackEntries: ctEntries, MaxNewConnsPerSecond: maxNewConns, AWFDDrop: awfdDrop,
-			StateFile: stateFile, PinDir: pinDir, Health: health, Log: log}
+			StateFile: stateFile, PinDir: pinDir, Health: health, Log: log, API: *apiAddr, APIInsecure: insecureStore}
+		var err error
+		if opts.APITLS, err = serverTLS(apiTLS, nodeauth.RoleMux); err != nil {
+			return err
+		}
 		if health.StoreDownAfter <= 0 {
 			return fmt.Errorf("--store-down-after %v: must be positive", health.StoreDownAfter)
 		}

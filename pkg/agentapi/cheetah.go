@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -39,6 +40,10 @@ type CheetahReport struct {
 	KeyID       uint8      `json:"key_id"`
 	Connections uint32     `json:"connections"`
 }
+
+// ErrNotCheetah is a push for a VIP the agent does not serve as Cheetah's:
+// answered 403, nothing attached.
+var ErrNotCheetah = errors.New("refused")
 
 // maxPush bounds a push body (a push is ~200 bytes).
 const maxPush = 4 << 10
@@ -88,7 +93,11 @@ func (s *Server) cheetahPush(w http.ResponseWriter, r *http.Request) {
 	// In the server's namespace: the handler attaches the cookie writer to
 	// the server's interface, found by name.
 	if err := inNamespace(s.ns, func() error { return s.cheetah(p) }); err != nil {
-		fail(w, http.StatusConflict, "%v", err)
+		code := http.StatusConflict
+		if errors.Is(err, ErrNotCheetah) {
+			code = http.StatusForbidden
+		}
+		fail(w, code, "%v", err)
 		return
 	}
 	select {
@@ -116,7 +125,7 @@ func (c *Client) PushCheetah(ctx context.Context, agent netip.AddrPort, p Cheeta
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+agent.String()+CheetahPath, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.scheme()+"://"+agent.String()+CheetahPath, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}

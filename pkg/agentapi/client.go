@@ -16,6 +16,16 @@ import (
 // a client timeout: give every call a context with a deadline).
 type Client struct {
 	HTTP *http.Client
+	// Scheme is "https" when HTTP's transport speaks the controller's
+	// mutual TLS (nodeauth.ClientConfig); "" is "http".
+	Scheme string
+}
+
+func (c *Client) scheme() string {
+	if c.Scheme == "" {
+		return "http"
+	}
+	return c.Scheme
 }
 
 // maxReport bounds what a client reads from an agent: a report lists at
@@ -27,7 +37,7 @@ func (c *Client) get(ctx context.Context, agent netip.AddrPort, path string, q u
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	u := url.URL{Scheme: "http", Host: agent.String(), Path: path, RawQuery: q.Encode()}
+	u := url.URL{Scheme: c.scheme(), Host: agent.String(), Path: path, RawQuery: q.Encode()}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return err

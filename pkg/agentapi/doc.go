@@ -16,9 +16,14 @@
 //   - PUT /v1/cheetah: the controller pushes a Cheetah instance's cookie
 //     keys; the agent answers with its live connections to the VIP (the
 //     load p2c compares). Only callers in the controllers' prefixes may
-//     push, and the keys are never answered back (cheetah.go).
+//     push, only for the agent's Cheetah VIPs, and the keys are never
+//     answered back (cheetah.go).
 //
-// Apart from that push the API only reads and probes. Probes
+// Every endpoint is the controller's: with Options.TLS the API is mutual
+// TLS and answers a certificate of the controller role only (pkg/nodeauth);
+// it runs in a bounded server (pkg/httpserver: timeouts, connection and
+// request budgets per source). Apart from the push the API only reads and
+// probes. Probes
 // go only to the agent's own VIPs, and their number in flight is bounded, so
 // a caller cannot use the agent to reach other hosts or open unbounded
 // connections.

@@ -2,6 +2,7 @@ package agentapi
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/httpserver"
+	"github.com/beamer-lb/beamer/pkg/nodeauth"
 	"github.com/vishvananda/netns"
 )
 
@@ -46,6 +49,10 @@ type Options struct {
 	Params   map[netip.Addr]VIPParams
 	// OnMismatch, if set, hears every refused probe (the agent logs it).
 	OnMismatch func(vip netip.Addr, reason string)
+	// TLS, if set, is the API's mutual TLS (nodeauth.ServerConfig): only
+	// a controller certificate may call it. Nil: plaintext, which the
+	// agent allows on loopback or with --insecure only.
+	TLS *tls.Config
 }
 
 // Server answers the API.
@@ -97,7 +104,9 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// Handler serves the API paths.
+// Handler serves the API paths. Every one is the controller's: probes,
+// connection lists, signatures, capacity and the key push
+// (nodeauth.Only; docs/operations.md, "Trust boundaries").
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+HealthPath, s.health)
@@ -105,7 +114,15 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET "+CapacityPath, s.capacity)
 	mux.HandleFunc("GET "+SignaturesPath, s.signatures)
 	mux.HandleFunc("PUT "+CheetahPath, s.cheetahPush)
-	return mux
+	return nodeauth.Only(mux, nodeauth.RoleController)
+}
+
+// Limits bound the agent API (httpserver): the controller is one source
+// probing every VIP port of the server every few seconds.
+func Limits() httpserver.Limits {
+	l := httpserver.Defaults()
+	l.MaxBodyBytes = maxPush
+	return l
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -250,9 +267,9 @@ func (s *Server) connections(w http.ResponseWriter, r *http.Request) {
 
 // Endpoint is a running API listener.
 type Endpoint struct {
-	srv *http.Server
-	l   net.Listener
-	s   *Server
+	srv  *httpserver.Server
+	addr net.Addr
+	s    *Server
 }
 
 // Serve starts serving the API of o on addr (host:port; ":9300" for all
@@ -262,14 +279,11 @@ func Serve(addr string, o Options) (*Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
+	e := &Endpoint{s: s, srv: httpserver.New("agent API", s.Handler(), Limits(), o.TLS)}
+	if e.addr, err = e.srv.Listen(addr); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("agent API listener: %w", err)
 	}
-	e := &Endpoint{s: s, l: l, srv: &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second,
-		WriteTimeout: 30 * time.Second, MaxHeaderBytes: 8 << 10}}
-	go e.srv.Serve(l) // ends with ErrServerClosed on Close
 	return e, nil
 }
 
@@ -277,22 +291,21 @@ func Serve(addr string, o Options) (*Endpoint, error) {
 // and an IPv6 instance is probed at its DIP of each family. Close stops
 // every listener.
 func (e *Endpoint) Listen(addr string) error {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
+	if _, err := e.srv.Listen(addr); err != nil {
 		return fmt.Errorf("agent API listener: %w", err)
 	}
-	go e.srv.Serve(l) // Shutdown closes it with the first
 	return nil
 }
 
 // Addr is the address served (useful with port 0).
-func (e *Endpoint) Addr() net.Addr { return e.l.Addr() }
+func (e *Endpoint) Addr() net.Addr { return e.addr }
+
+// HTTP is the bounded server (tests read its connection counts).
+func (e *Endpoint) HTTP() *httpserver.Server { return e.srv }
 
 // Close stops serving.
 func (e *Endpoint) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	err := e.srv.Shutdown(ctx)
+	err := e.srv.Close()
 	e.s.Close()
 	return err
 }

@@ -6,6 +6,7 @@
 package agentd
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -65,6 +66,11 @@ type Options struct {
 	// XDP says whether the XDP fast path runs in front of the tc program
 	// (xdp.go): XDPAuto (default), XDPNative or XDPOff.
 	XDP string
+	// APITLS is the agent API's mutual TLS (nodeauth.ServerConfig, role
+	// agent); nil serves plaintext, refused off loopback unless
+	// APIInsecure (api.go).
+	APITLS      *tls.Config
+	APIInsecure bool
 }
 
 func (o *Options) defaults(iface string) error {

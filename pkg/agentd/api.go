@@ -4,10 +4,11 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/agentapi"
+	"github.com/beamer-lb/beamer/pkg/httpserver"
+	"github.com/beamer-lb/beamer/pkg/nodeauth"
 )
 
 // serveAPI starts the agent API (health probes of VIP:port from this
@@ -40,33 +41,44 @@ func (d *Daemon) serveAPI() error {
 		vips = append(vips, v.VIP)
 		params[v.VIP] = agentapi.VIPParams{Buckets: v.Buckets, Window: v.Window()}
 	}
+	if d.opts.APITLS == nil {
+		for _, a := range append([]string{addr}, listenAddrs(dips[min(1, len(dips)):])...) {
+			if err := nodeauth.CheckPlaintext("agent API", a, d.opts.APIInsecure); err != nil {
+				return err
+			}
+		}
+	}
 	var err error
 	d.api, err = agentapi.Serve(addr, agentapi.Options{VIPs: vips,
 		Capacity: &agentapi.CapacityOptions{Iface: d.cfg.Interface, RateBps: d.cfg.CapacityBps},
 		Cheetah:  d.takeCheetahKeys, PushFrom: d.cfg.PushFrom(),
-		ServerID: uint16(d.cfg.ServerID), Params: params, OnMismatch: mismatchLogger()})
-	for _, a := range dips[min(1, len(dips)):] {
+		ServerID: uint16(d.cfg.ServerID), Params: params, OnMismatch: mismatchLogger(), TLS: d.opts.APITLS})
+	for _, a := range listenAddrs(dips[min(1, len(dips)):]) {
 		if err == nil {
-			err = d.api.Listen(netip.AddrPortFrom(a, agentapi.DefaultPort).String())
+			err = d.api.Listen(a)
 		}
 	}
 	return err
 }
 
+func listenAddrs(as []netip.Addr) []string {
+	var out []string
+	for _, a := range as {
+		out = append(out, netip.AddrPortFrom(a, agentapi.DefaultPort).String())
+	}
+	return out
+}
+
 // mismatchLogger logs a probe the agent refused because the controller's
 // instance is not what this agent was configured for: at error level, once
-// per reason a minute (the controller probes every few seconds).
+// a minute per VIP (the controller probes every few seconds), with the
+// count of lines held back. The kinds are the agent's own VIPs, never
+// what a request says: the reason carries the request's numbers.
 func mismatchLogger() func(netip.Addr, string) {
-	var mu sync.Mutex
-	last := map[string]time.Time{}
+	lines := httpserver.NewLineLimiter(time.Minute)
 	return func(vip netip.Addr, why string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if t, ok := last[why]; ok && time.Since(t) < time.Minute {
-			return
-		}
-		last[why] = time.Now()
-		slog.Error("agent: the controller's instance differs from this agent's configuration: refusing its health probes, so the server gets no buckets; restart the agent with the instance's parameters (ctl show)", "vip", vip, "mismatch", why)
+		lines.Log(slog.Default(), slog.LevelError, "mismatch "+vip.String(),
+			"agent: the controller's instance differs from this agent's configuration: refusing its health probes, so the server gets no buckets; restart the agent with the instance's parameters (ctl show)", "vip", vip, "mismatch", why)
 	}
 }
 

@@ -43,3 +43,30 @@ func checkAPI(t *testing.T, ns *netlab.Namespace, d *Daemon) {
 		t.Errorf("probe of a closed port: %v, want refused", err)
 	}
 }
+
+// A plaintext agent API off loopback is refused unless --insecure, before
+// the agent changes anything; on loopback it is allowed.
+func TestAgentPlaintextAPIRefused(t *testing.T) {
+	ns := agentLab(t)
+	opts := testOptions(t)
+	opts.APIInsecure = false
+	cfg := lifecycleConfig()
+	cfg.API = "198.18.0.10:9300"
+	var d *Daemon
+	err := ns.Do(func() (err error) { d, err = Start(cfg, opts); return err })
+	if err == nil {
+		ns.Do(d.Close)
+		t.Fatal("a plaintext API on the DIP started without --insecure")
+	}
+	if !strings.Contains(err.Error(), "agent API on 198.18.0.10:9300 without TLS") || !strings.Contains(err.Error(), "--insecure") {
+		t.Errorf("error %q", err)
+	}
+	checkNoLeftovers(t, ns, opts)
+	cfg.API = "127.0.0.1:9300"
+	if err := ns.Do(func() (err error) { d, err = Start(cfg, opts); return err }); err != nil {
+		t.Fatalf("a plaintext API on loopback: %v", err)
+	}
+	if err := ns.Do(d.Close); err != nil {
+		t.Fatal(err)
+	}
+}

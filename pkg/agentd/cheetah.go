@@ -8,6 +8,7 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/agentapi"
 	"github.com/beamer-lb/beamer/pkg/cheetah"
+	"github.com/beamer-lb/beamer/pkg/config"
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 )
 
@@ -67,8 +68,12 @@ func (d *Daemon) startCheetah() error {
 // takeCheetahKeys is the agent API's handler of the keys the controller
 // pushes: it refuses another server id than this agent's (the cookies
 // would name another server), replaces the VIP's keys whole and attaches
-// the cookie writer if it is not yet.
+// the cookie writer if it is not yet. Only VIPs configured as Cheetah's
+// take keys: a push for any other is refused before anything attaches.
 func (d *Daemon) takeCheetahKeys(p agentapi.CheetahPush) error {
+	if !slices.ContainsFunc(d.cfg.VIPs, func(v config.AgentVIP) bool { return v.VIP == p.VIP && v.IsCheetah() }) {
+		return fmt.Errorf("%w: %v is not a cheetah VIP of this agent (agent --cheetah, or strategy: cheetah under the VIP): its replies get no cookies", agentapi.ErrNotCheetah, p.VIP)
+	}
 	if p.ID != uint16(d.cfg.ServerID) {
 		return fmt.Errorf("keys pushed for server id %d, this agent is server %d: the controller's DIP record and the agent's --id disagree", p.ID, d.cfg.ServerID)
 	}

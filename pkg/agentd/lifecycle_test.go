@@ -61,7 +61,7 @@ func lifecycleConfig() config.Agent {
 
 func testOptions(t *testing.T) Options {
 	return Options{StateFile: filepath.Join(t.TempDir(), "agent.json"),
-		PinDir: netlabtest.PinDir(t, "agent")}
+		PinDir: netlabtest.PinDir(t, "agent"), APIInsecure: true} // plaintext API on the DIP: tests of the API's TLS give APITLS
 }
 
 // checkNoLeftovers fails for anything an agent leaves on the server: the

@@ -46,7 +46,7 @@ func (k Key) String() string {
 func ParseKey(s string) (Key, error) {
 	b, err := hex.DecodeString(s)
 	if err != nil || len(b) != 16 {
-		return Key{}, fmt.Errorf("cheetah key %q: want 32 hex digits", s)
+		return Key{}, fmt.Errorf("cheetah key of %d characters: want 32 hex digits (the key itself is not repeated here: it is a secret)", len(s))
 	}
 	var k Key
 	for i := range k {

@@ -47,9 +47,13 @@ type AgentVIP struct {
 	Buckets     uint32         `yaml:"buckets"`
 	ChainWindow *time.Duration `yaml:"chain_window,omitempty"` // default 4m; 0s disables chaining
 	// Cheetah: the VIP's instance uses the cheetah strategy with these
-	// keys (the instance's, `ctl show --keys`); the agent writes the cookie
+	// keys (the instance's, as `ctl create --cheetah-keys-file` took them; the
+	// file holding them must be mode 600); the agent writes the cookie
 	// naming server_id into every segment the server sends from the VIP.
 	Cheetah *cheetah.Keys `yaml:"cheetah,omitempty"`
+	// Strategy is the VIP's instance's strategy when it matters to the
+	// agent: "cheetah" takes the keys the controller pushes (agent_cheetah.go).
+	Strategy forwarding.Strategy `yaml:"strategy,omitempty"`
 }
 
 // Window is the chaining window, the default when unset.
@@ -77,6 +81,9 @@ func LoadAgent(path string) (*Agent, error) {
 	}
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := checkKeysFile(path, &c); err != nil { // agent_cheetah.go
+		return nil, err
 	}
 	return &c, nil
 }
@@ -152,6 +159,9 @@ func (c *Agent) Validate() error {
 		}
 		if v.VIP.Is6() && !slices.ContainsFunc(c.Trusted, func(p netip.Prefix) bool { return p.Addr().Is6() }) {
 			return fmt.Errorf("vip %v: IPv6, but no trusted prefix is IPv6 (GUE over IPv6 arrives from the muxes' IPv6 addresses)", v.VIP)
+		}
+		if err := v.checkStrategy(); err != nil { // agent_cheetah.go
+			return err
 		}
 		if v.Cheetah != nil && v.VIP.Is6() {
 			return fmt.Errorf("vip %v: cheetah does not forward IPv6 (an IPv6 instance needs strategy beamer)", v.VIP)

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"github.com/beamer-lb/beamer/pkg/agentapi"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
@@ -25,6 +26,9 @@ type HealthOptions struct {
 	// Probe checks one DIP of an instance; nil runs the instance's
 	// configured probe (agent, tcp or http).
 	Probe func(ctx context.Context, in *forwarding.Instance, d DIP) error
+	// Agents asks the agents for probes of kind agent (nil: plaintext
+	// HTTP; the controller gives its mutual-TLS client, nodeauth).
+	Agents *agentapi.Client
 	// Logf reports every health state change with its reason, and, at
 	// error level, every round an instance fails open.
 	Logf func(format string, a ...any)
@@ -53,7 +57,11 @@ func (o *HealthOptions) fill() {
 		o.Reuse = 1
 	}
 	if o.Probe == nil {
-		o.Probe = newProber(o.Timeout).probe
+		p := newProber(o.Timeout)
+		if o.Agents != nil {
+			p.agents = o.Agents
+		}
+		o.Probe = p.probe
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}

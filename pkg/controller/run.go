@@ -32,6 +32,9 @@ type RunOptions struct {
 	Holds *HoldOptions
 	// Logf reports what the controller does and what fails.
 	Logf func(format string, a ...any)
+	// Capacity asks the agents of AWFD instances (nil: plaintext HTTP;
+	// the controller gives its mutual-TLS client, nodeauth).
+	Capacity CapacityAsker
 }
 
 // Run campaigns for the leadership under root and, while leading, serves
@@ -110,7 +113,7 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 	c := New(store.Fenced(st, l), root, o.Options)
 	// AWFD capacity polls run beside the loop: a round of agents answering
 	// within 80% of a 250 ms interval must not wait behind a reconcile.
-	go NewAWFDPoller(store.Fenced(st, l), root, AWFDPollOptions{Logf: o.Logf, Metrics: o.Options.Metrics}).Run(ctx)
+	go NewAWFDPoller(store.Fenced(st, l), root, AWFDPollOptions{Logf: o.Logf, Metrics: o.Options.Metrics, Client: o.Capacity}).Run(ctx)
 	if hd != nil {
 		hd.now = c.now
 	}

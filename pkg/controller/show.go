@@ -7,6 +7,7 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/assign"
 	"github.com/beamer-lb/beamer/pkg/awfd"
+	"github.com/beamer-lb/beamer/pkg/cheetah"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/ring"
 	"github.com/beamer-lb/beamer/pkg/store"
@@ -48,9 +49,12 @@ type View struct {
 	MCTSize int `json:"mct_size,omitempty"`
 	// CheetahLoads (cheetah, p2c): the servers' loads the muxes run with.
 	CheetahLoads map[forwarding.ServerID]uint32 `json:"cheetah_loads,omitempty"`
-	Unit         string                         `json:"unit"`
-	Histories    bool                           `json:"histories"`
-	Details      []string                       `json:"details,omitempty"`
+	// CheetahKeys (cheetah): each key slot's id and fingerprint, which
+	// one is current; the keys themselves are never shown.
+	CheetahKeys []cheetah.KeyView `json:"cheetah_keys,omitempty"`
+	Unit        string            `json:"unit"`
+	Histories   bool              `json:"histories"`
+	Details     []string          `json:"details,omitempty"`
 	// AWFD (awfd): the class record the muxes dispatch by and its age.
 	AWFD    *awfd.Record  `json:"awfd,omitempty"`
 	AWFDAge time.Duration `json:"awfd_age,omitempty"`
@@ -139,7 +143,22 @@ func Show(ctx context.Context, st store.Store, root, name string, now time.Time)
 			v.Retired = append(v.Retired, id)
 		}
 	}
+	v.redactSecrets()
 	return v, nil
+}
+
+// redactSecrets replaces the instance's Cheetah keys with their key ids
+// and fingerprints: a View is what read APIs print (`ctl show`, `ctl list`
+// in every format), and whoever reads them must not be able to forge
+// cookies.
+func (v *View) redactSecrets() {
+	if v.Instance.Cheetah == nil {
+		return
+	}
+	c := *v.Instance.Cheetah
+	v.CheetahKeys = c.Keys.View()
+	c.Keys = cheetah.Keys{}
+	v.Instance.Cheetah = &c
 }
 
 // defaultHalfLife is the flap half-life `ctl show` decays penalties with

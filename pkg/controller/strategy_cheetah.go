@@ -34,8 +34,8 @@ func (cheetahStrategy) Show(v *View, live int) {
 	if o == nil {
 		return
 	}
-	v.Details = append(v.Details, fmt.Sprintf("strategy cheetah: policy %s, cookie key id %d for new connections (keys %s…, %s…); %d buckets for clients without timestamps, fragmentation %.2f rules/DIP",
-		o.Policy, o.Keys.Current, o.Keys.Keys[0].String()[:8], o.Keys.Keys[1].String()[:8], v.Instance.Buckets, v.Fragmentation))
+	v.Details = append(v.Details, fmt.Sprintf("strategy cheetah: policy %s, cookie key id %d for new connections (key fingerprints %s, %s); %d buckets for clients without timestamps, fragmentation %.2f rules/DIP",
+		o.Policy, o.Keys.Current, o.Keys.Keys[0].Fingerprint(), o.Keys.Keys[1].Fingerprint(), v.Instance.Buckets, v.Fragmentation))
 	if o.Policy == forwarding.CheetahP2C {
 		var loads []string
 		for _, id := range slices.Sorted(maps.Keys(v.CheetahLoads)) {

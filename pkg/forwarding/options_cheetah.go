@@ -32,8 +32,10 @@ type CheetahOptions struct {
 	// Keys obfuscate the cookie; muxes decode with the key id the cookie
 	// carries, servers encode new connections with Keys.Current. Rotation:
 	// put a new key in the other slot, then make it current; the old one
-	// stays for the connections that carry it.
-	Keys cheetah.Keys `json:"keys" yaml:"keys"`
+	// stays for the connections that carry it. Never zero in a valid
+	// instance (the current key is set); read APIs zero it after taking
+	// its fingerprints (controller.Show), and omitzero leaves it out then.
+	Keys cheetah.Keys `json:"keys,omitzero" yaml:"keys"`
 	// SwitchAt, when set, is when the controller makes the other key slot
 	// current: a rotation (`ctl cheetah rotate-key`) wrote a new key there
 	// and gives every mux time to load it before any server uses it.

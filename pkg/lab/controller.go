@@ -58,6 +58,11 @@ func (l *Lab) startController(ctx context.Context) error {
 		}
 		args = append(args, prismControllerArgs(l.prismMuxFile())...)
 	}
+	tlsArgs, err := l.controllerTLSArgs() // nodetls.go
+	if err != nil {
+		return err
+	}
+	args = append(args, tlsArgs...)
 	p, err := startProgram(l.ctl, l.opts.Dir, "controller", l.opts.Beamer, l.storeArgs(ctlStore, args...)...)
 	if err != nil {
 		return err

@@ -96,11 +96,16 @@ func (l *Lab) StartMux(ctx context.Context, i int) error {
 		return fmt.Errorf("mux %d was already started", i)
 	}
 	hold := fmt.Sprintf("%ds", int(l.opts.BGPHold/time.Second))
-	// The metrics address serves the Prism keep-alive bits too: on every
-	// address, so the controller reaches it across the fabric.
-	args := append([]string{"mux", "--instance", Instance, "--iface", "eth0", "--metrics", muxAPIAddr,
-		"--bgp-asn", fmt.Sprint(muxASN), "--bgp-peer", fmt.Sprintf("%s:%d", routerFabric, routerASN), "--bgp-hold-time", hold},
-		l.opts.MuxArgs...)
+	// The node API serves the Prism keep-alive bits to the controller
+	// across the fabric (mutual TLS, nodetls.go); an older binary serves
+	// them on its metrics address, on every address.
+	args := []string{"mux", "--instance", Instance, "--iface", "eth0", "--metrics", muxAPIAddr,
+		"--bgp-asn", fmt.Sprint(muxASN), "--bgp-peer", fmt.Sprintf("%s:%d", routerFabric, routerASN), "--bgp-hold-time", hold}
+	apiArgs, err := l.muxAPIArgs(i)
+	if err != nil {
+		return err
+	}
+	args = append(append(args, apiArgs...), l.opts.MuxArgs...)
 	m.proc, err = startProgram(m.ns, l.opts.Dir, fmt.Sprintf("mux%d", i), l.opts.Beamer, l.storeArgs(l.store, args...)...)
 	if err != nil {
 		return err
@@ -222,6 +227,11 @@ func (l *Lab) startServer(i int, s *serverNode) (err error) {
 		// server) and for the connections it still holds. On the DIP only:
 		// on the VIP, clients could reach it.
 		args = append(args, "--api", netip.AddrPortFrom(l.dip(i), agentAPIPort).String())
+		tlsArgs, err := l.agentTLSArgs(i) // nodetls.go
+		if err != nil {
+			return err
+		}
+		args = append(args, tlsArgs...)
 	}
 	if err := l.shapeServer(i, s); err != nil {
 		return err

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,9 +52,9 @@ func mctPlot(r *Result) (*plot.Plot, error) {
 	return p, plotutil.AddLines(p, "MCT entries", xy)
 }
 
-// muxAPIAddr is the mux daemons' --metrics address: all addresses, so the
-// controller collects the Prism keep-alive bits across the fabric (and the
-// lab still scrapes 127.0.0.1).
+// muxAPIAddr is the mux daemons' --metrics address: all addresses (an
+// older binary serves the Prism keep-alive bits there, which the
+// controller collects across the fabric; the lab scrapes 127.0.0.1).
 const muxAPIAddr = "0.0.0.0:9100"
 
 // The lab's controller collects the keep-alive bits every second and
@@ -75,7 +76,7 @@ func (l *Lab) writePrismMuxes() error {
 	var b strings.Builder
 	b.WriteString("# muxes the controller collects Prism keep-alive bits from (the lab rewrites it on every mux change)\n")
 	for _, a := range l.runningMuxes() {
-		fmt.Fprintf(&b, "%s:9100\n", a)
+		fmt.Fprintf(&b, "%s\n", netip.AddrPortFrom(a, l.muxKeepAlivePort()))
 	}
 	for _, a := range l.prismExtraMuxes {
 		fmt.Fprintf(&b, "%s\n", a)

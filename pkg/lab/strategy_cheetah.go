@@ -32,7 +32,9 @@ func (s cheetahStrategy) createArgs() []string {
 	return []string{"--strategy", "cheetah", "--policy", s.policy}
 }
 func (cheetahStrategy) agentArgs() []string {
-	return []string{"--controllers", ctlAddr.String() + "/32"}
+	// --cheetah: the VIP takes the keys the controller pushes (an agent
+	// takes keys for its Cheetah VIPs only).
+	return []string{"--controllers", ctlAddr.String() + "/32", "--cheetah"}
 }
 
 // RotateKey runs `ctl cheetah rotate-key` on the lab's instance: the new

@@ -79,7 +79,11 @@ type Lab struct {
 	// (prism.go); prismExtraMuxes are listed too (a test's unreachable mux).
 	prismKeepAlive  bool
 	prismExtraMuxes []string
-	seen            Inventory // everything the lab made, to prove it is gone after Close
+	// nodeTLS: the binary's node APIs take certificates (nodetls.go);
+	// certMu serializes store-certs.sh runs (one CA, one serial file).
+	nodeTLS bool
+	certMu  sync.Mutex
+	seen    Inventory // everything the lab made, to prove it is gone after Close
 
 	closeOnce sync.Once
 }
@@ -105,7 +109,7 @@ func Start(ctx context.Context, opts Options) (l *Lab, err error) {
 		return nil, err
 	}
 	l = &Lab{opts: opts, net: n, agentAPI: hasFlag(opts.Beamer, "agent", "--api"), agentCapacity: hasFlag(opts.Beamer, "agent", "--capacity-bps"),
-		insecureFlag: hasFlag(opts.Beamer, "controller", "--insecure")}
+		insecureFlag: hasFlag(opts.Beamer, "controller", "--insecure"), nodeTLS: hasFlag(opts.Beamer, "agent", "--api-cert")}
 	built := l // `return nil, err` clears l before this runs
 	defer func() {
 		if err != nil {

@@ -3,12 +3,11 @@
 package metrics
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"time"
+
+	"github.com/beamer-lb/beamer/pkg/httpserver"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -17,10 +16,27 @@ import (
 
 // Server is the HTTP endpoint of one daemon.
 type Server struct {
-	srv *http.Server
-	l   net.Listener
-	mux *http.ServeMux
+	srv  *httpserver.Server
+	addr net.Addr
+	mux  *http.ServeMux
 }
+
+// Limits bound a --metrics address (httpserver): fewer connections than a
+// node API (a scraper or two and a health checker), /healthz exempt from
+// the request rate, and loopback callers (a local health checker) with a
+// connection budget of their own, so a flood from the network cannot make
+// a forwarding node look dead.
+func Limits() httpserver.Limits {
+	l := httpserver.Defaults()
+	l.MaxConns, l.PerSourceConns, l.LocalConns = 128, 16, 32
+	l.PerSourceRate, l.PerSourceBurst = 50, 100
+	l.MaxBodyBytes = 1 << 10 // nothing here reads a body
+	l.Exempt = []string{HealthPath}
+	return l
+}
+
+// HealthPath is the health check's path.
+const HealthPath = "/healthz"
 
 // Serve starts serving reg on addr. healthy returns nil while the daemon
 // forwards traffic; its error is the body of a 503 otherwise.
@@ -31,25 +47,21 @@ func Serve(addr string, reg *prometheus.Registry, healthy func() error) (*Server
 	if err := RegisterStandard(reg); err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("metrics listener: %w", err)
-	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) {
 		if err := healthy(); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, l: l, mux: mux}
-	go func() {
-		if err := s.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			_ = err // the listener failed after start; the health check of the caller still reports state
-		}
-	}()
+	s := &Server{srv: httpserver.New("metrics", mux, Limits(), nil), mux: mux}
+	a, err := s.srv.Listen(addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics listener: %w", err)
+	}
+	s.addr = a
 	return s, nil
 }
 
@@ -68,14 +80,13 @@ func RegisterStandard(reg prometheus.Registerer) error {
 }
 
 // Addr is the address served (useful with port 0).
-func (s *Server) Addr() net.Addr { return s.l.Addr() }
+func (s *Server) Addr() net.Addr { return s.addr }
 
 // Close stops serving.
-func (s *Server) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	return s.srv.Shutdown(ctx)
-}
+func (s *Server) Close() error { return s.srv.Close() }
+
+// HTTP is the bounded server (tests read its connection counts).
+func (s *Server) HTTP() *httpserver.Server { return s.srv }
 
 // CounterCollector exposes a set of named counters read on each scrape as one
 // metric with a label, e.g. beamer_mux_packets_total{decision="fwd_bucket"}.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 )
 
@@ -14,9 +15,17 @@ import (
 // (`beamer mux status`, `beamer agent status` read it).
 const StatusPath = "/status"
 
-// HandleStatus serves read()'s value as JSON on StatusPath.
+// HandleStatus serves read()'s value as JSON on StatusPath, to callers on
+// the same host only (loopback, or the address they dialled is their own:
+// `beamer mux status` and `beamer agent status` run beside the daemon).
+// The status lists tables, owners and connections: the network has no
+// business reading it from a plaintext address.
 func (s *Server) HandleStatus(read func() (any, error)) {
-	s.mux.HandleFunc(StatusPath, func(w http.ResponseWriter, _ *http.Request) {
+	s.mux.HandleFunc("GET "+StatusPath, func(w http.ResponseWriter, r *http.Request) {
+		if !SameHost(r) {
+			http.Error(w, "status is served to callers on this host only (run the status command on the host)", http.StatusForbidden)
+			return
+		}
 		v, err := read()
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -64,6 +73,20 @@ func FetchStatus(ctx context.Context, addr string, out any) error {
 	return nil
 }
 
-// HandleFunc serves h on path beside /metrics (a daemon's own local API,
-// e.g. the mux's Prism keep-alive bits).
-func (s *Server) HandleFunc(path string, h http.HandlerFunc) { s.mux.HandleFunc(path, h) }
+// SameHost reports whether the caller of r runs on this host: its address
+// is a loopback one or the very address it connected to.
+func SameHost(r *http.Request) bool {
+	peer, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	if peer.Addr().Unmap().IsLoopback() {
+		return true
+	}
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return false
+	}
+	l, err := netip.ParseAddrPort(local.String())
+	return err == nil && l.Addr().Unmap() == peer.Addr().Unmap()
+}

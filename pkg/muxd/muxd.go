@@ -5,6 +5,7 @@
 package muxd
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,9 +17,9 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/httpserver"
 	"github.com/beamer-lb/beamer/pkg/metrics"
 	"github.com/beamer-lb/beamer/pkg/nodestate"
-	"github.com/beamer-lb/beamer/pkg/prism"
 	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netlink"
@@ -34,6 +35,13 @@ type Options struct {
 	Address6 netip.Addr
 	XDPMode  dataplane.XDPMode
 	Metrics  string // listen address for /metrics and /healthz; "" = none
+	// API is the listen address of the mux node API (api.go: the Prism
+	// keep-alive bits the controller collects); "" = none. APITLS is its
+	// mutual TLS (nodeauth.ServerConfig, role mux); without it the API is
+	// refused off loopback unless APIInsecure.
+	API         string
+	APITLS      *tls.Config
+	APIInsecure bool
 	// ConnTrackEntries and MaxNewConnsPerSecond size the Maglev strategy's
 	// connection table and its SYN-flood guard (dataplane.MuxOptions).
 	ConnTrackEntries     int
@@ -64,6 +72,8 @@ type Daemon struct {
 	link    link.Link // nil until attached (Ready, when a predecessor's program is pinned)
 	nl      *netlink.Handle
 	metrics *metrics.Server
+	api     *httpserver.Server // the node API (api.go), nil without Options.API
+	prism   *prismBits         // Prism keep-alive bits (prism.go)
 
 	stop     chan struct{} // closed once by Close or Abandon (halt): ends the watches
 	stopOnce sync.Once
@@ -146,6 +156,9 @@ func Start(opts Options) (*Daemon, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
+	if err := opts.checkAPI(); err != nil { // api.go
+		return nil, err
+	}
 	node, err := nodestate.Open(opts.StateFile)
 	if err != nil {
 		return nil, err
@@ -195,12 +208,13 @@ func (d *Daemon) start() error {
 	if err := d.watchNextHops(); err != nil {
 		return fmt.Errorf("watching neighbours and routes: %w", err)
 	}
+	d.prism = newPrismBits(d)
 	if opts.Metrics != "" {
 		if err := d.serveMetrics(); err != nil {
 			return err
 		}
 	}
-	return nil
+	return d.serveAPI() // api.go
 }
 
 func (d *Daemon) serveMetrics() error {
@@ -215,8 +229,7 @@ func (d *Daemon) serveMetrics() error {
 	reg.MustRegister(d.bgpUp)
 	d.registerFollowMetrics(reg)
 	d.registerAWFDMetrics(reg)
-	bits := newPrismBits(d)
-	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors, d.health, bits,
+	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors, d.health, d.prism,
 		metrics.NewCounterCollector("beamer_mux_packets_total", "Packets by decision of the XDP mux.", "decision", d.mux.Counters),
 		metrics.NewCounterCollector("beamer_mux_cheetah_packets_total", "Segments of Cheetah VIPs by how the server was found (cookie hits, bad cookies, fallbacks to buckets).", "decision", d.mux.CheetahCounters),
 		metrics.NewCounterCollector("beamer_mux_awfd_packets_total", "Packets of AWFD VIPs by the awfd strategy's decision (by_class: new connection placed by its class record).", "decision", d.mux.AWFDCounters))
@@ -224,7 +237,6 @@ func (d *Daemon) serveMetrics() error {
 	d.metrics = s
 	if err == nil {
 		s.HandleStatus(func() (any, error) { return d.Status() }) // status.go
-		s.HandleFunc(prism.KeepAlivePath, bits.serveKeepAlive)    // prism.go
 	}
 	return err
 }
@@ -336,6 +348,9 @@ func (d *Daemon) RemoveInstance(name string) error {
 // withdraws them.
 func (d *Daemon) Abandon() error {
 	d.halt()
+	if d.api != nil {
+		d.api.Close()
+	}
 	d.attachMu.Lock()
 	defer d.attachMu.Unlock()
 	d.takeover.wanted = false
@@ -365,6 +380,9 @@ func (d *Daemon) halt() { d.stopOnce.Do(func() { close(d.stop) }) }
 // predecessor's program was pinned) leaves that program forwarding.
 func (d *Daemon) Close() error {
 	d.halt()
+	if d.api != nil {
+		d.api.Close()
+	}
 	var errs []error
 	if d.metrics != nil {
 		d.metrics.Close()

@@ -26,6 +26,9 @@ type KeepAliveReport struct {
 // KeepAliveClient asks mux daemons for their bits over HTTP.
 type KeepAliveClient struct {
 	HTTP *http.Client // default: http.DefaultClient (callers bound the time with ctx)
+	// Scheme is "https" when HTTP speaks the controller's mutual TLS
+	// (nodeauth.ClientConfig); "" is "http".
+	Scheme string
 }
 
 // MaxKeepAliveBytes bounds a report read (4M entries, about 21 bytes each).
@@ -38,7 +41,11 @@ func (c *KeepAliveClient) KeepAlive(ctx context.Context, addr, instance string) 
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	u := "http://" + addr + KeepAlivePath + "?instance=" + url.QueryEscape(instance)
+	scheme := c.Scheme
+	if scheme == "" {
+		scheme = "http"
+	}
+	u := scheme + "://" + addr + KeepAlivePath + "?instance=" + url.QueryEscape(instance)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
 	if err != nil {
 		return nil, err
