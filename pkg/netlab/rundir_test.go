@@ -3,6 +3,7 @@ package netlab_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,6 +31,11 @@ const freshEnv = "BEAMER_NETLAB_FRESH_RUN_DIR"
 // holdEnv turns the test binary into a holder: a run that makes a namespace,
 // runs a process in it and keeps both until its stdin closes (see hold).
 const holdEnv = "BEAMER_NETLAB_HOLD"
+
+// freshRun is the id of the tmpfs mounted on /run in the child process:
+// mounts below it are the child's own, others are copies of the host's,
+// hidden beneath it.
+var freshRun int
 
 func TestMain(m *testing.M) {
 	if os.Getenv(holdEnv) != "" {
@@ -51,6 +58,11 @@ func inFreshRunDir(t *testing.T, body func(t *testing.T)) {
 		if err := unix.Mount("tmpfs", "/run", "tmpfs", 0, "mode=0755,size=16m"); err != nil {
 			t.Fatal(err)
 		}
+		var stx unix.Statx_t
+		if err := unix.Statx(unix.AT_FDCWD, "/run", 0, unix.STATX_MNT_ID, &stx); err != nil {
+			t.Fatal(err)
+		}
+		freshRun = int(stx.Mnt_id)
 		if err := os.Mkdir(netlab.RunDir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -108,6 +120,9 @@ func TestNamespacesSurviveIPNetnsAdd(t *testing.T) {
 		}
 		t.Logf("ip netns add/del loop: %s", strings.TrimSpace(churn.out.String()))
 
+		if at := runDirMounts(t); len(at) != 1 {
+			t.Errorf("%d mounts at %s, want 1: %v", len(at), netlab.RunDir, at)
+		}
 		for _, ns := range append([]*netlab.Namespace{hub}, spokes...) {
 			checkNamed(t, ns)
 		}
@@ -133,8 +148,22 @@ func TestNamespacesSurviveIPNetnsAdd(t *testing.T) {
 // process, its own, and an older version's live run.
 func TestSweepRemovesDeadRunsOnly(t *testing.T) {
 	inFreshRunDir(t, func(t *testing.T) {
-		dead := startHolder(t)
-		live := startHolder(t)
+		// Four runs start at once; one of them gives RunDir its mount,
+		// the others find it (a lock keeps two from both mounting).
+		holders := make([]*holder, 4)
+		var wg sync.WaitGroup
+		errs := make([]error, len(holders))
+		for i := range holders {
+			wg.Go(func() { holders[i], errs[i] = tryStartHolder(t) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		if at := runDirMounts(t); len(at) != 1 {
+			t.Errorf("%d mounts at %s after four runs started at once, want 1: %v", len(at), netlab.RunDir, at)
+		}
+		dead, live := holders[0], holders[1]
 		dead.cmd.Process.Kill()
 		dead.cmd.Wait()
 
@@ -201,28 +230,32 @@ type holder struct {
 	inside int    // the process it runs there
 }
 
-func startHolder(t *testing.T) *holder {
-	t.Helper()
+// tryStartHolder starts a holder and waits for it to say what it holds. It
+// may run outside the test's goroutine. The holder is ended when the test
+// ends, and the process it runs too if it is still in the held namespace.
+func tryStartHolder(t *testing.T) (*holder, error) {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), holdEnv+"=1")
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	h := &holder{cmd: cmd, stdin: stdin}
+	var heldIno uint64
 	t.Cleanup(func() {
 		stdin.Close()
 		cmd.Process.Kill()
 		cmd.Wait()
-		if h.inside > 0 {
+		var st syscall.Stat_t
+		if h.inside > 0 && syscall.Stat(fmt.Sprintf("/proc/%d/ns/net", h.inside), &st) == nil && st.Ino == heldIno {
 			syscall.Kill(h.inside, syscall.SIGKILL)
 		}
 	})
@@ -236,12 +269,17 @@ func startHolder(t *testing.T) *holder {
 	select {
 	case l := <-line:
 		if _, err := fmt.Sscanf(l, "holding %s %d", &h.name, &h.inside); err != nil {
-			t.Fatalf("holder said %q: %v", l, err)
+			return nil, fmt.Errorf("holder said %q: %v", l, err)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("the holder did not start within 20 s")
+		return nil, errors.New("the holder did not start within 20 s")
 	}
-	return h
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(netlab.RunDir, h.name), &st); err != nil {
+		return nil, err
+	}
+	heldIno = st.Ino
+	return h, nil
 }
 
 // hold is the holder's main: make a namespace, start a process in it, say
@@ -372,16 +410,47 @@ func topRunDirMount(t *testing.T) *procfs.MountInfo {
 	return top
 }
 
-// namespaceMounts lists the mounts below RunDir, seen or hidden.
+// namespaceMounts lists the mounts below RunDir in the fresh /run, seen or
+// hidden.
 func namespaceMounts(t *testing.T) []*procfs.MountInfo {
+	t.Helper()
+	return freshMounts(t, func(at string) bool { return strings.HasPrefix(at, netlab.RunDir+"/") })
+}
+
+// runDirMounts lists the mounts at RunDir in the fresh /run: one, or
+// several lying over each other.
+func runDirMounts(t *testing.T) []*procfs.MountInfo {
+	t.Helper()
+	return freshMounts(t, func(at string) bool { return at == netlab.RunDir })
+}
+
+// freshMounts lists the mounts in the fresh /run whose mount point matches.
+func freshMounts(t *testing.T, match func(mountPoint string) bool) []*procfs.MountInfo {
 	t.Helper()
 	mounts, err := procfs.GetMounts()
 	if err != nil {
 		t.Fatal(err)
 	}
+	parent := map[int]int{}
+	for _, m := range mounts {
+		parent[m.MountID] = m.ParentID
+	}
+	inFreshRun := func(id int) bool {
+		for range len(mounts) { // a chain of parents is no longer than the list
+			if id == freshRun {
+				return true
+			}
+			p, ok := parent[id]
+			if !ok || p == id {
+				return false
+			}
+			id = p
+		}
+		return false
+	}
 	var under []*procfs.MountInfo
 	for _, m := range mounts {
-		if strings.HasPrefix(m.MountPoint, netlab.RunDir+"/") {
+		if match(m.MountPoint) && inFreshRun(m.MountID) {
 			under = append(under, m)
 		}
 	}
