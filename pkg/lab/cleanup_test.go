@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/beamer-lb/beamer/pkg/netlab"
 )
 
 // A run that fails half way (an event names a server that is not in the
@@ -92,7 +93,7 @@ func TestCleanupAfterInterrupt(t *testing.T) {
 	checkClean(t, invs[0])
 	// Nothing named after the interrupted process either.
 	names, _ := os.ReadDir("/var/run/netns")
-	prefix := fmt.Sprintf("%s%dx", "bmr", cmd.Process.Pid)
+	prefix := netlab.OwnerPrefix(cmd.Process.Pid)
 	for _, n := range names {
 		if strings.HasPrefix(n.Name(), prefix) {
 			t.Errorf("namespace %s left behind", n.Name())

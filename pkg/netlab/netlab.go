@@ -21,10 +21,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// namePrefix starts every namespace this package creates; the owner's pid
-// follows, so stale ones can be told from live ones.
-const namePrefix = "bmr"
-
 // Lab owns a set of namespaces.
 type Lab struct {
 	mu     sync.Mutex
@@ -40,14 +36,25 @@ type Namespace struct {
 	nl     *netlink.Handle
 }
 
-// New starts a lab whose namespaces are named bmr<pid>x<tag>-<name>. It first
-// removes namespaces left by earlier runs whose process no longer exists.
+// New starts a lab whose namespaces are named bmr<pid>t<start>x<tag>-<name>
+// (start: the process's start time, see owner). It first removes namespaces
+// left by earlier runs whose process no longer exists.
 func New(tag string) (*Lab, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("netlab: network namespaces need root")
 	}
+	self, err := selfOwner()
+	if err != nil {
+		return nil, err
+	}
+	return newOwnedBy(self, tag), nil
+}
+
+// newOwnedBy is New with the owner given (tests make namespaces in the
+// name of other processes).
+func newOwnedBy(o owner, tag string) *Lab {
 	SweepStale()
-	return &Lab{prefix: fmt.Sprintf("%s%dx%s", namePrefix, os.Getpid(), tag)}, nil
+	return &Lab{prefix: o.prefix() + tag}
 }
 
 // Namespace creates a new namespace with loopback up.
@@ -59,14 +66,14 @@ func (l *Lab) Namespace(name string) (*Namespace, error) {
 	if len(full) > 60 {
 		return nil, fmt.Errorf("netlab: namespace name %q too long", full)
 	}
-	h, err := newNamed(full)
+	h, err := createNamed(full)
 	if err != nil {
 		return nil, fmt.Errorf("netlab: creating namespace %s: %w", full, err)
 	}
 	nl, err := netlink.NewHandleAt(h)
 	if err != nil {
 		h.Close()
-		netns.DeleteNamed(full)
+		deleteNamed(full)
 		return nil, err
 	}
 	ns := &Namespace{Name: full, handle: h, nl: nl}
@@ -83,24 +90,6 @@ func (l *Lab) Namespace(name string) (*Namespace, error) {
 	return ns, nil
 }
 
-// newNamed creates a named namespace without leaving this goroutine's thread
-// in it: netns.NewNamed switches the calling thread.
-func newNamed(name string) (netns.NsHandle, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		return 0, err
-	}
-	defer orig.Close()
-	h, err := netns.NewNamed(name)
-	if serr := netns.Set(orig); serr != nil {
-		// A thread we cannot move back must not run other goroutines.
-		panic(fmt.Sprintf("netlab: cannot return to original namespace: %v", serr))
-	}
-	return h, err
-}
-
 // Close removes every namespace of the lab (and with them their links).
 func (l *Lab) Close() error {
 	l.mu.Lock()
@@ -109,37 +98,12 @@ func (l *Lab) Close() error {
 	for _, ns := range l.spaces {
 		ns.nl.Close()
 		ns.handle.Close()
-		if err := netns.DeleteNamed(ns.Name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := deleteNamed(ns.Name); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("removing %s: %w", ns.Name, err))
 		}
 	}
 	l.spaces = nil
 	return errors.Join(errs...)
-}
-
-// SweepStale removes namespaces named by this package whose owning process
-// has exited (a run that was killed before it could clean up), and first
-// ends the processes still running inside them (daemons that run was
-// running there): a namespace without its name lives on while a process
-// holds it.
-func SweepStale() {
-	entries, _ := os.ReadDir("/var/run/netns")
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), namePrefix)
-		if !ok {
-			continue
-		}
-		pidStr, _, ok := strings.Cut(rest, "x")
-		pid, err := strconv.Atoi(pidStr)
-		if !ok || err != nil {
-			continue
-		}
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
-			continue
-		}
-		killInside(filepath.Join("/var/run/netns", e.Name()))
-		netns.DeleteNamed(e.Name())
-	}
 }
 
 // Do runs fn with the calling goroutine's thread inside the namespace.
