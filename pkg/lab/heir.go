@@ -1,18 +1,10 @@
 package lab
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"slices"
-	"strconv"
-	"strings"
-	"time"
 
-	"github.com/beamer-lb/beamer/pkg/netlab"
 	"github.com/beamer-lb/beamer/pkg/wire"
 )
 
@@ -120,48 +112,6 @@ func (r *runner) controllerCounters() {
 	if r.heirs.Cuts, err = scrapeLabel(r.lab.ctl, "beamer_controller_history_cuts_total", "held"); err != nil {
 		r.say("controller metrics: %v", err)
 	}
-}
-
-// scrapeLabel reads one counter family from the /metrics of the daemon in
-// ns, summed by the value of one label.
-func scrapeLabel(ns *netlab.Namespace, family, label string) (map[string]uint64, error) {
-	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		var c net.Conn
-		err := ns.Do(func() (err error) {
-			c, err = (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, network, addr)
-			return err
-		})
-		return c, err
-	}}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Get("http://" + metricsAddr + "/metrics")
-	if err != nil {
-		return nil, fmt.Errorf("scraping %s in %s: %w", family, ns.Name, err)
-	}
-	defer resp.Body.Close()
-	out := map[string]uint64{}
-	s := bufio.NewScanner(resp.Body)
-	for s.Scan() {
-		// family{lb_instance="web",server="1025"} 3
-		name, rest, ok := strings.Cut(s.Text(), "{")
-		if !ok || name != family {
-			continue
-		}
-		labels, value, ok := strings.Cut(rest, "} ")
-		if !ok {
-			continue
-		}
-		for _, kv := range strings.Split(labels, ",") {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok || k != label {
-				continue
-			}
-			if n, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
-				out[strings.Trim(v, `"`)] += uint64(n)
-			}
-		}
-	}
-	return out, s.Err()
 }
 
 // EvictedBuckets are the buckets the controller's record (ctl show) says

@@ -1,22 +1,28 @@
 package lab
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/beamer-lb/beamer/pkg/netlab"
 )
 
 // scrapeCounters reads one labelled counter family from the /metrics of
-// the daemon in ns (mux or agent), e.g. beamer_agent_packets_total →
-// {"chained": 312, …}.
+// the daemon in ns (mux or agent), keyed by the value of its first label,
+// e.g. beamer_agent_packets_total → {"chained": 312, …}.
 func scrapeCounters(ns *netlab.Namespace, family string) (map[string]uint64, error) {
+	return scrapeLabel(ns, family, "")
+}
+
+// scrapeLabel reads one counter family from the /metrics of the daemon in
+// ns, summed by the value of one label ("" for each series' first label).
+func scrapeLabel(ns *netlab.Namespace, family, label string) (map[string]uint64, error) {
 	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var c net.Conn
 		err := ns.Do(func() (err error) {
@@ -31,23 +37,23 @@ func scrapeCounters(ns *netlab.Namespace, family string) (map[string]uint64, err
 		return nil, fmt.Errorf("scraping %s in %s: %w", family, ns.Name, err)
 	}
 	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("scraping %s in %s: %w", family, ns.Name, err)
+	}
 	out := map[string]uint64{}
-	s := bufio.NewScanner(resp.Body)
-	for s.Scan() {
-		// beamer_agent_packets_total{decision="chained"} 312
-		name, rest, ok := strings.Cut(s.Text(), "{")
-		if !ok || name != family {
-			continue
-		}
-		labels, value, ok := strings.Cut(rest, "} ")
-		_, label, ok2 := strings.Cut(labels, `="`)
-		if !ok || !ok2 {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if err == nil {
-			out[strings.TrimSuffix(label, `"`)] += uint64(v)
+	f, ok := families[family]
+	if !ok {
+		return out, nil
+	}
+	for _, m := range f.GetMetric() {
+		for i, l := range m.GetLabel() {
+			if (label == "" && i == 0) || l.GetName() == label {
+				out[l.GetValue()] += uint64(m.GetCounter().GetValue() + m.GetGauge().GetValue())
+				break
+			}
 		}
 	}
-	return out, s.Err()
+	return out, nil
 }
