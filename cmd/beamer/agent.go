@@ -162,8 +162,8 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 				}
 				cfg.GUEPorts = append(cfg.GUEPorts, uint16(p))
 			}
-			if capacityBps > 0 {
-				cfg.CapacityBps = capacityBps
+			if cmd.Flags().Changed("capacity-bps") {
+				cfg.CapacityBps = capacityBps // NaN, ±Inf, negative: refused by Validate
 			}
 			if apiAddr != "" {
 				cfg.API = apiAddr
