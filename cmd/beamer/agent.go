@@ -182,6 +182,7 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 		defer stop()
 		hup := hangups()
 		ctx, upgrading := upgradeContext(ctx)
+		warnIfPinsDie(log, "agent", node.PinDir) // pinscope.go
 		d, err := agentd.Start(cfg, node)
 		if err != nil {
 			return err

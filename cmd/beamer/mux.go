@@ -124,6 +124,7 @@ latest blob and the deltas after it, then applies each new generation.`,
 			return err
 		}
 		ctx, upgrading := upgradeContext(ctx)
+		warnIfPinsDie(log, "mux", opts.PinDir) // pinscope.go
 		d, err := muxd.Start(opts)
 		if err != nil {
 			return err
