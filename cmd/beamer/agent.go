@@ -77,7 +77,7 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 	cmd.Flags().StringVar(&addr, "addr", "", "the server's address (default: the interface's first IPv4)")
 	cmd.Flags().StringVar(&addr6, "addr6", "", "the server's IPv6 address, for IPv6 VIPs (default: the interface's first global IPv6)")
 	cmd.Flags().Uint16Var(&id, "id", 0, "server id, 1025–65535")
-	cmd.Flags().StringSliceVar(&vips, "vip", nil, "VIP:BUCKETS[:WINDOW] served (repeatable)")
+	cmd.Flags().StringSliceVar(&vips, "vip", nil, "VIP:BUCKETS[:WINDOW] served (repeatable): the instance's bucket count and, for beamer and cheetah, its chain window (default 4m); 0s for maglev, prism, awfd")
 	cheetahKeys := cmd.Flags().String("cheetah-keys", "", "the --vip VIPs belong to a cheetah instance with these keys KEY0,KEY1[,CURRENT] (its `ctl show --json`)")
 	cmd.Flags().StringSliceVar(&trusted, "trusted", nil, "prefix of muxes and servers allowed to send encapsulated packets (repeatable)")
 	cmd.Flags().StringSliceVar(&controllers, "controllers", nil, "prefix of the controllers allowed to push Cheetah keys to the agent API (repeatable; default the --trusted prefixes)")
