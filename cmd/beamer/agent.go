@@ -78,7 +78,7 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 	cmd.Flags().StringVar(&addr, "addr", "", "the server's address (default: the interface's first IPv4)")
 	cmd.Flags().StringVar(&addr6, "addr6", "", "the server's IPv6 address, for IPv6 VIPs (default: the interface's first global IPv6)")
 	cmd.Flags().Uint16Var(&id, "id", 0, "server id, 1025–65535")
-	cmd.Flags().StringSliceVar(&vips, "vip", nil, "VIP:BUCKETS[:WINDOW] served (repeatable)")
+	cmd.Flags().StringSliceVar(&vips, "vip", nil, "VIP:BUCKETS[:WINDOW] served (repeatable): the instance's bucket count and, for beamer and cheetah, its chain window (default 4m); 0s for maglev, prism, awfd")
 	cheetahVIPs := cmd.Flags().Bool("cheetah", false, "the --vip VIPs belong to a cheetah instance: take the cookie keys the controller pushes (no other VIP takes keys)")
 	cheetahKeys := cmd.Flags().String("cheetah-keys-file", "", "the --vip VIPs belong to a cheetah instance with the keys KEY0,KEY1[,CURRENT] in this file (mode 600; or env "+cheetahKeysEnv+"), for agents the controller does not push keys to")
 	cmd.Flags().StringSliceVar(&trusted, "trusted", nil, "prefix of muxes and servers allowed to send encapsulated packets (repeatable)")
@@ -173,8 +173,8 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 				}
 				cfg.GUEPorts = append(cfg.GUEPorts, uint16(p))
 			}
-			if capacityBps > 0 {
-				cfg.CapacityBps = capacityBps
+			if cmd.Flags().Changed("capacity-bps") {
+				cfg.CapacityBps = capacityBps // NaN, ±Inf, negative: refused by Validate
 			}
 			if apiAddr != "" {
 				cfg.API = apiAddr
@@ -196,6 +196,7 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 		defer stop()
 		hup := hangups()
 		ctx, upgrading := upgradeContext(ctx)
+		warnIfPinsDie(log, "agent", node.PinDir) // pinscope.go
 		d, err := agentd.Start(cfg, node)
 		if err != nil {
 			return err

@@ -66,6 +66,15 @@ process also serves the embedded etcd other beamer commands connect to.`,
 		if err := defrag.Validate(); err != nil {
 			return fmt.Errorf("--defrag-*: %w", err)
 		}
+		logger := slog.Default().With("component", "controller")
+		o := controller.RunOptions{Identity: *identity, ReconcileEvery: *reconcile, Logf: slogf(logger)}
+		// Options are checked before the store is opened (or started).
+		if err := applyHolds(&o); err != nil {
+			return err
+		}
+		if err := applyPrism(&o); err != nil {
+			return err
+		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		embedWait = 0 // the controller serves an embedded store itself
@@ -74,8 +83,6 @@ process also serves the embedded etcd other beamer commands connect to.`,
 			return err
 		}
 		defer st.Close()
-		logger := slog.Default().With("component", "controller")
-		o := controller.RunOptions{Identity: *identity, ReconcileEvery: *reconcile, Logf: slogf(logger)}
 		o.Ring.BlobEvery = *blobEvery
 		if !*noHealth {
 			o.Health = &h
@@ -85,12 +92,6 @@ process also serves the embedded etcd other beamer commands connect to.`,
 		}
 		if *cheetahEvery > 0 {
 			o.Cheetah = &controller.CheetahOptions{Every: *cheetahEvery}
-		}
-		if err := applyHolds(&o); err != nil {
-			return err
-		}
-		if err := applyPrism(&o); err != nil {
-			return err
 		}
 		if err := useNodeClients(&o, nodeFiles); err != nil {
 			return err

@@ -92,7 +92,7 @@ func init() {
 	vips := create.Flags().StringSlice("vip", nil, "virtual IP address(es): all IPv4, or all IPv6 (one family per instance)")
 	ports := create.Flags().String("ports", "", "TCP service port or range on every VIP (any port outside the server-id range; optional with --tcp-ports/--udp-ports)")
 	buckets := create.Flags().Uint32("buckets", 0, fmt.Sprintf("beamer (required): bucket count B, larger than the most DIPs the instance will have (paper: 100 per DIP); maglev: the lookup table size M, a prime ≥ 100 per backend, %d when not given", assign.MaglevSmallTable))
-	window := create.Flags().Duration("chain-window", forwarding.DefaultChainWindow, "daisy-chaining window")
+	window := create.Flags().Duration("chain-window", forwarding.DefaultChainWindow, fmt.Sprintf("daisy-chaining window, at most %v (agents of beamer and cheetah instances are given the same: --vip VIP:BUCKETS:WINDOW)", forwarding.MaxChainWindow))
 	maxChain := create.Flags().Int("max-chain", forwarding.DefaultMaxChainLen, fmt.Sprintf("K: previous owners a bucket's history keeps, 1–%d (a connection survives K moves of its bucket inside the window)", forwarding.MaxChain))
 	addAWFDCreateFlags(create)
 	strategy := create.Flags().String("strategy", string(forwarding.StrategyBeamer), "forwarding strategy: "+forwarding.StrategyNames()+" (beamer: stable hashing, daisy chaining; maglev: Maglev hashing, connection tables in the muxes)")

@@ -64,7 +64,7 @@ func TestCtlRejections(t *testing.T) {
 		{"ctl create web --vip 198.18.100.1 --ports 80 --strategy awfd --classes 0", "--classes 0: want 1–16"},
 		{"ctl create web --vip 198.18.100.1 --ports 80 --strategy awfd --classes 17", `invalid instance configuration "web": awfd classes 17 must be in 1–16 (0 = default 4)`},
 		{"ctl create web --vip 198.18.100.1 --ports 80 --strategy awfd --poll 10ms", `invalid instance configuration "web": awfd poll 10ms must be in 50ms–10s`},
-		{"ctl create web --vip 198.18.100.1 --ports 80 --strategy awfd --buckets 1000", `invalid instance configuration "web": maglev table size 1000 is not prime (Maglev needs a prime size): the nearest primes are 997 and 1009`},
+		{"ctl create web --vip 198.18.100.1 --ports 80 --strategy awfd --buckets 1000", `invalid instance configuration "web": awfd table size 1000 is not prime (awfd builds a Maglev table, which needs a prime size): the nearest primes are 997 and 1009`},
 		{"ctl create web --vip 198.18.100.1 --ports 80 --buckets 1",
 			`invalid instance configuration "web": bucket count 1 must be in 2–16777216 (B must exceed the number of DIPs; about 100 per DIP is a good size)`},
 		{"ctl create web --vip 255.255.255.255 --ports 80 --buckets 100",

@@ -11,6 +11,7 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/config"
 	"github.com/beamer-lb/beamer/pkg/dataplane"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/muxd"
 	"github.com/beamer-lb/beamer/pkg/nodeauth"
 	"github.com/spf13/cobra"
@@ -98,6 +99,8 @@ latest blob and the deltas after it, then applies each new generation.`,
 			}
 		} else if opts.Interface == "" || len(instances) == 0 {
 			return errors.New("give --config FILE, or --iface IF and --instance NAME (with --store)")
+		} else if err := checkInstanceNames(instances); err != nil {
+			return err
 		} else if err := checkStore(*storeURL); err != nil {
 			return err // before attaching anything
 		}
@@ -128,6 +131,7 @@ latest blob and the deltas after it, then applies each new generation.`,
 			return err
 		}
 		ctx, upgrading := upgradeContext(ctx)
+		warnIfPinsDie(log, "mux", opts.PinDir) // pinscope.go
 		d, err := muxd.Start(opts)
 		if err != nil {
 			return err
@@ -200,4 +204,21 @@ latest blob and the deltas after it, then applies each new generation.`,
 		return nil
 	}
 	rootCmd.AddCommand(cmd)
+}
+
+// checkInstanceNames refuses a --instance list naming an instance twice
+// (two followers would apply every generation to one table) or a name no
+// instance can have.
+func checkInstanceNames(names []string) error {
+	seen := map[string]bool{}
+	for _, n := range names {
+		if err := forwarding.CheckInstanceName(n); err != nil {
+			return fmt.Errorf("--instance %q: %w", n, err)
+		}
+		if seen[n] {
+			return fmt.Errorf("--instance %q: named twice (follow each instance once)", n)
+		}
+		seen[n] = true
+	}
+	return nil
 }

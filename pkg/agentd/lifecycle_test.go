@@ -117,10 +117,10 @@ func TestAgentStartFailuresUnwind(t *testing.T) {
 	}{
 		{"metrics address", func(c *config.Agent) { c.Metrics = "nonsense" },
 			"metrics listener: listen tcp: address nonsense: missing port in address"},
-		{"chain window", func(c *config.Agent) { c.VIPs[0].ChainWindow = &day2 },
-			"VIP 198.18.100.1: chaining window 48h0m0s must be within 0–24h"},
 		// Now refused by the configuration check itself (pkg/config), first
 		// thing in Start: still nothing to undo.
+		{"chain window", func(c *config.Agent) { c.VIPs[0].ChainWindow = &day2 },
+			"vip 198.18.100.1: chain window 48h0m0s must be within 0–24h0m0s (agents refuse a longer one)"},
 		{"bucket count", func(c *config.Agent) { c.VIPs[0].Buckets = 4294967295 },
 			"vip 198.18.100.1: buckets 4294967295 must be in 2–16777216 (the instance's B)"},
 		{"interface", func(c *config.Agent) { c.Interface = "eth9"; c.Address = netip.MustParseAddr("198.18.0.10") },

@@ -78,26 +78,14 @@ func MaglevTable(backends []Server, size uint32) ([]forwarding.ServerID, error) 
 	}
 }
 
-func isPrime(n uint32) bool {
-	if n < 2 {
-		return false
-	}
-	for d := uint32(2); d*d <= n; d++ {
-		if n%d == 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // CheckMaglevSize says why size cannot be a Maglev table size, if it
 // cannot: it must be a prime (the permutations need it) within MaxTableSize.
 func CheckMaglevSize(size uint32) error {
 	if size == 0 || size > MaxTableSize {
 		return fmt.Errorf("%w: size %d outside 1–%d", ErrTable, size, MaxTableSize)
 	}
-	if !isPrime(size) {
-		return fmt.Errorf("%w: Maglev table size %d is not prime (its permutations need a prime size; e.g. %d or %d)", ErrTable, size, MaglevSmallTable, MaglevLargeTable)
+	if err := forwarding.CheckPrimeTableSize(forwarding.StrategyMaglev, size); err != nil {
+		return fmt.Errorf("%w: %v", ErrTable, err) // the one prime rule, shared with instance validation
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"slices"
 	"time"
@@ -116,14 +117,17 @@ func (c *Agent) Validate() error {
 		return errors.New("trusted: no prefix (the muxes' and servers' addresses)")
 	}
 	for _, p := range c.Trusted {
-		if !p.IsValid() || p.Addr().Is4In6() || p.Addr().Zone() != "" {
-			return fmt.Errorf("trusted prefix %v: not an IPv4 or IPv6 prefix", p)
+		if err := checkTrustPrefix(p); err != nil {
+			return fmt.Errorf("trusted prefix %v: %w", p, err)
 		}
 	}
 	for _, p := range c.Controllers {
-		if !p.IsValid() {
-			return fmt.Errorf("controllers prefix %v: not a prefix", p)
+		if err := checkTrustPrefix(p); err != nil {
+			return fmt.Errorf("controllers prefix %v: %w", p, err)
 		}
+	}
+	if math.IsNaN(c.CapacityBps) || math.IsInf(c.CapacityBps, 0) || c.CapacityBps < 0 {
+		return fmt.Errorf("capacity_bps %v: must be a positive rate in bits/s (0 or unset: from the tbf/htb qdisc)", c.CapacityBps)
 	}
 	if len(c.VIPs) == 0 {
 		return errors.New("vips: none configured")
@@ -154,8 +158,8 @@ func (c *Agent) Validate() error {
 		if v.Buckets < forwarding.MinBuckets || v.Buckets > forwarding.MaxBuckets {
 			return fmt.Errorf("vip %v: buckets %d must be in %d–%d (the instance's B)", v.VIP, v.Buckets, forwarding.MinBuckets, forwarding.MaxBuckets)
 		}
-		if v.Window() < 0 {
-			return fmt.Errorf("vip %v: negative chain_window", v.VIP)
+		if err := forwarding.CheckChainWindow(v.Window()); err != nil {
+			return fmt.Errorf("vip %v: %w", v.VIP, err)
 		}
 		if v.VIP.Is6() && !slices.ContainsFunc(c.Trusted, func(p netip.Prefix) bool { return p.Addr().Is6() }) {
 			return fmt.Errorf("vip %v: IPv6, but no trusted prefix is IPv6 (GUE over IPv6 arrives from the muxes' IPv6 addresses)", v.VIP)
@@ -174,6 +178,22 @@ func (c *Agent) Validate() error {
 				return fmt.Errorf("vip %v: cheetah keys: current key id must be 0 or 1 and its key set", v.VIP)
 			}
 		}
+	}
+	return nil
+}
+
+// checkTrustPrefix says why p cannot name the hosts an agent trusts: a
+// prefix of length 0 trusts every host (anyone could have the server relay
+// packets or push keys), and host bits below the length mean a typo whose
+// intent is unknown (198.18.0.10/24: the host, or its /24?).
+func checkTrustPrefix(p netip.Prefix) error {
+	switch {
+	case !p.IsValid() || p.Addr().Is4In6() || p.Addr().Zone() != "":
+		return errors.New("not an IPv4 or IPv6 prefix")
+	case p.Bits() == 0:
+		return errors.New("trusts every address: name the muxes' and servers' (or controllers') prefix")
+	case p.Masked() != p:
+		return fmt.Errorf("has host bits set: write %v (the network) or %v/%d (the one host)", p.Masked(), p.Addr(), p.Addr().BitLen())
 	}
 	return nil
 }

@@ -128,6 +128,11 @@ func (in *MuxInstance) validateServers(mux, mux6 netip.Addr) error {
 	if uint32(len(in.Servers)) >= in.Buckets {
 		return fmt.Errorf("%d buckets for %d servers: B must be larger than the number of servers (e.g. 100×)", in.Buckets, len(in.Servers))
 	}
+	for _, v := range in.VIPs {
+		if v == mux || v == mux6 {
+			return fmt.Errorf("VIP %v is the mux's own address", v)
+		}
+	}
 	ids, addrs := map[forwarding.ServerID]bool{}, map[netip.Addr]bool{}
 	for _, s := range in.Servers {
 		if !s.ID.Valid() {

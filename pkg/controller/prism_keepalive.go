@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -72,10 +73,30 @@ func (o *PrismKeepAlive) Validate() error {
 	case o.IdleMax > 0 && o.IdleMax < max(o.IdleRounds, 1):
 		return fmt.Errorf("prism keep-alive: idle max %d below idle rounds %d", o.IdleMax, o.IdleRounds)
 	}
+	for _, m := range o.Muxes {
+		if err := checkMuxAddr(m); err != nil {
+			return fmt.Errorf("prism mux %q: %w", m, err)
+		}
+	}
 	if o.MuxesFile != "" {
 		if _, err := readMuxList(o.MuxesFile); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkMuxAddr says why s is not a mux's --metrics address, host:port.
+func checkMuxAddr(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return errors.New("want host:port (a mux's --metrics address)")
+	}
+	if host == "" {
+		return errors.New("no host: want host:port (a mux's --metrics address)")
+	}
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+		return fmt.Errorf("port %q: want 1–65535", port)
 	}
 	return nil
 }
@@ -106,7 +127,7 @@ func readMuxList(path string) ([]string, error) {
 		if line = strings.TrimSpace(line); line == "" {
 			continue
 		}
-		if _, _, err := net.SplitHostPort(line); err != nil {
+		if err := checkMuxAddr(line); err != nil {
 			return nil, fmt.Errorf("prism mux list %s line %d: %q: want host:port", path, n, line)
 		}
 		out = append(out, line)

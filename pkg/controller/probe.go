@@ -94,13 +94,17 @@ func (p *prober) probe(ctx context.Context, in *forwarding.Instance, d DIP) erro
 }
 
 // agentExpect is what the server's agent must be configured with: its
-// server id, and for a Beamer instance the bucket count and chaining
+// server id, and for every strategy whose buckets keep previous owners
+// (Beamer, and Cheetah, whose packets without a cookie fall back to
+// Beamer's buckets and daisy chaining) the bucket count and chaining
 // window it finds a packet's bucket and daisy-chains with. An agent
 // configured otherwise refuses the probe, so the server stays down with
-// the mismatch as its reason instead of breaking connections.
+// the mismatch as its reason instead of breaking connections. (Maglev,
+// Prism and AWFD muxes never name a previous owner: their agents never
+// chain, and their bucket count is sent with each request that needs it.)
 func agentExpect(in *forwarding.Instance, d DIP) agentapi.Expect {
 	e := agentapi.Expect{ServerID: uint16(d.ID)}
-	if in.Strategy == forwarding.StrategyBeamer || in.Strategy == "" {
+	if in.Strategy == "" || hasHistories(in) {
 		e.Buckets, e.Window = in.Buckets, in.ChainWindow
 	}
 	return e

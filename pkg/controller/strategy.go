@@ -106,6 +106,11 @@ func CheckInstance(in *forwarding.Instance) error {
 	if err := in.Health.Check(); err != nil {
 		return fmt.Errorf("%w %q: %v", forwarding.ErrConfig, in.Name, err)
 	}
+	// Checked at creation only, not by Validate: muxes, which never chain,
+	// keep forwarding an instance stored before the rule existed.
+	if err := forwarding.CheckChainWindow(in.ChainWindow); err != nil {
+		return fmt.Errorf("%w %q: %v", forwarding.ErrConfig, in.Name, err)
+	}
 	return nil
 }
 

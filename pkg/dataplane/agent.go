@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
@@ -105,8 +106,8 @@ func LoadAgent(opts AgentOptions) (*Agent, error) {
 		if v.Buckets == 0 || v.Buckets > 1<<24 {
 			return nil, fmt.Errorf("VIP %v: bucket count %d must be in 1–%d", v.VIP, v.Buckets, 1<<24)
 		}
-		if v.ChainWindow < 0 || v.ChainWindow > 24*time.Hour {
-			return nil, fmt.Errorf("VIP %v: chaining window %v must be within 0–24h", v.VIP, v.ChainWindow)
+		if err := forwarding.CheckChainWindow(v.ChainWindow); err != nil {
+			return nil, fmt.Errorf("VIP %v: %w", v.VIP, err)
 		}
 		total += uint64(v.Buckets)
 	}

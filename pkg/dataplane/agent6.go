@@ -30,6 +30,11 @@ func checkAgentVIP(v netip.Addr, opts AgentOptions, twice bool) error {
 	switch {
 	case twice:
 		return fmt.Errorf("VIP %v is listed twice", v)
+	case v == opts.Addr || v == opts.Addr6:
+		// Also when the address came from the interface, after the
+		// configuration was checked: a VIP on lo equal to the DIP would
+		// take the server's own address away from it.
+		return fmt.Errorf("VIP %v is the server's own address (its DIP): a VIP must be an address of its own", v)
 	case v.Is4() && !v.IsUnspecified():
 		if !opts.Addr.IsValid() {
 			return fmt.Errorf("IPv4 VIP %v needs the agent's IPv4 address", v)

@@ -56,7 +56,7 @@ func (in *Instance) AWFDConfig() AWFDOptions {
 // checkAWFD validates an AWFD instance's options: its table is a Maglev
 // table (prime size), m and the poll interval within bounds.
 func checkAWFD(in *Instance) error {
-	if err := checkMaglevSize(in.Buckets); err != nil {
+	if err := CheckPrimeTableSize(StrategyAWFD, in.Buckets); err != nil {
 		return err
 	}
 	if in.AWFD == nil {

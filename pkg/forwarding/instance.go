@@ -77,6 +77,14 @@ func (in *Instance) ChainLen() int {
 
 var instanceName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
+// CheckInstanceName says why name cannot name an instance, if it cannot.
+func CheckInstanceName(name string) error {
+	if !instanceName.MatchString(name) {
+		return errors.New("name must be 1–63 characters of a-z, 0-9 and '-', starting with a letter or digit")
+	}
+	return nil
+}
+
 // ErrConfig wraps every configuration error.
 var ErrConfig = errors.New("invalid instance configuration")
 
@@ -85,8 +93,8 @@ func (in *Instance) Validate() error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w %q: %s", ErrConfig, in.Name, fmt.Sprintf(format, a...))
 	}
-	if !instanceName.MatchString(in.Name) {
-		return bad("name must be 1–63 characters of a-z, 0-9 and '-', starting with a letter or digit")
+	if err := CheckInstanceName(in.Name); err != nil {
+		return bad("%v", err)
 	}
 	if !in.Strategy.Known() {
 		return bad("%v", in.checkStrategy())

@@ -29,14 +29,26 @@ func isPrime(n uint32) bool {
 	return true
 }
 
-// checkMaglevSize says why size is no Maglev table size: Maglev's
-// permutations (offset + j·skip mod M) visit every entry only when M is
-// prime. The message names the nearest primes so the operator can pick one.
-func checkMaglevSize(size uint32) error {
+// checkMaglevSize is the prime-size rule for a Maglev instance.
+func checkMaglevSize(size uint32) error { return CheckPrimeTableSize(StrategyMaglev, size) }
+
+// CheckPrimeTableSize says why size is no table size for strategy, whose
+// table is a Maglev lookup table (Maglev, AWFD): Maglev's permutations
+// (offset + j·skip mod M) visit every entry only when M is prime. This is
+// the one prime rule: the message names the instance's strategy, and the
+// nearest primes so the operator can pick one.
+func CheckPrimeTableSize(strategy Strategy, size uint32) error {
 	if isPrime(size) {
 		return nil
 	}
-	below, above := size-1, size+1 // size ≥ 4 here (Validate checked MinBuckets; 2 and 3 are prime)
+	what := fmt.Sprintf("%s table size %d is not prime (Maglev needs a prime size)", strategy, size)
+	if strategy != StrategyMaglev {
+		what = fmt.Sprintf("%s table size %d is not prime (%s builds a Maglev table, which needs a prime size)", strategy, size, strategy)
+	}
+	if size < 2 {
+		return fmt.Errorf("%s: the smallest prime is 2", what)
+	}
+	below, above := size-1, size+1 // 2 and 3 are prime: size ≥ 4 here
 	for !isPrime(below) {
 		below--
 	}
@@ -44,7 +56,7 @@ func checkMaglevSize(size uint32) error {
 		above++
 	}
 	if above > MaxBuckets {
-		return fmt.Errorf("maglev table size %d is not prime (Maglev needs a prime size): the nearest prime is %d", size, below)
+		return fmt.Errorf("%s: the nearest prime is %d", what, below)
 	}
-	return fmt.Errorf("maglev table size %d is not prime (Maglev needs a prime size): the nearest primes are %d and %d", size, below, above)
+	return fmt.Errorf("%s: the nearest primes are %d and %d", what, below, above)
 }

@@ -295,8 +295,23 @@ func (d *Daemon) observe(name string, start time.Time, err error) {
 	}
 }
 
+// checkNotOwnAddress refuses an instance with a VIP that is the mux's own
+// address: the mux would take every packet to itself (its BGP sessions,
+// its /metrics) for the instance's servers.
+func checkNotOwnAddress(cfg forwarding.Instance, addr, addr6 netip.Addr) error {
+	for _, v := range cfg.VIPs {
+		if v.IsValid() && (v == addr || v == addr6) {
+			return fmt.Errorf("instance %q: VIP %v is this mux's own address (--addr/--addr6 or the interface's): a VIP must be an address of its own", cfg.Name, v)
+		}
+	}
+	return nil
+}
+
 // SetInstance loads a whole table for an instance.
 func (d *Daemon) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
+	if err := checkNotOwnAddress(cfg, d.opts.Address, d.opts.Address6); err != nil {
+		return err
+	}
 	if cfg.Family() == forwarding.IPv6 {
 		if err := d.enableIPv6(); err != nil {
 			return err
