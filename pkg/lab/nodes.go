@@ -99,7 +99,11 @@ func (l *Lab) StartMux(ctx context.Context, i int) error {
 	// The node API serves the Prism keep-alive bits to the controller
 	// across the fabric (mutual TLS, nodetls.go); an older binary serves
 	// them on its metrics address, on every address.
-	args := []string{"mux", "--instance", Instance, "--iface", "eth0", "--metrics", muxAPIAddr,
+	// --pin-dir -: the lab starts its daemons with `ip netns exec`, whose
+	// private mount namespace gives each a bpffs that dies with it, so a
+	// pin would not outlive the process anyway; saying so keeps the
+	// daemons' start-time warning for operators who did not mean it.
+	args := []string{"mux", "--instance", Instance, "--iface", "eth0", "--metrics", muxAPIAddr, "--pin-dir", "-",
 		"--bgp-asn", fmt.Sprint(muxASN), "--bgp-peer", fmt.Sprintf("%s:%d", routerFabric, routerASN), "--bgp-hold-time", hold}
 	apiArgs, err := l.muxAPIArgs(i)
 	if err != nil {
@@ -211,7 +215,7 @@ func (l *Lab) startServer(i int, s *serverNode) (err error) {
 	if l.v6() {
 		vip = fmt.Sprintf("[%s]:%d:%s", l.vip(), l.opts.Buckets, window)
 	}
-	args := []string{"agent", "--iface", "eth0",
+	args := []string{"agent", "--iface", "eth0", "--pin-dir", "-", // as the mux's (StartMux)
 		"--id", fmt.Sprint(ServerID(i)), "--vip", vip,
 		"--trusted", fabricNet.String(), "--metrics", metricsAddr}
 	if l.v6() {
