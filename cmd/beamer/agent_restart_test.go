@@ -130,8 +130,8 @@ func newRestartRig(t *testing.T, strategy forwarding.Strategy, tag string) *agen
 	switch strategy {
 	case forwarding.StrategyBeamer:
 		r.instance.ChainWindow = forwarding.DefaultChainWindow
-	case forwarding.StrategyPrism:
-		r.window = "0s"
+	case forwarding.StrategyPrism, forwarding.StrategyMaglev, forwarding.StrategyAWFD:
+		r.window = "0s" // they never chain
 	case forwarding.StrategyCheetah:
 		r.instance.Cheetah = &forwarding.CheetahOptions{Policy: forwarding.CheetahRR, Keys: arKeys}
 	}
@@ -177,7 +177,7 @@ func (r *agentRestartRig) startMuxHere(t *testing.T) {
 func (r *agentRestartRig) agentHere(t *testing.T, ns *netlab.Namespace, addr netip.Addr, id uint16) *dataplane.Agent {
 	t.Helper()
 	window := forwarding.DefaultChainWindow
-	if r.strategy == forwarding.StrategyPrism {
+	if r.window == "0s" { // a strategy that never chains
 		window = 0
 	}
 	for _, kv := range [][2]string{{"net.ipv4.conf.all.arp_ignore", "1"}, {"net.ipv4.conf.all.arp_announce", "2"}} {
@@ -462,14 +462,15 @@ func (a *arLoad) end() []string {
 
 // TestAgentRestartHitless: under live connections, for Beamer (the
 // restarted server also a previous owner whose connections reach it
-// daisy-chained), Prism and Cheetah: the agent is stopped with SIGTERM,
+// daisy-chained), Prism and Cheetah, Maglev and AWFD beside them: the agent is stopped with SIGTERM,
 // its programs (and Cheetah's cookie writer) stay attached while no agent
 // runs, a new agent adopts them; then the same after SIGKILL. No
 // connection breaks; the longest pause of a connection is reported (it
 // bounds the gap in decapsulation). `beamer agent cleanup` then refuses
 // while an agent runs, and after a stop removes everything.
 func TestAgentRestartHitless(t *testing.T) {
-	for _, s := range []forwarding.Strategy{forwarding.StrategyBeamer, forwarding.StrategyPrism, forwarding.StrategyCheetah} {
+	for _, s := range []forwarding.Strategy{forwarding.StrategyBeamer, forwarding.StrategyPrism, forwarding.StrategyCheetah,
+		forwarding.StrategyMaglev, forwarding.StrategyAWFD} {
 		t.Run(string(s), func(t *testing.T) { testAgentRestart(t, s) })
 	}
 }

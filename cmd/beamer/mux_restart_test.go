@@ -20,7 +20,8 @@ import (
 // breaks either way; the longest pause of a connection is reported for
 // each (issue 28, "the same for the mux").
 func TestMuxRestartUnderTraffic(t *testing.T) {
-	for _, s := range []forwarding.Strategy{forwarding.StrategyBeamer, forwarding.StrategyPrism, forwarding.StrategyCheetah} {
+	for _, s := range []forwarding.Strategy{forwarding.StrategyBeamer, forwarding.StrategyPrism, forwarding.StrategyCheetah,
+		forwarding.StrategyMaglev, forwarding.StrategyAWFD} {
 		t.Run(string(s), func(t *testing.T) { testMuxRestart(t, s) })
 	}
 }
