@@ -8,7 +8,6 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/wire"
-	"github.com/cilium/ebpf"
 )
 
 // withUDPSum6 is a GUE-over-IPv6 frame (gue6Wrap) with its UDP checksum
@@ -73,20 +72,12 @@ func TestAgent6PacketChecks(t *testing.T) {
 			must(t, err)
 			action, out := "", []byte(nil)
 			if path == "xdp" {
-				opts := &ebpf.RunOptions{Data: c.frame, DataOut: make([]byte, len(c.frame)+256),
-					Context: xdpMDCtx{DataEnd: uint32(len(c.frame)), IngressIfindex: uint32(b.ifindex)}}
-				var ret uint32
-				must(t, b.ns.Do(func() error {
-					var err error
-					ret, err = b.agent.XDPProgram().Run(opts)
-					return err
-				}))
-				if ret != 2 /* XDP_PASS */ || bytes.Equal(opts.DataOut, c.frame) == c.xdpDecaps {
-					t.Errorf("xdp %s: action %d, decapsulated %v; want XDP_PASS, decapsulated %v", c.name, ret,
-						!bytes.Equal(opts.DataOut, c.frame), c.xdpDecaps)
+				xdpAction, xdpOut := runXDP(t, b.ns, b.ifindex, b.agent.XDPProgram(), c.frame)
+				if decapped := !bytes.Equal(xdpOut, c.frame); xdpAction != "pass" || decapped != c.xdpDecaps {
+					t.Errorf("xdp %s: action %s, decapsulated %v; want pass, decapsulated %v", c.name, xdpAction, decapped, c.xdpDecaps)
 					continue
 				}
-				action, out = "pass", opts.DataOut
+				action, out = "pass", xdpOut
 			}
 			if !c.xdpDecaps || path == "tc" {
 				action, out = runTC(t, b.ns, b.ifindex, b.agent.Program(), c.frame)

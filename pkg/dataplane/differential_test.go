@@ -15,7 +15,6 @@ import (
 	"github.com/beamer-lb/beamer/pkg/model"
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
-	"github.com/cilium/ebpf"
 )
 
 // The differential tests run random input through the BPF programs and the
@@ -262,22 +261,15 @@ func agentMatchesModel(t *testing.T, seed uint64) {
 		// XDP: what it decapsulates must be what the model keeps for
 		// the stack without a state change; the rest goes on to tc.
 		action, out := "", []byte(nil)
-		opts := &ebpf.RunOptions{Data: frame, DataOut: make([]byte, len(frame)+256),
-			Context: xdpMDCtx{DataEnd: uint32(len(frame)), IngressIfindex: uint32(b.ifindex)}}
-		var ret uint32
-		must(t, b.ns.Do(func() error {
-			var err error
-			ret, err = b.agent.XDPProgram().Run(opts)
-			return err
-		}))
-		if ret != 2 /* XDP_PASS */ {
-			t.Fatalf("packet %d: XDP action %d", i, ret)
+		xdpAction, xdpOut := runXDP(t, b.ns, b.ifindex, b.agent.XDPProgram(), frame)
+		if xdpAction != "pass" {
+			t.Fatalf("packet %d: XDP action %s", i, xdpAction)
 		}
-		if xdpDecap := !bytes.Equal(opts.DataOut, frame); xdpDecap {
+		if xdpDecap := !bytes.Equal(xdpOut, frame); xdpDecap {
 			if fast := map[string]bool{"local_syn": true, "to_stack": true, "stack_no_option": true}; !fast[want.Counter] {
 				t.Fatalf("packet %d: decapsulated in XDP, model %s/%s", i, want.Action, want.Counter)
 			}
-			action, out = "pass", opts.DataOut
+			action, out = "pass", xdpOut
 			counts["xdp_decap"]++
 		} else {
 			action, out = runTC(t, b.ns, b.ifindex, b.agent.Program(), frame)
