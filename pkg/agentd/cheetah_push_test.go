@@ -42,21 +42,7 @@ func TestAgentCheetahKeyPush(t *testing.T) {
 	vip := cfg.VIPs[0].VIP
 	agent := netip.MustParseAddrPort("198.18.0.10:9300")
 	keys := cheetah.Keys{Current: 1, Keys: [2]cheetah.Key{{1, 2, 3, 4}, {5, 6, 7, 8}}}
-	egress := func() int {
-		n := 0
-		ns.Do(func() error {
-			ifi, err := net.InterfaceByName("eth0")
-			if err != nil {
-				return err
-			}
-			r, err := link.QueryPrograms(link.QueryOptions{Target: ifi.Index, Attach: ebpf.AttachTCXEgress})
-			if err == nil {
-				n = len(r.Programs)
-			}
-			return err
-		})
-		return n
-	}
+	egress := func() int { return egressPrograms(ns) }
 	push := func(from interface{ Do(func() error) error }, p agentapi.CheetahPush) (*agentapi.CheetahReport, error) {
 		// The connection is opened inside the caller's namespace (a socket
 		// stays in the namespace it was made in).

@@ -1,15 +1,12 @@
 package agentd
 
 import (
-	"net"
 	"net/netip"
 	"testing"
 
 	"github.com/beamer-lb/beamer/pkg/cheetah"
 	"github.com/beamer-lb/beamer/pkg/config"
 	"github.com/beamer-lb/beamer/pkg/dataplane"
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 )
 
 // Keys the agent holds (pushed by the controller, newer than its file's)
@@ -31,21 +28,7 @@ func TestAgentCheetahKeysSurviveLayoutChange(t *testing.T) {
 		must(t, ns.Do(func() (err error) { d, err = Start(c, opts); return err }))
 		return d
 	}
-	egress := func() int {
-		n := 0
-		ns.Do(func() error {
-			ifi, err := net.InterfaceByName("eth0")
-			if err != nil {
-				return err
-			}
-			r, err := link.QueryPrograms(link.QueryOptions{Target: ifi.Index, Attach: ebpf.AttachTCXEgress})
-			if err == nil {
-				n = len(r.Programs)
-			}
-			return err
-		})
-		return n
-	}
+	egress := func() int { return egressPrograms(ns) }
 	cfg.VIPs[0].Cheetah = &given
 	d := start(cfg)
 	// A push (however keys arrive, they land in the same map).

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/beamer-lb/beamer/pkg/cheetah"
+	"github.com/beamer-lb/beamer/pkg/netlab"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 )
@@ -17,21 +18,7 @@ func TestAgentCheetahEgressLifecycle(t *testing.T) {
 	opts := testOptions(t)
 	cfg := lifecycleConfig()
 	cfg.VIPs[0].Cheetah = &cheetah.Keys{Keys: [2]cheetah.Key{{1, 2, 3, 4}, {5, 6, 7, 8}}}
-	egress := func() int {
-		n := 0
-		ns.Do(func() error {
-			ifi, err := net.InterfaceByName("eth0")
-			if err != nil {
-				return err
-			}
-			r, err := link.QueryPrograms(link.QueryOptions{Target: ifi.Index, Attach: ebpf.AttachTCXEgress})
-			if err == nil {
-				n = len(r.Programs)
-			}
-			return err
-		})
-		return n
-	}
+	egress := func() int { return egressPrograms(ns) }
 	var first, second *Daemon
 	if err := ns.Do(func() (err error) { first, err = Start(cfg, opts); return err }); err != nil {
 		t.Fatal(err)
@@ -56,4 +43,22 @@ func TestAgentCheetahEgressLifecycle(t *testing.T) {
 		t.Fatalf("%d programs left at egress after the stop", n)
 	}
 	checkNoLeftovers(t, ns, opts)
+}
+
+// egressPrograms counts the tcx programs at eth0's egress in ns (the
+// Cheetah cookie writer is the only one an agent attaches there).
+func egressPrograms(ns *netlab.Namespace) int {
+	n := 0
+	ns.Do(func() error {
+		ifi, err := net.InterfaceByName("eth0")
+		if err != nil {
+			return err
+		}
+		r, err := link.QueryPrograms(link.QueryOptions{Target: ifi.Index, Attach: ebpf.AttachTCXEgress})
+		if err == nil {
+			n = len(r.Programs)
+		}
+		return err
+	})
+	return n
 }
