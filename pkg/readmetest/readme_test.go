@@ -134,6 +134,13 @@ func TestReadmeMultiHost(t *testing.T) {
 			if h == nil {
 				t.Fatalf("README line %d: no host %q", b.Line, name)
 			}
+			if name == "controller" && strings.Contains(b.Script, "ctl list") {
+				// The client's curl needs one server up; the screens are
+				// read, as an operator would read them, once the second
+				// server's first probes (its agent may start seconds later
+				// on a loaded machine) have brought it up too: at most 30 s.
+				h.send(t, `for i in $(seq 60); do [ "$(bin/beamer ctl list | grep -c ' up ')" -ge 2 ] && break; sleep 0.5; done`, 60*time.Second)
+			}
 			out := h.send(t, b.Script, 90*time.Second) // curl retries 10 times while BGP and the first probes settle
 			outputs[name] = append(outputs[name], out)
 		}
