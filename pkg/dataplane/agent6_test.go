@@ -213,3 +213,18 @@ func udpSocket6(local, remote netip.AddrPort) (net.Conn, error) {
 	d := net.Dialer{LocalAddr: net.UDPAddrFromAddrPort(local)}
 	return d.Dial("udp6", remote.String())
 }
+
+// The agent6 bench's frames: a TCP segment from the client to the VIP's
+// port 80, wrapped in GUE from the mux to this server (1026), and what the
+// server's stack receives once the agent has decapsulated it.
+func bench6TCP(sport uint16, flags uint8) []byte {
+	return pkt6{src: mux6Client, dst: mux6VIP, proto: 6, sport: sport, dport: 80, flags: flags}.frame()
+}
+
+func bench6Wrap(inner, priv []byte) []byte {
+	return gue6Wrap(inner, mux6Addr, mux6Server[1026], forwarding.DefaultGUEPort, priv)
+}
+
+func bench6Decapped(inner []byte) []byte {
+	return append([]byte{2, 0xbe, 0xa0, 0, 1, 0x11, 2, 0xbe, 0xa0, 0, 0, 2, 0x86, 0xdd}, inner[14:]...)
+}

@@ -18,13 +18,7 @@ func TestAgent6XDP(t *testing.T) {
 	b := newAgent6Bench(t)
 	b.agent.SetNewestSeen(0, uint64(mux6Incarnation)<<32|7)
 	me, prev := mux6Server[1026], mux6Server[1025]
-	tcp := func(sport uint16, flags uint8) []byte {
-		return pkt6{src: mux6Client, dst: mux6VIP, proto: 6, sport: sport, dport: 80, flags: flags}.frame()
-	}
-	wrap := func(inner, priv []byte) []byte { return gue6Wrap(inner, mux6Addr, me, forwarding.DefaultGUEPort, priv) }
-	decapped := func(inner []byte) []byte {
-		return append([]byte{2, 0xbe, 0xa0, 0, 1, 0x11, 2, 0xbe, 0xa0, 0, 0, 2, 0x86, 0xdd}, inner[14:]...)
-	}
+	tcp, wrap, decapped := bench6TCP, bench6Wrap, bench6Decapped
 	syn, stray := tcp(40001, 0x02), tcp(40002, 0x10)
 	moved := wrap(stray, priv6(7, 0, 0, mux6Changed, prev))
 	cases := []struct {
