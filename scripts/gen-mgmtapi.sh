@@ -8,8 +8,8 @@ cd "$(dirname "$0")/.."
 command -v protoc >/dev/null || { echo "$0: needs protoc (apt-get install protobuf-compiler)" >&2; exit 1; }
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
-GOBIN=$bin go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
-GOBIN=$bin go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.0
+GOBIN=$bin "${GO:-go}" install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+GOBIN=$bin "${GO:-go}" install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.0
 PATH=$bin:$PATH protoc -I pkg/mgmtapi/proto \
 	--go_out=pkg/mgmtapi/mgmtv1 --go_opt=paths=source_relative \
 	--go-grpc_out=pkg/mgmtapi/mgmtv1 --go-grpc_opt=paths=source_relative \

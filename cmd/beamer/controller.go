@@ -38,6 +38,7 @@ process also serves the embedded etcd other beamer commands connect to.`,
 	applyHolds := addHoldFlags(cmd)
 	applyPrism := addPrismFlags(cmd)
 	nodeFiles := addNodeClientFlags(cmd) // node_tls.go
+	apiFlags := addControllerAPIFlags(cmd) // controller_api.go
 	metricsAddr := cmd.Flags().String("metrics", "", "serve /metrics (fail-open instances, servers by health, buckets held open) on this address")
 	reconcile := cmd.Flags().Duration("reconcile-every", 30*time.Second, "reconcile all instances this often (ends chaining windows of removed DIPs)")
 	blobEvery := cmd.Flags().Uint32("blob-every", 64, "write a full blob at least every N generations")
@@ -75,6 +76,10 @@ process also serves the embedded etcd other beamer commands connect to.`,
 		if err := applyPrism(&o); err != nil {
 			return err
 		}
+		apiTLS, forwardTLS, err := apiFlags.tls()
+		if err != nil {
+			return err
+		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		embedWait = 0 // the controller serves an embedded store itself
@@ -101,6 +106,11 @@ process also serves the embedded etcd other beamer commands connect to.`,
 			return err
 		}
 		defer stopMetrics()
+		stopAPI, err := serveControllerAPI(ctx, apiFlags, st, target.Root, *identity, apiTLS, forwardTLS)
+		if err != nil {
+			return err
+		}
+		defer stopAPI()
 		logger.Info("campaigning", "store", *storeURL, "root", target.Root, "identity", *identity)
 		controller.Run(ctx, st, target.Root, o)
 		return nil

@@ -94,6 +94,8 @@ func toStatus(err error) error {
 		return status.Error(codes.Aborted, err.Error())
 	case errors.Is(err, store.ErrNotFound):
 		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, controller.ErrBadRequest):
+		return status.Error(codes.InvalidArgument, err.Error())
 	}
 	return status.Error(codes.FailedPrecondition, err.Error())
 }
@@ -231,12 +233,12 @@ func (s *Server) HealthClear(ctx context.Context, r *mgmtv1.ServerRequest) (*mgm
 
 func (s *Server) Defrag(ctx context.Context, r *mgmtv1.DefragRequest) (*mgmtv1.ChangeResponse, error) {
 	req := controller.Request{Op: controller.OpDefrag, Instance: r.GetInstance(), Steps: int(r.GetSteps())}
+	p := assign.DefaultDefragParams // as ctl defrag without flags
+	req.Defrag = &p
 	if len(r.GetParamsJson()) > 0 {
-		var p assign.DefragParams
 		if err := json.Unmarshal(r.GetParamsJson(), &p); err != nil {
 			return nil, errorf(codes.InvalidArgument, "params_json: %v", err)
 		}
-		req.Defrag = &p
 	}
 	return s.change(ctx, req)
 }

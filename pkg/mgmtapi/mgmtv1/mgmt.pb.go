@@ -857,7 +857,7 @@ type DefragRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Instance string                 `protobuf:"bytes,1,opt,name=instance,proto3" json:"instance,omitempty"`
 	Steps    int32                  `protobuf:"varint,2,opt,name=steps,proto3" json:"steps,omitempty"`
-	// assign.DefragParams as JSON
+	// assign.DefragParams as JSON (empty: assign.DefaultDefragParams)
 	ParamsJson    []byte `protobuf:"bytes,3,opt,name=params_json,json=paramsJson,proto3" json:"params_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
