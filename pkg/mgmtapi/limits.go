@@ -14,12 +14,12 @@ import (
 
 // What one caller may cost the controller.
 const (
-	maxConns          = 64          // connections at once (netutil.LimitListener)
-	maxStreams        = 16          // concurrent calls per connection
-	maxRecvBytes      = 4 << 20     // a request (CreateInstance's config is the largest)
-	callsPerSecond    = 20          // per source address, sustained
-	callBurst         = 40          // per source address, at once
-	maxRateSources    = 4096        // limiters kept; beyond that the table starts over
+	maxConns          = 64      // connections at once (netutil.LimitListener)
+	maxStreams        = 16      // concurrent calls per connection
+	maxRecvBytes      = 4 << 20 // a request (CreateInstance's config is the largest)
+	callsPerSecond    = 20      // per source address, sustained
+	callBurst         = 40      // per source address, at once
+	maxRateSources    = 4096    // limiters kept; beyond that the table starts over
 	keepaliveMinTime  = 10 * time.Second
 	maxConnectionIdle = 10 * time.Minute
 )
