@@ -37,7 +37,7 @@ process also serves the embedded etcd other beamer commands connect to.`,
 	cmd.Flags().DurationVar(&h.HalfLife, "flap-half-life", 5*time.Minute, "half-life of the flap penalty")
 	applyHolds := addHoldFlags(cmd)
 	applyPrism := addPrismFlags(cmd)
-	nodeFiles := addNodeClientFlags(cmd) // node_tls.go
+	nodeFiles := addNodeClientFlags(cmd)   // node_tls.go
 	apiFlags := addControllerAPIFlags(cmd) // controller_api.go
 	metricsAddr := cmd.Flags().String("metrics", "", "serve /metrics (fail-open instances, servers by health, buckets held open) on this address")
 	reconcile := cmd.Flags().Duration("reconcile-every", 30*time.Second, "reconcile all instances this often (ends chaining windows of removed DIPs)")
