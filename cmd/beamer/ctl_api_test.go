@@ -67,7 +67,7 @@ func TestCtlNoController(t *testing.T) {
 		{"ctl", "drain", "web", "1025"},
 		{"ctl", "delete", "web"},
 	} {
-		err := run(append(args, "--api", addr, "--timeout", "5s")...)
+		err := run(append(args, "--api", addr, "--timeout", "1s")...)
 		if err == nil || !strings.Contains(err.Error(), "no controller answered") || !strings.Contains(err.Error(), addr) {
 			t.Errorf("beamer %s with no controller: %v", strings.Join(args, " "), err)
 		}

@@ -61,21 +61,32 @@ func (c *Client) Close() error {
 }
 
 // call runs fn against each address until one answers something other
-// than Unavailable. The error keeps the server's message as its text.
-func (c *Client) call(ctx context.Context, fn func(mgmtv1.ManagementClient) error) error {
-	var why []string
-	for i, conn := range c.conns {
-		err := fn(mgmtv1.NewManagementClient(conn))
-		st, _ := status.FromError(err)
-		if err == nil || st.Code() != codes.Unavailable {
-			return plain(err)
+// than Unavailable. With wait, it goes round the addresses again until
+// ctx ends (a change waits for a controller that is starting, as a
+// request in the store did); a read answers at once. The error keeps the
+// server's message as its text.
+func (c *Client) call(ctx context.Context, wait bool, fn func(mgmtv1.ManagementClient) error) error {
+	pause := 100 * time.Millisecond
+	for {
+		var why []string
+		for i, conn := range c.conns {
+			err := fn(mgmtv1.NewManagementClient(conn))
+			st, _ := status.FromError(err)
+			if err == nil || st.Code() != codes.Unavailable {
+				return plain(err)
+			}
+			why = append(why, fmt.Sprintf("%s: %s", c.addrs[i], st.Message()))
 		}
-		why = append(why, fmt.Sprintf("%s: %s", c.addrs[i], st.Message()))
-		if ctx.Err() != nil {
-			break
+		if wait && ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(pause):
+				pause = min(2*pause, time.Second)
+				continue
+			}
 		}
+		return fmt.Errorf("no controller answered (is `beamer controller` running, and --api right?): %s", strings.Join(why, "; "))
 	}
-	return fmt.Errorf("no controller answered (is `beamer controller` running, and --api right?): %s", strings.Join(why, "; "))
 }
 
 // plain turns a status error into an error whose text is the server's
@@ -108,7 +119,7 @@ func (e *Error) Error() string {
 // outcome, as controller.SubmitResult does.
 func (c *Client) Submit(ctx context.Context, r controller.Request) (string, error) {
 	var resp *mgmtv1.ChangeResponse
-	err := c.call(ctx, func(m mgmtv1.ManagementClient) error {
+	err := c.call(ctx, true, func(m mgmtv1.ManagementClient) error {
 		var err error
 		resp, err = submitRPC(ctx, m, r)
 		return err
@@ -188,7 +199,7 @@ func addrString(a netip.Addr) string {
 // Show is one instance's view, as controller.Show.
 func (c *Client) Show(ctx context.Context, name string) (*controller.View, error) {
 	var resp *mgmtv1.ShowInstanceResponse
-	err := c.call(ctx, func(m mgmtv1.ManagementClient) error {
+	err := c.call(ctx, false, func(m mgmtv1.ManagementClient) error {
 		var err error
 		resp, err = m.ShowInstance(ctx, &mgmtv1.ShowInstanceRequest{Name: name})
 		return err
@@ -215,7 +226,7 @@ func (c *Client) Instances(ctx context.Context) ([]string, error) {
 // List is ListInstances' answer.
 func (c *Client) List(ctx context.Context) (*mgmtv1.ListInstancesResponse, error) {
 	var resp *mgmtv1.ListInstancesResponse
-	err := c.call(ctx, func(m mgmtv1.ManagementClient) error {
+	err := c.call(ctx, false, func(m mgmtv1.ManagementClient) error {
 		var err error
 		resp, err = m.ListInstances(ctx, &mgmtv1.ListInstancesRequest{})
 		return err
@@ -226,7 +237,7 @@ func (c *Client) List(ctx context.Context) (*mgmtv1.ListInstancesResponse, error
 // Lookup is ctl lookup's JSON document.
 func (c *Client) Lookup(ctx context.Context, r *mgmtv1.LookupRequest) ([]byte, error) {
 	var resp *mgmtv1.LookupResponse
-	err := c.call(ctx, func(m mgmtv1.ManagementClient) error {
+	err := c.call(ctx, false, func(m mgmtv1.ManagementClient) error {
 		var err error
 		resp, err = m.Lookup(ctx, r)
 		return err
@@ -240,7 +251,7 @@ func (c *Client) Lookup(ctx context.Context, r *mgmtv1.LookupRequest) ([]byte, e
 // Watch calls fn with every event until ctx ends, fn fails or the stream
 // ends.
 func (c *Client) Watch(ctx context.Context, instance string, fn func(*mgmtv1.WatchEvent) error) error {
-	return c.call(ctx, func(m mgmtv1.ManagementClient) error {
+	return c.call(ctx, false, func(m mgmtv1.ManagementClient) error {
 		s, err := m.Watch(ctx, &mgmtv1.WatchRequest{Instance: instance})
 		if err != nil {
 			return err
