@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net"
 	"os"
 	"strings"
@@ -87,4 +89,34 @@ func readDirNames(dir string) ([]string, error) {
 		names = append(names, e.Name())
 	}
 	return names, err
+}
+
+// TestCtlWatch: ctl watch prints the first round of the stream (the
+// instances present, their servers' state, health and drain), as a table
+// and as JSON lines, and stops after --count events. Changes as they
+// happen: TestManagementAPI (pkg/mgmtapi).
+func TestCtlWatch(t *testing.T) {
+	api := ctlStore(t)
+	var buf bytes.Buffer
+	rootCmd.SetOut(&buf)
+	defer rootCmd.SetOut(nil)
+	// Two instances (2 events), web's three servers' state and health (6)
+	// and 1027's drain (1).
+	if err := run("ctl", "watch", "--api", api, "--count", "9"); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"instance   api: maglev", "instance   web: beamer", "health     web server 1025: - -> up", "drained    web server 1027: false -> true"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("ctl watch lacks %q:\n%s", want, out)
+		}
+	}
+	buf.Reset()
+	if err := run("ctl", "watch", "web", "--api", api, "--count", "1", "-o", "json"); err != nil {
+		t.Fatal(err)
+	}
+	var l watchLine
+	if err := json.Unmarshal(buf.Bytes(), &l); err != nil || l.Kind != "instance" || l.Instance != "web" || l.Generation != 4 {
+		t.Errorf("ctl watch -o json: %+v %v\n%s", l, err, buf.String())
+	}
 }
