@@ -21,7 +21,9 @@ func init() {
 		Short: "Run the Beamer controller: serves `beamer ctl`, health-checks DIPs, writes the mux ring",
 		Long: `Runs a controller. Several may run against one store: one is elected and
 writes, the others wait to take over. With the default embed:// store this
-process also serves the embedded etcd other beamer commands connect to.`,
+process also serves the embedded etcd the muxes connect to. Every controller
+serves the management API that beamer ctl calls (--api, gRPC with mutual
+TLS, roles read and admin); a standby forwards calls to the elected one.`,
 		Args: cobra.NoArgs,
 	}
 	storeURL := addStoreFlag(cmd)
