@@ -69,7 +69,7 @@ func (b *StoreBackend) Leader(ctx context.Context) (self bool, name, apiAddr str
 var errNoLeader = errors.New("no controller is elected (start `beamer controller`)")
 
 func (b *StoreBackend) Submit(ctx context.Context, r controller.Request) (string, error) {
-	timeout := 30 * time.Second
+	timeout := DefaultTimeout
 	if d, ok := ctx.Deadline(); ok {
 		// leave the answer a second to travel back
 		timeout = max(time.Until(d)-time.Second, time.Second)

@@ -118,6 +118,13 @@ func (e *Error) Error() string {
 // Submit runs one controller request through its RPC and waits for the
 // outcome, as controller.SubmitResult does.
 func (c *Client) Submit(ctx context.Context, r controller.Request) (string, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		// The server waits DefaultTimeout for the verdict; without a
+		// deadline a missing controller would be waited for forever.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout+5*time.Second)
+		defer cancel()
+	}
 	var resp *mgmtv1.ChangeResponse
 	err := c.call(ctx, true, func(m mgmtv1.ManagementClient) error {
 		var err error
@@ -271,5 +278,6 @@ func (c *Client) Watch(ctx context.Context, instance string, fn func(*mgmtv1.Wat
 	})
 }
 
-// DefaultTimeout bounds a call whose context has no deadline.
+// DefaultTimeout is how long the server waits for the controller's
+// verdict on a change whose call has no deadline (StoreBackend.Submit).
 const DefaultTimeout = 30 * time.Second
