@@ -117,7 +117,9 @@ func TestMuxTrafficCounters(t *testing.T) {
 			t.Fatalf("packet to %v (server %d, closed %v): %s, want drop", vip, server, closed, action)
 		}
 	}
-	owner := func(f wire.Flow) forwarding.ServerID { return table.Buckets[f.Bucket(uint32(len(table.Buckets)))].Current }
+	owner := func(f wire.Flow) forwarding.ServerID {
+		return table.Buckets[f.Bucket(uint32(len(table.Buckets)))].Current
+	}
 
 	sent := 0
 	for i, vip := range v.Mux.Instance.VIPs {
