@@ -274,3 +274,30 @@ func (m *Mux) Traffic() ([]MuxVIPTraffic, []MuxServerTraffic, error) {
 	})
 	return vips, servers, nil
 }
+
+// Unowned counts, per instance, the buckets whose kernel word names no
+// server of the instance's table (no owner, or an id the table lacks):
+// what the data path drops as no_owner or unknown_server. It reads the
+// words the program reads, as State does, without State's per-owner
+// tally (buckets mostly come in runs of one owner: one table lookup a run).
+func (m *Mux) Unowned() map[string]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]int, len(m.instances))
+	for name, in := range m.instances {
+		n := 0
+		last, lastOwned := forwarding.ServerID(0), false
+		for i := range uint32(len(in.table.Buckets)) {
+			id := forwarding.ServerID(uint16(in.buckets.get(i)))
+			if id != last || i == 0 {
+				_, lastOwned = in.table.Servers[id]
+				last = id
+			}
+			if !lastOwned {
+				n++
+			}
+		}
+		out[name] = n
+	}
+	return out
+}

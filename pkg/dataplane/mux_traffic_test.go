@@ -157,6 +157,9 @@ func TestMuxTrafficCounters(t *testing.T) {
 	if len(st) != 1 || st[0].Unowned != 1 {
 		t.Errorf("unowned buckets %+v, want 1 (bucket 6)", st)
 	}
+	if u := m.Unowned(); u["web"] != 1 || len(u) != 1 {
+		t.Errorf("unowned buckets %v, want web: 1", u)
+	}
 
 	// Removed and published again: the counters start from 0.
 	must(t, m.RemoveInstance("web"))
@@ -228,6 +231,9 @@ func TestMuxTraffic6Counters(t *testing.T) {
 	want.check(t, m)
 	if st := m.State(); len(st) != 1 || st[0].Unowned != 1 {
 		t.Errorf("unowned buckets %+v, want 1 (bucket 3)", st)
+	}
+	if u := m.Unowned(); u["v6"] != 1 || len(u) != 1 {
+		t.Errorf("unowned buckets %v, want v6: 1", u)
 	}
 }
 
