@@ -10,8 +10,12 @@
  *   chain_tables   slot -> array of struct chain_entry: the bucket histories
  *                  (previous owners' ids) that bucket words refer to, each
  *                  distinct list once, interned by pkg/dataplane
- *   server_tables  slot -> array of 65536 64-bit server words (forwarding.Server.Pack)
+ *   server_tables  slot -> array of 65536 64-bit server words (forwarding.Server.Pack,
+ *                  with the server's traffic counter slot + 1 in bits 48-63)
  *   mux_counters   per-CPU decision counters.
+ *   mux_vip_traffic     per-CPU traffic per VIP (slot named by vip_info.stats)
+ *   mux_server_traffic  and per server (slot named by the server word's bits
+ *                       48-63, SERVER_STAT): bpf/include/vip_traffic.h
  *
  * Bucket and server words are 64 bits and written by the daemon with single
  * aligned atomic stores through mmap, so a packet reads either the old or the
