@@ -138,7 +138,7 @@ INLINE int transmit_as(struct xdp_md *ctx, struct decision *d, int verdict, stru
 	mux_count(verdict);
 	if (d->also)
 		mux_count(d->also);
-	vip_traffic_forward(d->stat, d->new_flow);
+	vip_traffic_forward(d->vip_stat, d->stat, inner_tot, d->new_flow);
 	if (nh.ifindex == ctx->ingress_ifindex)
 		return XDP_TX;
 	return bpf_redirect(nh.ifindex, 0);
@@ -151,6 +151,7 @@ INLINE int transmit(struct xdp_md *ctx, const struct vip_info *vip, const struct
 		    int verdict, struct iphdr *ip)
 {
 	d->new_flow = flow_is_syn(f);
+	d->vip_stat = vip->stats;
 	if (vip->encap == ENCAP_GUE)
 		return transmit_as(ctx, d, verdict, ip, 1, bpf_htons(GUE_SPORT(flow_hash_of(f))), bpf_htons(vip->gue_port));
 	return transmit_as(ctx, d, verdict, ip, 0, 0, 0);
@@ -229,7 +230,7 @@ int beamer_mux(struct xdp_md *ctx)
 		mux_count(MUX_PASS_NOT_VIP);
 		return XDP_PASS;
 	}
-	vip_traffic_seen(vip, bpf_ntohs(ip->tot_len));
+	vip_traffic_seen(vip);
 
 	/* Addressed to a VIP: from here on we forward it whole or drop it.
 	 * Parsed once into the flow every strategy reads; an ICMP message

@@ -28,6 +28,7 @@ struct decision {
 	int forward; /* 1: encapsulate and send; 0: drop, the verdict says why */
 	int also;    /* a detail counter counted with the verdict once sent (0: none) */
 	__u16 stat;  /* the server's traffic counters (SERVER_STAT of its word) */
+	__u16 vip_stat; /* the VIP's (vip_info.stats) */
 	__u8 new_flow; /* a TCP SYN without ACK (bpf/include/vip_traffic.h) */
 };
 

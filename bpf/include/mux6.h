@@ -54,6 +54,7 @@ struct decision6 {
 	int forward;
 	int also;
 	__u16 stat;    /* as struct decision's (bpf/include/vip_traffic.h) */
+	__u16 vip_stat;
 	__u8 new_flow;
 };
 
@@ -181,7 +182,7 @@ INLINE int transmit6(struct xdp_md *ctx, struct decision6 *d, int verdict, __u32
 	mux_count(verdict);
 	if (d->also)
 		mux_count(d->also);
-	vip_traffic_forward(d->stat, d->new_flow);
+	vip_traffic_forward(d->vip_stat, d->stat, inner_tot, d->new_flow);
 	if (nh.ifindex == ctx->ingress_ifindex)
 		return XDP_TX;
 	return bpf_redirect(nh.ifindex, 0);
@@ -282,7 +283,7 @@ int beamer_mux6(struct xdp_md *ctx)
 		mux_count(MUX_PASS_NOT_VIP6);
 		return XDP_PASS;
 	}
-	vip_traffic_seen(vip, bpf_ntohs(ip6->payload_len) + sizeof(*ip6));
+	vip_traffic_seen(vip);
 
 	struct tcphdr *tcp = NULL;
 	struct flow f = {};
@@ -361,6 +362,7 @@ int beamer_mux6(struct xdp_md *ctx)
 	d.encap.opt.incarnation = bpf_htonl((__u32)(version >> 32));
 	__u32 inner_tot = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);
 	d.new_flow = flow_is_syn(&f);
+	d.vip_stat = vip->stats;
 	return transmit6(ctx, &d, verdict, inner_tot, hash, gue_port);
 }
 

@@ -20,9 +20,10 @@
  *
  * Each packet updates one element of each array at most, once its fate is
  * known: the VIP's when it is forwarded or dropped, and the server's when
- * it is forwarded. The VIP is found long before that, so the mux notes the
- * packet's VIP slot and length in a per-CPU scratch element when it finds
- * the VIP (vip_traffic_seen); the drop or the transmit takes it from there.
+ * it is forwarded. The transmit path carries the VIP's slot in the
+ * decision; a drop does not know the VIP, so the mux notes the packet's VIP
+ * slot in a per-CPU scratch word when it finds the VIP (vip_traffic_seen)
+ * and the drop reads it there.
  * Packets answered by the mux (ICMP echo) or passed to its stack are not
  * counted per VIP; the decision counters count them.
  *
@@ -50,12 +51,6 @@ struct server_traffic {
 	__u64 bytes;
 };
 
-/* The packet being decided: its VIP's slot + 1 (0: none) and its length. */
-struct vip_traffic_packet {
-	__u32 slot;
-	__u32 bytes;
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, MAX_VIPS);
@@ -74,69 +69,60 @@ struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct vip_traffic_packet);
+	__type(value, __u32); /* the VIP slot + 1 of the packet being decided (0: none) */
 } mux_vip_packet SEC(".maps");
 
-/* A packet to vip, of bytes bytes, from here on forwarded or dropped. */
-INLINE void vip_traffic_seen(const struct vip_info *vip, __u32 bytes)
+/* A packet to vip, from here on forwarded or dropped: noted for a drop,
+ * which does not know the VIP. Every drop comes after this note of its own
+ * packet (the mux calls drop() only once a VIP is found), so the note is
+ * never cleared. */
+INLINE void vip_traffic_seen(const struct vip_info *vip)
 {
 	__u32 zero = 0;
-	struct vip_traffic_packet *p = bpf_map_lookup_elem(&mux_vip_packet, &zero);
+	__u32 *slot = bpf_map_lookup_elem(&mux_vip_packet, &zero);
 
-	if (p) {
-		p->slot = vip->stats;
-		p->bytes = bytes;
-	}
-}
-
-/* The VIP counters of the packet seen last on this CPU (NULL: none), its
- * length in *bytes; the note is cleared, so a packet is counted once. */
-INLINE struct vip_traffic *vip_traffic_take(__u32 *bytes)
-{
-	__u32 zero = 0;
-	struct vip_traffic_packet *p = bpf_map_lookup_elem(&mux_vip_packet, &zero);
-
-	*bytes = 0;
-	if (!p)
-		return NULL;
-	__u32 slot = p->slot;
-	*bytes = p->bytes;
-	p->slot = 0;
-	if (!slot)
-		return NULL;
-	slot -= 1;
-	return bpf_map_lookup_elem(&mux_vip_traffic, &slot);
+	if (slot)
+		*slot = vip->stats;
 }
 
 /* The packet is dropped (or answered with an ICMP error) for reason why. */
 INLINE void vip_traffic_drop(__u32 why)
 {
-	__u32 bytes;
-	struct vip_traffic *t = vip_traffic_take(&bytes);
+	__u32 zero = 0;
+	__u32 *slot = bpf_map_lookup_elem(&mux_vip_packet, &zero);
 
+	if (!slot || !*slot)
+		return;
+	__u32 key = *slot - 1;
+	struct vip_traffic *t = bpf_map_lookup_elem(&mux_vip_traffic, &key);
 	if (t && why < MUX_COUNTER_MAX)
 		t->drops[why] += 1;
 }
 
-/* The packet is on its way to the server whose word's counter slot is
- * server (SERVER_STAT; 0: not counted); new_flow: a TCP SYN without ACK. */
-INLINE void vip_traffic_forward(__u16 server, __u8 new_flow)
+/* The packet, of bytes bytes, is on its way to a server: vip and server
+ * are the counter slots + 1 of its VIP (vip_info.stats) and of the server
+ * (SERVER_STAT of its word), 0 for none; new_flow: a TCP SYN without ACK.
+ * The transmit path has both at hand, so it needs no note. */
+INLINE void vip_traffic_forward(__u16 vip, __u16 server, __u32 bytes, __u8 new_flow)
 {
-	__u32 bytes;
-	struct vip_traffic *t = vip_traffic_take(&bytes);
+	__u32 key;
 
-	if (t) {
-		t->packets += 1;
-		t->bytes += bytes;
-		t->new_flows += new_flow;
+	if (vip) {
+		key = vip - 1;
+		struct vip_traffic *t = bpf_map_lookup_elem(&mux_vip_traffic, &key);
+		if (t) {
+			t->packets += 1;
+			t->bytes += bytes;
+			t->new_flows += new_flow;
+		}
 	}
-	if (!server)
-		return;
-	__u32 key = server - 1;
-	struct server_traffic *s = bpf_map_lookup_elem(&mux_server_traffic, &key);
-	if (s) {
-		s->packets += 1;
-		s->bytes += bytes;
+	if (server) {
+		key = server - 1;
+		struct server_traffic *s = bpf_map_lookup_elem(&mux_server_traffic, &key);
+		if (s) {
+			s->packets += 1;
+			s->bytes += bytes;
+		}
 	}
 }
 

@@ -223,12 +223,6 @@ type muxVipTraffic struct {
 	Drops    [44]uint64
 }
 
-type muxVipTrafficPacket struct {
-	_     structs.HostLayout
-	Slot  uint32
-	Bytes uint32
-}
-
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.

@@ -171,12 +171,6 @@ type muxBenchVipTraffic struct {
 	Drops    [44]uint64
 }
 
-type muxBenchVipTrafficPacket struct {
-	_     structs.HostLayout
-	Slot  uint32
-	Bytes uint32
-}
-
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
