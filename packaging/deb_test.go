@@ -11,6 +11,7 @@ package packaging
 import (
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -306,6 +307,9 @@ func TestDebianPackage(t *testing.T) {
 	healthz(t, mux, "127.0.0.1:9100", "mux", muxOut)
 	healthz(t, srv, "127.0.0.1:9101", "agent", agentOut)
 	healthz(t, ctl, "127.0.0.1:9102", "controller", ctlOut)
+	// The controller's probe through the agent's API works with the unit's
+	// capabilities (the agent connects to the service from its namespace).
+	probeAgent(t, srv, agentOut)
 	// The controller's embedded store is in /var/lib/beamer, written as beamer.
 	if _, err := os.Stat(root + "/var/lib/beamer/etcd/member"); err != nil {
 		t.Errorf("the embedded store is not in /var/lib/beamer: %v\n%s", err, ctlOut.String())
@@ -320,6 +324,44 @@ func TestDebianPackage(t *testing.T) {
 		}
 	}
 	healthz(t, mux, "127.0.0.1:9100", "mux after SIGHUP", muxOut)
+}
+
+// probeAgent asks the agent's API, as the controller does, to probe a
+// service on the example's VIP (198.18.100.1:80, on lo: manage_vips).
+func probeAgent(t *testing.T, srv *netlab.Namespace, out *output) {
+	t.Helper()
+	var ln net.Listener
+	if err := srv.Do(func() (err error) { ln, err = net.Listen("tcp", "198.18.100.1:80"); return err }); err != nil {
+		t.Fatalf("a service on the VIP: %v\n%s", err, out.String())
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	var conn net.Conn
+	if err := srv.Do(func() (err error) { conn, err = net.Dial("tcp", "198.18.0.10:9300"); return err }); err != nil {
+		t.Fatalf("agent API: %v\n%s", err, out.String())
+	}
+	c := http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) { return conn, nil }}}
+	resp, err := c.Get("http://198.18.0.10:9300/v1/health?vip=198.18.100.1&port=80")
+	if err != nil {
+		t.Fatalf("agent API probe: %v\n%s", err, out.String())
+	}
+	defer resp.Body.Close()
+	var rep struct {
+		OK    bool   `json:"ok"`
+		Error string `json:"error"`
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(b, &rep); err != nil || resp.StatusCode != 200 || !rep.OK {
+		t.Errorf("agent API probe of 198.18.100.1:80: %d %s (%v)", resp.StatusCode, b, err)
+	}
 }
 
 // checkUnit: Type=notify; ExecStart runs the installed binary's command,
