@@ -1,7 +1,11 @@
 package packaging
 
 import (
+	"context"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,4 +138,39 @@ func start(t *testing.T, ns *netlab.Namespace, root string, u unit, ids [2]strin
 		}
 	})
 	return cmd, out
+}
+
+// output collects a process's output while the test reads it.
+type output struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (o *output) Write(p []byte) (int, error) { o.mu.Lock(); defer o.mu.Unlock(); return o.b.Write(p) }
+func (o *output) String() string              { o.mu.Lock(); defer o.mu.Unlock(); return o.b.String() }
+
+// healthz polls GET /healthz on addr inside ns until it answers 200.
+func healthz(t *testing.T, ns *netlab.Namespace, addr, what string, out *output) {
+	t.Helper()
+	var last string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		var conn net.Conn
+		if err := ns.Do(func() (err error) { conn, err = net.Dial("tcp", addr); return err }); err != nil {
+			last = err.Error()
+			continue
+		}
+		c := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) { return conn, nil }}}
+		resp, err := c.Get("http://" + addr + "/healthz")
+		if err != nil {
+			last = err.Error()
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			return
+		}
+		last = fmt.Sprintf("%d %s", resp.StatusCode, b)
+	}
+	t.Fatalf("%s: /healthz on %s never 200 (%s); output:\n%s", what, addr, last, out.String())
 }
