@@ -56,7 +56,7 @@ func buildVersion(bi *debug.BuildInfo) versionInfo {
 	return v
 }
 
-// currentVersion is this binary's version (also the build-info metric's labels).
+// currentVersion is this binary's version (beamer version, the man pages).
 func currentVersion() versionInfo {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
