@@ -144,4 +144,3 @@ func cheetahKeys(opts Options, in *Instance) (cheetah.Keys, error) {
 	}
 	return ks, nil
 }
-
