@@ -86,9 +86,9 @@ func runApply(ctx context.Context, op declarative.Operator, desired *declarative
 		fmt.Fprintf(out, "no changes: the live state equals %s\n", source)
 	case opts.DryRun:
 		declarative.Print(out, changes)
-		fmt.Fprintf(out, "dry run: %d changes not made\n", len(changes))
+		fmt.Fprintf(out, "dry run: nothing changed (apply would send %d requests)\n", declarative.Requests(changes))
 	default:
-		fmt.Fprintf(out, "applied %d changes from %s\n", len(changes), source)
+		fmt.Fprintf(out, "applied %s: %d requests\n", source, declarative.Requests(changes))
 	}
 	return nil
 }

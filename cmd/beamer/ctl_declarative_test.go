@@ -83,7 +83,7 @@ func TestCtlExportApplyRoundTrip(t *testing.T) {
 
 	dst := runningController(t, "fresh")
 	out := ctlOut(t, "ctl", "apply", "-f", file, "--store", dst)
-	if !strings.Contains(out, "+ instance web") || !strings.Contains(out, "applied") {
+	if !strings.Contains(out, "+ instance web") || !strings.Contains(out, "applied "+file+": ") {
 		t.Errorf("apply printed:\n%s", out)
 	}
 	again := ctlOut(t, "ctl", "export", "--store", dst)

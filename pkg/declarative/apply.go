@@ -144,3 +144,13 @@ func cheetahKeys(opts Options, in *Instance) (cheetah.Keys, error) {
 	}
 	return ks, nil
 }
+
+// Requests is how many controller requests the changes take (each one
+// rebalance at most): what apply reports.
+func Requests(changes []Change) int {
+	n := 0
+	for _, c := range changes {
+		n += len(requests(c, nil))
+	}
+	return n
+}

@@ -216,7 +216,8 @@ instances:
 
 func TestParseStrict(t *testing.T) {
 	for _, c := range []struct{ name, text, want string }{
-		{"unknown key", strings.Replace(base, "buckets: 1000", "buckets: 1000\n    bukets: 3", 1), "field bukets not found"},
+		{"unknown key", strings.Replace(base, "buckets: 1000", "buckets: 1000\n    bukets: 3", 1), `instance "web": line 9: field bukets not found`},
+		{"unknown server key", strings.Replace(base, "{id: 2000,", "{ids: 2000,", 1), `instance "mag": line 24: field ids not found`},
 		{"version", strings.Replace(base, "beamer/v1", "beamer/v2", 1), `apiVersion "beamer/v2"`},
 		{"no version", strings.Replace(base, "apiVersion: beamer/v1\n", "", 1), `apiVersion ""`},
 		{"dup id", strings.Replace(base, "id: 1026", "id: 1025", 1), `instance "web": servers[1] (id 1025): id also used by servers[0]`},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"strings"
 
 	"github.com/beamer-lb/beamer/pkg/cheetah"
 	"github.com/beamer-lb/beamer/pkg/controller"
@@ -36,7 +37,7 @@ func Parse(source string, r io.Reader) (*Document, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty document (want apiVersion: %s and instances)", source, APIVersion)
 		}
-		return nil, fmt.Errorf("%s: %w", source, err)
+		return nil, fmt.Errorf("%s: %w", source, nameInstances(b, err))
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -140,4 +141,52 @@ func (d *Document) Marshal() ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// nameInstances adds to the YAML decoder's errors ("line 12: field x not
+// found ...") the name of the instance whose entry holds that line.
+func nameInstances(text []byte, err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	var root yaml.Node
+	if yaml.Unmarshal(text, &root) != nil || len(root.Content) == 0 {
+		return err
+	}
+	type span struct {
+		line int
+		name string
+	}
+	var spans []span // the first line of each instance entry, in order
+	top := root.Content[0]
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		if top.Content[i].Value != "instances" || top.Content[i+1].Kind != yaml.SequenceNode {
+			continue
+		}
+		for k, item := range top.Content[i+1].Content {
+			name := fmt.Sprintf("instances[%d]", k)
+			for j := 0; j+1 < len(item.Content); j += 2 {
+				if item.Content[j].Value == "name" {
+					name = fmt.Sprintf("instance %q", item.Content[j+1].Value)
+				}
+			}
+			spans = append(spans, span{item.Line, name})
+		}
+	}
+	msgs := make([]string, len(te.Errors))
+	for i, e := range te.Errors {
+		msgs[i] = e
+		var line int
+		if _, serr := fmt.Sscanf(e, "line %d:", &line); serr != nil {
+			continue
+		}
+		for k := len(spans) - 1; k >= 0; k-- {
+			if spans[k].line <= line {
+				msgs[i] = spans[k].name + ": " + e
+				break
+			}
+		}
+	}
+	return fmt.Errorf("%s", strings.Join(msgs, "; "))
 }
