@@ -247,3 +247,23 @@ func TestEveryConfigFieldCarried(t *testing.T) {
 		t.Fatalf("forwarding.Instance fields %v; the document carries %v", got, configFields)
 	}
 }
+
+// TestDiffDefaultsEqual: a file spelling out defaults equals a live
+// instance that left them out.
+func TestDiffDefaultsEqual(t *testing.T) {
+	op := newFake()
+	apply(t, op, mustParse(t, base), Options{})
+	spelled := strings.Replace(base, "    chain_window: 30s\n", "    chain_window: 30s\n    max_chain: 4\n    encap: ipip\n    icmp_echo: drop\n    health: {kind: agent, port: 80, agent_port: 9300}\n    server_ids: 1025-65535\n", 1)
+	exp, err := Export(context.Background(), op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch := Diff(exp, mustParse(t, spelled)); len(ch) != 0 {
+		t.Fatalf("defaults spelled out differ: %v", ch)
+	}
+	other := strings.Replace(base, "    chain_window: 30s\n", "    chain_window: 30s\n    max_chain: 3\n", 1)
+	ch := Diff(exp, mustParse(t, other))
+	if len(ch) != 3 || ch[0].Kind != RecreateInstance || ch[0].Fields[0] != "max_chain: 4 -> 3" {
+		t.Fatalf("max_chain 3: %v", ch)
+	}
+}

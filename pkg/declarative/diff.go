@@ -206,7 +206,7 @@ func serverChanges(c, d *Instance) []Change {
 // configDiff names the create-only configuration fields that differ, with
 // both values ("strategy: beamer -> maglev").
 func configDiff(c, d *Instance) []string {
-	cv, dv := reflect.ValueOf(*c.config()), reflect.ValueOf(*d.config())
+	cv, dv := reflect.ValueOf(effective(c)), reflect.ValueOf(effective(d))
 	t := cv.Type()
 	var out []string
 	for i := range t.NumField() {
@@ -223,6 +223,34 @@ func configDiff(c, d *Instance) []string {
 		out = append(out, fmt.Sprintf("%s: %s -> %s", name, a, b))
 	}
 	return out
+}
+
+// effective is the configuration with every default filled in as the
+// controller and muxes read it, so that a file spelling out a default
+// (max_chain: 4, health: {kind: agent}, encap: ipip) equals a live
+// instance that left it out, and the other way round.
+func effective(in *Instance) forwarding.Instance {
+	c := *in.config()
+	c.MaxChainLen = c.ChainLen()
+	h := c.HealthProbe()
+	c.Health = &h
+	ids := c.ServerIDs()
+	c.ServerIDRange = &ids
+	if c.Strategy == forwarding.StrategyAWFD {
+		a := c.AWFDConfig()
+		c.AWFD = &a
+	}
+	if c.Strategy == forwarding.StrategyPrism {
+		p := c.PrismSettings()
+		c.Prism = &p
+	}
+	if c.Encap == "" {
+		c.Encap = forwarding.EncapIPIP
+	}
+	if c.ICMPEcho == "" {
+		c.ICMPEcho = forwarding.EchoDrop
+	}
+	return c
 }
 
 // normalize makes absent and empty the same: null, [] and {}.
