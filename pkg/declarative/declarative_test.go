@@ -267,3 +267,24 @@ func TestDiffDefaultsEqual(t *testing.T) {
 		t.Fatalf("max_chain 3: %v", ch)
 	}
 }
+
+// TestDiffDeletesFirst: an instance left out is deleted before a new one
+// that may take its VIP is created.
+func TestDiffDeletesFirst(t *testing.T) {
+	op := newFake()
+	apply(t, op, mustParse(t, base), Options{})
+	moved := strings.Replace(strings.Replace(base, "name: web", "name: aaa", 1), "name: mag", "name: mag", 1)
+	ch := Diff(mustExport(t, op), mustParse(t, moved))
+	if len(ch) < 2 || ch[0].Kind != DeleteInstance || ch[0].Instance != "web" || ch[1].Kind != CreateInstance || ch[1].Instance != "aaa" {
+		t.Fatalf("changes %v", ch)
+	}
+}
+
+func mustExport(t *testing.T, op Operator) *Document {
+	t.Helper()
+	d, err := Export(context.Background(), op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}

@@ -127,11 +127,17 @@ func Diff(current, desired *Document) []Change {
 	}
 	slices.Sort(names)
 	var out []Change
+	// Deletions first: a VIP or address an instance left out held may be
+	// what a new instance of the file takes.
+	for _, n := range names {
+		if want[n] == nil {
+			out = append(out, Change{Kind: DeleteInstance, Instance: n})
+		}
+	}
 	for _, n := range names {
 		c, d := cur[n], want[n]
 		switch {
 		case d == nil:
-			out = append(out, Change{Kind: DeleteInstance, Instance: n})
 		case c == nil:
 			out = append(out, Change{Kind: CreateInstance, Instance: n, desired: d})
 			out = append(out, serverChanges(&Instance{Name: n}, d)...)
