@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -128,5 +129,28 @@ func TestCtlExportApplyRoundTrip(t *testing.T) {
 	})
 	if err != nil || !changed || buf.String() != "~ instance web: server 1026 weight 4 -> 5\n" {
 		t.Errorf("diff of a changed file: changed %v, err %v, printed %q", changed, err, buf.String())
+	}
+
+	// `ctl diff` exits as diff(1) does: 0 equal (nothing printed), 1
+	// differing, 2 trouble.
+	badFile := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(badFile, []byte("apiVersion: beamer/v1\ninstances: []\nextra: 1\n"), 0o644)
+	for _, c := range []struct {
+		file   string
+		code   int
+		stdout string
+	}{
+		{file, diffSame, ""},
+		{changedFile, diffChanged, "~ instance web: server 1026 weight 4 -> 5\n"},
+		{badFile, diffTrouble, ""},
+	} {
+		cmd := exec.Command(os.Args[0], "ctl", "diff", "-f", c.file, "--store", dst)
+		cmd.Env = append(os.Environ(), childEnv+"=1")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Run()
+		if code := cmd.ProcessState.ExitCode(); code != c.code || stdout.String() != c.stdout {
+			t.Errorf("ctl diff -f %s: exit %d, printed %q (stderr %q), want exit %d and %q", filepath.Base(c.file), code, stdout.String(), stderr.String(), c.code, c.stdout)
+		}
 	}
 }

@@ -273,7 +273,7 @@ func TestDiffDefaultsEqual(t *testing.T) {
 func TestDiffDeletesFirst(t *testing.T) {
 	op := newFake()
 	apply(t, op, mustParse(t, base), Options{})
-	moved := strings.Replace(strings.Replace(base, "name: web", "name: aaa", 1), "name: mag", "name: mag", 1)
+	moved := strings.Replace(base, "name: web", "name: aaa", 1)
 	ch := Diff(mustExport(t, op), mustParse(t, moved))
 	if len(ch) < 2 || ch[0].Kind != DeleteInstance || ch[0].Instance != "web" || ch[1].Kind != CreateInstance || ch[1].Instance != "aaa" {
 		t.Fatalf("changes %v", ch)
