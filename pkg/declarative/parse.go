@@ -146,13 +146,15 @@ func (d *Document) Marshal() ([]byte, error) {
 // nameInstances adds to the YAML decoder's errors ("line 12: field x not
 // found ...") the name of the instance whose entry holds that line.
 func nameInstances(text []byte, err error) error {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return err
-	}
 	var root yaml.Node
 	if yaml.Unmarshal(text, &root) != nil || len(root.Content) == 0 {
 		return err
+	}
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		// A value's own parser failed (an address, a port list): its
+		// error has no line, so find the instance by decoding each alone.
+		return inInstance(&root, err)
 	}
 	type span struct {
 		line int
@@ -189,4 +191,31 @@ func nameInstances(text []byte, err error) error {
 		}
 	}
 	return fmt.Errorf("%s", strings.Join(msgs, "; "))
+}
+
+// inInstance names the instance whose entry alone fails to decode.
+func inInstance(root *yaml.Node, err error) error {
+	top := root.Content[0]
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		if top.Content[i].Value != "instances" {
+			continue
+		}
+		for k, item := range top.Content[i+1].Content {
+			b, merr := yaml.Marshal(item)
+			if merr != nil {
+				continue
+			}
+			dec := yaml.NewDecoder(bytes.NewReader(b))
+			dec.KnownFields(true)
+			var in Instance
+			if ierr := dec.Decode(&in); ierr != nil {
+				name := fmt.Sprintf("instances[%d]", k)
+				if in.Name != "" {
+					name = fmt.Sprintf("instance %q", in.Name)
+				}
+				return fmt.Errorf("%s (line %d): %w", name, item.Line, err)
+			}
+		}
+	}
+	return err
 }
