@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/coreos/go-systemd/v22/daemon"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -114,6 +115,10 @@ TLS, roles read and admin); a standby forwards calls to the elected one.`,
 		}
 		defer stopAPI()
 		logger.Info("campaigning", "store", *storeURL, "root", target.Root, "identity", *identity)
+		// Serving: the store is open (or started) and the metrics listen;
+		// whether this controller leads is the election's business.
+		notifySystemd(logger, daemon.SdNotifyReady)
+		defer notifySystemd(logger, daemon.SdNotifyStopping)
 		controller.Run(ctx, st, target.Root, o)
 		return nil
 	}

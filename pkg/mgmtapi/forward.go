@@ -21,9 +21,15 @@ import (
 // the call's metadata; a call that was forwarded already is not
 // forwarded again (Unavailable, naming the elected controller).
 
-// target is where a call runs: nil conn means here.
-func (s *Server) target(ctx context.Context) (*grpc.ClientConn, context.Context, error) {
+// target is where a call runs: nil conn means here. While no controller
+// is elected (one is starting, or the store was away) a read is answered
+// here from the store, as the elected controller would answer it; a
+// change waits for one (Unavailable: the client retries).
+func (s *Server) target(ctx context.Context, method string) (*grpc.ClientConn, context.Context, error) {
 	self, name, addr, err := s.b.Leader(ctx)
+	if errors.Is(err, errNoLeader) && readMethods[method] {
+		return nil, ctx, nil
+	}
 	if err != nil {
 		return nil, nil, status.Errorf(codes.Unavailable, "this controller is not elected and cannot reach the elected one: %v", err)
 	}
@@ -64,7 +70,7 @@ func messageOf(method string, output bool) (proto.Message, error) {
 }
 
 func (s *Server) forwardUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	conn, octx, err := s.target(ctx)
+	conn, octx, err := s.target(ctx, info.FullMethod)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +88,7 @@ func (s *Server) forwardUnary(ctx context.Context, req any, info *grpc.UnaryServ
 }
 
 func (s *Server) forwardStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	conn, octx, err := s.target(ss.Context())
+	conn, octx, err := s.target(ss.Context(), info.FullMethod)
 	if err != nil {
 		return err
 	}
