@@ -115,7 +115,7 @@ TLS, roles read and admin); a standby forwards calls to the elected one.`,
 		}
 		defer stopAPI()
 		logger.Info("campaigning", "store", *storeURL, "root", target.Root, "identity", *identity)
-		// Serving: the store is open (or started) and the metrics listen;
+		// Serving: the store is open (or started), the metrics and the API listen;
 		// whether this controller leads is the election's business.
 		notifySystemd(logger, daemon.SdNotifyReady)
 		defer notifySystemd(logger, daemon.SdNotifyStopping)
