@@ -5,40 +5,50 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/controller"
+
 	"github.com/beamer-lb/beamer/pkg/declarative"
-	"github.com/beamer-lb/beamer/pkg/store"
+	"github.com/beamer-lb/beamer/pkg/mgmtapi"
 )
 
-// storeOperator is declarative.Operator over the store, as the other ctl
-// commands work today: requests to the elected controller, reads
-// straight from the store. (The management API's client replaces it.)
-type storeOperator struct {
-	st      store.Store
-	root    string
-	timeout time.Duration
-}
+// The declarative commands (export, diff, apply) work through the
+// management API's client, as every ctl command does: it is their
+// declarative.Operator.
+var _ declarative.Operator = (*mgmtapi.Client)(nil)
 
-var _ declarative.Operator = (*storeOperator)(nil)
-
-func (o *storeOperator) Submit(ctx context.Context, r controller.Request) (string, error) {
-	return controller.SubmitResult(ctx, o.st, o.root, r, o.timeout)
-}
-
-func (o *storeOperator) Show(ctx context.Context, name string) (*controller.View, error) {
-	return controller.Show(ctx, o.st, o.root, name, time.Now())
-}
-
-func (o *storeOperator) Instances(ctx context.Context) ([]string, error) {
-	return controller.New(o.st, o.root, controller.Options{}).Instances(ctx)
-}
-
-// withOperator opens the store of f and runs fn with an operator over it.
+// withOperator runs fn with a client of the API f names. Each change
+// waits up to --timeout for the controller's verdict (the whole run is
+// not bounded: an apply may make many changes).
 func (f *ctlFlags) withOperator(fn func(ctx context.Context, op declarative.Operator) error) error {
-	ctx := context.Background()
-	st, t, err := openStore(ctx, *f.store)
+	c, err := f.api.client()
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	return fn(ctx, &storeOperator{st: st, root: t.Root, timeout: *f.timeout})
+	defer c.Close()
+	return fn(context.Background(), &timedOperator{c: c, f: f})
+}
+
+// timedOperator bounds each call of the client by --timeout.
+type timedOperator struct {
+	c *mgmtapi.Client
+	f *ctlFlags
+}
+
+var _ declarative.Operator = (*timedOperator)(nil)
+
+func (o *timedOperator) Submit(ctx context.Context, r controller.Request) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, *o.f.timeout+2*time.Second) // as submitResult
+	defer cancel()
+	return o.c.Submit(ctx, r)
+}
+
+func (o *timedOperator) Show(ctx context.Context, name string) (*controller.View, error) {
+	ctx, cancel := context.WithTimeout(ctx, *o.f.timeout)
+	defer cancel()
+	return o.c.Show(ctx, name)
+}
+
+func (o *timedOperator) Instances(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, *o.f.timeout)
+	defer cancel()
+	return o.c.Instances(ctx)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,11 +13,12 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/controller"
 	"github.com/beamer-lb/beamer/pkg/declarative"
+	"github.com/beamer-lb/beamer/pkg/mgmtapi"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
 )
 
 // runningController starts an embedded etcd with a controller elected on
-// it and returns the --store URL of ctl.
+// it, serving the management API, and returns ctl's --api.
 func runningController(t *testing.T, name string) string {
 	t.Helper()
 	s, e, err := storetest.Embedded(t.TempDir())
@@ -31,7 +33,18 @@ func runningController(t *testing.T, name string) string {
 		close(done)
 	}()
 	t.Cleanup(func() { cancel(); <-done; s.Close(); e.Close() })
-	return "etcd://" + strings.TrimPrefix(e.Endpoint(), "http://") + "?root=" + root
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() {
+		b := &mgmtapi.StoreBackend{Store: s, Root: root, Identity: name, ListJSON: listJSON, LookupJSON: lookupJSON}
+		mgmtapi.Serve(ctx, ln, b, mgmtapi.Options{})
+		close(served)
+	}()
+	t.Cleanup(func() { cancel(); <-served })
+	return ln.Addr().String()
 }
 
 // TestCtlExportApplyRoundTrip: state built with ctl commands on one
@@ -43,7 +56,7 @@ func TestCtlExportApplyRoundTrip(t *testing.T) {
 	src := runningController(t, "source")
 	ctl := func(args ...string) string {
 		t.Helper()
-		return ctlOut(t, append(append([]string{"ctl"}, args...), "--store", src)...)
+		return ctlOut(t, append(append([]string{"ctl"}, args...), "--api", src)...)
 	}
 	ctl("create", "web", "--vip", "198.18.10.1", "--ports", "80", "--buckets", "200", "--health", "tcp", "--max-chain", "3")
 	ctl("add-dip", "web", "1025", "198.18.11.1", "1026", "198.18.11.2", "1027", "198.18.11.3")
@@ -83,15 +96,15 @@ func TestCtlExportApplyRoundTrip(t *testing.T) {
 	}
 
 	dst := runningController(t, "fresh")
-	out := ctlOut(t, "ctl", "apply", "-f", file, "--store", dst)
+	out := ctlOut(t, "ctl", "apply", "-f", file, "--api", dst)
 	if !strings.Contains(out, "+ instance web") || !strings.Contains(out, "applied "+file+": ") {
 		t.Errorf("apply printed:\n%s", out)
 	}
-	again := ctlOut(t, "ctl", "export", "--store", dst)
+	again := ctlOut(t, "ctl", "export", "--api", dst)
 	if again != string(exported) {
 		t.Fatalf("export after apply on a fresh controller differs:\n--- source\n%s\n--- fresh\n%s", exported, again)
 	}
-	if out := ctlOut(t, "ctl", "apply", "-f", file, "--store", dst); out != "no changes: the live state equals "+file+"\n" {
+	if out := ctlOut(t, "ctl", "apply", "-f", file, "--api", dst); out != "no changes: the live state equals "+file+"\n" {
 		t.Errorf("second apply printed %q", out)
 	}
 	for _, st := range []string{src, dst} {
@@ -102,7 +115,7 @@ func TestCtlExportApplyRoundTrip(t *testing.T) {
 		var buf bytes.Buffer
 		var f ctlFlags
 		timeout := 30 * time.Second
-		f.store, f.timeout = &st, &timeout
+		f.api, f.timeout = &apiClientFlags{addrs: &[]string{st}, insecure: new(bool)}, &timeout
 		var changed bool
 		if err := f.withOperator(func(ctx context.Context, op declarative.Operator) error {
 			changed, err = runDiff(ctx, op, d, &buf)
@@ -121,7 +134,7 @@ func TestCtlExportApplyRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
 	var f ctlFlags
 	timeout := 30 * time.Second
-	f.store, f.timeout = &dst, &timeout
+	f.api, f.timeout = &apiClientFlags{addrs: &[]string{dst}, insecure: new(bool)}, &timeout
 	var changed bool
 	f.withOperator(func(ctx context.Context, op declarative.Operator) error {
 		changed, err = runDiff(ctx, op, d, &buf)
@@ -144,7 +157,7 @@ func TestCtlExportApplyRoundTrip(t *testing.T) {
 		{changedFile, diffChanged, "~ instance web: server 1026 weight 4 -> 5\n"},
 		{badFile, diffTrouble, ""},
 	} {
-		cmd := exec.Command(os.Args[0], "ctl", "diff", "-f", c.file, "--store", dst)
+		cmd := exec.Command(os.Args[0], "ctl", "diff", "-f", c.file, "--api", dst)
 		cmd.Env = append(os.Environ(), childEnv+"=1")
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
