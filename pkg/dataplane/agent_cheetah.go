@@ -48,15 +48,11 @@ func (a *Agent) SetCheetahVIP(v CheetahVIP) error {
 
 // CheetahVIPs lists the VIPs the agent writes cookies for: those set, and
 // after a hitless restart those the previous agent had (the map is pinned).
-func (a *Agent) CheetahVIPs() ([]CheetahVIP, error) { return cheetahVIPsOf(a.objs.CheetahVips) }
-
-// cheetahVIPsOf decodes the cheetah_vips map (the daemon's, or a pinned one
-// `agent inspect` opened).
-func cheetahVIPsOf(m *ebpf.Map) ([]CheetahVIP, error) {
+func (a *Agent) CheetahVIPs() ([]CheetahVIP, error) {
 	var out []CheetahVIP
 	var k [4]byte
 	var v agentCheetahVip
-	it := m.Iterate()
+	it := a.objs.CheetahVips.Iterate()
 	for it.Next(&k, &v) {
 		c := CheetahVIP{VIP: netip.AddrFrom4(k), ID: v.Id, Keys: cheetah.Keys{Current: v.Kid}}
 		for i := range c.Keys.Keys {

@@ -226,8 +226,21 @@ func (m *Mux) Traffic() ([]MuxVIPTraffic, []MuxServerTraffic, error) {
 			if err := m.objs.MuxVipTraffic.Lookup(uint32(stat-1), &per); err != nil {
 				return nil, nil, fmt.Errorf("reading the traffic of VIP %v: %w", v, err)
 			}
-			t := sumVIPTraffic(per, names)
-			t.Instance, t.VIP = name, v
+			t := MuxVIPTraffic{Instance: name, VIP: v}
+			for _, c := range per {
+				t.Packets += c.Packets
+				t.Bytes += c.Bytes
+				t.NewFlows += c.NewFlows
+				for i, n := range c.Drops {
+					if n == 0 || i >= len(names) {
+						continue
+					}
+					if t.Drops == nil {
+						t.Drops = map[string]uint64{}
+					}
+					t.Drops[strings.TrimPrefix(names[i], "drop_")] += n
+				}
+			}
 			vips = append(vips, t)
 		}
 		for id, s := range in.table.Servers {
@@ -239,8 +252,11 @@ func (m *Mux) Traffic() ([]MuxVIPTraffic, []MuxServerTraffic, error) {
 			if err := m.objs.MuxServerTraffic.Lookup(uint32(st.stat-1), &per); err != nil {
 				return nil, nil, fmt.Errorf("reading the traffic of server %d of %q: %w", id, name, err)
 			}
-			sum := sumServerTraffic(per)
-			t := MuxServerTraffic{Instance: name, ID: id, Addr: s.Addr, Packets: sum.Packets, Bytes: sum.Bytes}
+			t := MuxServerTraffic{Instance: name, ID: id, Addr: s.Addr}
+			for _, c := range per {
+				t.Packets += c.Packets
+				t.Bytes += c.Bytes
+			}
 			servers = append(servers, t)
 		}
 	}
@@ -284,35 +300,4 @@ func (m *Mux) Unowned() map[string]int {
 		out[name] = n
 	}
 	return out
-}
-
-// sumVIPTraffic sums a VIP's per-CPU traffic element; names are the
-// mux's counter names (a drop reason's index is its counter's).
-func sumVIPTraffic(per []muxVipTraffic, names []string) MuxVIPTraffic {
-	var t MuxVIPTraffic
-	for _, c := range per {
-		t.Packets += c.Packets
-		t.Bytes += c.Bytes
-		t.NewFlows += c.NewFlows
-		for i, n := range c.Drops {
-			if n == 0 || i >= len(names) {
-				continue
-			}
-			if t.Drops == nil {
-				t.Drops = map[string]uint64{}
-			}
-			t.Drops[strings.TrimPrefix(names[i], "drop_")] += n
-		}
-	}
-	return t
-}
-
-// sumServerTraffic sums a server's per-CPU traffic element.
-func sumServerTraffic(per []muxServerTraffic) muxServerTraffic {
-	var sum muxServerTraffic
-	for _, c := range per {
-		sum.Packets += c.Packets
-		sum.Bytes += c.Bytes
-	}
-	return sum
 }
