@@ -54,7 +54,8 @@ func openPinnedProgram(dir string, spec *ebpf.CollectionSpec) (*pinnedProgram, e
 		return nil, fmt.Errorf("pin directory %s: not a directory", dir)
 	}
 	path := filepath.Join(dir, linkPin)
-	l, err := link.LoadPinnedLink(path, &ebpf.LoadPinOptions{ReadOnly: true})
+	// Links refuse BPF_F_RDONLY; nothing here updates or detaches it.
+	l, err := link.LoadPinnedLink(path, nil)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w at %s: no pinned link %s", ErrNothingPinned, dir, path)
 	}
