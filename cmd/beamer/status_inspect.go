@@ -18,6 +18,8 @@ import (
 // while it is stopped, crashed or being upgraded (its program keeps
 // forwarding with the last tables). `status` asks a running daemon;
 // `inspect` needs only root and the pins (pkg/dataplane/inspect_maps.go).
+// (This file's name sorts after mux.go and agent.go: its init adds to
+// their commands.)
 
 func inspectCmd(role string, read func(dir string) (any, func(io.Writer), error)) {
 	cmd := &cobra.Command{
