@@ -130,7 +130,7 @@ func TestMuxInspectCommand(t *testing.T) {
 		t.Errorf("missing pin dir: %v", err)
 	}
 	_, err = runOut(t, "agent", "inspect", "--pin-dir", dir, "-o", "json")
-	if err == nil || !strings.Contains(err.Error(), "another layout") && !strings.Contains(err.Error(), "has no map") {
+	if err == nil || !strings.Contains(err.Error(), `is "beamer_mux", not "beamer_agent"`) {
 		t.Errorf("agent inspect of a mux's pins: %v", err)
 	}
 	t.Logf("agent inspect of a mux's pins: %v", err)

@@ -60,7 +60,7 @@ func InspectAgent(dir string, now time.Time) (*AgentInspection, error) {
 	if cheetahVIPs != nil {
 		defer cheetahVIPs.Close()
 	}
-	p, err := openPinnedProgram(dir, spec)
+	p, err := openPinnedProgram(dir, spec, "beamer_agent")
 	if err != nil {
 		return nil, err
 	}

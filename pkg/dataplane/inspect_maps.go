@@ -41,8 +41,9 @@ type ProgramView struct {
 	Tag  string `json:"tag"`
 }
 
-// openPinnedProgram follows the link pinned in dir to its program's maps.
-func openPinnedProgram(dir string, spec *ebpf.CollectionSpec) (*pinnedProgram, error) {
+// openPinnedProgram follows the link pinned in dir to its program's maps;
+// the program must be the one named want (the mux's or the agent's).
+func openPinnedProgram(dir string, spec *ebpf.CollectionSpec, want string) (*pinnedProgram, error) {
 	st, err := os.Stat(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w at %s: no such directory (is the daemon's --pin-dir elsewhere, or was it stopped cleanly, which removes its pins?)", ErrNothingPinned, dir)
@@ -78,6 +79,9 @@ func openPinnedProgram(dir string, spec *ebpf.CollectionSpec) (*pinnedProgram, e
 		return nil, fmt.Errorf("program %d of pinned link %s: %w", info.Program, path, err)
 	}
 	p.prog = ProgramView{ID: uint32(info.Program), Name: pi.Name, Tag: pi.Tag}
+	if pi.Name != kernelName(want) {
+		return nil, fmt.Errorf("the program pinned at %s is %q, not %q: the pin directory of another daemon?", dir, pi.Name, want)
+	}
 	if err := p.addMapsOf(prog, 0); err != nil {
 		p.close()
 		return nil, err

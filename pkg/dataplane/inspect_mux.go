@@ -89,7 +89,7 @@ func InspectMux(dir string) (*MuxInspection, error) {
 			m.Close()
 		}
 	}
-	p, err := openPinnedProgram(dir, spec)
+	p, err := openPinnedProgram(dir, spec, "beamer_mux")
 	if err != nil {
 		return nil, err
 	}
