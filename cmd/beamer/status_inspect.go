@@ -169,7 +169,7 @@ func printAgentInspection(out io.Writer, in *dataplane.AgentInspection) {
 	}
 	fmt.Fprintln(out)
 	printCounters(out, in.Counters)
-	if len(in.CheetahCounters) > 0 {
+	if len(in.Cheetah) > 0 {
 		fmt.Fprint(out, "cheetah ")
 		printCounters(out, in.CheetahCounters)
 	}
