@@ -162,11 +162,18 @@ func (p *pinnedProgram) mapNamed(name string, optional bool) (*ebpf.Map, error) 
 	return m, nil
 }
 
-// compatibleLayout is MapSpec.Compatible without the sizes a daemon sets
-// at load (entries of resized maps, inner maps created per table).
+// resizedAtLoad are the maps whose entries a daemon sets when it loads
+// its program (agent.go: the sum of the VIPs' buckets).
+var resizedAtLoad = map[string]bool{"bucket_changed": true}
+
+// compatibleLayout is MapSpec.Compatible, but for the entries of maps a
+// daemon resizes at load. Every other size is checked: the readers index
+// the maps (and their memory) by the sizes of this build.
 func compatibleLayout(ms *ebpf.MapSpec, m *ebpf.Map) error {
 	s := ms.Copy()
-	s.MaxEntries = m.MaxEntries()
+	if resizedAtLoad[ms.Name] {
+		s.MaxEntries = m.MaxEntries()
+	}
 	return s.Compatible(m)
 }
 

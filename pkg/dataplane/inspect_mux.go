@@ -14,7 +14,11 @@ import (
 )
 
 // MuxInspection is what a mux's pinned program forwards, read from its
-// maps (inspect_maps.go): `beamer mux inspect`.
+// maps (inspect_maps.go): `beamer mux inspect`. One more map is one more
+// field here, filled in InspectMux from p.mapNamed(NAME, optional) (which
+// checks the map against this build's layout) and decoded with the Go type
+// the daemon writes it with; the printer in cmd/beamer/status_inspect.go
+// shows it.
 type MuxInspection struct {
 	PinDir   string      `json:"pin_dir"`
 	Program  ProgramView `json:"program"`
