@@ -23,16 +23,16 @@ import (
 
 func inspectCmd(role string, read func(dir string) (any, func(io.Writer), error)) {
 	cmd := &cobra.Command{
-		Use:   "inspect [--pin-dir DIR | --interface IFACE]",
+		Use:   "inspect [--pin-dir DIR | --iface IFACE]",
 		Short: "Show what this node's " + role + " program forwards, read from its pinned maps (no daemon needed)",
 		Long: `Reads the maps of the ` + role + `'s pinned program directly (as root), so it works while the daemon
 is stopped or being upgraded. The pin directory is --pin-dir, else the daemon's default for
---interface in this network namespace (/sys/fs/bpf/beamer/` + role + `-NETNS-IFACE), else the only
+--iface in this network namespace (/sys/fs/bpf/beamer/` + role + `-NETNS-IFACE), else the only
 ` + role + `-* directory under /sys/fs/bpf/beamer.`,
 		Args: cobra.NoArgs,
 	}
 	pinDir := cmd.Flags().String("pin-dir", "", "the daemon's --pin-dir")
-	iface := cmd.Flags().String("interface", "", "the daemon's interface, naming its default pin directory")
+	iface := cmd.Flags().String("iface", "", "the daemon's interface, naming its default pin directory")
 	format := addOutputFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := checkOutput(*format); err != nil {
@@ -75,9 +75,9 @@ func inspectDir(role, pinDir, iface string) (string, error) {
 	case 1:
 		return found[0], nil
 	case 0:
-		return "", fmt.Errorf("no %s pinned under %s: give --pin-dir (the daemon's --pin-dir) or --interface", role, root)
+		return "", fmt.Errorf("no %s pinned under %s: give --pin-dir (the daemon's --pin-dir) or --iface", role, root)
 	}
-	return "", fmt.Errorf("several %ss pinned under %s (%s): give --pin-dir or --interface", role, root, strings.Join(found, ", "))
+	return "", fmt.Errorf("several %ss pinned under %s (%s): give --pin-dir or --iface", role, root, strings.Join(found, ", "))
 }
 
 func init() {

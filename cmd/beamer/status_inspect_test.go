@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
+	"github.com/beamer-lb/beamer/pkg/nodestate"
 )
 
 // runOut runs a command line, returning what it printed.
@@ -39,7 +41,16 @@ func TestMuxInspectCommand(t *testing.T) {
 	if err := lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.1/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.10/24"), 1600); err != nil {
 		t.Fatal(err)
 	}
-	dir := netlabtest.PinDir(t, "inspcmd")
+	// The mux's default pin directory in its namespace, so --iface finds it.
+	var dir string
+	if err := ns.Do(func() error {
+		name, err := nodestate.Name("mux", "eth0")
+		dir = filepath.Join(dataplane.BPFFSRoot, "beamer", name)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	m, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: netip.MustParseAddr("198.18.0.1"), PinDir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -113,11 +124,11 @@ func TestMuxInspectCommand(t *testing.T) {
 		t.Errorf("counters %v", doc.Counters)
 	}
 
-	out, err = runOut(t, "mux", "inspect", "--pin-dir", dir)
-	if err != nil {
+	// The table, from the directory --iface names in the mux's namespace.
+	if err := ns.Do(func() (err error) { out, err = runOut(t, "mux", "inspect", "--iface", "eth0"); return err }); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("beamer mux inspect --pin-dir %s\n%s", dir, out)
+	t.Logf("beamer mux inspect --iface eth0 (pins %s)\n%s", dir, out)
 	for _, want := range []string{"vip 198.18.100.1  incarnation 1700000000  generation 3", "1025  198.18.0.10  active  5", "unowned buckets: 1"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table output lacks %q:\n%s", want, out)
