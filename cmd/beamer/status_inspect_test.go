@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/beamer-lb/beamer/pkg/cheetah"
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
@@ -145,4 +148,85 @@ func TestMuxInspectCommand(t *testing.T) {
 		t.Errorf("agent inspect of a mux's pins: %v", err)
 	}
 	t.Logf("agent inspect of a mux's pins: %v", err)
+}
+
+// TestAgentInspectCommand: `beamer agent inspect` on a pinned agent
+// serving a Cheetah VIP shows the VIP and the Cheetah slot with each key's
+// id and fingerprint — and never the key itself, in either format.
+func TestAgentInspectCommand(t *testing.T) {
+	lab := netlabtest.New(t, "inspagent")
+	ns, err := lab.Namespace("srv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := lab.Namespace("net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.10/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.1/24"), 1600); err != nil {
+		t.Fatal(err)
+	}
+	dir := netlabtest.PinDir(t, "inspagent")
+	vip := netip.MustParseAddr("198.18.100.1")
+	a, err := dataplane.LoadAgent(dataplane.AgentOptions{Addr: netip.MustParseAddr("198.18.0.10"), Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
+		VIPs: []dataplane.AgentVIP{{VIP: vip, Buckets: 67, ChainWindow: 2 * time.Minute}}, PinDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	var keys cheetah.Keys
+	for i := range keys.Keys {
+		if keys.Keys[i], err = cheetah.NewKey(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys.Current = 1
+	if err := a.SetCheetahVIP(dataplane.CheetahVIP{VIP: vip, ID: 3, Keys: keys}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.Do(func() error {
+		l, err := a.Attach("eth0")
+		if err == nil {
+			l.Close() // the pin keeps it attached
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dataplane.Unpin(dir, nil) })
+
+	out, err := runOut(t, "agent", "inspect", "--pin-dir", dir, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc dataplane.AgentInspection
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	if len(doc.VIPs) != 1 || doc.VIPs[0].VIP != vip || doc.VIPs[0].Buckets != 67 || doc.VIPs[0].Window != "2m0s" || doc.VIPs[0].Generation != 0 {
+		t.Errorf("VIPs %+v", doc.VIPs)
+	}
+	want := keys.View()
+	if len(doc.Cheetah) != 1 || doc.Cheetah[0].VIP != vip || doc.Cheetah[0].ID != 3 || len(doc.Cheetah[0].Keys) != 2 ||
+		doc.Cheetah[0].Keys[0] != want[0] || doc.Cheetah[0].Keys[1] != want[1] || !want[1].Current {
+		t.Errorf("cheetah %+v, want slot 3 with keys %+v", doc.Cheetah, want)
+	}
+	if _, ok := doc.Counters["local_syn"]; !ok {
+		t.Errorf("counters %v", doc.Counters)
+	}
+	table, err := runOut(t, "agent", "inspect", "--pin-dir", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("beamer agent inspect --pin-dir %s\n%s", dir, table)
+	if !strings.Contains(table, "slot 3  keys 0 "+want[0].Fingerprint+", 1 "+want[1].Fingerprint+" (current)") {
+		t.Errorf("table lacks the Cheetah line:\n%s", table)
+	}
+	for _, k := range keys.Keys {
+		for _, o := range []string{out, table} {
+			if strings.Contains(o, k.String()) || strings.Contains(o, fmt.Sprintf("%08x", k[0])) {
+				t.Errorf("key bytes in the output:\n%s", o)
+			}
+		}
+	}
 }
