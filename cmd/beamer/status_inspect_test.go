@@ -230,3 +230,70 @@ func TestAgentInspectCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestMuxInspectIPv6: an IPv6 instance (GUE) is shown with its VIP and its
+// servers' whole IPv6 addresses, beside an IPv4 instance on the same mux.
+func TestMuxInspectIPv6(t *testing.T) {
+	lab := netlabtest.New(t, "inspmux6")
+	ns, err := lab.Namespace("mux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := lab.Namespace("net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.1/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.10/24"), 1600); err != nil {
+		t.Fatal(err)
+	}
+	dir := netlabtest.PinDir(t, "inspmux6")
+	m, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: netip.MustParseAddr("198.18.0.1"), Addr6: netip.MustParseAddr("2001:db8::1"), PinDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	set := func(name, vip string, servers map[forwarding.ServerID]string, encap forwarding.Encap) {
+		t.Helper()
+		table := forwarding.NewTable(8)
+		table.Incarnation, table.Generation = 1700000000, 2
+		var ids []forwarding.ServerID
+		for id, a := range servers {
+			table.Servers[id] = forwarding.Server{Addr: netip.MustParseAddr(a), State: forwarding.Active}
+			ids = append(ids, id)
+		}
+		for i := range table.Buckets {
+			table.Buckets[i] = forwarding.Bucket{Current: ids[0]} // one server each
+		}
+		if err := m.SetInstance(forwarding.Instance{Name: name, Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{netip.MustParseAddr(vip)},
+			PortLow: 443, PortHigh: 443, Buckets: 8, ChainWindow: forwarding.DefaultChainWindow, Encap: encap}, table); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("web", "198.18.100.1", map[forwarding.ServerID]string{1025: "198.18.0.10"}, "")
+	set("web6", "2001:db8:100::1", map[forwarding.ServerID]string{1030: "2001:db8::10"}, forwarding.EncapGUE)
+	if err := ns.Do(func() error {
+		l, err := m.Attach("eth0", dataplane.XDPGeneric)
+		if err == nil {
+			l.Close()
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dataplane.Unpin(dir, nil) })
+	in, err := dataplane.InspectMux(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, tb := range in.Tables {
+		if len(tb.VIPs) != 1 || len(tb.Servers) != 1 || tb.Servers[0].Buckets != 8 {
+			t.Fatalf("table %+v", tb)
+		}
+		got[tb.VIPs[0].VIP.String()] = fmt.Sprintf("%s %d %s", tb.Encap, tb.Servers[0].ID, tb.Servers[0].Addr)
+	}
+	want := map[string]string{"198.18.100.1": "ipip 1025 198.18.0.10", "2001:db8:100::1": "gue 1030 2001:db8::10"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("tables %v, want %v", got, want)
+	}
+}

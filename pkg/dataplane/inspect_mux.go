@@ -318,8 +318,10 @@ func (t *MuxTable) servers(owned map[forwarding.ServerID]int, maps map[string]*e
 		return err
 	}
 	defer unix.Munmap(words.mem)
+	// An IPv6 instance keeps its servers' whole addresses beside the
+	// words (servers6.go); an IPv4 one has no map there.
 	var s6 *ebpf.Map
-	if len(t.VIPs) > 0 && is6(t.VIPs[0].VIP) || maps["server6_tables"] != nil {
+	if maps["server6_tables"] != nil {
 		if s6, err = innerMap(maps["server6_tables"], t.Slot); err != nil {
 			s6 = nil
 		}
