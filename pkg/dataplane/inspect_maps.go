@@ -60,6 +60,9 @@ func openPinnedProgram(dir string, spec *ebpf.CollectionSpec, want string) (*pin
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w at %s: no pinned link %s", ErrNothingPinned, dir, path)
 	}
+	if errors.Is(err, os.ErrPermission) {
+		return nil, fmt.Errorf("pinned link %s: %w (inspect runs as root)", path, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pinned link %s: %w", path, err)
 	}
