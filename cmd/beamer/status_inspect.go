@@ -111,12 +111,20 @@ func printMuxInspection(out io.Writer, in *dataplane.MuxInspection) {
 		}
 		fmt.Fprintf(out, ", %d buckets, ports %s\n", t.Buckets, strings.Join(t.Ports, ", "))
 		for _, v := range t.VIPs {
-			fmt.Fprintf(out, "  vip %s  incarnation %d  generation %d\n", v.VIP, v.Incarnation, v.Generation)
+			fmt.Fprintf(out, "  vip %s  incarnation %d  generation %d", v.VIP, v.Incarnation, v.Generation)
+			if tr := v.Traffic; tr != nil {
+				var dropped uint64
+				for _, n := range tr.Drops {
+					dropped += n
+				}
+				fmt.Fprintf(out, "  packets %d  bytes %d  new flows %d  dropped %d", tr.Packets, tr.Bytes, tr.NewFlows, dropped)
+			}
+			fmt.Fprintln(out)
 		}
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "  ID\tADDRESS\tSTATE\tBUCKETS")
+		fmt.Fprintln(w, "  ID\tADDRESS\tSTATE\tBUCKETS\tPACKETS\tBYTES")
 		for _, s := range t.Servers {
-			fmt.Fprintf(w, "  %d\t%s\t%s\t%d\n", s.ID, s.Addr, s.State, s.Buckets)
+			fmt.Fprintf(w, "  %d\t%s\t%s\t%d\t%d\t%d\n", s.ID, s.Addr, s.State, s.Buckets, s.Packets, s.Bytes)
 		}
 		w.Flush()
 		fmt.Fprintf(out, "  unowned buckets: %d\n  chained buckets: %d", t.Unowned, t.Chained)

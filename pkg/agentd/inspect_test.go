@@ -45,9 +45,10 @@ func TestInspectStoppedAgent(t *testing.T) {
 	must(t, err)
 
 	must(t, muxNS.Sysctl("net.ipv4.ip_forward", "1"))
-	m, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: netip.MustParseAddr("198.18.0.1")})
+	muxPins := netlabtest.PinDir(t, "inspmuxtr") // the mux's traffic is inspected too
+	m, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: netip.MustParseAddr("198.18.0.1"), PinDir: muxPins})
 	must(t, err)
-	t.Cleanup(func() { m.Close() })
+	t.Cleanup(func() { m.Close(); dataplane.Unpin(muxPins, nil) })
 	must(t, muxNS.Do(func() error {
 		l, err := m.Attach("eth0", dataplane.XDPDriver)
 		if err == nil {
@@ -125,5 +126,22 @@ func TestInspectStoppedAgent(t *testing.T) {
 	}
 	if len(doc.Cheetah) != 0 {
 		t.Errorf("cheetah VIPs %+v on a beamer instance", doc.Cheetah)
+	}
+
+	// The mux's side of the same connections: `mux inspect` shows the
+	// VIP's traffic and the server's, from the kernel's counters.
+	mi, err := dataplane.InspectMux(muxPins)
+	must(t, err)
+	if len(mi.Tables) != 1 || len(mi.Tables[0].VIPs) != 1 || mi.Tables[0].VIPs[0].Traffic == nil {
+		t.Fatalf("mux inspect: %+v, want one VIP with its traffic", mi.Tables)
+	}
+	tr := mi.Tables[0].VIPs[0].Traffic
+	if tr.NewFlows < conns || tr.Packets < 3*conns || tr.Bytes < 40*tr.Packets {
+		t.Errorf("mux inspect traffic %+v, want ≥ %d new flows and their packets and bytes", tr, conns)
+	}
+	for _, s := range mi.Tables[0].Servers {
+		if s.ID == 1030 && (s.Packets != tr.Packets || s.Bytes != tr.Bytes) {
+			t.Errorf("mux inspect server 1030 (every bucket's owner): %d packets %d bytes, the VIP %d / %d", s.Packets, s.Bytes, tr.Packets, tr.Bytes)
+		}
 	}
 }

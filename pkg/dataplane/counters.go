@@ -23,6 +23,20 @@ type counterSet struct {
 // stripping prefix and lower-casing ("MUX_DROP_TRUNCATED" → "drop_truncated").
 // The last enumerator (the *_MAX count) is not a counter.
 func newCounterSet(spec *ebpf.CollectionSpec, m *ebpf.Map, enumName, prefix string) (*counterSet, error) {
+	names, err := counterNames(spec, enumName, prefix)
+	if err != nil {
+		return nil, err
+	}
+	n := len(names)
+	if m.MaxEntries() != 1 || m.ValueSize() != uint32(8*n) {
+		return nil, fmt.Errorf("counter map of %d entries of %d bytes, enum %s wants 1 of %d", m.MaxEntries(), m.ValueSize(), enumName, 8*n)
+	}
+	return &counterSet{m: m, names: names}, nil
+}
+
+// counterNames are the enumerators of enumName in enum order, prefix
+// stripped, lower-cased; the last one (the *_MAX count) is not a counter.
+func counterNames(spec *ebpf.CollectionSpec, enumName, prefix string) ([]string, error) {
 	var e *btf.Enum
 	if err := spec.Types.TypeByName(enumName, &e); err != nil {
 		return nil, fmt.Errorf("enum %s: %w", enumName, err)
@@ -35,10 +49,7 @@ func newCounterSet(spec *ebpf.CollectionSpec, m *ebpf.Map, enumName, prefix stri
 		}
 		names[v.Value] = strings.ToLower(strings.TrimPrefix(v.Name, prefix))
 	}
-	if m.MaxEntries() != 1 || m.ValueSize() != uint32(8*n) {
-		return nil, fmt.Errorf("counter map of %d entries of %d bytes, enum %s wants 1 of %d", m.MaxEntries(), m.ValueSize(), enumName, 8*n)
-	}
-	return &counterSet{m: m, names: names}, nil
+	return names, nil
 }
 
 // Read sums every counter over all CPUs. The kernel copies each CPU's

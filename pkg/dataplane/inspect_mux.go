@@ -51,11 +51,14 @@ type MuxTable struct {
 	ChainsMissing  int             `json:"chains_missing,omitempty"`
 }
 
-// VIPVersion is a VIP with the version its record carries.
+// VIPVersion is a VIP with the version its record carries, and the
+// traffic the mux forwarded for it since it was published (nil: not
+// counted apart; bpf/include/vip_traffic.h).
 type VIPVersion struct {
-	VIP         netip.Addr `json:"vip"`
-	Incarnation uint32     `json:"incarnation"`
-	Generation  uint32     `json:"generation"`
+	VIP         netip.Addr    `json:"vip"`
+	Incarnation uint32        `json:"incarnation"`
+	Generation  uint32        `json:"generation"`
+	Traffic     *MuxVIPCounts `json:"traffic,omitempty"`
 }
 
 // ServerBuckets is a server id, its address and state where the table has
@@ -65,6 +68,10 @@ type ServerBuckets struct {
 	Addr    string              `json:"address,omitempty"`
 	State   string              `json:"state,omitempty"`
 	Buckets int                 `json:"buckets"`
+	// Traffic forwarded to it (over the instance's VIPs) since it was
+	// added with this address; servers only.
+	Packets uint64 `json:"packets,omitempty"`
+	Bytes   uint64 `json:"bytes,omitempty"`
 }
 
 // NextHop is an entry of the mux's next-hop cache (of any CPU).
@@ -102,7 +109,7 @@ func InspectMux(dir string) (*MuxInspection, error) {
 	if out.Counters, err = p.counters(spec, "mux_counters", "mux_counter", "MUX_"); err != nil {
 		return nil, err
 	}
-	if out.Tables, err = p.muxTables(); err != nil {
+	if out.Tables, err = p.muxTables(spec); err != nil {
 		return nil, err
 	}
 	if out.NextHops, err = p.nextHops(); err != nil {
@@ -125,7 +132,11 @@ func (p *pinnedProgram) counters(spec *ebpf.CollectionSpec, name, enumName, pref
 }
 
 // muxTables reads the VIP fronts, their records and the tables they name.
-func (p *pinnedProgram) muxTables() ([]MuxTable, error) {
+func (p *pinnedProgram) muxTables(spec *ebpf.CollectionSpec) ([]MuxTable, error) {
+	names, err := counterNames(spec, "mux_counter", "MUX_")
+	if err != nil {
+		return nil, err
+	}
 	maps := map[string]*ebpf.Map{}
 	for _, name := range []string{"vip_front", "vip_records", "bucket_tables", "server_tables", "chain_tables", "port_sets"} {
 		m, err := p.mapNamed(name, false)
@@ -134,7 +145,7 @@ func (p *pinnedProgram) muxTables() ([]MuxTable, error) {
 		}
 		maps[name] = m
 	}
-	for _, name := range []string{"vip6_front", "vip6_addrs", "server6_tables"} {
+	for _, name := range []string{"vip6_front", "vip6_addrs", "server6_tables", "mux_vip_traffic", "mux_server_traffic"} {
 		m, err := p.mapNamed(name, true)
 		if err != nil {
 			return nil, err
@@ -181,7 +192,17 @@ func (p *pinnedProgram) muxTables() ([]MuxTable, error) {
 				bySlot[rec.Table] = t
 				order = append(order, rec.Table)
 			}
-			t.VIPs = append(t.VIPs, VIPVersion{VIP: vip, Incarnation: uint32(rec.Version >> 32), Generation: uint32(rec.Version)})
+			v := VIPVersion{VIP: vip, Incarnation: uint32(rec.Version >> 32), Generation: uint32(rec.Version)}
+			if tm := maps["mux_vip_traffic"]; tm != nil && rec.Stats != 0 {
+				var per []muxVipTraffic
+				if err := tm.Lookup(uint32(rec.Stats-1), &per); err != nil {
+					unix.Munmap(front.mem)
+					return nil, fmt.Errorf("traffic of VIP %v: %w", vip, err)
+				}
+				traffic := sumVIPTraffic(per, names)
+				v.Traffic = &traffic
+			}
+			t.VIPs = append(t.VIPs, v)
 		}
 		unix.Munmap(front.mem)
 	}
@@ -342,7 +363,15 @@ func (t *MuxTable) servers(owned map[forwarding.ServerID]int, maps map[string]*e
 		}
 		sid := forwarding.ServerID(id)
 		seen[sid] = true
-		t.Servers = append(t.Servers, ServerBuckets{ID: sid, Addr: addr.String(), State: sv.State.String(), Buckets: owned[sid]})
+		sb := ServerBuckets{ID: sid, Addr: addr.String(), State: sv.State.String(), Buckets: owned[sid]}
+		if tm, stat := maps["mux_server_traffic"], uint16(words.load(id)>>48); tm != nil && stat != 0 {
+			var per []muxServerTraffic
+			if err := tm.Lookup(uint32(stat-1), &per); err == nil {
+				sum := sumServerTraffic(per)
+				sb.Packets, sb.Bytes = sum.Packets, sum.Bytes
+			}
+		}
+		t.Servers = append(t.Servers, sb)
 	}
 	for id, n := range owned {
 		if !seen[id] {

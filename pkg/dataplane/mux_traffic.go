@@ -189,8 +189,15 @@ func (in *muxInstance) serverWordCounted(id forwarding.ServerID, s forwarding.Se
 // answered with an ICMP too-big are "icmp_too_big"). Packets answered or
 // passed to the mux's own stack (ICMP echo) are not counted here.
 type MuxVIPTraffic struct {
-	Instance string            `json:"instance"`
-	VIP      netip.Addr        `json:"vip"`
+	Instance string     `json:"instance"`
+	VIP      netip.Addr `json:"vip"`
+	MuxVIPCounts
+}
+
+// MuxVIPCounts is what the mux forwarded and dropped for one VIP: packets,
+// bytes (the client's IP packet), new flows (TCP SYN without ACK) and
+// drops by reason (the drop_* decisions without "drop_").
+type MuxVIPCounts struct {
 	Packets  uint64            `json:"packets"`
 	Bytes    uint64            `json:"bytes"`
 	NewFlows uint64            `json:"new_flows"`
@@ -226,21 +233,7 @@ func (m *Mux) Traffic() ([]MuxVIPTraffic, []MuxServerTraffic, error) {
 			if err := m.objs.MuxVipTraffic.Lookup(uint32(stat-1), &per); err != nil {
 				return nil, nil, fmt.Errorf("reading the traffic of VIP %v: %w", v, err)
 			}
-			t := MuxVIPTraffic{Instance: name, VIP: v}
-			for _, c := range per {
-				t.Packets += c.Packets
-				t.Bytes += c.Bytes
-				t.NewFlows += c.NewFlows
-				for i, n := range c.Drops {
-					if n == 0 || i >= len(names) {
-						continue
-					}
-					if t.Drops == nil {
-						t.Drops = map[string]uint64{}
-					}
-					t.Drops[strings.TrimPrefix(names[i], "drop_")] += n
-				}
-			}
+			t := MuxVIPTraffic{Instance: name, VIP: v, MuxVIPCounts: sumVIPTraffic(per, names)}
 			vips = append(vips, t)
 		}
 		for id, s := range in.table.Servers {
@@ -252,11 +245,8 @@ func (m *Mux) Traffic() ([]MuxVIPTraffic, []MuxServerTraffic, error) {
 			if err := m.objs.MuxServerTraffic.Lookup(uint32(st.stat-1), &per); err != nil {
 				return nil, nil, fmt.Errorf("reading the traffic of server %d of %q: %w", id, name, err)
 			}
-			t := MuxServerTraffic{Instance: name, ID: id, Addr: s.Addr}
-			for _, c := range per {
-				t.Packets += c.Packets
-				t.Bytes += c.Bytes
-			}
+			sum := sumServerTraffic(per)
+			t := MuxServerTraffic{Instance: name, ID: id, Addr: s.Addr, Packets: sum.Packets, Bytes: sum.Bytes}
 			servers = append(servers, t)
 		}
 	}
@@ -300,4 +290,36 @@ func (m *Mux) Unowned() map[string]int {
 		out[name] = n
 	}
 	return out
+}
+
+// sumVIPTraffic sums a VIP's per-CPU traffic element (the daemon's, or one
+// `mux inspect` found in the kernel); names are the mux's counter names,
+// a drop reason's index being its counter's.
+func sumVIPTraffic(per []muxVipTraffic, names []string) MuxVIPCounts {
+	var t MuxVIPCounts
+	for _, c := range per {
+		t.Packets += c.Packets
+		t.Bytes += c.Bytes
+		t.NewFlows += c.NewFlows
+		for i, n := range c.Drops {
+			if n == 0 || i >= len(names) {
+				continue
+			}
+			if t.Drops == nil {
+				t.Drops = map[string]uint64{}
+			}
+			t.Drops[strings.TrimPrefix(names[i], "drop_")] += n
+		}
+	}
+	return t
+}
+
+// sumServerTraffic sums a server's per-CPU traffic element.
+func sumServerTraffic(per []muxServerTraffic) muxServerTraffic {
+	var sum muxServerTraffic
+	for _, c := range per {
+		sum.Packets += c.Packets
+		sum.Bytes += c.Bytes
+	}
+	return sum
 }

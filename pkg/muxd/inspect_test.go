@@ -97,7 +97,7 @@ func TestInspectStoppedMux(t *testing.T) {
 		t.Fatalf("tables %+v, want one", doc.Tables)
 	}
 	got := doc.Tables[0]
-	if len(got.VIPs) != 1 || got.VIPs[0] != (dataplane.VIPVersion{VIP: vip, Incarnation: tab.Incarnation, Generation: view.Generation}) {
+	if len(got.VIPs) != 1 || got.VIPs[0].VIP != vip || got.VIPs[0].Incarnation != tab.Incarnation || got.VIPs[0].Generation != view.Generation {
 		t.Errorf("VIPs %+v, want %v at incarnation %d generation %d", got.VIPs, vip, tab.Incarnation, view.Generation)
 	}
 	if got.Strategy != "beamer" || got.Encap != "ipip" || got.Buckets != 100 || strings.Join(got.Ports, ",") != "tcp 80-81,tcp 1025-65535 (server ids)" {
