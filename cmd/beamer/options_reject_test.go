@@ -23,11 +23,11 @@ func TestOptionRejections(t *testing.T) {
 		args string
 		want string
 	}{
-		{"ctl create web --vip 198.18.100.1 --ports 80 --buckets 100 --chain-window 100000h --store nostore://x",
+		{"ctl create web --vip 198.18.100.1 --ports 80 --buckets 100 --chain-window 100000h --api 127.0.0.1:1",
 			`invalid instance configuration "web": chain window 100000h0m0s must be within 0–24h0m0s (agents refuse a longer one)`},
-		{"ctl create web --vip 198.18.100.1 --ports 80 --buckets 100 --strategy cheetah --chain-window 25h --store nostore://x",
+		{"ctl create web --vip 198.18.100.1 --ports 80 --buckets 100 --strategy cheetah --chain-window 25h --api 127.0.0.1:1",
 			`invalid instance configuration "web": chain window 25h0m0s must be within 0–24h0m0s (agents refuse a longer one)`},
-		{"ctl create web --vip 198.18.100.1 --ports 80 --strategy awfd --buckets 6400 --store nostore://x",
+		{"ctl create web --vip 198.18.100.1 --ports 80 --strategy awfd --buckets 6400 --api 127.0.0.1:1",
 			`invalid instance configuration "web": awfd table size 6400 is not prime (awfd builds a Maglev table, which needs a prime size): the nearest primes are 6397 and 6421`},
 		{agent + " --capacity-bps NaN", "capacity_bps NaN: must be a positive rate in bits/s (0 or unset: from the tbf/htb qdisc)"},
 		{agent + " --capacity-bps -1", "capacity_bps -1: must be a positive rate in bits/s (0 or unset: from the tbf/htb qdisc)"},
@@ -46,15 +46,15 @@ func TestOptionRejections(t *testing.T) {
 			"vip 198.18.100.1: chain window 100000h0m0s must be within 0–24h0m0s (agents refuse a longer one)"},
 		{"agent " + safe + " --id 1025 --trusted 198.18.0.0/24 --addr 198.18.0.10 --vip 198.18.0.10:6400",
 			"vip 198.18.0.10: is also the server's own address"},
-		{"mux --iface beamer-nosuch0 --pin-dir - --instance web,web --store nostore://x",
+		{"mux --iface beamer-nosuch0 --pin-dir - --instance web,web --api 127.0.0.1:1",
 			`--instance "web": named twice (follow each instance once)`},
-		{"mux --iface beamer-nosuch0 --pin-dir - --instance web --instance Web --store nostore://x",
+		{"mux --iface beamer-nosuch0 --pin-dir - --instance web --instance Web --api 127.0.0.1:1",
 			`--instance "Web": name must be 1–63 characters of a-z, 0-9 and '-', starting with a letter or digit`},
-		{"controller --prism-muxes nonsense,:::: --store nostore://x",
+		{"controller --prism-muxes nonsense,:::: --api 127.0.0.1:1",
 			`prism mux "nonsense": want host:port (a mux's --metrics address)`},
-		{"controller --prism-muxes 198.18.0.1:9100,:::: --store nostore://x",
+		{"controller --prism-muxes 198.18.0.1:9100,:::: --api 127.0.0.1:1",
 			`prism mux "::::": want host:port (a mux's --metrics address)`},
-		{"controller --prism-muxes :9100 --store nostore://x",
+		{"controller --prism-muxes :9100 --api 127.0.0.1:1",
 			`prism mux ":9100": no host: want host:port (a mux's --metrics address)`},
 	}
 	for _, c := range cases {
