@@ -175,6 +175,7 @@ INLINE int transmit6(struct xdp_md *ctx, struct decision6 *d, int verdict, __u32
 	mux_count(verdict);
 	if (d->also)
 		mux_count(d->also);
+	capture_xdp(ctx, CAPTURE_MUX_TX);
 	if (nh.ifindex == ctx->ingress_ifindex)
 		return XDP_TX;
 	return bpf_redirect(nh.ifindex, 0);

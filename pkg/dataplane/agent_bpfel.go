@@ -60,6 +60,34 @@ type agentAgentVip struct {
 	Window     uint32
 }
 
+type agentCaptureCfg struct {
+	_          structs.HostLayout
+	Enabled    uint32
+	Snaplen    uint32
+	Remaining  int64
+	DeadlineNs uint64
+	Lost       uint64
+	Points     uint32
+	Match      uint32
+	Family     uint8
+	Proto      uint8
+	GuePort    uint16
+	Sport      uint16
+	Dport      uint16
+	Src        [16]uint8
+	Dst        [16]uint8
+}
+
+type agentCaptureRec struct {
+	_       structs.HostLayout
+	TsNs    uint64
+	Len     uint32
+	Caplen  uint32
+	Point   uint32
+	Ifindex uint32
+	Data    [4096]uint8
+}
+
 type agentCheetahAgentCounter uint32
 
 const (
@@ -119,6 +147,9 @@ const (
 	agentMapAgentVips              = "agent_vips"
 	agentMapAgentVips6             = "agent_vips6"
 	agentMapBucketChanged          = "bucket_changed"
+	agentMapCaptureCfg             = "capture_cfg"
+	agentMapCaptureRing            = "capture_ring"
+	agentMapCaptureScratch         = "capture_scratch"
 	agentMapCheetahAgentCounters   = "cheetah_agent_counters"
 	agentMapCheetahKid             = "cheetah_kid"
 	agentMapCheetahVips            = "cheetah_vips"
@@ -199,6 +230,9 @@ type agentMapSpecs struct {
 	AgentVips            *ebpf.MapSpec `ebpf:"agent_vips"`
 	AgentVips6           *ebpf.MapSpec `ebpf:"agent_vips6"`
 	BucketChanged        *ebpf.MapSpec `ebpf:"bucket_changed"`
+	CaptureCfg           *ebpf.MapSpec `ebpf:"capture_cfg"`
+	CaptureRing          *ebpf.MapSpec `ebpf:"capture_ring"`
+	CaptureScratch       *ebpf.MapSpec `ebpf:"capture_scratch"`
 	CheetahAgentCounters *ebpf.MapSpec `ebpf:"cheetah_agent_counters"`
 	CheetahKid           *ebpf.MapSpec `ebpf:"cheetah_kid"`
 	CheetahVips          *ebpf.MapSpec `ebpf:"cheetah_vips"`
@@ -247,6 +281,9 @@ type agentMaps struct {
 	AgentVips            *ebpf.Map `ebpf:"agent_vips"`
 	AgentVips6           *ebpf.Map `ebpf:"agent_vips6"`
 	BucketChanged        *ebpf.Map `ebpf:"bucket_changed"`
+	CaptureCfg           *ebpf.Map `ebpf:"capture_cfg"`
+	CaptureRing          *ebpf.Map `ebpf:"capture_ring"`
+	CaptureScratch       *ebpf.Map `ebpf:"capture_scratch"`
 	CheetahAgentCounters *ebpf.Map `ebpf:"cheetah_agent_counters"`
 	CheetahKid           *ebpf.Map `ebpf:"cheetah_kid"`
 	CheetahVips          *ebpf.Map `ebpf:"cheetah_vips"`
@@ -265,6 +302,9 @@ func (m *agentMaps) Close() error {
 		m.AgentVips,
 		m.AgentVips6,
 		m.BucketChanged,
+		m.CaptureCfg,
+		m.CaptureRing,
+		m.CaptureScratch,
 		m.CheetahAgentCounters,
 		m.CheetahKid,
 		m.CheetahVips,

@@ -26,6 +26,34 @@ type agentBenchBenchSavedBuf struct {
 	B [86]uint8
 }
 
+type agentBenchCaptureCfg struct {
+	_          structs.HostLayout
+	Enabled    uint32
+	Snaplen    uint32
+	Remaining  int64
+	DeadlineNs uint64
+	Lost       uint64
+	Points     uint32
+	Match      uint32
+	Family     uint8
+	Proto      uint8
+	GuePort    uint16
+	Sport      uint16
+	Dport      uint16
+	Src        [16]uint8
+	Dst        [16]uint8
+}
+
+type agentBenchCaptureRec struct {
+	_       structs.HostLayout
+	TsNs    uint64
+	Len     uint32
+	Caplen  uint32
+	Point   uint32
+	Ifindex uint32
+	Data    [4096]uint8
+}
+
 type agentBenchCheetahAgentCounter uint32
 
 const (
@@ -86,6 +114,9 @@ const (
 	agentBenchMapAgentVips6             = "agent_vips6"
 	agentBenchMapBenchSaved             = "bench_saved"
 	agentBenchMapBucketChanged          = "bucket_changed"
+	agentBenchMapCaptureCfg             = "capture_cfg"
+	agentBenchMapCaptureRing            = "capture_ring"
+	agentBenchMapCaptureScratch         = "capture_scratch"
 	agentBenchMapCheetahAgentCounters   = "cheetah_agent_counters"
 	agentBenchMapCheetahKid             = "cheetah_kid"
 	agentBenchMapCheetahVips            = "cheetah_vips"
@@ -185,6 +216,9 @@ type agentBenchMapSpecs struct {
 	AgentVips6           *ebpf.MapSpec `ebpf:"agent_vips6"`
 	BenchSaved           *ebpf.MapSpec `ebpf:"bench_saved"`
 	BucketChanged        *ebpf.MapSpec `ebpf:"bucket_changed"`
+	CaptureCfg           *ebpf.MapSpec `ebpf:"capture_cfg"`
+	CaptureRing          *ebpf.MapSpec `ebpf:"capture_ring"`
+	CaptureScratch       *ebpf.MapSpec `ebpf:"capture_scratch"`
 	CheetahAgentCounters *ebpf.MapSpec `ebpf:"cheetah_agent_counters"`
 	CheetahKid           *ebpf.MapSpec `ebpf:"cheetah_kid"`
 	CheetahVips          *ebpf.MapSpec `ebpf:"cheetah_vips"`
@@ -234,6 +268,9 @@ type agentBenchMaps struct {
 	AgentVips6           *ebpf.Map `ebpf:"agent_vips6"`
 	BenchSaved           *ebpf.Map `ebpf:"bench_saved"`
 	BucketChanged        *ebpf.Map `ebpf:"bucket_changed"`
+	CaptureCfg           *ebpf.Map `ebpf:"capture_cfg"`
+	CaptureRing          *ebpf.Map `ebpf:"capture_ring"`
+	CaptureScratch       *ebpf.Map `ebpf:"capture_scratch"`
 	CheetahAgentCounters *ebpf.Map `ebpf:"cheetah_agent_counters"`
 	CheetahKid           *ebpf.Map `ebpf:"cheetah_kid"`
 	CheetahVips          *ebpf.Map `ebpf:"cheetah_vips"`
@@ -253,6 +290,9 @@ func (m *agentBenchMaps) Close() error {
 		m.AgentVips6,
 		m.BenchSaved,
 		m.BucketChanged,
+		m.CaptureCfg,
+		m.CaptureRing,
+		m.CaptureScratch,
 		m.CheetahAgentCounters,
 		m.CheetahKid,
 		m.CheetahVips,

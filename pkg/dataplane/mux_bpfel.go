@@ -38,6 +38,34 @@ type muxAwfdRecord struct {
 	Servers [1024]uint16
 }
 
+type muxCaptureCfg struct {
+	_          structs.HostLayout
+	Enabled    uint32
+	Snaplen    uint32
+	Remaining  int64
+	DeadlineNs uint64
+	Lost       uint64
+	Points     uint32
+	Match      uint32
+	Family     uint8
+	Proto      uint8
+	GuePort    uint16
+	Sport      uint16
+	Dport      uint16
+	Src        [16]uint8
+	Dst        [16]uint8
+}
+
+type muxCaptureRec struct {
+	_       structs.HostLayout
+	TsNs    uint64
+	Len     uint32
+	Caplen  uint32
+	Point   uint32
+	Ifindex uint32
+	Data    [4096]uint8
+}
+
 type muxCheetahMuxCounter uint32
 
 const (
@@ -215,6 +243,9 @@ const (
 	muxMapAwfdCounters           = "awfd_counters"
 	muxMapAwfdRecords            = "awfd_records"
 	muxMapBucketTables           = "bucket_tables"
+	muxMapCaptureCfg             = "capture_cfg"
+	muxMapCaptureRing            = "capture_ring"
+	muxMapCaptureScratch         = "capture_scratch"
 	muxMapChainTables            = "chain_tables"
 	muxMapCheetahInsts           = "cheetah_insts"
 	muxMapCheetahLoad            = "cheetah_load"
@@ -299,6 +330,9 @@ type muxMapSpecs struct {
 	AwfdCounters       *ebpf.MapSpec `ebpf:"awfd_counters"`
 	AwfdRecords        *ebpf.MapSpec `ebpf:"awfd_records"`
 	BucketTables       *ebpf.MapSpec `ebpf:"bucket_tables"`
+	CaptureCfg         *ebpf.MapSpec `ebpf:"capture_cfg"`
+	CaptureRing        *ebpf.MapSpec `ebpf:"capture_ring"`
+	CaptureScratch     *ebpf.MapSpec `ebpf:"capture_scratch"`
 	ChainTables        *ebpf.MapSpec `ebpf:"chain_tables"`
 	CheetahInsts       *ebpf.MapSpec `ebpf:"cheetah_insts"`
 	CheetahLoad        *ebpf.MapSpec `ebpf:"cheetah_load"`
@@ -357,6 +391,9 @@ type muxMaps struct {
 	AwfdCounters       *ebpf.Map `ebpf:"awfd_counters"`
 	AwfdRecords        *ebpf.Map `ebpf:"awfd_records"`
 	BucketTables       *ebpf.Map `ebpf:"bucket_tables"`
+	CaptureCfg         *ebpf.Map `ebpf:"capture_cfg"`
+	CaptureRing        *ebpf.Map `ebpf:"capture_ring"`
+	CaptureScratch     *ebpf.Map `ebpf:"capture_scratch"`
 	ChainTables        *ebpf.Map `ebpf:"chain_tables"`
 	CheetahInsts       *ebpf.Map `ebpf:"cheetah_insts"`
 	CheetahLoad        *ebpf.Map `ebpf:"cheetah_load"`
@@ -386,6 +423,9 @@ func (m *muxMaps) Close() error {
 		m.AwfdCounters,
 		m.AwfdRecords,
 		m.BucketTables,
+		m.CaptureCfg,
+		m.CaptureRing,
+		m.CaptureScratch,
 		m.ChainTables,
 		m.CheetahInsts,
 		m.CheetahLoad,

@@ -38,6 +38,34 @@ type muxBenchAwfdRecord struct {
 	Servers [1024]uint16
 }
 
+type muxBenchCaptureCfg struct {
+	_          structs.HostLayout
+	Enabled    uint32
+	Snaplen    uint32
+	Remaining  int64
+	DeadlineNs uint64
+	Lost       uint64
+	Points     uint32
+	Match      uint32
+	Family     uint8
+	Proto      uint8
+	GuePort    uint16
+	Sport      uint16
+	Dport      uint16
+	Src        [16]uint8
+	Dst        [16]uint8
+}
+
+type muxBenchCaptureRec struct {
+	_       structs.HostLayout
+	TsNs    uint64
+	Len     uint32
+	Caplen  uint32
+	Point   uint32
+	Ifindex uint32
+	Data    [4096]uint8
+}
+
 type muxBenchCheetahMuxCounter uint32
 
 const (
@@ -163,6 +191,9 @@ const (
 	muxBenchMapAwfdCounters           = "awfd_counters"
 	muxBenchMapAwfdRecords            = "awfd_records"
 	muxBenchMapBucketTables           = "bucket_tables"
+	muxBenchMapCaptureCfg             = "capture_cfg"
+	muxBenchMapCaptureRing            = "capture_ring"
+	muxBenchMapCaptureScratch         = "capture_scratch"
 	muxBenchMapChainTables            = "chain_tables"
 	muxBenchMapCheetahInsts           = "cheetah_insts"
 	muxBenchMapCheetahLoad            = "cheetah_load"
@@ -266,6 +297,9 @@ type muxBenchMapSpecs struct {
 	AwfdCounters       *ebpf.MapSpec `ebpf:"awfd_counters"`
 	AwfdRecords        *ebpf.MapSpec `ebpf:"awfd_records"`
 	BucketTables       *ebpf.MapSpec `ebpf:"bucket_tables"`
+	CaptureCfg         *ebpf.MapSpec `ebpf:"capture_cfg"`
+	CaptureRing        *ebpf.MapSpec `ebpf:"capture_ring"`
+	CaptureScratch     *ebpf.MapSpec `ebpf:"capture_scratch"`
 	ChainTables        *ebpf.MapSpec `ebpf:"chain_tables"`
 	CheetahInsts       *ebpf.MapSpec `ebpf:"cheetah_insts"`
 	CheetahLoad        *ebpf.MapSpec `ebpf:"cheetah_load"`
@@ -329,6 +363,9 @@ type muxBenchMaps struct {
 	AwfdCounters       *ebpf.Map `ebpf:"awfd_counters"`
 	AwfdRecords        *ebpf.Map `ebpf:"awfd_records"`
 	BucketTables       *ebpf.Map `ebpf:"bucket_tables"`
+	CaptureCfg         *ebpf.Map `ebpf:"capture_cfg"`
+	CaptureRing        *ebpf.Map `ebpf:"capture_ring"`
+	CaptureScratch     *ebpf.Map `ebpf:"capture_scratch"`
 	ChainTables        *ebpf.Map `ebpf:"chain_tables"`
 	CheetahInsts       *ebpf.Map `ebpf:"cheetah_insts"`
 	CheetahLoad        *ebpf.Map `ebpf:"cheetah_load"`
@@ -358,6 +395,9 @@ func (m *muxBenchMaps) Close() error {
 		m.AwfdCounters,
 		m.AwfdRecords,
 		m.BucketTables,
+		m.CaptureCfg,
+		m.CaptureRing,
+		m.CaptureScratch,
 		m.ChainTables,
 		m.CheetahInsts,
 		m.CheetahLoad,

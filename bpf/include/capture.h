@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Packet capture in the data path (`beamer mux capture`, `beamer agent
+ * capture`; docs/operations.md, "Capturing packets"). Each program calls
+ * capture_xdp / capture_skb at its capture points with the point's number;
+ * the packet as it is there (received, encapsulated, decapsulated, chained)
+ * goes to the ring buffer capture_ring when the command's filter in
+ * capture_cfg takes it.
+ *
+ * Capture off (the daemon's state: capture_cfg zero) costs each point one
+ * array lookup, which the verifier inlines, and a branch that is never
+ * taken. The work is in a global function, verified once on its own and
+ * called only when capture is on, so the programs' own code and stack stay
+ * as they were.
+ *
+ * Capture on: the packet's first bytes are copied into a per-CPU scratch
+ * record (bpf_xdp_load_bytes / bpf_skb_load_bytes read past XDP fragments
+ * and non-linear socket buffers alike), the innermost packet's 5-tuple is
+ * read from the copy (through IP-in-IP, and GUE to cfg->gue_port), and a
+ * matching packet is output to the ring with only the bytes asked for
+ * (snaplen). A BPF ring buffer rather than a perf buffer: one buffer for
+ * every CPU, so records arrive in the order they were written, with one
+ * reader; the per-CPU scratch lets the record be sized by the packet
+ * (bpf_ringbuf_output) rather than reserved at the maximum, and keeps the
+ * parse off the program's 512-byte stack.
+ *
+ * The bound is the kernel's too: cfg->remaining is taken by an atomic
+ * decrement per record and nothing is written once it reaches 0, nor after
+ * cfg->deadline_ns, whatever becomes of the command that set them.
+ */
+#ifndef BEAMER_CAPTURE_H
+#define BEAMER_CAPTURE_H
+
+#include "defs.h"
+
+/* Capture points; pkg/dataplane capture.go names them. */
+enum capture_point {
+	CAPTURE_MUX_RX = 1,       /* the mux received it (XDP entry) */
+	CAPTURE_MUX_TX = 2,       /* the mux sends it, encapsulated */
+	CAPTURE_AGENT_RX = 3,     /* tc: an encapsulated packet for this server */
+	CAPTURE_AGENT_UP = 4,     /* tc: decapsulated, to the local stack */
+	CAPTURE_AGENT_CHAIN = 5,  /* tc: re-encapsulated to a previous owner */
+	CAPTURE_AGENT_XDP_RX = 6, /* XDP fast path: before decapsulation */
+	CAPTURE_AGENT_XDP_UP = 7, /* XDP fast path: decapsulated, to the stack */
+};
+
+/* Bytes of a packet a record holds at most (the command's --snaplen). */
+#define CAPTURE_SNAP_MAX 4096
+/* Bytes read to find the innermost 5-tuple, whatever the snaplen:
+ * Ethernet, IPv6 + UDP + GUE with the longest private data, inner IPv6,
+ * ports. */
+#define CAPTURE_PARSE_LEN 256
+
+/* capture_cfg.match: which fields the filter compares. */
+#define CAPTURE_M_SRC 0x1
+#define CAPTURE_M_DST 0x2
+#define CAPTURE_M_SPORT 0x4
+#define CAPTURE_M_DPORT 0x8
+#define CAPTURE_M_PROTO 0x10
+
+/* The filter the command writes (pkg/dataplane capture.go encodes it byte
+ * for byte: keep the two in step). Zero: capture off. */
+struct capture_cfg {
+	__u32 enabled;
+	__u32 snaplen;     /* bytes kept per packet, 1..CAPTURE_SNAP_MAX */
+	__s64 remaining;   /* records still to write; taken atomically */
+	__u64 deadline_ns; /* bpf_ktime_get_ns after which nothing is written; 0: none */
+	__u64 lost;        /* matching packets the ring had no room for */
+	__u32 points;      /* bit 1 << point for each point wanted; 0: all */
+	__u32 match;       /* CAPTURE_M_* */
+	__u8 family;       /* of src and dst: 4 or 6 (0 when neither is set) */
+	__u8 proto;        /* IPPROTO_TCP, _UDP, _ICMP... with CAPTURE_M_PROTO */
+	__be16 gue_port;   /* UDP destination port read as GUE */
+	__be16 sport, dport;
+	__u8 src[16], dst[16]; /* IPv4: the first 4 bytes */
+};
+
+/* Each record: this header, then caplen bytes of the packet. */
+struct capture_rec {
+	__u64 ts_ns;   /* bpf_ktime_get_ns (CLOCK_MONOTONIC) */
+	__u32 len;     /* the packet's length */
+	__u32 caplen;  /* bytes that follow */
+	__u32 point;   /* enum capture_point */
+	__u32 ifindex; /* the device it was seen on */
+	__u8 data[CAPTURE_SNAP_MAX];
+};
+
+#define CAPTURE_REC_HDR 24
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct capture_cfg);
+} capture_cfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} capture_ring SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct capture_rec);
+} capture_scratch SEC(".maps");
+
+/* The innermost packet's addresses, protocol and ports. */
+struct capture_tuple {
+	__u8 family, proto;
+	__be16 sport, dport;
+	__u8 src[16], dst[16];
+};
+
+/* capture_ip's answer for a header whose ports are not to be read. */
+#define CAPTURE_NO_PORTS (CAPTURE_PARSE_LEN + 1)
+
+/* Reads the IP header at off of the copy (n bytes of it valid) as family
+ * fam (4 or 6) into t; the transport header's offset, CAPTURE_NO_PORTS,
+ * or 0 for a header that is not there whole. */
+static __always_inline __u32 capture_ip(const __u8 *d, __u32 n, __u32 off, __u8 fam, struct capture_tuple *t)
+{
+	if (off > CAPTURE_PARSE_LEN)
+		return 0;
+	t->family = fam;
+	if (fam == 4) {
+		if (off + 20 > n)
+			return 0;
+		t->proto = d[off + 9];
+		__builtin_memcpy(t->src, d + off + 12, 4);
+		__builtin_memcpy(t->dst, d + off + 16, 4);
+		if ((d[off + 6] & 0x1f) | d[off + 7])
+			return CAPTURE_NO_PORTS; /* a fragment after the first */
+		return off + (d[off] & 0xf) * 4;
+	}
+	if (off + 40 > n)
+		return 0;
+	t->proto = d[off + 6];
+	__builtin_memcpy(t->src, d + off + 8, 16);
+	__builtin_memcpy(t->dst, d + off + 24, 16);
+	return off + 40;
+}
+
+/* The 5-tuple of the innermost packet of the Ethernet frame in the copy:
+ * through at most two encapsulations (IP-in-IP, IPv6-in-IPv6, GUE). */
+static __noinline int capture_parse(const __u8 *d, __u32 n, __be16 gue_port, struct capture_tuple *t)
+{
+	__u32 off = 14, l4 = 0;
+	__u8 fam;
+
+	if (n < 14)
+		return 0;
+	if (d[12] == 0x08 && d[13] == 0x00)
+		fam = 4;
+	else if (d[12] == 0x86 && d[13] == 0xdd)
+		fam = 6;
+	else
+		return 0;
+#pragma unroll
+	for (int level = 0; level < 3; level++) {
+		l4 = capture_ip(d, n, off, fam, t);
+		if (!l4)
+			return 0;
+		if (l4 > CAPTURE_PARSE_LEN)
+			break;
+		if (t->proto == IPPROTO_IPIP || t->proto == 41) {
+			fam = t->proto == IPPROTO_IPIP ? 4 : 6;
+			off = l4;
+			continue;
+		}
+		if (t->proto == IPPROTO_UDP && l4 + 12 <= n) {
+			__be16 dport;
+			__builtin_memcpy(&dport, d + l4 + 2, 2);
+			__u8 g = d[l4 + 8];
+			__u8 inner = d[l4 + 9];
+			if (dport == gue_port && (g & 0xc0) == 0 && (inner == 4 || inner == 41)) {
+				fam = inner == 4 ? 4 : 6;
+				off = l4 + 12 + (g & 0x1f) * 4;
+				continue;
+			}
+		}
+		break;
+	}
+	t->sport = t->dport = 0;
+	if ((t->proto == IPPROTO_TCP || t->proto == IPPROTO_UDP) && l4 + 4 <= n && l4 <= CAPTURE_PARSE_LEN) {
+		__builtin_memcpy(&t->sport, d + l4, 2);
+		__builtin_memcpy(&t->dport, d + l4 + 2, 2);
+	}
+	return 1;
+}
+
+static __always_inline int capture_addr_eq(const __u8 *a, const __u8 *b, __u8 fam)
+{
+	__u8 diff = 0;
+
+#pragma unroll
+	for (int i = 0; i < 16; i++)
+		if (i < 4 || fam == 6)
+			diff |= a[i] ^ b[i];
+	return diff == 0;
+}
+
+/* Does the filter take the packet? */
+static __always_inline int capture_match(const struct capture_cfg *c, const struct capture_tuple *t)
+{
+	__u32 m = c->match;
+
+	if (!m)
+		return 1;
+	if ((m & (CAPTURE_M_SRC | CAPTURE_M_DST)) && t->family != c->family)
+		return 0;
+	if ((m & CAPTURE_M_SRC) && !capture_addr_eq(t->src, c->src, c->family))
+		return 0;
+	if ((m & CAPTURE_M_DST) && !capture_addr_eq(t->dst, c->dst, c->family))
+		return 0;
+	if ((m & CAPTURE_M_PROTO) && t->proto != c->proto)
+		return 0;
+	if ((m & CAPTURE_M_SPORT) && t->sport != c->sport)
+		return 0;
+	if ((m & CAPTURE_M_DPORT) && t->dport != c->dport)
+		return 0;
+	return 1;
+}
+
+/* How many bytes to copy of a packet of len bytes: what is kept, and at
+ * least what the parse reads. 0: capture nothing here. */
+static __always_inline __u32 capture_want(const struct capture_cfg *c, __u32 point, __u32 len)
+{
+	if (c->points && !(c->points & (1U << (point & 31))))
+		return 0;
+	if ((__s64)READ_ONCE_U64(&c->remaining) <= 0)
+		return 0;
+	if (c->deadline_ns && bpf_ktime_get_ns() > c->deadline_ns)
+		return 0;
+	__u32 want = c->snaplen > CAPTURE_PARSE_LEN ? c->snaplen : CAPTURE_PARSE_LEN;
+	if (want > len)
+		want = len;
+	if (want > CAPTURE_SNAP_MAX)
+		want = CAPTURE_SNAP_MAX;
+	return want < 14 ? 0 : want;
+}
+
+/* The copy in r (got bytes of a len-byte packet) goes to the ring if the
+ * filter takes it and the bound allows. */
+static __noinline int capture_emit(struct capture_cfg *c, struct capture_rec *r, __u32 got)
+{
+	struct capture_tuple t = {};
+
+	if (got > CAPTURE_SNAP_MAX || !capture_parse(r->data, got, c->gue_port, &t) || !capture_match(c, &t))
+		return 0;
+	if (__sync_fetch_and_add(&c->remaining, -1) <= 0)
+		return 0; /* another CPU took the last one */
+	__u32 keep = c->snaplen < got ? c->snaplen : got;
+	r->caplen = keep;
+	r->ts_ns = bpf_ktime_get_ns();
+	keep += CAPTURE_REC_HDR;
+	if (keep > sizeof(*r))
+		return 0;
+	if (bpf_ringbuf_output(&capture_ring, r, keep, 0))
+		__sync_fetch_and_add(&c->lost, 1);
+	return 1;
+}
+
+/* The slow paths, called only while capture is on. Global: verified once,
+ * apart from the programs that call them. */
+__noinline int capture_xdp_on(struct xdp_md *ctx, __u32 point)
+{
+	__u32 zero = 0;
+	struct capture_cfg *c = bpf_map_lookup_elem(&capture_cfg, &zero);
+	struct capture_rec *r = bpf_map_lookup_elem(&capture_scratch, &zero);
+
+	if (!c || !r)
+		return 0;
+	__u32 len = bpf_xdp_get_buff_len(ctx);
+	__u32 want = capture_want(c, point, len);
+	if (!want || want > CAPTURE_SNAP_MAX || bpf_xdp_load_bytes(ctx, 0, r->data, want))
+		return 0;
+	r->len = len;
+	r->point = point;
+	r->ifindex = ctx->ingress_ifindex;
+	return capture_emit(c, r, want);
+}
+
+__noinline int capture_skb_on(struct __sk_buff *skb, __u32 point)
+{
+	__u32 zero = 0;
+	struct capture_cfg *c = bpf_map_lookup_elem(&capture_cfg, &zero);
+	struct capture_rec *r = bpf_map_lookup_elem(&capture_scratch, &zero);
+
+	if (!c || !r)
+		return 0;
+	__u32 len = skb->len;
+	__u32 want = capture_want(c, point, len);
+	if (!want || want > CAPTURE_SNAP_MAX || bpf_skb_load_bytes(skb, 0, r->data, want))
+		return 0;
+	r->len = len;
+	r->point = point;
+	r->ifindex = skb->ifindex;
+	return capture_emit(c, r, want);
+}
+
+/* The hooks: one inlined array lookup and a branch while capture is off. */
+INLINE void capture_xdp(struct xdp_md *ctx, __u32 point)
+{
+	__u32 zero = 0;
+	struct capture_cfg *c = bpf_map_lookup_elem(&capture_cfg, &zero);
+
+	if (c && c->enabled)
+		capture_xdp_on(ctx, point);
+}
+
+INLINE void capture_skb(struct __sk_buff *skb, __u32 point)
+{
+	__u32 zero = 0;
+	struct capture_cfg *c = bpf_map_lookup_elem(&capture_cfg, &zero);
+
+	if (c && c->enabled)
+		capture_skb_on(skb, point);
+}
+
+#endif
