@@ -102,7 +102,7 @@ protocol number).`,
 		}
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		n, lost, err := runCapture(ctx, pinDir, opts, f.file, f.format, points)
+		n, lost, err := runCapture(ctx, cmd.ErrOrStderr(), pinDir, opts, f.file, f.format)
 		fmt.Fprintf(cmd.ErrOrStderr(), "%d packets captured", n)
 		if lost > 0 {
 			fmt.Fprintf(cmd.ErrOrStderr(), ", %d lost (the ring buffer was full)", lost)
@@ -284,7 +284,8 @@ func (cw *captureWriter) flush() error {
 
 // runCapture captures into file until the bound or ctx's end; the packets
 // written, and the ones the kernel lost.
-func runCapture(ctx context.Context, pinDir string, o dataplane.CaptureOptions, file, format string, points []dataplane.CapturePoint) (n int, lost uint64, err error) {
+// status hears when the capture is on.
+func runCapture(ctx context.Context, status io.Writer, pinDir string, o dataplane.CaptureOptions, file, format string) (n int, lost uint64, err error) {
 	var out io.Writer = os.Stdout
 	if file != "-" {
 		fh, err := os.Create(file)
@@ -306,6 +307,11 @@ func runCapture(ctx context.Context, pinDir string, o dataplane.CaptureOptions, 
 	if err != nil {
 		return 0, 0, err
 	}
+	var at []string
+	for _, p := range o.Filter.Points {
+		at = append(at, p.String())
+	}
+	fmt.Fprintf(status, "capturing at %s (%s): up to %d packets\n", strings.Join(at, ","), pinDir, o.Count)
 	defer func() {
 		lost = c.Lost()
 		if cerr := c.Close(); err == nil {

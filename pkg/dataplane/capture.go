@@ -370,19 +370,26 @@ func (c *Capture) Close() error {
 	return nil
 }
 
-// CaptureEnabled reads the capture filter pinned in pinDir: whether a
-// capture is on (tests, and operators checking after a kill).
-func CaptureEnabled(pinDir string) (bool, error) {
+// CaptureState is what the kernel's capture filter holds.
+type CaptureState struct {
+	Enabled   bool
+	Remaining int64  // records the kernel will still write
+	Lost      uint64 // matching packets the ring had no room for
+}
+
+// ReadCaptureState reads the capture filter pinned in pinDir: whether a
+// capture is on, and its kernel-side count.
+func ReadCaptureState(pinDir string) (CaptureState, error) {
 	m, err := ebpf.LoadPinnedMap(filepath.Join(pinDir, captureCfgPin), nil)
 	if err != nil {
-		return false, err
+		return CaptureState{}, err
 	}
 	defer m.Close()
 	var cfg muxCaptureCfg
 	if err := m.Lookup(uint32(0), &cfg); err != nil {
-		return false, err
+		return CaptureState{}, err
 	}
-	return cfg.Enabled != 0, nil
+	return CaptureState{Enabled: cfg.Enabled != 0, Remaining: cfg.Remaining, Lost: cfg.Lost}, nil
 }
 
 // captureMaps are the maps a daemon pins for captures, by pin name.
