@@ -22,7 +22,9 @@
  * every CPU, so records arrive in the order they were written, with one
  * reader; the per-CPU scratch lets the record be sized by the packet
  * (bpf_ringbuf_output) rather than reserved at the maximum, and keeps the
- * parse off the program's 512-byte stack.
+ * parse off the stack: the global function's frame is the only one added
+ * to the calling program's (the verifier's limit is 512 bytes for all the
+ * frames of a call chain, and the mux's IPv6 benchmark build is close).
  *
  * The bound is the kernel's too: cfg->remaining is taken by an atomic
  * decrement per record and nothing is written once it reaches 0, nor after
@@ -99,19 +101,26 @@ struct {
 	__uint(max_entries, 1 << 20);
 } capture_ring SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct capture_rec);
-} capture_scratch SEC(".maps");
-
 /* The innermost packet's addresses, protocol and ports. */
 struct capture_tuple {
 	__u8 family, proto;
 	__be16 sport, dport;
 	__u8 src[16], dst[16];
 };
+
+/* Per CPU: the record being made and the tuple read from it (in the map,
+ * not on the stack: the hooks sit in programs whose stack is nearly full). */
+struct capture_scratch {
+	struct capture_rec rec;
+	struct capture_tuple t;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct capture_scratch);
+} capture_scratch SEC(".maps");
 
 /* capture_ip's answer for a header whose ports are not to be read. */
 #define CAPTURE_NO_PORTS (CAPTURE_PARSE_LEN + 1)
@@ -144,7 +153,7 @@ static __always_inline __u32 capture_ip(const __u8 *d, __u32 n, __u32 off, __u8 
 
 /* The 5-tuple of the innermost packet of the Ethernet frame in the copy:
  * through at most two encapsulations (IP-in-IP, IPv6-in-IPv6, GUE). */
-static __noinline int capture_parse(const __u8 *d, __u32 n, __be16 gue_port, struct capture_tuple *t)
+static __always_inline int capture_parse(const __u8 *d, __u32 n, __be16 gue_port, struct capture_tuple *t)
 {
 	__u32 off = 14, l4 = 0;
 	__u8 fam;
@@ -243,11 +252,12 @@ static __always_inline __u32 capture_want(const struct capture_cfg *c, __u32 poi
 
 /* The copy in r (got bytes of a len-byte packet) goes to the ring if the
  * filter takes it and the bound allows. */
-static __noinline int capture_emit(struct capture_cfg *c, struct capture_rec *r, __u32 got)
+static __always_inline int capture_emit(struct capture_cfg *c, struct capture_scratch *s, __u32 got)
 {
-	struct capture_tuple t = {};
+	struct capture_rec *r = &s->rec;
 
-	if (got > CAPTURE_SNAP_MAX || !capture_parse(r->data, got, c->gue_port, &t) || !capture_match(c, &t))
+	__builtin_memset(&s->t, 0, sizeof(s->t));
+	if (got > CAPTURE_SNAP_MAX || !capture_parse(r->data, got, c->gue_port, &s->t) || !capture_match(c, &s->t))
 		return 0;
 	if (__sync_fetch_and_add(&c->remaining, -1) <= 0)
 		return 0; /* another CPU took the last one */
@@ -268,10 +278,11 @@ __noinline int capture_xdp_on(struct xdp_md *ctx, __u32 point)
 {
 	__u32 zero = 0;
 	struct capture_cfg *c = bpf_map_lookup_elem(&capture_cfg, &zero);
-	struct capture_rec *r = bpf_map_lookup_elem(&capture_scratch, &zero);
+	struct capture_scratch *s = bpf_map_lookup_elem(&capture_scratch, &zero);
 
-	if (!c || !r)
+	if (!c || !s)
 		return 0;
+	struct capture_rec *r = &s->rec;
 	__u32 len = bpf_xdp_get_buff_len(ctx);
 	__u32 want = capture_want(c, point, len);
 	if (!want || want > CAPTURE_SNAP_MAX || bpf_xdp_load_bytes(ctx, 0, r->data, want))
@@ -279,17 +290,18 @@ __noinline int capture_xdp_on(struct xdp_md *ctx, __u32 point)
 	r->len = len;
 	r->point = point;
 	r->ifindex = ctx->ingress_ifindex;
-	return capture_emit(c, r, want);
+	return capture_emit(c, s, want);
 }
 
 __noinline int capture_skb_on(struct __sk_buff *skb, __u32 point)
 {
 	__u32 zero = 0;
 	struct capture_cfg *c = bpf_map_lookup_elem(&capture_cfg, &zero);
-	struct capture_rec *r = bpf_map_lookup_elem(&capture_scratch, &zero);
+	struct capture_scratch *s = bpf_map_lookup_elem(&capture_scratch, &zero);
 
-	if (!c || !r)
+	if (!c || !s)
 		return 0;
+	struct capture_rec *r = &s->rec;
 	__u32 len = skb->len;
 	__u32 want = capture_want(c, point, len);
 	if (!want || want > CAPTURE_SNAP_MAX || bpf_skb_load_bytes(skb, 0, r->data, want))
@@ -297,7 +309,7 @@ __noinline int capture_skb_on(struct __sk_buff *skb, __u32 point)
 	r->len = len;
 	r->point = point;
 	r->ifindex = skb->ifindex;
-	return capture_emit(c, r, want);
+	return capture_emit(c, s, want);
 }
 
 /* The hooks: one inlined array lookup and a branch while capture is off. */

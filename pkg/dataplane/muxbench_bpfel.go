@@ -56,14 +56,27 @@ type muxBenchCaptureCfg struct {
 	Dst        [16]uint8
 }
 
-type muxBenchCaptureRec struct {
-	_       structs.HostLayout
-	TsNs    uint64
-	Len     uint32
-	Caplen  uint32
-	Point   uint32
-	Ifindex uint32
-	Data    [4096]uint8
+type muxBenchCaptureScratch struct {
+	_   structs.HostLayout
+	Rec struct {
+		_       structs.HostLayout
+		TsNs    uint64
+		Len     uint32
+		Caplen  uint32
+		Point   uint32
+		Ifindex uint32
+		Data    [4096]uint8
+	}
+	T struct {
+		_      structs.HostLayout
+		Family uint8
+		Proto  uint8
+		Sport  uint16
+		Dport  uint16
+		Src    [16]uint8
+		Dst    [16]uint8
+	}
+	_ [2]byte
 }
 
 type muxBenchCheetahMuxCounter uint32
