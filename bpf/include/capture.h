@@ -7,11 +7,13 @@
  * goes to the ring buffer capture_ring when the command's filter in
  * capture_cfg takes it.
  *
- * Capture off (the daemon's state: capture_cfg zero) costs each point one
- * array lookup, which the verifier inlines, and a branch that is never
- * taken. The work is in a global function, verified once on its own and
- * called only when capture is on, so the programs' own code and stack stay
- * as they were.
+ * Capture off (the daemon's state: capture_on and capture_cfg zero) costs
+ * each point one load and a branch that is never taken: capture_on is a
+ * word in a data section of its own (a one-element array map whose value's
+ * address the program holds as a constant, so no lookup at all; the
+ * command writes it through the daemon's pin of that map). The work is in a
+ * global function, verified once on its own and called only when capture
+ * is on, so the programs' own code and stack stay as they were.
  *
  * Capture on: the packet's first bytes are copied into a per-CPU scratch
  * record (bpf_xdp_load_bytes / bpf_skb_load_bytes read past XDP fragments
@@ -95,6 +97,10 @@ struct {
 	__type(key, __u32);
 	__type(value, struct capture_cfg);
 } capture_cfg SEC(".maps");
+
+/* Nonzero while a capture runs (set after capture_cfg, cleared before it):
+ * the one word the hooks read. */
+volatile __u32 capture_on SEC(".data.capture");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -280,7 +286,7 @@ __noinline int capture_xdp_on(struct xdp_md *ctx, __u32 point)
 	struct capture_cfg *c = bpf_map_lookup_elem(&capture_cfg, &zero);
 	struct capture_scratch *s = bpf_map_lookup_elem(&capture_scratch, &zero);
 
-	if (!c || !s)
+	if (!c || !s || !c->enabled)
 		return 0;
 	struct capture_rec *r = &s->rec;
 	__u32 len = bpf_xdp_get_buff_len(ctx);
@@ -299,7 +305,7 @@ __noinline int capture_skb_on(struct __sk_buff *skb, __u32 point)
 	struct capture_cfg *c = bpf_map_lookup_elem(&capture_cfg, &zero);
 	struct capture_scratch *s = bpf_map_lookup_elem(&capture_scratch, &zero);
 
-	if (!c || !s)
+	if (!c || !s || !c->enabled)
 		return 0;
 	struct capture_rec *r = &s->rec;
 	__u32 len = skb->len;
@@ -312,22 +318,16 @@ __noinline int capture_skb_on(struct __sk_buff *skb, __u32 point)
 	return capture_emit(c, s, want);
 }
 
-/* The hooks: one inlined array lookup and a branch while capture is off. */
+/* The hooks: one load and a branch while capture is off. */
 INLINE void capture_xdp(struct xdp_md *ctx, __u32 point)
 {
-	__u32 zero = 0;
-	struct capture_cfg *c = bpf_map_lookup_elem(&capture_cfg, &zero);
-
-	if (c && c->enabled)
+	if (capture_on)
 		capture_xdp_on(ctx, point);
 }
 
 INLINE void capture_skb(struct __sk_buff *skb, __u32 point)
 {
-	__u32 zero = 0;
-	struct capture_cfg *c = bpf_map_lookup_elem(&capture_cfg, &zero);
-
-	if (c && c->enabled)
+	if (capture_on)
 		capture_skb_on(skb, point);
 }
 

@@ -175,6 +175,7 @@ const (
 	agentProgBeamerAgent6Xdp       = "beamer_agent6_xdp"
 	agentProgBeamerAgentXdp        = "beamer_agent_xdp"
 	agentProgCheetahEgress         = "cheetah_egress"
+	agentVarCaptureOn              = "capture_on"
 	agentVarCheetahAgentCounterMax = "cheetah_agent_counter_max"
 	agentVarCheetahVipsInUse       = "cheetah_vips_in_use"
 	agentVarLocalAddr              = "local_addr"
@@ -259,6 +260,7 @@ type agentMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type agentVariableSpecs struct {
+	CaptureOn              *ebpf.VariableSpec `ebpf:"capture_on"`
 	CheetahAgentCounterMax *ebpf.VariableSpec `ebpf:"cheetah_agent_counter_max"`
 	CheetahVipsInUse       *ebpf.VariableSpec `ebpf:"cheetah_vips_in_use"`
 	LocalAddr              *ebpf.VariableSpec `ebpf:"local_addr"`
@@ -332,6 +334,7 @@ func (m *agentMaps) Close() error {
 //
 // It can be passed to loadAgentObjects or ebpf.CollectionSpec.LoadAndAssign.
 type agentVariables struct {
+	CaptureOn              *ebpf.Variable `ebpf:"capture_on"`
 	CheetahAgentCounterMax *ebpf.Variable `ebpf:"cheetah_agent_counter_max"`
 	CheetahVipsInUse       *ebpf.Variable `ebpf:"cheetah_vips_in_use"`
 	LocalAddr              *ebpf.Variable `ebpf:"local_addr"`

@@ -151,6 +151,7 @@ const (
 	agentBenchProgDecapFloorBench       = "decap_floor_bench"
 	agentBenchProgDecapFloorXdpBench    = "decap_floor_xdp_bench"
 	agentBenchProgEmptyTcBench          = "empty_tc_bench"
+	agentBenchVarCaptureOn              = "capture_on"
 	agentBenchVarCheetahAgentCounterMax = "cheetah_agent_counter_max"
 	agentBenchVarCheetahVipsInUse       = "cheetah_vips_in_use"
 	agentBenchVarLocalAddr              = "local_addr"
@@ -245,6 +246,7 @@ type agentBenchMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type agentBenchVariableSpecs struct {
+	CaptureOn              *ebpf.VariableSpec `ebpf:"capture_on"`
 	CheetahAgentCounterMax *ebpf.VariableSpec `ebpf:"cheetah_agent_counter_max"`
 	CheetahVipsInUse       *ebpf.VariableSpec `ebpf:"cheetah_vips_in_use"`
 	LocalAddr              *ebpf.VariableSpec `ebpf:"local_addr"`
@@ -320,6 +322,7 @@ func (m *agentBenchMaps) Close() error {
 //
 // It can be passed to loadAgentBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type agentBenchVariables struct {
+	CaptureOn              *ebpf.Variable `ebpf:"capture_on"`
 	CheetahAgentCounterMax *ebpf.Variable `ebpf:"cheetah_agent_counter_max"`
 	CheetahVipsInUse       *ebpf.Variable `ebpf:"cheetah_vips_in_use"`
 	LocalAddr              *ebpf.Variable `ebpf:"local_addr"`

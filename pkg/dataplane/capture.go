@@ -111,6 +111,7 @@ type CaptureRecord struct {
 
 // Capture is a running capture on a daemon's pinned maps.
 type Capture struct {
+	on         *ebpf.Map // capture_on: the word the hooks read
 	cfg        *ebpf.Map
 	ring       *ringbuf.Reader
 	lock       *os.File
@@ -222,6 +223,9 @@ func StartCapture(pinDir string, o CaptureOptions) (*Capture, error) {
 		c.Close()
 		return nil, err
 	}
+	if c.on, err = ebpf.LoadPinnedMap(filepath.Join(pinDir, captureOnPin), nil); err != nil {
+		return fail(fmt.Errorf("the daemon in %s pins no capture map (started by a beamer without capture?): %w", pinDir, err))
+	}
 	if c.cfg, err = ebpf.LoadPinnedMap(filepath.Join(pinDir, captureCfgPin), nil); err != nil {
 		return fail(fmt.Errorf("the daemon in %s pins no capture map (started by a beamer without capture?): %w", pinDir, err))
 	}
@@ -250,6 +254,9 @@ func StartCapture(pinDir string, o CaptureOptions) (*Capture, error) {
 	c.drain()
 	if err := c.cfg.Update(uint32(0), &cfg, ebpf.UpdateAny); err != nil {
 		return fail(fmt.Errorf("writing the capture filter: %w", err))
+	}
+	if err := c.on.Update(uint32(0), uint32(1), ebpf.UpdateAny); err != nil {
+		return fail(fmt.Errorf("turning capture on: %w", err))
 	}
 	return c, nil
 }
@@ -350,9 +357,14 @@ func (c *Capture) kernelCfg() (muxCaptureCfg, bool) {
 // Close turns capture off (the filter map back to zero), closes the maps
 // and releases the lock. Safe to call more than once.
 func (c *Capture) Close() error {
-	var err error
+	var errs []error
+	if c.on != nil {
+		errs = append(errs, c.on.Update(uint32(0), uint32(0), ebpf.UpdateAny))
+		c.on.Close()
+		c.on = nil
+	}
 	if c.cfg != nil {
-		err = c.cfg.Update(uint32(0), &muxCaptureCfg{}, ebpf.UpdateAny)
+		errs = append(errs, c.cfg.Update(uint32(0), &muxCaptureCfg{}, ebpf.UpdateAny))
 		c.cfg.Close()
 		c.cfg = nil
 	}
@@ -364,7 +376,7 @@ func (c *Capture) Close() error {
 		c.lock.Close() // releases the flock
 		c.lock = nil
 	}
-	if err != nil {
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("turning capture off: %w", err)
 	}
 	return nil
@@ -377,22 +389,68 @@ type CaptureState struct {
 	Lost      uint64 // matching packets the ring had no room for
 }
 
-// ReadCaptureState reads the capture filter pinned in pinDir: whether a
-// capture is on, and its kernel-side count.
+// ReadCaptureState reads the capture maps pinned in pinDir: whether a
+// capture is on (the hooks' word or the filter), and its kernel-side count.
 func ReadCaptureState(pinDir string) (CaptureState, error) {
+	on, err := ebpf.LoadPinnedMap(filepath.Join(pinDir, captureOnPin), nil)
+	if err != nil {
+		return CaptureState{}, err
+	}
+	defer on.Close()
 	m, err := ebpf.LoadPinnedMap(filepath.Join(pinDir, captureCfgPin), nil)
 	if err != nil {
 		return CaptureState{}, err
 	}
 	defer m.Close()
+	var word uint32
 	var cfg muxCaptureCfg
+	if err := on.Lookup(uint32(0), &word); err != nil {
+		return CaptureState{}, err
+	}
 	if err := m.Lookup(uint32(0), &cfg); err != nil {
 		return CaptureState{}, err
 	}
-	return CaptureState{Enabled: cfg.Enabled != 0, Remaining: cfg.Remaining, Lost: cfg.Lost}, nil
+	return CaptureState{Enabled: word != 0 || cfg.Enabled != 0, Remaining: cfg.Remaining, Lost: cfg.Lost}, nil
 }
 
-// captureMaps are the maps a daemon pins for captures, by pin name.
-func captureMaps(cfg, ring *ebpf.Map) map[string]*ebpf.Map {
-	return map[string]*ebpf.Map{captureCfgPin: cfg, captureRingPin: ring}
+// pinCapture pins the maps a capture needs in a daemon's pin directory:
+// prog's capture_on word, and the filter and ring buffer. Each start pins
+// its own program's, fresh (capture off), over a predecessor's.
+func pinCapture(dir string, prog *ebpf.Program, cfg, ring *ebpf.Map) error {
+	on, err := captureOnMap(prog)
+	if err != nil {
+		return err
+	}
+	defer on.Close()
+	return pinMaps(dir, map[string]*ebpf.Map{captureOnPin: on, captureCfgPin: cfg, captureRingPin: ring})
+}
+
+// captureOnSection is the data section (and map) of capture_on.
+const captureOnSection = ".data.capture"
+
+// captureOnPin is the pin name of that map.
+const captureOnPin = "capture_on"
+
+// captureOnMap finds the map of prog's data section capture_on is in (the
+// loaded collection names no data-section maps; the kernel does).
+func captureOnMap(prog *ebpf.Program) (*ebpf.Map, error) {
+	info, err := prog.Info()
+	if err != nil {
+		return nil, err
+	}
+	ids, ok := info.MapIDs()
+	if !ok {
+		return nil, errors.New("the kernel does not list a program's maps")
+	}
+	for _, id := range ids {
+		m, err := ebpf.NewMapFromID(id)
+		if err != nil {
+			return nil, err
+		}
+		if mi, err := m.Info(); err == nil && mi.Name == captureOnSection && mi.ValueSize == 4 {
+			return m, nil
+		}
+		m.Close()
+	}
+	return nil, fmt.Errorf("program %v has no %s map", prog, captureOnSection)
 }

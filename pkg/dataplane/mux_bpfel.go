@@ -284,6 +284,7 @@ const (
 	muxProgBeamerMux             = "beamer_mux"
 	muxProgBeamerMux6            = "beamer_mux6"
 	muxVarAwfdCounterNames       = "awfd_counter_names"
+	muxVarCaptureOn              = "capture_on"
 	muxVarCheetahMuxCounterMax   = "cheetah_mux_counter_max"
 	muxVarMaxInsertsPerCpuSecond = "max_inserts_per_cpu_second"
 	muxVarMuxAddr                = "mux_addr"
@@ -375,6 +376,7 @@ type muxMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type muxVariableSpecs struct {
 	AwfdCounterNames       *ebpf.VariableSpec `ebpf:"awfd_counter_names"`
+	CaptureOn              *ebpf.VariableSpec `ebpf:"capture_on"`
 	CheetahMuxCounterMax   *ebpf.VariableSpec `ebpf:"cheetah_mux_counter_max"`
 	MaxInsertsPerCpuSecond *ebpf.VariableSpec `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.VariableSpec `ebpf:"mux_addr"`
@@ -469,6 +471,7 @@ func (m *muxMaps) Close() error {
 // It can be passed to loadMuxObjects or ebpf.CollectionSpec.LoadAndAssign.
 type muxVariables struct {
 	AwfdCounterNames       *ebpf.Variable `ebpf:"awfd_counter_names"`
+	CaptureOn              *ebpf.Variable `ebpf:"capture_on"`
 	CheetahMuxCounterMax   *ebpf.Variable `ebpf:"cheetah_mux_counter_max"`
 	MaxInsertsPerCpuSecond *ebpf.Variable `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.Variable `ebpf:"mux_addr"`

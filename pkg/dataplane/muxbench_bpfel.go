@@ -243,6 +243,7 @@ const (
 	muxBenchVarBenchKey               = "bench_key"
 	muxBenchVarBenchOrderVersion      = "bench_order_version"
 	muxBenchVarBenchSeq               = "bench_seq"
+	muxBenchVarCaptureOn              = "capture_on"
 	muxBenchVarCheetahMuxCounterMax   = "cheetah_mux_counter_max"
 	muxBenchVarGenFrame               = "gen_frame"
 	muxBenchVarMaxInsertsPerCpuSecond = "max_inserts_per_cpu_second"
@@ -346,6 +347,7 @@ type muxBenchVariableSpecs struct {
 	BenchKey               *ebpf.VariableSpec `ebpf:"bench_key"`
 	BenchOrderVersion      *ebpf.VariableSpec `ebpf:"bench_order_version"`
 	BenchSeq               *ebpf.VariableSpec `ebpf:"bench_seq"`
+	CaptureOn              *ebpf.VariableSpec `ebpf:"capture_on"`
 	CheetahMuxCounterMax   *ebpf.VariableSpec `ebpf:"cheetah_mux_counter_max"`
 	GenFrame               *ebpf.VariableSpec `ebpf:"gen_frame"`
 	MaxInsertsPerCpuSecond *ebpf.VariableSpec `ebpf:"max_inserts_per_cpu_second"`
@@ -445,6 +447,7 @@ type muxBenchVariables struct {
 	BenchKey               *ebpf.Variable `ebpf:"bench_key"`
 	BenchOrderVersion      *ebpf.Variable `ebpf:"bench_order_version"`
 	BenchSeq               *ebpf.Variable `ebpf:"bench_seq"`
+	CaptureOn              *ebpf.Variable `ebpf:"capture_on"`
 	CheetahMuxCounterMax   *ebpf.Variable `ebpf:"cheetah_mux_counter_max"`
 	GenFrame               *ebpf.Variable `ebpf:"gen_frame"`
 	MaxInsertsPerCpuSecond *ebpf.Variable `ebpf:"max_inserts_per_cpu_second"`
