@@ -103,6 +103,9 @@ protocol number).`,
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		n, lost, err := runCapture(ctx, cmd.ErrOrStderr(), pinDir, opts, f.file, f.format)
+		if err != nil && n == 0 {
+			return err
+		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "%d packets captured", n)
 		if lost > 0 {
 			fmt.Fprintf(cmd.ErrOrStderr(), ", %d lost (the ring buffer was full)", lost)
@@ -286,6 +289,18 @@ func (cw *captureWriter) flush() error {
 // written, and the ones the kernel lost.
 // status hears when the capture is on.
 func runCapture(ctx context.Context, status io.Writer, pinDir string, o dataplane.CaptureOptions, file, format string) (n int, lost uint64, err error) {
+	// The capture first: a refused one (no daemon, another capture) leaves
+	// no file behind.
+	c, err := dataplane.StartCapture(pinDir, o)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() {
+		lost = c.Lost()
+		if cerr := c.Close(); err == nil {
+			err = cerr
+		}
+	}()
 	var out io.Writer = os.Stdout
 	if file != "-" {
 		fh, err := os.Create(file)
@@ -303,24 +318,16 @@ func runCapture(ctx context.Context, status io.Writer, pinDir string, o dataplan
 	if err != nil {
 		return 0, 0, err
 	}
-	c, err := dataplane.StartCapture(pinDir, o)
-	if err != nil {
-		return 0, 0, err
-	}
+	defer func() {
+		if ferr := cw.flush(); err == nil {
+			err = ferr
+		}
+	}()
 	var at []string
 	for _, p := range o.Filter.Points {
 		at = append(at, p.String())
 	}
 	fmt.Fprintf(status, "capturing at %s (%s): up to %d packets\n", strings.Join(at, ","), pinDir, o.Count)
-	defer func() {
-		lost = c.Lost()
-		if cerr := c.Close(); err == nil {
-			err = cerr
-		}
-		if ferr := cw.flush(); err == nil {
-			err = ferr
-		}
-	}()
 	for ctx.Err() == nil {
 		r, err := c.Next(time.Now().Add(200 * time.Millisecond))
 		switch {
