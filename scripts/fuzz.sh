@@ -32,3 +32,4 @@ run ./pkg/store FuzzValidKey
 run ./pkg/config FuzzLoadMux FuzzLoadAgent
 run ./pkg/wire FuzzParseOption FuzzDecapsulate FuzzDecapsulateGUE
 run ./pkg/awfd FuzzDecode
+run ./cmd/beamer FuzzDecodeCapture
