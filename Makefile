@@ -23,8 +23,9 @@ generate: $(BPF_OBJECTS)
 check-generated:
 	@GO=$(GO) scripts/check-generated.sh
 
+# The binary says the version scripts/version.sh gives (`beamer version`).
 build: generate
-	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/beamer
+	$(GO) build -buildvcs=auto -ldflags "-X main.version=$$(scripts/version.sh)" -o $(BIN) ./cmd/beamer
 
 # The test command (README, .ci/run): vet, then every test. Privileged tests
 # run for real as root; CI=true makes them fail rather than skip without it.
@@ -41,8 +42,9 @@ fuzz:
 demo: setup build
 	$(BIN) demo
 
-# The Debian package dist/beamer_VERSION_amd64.deb (nfpm, a pinned Go module;
-# packaging/nfpm.yaml): the binary, systemd units, example configurations.
+# The Debian package dist/beamer_VERSION_amd64.deb (nfpm, a Go module pinned in
+# packaging/nfpm/go.mod; packaging/nfpm.yaml): the binary, systemd units,
+# /etc/default files, maintainer scripts, man pages, completions, examples.
 deb:
 	@GO=$(GO) scripts/deb.sh
 

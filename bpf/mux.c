@@ -47,6 +47,7 @@
 #include "include/quic.h"
 #include "include/icmp_steer.h"
 #include "include/decision.h"
+#include "include/vip_traffic.h"
 #include "include/capture.h"
 #include "strategy/beamer.h"
 #include "strategy/maglev.h"
@@ -68,6 +69,7 @@ static const enum mux_counter parse_drop[] = {
 INLINE int drop(enum mux_counter why)
 {
 	mux_count(why);
+	vip_traffic_drop(why);
 	return XDP_DROP;
 }
 
@@ -118,6 +120,7 @@ INLINE int transmit_as(struct xdp_md *ctx, struct decision *d, int verdict, stru
 		if (xdp_icmp_frag_needed(ctx, fits))
 			return drop(MUX_DROP_ENCAP);
 		mux_count(MUX_ICMP_TOO_BIG);
+		vip_traffic_drop(MUX_ICMP_TOO_BIG);
 		return XDP_TX;
 	}
 
@@ -136,6 +139,7 @@ INLINE int transmit_as(struct xdp_md *ctx, struct decision *d, int verdict, stru
 	mux_count(verdict);
 	if (d->also)
 		mux_count(d->also);
+	vip_traffic_forward(d->vip_stat, d->stat, inner_tot, d->new_flow);
 	capture_xdp(ctx, CAPTURE_MUX_TX);
 	if (nh.ifindex == ctx->ingress_ifindex)
 		return XDP_TX;
@@ -148,6 +152,8 @@ INLINE int transmit_as(struct xdp_md *ctx, struct decision *d, int verdict, stru
 INLINE int transmit(struct xdp_md *ctx, const struct vip_info *vip, const struct flow *f, struct decision *d,
 		    int verdict, struct iphdr *ip)
 {
+	d->new_flow = flow_is_syn(f);
+	d->vip_stat = vip->stats;
 	if (vip->encap == ENCAP_GUE)
 		return transmit_as(ctx, d, verdict, ip, 1, bpf_htons(GUE_SPORT(flow_hash_of(f))), bpf_htons(vip->gue_port));
 	return transmit_as(ctx, d, verdict, ip, 0, 0, 0);
@@ -193,7 +199,7 @@ INLINE int route(struct xdp_md *ctx, const struct vip_info *vip, void *servers, 
 		__u16 id = quic_server_id(vip, ip, data_end);
 		__u64 w = id ? server_word(servers, id) : 0;
 		if (w) {
-			d->encap.daddr = SERVER_ADDR(w);
+			decision_to(d, w);
 			d->with_opt = 0;
 			d->forward = 1;
 			return MUX_FWD_QUIC_CID;
@@ -227,6 +233,7 @@ int beamer_mux(struct xdp_md *ctx)
 		mux_count(MUX_PASS_NOT_VIP);
 		return XDP_PASS;
 	}
+	vip_traffic_seen(vip);
 
 	/* Addressed to a VIP: from here on we forward it whole or drop it.
 	 * Parsed once into the flow every strategy reads; an ICMP message

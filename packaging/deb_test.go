@@ -1,122 +1,60 @@
 // Package packaging holds the test of the Debian package: built by `make
-// deb` (scripts/deb.sh, nfpm), installed with dpkg on this machine, its
-// units' ExecStart lines run as systemd would run them (no systemd here),
-// then purged.
+// deb` (scripts/deb.sh, nfpm) offline from the module cache, installed with
+// dpkg into a private root (its maintainer scripts run there), its units
+// checked (ExecStart against the binary's own flags, /etc/default files,
+// capabilities, users, `systemd-analyze security` scores) and their
+// ExecStart lines run as systemd would run them (no systemd here: the unit's
+// user, capabilities and environment, the READY=1 notification), then purged
+// without leftovers.
 package packaging
 
 import (
-	"bufio"
-	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/netlab"
 	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
 )
 
-// unit is what the test takes from a systemd unit: its environment and
-// its command line.
-type unit struct {
-	env  []string
-	exec []string
+// daemon is what the package promises of each unit.
+type daemon struct {
+	unit     string
+	command  string   // beamer COMMAND
+	user     string   // User=
+	caps     []string // the capabilities it runs with (AmbientCapabilities= = CapabilityBoundingSet=)
+	maxScore float64  // systemd-analyze security's exposure, at most
 }
 
-func readUnit(t *testing.T, path string) unit {
+var daemons = []daemon{
+	{"beamer-controller.service", "controller", "beamer", nil, 3.0},
+	{"beamer-mux.service", "mux", "", []string{"CAP_BPF", "CAP_NET_ADMIN", "CAP_PERFMON"}, 4.5},
+	{"beamer-agent.service", "agent", "", []string{"CAP_BPF", "CAP_NET_ADMIN", "CAP_PERFMON"}, 4.5},
+}
+
+var exposure = regexp.MustCompile(`Overall exposure level for \S+: ([0-9.]+)`)
+
+// securityScore is `systemd-analyze security --offline=true UNITFILE`: it
+// reads the file alone, so it works where systemd is not PID 1.
+func securityScore(t *testing.T, path string) float64 {
 	t.Helper()
-	f, err := os.Open(path)
+	out, err := exec.Command("systemd-analyze", "security", "--offline=true", "--no-pager", path).CombinedOutput()
+	m := exposure.FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("systemd-analyze security %s: %v\n%s", path, err, out)
+	}
+	f, err := strconv.ParseFloat(string(m[1]), 64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var u unit
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), "=")
-		switch {
-		case !ok:
-		case k == "Environment":
-			u.env = append(u.env, v)
-		case k == "ExecStart":
-			u.exec = strings.Fields(v)
-		}
-	}
-	if len(u.exec) == 0 {
-		t.Fatalf("%s: no ExecStart", path)
-	}
-	return u
-}
-
-// output collects a process's output while the test reads it.
-type output struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (o *output) Write(p []byte) (int, error) { o.mu.Lock(); defer o.mu.Unlock(); return o.b.Write(p) }
-func (o *output) String() string              { o.mu.Lock(); defer o.mu.Unlock(); return o.b.String() }
-
-// start runs the unit's ExecStart in ns with its Environment= lines plus
-// extra (what an /etc/default file would add); SIGTERM at the end, as
-// systemctl stop.
-func start(t *testing.T, ns *netlab.Namespace, u unit, extra ...string) (*exec.Cmd, *output) {
-	t.Helper()
-	args := append([]string{"netns", "exec", ns.Name, "env"}, append(append(u.env, extra...), u.exec...)...)
-	cmd := exec.Command("ip", args...)
-	out := &output{}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	return cmd, out
-}
-
-// healthz polls GET /healthz on addr inside ns until it answers 200.
-func healthz(t *testing.T, ns *netlab.Namespace, addr, what string, out *output) {
-	t.Helper()
-	var last string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		var conn net.Conn
-		if err := ns.Do(func() (err error) { conn, err = net.Dial("tcp", addr); return err }); err != nil {
-			last = err.Error()
-			continue
-		}
-		c := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) { return conn, nil }}}
-		resp, err := c.Get("http://" + addr + "/healthz")
-		if err != nil {
-			last = err.Error()
-			continue
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode == 200 {
-			return
-		}
-		last = fmt.Sprintf("%d %s", resp.StatusCode, b)
-	}
-	t.Fatalf("%s: /healthz on %s never 200 (%s); output:\n%s", what, addr, last, out.String())
+	return f
 }
 
 func TestDebianPackage(t *testing.T) {
@@ -124,13 +62,12 @@ func TestDebianPackage(t *testing.T) {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("the package test needs root (dpkg, namespaces)")
 		}
-		t.Skip("needs root: dpkg -i and network namespaces")
+		t.Skip("needs root: dpkg into a private root, setpriv and network namespaces")
 	}
-	if _, err := exec.LookPath("dpkg"); err != nil {
-		t.Fatalf("no dpkg: %v", err)
-	}
-	if out, err := exec.Command("dpkg-query", "-W", "-f=${Status}", "beamer").CombinedOutput(); err == nil && strings.Contains(string(out), "installed") {
-		t.Fatalf("a beamer package is already installed on this machine (%s): not replacing it", out)
+	for _, tool := range []string{"dpkg", "dpkg-query", "setpriv", "systemd-analyze", "ip", "git"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s: %v (make setup installs it: scripts/apt-packages.txt)", tool, err)
+		}
 	}
 	// go install …/cmd/beamer@latest needs the generated eBPF objects and
 	// bindings in the repository (make test checks they match bpf/).
@@ -146,40 +83,96 @@ func TestDebianPackage(t *testing.T) {
 		}
 	}
 
+	// make deb, offline: every module (nfpm's too) from the module cache.
+	v, err := exec.Command("../scripts/version.sh").Output()
+	if err != nil {
+		t.Fatalf("scripts/version.sh: %v", err)
+	}
+	version := strings.TrimSpace(string(v))
 	build := exec.Command("../scripts/deb.sh")
+	build.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=mod", "VERSION="+version)
 	out, err := build.CombinedOutput()
 	if err != nil {
+		t.Fatalf("make deb offline (GOPROXY=off): %v\n%s", err, out)
+	}
+	deb := "../dist/beamer_" + version + "_amd64.deb"
+	if _, err := os.Stat(deb); err != nil {
 		t.Fatalf("make deb: %v\n%s", err, out)
 	}
-	debs, _ := filepath.Glob("../dist/beamer_*_amd64.deb")
-	if len(debs) == 0 {
-		t.Fatalf("no .deb in dist/:\n%s", out)
+	t.Cleanup(func() { os.Remove(deb) })
+
+	// A private root: an empty dpkg database, the maintainer scripts run
+	// outside a chroot with DPKG_ROOT set (they honour it). Readable by the
+	// controller's user, which runs from it below.
+	root, err := os.MkdirTemp("", "beamer-deb-root-")
+	if err != nil {
+		t.Fatal(err)
 	}
-	deb := debs[len(debs)-1]
-	if out, err := exec.Command("dpkg", "-i", deb).CombinedOutput(); err != nil {
-		t.Fatalf("dpkg -i %s: %v\n%s", deb, err, out)
+	t.Cleanup(func() { os.RemoveAll(root) })
+	for _, d := range []string{"var/lib/dpkg/info", "var/lib/dpkg/updates", "etc"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "var/lib/dpkg/status"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dpkg := func(args ...string) {
+		t.Helper()
+		// --force-depends: iproute2 and systemd are this machine's, not the root's.
+		cmd := exec.Command("dpkg", append([]string{"--root=" + root, "--force-script-chrootless", "--force-depends", "--log=/dev/null"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("dpkg %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	dpkg("-i", deb)
+	// Purged at the end, after the daemons stopped (cleanups run last first).
 	t.Cleanup(func() {
-		if out, err := exec.Command("dpkg", "--purge", "beamer").CombinedOutput(); err != nil {
-			t.Errorf("dpkg --purge beamer: %v\n%s", err, out)
-		}
-		if _, err := os.Stat("/usr/bin/beamer"); err == nil {
-			t.Error("/usr/bin/beamer still there after purge")
-		}
-		os.Remove(deb)
+		dpkg("--purge", "beamer")
+		checkPurged(t, root)
 	})
-	for _, f := range []string{"/usr/bin/beamer", "/etc/beamer/mux.yaml", "/etc/beamer/agent.yaml", "/usr/share/beamer/dashboards/beamer.json", "/usr/share/beamer/store-certs.sh", "/usr/share/doc/beamer/examples/controller.yaml",
-		"/lib/systemd/system/beamer-mux.service", "/lib/systemd/system/beamer-agent.service", "/lib/systemd/system/beamer-controller.service"} {
-		if _, err := os.Stat(f); err != nil {
-			t.Errorf("not installed: %v", err)
+
+	cf, err := exec.Command("dpkg-query", "--admindir="+root+"/var/lib/dpkg", "-W", "-f=${Conffiles}", "beamer").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conffiles := string(cf)
+	for _, f := range []string{"/etc/default/beamer-mux", "/etc/default/beamer-agent", "/etc/default/beamer-controller", "/etc/beamer/mux.yaml", "/etc/beamer/agent.yaml"} {
+		if !strings.Contains(conffiles, " "+f+" ") {
+			t.Errorf("%s is not a conffile: %s", f, conffiles)
 		}
 	}
-	if out, err := exec.Command("/usr/bin/beamer", "version").CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "beamer ") {
-		t.Fatalf("beamer version: %v %s", err, out)
+	checkInstalled(t, root, version, conffiles)
+
+	// The beamer user and its state directory (postinst).
+	ids := passwdEntry(t, root, "beamer")
+	if st, err := os.Stat(root + "/var/lib/beamer"); err != nil {
+		t.Error(err)
+	} else if sys := st.Sys().(*syscall.Stat_t); strconv.Itoa(int(sys.Uid)) != ids[0] || st.Mode().Perm() != 0o700 {
+		t.Errorf("/var/lib/beamer: uid %d mode %v, want uid %s (beamer) mode 0700", sys.Uid, st.Mode().Perm(), ids[0])
 	}
 
-	// The hosts of the example files: a mux at 198.18.0.1, a server at
-	// 198.18.0.10 (examples/*.yaml), a controller.
+	// The units: what they run, with what, and how exposed.
+	units := map[string]unit{}
+	for _, d := range daemons {
+		u := readUnit(t, root+"/lib/systemd/system/"+d.unit)
+		units[d.unit] = u
+		checkUnit(t, root, d, u, conffiles)
+		score := securityScore(t, u.path)
+		t.Logf("%s: systemd-analyze security exposure %.1f (at most %.1f)", d.unit, score, d.maxScore)
+		if score > d.maxScore {
+			t.Errorf("%s: systemd-analyze security exposure %.1f > %.1f", d.unit, score, d.maxScore)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+
+	// Run them. The hosts of the example files: a mux at 198.18.0.1, a
+	// server at 198.18.0.10 (examples/*.yaml), a controller.
 	lab := netlabtest.New(t, "deb")
 	mux, err := lab.Namespace("mux")
 	if err != nil {
@@ -199,17 +192,49 @@ func TestDebianPackage(t *testing.T) {
 	if err := ctl.Do(func() error { return exec.Command("ip", "link", "set", "lo", "up").Run() }); err != nil {
 		t.Fatal(err)
 	}
-	muxProc, muxOut := start(t, mux, readUnit(t, "/lib/systemd/system/beamer-mux.service"))
-	// The example's agent API is on the DIP: plaintext there needs
-	// BEAMER_INSECURE (/etc/default/beamer-agent), or BEAMER_API_CERT,
-	// BEAMER_API_KEY and BEAMER_API_CA (docs/operations.md, "Trust boundaries").
-	_, agentOut := start(t, srv, readUnit(t, "/lib/systemd/system/beamer-agent.service"), "BEAMER_INSECURE=true")
-	// The controller's store: what /etc/default/beamer-controller would say
-	// (not /var/lib/beamer of this machine).
-	_, ctlOut := start(t, ctl, readUnit(t, "/lib/systemd/system/beamer-controller.service"), "BEAMER_STORE=embed://"+t.TempDir())
+	// What an operator of this lab edits: the mux is on a veth, where the
+	// unit's capabilities want generic XDP (beamer-mux.service); the agent's
+	// API is on the DIP, plaintext there needs BEAMER_INSECURE
+	// (docs/operations.md, "Trust boundaries").
+	editFile(t, root+"/etc/beamer/mux.yaml", "xdp_mode: driver ", "xdp_mode: generic")
+	appendFile(t, root+"/etc/default/beamer-agent", "BEAMER_INSECURE=true\n")
+
+	sockets, err := os.MkdirTemp("", "beamer-deb-notify-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockets) })
+	os.Chmod(sockets, 0o755)
+	muxReady, agentReady, ctlReady := listenNotify(t, sockets, "mux"), listenNotify(t, sockets, "agent"), listenNotify(t, sockets, "controller")
+	// The agent leaves its state file in /run/beamer (this machine's: the
+	// binary's default) for `beamer agent cleanup`; the lab's namespace goes,
+	// so does the file, once the agent stopped.
+	var nsStat syscall.Stat_t
+	if err := syscall.Stat("/run/netns/"+srv.Name, &nsStat); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		left, _ := filepath.Glob(fmt.Sprintf("/run/beamer/agent-%d-eth0.json*", nsStat.Ino))
+		for _, f := range left {
+			os.Remove(f)
+		}
+	})
+	muxProc, muxOut := start(t, mux, root, units["beamer-mux.service"], ids, muxReady)
+	_, agentOut := start(t, srv, root, units["beamer-agent.service"], ids, agentReady)
+	_, ctlOut := start(t, ctl, root, units["beamer-controller.service"], ids, ctlReady)
+	muxReady.waitReady(t, "mux", muxOut)
+	agentReady.waitReady(t, "agent", agentOut)
+	ctlReady.waitReady(t, "controller", ctlOut)
 	healthz(t, mux, "127.0.0.1:9100", "mux", muxOut)
 	healthz(t, srv, "127.0.0.1:9101", "agent", agentOut)
 	healthz(t, ctl, "127.0.0.1:9102", "controller", ctlOut)
+	// The controller's probe through the agent's API works with the unit's
+	// capabilities (the agent connects to the service from its namespace).
+	probeAgent(t, srv, agentOut)
+	// The controller's embedded store is in /var/lib/beamer, written as beamer.
+	if _, err := os.Stat(root + "/var/lib/beamer/etcd/member"); err != nil {
+		t.Errorf("the embedded store is not in /var/lib/beamer: %v\n%s", err, ctlOut.String())
+	}
 	// systemctl reload (ExecReload: kill -HUP) re-reads the file; the mux stays up.
 	if err := muxProc.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)

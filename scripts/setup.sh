@@ -39,4 +39,6 @@ if ! command -v go >/dev/null; then
 	exit 1
 fi
 go mod download
+# make deb's packager (packaging/nfpm/go.mod): then it builds offline.
+go -C packaging/nfpm mod download
 echo "setup: ready ($(go version | cut -d' ' -f3), $(clang --version | head -1))"

@@ -109,9 +109,9 @@ struct {
 
 /* The innermost packet's addresses, protocol and ports. */
 struct capture_tuple {
-	__u8 family, proto;
+	__u8 src[16], dst[16]; /* first: compared as aligned words */
 	__be16 sport, dport;
-	__u8 src[16], dst[16];
+	__u8 family, proto;
 };
 
 /* Per CPU: the record being made and the tuple read from it (in the map,
@@ -157,14 +157,19 @@ static __always_inline __u32 capture_ip(const __u8 *d, __u32 n, __u32 off, __u8 
 	return off + 40;
 }
 
-/* The 5-tuple of the innermost packet of the Ethernet frame in the copy:
- * through at most two encapsulations (IP-in-IP, IPv6-in-IPv6, GUE). */
-static __always_inline int capture_parse(const __u8 *d, __u32 n, __be16 gue_port, struct capture_tuple *t)
+/* The 5-tuple of the innermost packet of the Ethernet frame in the copy
+ * (its length in rec.caplen) into sc->t: through at most two
+ * encapsulations (IP-in-IP, IPv6-in-IPv6, GUE). Everything is read from and
+ * written to the scratch record, few values are held: the slow path's
+ * registers, not its stack (see capture_key0). */
+static __always_inline int capture_parse(struct capture_scratch *sc, __be16 gue_port)
 {
+	const __u8 *d = sc->rec.data;
+	struct capture_tuple *t = &sc->t;
 	__u32 off = 14, l4 = 0;
 	__u8 fam;
 
-	if (n < 14)
+	if (sc->rec.caplen < 14)
 		return 0;
 	if (d[12] == 0x08 && d[13] == 0x00)
 		fam = 4;
@@ -172,9 +177,9 @@ static __always_inline int capture_parse(const __u8 *d, __u32 n, __be16 gue_port
 		fam = 6;
 	else
 		return 0;
-#pragma unroll
+#pragma clang loop unroll(disable)
 	for (int level = 0; level < 3; level++) {
-		l4 = capture_ip(d, n, off, fam, t);
+		l4 = capture_ip(d, sc->rec.caplen, off, fam, t);
 		if (!l4)
 			return 0;
 		if (l4 > CAPTURE_PARSE_LEN)
@@ -184,21 +189,18 @@ static __always_inline int capture_parse(const __u8 *d, __u32 n, __be16 gue_port
 			off = l4;
 			continue;
 		}
-		if (t->proto == IPPROTO_UDP && l4 + 12 <= n) {
-			__be16 dport;
-			__builtin_memcpy(&dport, d + l4 + 2, 2);
-			__u8 g = d[l4 + 8];
-			__u8 inner = d[l4 + 9];
-			if (dport == gue_port && (g & 0xc0) == 0 && (inner == 4 || inner == 41)) {
-				fam = inner == 4 ? 4 : 6;
-				off = l4 + 12 + (g & 0x1f) * 4;
-				continue;
-			}
-		}
-		break;
+		if (t->proto != IPPROTO_UDP || l4 + 12 > sc->rec.caplen)
+			break;
+		/* As a __be16 reads it (little-endian target): no local
+		 * whose address is taken, so no stack. */
+		if ((__be16)(d[l4 + 2] | d[l4 + 3] << 8) != gue_port || (d[l4 + 8] & 0xc0) ||
+		    (d[l4 + 9] != 4 && d[l4 + 9] != 41))
+			break;
+		fam = d[l4 + 9] == 4 ? 4 : 6;
+		off = l4 + 12 + (d[l4 + 8] & 0x1f) * 4;
 	}
 	t->sport = t->dport = 0;
-	if ((t->proto == IPPROTO_TCP || t->proto == IPPROTO_UDP) && l4 + 4 <= n && l4 <= CAPTURE_PARSE_LEN) {
+	if ((t->proto == IPPROTO_TCP || t->proto == IPPROTO_UDP) && l4 + 4 <= sc->rec.caplen && l4 <= CAPTURE_PARSE_LEN) {
 		__builtin_memcpy(&t->sport, d + l4, 2);
 		__builtin_memcpy(&t->dport, d + l4 + 2, 2);
 	}
@@ -207,12 +209,11 @@ static __always_inline int capture_parse(const __u8 *d, __u32 n, __be16 gue_port
 
 static __always_inline int capture_addr_eq(const __u8 *a, const __u8 *b, __u8 fam)
 {
-	__u8 diff = 0;
+	const __u32 *x = (const void *)a, *y = (const void *)b;
+	__u32 diff = x[0] ^ y[0];
 
-#pragma unroll
-	for (int i = 0; i < 16; i++)
-		if (i < 4 || fam == 6)
-			diff |= a[i] ^ b[i];
+	if (fam == 6)
+		diff |= (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3]);
 	return diff == 0;
 }
 
@@ -263,7 +264,7 @@ static __always_inline int capture_emit(struct capture_cfg *c, struct capture_sc
 	struct capture_rec *r = &s->rec;
 
 	__builtin_memset(&s->t, 0, sizeof(s->t));
-	if (got > CAPTURE_SNAP_MAX || !capture_parse(r->data, got, c->gue_port, &s->t) || !capture_match(c, &s->t))
+	if (got > CAPTURE_SNAP_MAX || !capture_parse(s, c->gue_port) || !capture_match(c, &s->t))
 		return 0;
 	if (__sync_fetch_and_add(&c->remaining, -1) <= 0)
 		return 0; /* another CPU took the last one */
@@ -279,56 +280,74 @@ static __always_inline int capture_emit(struct capture_cfg *c, struct capture_sc
 }
 
 /* The key of the one-element maps, in read-only data rather than on the
- * stack: the slow paths below keep no stack of their own, since their frame
- * adds to the caller's in the verifier's 512-byte budget of a call chain. */
-static const __u32 capture_key0 = 0;
+ * stack. The slow paths below keep no stack of their own: their frame adds
+ * to the caller's in the verifier's 512-byte budget of a call chain, which
+ * the mux's IPv6 program nearly fills. So nothing of theirs has its address
+ * taken, and what must outlive a helper call is kept in the scratch record
+ * (scalars) or looked up again (the maps' values), leaving at most four
+ * values live across a call: the callee-saved registers. */
+static volatile const __u32 capture_key0 = 0;
 
-/* The record's header, written before the packet is read so that less is
- * live across the helper calls (again: no stack). */
-static __always_inline struct capture_rec *capture_begin(struct capture_cfg **cp, struct capture_scratch **sp,
-							 __u32 point, __u32 len, __u32 ifindex)
+INLINE struct capture_cfg *capture_cfg_now(void)
 {
-	struct capture_cfg *c = bpf_map_lookup_elem(&capture_cfg, &capture_key0);
-	struct capture_scratch *s = bpf_map_lookup_elem(&capture_scratch, &capture_key0);
+	return bpf_map_lookup_elem(&capture_cfg, (const void *)&capture_key0);
+}
 
-	if (!c || !s || !c->enabled)
-		return NULL;
-	s->rec.len = len;
-	s->rec.point = point;
-	s->rec.ifindex = ifindex;
-	*cp = c;
-	*sp = s;
-	return &s->rec;
+INLINE struct capture_scratch *capture_scratch_now(void)
+{
+	return bpf_map_lookup_elem(&capture_scratch, (const void *)&capture_key0);
+}
+
+/* The second half of both slow paths: the copy in the scratch record
+ * (want bytes, in rec.caplen) to the ring if the filter takes it. */
+static __always_inline int capture_finish(void)
+{
+	struct capture_cfg *c = capture_cfg_now();
+	struct capture_scratch *s = capture_scratch_now();
+
+	if (!c || !s)
+		return 0;
+	return capture_emit(c, s, s->rec.caplen);
 }
 
 /* The slow paths, called only while capture is on. Global: verified once,
  * apart from the programs that call them. */
 __noinline int capture_xdp_on(struct xdp_md *ctx, __u32 point)
 {
-	struct capture_cfg *c;
-	struct capture_scratch *s;
-	struct capture_rec *r = capture_begin(&c, &s, point, bpf_xdp_get_buff_len(ctx), ctx->ingress_ifindex);
+	struct capture_cfg *c = capture_cfg_now();
+	struct capture_scratch *s = capture_scratch_now();
 
-	if (!r)
+	if (!c || !s || !c->enabled)
 		return 0;
-	__u32 want = capture_want(c, point, r->len);
-	if (!want || want > CAPTURE_SNAP_MAX || bpf_xdp_load_bytes(ctx, 0, r->data, want))
+	s->rec.point = point;
+	s->rec.ifindex = ctx->ingress_ifindex;
+	s->rec.len = bpf_xdp_get_buff_len(ctx);
+	__u32 want = capture_want(c, s->rec.point, s->rec.len);
+	if (!want || want > CAPTURE_SNAP_MAX)
 		return 0;
-	return capture_emit(c, s, want);
+	s->rec.caplen = want;
+	if (bpf_xdp_load_bytes(ctx, 0, s->rec.data, want))
+		return 0;
+	return capture_finish();
 }
 
 __noinline int capture_skb_on(struct __sk_buff *skb, __u32 point)
 {
-	struct capture_cfg *c;
-	struct capture_scratch *s;
-	struct capture_rec *r = capture_begin(&c, &s, point, skb->len, skb->ifindex);
+	struct capture_cfg *c = capture_cfg_now();
+	struct capture_scratch *s = capture_scratch_now();
 
-	if (!r)
+	if (!c || !s || !c->enabled)
 		return 0;
-	__u32 want = capture_want(c, point, r->len);
-	if (!want || want > CAPTURE_SNAP_MAX || bpf_skb_load_bytes(skb, 0, r->data, want))
+	s->rec.point = point;
+	s->rec.ifindex = skb->ifindex;
+	s->rec.len = skb->len;
+	__u32 want = capture_want(c, s->rec.point, s->rec.len);
+	if (!want || want > CAPTURE_SNAP_MAX)
 		return 0;
-	return capture_emit(c, s, want);
+	s->rec.caplen = want;
+	if (bpf_skb_load_bytes(skb, 0, s->rec.data, want))
+		return 0;
+	return capture_finish();
 }
 
 /* The hooks: one load and a branch while capture is off. */
@@ -344,7 +363,10 @@ INLINE void capture_skb(struct __sk_buff *skb, __u32 point)
 		capture_skb_on(skb, point);
 }
 
-/* The IPv6 agent's points. Its benchmark builds call its programs from a
+/* The mux's IPv6 path (mux6.h) has no mux-tx point: its program's frame
+ * leaves less room than the capture function's frame needs under the
+ * verifier's 512 bytes for a call chain (its packets are captured at
+ * mux-rx, as they arrive). The IPv6 agent's points. Its benchmark builds call its programs from a
  * wrapper (bpf/bench/agent6_bench.h), whose frame and theirs leave no room
  * for the capture function's under the verifier's 512 bytes for a call
  * chain: there the points are left out. The production programs, reached by

@@ -27,7 +27,18 @@ struct decision {
 	int prev;    /* previous owners in the option */
 	int forward; /* 1: encapsulate and send; 0: drop, the verdict says why */
 	int also;    /* a detail counter counted with the verdict once sent (0: none) */
+	__u16 stat;  /* the server's traffic counters (SERVER_STAT of its word) */
+	__u16 vip_stat; /* the VIP's (vip_info.stats) */
+	__u8 new_flow; /* a TCP SYN without ACK (bpf/include/vip_traffic.h) */
 };
+
+/* The packet goes to the server of word w: its address, and the slot of
+ * its traffic counters. */
+INLINE void decision_to(struct decision *d, __u64 w)
+{
+	d->encap.daddr = SERVER_ADDR(w);
+	d->stat = SERVER_STAT(w);
+}
 
 /* The whole bucket of the packet (for Maglev: its table entry; mux_maps.h
  * bucket_at), or 0 with *why set: no table, or no owner. */

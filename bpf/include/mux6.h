@@ -53,6 +53,9 @@ struct decision6 {
 	int prev;
 	int forward;
 	int also;
+	__u16 stat;    /* as struct decision's (bpf/include/vip_traffic.h) */
+	__u16 vip_stat;
+	__u8 new_flow;
 };
 
 /* MPTCP secondary subflow to an IPv6 VIP: the port names the server. */
@@ -62,6 +65,7 @@ INLINE int decide6_by_server_id(void *servers, void *servers6, __u16 port, struc
 
 	if (!server6_addr(servers6, port, w, (struct in6_addr *)d->encap.daddr))
 		return MUX_DROP_UNKNOWN_SERVER;
+	d->stat = SERVER_STAT(w);
 	d->with_opt = 0;
 	d->forward = 1;
 	return MUX_FWD_SERVER_ID;
@@ -83,8 +87,10 @@ INLINE int decide6_by_bucket(const struct vip_info *vip, void *servers, void *se
 	if (!current)
 		return MUX_DROP_NO_OWNER;
 	struct in6_addr cur;
-	if (!server6_addr(servers6, current, server_word(servers, current), &cur))
+	__u64 cw = server_word(servers, current);
+	if (!server6_addr(servers6, current, cw, &cur))
 		return MUX_DROP_UNKNOWN_SERVER;
+	d->stat = SERVER_STAT(cw);
 
 	int n = 0;
 	__u16 ref = BUCKET_CHAIN(bucket);
@@ -162,6 +168,7 @@ INLINE int transmit6(struct xdp_md *ctx, struct decision6 *d, int verdict, __u32
 		if (d->also == MUX_FWD_ICMP_FRAG_NEEDED || inner_tot < ICMP6_PTB_QUOTE || xdp_icmp6_too_big(ctx, fits))
 			return drop(MUX_DROP_TOO_BIG);
 		mux_count(MUX_ICMP_TOO_BIG);
+		vip_traffic_drop(MUX_ICMP_TOO_BIG);
 		return XDP_TX;
 	}
 
@@ -175,7 +182,7 @@ INLINE int transmit6(struct xdp_md *ctx, struct decision6 *d, int verdict, __u32
 	mux_count(verdict);
 	if (d->also)
 		mux_count(d->also);
-	capture_xdp(ctx, CAPTURE_MUX_TX);
+	vip_traffic_forward(d->vip_stat, d->stat, inner_tot, d->new_flow);
 	if (nh.ifindex == ctx->ingress_ifindex)
 		return XDP_TX;
 	return bpf_redirect(nh.ifindex, 0);
@@ -276,6 +283,7 @@ int beamer_mux6(struct xdp_md *ctx)
 		mux_count(MUX_PASS_NOT_VIP6);
 		return XDP_PASS;
 	}
+	vip_traffic_seen(vip);
 
 	struct tcphdr *tcp = NULL;
 	struct flow f = {};
@@ -329,7 +337,9 @@ int beamer_mux6(struct xdp_md *ctx)
 			 * private data; else by bucket, counted. */
 			__u8 *q = (void *)ip6 + (f.l4_off & 0x1ff) + sizeof(struct udphdr);
 			__u16 id = quic_server_id_at(vip, q, data_end);
-			if (id && server6_addr(servers6, id, server_word(servers, id), (struct in6_addr *)d.encap.daddr)) {
+			__u64 qw = id ? server_word(servers, id) : 0;
+			if (id && server6_addr(servers6, id, qw, (struct in6_addr *)d.encap.daddr)) {
+				d.stat = SERVER_STAT(qw);
 				d.forward = 1;
 				verdict = MUX_FWD_QUIC_CID;
 				break;
@@ -351,6 +361,8 @@ int beamer_mux6(struct xdp_md *ctx)
 	d.encap.opt.generation = bpf_htonl((__u32)version);
 	d.encap.opt.incarnation = bpf_htonl((__u32)(version >> 32));
 	__u32 inner_tot = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);
+	d.new_flow = flow_is_syn(&f);
+	d.vip_stat = vip->stats;
 	return transmit6(ctx, &d, verdict, inner_tot, hash, gue_port);
 }
 

@@ -10,8 +10,12 @@
  *   chain_tables   slot -> array of struct chain_entry: the bucket histories
  *                  (previous owners' ids) that bucket words refer to, each
  *                  distinct list once, interned by pkg/dataplane
- *   server_tables  slot -> array of 65536 64-bit server words (forwarding.Server.Pack)
+ *   server_tables  slot -> array of 65536 64-bit server words (forwarding.Server.Pack,
+ *                  with the server's traffic counter slot + 1 in bits 48-63)
  *   mux_counters   per-CPU decision counters.
+ *   mux_vip_traffic     per-CPU traffic per VIP (slot named by vip_info.stats)
+ *   mux_server_traffic  and per server (slot named by the server word's bits
+ *                       48-63, SERVER_STAT): bpf/include/vip_traffic.h
  *
  * Bucket and server words are 64 bits and written by the daemon with single
  * aligned atomic stores through mmap, so a packet reads either the old or the
@@ -29,6 +33,7 @@
 #define MAX_VIPS 1024
 #define MAX_TABLES 256
 #define SERVER_TABLE_SIZE 65536
+#define MAX_SERVER_STATS 16384 /* servers counted apart (all instances): bpf/include/vip_traffic.h */
 
 /* The strategy of a VIP: fixed values (forwarding.Strategy.Code), each
  * strategy's decision in bpf/strategy/NAME.h. */
@@ -75,6 +80,7 @@ struct vip_info {
 	__u8 encap;       /* ENCAP_IPIP (0) or ENCAP_GUE: bpf/include/gue.h */
 	__u8 pad_encap;
 	__u16 gue_port;   /* GUE: UDP destination port, host order */
+	__u16 stats;      /* the VIP's traffic counters: slot + 1 in mux_vip_traffic (0: none) */
 };
 
 _Static_assert(sizeof(struct vip_info) <= 64, "the VIP record fits one cache line");
@@ -147,6 +153,7 @@ struct {
 #define BUCKET_CHANGED(w) ((__u32)((w) >> 32))
 #define SERVER_ADDR(w) ((__be32)(w))
 #define SERVER_STATE(w) ((__u8)((w) >> 32))
+#define SERVER_STAT(w) ((__u16)((w) >> 48)) /* slot + 1 in mux_server_traffic (0: none) */
 
 enum server_state {
 	SERVER_ACTIVE = 1,

@@ -88,7 +88,7 @@ INLINE int decide_awfd(const struct vip_info *vip, void *servers, const struct f
 		if (e) {
 			w = server_word(servers, e->server);
 			if (w && SERVER_STATE(w) != SERVER_DOWN) {
-				d->encap.daddr = SERVER_ADDR(w);
+				decision_to(d, w);
 				d->forward = 1;
 				awfd_count(AWFD_CT_HIT);
 				return MUX_CT_HIT;
@@ -138,7 +138,7 @@ INLINE int decide_awfd(const struct vip_info *vip, void *servers, const struct f
 			mux_count(MUX_CT_FLOOD);
 		}
 	}
-	d->encap.daddr = SERVER_ADDR(w);
+	decision_to(d, w);
 	d->forward = 1;
 	return verdict;
 }

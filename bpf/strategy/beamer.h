@@ -21,7 +21,7 @@ INLINE int decide_by_server_id(void *servers, __u16 port, struct decision *d)
 
 	if (!w)
 		return MUX_DROP_UNKNOWN_SERVER;
-	d->encap.daddr = SERVER_ADDR(w);
+	decision_to(d, w);
 	d->with_opt = 0;
 	d->forward = 1;
 	return MUX_FWD_SERVER_ID;
@@ -94,7 +94,7 @@ INLINE int decide_by_bucket(const struct vip_info *vip, void *servers, const str
 		flags = BEAMER_OPT_F_RETURN;
 	}
 
-	d->encap.daddr = SERVER_ADDR(cur);
+	decision_to(d, cur);
 	d->encap.opt.type = BEAMER_OPT_TYPE;
 	d->encap.opt.len = BEAMER_OPT_FIXED + 4 * n;
 	d->encap.opt.hop = 0;

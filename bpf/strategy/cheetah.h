@@ -193,7 +193,7 @@ INLINE int decide_cheetah(struct xdp_md *ctx, const struct vip_info *vip, void *
 		if (kid)
 			cheetah_mux_count(CHEETAH_MUX_COOKIE_KEY1);
 	}
-	d->encap.daddr = SERVER_ADDR(w);
+	decision_to(d, w);
 	d->with_opt = 0;
 	d->forward = 1;
 	return MUX_FWD_SERVER_ID;

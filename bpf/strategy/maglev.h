@@ -32,7 +32,7 @@ INLINE int decide_maglev(const struct vip_info *vip, void *servers, const struct
 		if (e) {
 			__u64 w = server_word(servers, e->server);
 			if (w && SERVER_STATE(w) != SERVER_DOWN) {
-				d->encap.daddr = SERVER_ADDR(w);
+				decision_to(d, w);
 				d->forward = 1;
 				return MUX_CT_HIT;
 			}
@@ -56,7 +56,7 @@ INLINE int decide_maglev(const struct vip_info *vip, void *servers, const struct
 			mux_count(MUX_CT_FLOOD);
 		}
 	}
-	d->encap.daddr = SERVER_ADDR(w);
+	decision_to(d, w);
 	d->forward = 1;
 	return verdict;
 }

@@ -129,7 +129,7 @@ INLINE int decide_prism(const struct vip_info *vip, void *servers, const struct 
 				 * between CPUs on every packet. */
 				if (!*(volatile __u8 *)&v->alive)
 					v->alive = 1;
-				d->encap.daddr = SERVER_ADDR(w);
+				decision_to(d, w);
 				d->forward = 1;
 				return MUX_PRISM_MCT_HIT;
 			}
@@ -148,7 +148,7 @@ INLINE int decide_prism(const struct vip_info *vip, void *servers, const struct 
 		if (l && l->until >= now) {
 			__u64 w = server_word(servers, l->server);
 			if (w) {
-				d->encap.daddr = SERVER_ADDR(w);
+				decision_to(d, w);
 				d->forward = 1;
 				return MUX_PRISM_LEARNED_HIT;
 			}
@@ -175,7 +175,7 @@ INLINE int decide_prism(const struct vip_info *vip, void *servers, const struct 
 		bpf_map_update_elem(&prism_learned, &sig, &l, BPF_ANY);
 		d->also = MUX_PRISM_LEARNED;
 	}
-	d->encap.daddr = SERVER_ADDR(w);
+	decision_to(d, w);
 	d->forward = 1;
 	return MUX_PRISM_MCT_MISS;
 }

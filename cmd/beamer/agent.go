@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/coreos/go-systemd/v22/daemon"
 	"log/slog"
 	"net/netip"
 	"os/signal"
@@ -214,6 +215,8 @@ it serves with their instance's bucket count, and the muxes' and servers' prefix
 			log.Info("agent stopped: its programs stay pinned and decapsulating for the next agent (beamer agent cleanup removes them)", "upgrade", upgrading())
 		}()
 		log.Info("agent running", "interface", cfg.Interface, "address", d.Address(), "server_id", cfg.ServerID, "api", d.APIAddr())
+		notifySystemd(log, daemon.SdNotifyReady)
+		defer notifySystemd(log, daemon.SdNotifyStopping)
 		if configPath == "" {
 			go ignoreHangups(ctx, hup, log)
 			<-ctx.Done()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/coreos/go-systemd/v22/daemon"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -102,6 +103,10 @@ process also serves the embedded etcd other beamer commands connect to.`,
 		}
 		defer stopMetrics()
 		logger.Info("campaigning", "store", *storeURL, "root", target.Root, "identity", *identity)
+		// Serving: the store is open (or started) and the metrics listen;
+		// whether this controller leads is the election's business.
+		notifySystemd(logger, daemon.SdNotifyReady)
+		defer notifySystemd(logger, daemon.SdNotifyStopping)
 		controller.Run(ctx, st, target.Root, o)
 		return nil
 	}

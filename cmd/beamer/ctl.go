@@ -289,8 +289,8 @@ func printView(out io.Writer, v *controller.View) {
 	for i, a := range in.VIPs {
 		vips[i] = a.String()
 	}
-	fmt.Fprintf(out, "instance %s (%s): VIPs %s ports %d-%d, %d buckets, chaining window %v, max chain %d%s\n",
-		in.Name, in.Strategy, strings.Join(vips, ","), in.PortLow, in.PortHigh, in.Buckets, in.ChainWindow, in.ChainLen(), encapSummary(&in))
+	fmt.Fprintf(out, "instance %s (%s): VIPs %s ports %d-%d, %d buckets, chaining window %s, max chain %d%s\n",
+		in.Name, in.Strategy, strings.Join(vips, ","), in.PortLow, in.PortHigh, in.Buckets, formatSeconds(in.ChainWindow), in.ChainLen(), encapSummary(&in))
 	fmt.Fprintf(out, "generation %d (blob at %d + %d deltas, %d+%d stored bytes)\n",
 		v.Generation, v.Load.Blob, v.Load.Deltas, v.Load.BlobBytes, v.Load.DeltaBytes)
 	unit, chained := v.Unit, ""

@@ -169,7 +169,7 @@ func init() {
 			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 				format = "json"
 			}
-			return emit(cmd.OutOrStdout(), format, v, func(w io.Writer) { printView(w, v) })
+			return emit(cmd.OutOrStdout(), format, newShowDocument(v), func(w io.Writer) { printView(w, v) })
 		})
 	show.Flags().Bool("json", false, "print JSON (same as -o json)")
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/coreos/go-systemd/v22/daemon"
 	"log/slog"
 	"os/signal"
 	"syscall"
@@ -175,6 +176,8 @@ latest blob and the deltas after it, then applies each new generation.`,
 			return err
 		}
 		log.Info("mux forwarding", "interface", opts.Interface, "address", d.Address(), "address6", d.Address6(), "pinned", opts.PinDir != "-")
+		notifySystemd(log, daemon.SdNotifyReady)
+		defer notifySystemd(log, daemon.SdNotifyStopping)
 		if static != nil {
 			go reloadMux(ctx, hup, configPath, d, static, log) // reload.go
 		} else {

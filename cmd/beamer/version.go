@@ -3,15 +3,32 @@ package main
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
 
-// versionInfo is `beamer version -o json|yaml` (docs/operations.md). It
-// comes from the build info the Go toolchain embeds: the module version
-// ("(devel)" for a build from a checkout) and the VCS revision when built
-// inside a git work tree.
+// releaseVersion is the newest release in CHANGELOG.md (a test keeps them
+// equal): the version of a build nothing else names.
+const releaseVersion = "0.1.0"
+
+// version is the semantic version of this build without its "v":
+// scripts/version.sh (git describe, else releaseVersion+git.REV) sets it
+// with -ldflags "-X main.version=..." in make build and make deb, so the
+// binary and the package say the same. A plain go build says
+// releaseVersion+dev.
+var version = releaseVersion + "+dev"
+
+// pseudoVersion matches the versions the Go toolchain makes up for an
+// untagged commit (v0.0.0-20261126000000-abcdef123456): not a release.
+var pseudoVersion = regexp.MustCompile(`[-.]\d{14}-[0-9a-f]{12}(\+dirty)?$`)
+
+// versionInfo is `beamer version -o json|yaml` (docs/operations.md): the
+// semantic version (the module's when it was installed by tag, `go install
+// ...@v0.1.0`; else the one the build was given), and from the build info
+// the Go toolchain embeds the VCS revision when built inside a git work tree.
 type versionInfo struct {
 	Module    string `json:"module"`
 	Version   string `json:"version"`
@@ -22,7 +39,10 @@ type versionInfo struct {
 }
 
 func buildVersion(bi *debug.BuildInfo) versionInfo {
-	v := versionInfo{Module: bi.Main.Path, Version: bi.Main.Version, GoVersion: bi.GoVersion}
+	v := versionInfo{Module: bi.Main.Path, Version: "v" + strings.TrimPrefix(version, "v"), GoVersion: bi.GoVersion}
+	if mv := bi.Main.Version; strings.HasPrefix(mv, "v") && !pseudoVersion.MatchString(mv) {
+		v.Version = mv
+	}
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
@@ -36,11 +56,11 @@ func buildVersion(bi *debug.BuildInfo) versionInfo {
 	return v
 }
 
-// currentVersion is this binary's version (also the build-info metric's labels).
+// currentVersion is this binary's version (beamer version, the man pages).
 func currentVersion() versionInfo {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return versionInfo{Version: "unknown"}
+		return versionInfo{Version: "v" + version}
 	}
 	return buildVersion(bi)
 }

@@ -237,11 +237,9 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 		}
 	}
 	if len(moves) == 0 {
-		c.metrics.observePrism(in.config.Name, mctAfter(t, mct), 0, 0, 0, len(mct))
+		c.metrics.observePrism(in.config.Name, mctAfter(t, mct), 0, 0, 0)
 		return nil, mct, nil
 	}
-	prunedNow := len(mct)
-
 	// Algorithm 1 over the bins that move away from servers that are alive.
 	bins := map[uint32]forwarding.ServerID{}
 	var announce []forwarding.BucketChange
@@ -284,7 +282,7 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 	room := int(opts.MCTEntries) - len(t.MCT)
 	if len(got) > room {
 		c.logf("prism %s: %d signatures to migrate, room for %d in the MCT: bins stay where they are", in.config.Name, len(got), room)
-		c.metrics.observePrism(in.config.Name, mctAfter(t, mct), 0, 0, 0, prunedNow)
+		c.metrics.observePrism(in.config.Name, mctAfter(t, mct), 0, 0, 0)
 		var back []forwarding.BucketChange // no longer migrating
 		for _, m := range announce {
 			back = append(back, forwarding.BucketChange{Index: m.Index, Bucket: forwarding.Bucket{Current: m.Bucket.Current}})
@@ -304,7 +302,7 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 		st.Rounds = append(st.Rounds, rd.New)
 	}
 	r.flipped[in.config.Name] = &flip{bins: bins, copied: got}
-	c.metrics.observePrism(in.config.Name, mctAfter(t, mct), len(got), 0, len(rounds), prunedNow)
+	c.metrics.observePrism(in.config.Name, mctAfter(t, mct), len(got), 0, len(rounds))
 	c.logf("prism %s: %d bins move, %d signatures migrated in %d rounds %v", in.config.Name, len(moves), len(got), len(rounds), st.Rounds)
 	return moves, mct, nil
 }
@@ -341,7 +339,7 @@ func (c *Controller) prismFinal(ctx context.Context, in *instance) (*forwarding.
 		}
 	}
 	st.Late += len(d.MCT)
-	c.metrics.observePrism(in.config.Name, mctAfter(t, d.MCT), 0, len(d.MCT), 0, 0)
+	c.metrics.observePrism(in.config.Name, mctAfter(t, d.MCT), 0, len(d.MCT), 0)
 	c.logf("prism %s: final round: %d late signatures", in.config.Name, len(d.MCT))
 	return d, nil
 }

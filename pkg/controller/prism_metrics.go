@@ -7,7 +7,6 @@ type prismMetrics struct {
 	mct      *prometheus.GaugeVec
 	migrated *prometheus.CounterVec
 	rounds   *prometheus.GaugeVec
-	pruned   *prometheus.CounterVec
 	reasons  *prometheus.CounterVec
 	rounds2  *prometheus.CounterVec
 	muxFails *prometheus.CounterVec
@@ -23,9 +22,10 @@ func newPrismMetrics(reg prometheus.Registerer) *prismMetrics {
 			Help: "Signatures copied into the MCT by Algorithm 1 (late: by the final round after a flip)."}, []string{"lb_instance", "when"}),
 		rounds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_controller_prism_last_rounds",
 			Help: "Rounds Algorithm 1 ran in the last pool update."}, l),
-		pruned: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beamer_controller_prism_pruned_total",
-			Help: "MCT entries removed because no live connection has them any more."}, l),
 	}
+	// The one count of pruned MCT entries (beamer_controller_prism_pruned_total,
+	// which counted the same entries without the reason, is gone: its value
+	// is sum without (reason) of this one).
 	p.reasons = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beamer_controller_prism_pruned_by_reason_total",
 		Help: "MCT entries removed, by why: server_gone (removed or down), closed (idle on every mux, and its server no longer lists the connection), idle_max (idle on every mux past the limit)."}, []string{"lb_instance", "reason"})
 	p.rounds2 = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beamer_controller_prism_keepalive_rounds_total",
@@ -34,13 +34,13 @@ func newPrismMetrics(reg prometheus.Registerer) *prismMetrics {
 		Help: "Muxes that did not answer a keep-alive collection."}, l)
 	p.suspects = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_controller_prism_mct_suspects",
 		Help: "MCT entries no mux has hit for the idle rounds: their servers are asked whether the connections still live."}, l)
-	reg.MustRegister(p.mct, p.migrated, p.rounds, p.pruned, p.reasons, p.rounds2, p.muxFails, p.suspects)
+	reg.MustRegister(p.mct, p.migrated, p.rounds, p.reasons, p.rounds2, p.muxFails, p.suspects)
 	return p
 }
 
 // observePrism records one publication of a Prism instance: the MCT size
-// after it, and what the update migrated and pruned.
-func (m *Metrics) observePrism(instance string, mct, migrated, late, rounds, pruned int) {
+// after it, and what the update migrated (pruning: observePrismPruned).
+func (m *Metrics) observePrism(instance string, mct, migrated, late, rounds int) {
 	if m == nil || m.prism == nil {
 		return
 	}
@@ -50,7 +50,6 @@ func (m *Metrics) observePrism(instance string, mct, migrated, late, rounds, pru
 	if rounds > 0 {
 		m.prism.rounds.WithLabelValues(instance).Set(float64(rounds))
 	}
-	m.prism.pruned.WithLabelValues(instance).Add(float64(pruned))
 }
 
 func (m *Metrics) observePrismPruned(instance, reason string) {

@@ -121,6 +121,9 @@ func (c *Controller) reconcile(ctx context.Context, in *instance) error {
 			return err
 		}
 	}
+	// Servers by health, also without health checks (all up or pending
+	// then): the gauge must not depend on --no-health-checks.
+	c.metrics.observeHealth(in.config.Name, in.dips)
 	// 3. Records that follow the published ring.
 	return c.settle(ctx, in)
 }

@@ -57,12 +57,12 @@ type agentBenchCaptureScratch struct {
 	}
 	T struct {
 		_      structs.HostLayout
-		Family uint8
-		Proto  uint8
-		Sport  uint16
-		Dport  uint16
 		Src    [16]uint8
 		Dst    [16]uint8
+		Sport  uint16
+		Dport  uint16
+		Family uint8
+		Proto  uint8
 	}
 	_ [2]byte
 }

@@ -68,6 +68,8 @@ type Mux struct {
 	vips  *vipTable // the VIP front and records (vips.go)
 	ports portSets  // port_sets entries of VIPs with many port ranges (mux_ports.go)
 
+	traffic *muxTraffic // per-VIP and per-server counters' slots (mux_traffic.go)
+
 	epoch     *wordArray    // the next-hop cache's epoch (bpf/include/nexthop.h)
 	epochMu   sync.Mutex    // FlushNextHops against Close: callers may outlive the mux
 	unmapped  bool          // epoch unmapped by Close
@@ -91,6 +93,9 @@ type muxInstance struct {
 	// state is the strategy's own per-instance maps (nil: none), see
 	// mux_strategy.go.
 	state instanceState
+	// traffic hands out the servers' counter slots (mux_traffic.go; nil:
+	// servers are not counted apart).
+	traffic *muxTraffic
 }
 
 // LoadMux loads the mux program; it forwards nothing until an instance is set.
@@ -169,6 +174,10 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 		return nil, err
 	}
 	if m.awfdCounters, err = newCounterSet(spec, m.objs.AwfdCounters, "awfd_counter", "AWFD_"); err != nil {
+		m.objs.Close()
+		return nil, err
+	}
+	if m.traffic, err = newMuxTraffic(&m.objs); err != nil {
 		m.objs.Close()
 		return nil, err
 	}
@@ -438,7 +447,7 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 	if !ok {
 		return fmt.Errorf("dataplane: all %d table slots in use", maxTables)
 	}
-	in := &muxInstance{cfg: cfg, slot: slot, table: &forwarding.Table{}}
+	in := &muxInstance{cfg: cfg, slot: slot, table: &forwarding.Table{}, traffic: m.traffic}
 	if err := in.build(t); err != nil {
 		in.close()
 		return err
@@ -492,6 +501,7 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 		m.unpublishStale(old, cfg)
 		m.release(old)
 	}
+	m.traffic.keepServers(cfg.Name, in.table.Servers)
 	return nil
 }
 
@@ -608,6 +618,7 @@ func (m *Mux) ApplyDelta(name string, d *forwarding.Delta) error {
 	for _, c := range d.Servers {
 		if c.Remove {
 			in.servers.store(uint32(c.ID), 0)
+			m.traffic.forgetServer(name, c.ID)
 		}
 	}
 	return nil
@@ -624,10 +635,12 @@ func (m *Mux) RemoveInstance(name string) error {
 	for _, v := range in.cfg.VIPs {
 		m.vips.remove(v)
 		m.forgetVIP(v)
+		m.traffic.forgetVIP(v)
 	}
 	delete(m.instances, name)
 	delete(m.awfd, name)
 	m.release(in)
+	m.traffic.keepServers(name, nil)
 	return nil
 }
 
@@ -689,6 +702,9 @@ func (m *Mux) publish(in *muxInstance) error {
 		if err != nil {
 			return err
 		}
+		if rec.Stats, err = m.traffic.vipStat(v); err != nil { // mux_traffic.go
+			return err
+		}
 		if err := m.vips.set(v, rec); err != nil {
 			return fmt.Errorf("publishing VIP %v: %w", v, err)
 		}
@@ -718,6 +734,7 @@ func (m *Mux) unpublishStale(old *muxInstance, cfg forwarding.Instance) {
 		if !keep {
 			m.vips.remove(v)
 			m.forgetVIP(v)
+			m.traffic.forgetVIP(v)
 		}
 	}
 }

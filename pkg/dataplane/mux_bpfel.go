@@ -69,12 +69,12 @@ type muxCaptureScratch struct {
 	}
 	T struct {
 		_      structs.HostLayout
-		Family uint8
-		Proto  uint8
-		Sport  uint16
-		Dport  uint16
 		Src    [16]uint8
 		Dst    [16]uint8
+		Sport  uint16
+		Dport  uint16
+		Family uint8
+		Proto  uint8
 	}
 	_ [2]byte
 }
@@ -208,6 +208,12 @@ type muxPortSet struct {
 	}
 }
 
+type muxServerTraffic struct {
+	_       structs.HostLayout
+	Packets uint64
+	Bytes   uint64
+}
+
 type muxVipFrontLine struct {
 	_ structs.HostLayout
 	W [8]uint64
@@ -240,13 +246,22 @@ type muxVipInfo struct {
 	Encap    uint8
 	PadEncap uint8
 	GuePort  uint16
-	_        [4]byte
+	Stats    uint16
+	_        [2]byte
 }
 
 type muxVipRecord struct {
 	_    structs.HostLayout
 	Info muxVipInfo
 	_    [8]byte
+}
+
+type muxVipTraffic struct {
+	_        structs.HostLayout
+	Packets  uint64
+	Bytes    uint64
+	NewFlows uint64
+	Drops    [44]uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -269,6 +284,9 @@ const (
 	muxMapMctTables              = "mct_tables"
 	muxMapMux6Prog               = "mux6_prog"
 	muxMapMuxCounters            = "mux_counters"
+	muxMapMuxServerTraffic       = "mux_server_traffic"
+	muxMapMuxVipPacket           = "mux_vip_packet"
+	muxMapMuxVipTraffic          = "mux_vip_traffic"
 	muxMapNexthop6Cache          = "nexthop6_cache"
 	muxMapNexthopCache           = "nexthop_cache"
 	muxMapNexthopEpoch           = "nexthop_epoch"
@@ -357,6 +375,9 @@ type muxMapSpecs struct {
 	MctTables          *ebpf.MapSpec `ebpf:"mct_tables"`
 	Mux6Prog           *ebpf.MapSpec `ebpf:"mux6_prog"`
 	MuxCounters        *ebpf.MapSpec `ebpf:"mux_counters"`
+	MuxServerTraffic   *ebpf.MapSpec `ebpf:"mux_server_traffic"`
+	MuxVipPacket       *ebpf.MapSpec `ebpf:"mux_vip_packet"`
+	MuxVipTraffic      *ebpf.MapSpec `ebpf:"mux_vip_traffic"`
 	Nexthop6Cache      *ebpf.MapSpec `ebpf:"nexthop6_cache"`
 	NexthopCache       *ebpf.MapSpec `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.MapSpec `ebpf:"nexthop_epoch"`
@@ -419,6 +440,9 @@ type muxMaps struct {
 	MctTables          *ebpf.Map `ebpf:"mct_tables"`
 	Mux6Prog           *ebpf.Map `ebpf:"mux6_prog"`
 	MuxCounters        *ebpf.Map `ebpf:"mux_counters"`
+	MuxServerTraffic   *ebpf.Map `ebpf:"mux_server_traffic"`
+	MuxVipPacket       *ebpf.Map `ebpf:"mux_vip_packet"`
+	MuxVipTraffic      *ebpf.Map `ebpf:"mux_vip_traffic"`
 	Nexthop6Cache      *ebpf.Map `ebpf:"nexthop6_cache"`
 	NexthopCache       *ebpf.Map `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.Map `ebpf:"nexthop_epoch"`
@@ -451,6 +475,9 @@ func (m *muxMaps) Close() error {
 		m.MctTables,
 		m.Mux6Prog,
 		m.MuxCounters,
+		m.MuxServerTraffic,
+		m.MuxVipPacket,
+		m.MuxVipTraffic,
 		m.Nexthop6Cache,
 		m.NexthopCache,
 		m.NexthopEpoch,

@@ -19,6 +19,10 @@ type InstanceState struct {
 	Owned map[forwarding.ServerID]int
 	// Chained counts buckets whose word names a history (a chain reference).
 	Chained int
+	// Unowned counts buckets whose kernel word names no server of the
+	// table (no owner, or an id the table lacks): the data path drops their
+	// packets (drop reasons no_owner, unknown_server).
+	Unowned int
 	// Servers are the server ids and addresses of the table.
 	Servers map[forwarding.ServerID]forwarding.Server
 }
@@ -40,6 +44,11 @@ func (m *Mux) State() []InstanceState {
 		}
 		for id, sv := range in.table.Servers {
 			s.Servers[id] = sv
+		}
+		for id, n := range s.Owned {
+			if _, ok := in.table.Servers[id]; !ok {
+				s.Unowned += n
+			}
 		}
 		s.Config.Name = name
 		out = append(out, s)

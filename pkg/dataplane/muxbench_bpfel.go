@@ -69,12 +69,12 @@ type muxBenchCaptureScratch struct {
 	}
 	T struct {
 		_      structs.HostLayout
-		Family uint8
-		Proto  uint8
-		Sport  uint16
-		Dport  uint16
 		Src    [16]uint8
 		Dst    [16]uint8
+		Sport  uint16
+		Dport  uint16
+		Family uint8
+		Proto  uint8
 	}
 	_ [2]byte
 }
@@ -158,6 +158,12 @@ type muxBenchPortSet struct {
 	}
 }
 
+type muxBenchServerTraffic struct {
+	_       structs.HostLayout
+	Packets uint64
+	Bytes   uint64
+}
+
 type muxBenchVipFrontLine struct {
 	_ structs.HostLayout
 	W [8]uint64
@@ -192,9 +198,18 @@ type muxBenchVipRecord struct {
 		Encap    uint8
 		PadEncap uint8
 		GuePort  uint16
-		_        [4]byte
+		Stats    uint16
+		_        [2]byte
 	}
 	_ [8]byte
+}
+
+type muxBenchVipTraffic struct {
+	_        structs.HostLayout
+	Packets  uint64
+	Bytes    uint64
+	NewFlows uint64
+	Drops    [44]uint64
 }
 
 // Names of all BPF objects in the ELF.
@@ -217,6 +232,9 @@ const (
 	muxBenchMapMctTables              = "mct_tables"
 	muxBenchMapMux6Prog               = "mux6_prog"
 	muxBenchMapMuxCounters            = "mux_counters"
+	muxBenchMapMuxServerTraffic       = "mux_server_traffic"
+	muxBenchMapMuxVipPacket           = "mux_vip_packet"
+	muxBenchMapMuxVipTraffic          = "mux_vip_traffic"
 	muxBenchMapNexthop6Cache          = "nexthop6_cache"
 	muxBenchMapNexthopCache           = "nexthop_cache"
 	muxBenchMapNexthopEpoch           = "nexthop_epoch"
@@ -324,6 +342,9 @@ type muxBenchMapSpecs struct {
 	MctTables          *ebpf.MapSpec `ebpf:"mct_tables"`
 	Mux6Prog           *ebpf.MapSpec `ebpf:"mux6_prog"`
 	MuxCounters        *ebpf.MapSpec `ebpf:"mux_counters"`
+	MuxServerTraffic   *ebpf.MapSpec `ebpf:"mux_server_traffic"`
+	MuxVipPacket       *ebpf.MapSpec `ebpf:"mux_vip_packet"`
+	MuxVipTraffic      *ebpf.MapSpec `ebpf:"mux_vip_traffic"`
 	Nexthop6Cache      *ebpf.MapSpec `ebpf:"nexthop6_cache"`
 	NexthopCache       *ebpf.MapSpec `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.MapSpec `ebpf:"nexthop_epoch"`
@@ -391,6 +412,9 @@ type muxBenchMaps struct {
 	MctTables          *ebpf.Map `ebpf:"mct_tables"`
 	Mux6Prog           *ebpf.Map `ebpf:"mux6_prog"`
 	MuxCounters        *ebpf.Map `ebpf:"mux_counters"`
+	MuxServerTraffic   *ebpf.Map `ebpf:"mux_server_traffic"`
+	MuxVipPacket       *ebpf.Map `ebpf:"mux_vip_packet"`
+	MuxVipTraffic      *ebpf.Map `ebpf:"mux_vip_traffic"`
 	Nexthop6Cache      *ebpf.Map `ebpf:"nexthop6_cache"`
 	NexthopCache       *ebpf.Map `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.Map `ebpf:"nexthop_epoch"`
@@ -423,6 +447,9 @@ func (m *muxBenchMaps) Close() error {
 		m.MctTables,
 		m.Mux6Prog,
 		m.MuxCounters,
+		m.MuxServerTraffic,
+		m.MuxVipPacket,
+		m.MuxVipTraffic,
 		m.Nexthop6Cache,
 		m.NexthopCache,
 		m.NexthopEpoch,

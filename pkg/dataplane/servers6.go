@@ -47,8 +47,12 @@ func newServer6Array() (*ebpf.Map, error) {
 // An IPv6 id whose address changes in place is cleared and a grace period
 // waited before the new address is written.
 func (in *muxInstance) storeServer(id forwarding.ServerID, s forwarding.Server, grace func() error) error {
+	w, err := in.serverWordCounted(id, s) // mux_traffic.go
+	if err != nil {
+		return err
+	}
 	if !is6(s.Addr) {
-		in.servers.store(uint32(id), s.Pack())
+		in.servers.store(uint32(id), w)
 		return nil
 	}
 	if in.servers6 == nil {
@@ -63,6 +67,6 @@ func (in *muxInstance) storeServer(id forwarding.ServerID, s forwarding.Server, 
 	if err := in.servers6.Put(uint32(id), s.Addr.As16()); err != nil {
 		return fmt.Errorf("dataplane: writing the address of server %d: %w", id, err)
 	}
-	in.servers.store(uint32(id), serverWord(s))
+	in.servers.store(uint32(id), w)
 	return nil
 }

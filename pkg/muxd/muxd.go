@@ -229,7 +229,7 @@ func (d *Daemon) serveMetrics() error {
 	reg.MustRegister(d.bgpUp)
 	d.registerFollowMetrics(reg)
 	d.registerAWFDMetrics(reg)
-	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors, d.health, d.prism,
+	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors, d.health, d.prism, newVIPTraffic(d.mux),
 		metrics.NewCounterCollector("beamer_mux_packets_total", "Packets by decision of the XDP mux.", "decision", d.mux.Counters),
 		metrics.NewCounterCollector("beamer_mux_cheetah_packets_total", "Segments of Cheetah VIPs by how the server was found (cookie hits, bad cookies, fallbacks to buckets).", "decision", d.mux.CheetahCounters),
 		metrics.NewCounterCollector("beamer_mux_awfd_packets_total", "Packets of AWFD VIPs by the awfd strategy's decision (by_class: new connection placed by its class record).", "decision", d.mux.AWFDCounters))
