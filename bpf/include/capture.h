@@ -13,20 +13,24 @@
  * address the program holds as a constant, so no lookup at all; the
  * command writes it through the daemon's pin of that map). The work is in a
  * global function, verified once on its own and called only when capture
- * is on, so the programs' own code and stack stay as they were.
+ * is on: the programs gain the call and little else.
  *
  * Capture on: the packet's first bytes are copied into a per-CPU scratch
  * record (bpf_xdp_load_bytes / bpf_skb_load_bytes read past XDP fragments
  * and non-linear socket buffers alike), the innermost packet's 5-tuple is
  * read from the copy (through IP-in-IP, and GUE to cfg->gue_port), and a
  * matching packet is output to the ring with only the bytes asked for
- * (snaplen). A BPF ring buffer rather than a perf buffer: one buffer for
- * every CPU, so records arrive in the order they were written, with one
- * reader; the per-CPU scratch lets the record be sized by the packet
- * (bpf_ringbuf_output) rather than reserved at the maximum, and keeps the
- * parse off the stack: the global function's frame is the only one added
- * to the calling program's (the verifier's limit is 512 bytes for all the
- * frames of a call chain, and the mux's IPv6 benchmark build is close).
+ * (snaplen). A BPF ring buffer rather than a perf buffer (bpf_xdp_output /
+ * bpf_skb_output, which copy the packet themselves): one buffer for every
+ * CPU, so records arrive in the order they were written, to one reader,
+ * where perf buffers are per CPU and would need merging by time; and the
+ * filter has to read the headers first anyway, which perf output would
+ * have us do into the stack. The per-CPU scratch lets the record be sized
+ * by the packet (bpf_ringbuf_output) rather than reserved at the maximum,
+ * and keeps the parse off the stack: the global function's frame is added
+ * to the calling program's, and the verifier allows 512 bytes for all the
+ * frames of a call chain (the mux's IPv6 program uses 464 of them: it has
+ * no mux-tx point, see capture_xdp6 below).
  *
  * The bound is the kernel's too: cfg->remaining is taken by an atomic
  * decrement per record and nothing is written once it reaches 0, nor after
