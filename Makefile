@@ -5,7 +5,7 @@ BIN := bin/beamer
 BPF_SOURCES := $(wildcard bpf/*.c bpf/include/*.h bpf/strategy/*.h bpf/bench/*.h bpf/probe/*.c)
 BPF_OBJECTS := pkg/dataplane/mux_bpfel.o pkg/dataplane/agent_bpfel.o pkg/dataplane/hashprobe_bpfel.o pkg/dataplane/gue6probe_bpfel.o pkg/dataplane/muxbench_bpfel.o pkg/dataplane/agentbench_bpfel.o pkg/dataplane/vipstats_bpfel.o
 
-.PHONY: all setup generate check-generated build test fuzz demo deb clean
+.PHONY: all setup generate generate-api check-generated build test fuzz demo deb clean
 
 all: build
 
@@ -19,7 +19,12 @@ $(BPF_OBJECTS) &: $(BPF_SOURCES) pkg/dataplane/generate.go
 
 generate: $(BPF_OBJECTS)
 
-# The committed objects and bindings are what bpf/ compiles to (CI runs it).
+# The management API's Go code from its schema (pkg/mgmtapi/proto).
+generate-api:
+	GO=$(GO) scripts/gen-mgmtapi.sh
+
+# The committed objects and bindings are what bpf/ compiles to, the API's
+# code what its schema generates (CI runs it).
 check-generated:
 	@GO=$(GO) scripts/check-generated.sh
 

@@ -32,4 +32,5 @@ run ./pkg/store FuzzValidKey
 run ./pkg/config FuzzLoadMux FuzzLoadAgent
 run ./pkg/wire FuzzParseOption FuzzDecapsulate FuzzDecapsulateGUE
 run ./pkg/awfd FuzzDecode
+run ./pkg/declarative FuzzParse
 run ./cmd/beamer FuzzDecodeCapture

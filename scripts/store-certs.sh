@@ -6,12 +6,15 @@
 #   server.pem, server-key.pem    the embedded etcd's certificate, naming ADDR and 127.0.0.1
 #   NAME.pem, NAME-key.pem        one client certificate per NAME (controller, muxes, operators)
 # Usage: scripts/store-certs.sh ADDR NAME[=ROLE[@NODEADDR,...]]...
-#   e.g. scripts/store-certs.sh 198.18.0.2 ctl=controller mux1=mux@198.18.0.11 server1=agent@198.18.0.21
-# NAME=ROLE also makes the certificate a node identity (docs/operations.md,
-# "Trust boundaries"): its role as the URI SAN beamer://role/ROLE
-# (controller, mux or agent); a mux or an agent serves its node API with it,
-# so it names the addresses the controller dials (NODEADDR) and may serve.
-# The same certificate is the node's store client certificate.
+#   e.g. scripts/store-certs.sh 198.18.0.2 ctl=controller@198.18.0.2 mux1=mux@198.18.0.11 server1=agent@198.18.0.21 alice=admin bob=read
+# NAME=ROLE also makes the certificate an identity (docs/operations.md,
+# "Trust boundaries"): its role as the URI SAN beamer://role/ROLE.
+# controller, mux, agent: a node; a mux or an agent serves its node API with
+# it, so it names the addresses the controller dials (NODEADDR); a
+# controller@ADDR serves the management API at ADDR with it (without @ADDR
+# it is only a client). The same certificate is the node's store client
+# certificate. read, admin: an operator of the management API (`beamer ctl
+# --cert`): read may list, show, look up and watch; admin may also change.
 # An existing CA is reused, so running it again later adds client certificates.
 set -euo pipefail
 if [ $# -lt 2 ]; then
@@ -58,10 +61,17 @@ for arg in "$@"; do
 	esac
 	case $role in
 	"") ext="extendedKeyUsage=clientAuth" ;;
-	controller) ext="extendedKeyUsage=clientAuth
-subjectAltName=URI:beamer://role/controller" ;;
-	mux | agent)
-		[ -n "$addrs" ] || { echo "$0: $arg: a $role serves its node API: name its address(es), $name=$role@ADDR[,ADDR]" >&2; exit 2; }
+	read | admin) ext="extendedKeyUsage=clientAuth
+subjectAltName=URI:beamer://role/$role" ;;
+	controller | mux | agent)
+		if [ -z "$addrs" ]; then
+			[ "$role" = controller ] || { echo "$0: $arg: a $role serves its node API: name its address(es), $name=$role@ADDR[,ADDR]" >&2; exit 2; }
+			ext="extendedKeyUsage=clientAuth
+subjectAltName=URI:beamer://role/controller"
+			sign "$name" "$name" "$ext"
+			names+=("$name")
+			continue
+		fi
 		sans="URI:beamer://role/$role"
 		IFS=, read -r -a list <<<"$addrs"
 		for a in "${list[@]}"; do
@@ -72,7 +82,7 @@ subjectAltName=URI:beamer://role/controller" ;;
 		done
 		ext="extendedKeyUsage=serverAuth,clientAuth
 subjectAltName=$sans" ;;
-	*) echo "$0: $arg: role $role: want controller, mux or agent" >&2; exit 2 ;;
+	*) echo "$0: $arg: role $role: want controller, mux, agent, read or admin" >&2; exit 2 ;;
 	esac
 	sign "$name" "$name" "$ext"
 	names+=("$name")

@@ -5,30 +5,33 @@ import (
 	"strings"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/controller"
+	"github.com/beamer-lb/beamer/pkg/mgmtapi"
 	"github.com/spf13/cobra"
 )
 
 // completeInstance completes the NAME argument of ctl commands with the
-// instances in the store named by --store (shell completion: `beamer
+// instances the controller at --api lists (shell completion: `beamer
 // completion bash|zsh|fish`). It gives up quietly after 3 s: a slow store
 // must not hang the shell.
 func completeInstance(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	if len(args) != 0 || !strings.HasPrefix(strings.Fields(cmd.Use + " x")[1], "NAME") {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	url, err := cmd.Flags().GetString("store")
+	addrs, err := cmd.Flags().GetStringSlice("api")
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	st, t, err := openStore(ctx, url)
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	defer st.Close()
-	names, err := controller.New(st, t.Root, controller.Options{}).Instances(ctx)
+	f := &apiClientFlags{addrs: &addrs, insecure: new(bool)}
+	f.files.Cert, _ = cmd.Flags().GetString("cert")
+	f.files.Key, _ = cmd.Flags().GetString("key")
+	f.files.CA, _ = cmd.Flags().GetString("ca")
+	*f.insecure, _ = cmd.Flags().GetBool("insecure")
+	var names []string
+	err = f.withClient(3*time.Second, func(ctx context.Context, c *mgmtapi.Client) error {
+		var err error
+		names, err = c.Instances(ctx)
+		return err
+	})
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -22,7 +22,9 @@ func init() {
 		Short: "Run the Beamer controller: serves `beamer ctl`, health-checks DIPs, writes the mux ring",
 		Long: `Runs a controller. Several may run against one store: one is elected and
 writes, the others wait to take over. With the default embed:// store this
-process also serves the embedded etcd other beamer commands connect to.`,
+process also serves the embedded etcd the muxes connect to. Every controller
+serves the management API that beamer ctl calls (--api, gRPC with mutual
+TLS, roles read and admin); a standby forwards calls to the elected one.`,
 		Args: cobra.NoArgs,
 	}
 	storeURL := addStoreFlag(cmd)
@@ -38,7 +40,8 @@ process also serves the embedded etcd other beamer commands connect to.`,
 	cmd.Flags().DurationVar(&h.HalfLife, "flap-half-life", 5*time.Minute, "half-life of the flap penalty")
 	applyHolds := addHoldFlags(cmd)
 	applyPrism := addPrismFlags(cmd)
-	nodeFiles := addNodeClientFlags(cmd) // node_tls.go
+	nodeFiles := addNodeClientFlags(cmd)   // node_tls.go
+	apiFlags := addControllerAPIFlags(cmd) // controller_api.go
 	metricsAddr := cmd.Flags().String("metrics", "", "serve /metrics (fail-open instances, servers by health, buckets held open) on this address")
 	reconcile := cmd.Flags().Duration("reconcile-every", 30*time.Second, "reconcile all instances this often (ends chaining windows of removed DIPs)")
 	blobEvery := cmd.Flags().Uint32("blob-every", 64, "write a full blob at least every N generations")
@@ -76,6 +79,10 @@ process also serves the embedded etcd other beamer commands connect to.`,
 		if err := applyPrism(&o); err != nil {
 			return err
 		}
+		apiTLS, forwardTLS, err := apiFlags.tls()
+		if err != nil {
+			return err
+		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		embedWait = 0 // the controller serves an embedded store itself
@@ -102,8 +109,13 @@ process also serves the embedded etcd other beamer commands connect to.`,
 			return err
 		}
 		defer stopMetrics()
+		stopAPI, err := serveControllerAPI(ctx, apiFlags, st, target.Root, *identity, apiTLS, forwardTLS)
+		if err != nil {
+			return err
+		}
+		defer stopAPI()
 		logger.Info("campaigning", "store", *storeURL, "root", target.Root, "identity", *identity)
-		// Serving: the store is open (or started) and the metrics listen;
+		// Serving: the store is open (or started), the metrics and the API listen;
 		// whether this controller leads is the election's business.
 		notifySystemd(logger, daemon.SdNotifyReady)
 		defer notifySystemd(logger, daemon.SdNotifyStopping)

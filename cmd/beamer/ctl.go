@@ -15,11 +15,12 @@ import (
 	"github.com/beamer-lb/beamer/pkg/assign"
 	"github.com/beamer-lb/beamer/pkg/controller"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/mgmtapi"
 	"github.com/spf13/cobra"
 )
 
-// ctlCmd groups the operator commands. Changes go to the elected
-// controller as requests through the store; show/list/status only read.
+// ctlCmd groups the operator commands. Every one calls the elected
+// controller's management API (ctl_api.go); show/list/lookup only read.
 var ctlCmd = &cobra.Command{
 	Use:   "ctl",
 	Short: "Operate load-balancer instances through the elected controller",
@@ -27,13 +28,13 @@ var ctlCmd = &cobra.Command{
 
 // ctlFlags are the flags every ctl subcommand has.
 type ctlFlags struct {
-	store   *string
+	api     *apiClientFlags
 	timeout *time.Duration
 }
 
 func newCtl(use, short string, args cobra.PositionalArgs) (*cobra.Command, *ctlFlags) {
 	cmd := &cobra.Command{Use: use, Short: short, Args: args, ValidArgsFunction: completeInstance}
-	f := &ctlFlags{store: addStoreFlag(cmd)}
+	f := &ctlFlags{api: addAPIClientFlags(cmd)}
 	f.timeout = cmd.Flags().Duration("timeout", 30*time.Second, "how long to wait for the controller")
 	ctlCmd.AddCommand(cmd)
 	return cmd, f
@@ -47,13 +48,15 @@ func (f *ctlFlags) submit(r controller.Request) error {
 
 // submitResult is submit returning what the controller reported.
 func (f *ctlFlags) submitResult(r controller.Request) (string, error) {
-	ctx := context.Background()
-	st, t, err := openStore(ctx, *f.store)
-	if err != nil {
-		return "", err
-	}
-	defer st.Close()
-	return controller.SubmitResult(ctx, st, t.Root, r, *f.timeout)
+	var res string
+	// The server waits --timeout for the controller's verdict; the call
+	// gets a few seconds more to bring it back.
+	err := f.api.withClient(*f.timeout+2*time.Second, func(ctx context.Context, c *mgmtapi.Client) error {
+		var err error
+		res, err = c.Submit(ctx, r)
+		return err
+	})
+	return res, err
 }
 
 func parseID(s string) (forwarding.ServerID, error) {

@@ -17,7 +17,7 @@ func TestCtlDurationsInSeconds(t *testing.T) {
 		}
 	}
 	st := ctlStore(t)
-	if got := ctlOut(t, "ctl", "show", "web", "--store", st); !strings.Contains(got, "chaining window 240s,") {
+	if got := ctlOut(t, "ctl", "show", "web", "--api", st); !strings.Contains(got, "chaining window 240s,") {
 		t.Errorf("ctl show: no \"chaining window 240s\":\n%s", got)
 	}
 	var show struct {
@@ -26,7 +26,7 @@ func TestCtlDurationsInSeconds(t *testing.T) {
 			Name string `json:"name"`
 		} `json:"instance"`
 	}
-	if err := json.Unmarshal([]byte(ctlOut(t, "ctl", "show", "web", "--store", st, "-o", "json")), &show); err != nil {
+	if err := json.Unmarshal([]byte(ctlOut(t, "ctl", "show", "web", "--api", st, "-o", "json")), &show); err != nil {
 		t.Fatal(err)
 	}
 	var list struct {
@@ -35,7 +35,7 @@ func TestCtlDurationsInSeconds(t *testing.T) {
 			ChainWindowSeconds float64 `json:"chain_window_seconds"`
 		} `json:"instances"`
 	}
-	if err := json.Unmarshal([]byte(ctlOut(t, "ctl", "list", "--store", st, "-o", "json")), &list); err != nil {
+	if err := json.Unmarshal([]byte(ctlOut(t, "ctl", "list", "--api", st, "-o", "json")), &list); err != nil {
 		t.Fatal(err)
 	}
 	if show.Instance.Name != "web" || show.ChainWindowSeconds != 240 {

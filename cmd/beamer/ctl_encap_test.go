@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -25,11 +24,11 @@ func TestCtlEncapRejections(t *testing.T) {
 }
 
 // TestCtlEncapAccepted: encap gue with and without a port passes every
-// check and reaches the store (where no controller answers).
+// check and reaches the store through the API (where no controller answers).
 func TestCtlEncapAccepted(t *testing.T) {
-	store := fmt.Sprintf("embed://%s?client=127.0.0.1:0&peer=127.0.0.1:0", t.TempDir())
+	api := emptyAPI(t)
 	for _, extra := range [][]string{{"--encap", "gue"}, {"--encap", "gue", "--gue-port", "7070"}} {
-		args := append([]string{"ctl", "create", "web", "--vip", "198.18.100.1", "--ports", "80", "--buckets", "100", "--store", store, "--timeout", "300ms"}, extra...)
+		args := append([]string{"ctl", "create", "web", "--vip", "198.18.100.1", "--ports", "80", "--buckets", "100", "--api", api, "--timeout", "300ms"}, extra...)
 		if err := run(args...); err == nil || !strings.Contains(err.Error(), "no controller is elected on this store") {
 			t.Errorf("beamer %s: %v", strings.Join(args, " "), err)
 		}

@@ -38,24 +38,24 @@ func TestCtlIPv6(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st := "etcd://" + strings.TrimPrefix(e.Endpoint(), "http://") + "?root=" + root
-	if got := ctlOut(t, "ctl", "list", "--store", st); !strings.Contains(got, "web6      2001:db8:100::1") || !strings.Contains(got, "-> 1026  2001:db8::11") {
+	st := ctlAPI(t, s, root)
+	if got := ctlOut(t, "ctl", "list", "--api", st); !strings.Contains(got, "web6      2001:db8:100::1") || !strings.Contains(got, "-> 1026  2001:db8::11") {
 		t.Errorf("ctl list:\n%s", got)
 	}
-	if got := ctlOut(t, "ctl", "show", "web6", "--store", st); !strings.Contains(got, "2001:db8:100::1") || !strings.Contains(got, "2001:db8::10") {
+	if got := ctlOut(t, "ctl", "show", "web6", "--api", st); !strings.Contains(got, "2001:db8:100::1") || !strings.Contains(got, "2001:db8::10") {
 		t.Errorf("ctl show:\n%s", got)
 	}
 	client := netip.MustParseAddrPort("[2001:db8:1::5]:40002")
 	f := wire.Flow{Src: client.Addr(), Dst: vip, SrcPort: client.Port(), DstPort: 80, Proto: 6}
-	got := ctlOut(t, "ctl", "lookup", "web6", client.String(), "--store", st)
+	got := ctlOut(t, "ctl", "lookup", "web6", client.String(), "--api", st)
 	want := fmt.Sprintf("flow [2001:db8:1::5]:40002 -> [2001:db8:100::1]:80 tcp: hash %#08x, bucket %d of 100", f.Hash(), f.Bucket(100))
 	if !strings.HasPrefix(got, want) || !strings.Contains(got, "current server: 102") {
 		t.Errorf("ctl lookup:\n%s\nwant it to start with\n%s", got, want)
 	}
-	if err := run("ctl", "lookup", "web6", "198.18.1.5:40002", "--store", st); err == nil || err.Error() != "client 198.18.1.5 is IPv4 but instance web6 is IPv6" {
+	if err := run("ctl", "lookup", "web6", "198.18.1.5:40002", "--api", st); err == nil || err.Error() != "client 198.18.1.5 is IPv4 but instance web6 is IPv6" {
 		t.Errorf("IPv4 client of an IPv6 instance: %v", err)
 	}
-	if err := run("ctl", "lookup", "web6", "2001:db8:1::5:40002", "--store", st); err == nil || !strings.Contains(err.Error(), "[2001:db8:1::5]:40000") {
+	if err := run("ctl", "lookup", "web6", "2001:db8:1::5:40002", "--api", st); err == nil || !strings.Contains(err.Error(), "[2001:db8:1::5]:40000") {
 		t.Errorf("unbracketed IPv6 client: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/mgmtapi"
+	"github.com/beamer-lb/beamer/pkg/mgmtapi/mgmtv1"
 	"github.com/beamer-lb/beamer/pkg/ring"
 	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/beamer-lb/beamer/pkg/wire"
@@ -138,49 +141,76 @@ func printLookup(w io.Writer, v *lookupView) {
 	}
 }
 
+// lookupJSON is the controller's side of ctl lookup (mgmtapi.StoreBackend).
+func lookupJSON(ctx context.Context, st store.Store, root string, r *mgmtv1.LookupRequest) ([]byte, error) {
+	src, err := netip.ParseAddrPort(r.GetClient())
+	if err != nil || src.Addr().Zone() != "" || src.Addr().Is4In6() {
+		return nil, fmt.Errorf("client %q: want ADDR:PORT, e.g. 198.18.1.5:40000 or [2001:db8:1::5]:40000", r.GetClient())
+	}
+	k := ring.InstanceKeys(root, r.GetInstance())
+	in, err := ring.ReadInstance(ctx, st, k)
+	if err != nil {
+		return nil, err
+	}
+	tab, _, err := ring.NewFollower(st, k, ring.FollowerOptions{}).Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if f := forwarding.FamilyOf(src.Addr()); f != in.Family() {
+		return nil, fmt.Errorf("client %v is %v but instance %s is %v", src.Addr(), f, in.Name, in.Family())
+	}
+	dst := in.VIPs[0]
+	if r.GetVip() != "" {
+		if dst, err = netip.ParseAddr(r.GetVip()); err != nil {
+			return nil, fmt.Errorf("--vip: %w", err)
+		}
+		if !slices.Contains(in.VIPs, dst) {
+			return nil, fmt.Errorf("--vip %v is not a VIP of %s (%v)", dst, in.Name, in.VIPs)
+		}
+	}
+	if r.GetDport() > 65535 {
+		return nil, fmt.Errorf("--dport %d is not a port", r.GetDport())
+	}
+	p := uint16(r.GetDport())
+	if p == 0 {
+		p = in.FirstTCPPort()
+	}
+	proto := r.GetProto()
+	if proto == "" {
+		proto = string(forwarding.TCP)
+	}
+	if proto != string(forwarding.TCP) && proto != string(forwarding.UDP) {
+		return nil, fmt.Errorf("--proto %q: want tcp or udp", proto)
+	}
+	v, err := lookupProto(tab, in, forwarding.Protocol(proto), src, netip.AddrPortFrom(dst, p), time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
+
 func init() {
 	var dport uint16
 	var proto string
 	var vip string
 	cmd := readCmd("lookup NAME SRC:PORT|[SRC6]:PORT [--dport P] [--vip ADDR]", "Show which bucket and server a client's connection maps to, and the bucket's history (chain)", cobra.ExactArgs(2),
-		func(ctx context.Context, cmd *cobra.Command, args []string, st store.Store, root, format string) error {
+		func(ctx context.Context, cmd *cobra.Command, args []string, c *mgmtapi.Client, format string) error {
 			src, err := netip.ParseAddrPort(args[1])
 			if err != nil || src.Addr().Zone() != "" || src.Addr().Is4In6() {
 				return fmt.Errorf("client %q: want ADDR:PORT, e.g. 198.18.1.5:40000 or [2001:db8:1::5]:40000", args[1])
 			}
-			k := ring.InstanceKeys(root, args[0])
-			in, err := ring.ReadInstance(ctx, st, k)
-			if err != nil {
-				return err
-			}
-			tab, _, err := ring.NewFollower(st, k, ring.FollowerOptions{}).Load(ctx)
-			if err != nil {
-				return err
-			}
-			if f := forwarding.FamilyOf(src.Addr()); f != in.Family() {
-				return fmt.Errorf("client %v is %v but instance %s is %v", src.Addr(), f, in.Name, in.Family())
-			}
-			dst := in.VIPs[0]
-			if vip != "" {
-				if dst, err = netip.ParseAddr(vip); err != nil {
-					return fmt.Errorf("--vip: %w", err)
-				}
-				if !slices.Contains(in.VIPs, dst) {
-					return fmt.Errorf("--vip %v is not a VIP of %s (%v)", dst, in.Name, in.VIPs)
-				}
-			}
-			p := dport
-			if p == 0 {
-				p = in.FirstTCPPort()
-			}
 			if proto != string(forwarding.TCP) && proto != string(forwarding.UDP) {
 				return fmt.Errorf("--proto %q: want tcp or udp", proto)
 			}
-			v, err := lookupProto(tab, in, forwarding.Protocol(proto), src, netip.AddrPortFrom(dst, p), time.Now())
+			b, err := c.Lookup(ctx, &mgmtv1.LookupRequest{Instance: args[0], Client: args[1], Vip: vip, Dport: uint32(dport), Proto: proto})
 			if err != nil {
 				return err
 			}
-			return emit(cmd.OutOrStdout(), format, v, func(w io.Writer) { printLookup(w, v) })
+			var v lookupView
+			if err := json.Unmarshal(b, &v); err != nil {
+				return fmt.Errorf("the controller's lookup: %w", err)
+			}
+			return emit(cmd.OutOrStdout(), format, &v, func(w io.Writer) { printLookup(w, &v) })
 		})
 	cmd.Flags().Uint16Var(&dport, "dport", 0, "destination (service) port (default: the instance's first port)")
 	cmd.Flags().StringVar(&vip, "vip", "", "destination VIP (default: the instance's first VIP)")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -11,12 +12,14 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/cheetah"
 	"github.com/beamer-lb/beamer/pkg/controller"
+	"github.com/beamer-lb/beamer/pkg/mgmtapi"
 	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/spf13/cobra"
 )
 
-// The read-only ctl commands (show, list, lookup) read the store directly,
-// never through the elected controller: they work while no controller runs.
+// The read-only ctl commands (show, list, lookup) call the management
+// API's read RPCs; the controller builds their documents from its store
+// (listJSON, lookupJSON), ctl prints them.
 
 // listView is `ctl list -o json|yaml`. Field names and units are a stable
 // interface (docs/operations.md): add fields, never rename them.
@@ -140,29 +143,34 @@ func printList(out io.Writer, lv *listView) {
 	}
 }
 
-// readCmd is a read-only ctl command: its store, its -o.
-func readCmd(use, short string, args cobra.PositionalArgs, run func(ctx context.Context, cmd *cobra.Command, args []string, st store.Store, root, format string) error) *cobra.Command {
+// readCmd is a read-only ctl command: its API client, its -o.
+func readCmd(use, short string, args cobra.PositionalArgs, run func(ctx context.Context, cmd *cobra.Command, args []string, c *mgmtapi.Client, format string) error) *cobra.Command {
 	cmd, f := newCtl(use, short, args)
 	format := addOutputFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := checkOutput(*format); err != nil {
 			return err
 		}
-		ctx := context.Background()
-		st, t, err := openStore(ctx, *f.store)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		return run(ctx, cmd, args, st, t.Root, *format)
+		return f.api.withClient(*f.timeout, func(ctx context.Context, c *mgmtapi.Client) error {
+			return run(ctx, cmd, args, c, *format)
+		})
 	}
 	return cmd
 }
 
+// listJSON is the controller's side of ctl list (mgmtapi.StoreBackend).
+func listJSON(ctx context.Context, st store.Store, root string) ([]byte, error) {
+	lv, err := readList(ctx, st, root, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(lv)
+}
+
 func init() {
 	show := readCmd("show NAME", "Show an instance: generation, buckets per DIP, load vs weight, fragmentation", cobra.ExactArgs(1),
-		func(ctx context.Context, cmd *cobra.Command, args []string, st store.Store, root, format string) error {
-			v, err := controller.Show(ctx, st, root, args[0], time.Now())
+		func(ctx context.Context, cmd *cobra.Command, args []string, c *mgmtapi.Client, format string) error {
+			v, err := c.Show(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -174,11 +182,15 @@ func init() {
 	show.Flags().Bool("json", false, "print JSON (same as -o json)")
 
 	readCmd("list", "List every instance, VIP, port, strategy and server with weight, state, health, buckets and share", cobra.NoArgs,
-		func(ctx context.Context, cmd *cobra.Command, _ []string, st store.Store, root, format string) error {
-			lv, err := readList(ctx, st, root, time.Now())
+		func(ctx context.Context, cmd *cobra.Command, _ []string, c *mgmtapi.Client, format string) error {
+			r, err := c.List(ctx)
 			if err != nil {
 				return err
 			}
-			return emit(cmd.OutOrStdout(), format, lv, func(w io.Writer) { printList(w, lv) })
+			var lv listView
+			if err := json.Unmarshal(r.GetListJson(), &lv); err != nil {
+				return fmt.Errorf("the controller's list: %w", err)
+			}
+			return emit(cmd.OutOrStdout(), format, &lv, func(w io.Writer) { printList(w, &lv) })
 		})
 }

@@ -16,11 +16,12 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// ctlStore starts an embedded etcd and fills it as a controller would
+// ctlStore starts an embedded etcd, fills it as a controller would
 // (the controller's own operations, at a fixed clock, so every time in the
 // output is known): instance web (beamer, 100 buckets) with DIPs 1025
 // (weight 1) and 1026 (weight 3), then 1027 added and drained: buckets
 // moved, so some have a history. Instance api (maglev) has no servers.
+// It returns the address of the management API serving it (ctlAPI).
 func ctlStore(t *testing.T) string {
 	t.Helper()
 	s, e, err := storetest.Embedded(t.TempDir())
@@ -53,7 +54,7 @@ func ctlStore(t *testing.T) string {
 	must(c.AddDIP(ctx, "web", 1027, netip.MustParseAddr("198.18.0.12"), 1))
 	clk = clk.Add(time.Minute)
 	must(c.Drain(ctx, "web", 1027, true))
-	return "etcd://" + strings.TrimPrefix(e.Endpoint(), "http://") + "?root=" + root
+	return ctlAPI(t, s, root)
 }
 
 // ctlOut runs a beamer command line and returns what it printed.
@@ -70,7 +71,7 @@ func ctlOut(t *testing.T, args ...string) string {
 
 func TestCtlListTable(t *testing.T) {
 	st := ctlStore(t)
-	got := ctlOut(t, "ctl", "list", "--store", st)
+	got := ctlOut(t, "ctl", "list", "--api", st)
 	want := "controller: none (start `beamer controller`)" + `
 INSTANCE  VIP                        PORTS    STRATEGY  GEN  SERVER   ADDRESS      WEIGHT  STATE           HEALTH  BUCKETS  SHARE
 api       198.18.100.2,198.18.100.3  443-444  maglev    0                                                          251
@@ -97,7 +98,7 @@ func TestCtlReadFormats(t *testing.T) {
 	} {
 		var fromJSON, fromYAML any
 		if args[0] != "version" {
-			args = append(args, "--store", st)
+			args = append(args, "--api", st)
 		}
 		js := ctlOut(t, append(args, "-o", "json")...)
 		if err := json.Unmarshal([]byte(js), &fromJSON); err != nil {
@@ -128,7 +129,7 @@ func TestCtlReadFormats(t *testing.T) {
 			} `json:"servers"`
 		} `json:"instances"`
 	}
-	if err := json.Unmarshal([]byte(ctlOut(t, "ctl", "list", "--store", st, "-o", "json")), &lv); err != nil {
+	if err := json.Unmarshal([]byte(ctlOut(t, "ctl", "list", "--api", st, "-o", "json")), &lv); err != nil {
 		t.Fatal(err)
 	}
 	if len(lv.Instances) != 2 || lv.Instances[1].Name != "web" || len(lv.Instances[1].Servers) != 3 {
@@ -140,7 +141,7 @@ func TestCtlReadFormats(t *testing.T) {
 	if s := lv.Instances[1].Servers[2]; !s.Drained || s.Buckets != 0 {
 		t.Errorf("server 1027: %+v", s)
 	}
-	if err := run("ctl", "list", "--store", st, "-o", "xml"); err == nil || err.Error() != `--output "xml": want table, json or yaml` {
+	if err := run("ctl", "list", "--api", st, "-o", "xml"); err == nil || err.Error() != `--output "xml": want table, json or yaml` {
 		t.Errorf("-o xml: %v", err)
 	}
 }
@@ -149,7 +150,7 @@ func TestCtlReadFormats(t *testing.T) {
 // a port that is no service port is refused; a server-id port has no bucket.
 func TestCtlLookup(t *testing.T) {
 	st := ctlStore(t)
-	got := ctlOut(t, "ctl", "lookup", "web", "198.18.1.5:40002", "--store", st)
+	got := ctlOut(t, "ctl", "lookup", "web", "198.18.1.5:40002", "--api", st)
 	want := `flow 198.18.1.5:40002 -> 198.18.100.1:80 tcp: hash 0xe975dd34, bucket 91 of 100 (incarnation 1700000000, generation 4)
 current server: 1026 198.18.0.11
 history (chain, most recent first): 1027 198.18.0.12, 1025 198.18.0.10
@@ -158,7 +159,7 @@ changed 2023-11-14T22:15:20Z, chaining window closed until 2023-11-14T22:19:20Z
 	if got != want {
 		t.Errorf("ctl lookup:\n%s\nwant:\n%s", got, want)
 	}
-	got = ctlOut(t, "ctl", "lookup", "web", "198.18.1.5:40005", "--store", st)
+	got = ctlOut(t, "ctl", "lookup", "web", "198.18.1.5:40005", "--api", st)
 	want = `flow 198.18.1.5:40005 -> 198.18.100.1:80 tcp: hash 0x1bcd94d2, bucket 10 of 100 (incarnation 1700000000, generation 4)
 current server: 1025 198.18.0.10
 history: none
@@ -166,26 +167,26 @@ history: none
 	if got != want {
 		t.Errorf("ctl lookup:\n%s\nwant:\n%s", got, want)
 	}
-	got = ctlOut(t, "ctl", "lookup", "web", "198.18.1.5:40005", "--dport", "1026", "--store", st)
+	got = ctlOut(t, "ctl", "lookup", "web", "198.18.1.5:40005", "--dport", "1026", "--api", st)
 	if !strings.Contains(got, "current server: 1026 198.18.0.11\n") || !strings.Contains(got, "MPTCP secondary subflow") {
 		t.Errorf("server-id port:\n%s", got)
 	}
-	if err := run("ctl", "lookup", "web", "198.18.1.5:40005", "--dport", "81", "--store", st); err == nil ||
+	if err := run("ctl", "lookup", "web", "198.18.1.5:40005", "--dport", "81", "--api", st); err == nil ||
 		err.Error() != "port 81 is not a TCP service port of web on 198.18.100.1 (80): the mux drops it" {
 		t.Errorf("closed port: %v", err)
 	}
-	if err := run("ctl", "lookup", "web", "198.18.1.5:40005", "--dport", "80", "--proto", "udp", "--store", st); err == nil ||
+	if err := run("ctl", "lookup", "web", "198.18.1.5:40005", "--dport", "80", "--proto", "udp", "--api", st); err == nil ||
 		!strings.Contains(err.Error(), "not a UDP service port of web") {
 		t.Errorf("udp to a tcp-only port: %v", err)
 	}
-	if err := run("ctl", "lookup", "web", "198.18.1.5:40005", "--vip", "198.18.100.2", "--store", st); err == nil ||
+	if err := run("ctl", "lookup", "web", "198.18.1.5:40005", "--vip", "198.18.100.2", "--api", st); err == nil ||
 		err.Error() != "--vip 198.18.100.2 is not a VIP of web ([198.18.100.1])" {
 		t.Errorf("other VIP: %v", err)
 	}
-	if got := ctlOut(t, "ctl", "lookup", "api", "198.18.1.5:40005", "--vip", "198.18.100.3", "--dport", "444", "--store", st); !strings.Contains(got, "-> 198.18.100.3:444 tcp") || !strings.Contains(got, "current server: none (unowned: the mux drops it)") {
+	if got := ctlOut(t, "ctl", "lookup", "api", "198.18.1.5:40005", "--vip", "198.18.100.3", "--dport", "444", "--api", st); !strings.Contains(got, "-> 198.18.100.3:444 tcp") || !strings.Contains(got, "current server: none (unowned: the mux drops it)") {
 		t.Errorf("second VIP, second port:\n%s", got)
 	}
-	if err := run("ctl", "lookup", "web", "198.18.1.5", "--store", st); err == nil || !strings.Contains(err.Error(), "want ADDR:PORT") {
+	if err := run("ctl", "lookup", "web", "198.18.1.5", "--api", st); err == nil || !strings.Contains(err.Error(), "want ADDR:PORT") {
 		t.Errorf("no port: %v", err)
 	}
 }
@@ -193,13 +194,13 @@ history: none
 // TestCtlCompletion: instance names complete from the store.
 func TestCtlCompletion(t *testing.T) {
 	st := ctlStore(t)
-	if got := ctlOut(t, "__complete", "ctl", "show", "--store", st, "w"); !strings.HasPrefix(got, "web\n:4\n") {
+	if got := ctlOut(t, "__complete", "ctl", "show", "--api", st, "w"); !strings.HasPrefix(got, "web\n:4\n") {
 		t.Errorf("complete w: %q", got)
 	}
-	if got := ctlOut(t, "__complete", "ctl", "lookup", "--store", st, ""); !strings.HasPrefix(got, "api\nweb\n:4\n") {
+	if got := ctlOut(t, "__complete", "ctl", "lookup", "--api", st, ""); !strings.HasPrefix(got, "api\nweb\n:4\n") {
 		t.Errorf("complete: %q", got)
 	}
-	if got := ctlOut(t, "__complete", "ctl", "list", "--store", st, ""); !strings.HasPrefix(got, ":4\n") {
+	if got := ctlOut(t, "__complete", "ctl", "list", "--api", st, ""); !strings.HasPrefix(got, ":4\n") {
 		t.Errorf("list takes no name: %q", got)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -94,14 +93,14 @@ func TestCtlRejections(t *testing.T) {
 
 // TestCtlCreateBucketsDefault: --buckets claims a default only for maglev,
 // and that default is applied: a maglev create without it passes every
-// check and reaches the store (where no controller answers).
+// check and reaches the store through the API (where no controller answers).
 func TestCtlCreateBucketsDefault(t *testing.T) {
 	usage := ctlSub(t, "create").Flags().Lookup("buckets").Usage
 	if !strings.Contains(usage, "beamer (required)") || !strings.Contains(usage, "65537 when not given") {
 		t.Fatalf("--buckets help: %q", usage)
 	}
-	store := fmt.Sprintf("embed://%s?client=127.0.0.1:0&peer=127.0.0.1:0", t.TempDir())
-	err := run("ctl", "create", "web", "--vip", "198.18.100.1", "--ports", "80", "--strategy", "maglev", "--store", store, "--timeout", "300ms")
+	api := emptyAPI(t)
+	err := run("ctl", "create", "web", "--vip", "198.18.100.1", "--ports", "80", "--strategy", "maglev", "--api", api, "--timeout", "300ms")
 	if err == nil || !strings.Contains(err.Error(), "no controller is elected on this store") {
 		t.Fatalf("maglev create without --buckets: %v", err)
 	}

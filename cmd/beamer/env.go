@@ -13,8 +13,10 @@ import (
 // flag's name in capitals, '-' as '_' (--store ← BEAMER_STORE). A flag on
 // the command line wins over the variable. One list, one mechanism, so a
 // systemd EnvironmentFile or a shell profile sets the store once for every
-// command. Lists (--instance, --trusted) take comma-separated values.
-var envFlags = []string{"store", "insecure", "instance", "iface", "config", "metrics", "api", "api-cert", "api-key", "api-ca", "node-cert", "node-key", "node-ca", "log-level", "log-format"}
+// command. Lists (--instance, --trusted, ctl --api) take comma-separated
+// values. BEAMER_API is where a daemon serves its API and where ctl calls
+// the controller's: the same address on the controller's host.
+var envFlags = []string{"store", "insecure", "instance", "iface", "config", "metrics", "api", "api-cert", "api-key", "api-ca", "node-cert", "node-key", "node-ca", "cert", "key", "ca", "log-level", "log-format"}
 
 // envName is the variable of a flag.
 func envName(flag string) string {

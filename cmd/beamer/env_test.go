@@ -7,18 +7,18 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// TestEnvFlags: BEAMER_STORE gives ctl its store; the command line wins
+// TestEnvFlags: BEAMER_API gives ctl its controller API; the command line wins
 // over the variable; list flags split on commas; a bad value names the
 // variable; the help says which variable a flag reads.
 func TestEnvFlags(t *testing.T) {
 	st := ctlStore(t)
-	t.Setenv("BEAMER_STORE", st)
+	t.Setenv("BEAMER_API", st)
 	if got := ctlOut(t, "ctl", "list"); !strings.Contains(got, "\nweb ") {
-		t.Errorf("ctl list with BEAMER_STORE:\n%s", got)
+		t.Errorf("ctl list with BEAMER_API:\n%s", got)
 	}
-	// The command line wins: a store that does not exist is refused.
-	if err := run("ctl", "list", "--store", "bogus://x"); err == nil || !strings.Contains(err.Error(), "bogus://x") {
-		t.Errorf("--store over BEAMER_STORE: %v", err)
+	// The command line wins: an API that does not exist is refused.
+	if err := run("ctl", "list", "--api", "bogus.invalid:1", "--insecure"); err == nil || !strings.Contains(err.Error(), "bogus.invalid:1") {
+		t.Errorf("--api over BEAMER_API: %v", err)
 	}
 	t.Setenv("BEAMER_INSTANCE", "web,api")
 	t.Setenv("BEAMER_IFACE", "eth7")

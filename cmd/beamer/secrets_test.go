@@ -53,10 +53,10 @@ func TestCtlShowPrintsNoKeyBytes(t *testing.T) {
 	if err := c.AddDIP(ctx, "web", 1025, netip.MustParseAddr("198.18.0.10"), 1); err != nil {
 		t.Fatal(err)
 	}
-	st := "etcd://" + strings.TrimPrefix(e.Endpoint(), "http://") + "?root=" + root
+	st := ctlAPI(t, s, root)
 	for _, cmd := range [][]string{{"ctl", "show", "web"}, {"ctl", "list"}} {
 		for _, format := range []string{"table", "json", "yaml"} {
-			out := ctlOut(t, append(cmd, "--store", st, "-o", format)...)
+			out := ctlOut(t, append(cmd, "--api", st, "-o", format)...)
 			if leaks := keyLeaks(out); len(leaks) > 0 {
 				t.Errorf("%v -o %s prints key bytes %v:\n%s", cmd, format, leaks, out)
 			}
@@ -84,10 +84,10 @@ func TestCheetahKeysNotInArgv(t *testing.T) {
 	if err := os.WriteFile(file, []byte(secretKeys.Keys[0].String()+","+secretKeys.Keys[1].String()+",1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	st := "etcd://" + strings.TrimPrefix(e.Endpoint(), "http://") + "?root=/argv"
+	st := ctlAPI(t, s, "/argv")
 	// No controller runs: ctl create waits for one, long enough to be read.
 	cmd := exec.Command(os.Args[0], "ctl", "create", "web", "--vip", "198.18.100.1", "--ports", "80", "--buckets", "100",
-		"--strategy", "cheetah", "--cheetah-keys-file", file, "--store", st, "--timeout", "30s")
+		"--strategy", "cheetah", "--cheetah-keys-file", file, "--api", st, "--timeout", "30s")
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

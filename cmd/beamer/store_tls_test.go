@@ -15,6 +15,7 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/netlab"
 	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
+	"github.com/beamer-lb/beamer/pkg/nodeauth"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
 )
 
@@ -86,9 +87,11 @@ func (p *proc) waitFor(t *testing.T, what, s string) {
 // TestRemoteMuxMutualTLS is the README's remote-mux setup made safe: a
 // controller in one namespace serves its embedded etcd on a non-loopback
 // address with mutual TLS; a mux in another namespace reads the instance
-// from it and follows new generations; a client without a certificate of
-// the CA is refused; a plaintext store on a non-loopback address is
-// refused by the controller, ctl and the mux unless --insecure.
+// from it and follows new generations; ctl, on either host, calls the
+// controller's management API with its own certificate (never the
+// store's); an API caller without a certificate of the CA is refused; a
+// plaintext store or API on a non-loopback address is refused by the
+// controller, ctl and the mux unless --insecure.
 func TestRemoteMuxMutualTLS(t *testing.T) {
 	lab := netlabtest.New(t, "tls")
 	ctlNS, err := lab.Namespace("ctl")
@@ -108,12 +111,24 @@ func TestRemoteMuxMutualTLS(t *testing.T) {
 	embed := fmt.Sprintf("embed://%s?client=198.18.0.1:2379&server-cert=%s&server-key=%s&client-ca=%s&%s",
 		dir, c.ServerCert, c.ServerKey, c.CA, client)
 	remote := "etcd://198.18.0.1:2379?" + client
+	// The management API's identities: the controller's, an admin, a reader.
+	ids := t.TempDir()
+	if err := nodeauth.Issue(ids, "198.18.0.1", "apictl=controller@198.18.0.1", "op=admin", "viewer=read"); err != nil {
+		t.Fatal(err)
+	}
+	api := "198.18.0.1:9400"
+	as := func(name string) []string {
+		f := nodeauth.FilesIn(ids, name)
+		return []string{"--api", api, "--cert", f.Cert, "--key", f.Key, "--ca", f.CA}
+	}
+	cf := nodeauth.FilesIn(ids, "apictl")
 
-	ctl := beamer(t, ctlNS, "controller", "--store", embed, "--no-health-checks", "--identity", "tls-controller")
+	ctl := beamer(t, ctlNS, "controller", "--store", embed, "--no-health-checks", "--identity", "tls-controller",
+		"--api", api, "--api-cert", cf.Cert, "--api-key", cf.Key, "--api-ca", cf.CA)
 	ctl.waitFor(t, "controller", "campaigning")
 	for _, args := range [][]string{
-		{"ctl", "create", "web", "--vip", "198.18.100.1", "--ports", "80", "--buckets", "64", "--store", embed},
-		{"ctl", "add-dip", "web", "1025", "198.18.0.10", "--store", embed},
+		append([]string{"ctl", "create", "web", "--vip", "198.18.100.1", "--ports", "80", "--buckets", "64"}, as("op")...),
+		append([]string{"ctl", "add-dip", "web", "1025", "198.18.0.10"}, as("op")...),
 	} {
 		if out, err := beamerRun(t, ctlNS, args...); err != nil {
 			t.Fatalf("beamer %s: %v\n%s\ncontroller:\n%s", strings.Join(args, " "), err, out, ctl.output())
@@ -128,7 +143,7 @@ func TestRemoteMuxMutualTLS(t *testing.T) {
 		t.Fatalf("mux did not load generation 1 with one server:\n%s", out)
 	}
 	// A change made after it started reaches it.
-	if out, err := beamerRun(t, ctlNS, "ctl", "add-dip", "web", "1026", "198.18.0.11", "--store", embed); err != nil {
+	if out, err := beamerRun(t, ctlNS, append([]string{"ctl", "add-dip", "web", "1026", "198.18.0.11"}, as("op")...)...); err != nil {
 		t.Fatalf("add-dip: %v\n%s", err, out)
 	}
 	for i := 0; ; i++ {
@@ -141,35 +156,48 @@ func TestRemoteMuxMutualTLS(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	// ctl from the mux's host, with a client certificate: reads.
-	if out, err := beamerRun(t, muxNS, "ctl", "list", "--store", remote); err != nil || !strings.Contains(out, "controller: tls-controller") {
+	// ctl from the mux's host, with a read certificate: reads, and may
+	// not change anything.
+	if out, err := beamerRun(t, muxNS, append([]string{"ctl", "list"}, as("viewer")...)...); err != nil || !strings.Contains(out, "controller: tls-controller") {
 		t.Fatalf("ctl list over mutual TLS: %v\n%s", err, out)
 	}
+	if out, err := beamerRun(t, muxNS, append([]string{"ctl", "drain", "web", "1025"}, as("viewer")...)...); err == nil || !strings.Contains(out, `permission denied: role "read" may not call Drain`) {
+		t.Errorf("ctl drain with a read certificate: %v\n%s", err, out)
+	}
 
-	// Refused: no client certificate, another CA's certificate, plaintext.
+	// Refused: another CA's certificate; the store's client certificate
+	// (no role); plaintext.
+	for what, files := range map[string][]string{
+		"another CA":                     {"--api", api, "--cert", c.RogueCert, "--key", c.RogueKey, "--ca", cf.CA},
+		"the store's client certificate": {"--api", api, "--cert", c.ClientCert, "--key", c.ClientKey, "--ca", cf.CA},
+	} {
+		out, err := beamerRun(t, muxNS, append([]string{"ctl", "list", "--timeout", "5s"}, files...)...)
+		if err == nil || !strings.Contains(out, "no controller answered") && !strings.Contains(out, "permission denied") {
+			t.Errorf("%s: ctl list: %v\n%s", what, err, out)
+		}
+	}
+	if out, err := beamerRun(t, muxNS, "ctl", "list", "--api", api); err == nil || !strings.Contains(out, "--api "+api+" without TLS") {
+		t.Errorf("ctl list in plaintext off loopback: %v\n%s", err, out)
+	}
+	// With --insecure it tries, and the TLS server does not answer it.
+	if out, err := beamerRun(t, muxNS, "ctl", "list", "--insecure", "--api", api, "--timeout", "5s"); err == nil || !strings.Contains(out, "no controller answered") {
+		t.Errorf("plaintext with --insecure: %v\n%s", err, out)
+	}
+	// The store itself refuses a client without a certificate of its CA
+	// (the mux is its client now that ctl is not).
 	for what, url := range map[string]string{
 		"no client certificate": "etcd://198.18.0.1:2379?timeout=2s&ca=" + c.CA,
 		"another CA":            fmt.Sprintf("etcd://198.18.0.1:2379?timeout=2s&ca=%s&cert=%s&key=%s", c.CA, c.RogueCert, c.RogueKey),
 	} {
-		out, err := beamerRun(t, muxNS, "ctl", "list", "--store", url)
+		out, err := beamerRun(t, muxNS, "mux", "--store", url, "--instance", "web", "--iface", "lo", "--xdp-mode", "generic", "--pin-dir", "-")
 		if err == nil || !strings.Contains(out, "(TLS: remote error: tls: certificate required)") {
-			t.Errorf("%s: ctl list: %v\n%s", what, err, out)
+			t.Errorf("%s: mux: %v\n%s", what, err, out)
 		}
 	}
 	plain := "etcd://198.18.0.1:2379?timeout=2s"
 	refusal := `insecure store: plaintext etcd connection to 198.18.0.1:2379, which is not a loopback address`
-	for _, args := range [][]string{
-		{"ctl", "list", "--store", plain},
-		{"mux", "--store", plain, "--instance", "web", "--iface", "m0", "--xdp-mode", "generic"},
-	} {
-		out, err := beamerRun(t, muxNS, args...)
-		if err == nil || !strings.Contains(out, refusal) {
-			t.Errorf("beamer %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	// With --insecure it tries, and the TLS server does not answer it.
-	if out, err := beamerRun(t, muxNS, "ctl", "list", "--insecure", "--store", plain); err == nil || !strings.Contains(out, "the server speaks TLS") {
-		t.Errorf("plaintext with --insecure: %v\n%s", err, out)
+	if out, err := beamerRun(t, muxNS, "mux", "--store", plain, "--instance", "web", "--iface", "m0", "--xdp-mode", "generic"); err == nil || !strings.Contains(out, refusal) {
+		t.Errorf("beamer mux --store %s: %v\n%s", plain, err, out)
 	}
 	// A controller asked to serve plaintext on a non-loopback address.
 	plainEmbed := fmt.Sprintf("embed://%s?client=198.18.0.1:2479&peer=127.0.0.1:2480", t.TempDir())

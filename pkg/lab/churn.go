@@ -71,7 +71,7 @@ func (sc *Scenario) Expanded(seed int64) (*Scenario, error) {
 	}
 	for _, e := range sc.Events {
 		switch e.Action {
-		case "add-server", "remove-server", "fail-server", "set-weight", "fail-health", "restore-health":
+		case "add-server", "remove-server", "fail-server", "set-weight", "fail-health", "restore-health", "apply":
 			return nil, fmt.Errorf("scenario %s: %q: a churn scenario leaves the servers to the churn", sc.Name, e)
 		}
 	}

@@ -25,9 +25,8 @@ func (l *Lab) startController(ctx context.Context) error {
 	ctlStore := ""
 	switch l.opts.Store {
 	case "", "embedded":
-		// The controller embeds etcd; muxes and ctl talk to it as to any
-		// etcd server. (An embed:// URL in ctl would start a second one
-		// when the controller's is not up yet.)
+		// The controller embeds etcd; muxes talk to it as to any etcd
+		// server (ctl calls the controller's API).
 		ctlStore = fmt.Sprintf("embed://%s?client=%s:2379&peer=%s:2380", dir, ctlAddr, ctlAddr)
 		l.store = fmt.Sprintf("etcd://%s:2379", ctlAddr)
 	case "etcd":
@@ -130,9 +129,15 @@ func (l *Lab) startZooKeeper(dir string) error {
 	return nil
 }
 
-// Ctl runs `beamer ctl args…` against the lab's store.
+// Ctl runs `beamer ctl args…` in the controller's namespace: it calls the
+// controller's management API on loopback (its default --api), as an
+// operator on the controller's host does; a binary from before the API
+// is given the store.
 func (l *Lab) Ctl(args ...string) (string, error) {
-	out, err := l.ctl.Run(l.opts.Beamer, append([]string{"ctl"}, l.storeArgs(l.store, args...)...)...)
+	if !l.ctlAPI {
+		args = l.storeArgs(l.store, args...)
+	}
+	out, err := l.ctl.Run(l.opts.Beamer, append([]string{"ctl"}, args...)...)
 	return strings.TrimSpace(out), err
 }
 

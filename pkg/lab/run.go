@@ -279,6 +279,8 @@ func (r *runner) apply(ctx context.Context, e Event) error {
 		return nil
 	case "rotate-key":
 		return l.RotateKey(e.Args[0])
+	case "apply":
+		return l.ApplyServers(e.Args...)
 	case "end":
 		return nil
 	}

@@ -43,6 +43,7 @@ var actions = map[string]struct {
 	"kill-mux":       {1, "kill-mux I: mux I's interface goes down; the router notices after the BGP hold time"},
 	"flood-start":    {1, "flood-start RATE: SYN flood the VIP from spoofed sources at RATE SYNs/s (from the last client)"},
 	"flood-stop":     {0, "flood-stop: end the SYN flood"},
+	"apply":          {-1, "apply I…: the pool becomes exactly servers I… the declarative way: `ctl export`, the server list edited, `ctl apply -f` (one add and one remove request; servers not running are started)"},
 	"rotate-key":     {1, "rotate-key S: cheetah: `ctl cheetah rotate-key` (a new cookie key, current for new connections S seconds later)"},
 	"end":            {0, "end: stop the load and count (required, last)"},
 }
@@ -154,7 +155,10 @@ func ParseScenario(name string, r io.Reader) (*Scenario, error) {
 			return nil, bad("unknown action %q; actions:\n%s", f[1], ActionHelp())
 		}
 		args, err := ints(f[2:])
-		if err != nil || len(args) != a.args {
+		if a.args < 0 && (err != nil || len(args) == 0) { // one or more
+			return nil, bad("%s takes one or more integer arguments: %s", f[1], a.help)
+		}
+		if a.args >= 0 && (err != nil || len(args) != a.args) {
 			return nil, bad("%s takes %d integer argument(s): %s", f[1], a.args, a.help)
 		}
 		sc.Events = append(sc.Events, Event{At: at, Action: f[1], Args: args})
@@ -297,6 +301,10 @@ func (sc *Scenario) Needs() (servers, muxes int) {
 			servers = max(servers, e.Args[0]+1)
 		case "add-mux", "remove-mux", "kill-mux":
 			muxes = max(muxes, e.Args[0]+1)
+		case "apply":
+			for _, i := range e.Args {
+				servers = max(servers, i+1)
+			}
 		}
 	}
 	if sc.Churn != nil {

@@ -74,6 +74,9 @@ type Lab struct {
 	// insecureFlag: the binary's store commands take --insecure (and
 	// refuse a plaintext store off loopback without it).
 	insecureFlag bool
+	// ctlAPI: the binary's ctl calls the controller's management API
+	// (pkg/mgmtapi) instead of the store.
+	ctlAPI bool
 	// prismKeepAlive: the controller prunes Prism MCT entries from the
 	// muxes' keep-alive bits, reading the list of muxes the lab keeps
 	// (prism.go); prismExtraMuxes are listed too (a test's unreachable mux).
@@ -109,7 +112,8 @@ func Start(ctx context.Context, opts Options) (l *Lab, err error) {
 		return nil, err
 	}
 	l = &Lab{opts: opts, net: n, agentAPI: hasFlag(opts.Beamer, "agent", "--api"), agentCapacity: hasFlag(opts.Beamer, "agent", "--capacity-bps"),
-		insecureFlag: hasFlag(opts.Beamer, "controller", "--insecure"), nodeTLS: hasFlag(opts.Beamer, "agent", "--api-cert")}
+		insecureFlag: hasFlag(opts.Beamer, "controller", "--insecure"), nodeTLS: hasFlag(opts.Beamer, "agent", "--api-cert"),
+		ctlAPI: hasFlag(opts.Beamer, "controller", "--api-advertise")}
 	built := l // `return nil, err` clears l before this runs
 	defer func() {
 		if err != nil {

@@ -16,6 +16,10 @@ const (
 	RoleController Role = "controller"
 	RoleMux        Role = "mux"
 	RoleAgent      Role = "agent"
+	// The management API's callers (pkg/mgmtapi): read may list, show,
+	// look up and watch; admin may also change state.
+	RoleRead  Role = "read"
+	RoleAdmin Role = "admin"
 )
 
 // URIPrefix starts the URI SAN that names a certificate's role.
@@ -36,7 +40,7 @@ func RoleOf(c *x509.Certificate) (Role, error) {
 		return "", fmt.Errorf("certificate %q names %d roles", c.Subject.CommonName, len(roles))
 	}
 	switch roles[0] {
-	case RoleController, RoleMux, RoleAgent:
+	case RoleController, RoleMux, RoleAgent, RoleRead, RoleAdmin:
 		return roles[0], nil
 	}
 	return "", fmt.Errorf("certificate %q: unknown role %q", c.Subject.CommonName, roles[0])

@@ -46,7 +46,9 @@ func ControllerMain(storeURL string) int {
 // controller` from the binary at path (normally os.Executable()).
 func BeamerController(path string) func(string) *exec.Cmd {
 	return func(storeURL string) *exec.Cmd {
-		cmd := exec.Command(path, "controller", "--store", storeURL, "--no-health-checks", "--no-holds",
+		// No management API: the bench drives the store itself, and a
+		// second bench on the host must not collide on its port.
+		cmd := exec.Command(path, "controller", "--store", storeURL, "--api", "", "--no-health-checks", "--no-holds",
 			"--defrag-period", "0", "--identity", "scalebench")
 		cmd.Stderr = os.Stderr
 		return cmd
