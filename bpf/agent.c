@@ -41,6 +41,7 @@
 #include "include/wire.h"
 #include "include/csum.h"
 #include "include/agent_maps.h"
+#include "include/capture.h"
 #include "include/gue_agent.h"
 #include "strategy/cheetah_agent.h"
 
@@ -135,6 +136,7 @@ INLINE int decap_to_stack(struct __sk_buff *skb, int outer_len, enum agent_count
 	if (bpf_skb_adjust_room(skb, -outer_len, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_DECAP_L3_IPV4))
 		return drop(AGENT_DROP_DECAP);
 	agent_count(why);
+	capture_skb(skb, CAPTURE_AGENT_UP);
 	return TC_ACT_OK;
 }
 
@@ -161,11 +163,13 @@ INLINE int chain_send(struct __sk_buff *skb, const void *hdr, const __u32 store_
 	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
 		/* Let the kernel resolve the next hop and queue the packet. */
 		struct bpf_redir_neigh nh = {.nh_family = AF_INET, .ipv4_nh = fib.ipv4_dst};
+		capture_skb(skb, CAPTURE_AGENT_CHAIN);
 		return bpf_redirect_neigh(fib.ifindex, &nh, sizeof(nh), 0);
 	}
 	if (bpf_skb_store_bytes(skb, 0, fib.dmac, ETH_ALEN, 0) ||
 	    bpf_skb_store_bytes(skb, ETH_ALEN, fib.smac, ETH_ALEN, 0))
 		return drop(AGENT_DROP_CHAIN_FAILED);
+	capture_skb(skb, CAPTURE_AGENT_CHAIN);
 	return bpf_redirect(fib.ifindex, 0);
 }
 
@@ -297,6 +301,7 @@ int beamer_agent(struct __sk_buff *skb)
 	}
 
 	/* Encapsulated for us: from here on kept, chained, or dropped. */
+	capture_skb(skb, CAPTURE_AGENT_RX);
 	struct lpm_v4_key src = {.prefixlen = 32, .addr = outer->saddr};
 	if (!bpf_map_lookup_elem(&trusted_sources, &src))
 		return drop(AGENT_DROP_UNTRUSTED);

@@ -48,6 +48,7 @@
 #include "include/icmp_steer.h"
 #include "include/decision.h"
 #include "include/vip_traffic.h"
+#include "include/capture.h"
 #include "strategy/beamer.h"
 #include "strategy/maglev.h"
 #include "strategy/prism.h"
@@ -139,6 +140,7 @@ INLINE int transmit_as(struct xdp_md *ctx, struct decision *d, int verdict, stru
 	if (d->also)
 		mux_count(d->also);
 	vip_traffic_forward(d->vip_stat, d->stat, inner_tot, d->new_flow);
+	capture_xdp(ctx, CAPTURE_MUX_TX);
 	if (nh.ifindex == ctx->ingress_ifindex)
 		return XDP_TX;
 	return bpf_redirect(nh.ifindex, 0);
@@ -215,6 +217,7 @@ INLINE int route(struct xdp_md *ctx, const struct vip_info *vip, void *servers, 
 SEC("xdp")
 int beamer_mux(struct xdp_md *ctx)
 {
+	capture_xdp(ctx, CAPTURE_MUX_RX); /* bpf/include/capture.h */
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct iphdr *ip = ipv4_after_eth(data, data_end);

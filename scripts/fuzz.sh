@@ -33,3 +33,4 @@ run ./pkg/config FuzzLoadMux FuzzLoadAgent
 run ./pkg/wire FuzzParseOption FuzzDecapsulate FuzzDecapsulateGUE
 run ./pkg/awfd FuzzDecode
 run ./pkg/declarative FuzzParse
+run ./cmd/beamer FuzzDecodeCapture

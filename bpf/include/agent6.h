@@ -27,6 +27,7 @@
 #include "agent_maps.h"
 #include "icmp6_steer.h"
 #include "agent_epoch.h"
+#include "capture.h"
 
 #ifndef AF_INET6
 #define AF_INET6 10
@@ -75,6 +76,7 @@ INLINE int decap6_to_stack(struct __sk_buff *skb, int outer_len, enum agent_coun
 		return drop(AGENT_DROP_DECAP);
 	agent_count(why);
 	agent_count(AGENT_IPV6);
+	capture_skb6(skb, CAPTURE_AGENT_UP);
 	return TC_ACT_OK;
 }
 
@@ -139,11 +141,13 @@ INLINE int chain6(struct __sk_buff *skb, void *outer, int next)
 	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
 		struct bpf_redir_neigh nh = {.nh_family = AF_INET6};
 		__builtin_memcpy(nh.ipv6_nh, fib.ipv6_dst, 16);
+		capture_skb6(skb, CAPTURE_AGENT_CHAIN);
 		return bpf_redirect_neigh(fib.ifindex, &nh, sizeof(nh), 0);
 	}
 	if (bpf_skb_store_bytes(skb, 0, fib.dmac, ETH_ALEN, 0) ||
 	    bpf_skb_store_bytes(skb, ETH_ALEN, fib.smac, ETH_ALEN, 0))
 		return drop(AGENT_DROP_CHAIN_FAILED);
+	capture_skb6(skb, CAPTURE_AGENT_CHAIN);
 	return bpf_redirect(fib.ifindex, 0);
 }
 
@@ -177,6 +181,7 @@ int beamer_agent6(struct __sk_buff *skb)
 	}
 
 	/* GUE over IPv6 for us: from here on kept, chained, or dropped. */
+	capture_skb6(skb, CAPTURE_AGENT_RX);
 	struct lpm_v6_key src = {.prefixlen = 128};
 	__builtin_memcpy(src.addr, &outer->saddr, 16);
 	if (!bpf_map_lookup_elem(&trusted_sources6, &src))

@@ -23,6 +23,7 @@ INLINE int xdp_decap6(struct xdp_md *ctx, int outer_len, enum agent_counter why)
 	if ((void *)(eth + 1) > data_end || outer_len < GUE6_LEN_PLAIN || outer_len > GUE6_LEN_MAX)
 		return XDP_PASS;
 	struct ethhdr copy = *eth;
+	capture_xdp6(ctx, CAPTURE_AGENT_XDP_RX);
 	if (bpf_xdp_adjust_head(ctx, outer_len))
 		return XDP_PASS; /* tc decapsulates it instead */
 	data = (void *)(long)ctx->data;
@@ -31,6 +32,7 @@ INLINE int xdp_decap6(struct xdp_md *ctx, int outer_len, enum agent_counter why)
 	if ((void *)(eth + 1) > data_end)
 		return XDP_DROP; /* cannot happen: the inner headers were there */
 	*eth = copy;
+	capture_xdp6(ctx, CAPTURE_AGENT_XDP_UP);
 	agent_count(why);
 	agent_count(AGENT_XDP_DECAP);
 	agent_count(AGENT_IPV6);

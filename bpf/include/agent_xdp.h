@@ -43,6 +43,7 @@ INLINE int xdp_decap(struct xdp_md *ctx, int outer_len, enum agent_counter why, 
 	if (outer_len < OUTER_LEN_PLAIN || outer_len > GUE4_LEN_MAX)
 		return XDP_PASS;
 	struct ethhdr copy = *eth;
+	capture_xdp(ctx, CAPTURE_AGENT_XDP_RX);
 	if (bpf_xdp_adjust_head(ctx, outer_len))
 		return XDP_PASS; /* tc decapsulates it instead */
 	data = (void *)(long)ctx->data;
@@ -51,6 +52,7 @@ INLINE int xdp_decap(struct xdp_md *ctx, int outer_len, enum agent_counter why, 
 	if ((void *)(eth + 1) > data_end)
 		return XDP_DROP; /* cannot happen: the inner headers were there */
 	*eth = copy;
+	capture_xdp(ctx, CAPTURE_AGENT_XDP_UP);
 	agent_count(why);
 	agent_count(AGENT_XDP_DECAP);
 	if (gue)

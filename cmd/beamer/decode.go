@@ -97,26 +97,27 @@ func decodeIP(ip []byte, guePorts []uint16) (decodedPacket, bool) {
 			p.Option.Prev = append(p.Option.Prev, a.String())
 		}
 	}
-	in, hl := o.Inner, 0
+	in, hl, proto := o.Inner, 0, byte(0)
 	switch {
 	case len(in) >= 20 && in[0]>>4 == 4:
 		p.Inner.Src = netip.AddrFrom4([4]byte(in[12:16])).String()
 		p.Inner.Dst = netip.AddrFrom4([4]byte(in[16:20])).String()
-		hl = int(in[0]&0x0f) * 4
-		if in[9] != wire.ProtoTCP {
-			hl = 0
-		}
+		hl, proto = int(in[0]&0x0f)*4, in[9]
 	case len(in) >= 40 && in[0]>>4 == 6:
 		p.Inner.Src = netip.AddrFrom16([16]byte(in[8:24])).String()
 		p.Inner.Dst = netip.AddrFrom16([16]byte(in[24:40])).String()
-		if in[6] == wire.ProtoTCP {
-			hl = 40
-		}
+		hl, proto = 40, in[6]
 	}
-	if hl > 0 && len(in) >= hl+14 {
+	switch {
+	case proto == wire.ProtoTCP && hl > 0 && len(in) >= hl+14:
 		p.Inner.SrcPort = binary.BigEndian.Uint16(in[hl:])
 		p.Inner.DstPort = binary.BigEndian.Uint16(in[hl+2:])
 		p.Inner.TCPFlags = tcpFlags(in[hl+13])
+	case proto == wire.ProtoUDP && hl > 0 && len(in) >= hl+8:
+		// UDP (services, QUIC): the ports, and "udp" where TCP has flags.
+		p.Inner.SrcPort = binary.BigEndian.Uint16(in[hl:])
+		p.Inner.DstPort = binary.BigEndian.Uint16(in[hl+2:])
+		p.Inner.TCPFlags = "udp"
 	}
 	return p, true
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +21,9 @@ import (
 type decodedPacket struct {
 	Number uint64 `json:"number"` // 1-based, as tcpdump and Wireshark count
 	Time   string `json:"time"`   // RFC 3339 with nanoseconds
+	// Point is the pcapng interface the packet was captured on: with
+	// `beamer mux|agent capture`, the capture point (mux-rx, mux-tx...).
+	Point string `json:"point,omitempty"`
 	// Encap is "ipip" or "gue" (docs/wire-format.md, "Encapsulation" and
 	// "GUE").
 	Encap string `json:"encap"`
@@ -54,6 +60,9 @@ type decodedCapture struct {
 	Packets  int             `json:"packets"` // all packets in the file
 	Beamer   []decodedPacket `json:"beamer"`  // the IP-in-IP and GUE ones
 	LinkType string          `json:"link_type"`
+	// Points counts all packets per pcapng interface name (capture
+	// point); absent for pcap.
+	Points map[string]int `json:"points,omitempty"`
 }
 
 // ipOf finds the IP packet (IPv4, or IPv6 for GUE over IPv6) in a captured
@@ -84,12 +93,20 @@ func ipOf(lt layers.LinkType, frame []byte) []byte {
 	return nil
 }
 
-// decodePcap reads a classic pcap file (pure Go: gopacket's pcapgo).
+// pcapngMagic is the first word of a pcapng file (its section header
+// block type, the same in either byte order).
+const pcapngMagic = 0x0a0d0d0a
+
+// decodePcap reads a pcap or pcapng file (pure Go: gopacket's pcapgo).
 // guePorts are the UDP ports read as GUE.
 func decodePcap(r io.Reader, guePorts []uint16) (*decodedCapture, error) {
-	pr, err := pcapgo.NewReader(r)
+	br := bufio.NewReader(r)
+	if magic, _ := br.Peek(4); len(magic) == 4 && binary.LittleEndian.Uint32(magic) == pcapngMagic {
+		return decodePcapng(br, guePorts)
+	}
+	pr, err := pcapgo.NewReader(br)
 	if err != nil {
-		return nil, fmt.Errorf("not a pcap file (pcapng: convert with `editcap -F pcap`): %w", err)
+		return nil, fmt.Errorf("neither a pcap nor a pcapng file: %w", err)
 	}
 	c := &decodedCapture{Beamer: []decodedPacket{}, LinkType: pr.LinkType().String()}
 	for {
@@ -103,6 +120,35 @@ func decodePcap(r io.Reader, guePorts []uint16) (*decodedCapture, error) {
 		c.Packets++
 		if p, ok := decodeIP(ipOf(pr.LinkType(), frame), guePorts); ok {
 			p.Number, p.Time = uint64(c.Packets), ci.Timestamp.UTC().Format(time.RFC3339Nano)
+			c.Beamer = append(c.Beamer, p)
+		}
+	}
+}
+
+// decodePcapng reads a pcapng file: each packet with its interface's link
+// type, and the interface's name as its point.
+func decodePcapng(r io.Reader, guePorts []uint16) (*decodedCapture, error) {
+	nr, err := pcapgo.NewNgReader(r, pcapgo.DefaultNgReaderOptions)
+	if err != nil {
+		return nil, fmt.Errorf("pcapng: %w", err)
+	}
+	c := &decodedCapture{Beamer: []decodedPacket{}, LinkType: nr.LinkType().String(), Points: map[string]int{}}
+	for {
+		frame, ci, err := nr.ReadPacketData()
+		if errors.Is(err, io.EOF) {
+			return c, nil
+		}
+		if err != nil {
+			return c, fmt.Errorf("packet %d: %w", c.Packets+1, err)
+		}
+		c.Packets++
+		intf, err := nr.Interface(ci.InterfaceIndex)
+		if err != nil {
+			return c, fmt.Errorf("packet %d: %w", c.Packets, err)
+		}
+		c.Points[intf.Name]++
+		if p, ok := decodeIP(ipOf(intf.LinkType, frame), guePorts); ok {
+			p.Number, p.Time, p.Point = uint64(c.Packets), ci.Timestamp.UTC().Format(time.RFC3339Nano), intf.Name
 			c.Beamer = append(c.Beamer, p)
 		}
 	}
@@ -133,6 +179,13 @@ func printCapture(w io.Writer, c *decodedCapture) {
 		}
 	}
 	fmt.Fprintf(w, "%d packets (%s), %d IP-in-IP, %d GUE\n", c.Packets, c.LinkType, ipip, len(c.Beamer)-ipip)
+	if len(c.Points) > 0 {
+		var by []string
+		for _, name := range slices.Sorted(maps.Keys(c.Points)) {
+			by = append(by, fmt.Sprintf("%s %d", name, c.Points[name]))
+		}
+		fmt.Fprintf(w, "by point: %s\n", strings.Join(by, ", "))
+	}
 }
 
 // printPacket is one line: where, the encapsulation and its option, and
@@ -143,6 +196,9 @@ func printPacket(w io.Writer, p decodedPacket) {
 	}
 	if p.Time != "" {
 		fmt.Fprintf(w, "%s ", p.Time)
+	}
+	if p.Point != "" {
+		fmt.Fprintf(w, "%s ", p.Point)
 	}
 	fmt.Fprintf(w, "%s > %s", p.Outer.Src, p.Outer.Dst)
 	if p.Encap == "gue" {

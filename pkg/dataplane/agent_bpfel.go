@@ -60,6 +60,47 @@ type agentAgentVip struct {
 	Window     uint32
 }
 
+type agentCaptureCfg struct {
+	_          structs.HostLayout
+	Enabled    uint32
+	Snaplen    uint32
+	Remaining  int64
+	DeadlineNs uint64
+	Lost       uint64
+	Points     uint32
+	Match      uint32
+	Family     uint8
+	Proto      uint8
+	GuePort    uint16
+	Sport      uint16
+	Dport      uint16
+	Src        [16]uint8
+	Dst        [16]uint8
+}
+
+type agentCaptureScratch struct {
+	_   structs.HostLayout
+	Rec struct {
+		_       structs.HostLayout
+		TsNs    uint64
+		Len     uint32
+		Caplen  uint32
+		Point   uint32
+		Ifindex uint32
+		Data    [4096]uint8
+	}
+	T struct {
+		_      structs.HostLayout
+		Src    [16]uint8
+		Dst    [16]uint8
+		Sport  uint16
+		Dport  uint16
+		Family uint8
+		Proto  uint8
+	}
+	_ [2]byte
+}
+
 type agentCheetahAgentCounter uint32
 
 const (
@@ -119,6 +160,9 @@ const (
 	agentMapAgentVips              = "agent_vips"
 	agentMapAgentVips6             = "agent_vips6"
 	agentMapBucketChanged          = "bucket_changed"
+	agentMapCaptureCfg             = "capture_cfg"
+	agentMapCaptureRing            = "capture_ring"
+	agentMapCaptureScratch         = "capture_scratch"
 	agentMapCheetahAgentCounters   = "cheetah_agent_counters"
 	agentMapCheetahKid             = "cheetah_kid"
 	agentMapCheetahVips            = "cheetah_vips"
@@ -131,6 +175,7 @@ const (
 	agentProgBeamerAgent6Xdp       = "beamer_agent6_xdp"
 	agentProgBeamerAgentXdp        = "beamer_agent_xdp"
 	agentProgCheetahEgress         = "cheetah_egress"
+	agentVarCaptureOn              = "capture_on"
 	agentVarCheetahAgentCounterMax = "cheetah_agent_counter_max"
 	agentVarCheetahVipsInUse       = "cheetah_vips_in_use"
 	agentVarLocalAddr              = "local_addr"
@@ -199,6 +244,9 @@ type agentMapSpecs struct {
 	AgentVips            *ebpf.MapSpec `ebpf:"agent_vips"`
 	AgentVips6           *ebpf.MapSpec `ebpf:"agent_vips6"`
 	BucketChanged        *ebpf.MapSpec `ebpf:"bucket_changed"`
+	CaptureCfg           *ebpf.MapSpec `ebpf:"capture_cfg"`
+	CaptureRing          *ebpf.MapSpec `ebpf:"capture_ring"`
+	CaptureScratch       *ebpf.MapSpec `ebpf:"capture_scratch"`
 	CheetahAgentCounters *ebpf.MapSpec `ebpf:"cheetah_agent_counters"`
 	CheetahKid           *ebpf.MapSpec `ebpf:"cheetah_kid"`
 	CheetahVips          *ebpf.MapSpec `ebpf:"cheetah_vips"`
@@ -212,6 +260,7 @@ type agentMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type agentVariableSpecs struct {
+	CaptureOn              *ebpf.VariableSpec `ebpf:"capture_on"`
 	CheetahAgentCounterMax *ebpf.VariableSpec `ebpf:"cheetah_agent_counter_max"`
 	CheetahVipsInUse       *ebpf.VariableSpec `ebpf:"cheetah_vips_in_use"`
 	LocalAddr              *ebpf.VariableSpec `ebpf:"local_addr"`
@@ -247,6 +296,9 @@ type agentMaps struct {
 	AgentVips            *ebpf.Map `ebpf:"agent_vips"`
 	AgentVips6           *ebpf.Map `ebpf:"agent_vips6"`
 	BucketChanged        *ebpf.Map `ebpf:"bucket_changed"`
+	CaptureCfg           *ebpf.Map `ebpf:"capture_cfg"`
+	CaptureRing          *ebpf.Map `ebpf:"capture_ring"`
+	CaptureScratch       *ebpf.Map `ebpf:"capture_scratch"`
 	CheetahAgentCounters *ebpf.Map `ebpf:"cheetah_agent_counters"`
 	CheetahKid           *ebpf.Map `ebpf:"cheetah_kid"`
 	CheetahVips          *ebpf.Map `ebpf:"cheetah_vips"`
@@ -265,6 +317,9 @@ func (m *agentMaps) Close() error {
 		m.AgentVips,
 		m.AgentVips6,
 		m.BucketChanged,
+		m.CaptureCfg,
+		m.CaptureRing,
+		m.CaptureScratch,
 		m.CheetahAgentCounters,
 		m.CheetahKid,
 		m.CheetahVips,
@@ -279,6 +334,7 @@ func (m *agentMaps) Close() error {
 //
 // It can be passed to loadAgentObjects or ebpf.CollectionSpec.LoadAndAssign.
 type agentVariables struct {
+	CaptureOn              *ebpf.Variable `ebpf:"capture_on"`
 	CheetahAgentCounterMax *ebpf.Variable `ebpf:"cheetah_agent_counter_max"`
 	CheetahVipsInUse       *ebpf.Variable `ebpf:"cheetah_vips_in_use"`
 	LocalAddr              *ebpf.Variable `ebpf:"local_addr"`

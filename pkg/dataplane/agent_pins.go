@@ -81,6 +81,10 @@ func (a *Agent) pinState(vips []AgentVIP) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("pin directory: %w", err)
 	}
+	// The capture maps, for `beamer agent capture` (capture.go).
+	if err := pinCapture(a.pinDir, a.objs.BeamerAgent, a.objs.CaptureCfg, a.objs.CaptureRing); err != nil {
+		return err
+	}
 	if err := pinMaps(dir, map[string]*ebpf.Map{
 		"agent_counters": a.objs.AgentCounters, "generation_seen": a.objs.GenerationSeen, "bucket_changed": a.objs.BucketChanged,
 	}); err != nil {

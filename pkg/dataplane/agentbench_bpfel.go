@@ -26,6 +26,47 @@ type agentBenchBenchSavedBuf struct {
 	B [86]uint8
 }
 
+type agentBenchCaptureCfg struct {
+	_          structs.HostLayout
+	Enabled    uint32
+	Snaplen    uint32
+	Remaining  int64
+	DeadlineNs uint64
+	Lost       uint64
+	Points     uint32
+	Match      uint32
+	Family     uint8
+	Proto      uint8
+	GuePort    uint16
+	Sport      uint16
+	Dport      uint16
+	Src        [16]uint8
+	Dst        [16]uint8
+}
+
+type agentBenchCaptureScratch struct {
+	_   structs.HostLayout
+	Rec struct {
+		_       structs.HostLayout
+		TsNs    uint64
+		Len     uint32
+		Caplen  uint32
+		Point   uint32
+		Ifindex uint32
+		Data    [4096]uint8
+	}
+	T struct {
+		_      structs.HostLayout
+		Src    [16]uint8
+		Dst    [16]uint8
+		Sport  uint16
+		Dport  uint16
+		Family uint8
+		Proto  uint8
+	}
+	_ [2]byte
+}
+
 type agentBenchCheetahAgentCounter uint32
 
 const (
@@ -86,6 +127,9 @@ const (
 	agentBenchMapAgentVips6             = "agent_vips6"
 	agentBenchMapBenchSaved             = "bench_saved"
 	agentBenchMapBucketChanged          = "bucket_changed"
+	agentBenchMapCaptureCfg             = "capture_cfg"
+	agentBenchMapCaptureRing            = "capture_ring"
+	agentBenchMapCaptureScratch         = "capture_scratch"
 	agentBenchMapCheetahAgentCounters   = "cheetah_agent_counters"
 	agentBenchMapCheetahKid             = "cheetah_kid"
 	agentBenchMapCheetahVips            = "cheetah_vips"
@@ -107,6 +151,7 @@ const (
 	agentBenchProgDecapFloorBench       = "decap_floor_bench"
 	agentBenchProgDecapFloorXdpBench    = "decap_floor_xdp_bench"
 	agentBenchProgEmptyTcBench          = "empty_tc_bench"
+	agentBenchVarCaptureOn              = "capture_on"
 	agentBenchVarCheetahAgentCounterMax = "cheetah_agent_counter_max"
 	agentBenchVarCheetahVipsInUse       = "cheetah_vips_in_use"
 	agentBenchVarLocalAddr              = "local_addr"
@@ -185,6 +230,9 @@ type agentBenchMapSpecs struct {
 	AgentVips6           *ebpf.MapSpec `ebpf:"agent_vips6"`
 	BenchSaved           *ebpf.MapSpec `ebpf:"bench_saved"`
 	BucketChanged        *ebpf.MapSpec `ebpf:"bucket_changed"`
+	CaptureCfg           *ebpf.MapSpec `ebpf:"capture_cfg"`
+	CaptureRing          *ebpf.MapSpec `ebpf:"capture_ring"`
+	CaptureScratch       *ebpf.MapSpec `ebpf:"capture_scratch"`
 	CheetahAgentCounters *ebpf.MapSpec `ebpf:"cheetah_agent_counters"`
 	CheetahKid           *ebpf.MapSpec `ebpf:"cheetah_kid"`
 	CheetahVips          *ebpf.MapSpec `ebpf:"cheetah_vips"`
@@ -198,6 +246,7 @@ type agentBenchMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type agentBenchVariableSpecs struct {
+	CaptureOn              *ebpf.VariableSpec `ebpf:"capture_on"`
 	CheetahAgentCounterMax *ebpf.VariableSpec `ebpf:"cheetah_agent_counter_max"`
 	CheetahVipsInUse       *ebpf.VariableSpec `ebpf:"cheetah_vips_in_use"`
 	LocalAddr              *ebpf.VariableSpec `ebpf:"local_addr"`
@@ -234,6 +283,9 @@ type agentBenchMaps struct {
 	AgentVips6           *ebpf.Map `ebpf:"agent_vips6"`
 	BenchSaved           *ebpf.Map `ebpf:"bench_saved"`
 	BucketChanged        *ebpf.Map `ebpf:"bucket_changed"`
+	CaptureCfg           *ebpf.Map `ebpf:"capture_cfg"`
+	CaptureRing          *ebpf.Map `ebpf:"capture_ring"`
+	CaptureScratch       *ebpf.Map `ebpf:"capture_scratch"`
 	CheetahAgentCounters *ebpf.Map `ebpf:"cheetah_agent_counters"`
 	CheetahKid           *ebpf.Map `ebpf:"cheetah_kid"`
 	CheetahVips          *ebpf.Map `ebpf:"cheetah_vips"`
@@ -253,6 +305,9 @@ func (m *agentBenchMaps) Close() error {
 		m.AgentVips6,
 		m.BenchSaved,
 		m.BucketChanged,
+		m.CaptureCfg,
+		m.CaptureRing,
+		m.CaptureScratch,
 		m.CheetahAgentCounters,
 		m.CheetahKid,
 		m.CheetahVips,
@@ -267,6 +322,7 @@ func (m *agentBenchMaps) Close() error {
 //
 // It can be passed to loadAgentBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type agentBenchVariables struct {
+	CaptureOn              *ebpf.Variable `ebpf:"capture_on"`
 	CheetahAgentCounterMax *ebpf.Variable `ebpf:"cheetah_agent_counter_max"`
 	CheetahVipsInUse       *ebpf.Variable `ebpf:"cheetah_vips_in_use"`
 	LocalAddr              *ebpf.Variable `ebpf:"local_addr"`

@@ -38,6 +38,47 @@ type muxAwfdRecord struct {
 	Servers [1024]uint16
 }
 
+type muxCaptureCfg struct {
+	_          structs.HostLayout
+	Enabled    uint32
+	Snaplen    uint32
+	Remaining  int64
+	DeadlineNs uint64
+	Lost       uint64
+	Points     uint32
+	Match      uint32
+	Family     uint8
+	Proto      uint8
+	GuePort    uint16
+	Sport      uint16
+	Dport      uint16
+	Src        [16]uint8
+	Dst        [16]uint8
+}
+
+type muxCaptureScratch struct {
+	_   structs.HostLayout
+	Rec struct {
+		_       structs.HostLayout
+		TsNs    uint64
+		Len     uint32
+		Caplen  uint32
+		Point   uint32
+		Ifindex uint32
+		Data    [4096]uint8
+	}
+	T struct {
+		_      structs.HostLayout
+		Src    [16]uint8
+		Dst    [16]uint8
+		Sport  uint16
+		Dport  uint16
+		Family uint8
+		Proto  uint8
+	}
+	_ [2]byte
+}
+
 type muxCheetahMuxCounter uint32
 
 const (
@@ -230,6 +271,9 @@ const (
 	muxMapAwfdCounters           = "awfd_counters"
 	muxMapAwfdRecords            = "awfd_records"
 	muxMapBucketTables           = "bucket_tables"
+	muxMapCaptureCfg             = "capture_cfg"
+	muxMapCaptureRing            = "capture_ring"
+	muxMapCaptureScratch         = "capture_scratch"
 	muxMapChainTables            = "chain_tables"
 	muxMapCheetahInsts           = "cheetah_insts"
 	muxMapCheetahLoad            = "cheetah_load"
@@ -258,6 +302,7 @@ const (
 	muxProgBeamerMux             = "beamer_mux"
 	muxProgBeamerMux6            = "beamer_mux6"
 	muxVarAwfdCounterNames       = "awfd_counter_names"
+	muxVarCaptureOn              = "capture_on"
 	muxVarCheetahMuxCounterMax   = "cheetah_mux_counter_max"
 	muxVarMaxInsertsPerCpuSecond = "max_inserts_per_cpu_second"
 	muxVarMuxAddr                = "mux_addr"
@@ -317,6 +362,9 @@ type muxMapSpecs struct {
 	AwfdCounters       *ebpf.MapSpec `ebpf:"awfd_counters"`
 	AwfdRecords        *ebpf.MapSpec `ebpf:"awfd_records"`
 	BucketTables       *ebpf.MapSpec `ebpf:"bucket_tables"`
+	CaptureCfg         *ebpf.MapSpec `ebpf:"capture_cfg"`
+	CaptureRing        *ebpf.MapSpec `ebpf:"capture_ring"`
+	CaptureScratch     *ebpf.MapSpec `ebpf:"capture_scratch"`
 	ChainTables        *ebpf.MapSpec `ebpf:"chain_tables"`
 	CheetahInsts       *ebpf.MapSpec `ebpf:"cheetah_insts"`
 	CheetahLoad        *ebpf.MapSpec `ebpf:"cheetah_load"`
@@ -349,6 +397,7 @@ type muxMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type muxVariableSpecs struct {
 	AwfdCounterNames       *ebpf.VariableSpec `ebpf:"awfd_counter_names"`
+	CaptureOn              *ebpf.VariableSpec `ebpf:"capture_on"`
 	CheetahMuxCounterMax   *ebpf.VariableSpec `ebpf:"cheetah_mux_counter_max"`
 	MaxInsertsPerCpuSecond *ebpf.VariableSpec `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.VariableSpec `ebpf:"mux_addr"`
@@ -378,6 +427,9 @@ type muxMaps struct {
 	AwfdCounters       *ebpf.Map `ebpf:"awfd_counters"`
 	AwfdRecords        *ebpf.Map `ebpf:"awfd_records"`
 	BucketTables       *ebpf.Map `ebpf:"bucket_tables"`
+	CaptureCfg         *ebpf.Map `ebpf:"capture_cfg"`
+	CaptureRing        *ebpf.Map `ebpf:"capture_ring"`
+	CaptureScratch     *ebpf.Map `ebpf:"capture_scratch"`
 	ChainTables        *ebpf.Map `ebpf:"chain_tables"`
 	CheetahInsts       *ebpf.Map `ebpf:"cheetah_insts"`
 	CheetahLoad        *ebpf.Map `ebpf:"cheetah_load"`
@@ -410,6 +462,9 @@ func (m *muxMaps) Close() error {
 		m.AwfdCounters,
 		m.AwfdRecords,
 		m.BucketTables,
+		m.CaptureCfg,
+		m.CaptureRing,
+		m.CaptureScratch,
 		m.ChainTables,
 		m.CheetahInsts,
 		m.CheetahLoad,
@@ -443,6 +498,7 @@ func (m *muxMaps) Close() error {
 // It can be passed to loadMuxObjects or ebpf.CollectionSpec.LoadAndAssign.
 type muxVariables struct {
 	AwfdCounterNames       *ebpf.Variable `ebpf:"awfd_counter_names"`
+	CaptureOn              *ebpf.Variable `ebpf:"capture_on"`
 	CheetahMuxCounterMax   *ebpf.Variable `ebpf:"cheetah_mux_counter_max"`
 	MaxInsertsPerCpuSecond *ebpf.Variable `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.Variable `ebpf:"mux_addr"`

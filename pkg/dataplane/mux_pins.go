@@ -28,6 +28,11 @@ func (m *Mux) adoptState(adopted map[string]*ebpf.Map) error {
 	if m.pinDir == "" {
 		return nil
 	}
+	// The capture maps, for `beamer mux capture` (capture.go): this
+	// program's, fresh (capture off), replacing a predecessor's.
+	if err := pinCapture(m.pinDir, m.objs.BeamerMux, m.objs.CaptureCfg, m.objs.CaptureRing); err != nil {
+		return err
+	}
 	return pinMaps(m.pinDir, map[string]*ebpf.Map{
 		"mux_counters": m.objs.MuxCounters, "conntrack": m.objs.Conntrack, "flood_guard": m.objs.FloodGuard,
 	})

@@ -38,6 +38,47 @@ type muxBenchAwfdRecord struct {
 	Servers [1024]uint16
 }
 
+type muxBenchCaptureCfg struct {
+	_          structs.HostLayout
+	Enabled    uint32
+	Snaplen    uint32
+	Remaining  int64
+	DeadlineNs uint64
+	Lost       uint64
+	Points     uint32
+	Match      uint32
+	Family     uint8
+	Proto      uint8
+	GuePort    uint16
+	Sport      uint16
+	Dport      uint16
+	Src        [16]uint8
+	Dst        [16]uint8
+}
+
+type muxBenchCaptureScratch struct {
+	_   structs.HostLayout
+	Rec struct {
+		_       structs.HostLayout
+		TsNs    uint64
+		Len     uint32
+		Caplen  uint32
+		Point   uint32
+		Ifindex uint32
+		Data    [4096]uint8
+	}
+	T struct {
+		_      structs.HostLayout
+		Src    [16]uint8
+		Dst    [16]uint8
+		Sport  uint16
+		Dport  uint16
+		Family uint8
+		Proto  uint8
+	}
+	_ [2]byte
+}
+
 type muxBenchCheetahMuxCounter uint32
 
 const (
@@ -178,6 +219,9 @@ const (
 	muxBenchMapAwfdCounters           = "awfd_counters"
 	muxBenchMapAwfdRecords            = "awfd_records"
 	muxBenchMapBucketTables           = "bucket_tables"
+	muxBenchMapCaptureCfg             = "capture_cfg"
+	muxBenchMapCaptureRing            = "capture_ring"
+	muxBenchMapCaptureScratch         = "capture_scratch"
 	muxBenchMapChainTables            = "chain_tables"
 	muxBenchMapCheetahInsts           = "cheetah_insts"
 	muxBenchMapCheetahLoad            = "cheetah_load"
@@ -217,6 +261,7 @@ const (
 	muxBenchVarBenchKey               = "bench_key"
 	muxBenchVarBenchOrderVersion      = "bench_order_version"
 	muxBenchVarBenchSeq               = "bench_seq"
+	muxBenchVarCaptureOn              = "capture_on"
 	muxBenchVarCheetahMuxCounterMax   = "cheetah_mux_counter_max"
 	muxBenchVarGenFrame               = "gen_frame"
 	muxBenchVarMaxInsertsPerCpuSecond = "max_inserts_per_cpu_second"
@@ -284,6 +329,9 @@ type muxBenchMapSpecs struct {
 	AwfdCounters       *ebpf.MapSpec `ebpf:"awfd_counters"`
 	AwfdRecords        *ebpf.MapSpec `ebpf:"awfd_records"`
 	BucketTables       *ebpf.MapSpec `ebpf:"bucket_tables"`
+	CaptureCfg         *ebpf.MapSpec `ebpf:"capture_cfg"`
+	CaptureRing        *ebpf.MapSpec `ebpf:"capture_ring"`
+	CaptureScratch     *ebpf.MapSpec `ebpf:"capture_scratch"`
 	ChainTables        *ebpf.MapSpec `ebpf:"chain_tables"`
 	CheetahInsts       *ebpf.MapSpec `ebpf:"cheetah_insts"`
 	CheetahLoad        *ebpf.MapSpec `ebpf:"cheetah_load"`
@@ -320,6 +368,7 @@ type muxBenchVariableSpecs struct {
 	BenchKey               *ebpf.VariableSpec `ebpf:"bench_key"`
 	BenchOrderVersion      *ebpf.VariableSpec `ebpf:"bench_order_version"`
 	BenchSeq               *ebpf.VariableSpec `ebpf:"bench_seq"`
+	CaptureOn              *ebpf.VariableSpec `ebpf:"capture_on"`
 	CheetahMuxCounterMax   *ebpf.VariableSpec `ebpf:"cheetah_mux_counter_max"`
 	GenFrame               *ebpf.VariableSpec `ebpf:"gen_frame"`
 	MaxInsertsPerCpuSecond *ebpf.VariableSpec `ebpf:"max_inserts_per_cpu_second"`
@@ -350,6 +399,9 @@ type muxBenchMaps struct {
 	AwfdCounters       *ebpf.Map `ebpf:"awfd_counters"`
 	AwfdRecords        *ebpf.Map `ebpf:"awfd_records"`
 	BucketTables       *ebpf.Map `ebpf:"bucket_tables"`
+	CaptureCfg         *ebpf.Map `ebpf:"capture_cfg"`
+	CaptureRing        *ebpf.Map `ebpf:"capture_ring"`
+	CaptureScratch     *ebpf.Map `ebpf:"capture_scratch"`
 	ChainTables        *ebpf.Map `ebpf:"chain_tables"`
 	CheetahInsts       *ebpf.Map `ebpf:"cheetah_insts"`
 	CheetahLoad        *ebpf.Map `ebpf:"cheetah_load"`
@@ -382,6 +434,9 @@ func (m *muxBenchMaps) Close() error {
 		m.AwfdCounters,
 		m.AwfdRecords,
 		m.BucketTables,
+		m.CaptureCfg,
+		m.CaptureRing,
+		m.CaptureScratch,
 		m.ChainTables,
 		m.CheetahInsts,
 		m.CheetahLoad,
@@ -419,6 +474,7 @@ type muxBenchVariables struct {
 	BenchKey               *ebpf.Variable `ebpf:"bench_key"`
 	BenchOrderVersion      *ebpf.Variable `ebpf:"bench_order_version"`
 	BenchSeq               *ebpf.Variable `ebpf:"bench_seq"`
+	CaptureOn              *ebpf.Variable `ebpf:"capture_on"`
 	CheetahMuxCounterMax   *ebpf.Variable `ebpf:"cheetah_mux_counter_max"`
 	GenFrame               *ebpf.Variable `ebpf:"gen_frame"`
 	MaxInsertsPerCpuSecond *ebpf.Variable `ebpf:"max_inserts_per_cpu_second"`
