@@ -242,7 +242,14 @@ func (r *agentRestartRig) startAgent(t *testing.T) (*proc, time.Duration) {
 // network namespace only, in the background; killed when the test ends.
 func nsenterBeamer(t *testing.T, ns *netlab.Namespace, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command("nsenter", append([]string{"--net=/var/run/netns/" + ns.Name, "--", os.Args[0]}, args...)...), done: make(chan struct{})}
+	return startKilledAtEnd(t, exec.Command("nsenter", append([]string{"--net=/var/run/netns/" + ns.Name, "--", os.Args[0]}, args...)...))
+}
+
+// startKilledAtEnd starts cmd as beamer (childEnv), its output collected,
+// killed with its parent and when the test ends.
+func startKilledAtEnd(t *testing.T, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{cmd: cmd, done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), childEnv+"=1")
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

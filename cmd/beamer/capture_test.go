@@ -146,17 +146,7 @@ func beamerCmd(args ...string) *exec.Cmd {
 // capture starts `beamer DAEMON capture ARGS` and waits until it captures.
 func capture(t *testing.T, daemon string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: beamerCmd(append([]string{daemon, "capture"}, args...)...), done: make(chan struct{})}
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		p.cmd.Process.Kill()
-		<-p.done
-	})
+	p := startKilledAtEnd(t, exec.Command(os.Args[0], append([]string{daemon, "capture"}, args...)...))
 	p.waitFor(t, daemon+" capture", "capturing at ")
 	return p
 }

@@ -6,11 +6,9 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/config"
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
@@ -69,17 +67,7 @@ func TestInspectStoppedAgent(t *testing.T) {
 		PortLow: 80, PortHigh: 80, Buckets: 67, ChainWindow: forwarding.DefaultChainWindow}, table))
 	must(t, dataplane.EnsureNeighbors(muxNS.Netlink(), []netip.Addr{netip.MustParseAddr("198.18.0.10")}))
 
-	must(t, srv.Sysctl("net.ipv4.conf.all.rp_filter", "0"))
-	must(t, srv.Sysctl("net.ipv4.conf.eth0.rp_filter", "0"))
-	cfg := config.Agent{Interface: "eth0", ServerID: 1030, Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
-		VIPs: []config.AgentVIP{{VIP: vip, Buckets: 67}}, API: "off"}
-	opts := testOptions(t)
-	t.Cleanup(func() { os.RemoveAll(opts.PinDir) })
-	var d *Daemon
-	must(t, srv.Do(func() (err error) { d, err = Start(cfg, opts); return err }))
-	var l net.Listener
-	must(t, srv.Do(func() (err error) { l, err = net.Listen("tcp4", netip.AddrPortFrom(vip, 80).String()); return err }))
-	netlabtest.Serve(t, l, func(c net.Conn) { io.Copy(c, c) })
+	d, _, opts := startEchoServer(t, srv, vip)
 	const conns = 5
 	for i := range conns {
 		var c net.Conn

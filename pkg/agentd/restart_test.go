@@ -69,17 +69,7 @@ func TestAgentRestartUnderTraffic(t *testing.T) {
 
 	// The server: the agent daemon (VIP on lo, sysctls, pinned tc program)
 	// and an echo service on VIP:80.
-	must(t, srv.Sysctl("net.ipv4.conf.all.rp_filter", "0"))
-	must(t, srv.Sysctl("net.ipv4.conf.eth0.rp_filter", "0"))
-	cfg := config.Agent{Interface: "eth0", ServerID: 1030, Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
-		VIPs: []config.AgentVIP{{VIP: vip, Buckets: 67}}, API: "off"}
-	opts := testOptions(t)
-	t.Cleanup(func() { os.RemoveAll(opts.PinDir) })
-	var first *Daemon
-	must(t, srv.Do(func() (err error) { first, err = Start(cfg, opts); return err }))
-	var l net.Listener
-	must(t, srv.Do(func() (err error) { l, err = net.Listen("tcp4", netip.AddrPortFrom(vip, 80).String()); return err }))
-	netlabtest.Serve(t, l, func(c net.Conn) { io.Copy(c, c) })
+	first, cfg, opts := startEchoServer(t, srv, vip)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -152,4 +142,24 @@ func TestAgentRestartUnderTraffic(t *testing.T) {
 	if out, _ := srv.Run("ip", "addr", "show", "lo"); strings.Contains(out, vip.String()) {
 		t.Errorf("VIP left on lo after the clean exit:\n%s", out)
 	}
+}
+
+// startEchoServer makes srv a server of vip (67 buckets, id 1030, trusting
+// 198.18.0.0/24): the agent daemon with pins of its own, and an echo
+// service on VIP:80. It returns the daemon, its configuration and its
+// options (pin dir), to start its successor with.
+func startEchoServer(t *testing.T, srv *netlab.Namespace, vip netip.Addr) (*Daemon, config.Agent, Options) {
+	t.Helper()
+	must(t, srv.Sysctl("net.ipv4.conf.all.rp_filter", "0"))
+	must(t, srv.Sysctl("net.ipv4.conf.eth0.rp_filter", "0"))
+	cfg := config.Agent{Interface: "eth0", ServerID: 1030, Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
+		VIPs: []config.AgentVIP{{VIP: vip, Buckets: 67}}, API: "off"}
+	opts := testOptions(t)
+	t.Cleanup(func() { os.RemoveAll(opts.PinDir) })
+	var d *Daemon
+	must(t, srv.Do(func() (err error) { d, err = Start(cfg, opts); return err }))
+	var l net.Listener
+	must(t, srv.Do(func() (err error) { l, err = net.Listen("tcp4", netip.AddrPortFrom(vip, 80).String()); return err }))
+	netlabtest.Serve(t, l, func(c net.Conn) { io.Copy(c, c) })
+	return d, cfg, opts
 }
