@@ -74,6 +74,7 @@ const (
 type Agent struct {
 	objs     agentObjects
 	bench    agentBenchExtras
+	capture  captureData // capture_on's data section (capture.go)
 	counters *counterSet
 	cheetah  *counterSet // Cheetah's egress/ingress counters (agent_cheetah.go)
 	clock    *wordArray  // word 0: Unix − boot time (ns); word 1: current generation word (0/1)
@@ -162,11 +163,17 @@ func LoadAgent(opts AgentOptions) (*Agent, error) {
 		all := struct {
 			agentObjects
 			agentBenchExtras
+			captureData
 		}{}
 		err = spec.LoadAndAssign(&all, copts)
-		a.objs, a.bench = all.agentObjects, all.agentBenchExtras
+		a.objs, a.bench, a.capture = all.agentObjects, all.agentBenchExtras, all.captureData
 	} else {
-		err = spec.LoadAndAssign(&a.objs, copts)
+		all := struct {
+			agentObjects
+			captureData
+		}{}
+		err = spec.LoadAndAssign(&all, copts)
+		a.objs, a.capture = all.agentObjects, all.captureData
 	}
 	if err != nil {
 		return nil, fmt.Errorf("loading agent program: %w", err)
@@ -357,6 +364,7 @@ func (a *Agent) Attach(iface string) (link.Link, error) {
 
 // Close releases the program and maps.
 func (a *Agent) Close() error {
+	a.capture.close()
 	if a.stopRotate != nil {
 		close(a.stopRotate)
 		<-a.rotateDone

@@ -82,7 +82,7 @@ func (a *Agent) pinState(vips []AgentVIP) error {
 		return fmt.Errorf("pin directory: %w", err)
 	}
 	// The capture maps, for `beamer agent capture` (capture.go).
-	if err := pinCapture(a.pinDir, a.objs.BeamerAgent, a.objs.CaptureCfg, a.objs.CaptureRing); err != nil {
+	if err := pinCapture(a.pinDir, a.capture.Section, a.objs.CaptureCfg, a.objs.CaptureRing); err != nil {
 		return err
 	}
 	if err := pinMaps(dir, map[string]*ebpf.Map{

@@ -414,14 +414,13 @@ func ReadCaptureState(pinDir string) (CaptureState, error) {
 }
 
 // pinCapture pins the maps a capture needs in a daemon's pin directory:
-// prog's capture_on word, and the filter and ring buffer. Each start pins
-// its own program's, fresh (capture off), over a predecessor's.
-func pinCapture(dir string, prog *ebpf.Program, cfg, ring *ebpf.Map) error {
-	on, err := captureOnMap(prog)
-	if err != nil {
-		return err
+// the data section holding capture_on, and the filter and ring buffer.
+// Each start pins its own program's, fresh (capture off), over a
+// predecessor's.
+func pinCapture(dir string, on, cfg, ring *ebpf.Map) error {
+	if on == nil {
+		return fmt.Errorf("the program was loaded without its %s section", captureOnSection)
 	}
-	defer on.Close()
 	return pinMaps(dir, map[string]*ebpf.Map{captureOnPin: on, captureCfgPin: cfg, captureRingPin: ring})
 }
 
@@ -431,26 +430,16 @@ const captureOnSection = ".data.capture"
 // captureOnPin is the pin name of that map.
 const captureOnPin = "capture_on"
 
-// captureOnMap finds the map of prog's data section capture_on is in (the
-// loaded collection names no data-section maps; the kernel does).
-func captureOnMap(prog *ebpf.Program) (*ebpf.Map, error) {
-	info, err := prog.Info()
-	if err != nil {
-		return nil, err
+// captureData is capture_on's data section, assigned with the program's
+// other objects at load: the generated objects name no data-section maps,
+// and opening one by id afterwards takes CAP_SYS_ADMIN, which the packaged
+// daemons do not have (systemd/beamer-mux.service).
+type captureData struct {
+	Section *ebpf.Map `ebpf:".data.capture"`
+}
+
+func (c captureData) close() {
+	if c.Section != nil {
+		c.Section.Close()
 	}
-	ids, ok := info.MapIDs()
-	if !ok {
-		return nil, errors.New("the kernel does not list a program's maps")
-	}
-	for _, id := range ids {
-		m, err := ebpf.NewMapFromID(id)
-		if err != nil {
-			return nil, err
-		}
-		if mi, err := m.Info(); err == nil && mi.Name == captureOnSection && mi.ValueSize == 4 {
-			return m, nil
-		}
-		m.Close()
-	}
-	return nil, fmt.Errorf("program %v has no %s map", prog, captureOnSection)
 }

@@ -50,6 +50,7 @@ type Mux struct {
 	mu        sync.Mutex
 	objs      muxObjects
 	bench     benchPrograms
+	capture   captureData // capture_on's data section (capture.go)
 	counters  *counterSet
 	cheetah   *counterSet // the cheetah strategy's counters (mux_cheetah.go)
 	instances map[string]*muxInstance
@@ -156,11 +157,17 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 		all := struct {
 			muxObjects
 			benchPrograms
+			captureData
 		}{}
 		err = spec.LoadAndAssign(&all, copts)
-		m.objs, m.bench = all.muxObjects, all.benchPrograms
+		m.objs, m.bench, m.capture = all.muxObjects, all.benchPrograms, all.captureData
 	} else {
-		err = spec.LoadAndAssign(&m.objs, copts)
+		all := struct {
+			muxObjects
+			captureData
+		}{}
+		err = spec.LoadAndAssign(&all, copts)
+		m.objs, m.capture = all.muxObjects, all.captureData
 	}
 	if err != nil {
 		return nil, fmt.Errorf("loading mux program: %w", err)
@@ -330,6 +337,7 @@ func (m *Mux) Attach(iface string, mode XDPMode) (link.Link, error) {
 
 // Close releases the tables and the program.
 func (m *Mux) Close() error {
+	m.capture.close()
 	close(m.stopEpoch)
 	<-m.epochDone
 	m.epochMu.Lock()

@@ -30,7 +30,7 @@ func (m *Mux) adoptState(adopted map[string]*ebpf.Map) error {
 	}
 	// The capture maps, for `beamer mux capture` (capture.go): this
 	// program's, fresh (capture off), replacing a predecessor's.
-	if err := pinCapture(m.pinDir, m.objs.BeamerMux, m.objs.CaptureCfg, m.objs.CaptureRing); err != nil {
+	if err := pinCapture(m.pinDir, m.capture.Section, m.objs.CaptureCfg, m.objs.CaptureRing); err != nil {
 		return err
 	}
 	return pinMaps(m.pinDir, map[string]*ebpf.Map{
