@@ -21,4 +21,8 @@
 //
 // Exempt paths (e.g. /healthz) skip the per-source request rate: they cost
 // nothing, and a flood must not make a node look dead.
+//
+// The connection budgets (LimitConns) and the per-source rate
+// (SourceLimiter) also bound the controller's gRPC management API
+// (pkg/mgmtapi), whose server is grpc-go's.
 package httpserver

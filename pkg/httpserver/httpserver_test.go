@@ -12,7 +12,7 @@ import (
 // The per-source rate table never grows past MaxSources, whatever the
 // number of addresses, and forgets idle ones.
 func TestSourceTableBounded(t *testing.T) {
-	s := newSourceLimiter(10, 10, 100)
+	s := NewSourceLimiter(10, 10, 100)
 	now := time.Unix(1_700_000_000, 0)
 	for i := range 10_000 {
 		a := netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)})

@@ -26,6 +26,13 @@ type budgetListener struct {
 	onRefused func()
 }
 
+// LimitConns bounds l to the connection budgets of lim (MaxConns,
+// PerSourceConns, LocalConns; zero fields take Defaults'): the listener of
+// every server here, and of the management API (pkg/mgmtapi).
+func LimitConns(l net.Listener, lim Limits) net.Listener {
+	return newBudgetListener(l, lim.filled(), nil)
+}
+
 func newBudgetListener(l net.Listener, lim Limits, onRefused func()) *budgetListener {
 	return &budgetListener{Listener: l, max: lim.MaxConns, perSource: lim.PerSourceConns, local: lim.LocalConns,
 		perSrc: map[netip.Addr]int{}, onRefused: onRefused}
@@ -37,7 +44,7 @@ func (b *budgetListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		src := sourceOf(c.RemoteAddr())
+		src := SourceOf(c.RemoteAddr())
 		if b.admit(src) {
 			return &budgetConn{Conn: c, l: b, src: src}, nil
 		}
@@ -104,9 +111,9 @@ func (c *budgetConn) Close() error {
 	return err
 }
 
-// sourceOf is the peer's address without port and IPv4-mapped prefix; an
+// SourceOf is the peer's address without port and IPv4-mapped prefix; an
 // address that cannot be read counts as one unknown source.
-func sourceOf(a net.Addr) netip.Addr {
+func SourceOf(a net.Addr) netip.Addr {
 	if ta, ok := a.(*net.TCPAddr); ok {
 		if ip, ok := netip.AddrFromSlice(ta.IP); ok {
 			return ip.Unmap()

@@ -13,11 +13,13 @@ import (
 // sourceIdle is how long a source's limiter is kept after its last request.
 const sourceIdle = time.Minute
 
-// sourceLimiter bounds the request rate of each source address. Its table
+// SourceLimiter bounds the request rate of each source address. Its table
 // holds at most max sources: when it is full, idle sources are pruned, and
 // if none is idle, new sources share one overflow limiter (a flood from
-// many addresses then slows itself, not the sources already known).
-type sourceLimiter struct {
+// many addresses then slows itself, not the sources already known). The
+// HTTP servers here use it per request, the management API (pkg/mgmtapi)
+// per gRPC call.
+type SourceLimiter struct {
 	limit rate.Limit
 	burst int
 	max   int
@@ -33,13 +35,18 @@ type sourceState struct {
 	last time.Time
 }
 
-func newSourceLimiter(l rate.Limit, burst, max int) *sourceLimiter {
-	return &sourceLimiter{limit: l, burst: burst, max: max, sources: map[netip.Addr]*sourceState{},
+// NewSourceLimiter allows each source l requests per second (burst) and
+// tracks at most max sources.
+func NewSourceLimiter(l rate.Limit, burst, max int) *SourceLimiter {
+	return &SourceLimiter{limit: l, burst: burst, max: max, sources: map[netip.Addr]*sourceState{},
 		overflow: rate.NewLimiter(l, burst)}
 }
 
+// Allow takes one request of src from its budget now.
+func (s *SourceLimiter) Allow(src netip.Addr) bool { return s.allow(src, time.Now()) }
+
 // allow takes one request of src from its budget.
-func (s *sourceLimiter) allow(src netip.Addr, now time.Time) bool {
+func (s *SourceLimiter) allow(src netip.Addr, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.sources[src]
@@ -57,7 +64,7 @@ func (s *sourceLimiter) allow(src netip.Addr, now time.Time) bool {
 	return st.lim.AllowN(now, 1)
 }
 
-func (s *sourceLimiter) prune(now time.Time) {
+func (s *SourceLimiter) prune(now time.Time) {
 	s.pruned = now
 	for a, st := range s.sources {
 		if now.Sub(st.last) > sourceIdle {
@@ -66,7 +73,7 @@ func (s *sourceLimiter) prune(now time.Time) {
 	}
 }
 
-func (s *sourceLimiter) size() int {
+func (s *SourceLimiter) size() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.sources)
@@ -74,7 +81,7 @@ func (s *sourceLimiter) size() int {
 
 // wrap answers 429 to a source over its rate, except on exempt paths, and
 // caps every request body.
-func (s *sourceLimiter) wrap(h http.Handler, exempt []string, maxBody int64, onLimited func()) http.Handler {
+func (s *SourceLimiter) wrap(h http.Handler, exempt []string, maxBody int64, onLimited func()) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !slices.Contains(exempt, r.URL.Path) {
 			src := netip.Addr{}

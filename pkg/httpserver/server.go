@@ -18,7 +18,7 @@ type Server struct {
 	lim     Limits
 	srv     *http.Server
 	tls     *tls.Config
-	sources *sourceLimiter
+	sources *SourceLimiter
 	logs    *LineLimiter
 
 	mu        sync.Mutex
@@ -30,7 +30,7 @@ type Server struct {
 func New(name string, h http.Handler, lim Limits, tlsConf *tls.Config) *Server {
 	lim = lim.filled()
 	s := &Server{name: name, lim: lim, tls: tlsConf, logs: NewLineLimiter(10 * time.Second),
-		sources: newSourceLimiter(lim.PerSourceRate, lim.PerSourceBurst, lim.MaxSources)}
+		sources: NewSourceLimiter(lim.PerSourceRate, lim.PerSourceBurst, lim.MaxSources)}
 	s.srv = &http.Server{
 		Handler:           s.sources.wrap(h, lim.Exempt, lim.MaxBodyBytes, nil),
 		ReadHeaderTimeout: lim.ReadHeaderTimeout,

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/beamer-lb/beamer/pkg/httpserver"
 	"github.com/beamer-lb/beamer/pkg/mgmtapi/mgmtv1"
 	"github.com/beamer-lb/beamer/pkg/nodeauth"
 	"google.golang.org/grpc"
@@ -120,15 +121,12 @@ type ctxStream struct {
 func (s *ctxStream) Context() context.Context { return s.ctx }
 
 // sourceOf is the caller's address, the key of its rate limit.
-func sourceOf(ctx context.Context) string {
+func sourceOf(ctx context.Context) netip.Addr {
 	p, ok := peer.FromContext(ctx)
 	if !ok || p.Addr == nil {
-		return "?"
+		return netip.Addr{}
 	}
-	if ap, err := netip.ParseAddrPort(p.Addr.String()); err == nil {
-		return ap.Addr().String()
-	}
-	return p.Addr.String()
+	return httpserver.SourceOf(p.Addr)
 }
 
 func errorf(c codes.Code, format string, a ...any) error {

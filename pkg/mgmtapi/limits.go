@@ -2,10 +2,9 @@ package mgmtapi
 
 import (
 	"context"
-	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
+	"github.com/beamer-lb/beamer/pkg/httpserver"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
@@ -14,36 +13,34 @@ import (
 
 // What one caller may cost the controller.
 const (
-	maxConns          = 64      // connections at once (netutil.LimitListener)
 	maxStreams        = 16      // concurrent calls per connection
 	maxRecvBytes      = 4 << 20 // a request (CreateInstance's config is the largest)
-	callsPerSecond    = 20      // per source address, sustained
-	callBurst         = 40      // per source address, at once
-	maxRateSources    = 4096    // limiters kept; beyond that the table starts over
 	keepaliveMinTime  = 10 * time.Second
 	maxConnectionIdle = 10 * time.Minute
 )
 
-// sourceLimits is a token bucket per source address.
-type sourceLimits struct {
-	mu sync.Mutex
-	by map[string]*rate.Limiter
+// connLimits are the API's connection budgets and per-source call rate,
+// kept by pkg/httpserver's listener and limiter as for every node API:
+// 64 connections at once (48 from remote sources, 16 from loopback), 16
+// from one address; 20 calls per second per address (burst 40), 4,096
+// addresses tracked, idle ones forgotten (beyond that new ones share one
+// budget).
+var connLimits = httpserver.Limits{
+	MaxConns: 48, LocalConns: 16, PerSourceConns: 16,
+	PerSourceRate: 20, PerSourceBurst: 40, MaxSources: 4096,
+}
+
+// sourceLimits is the per-source call rate of connLimits.
+type sourceLimits struct{ *httpserver.SourceLimiter }
+
+func newSourceLimits() *sourceLimits {
+	return &sourceLimits{httpserver.NewSourceLimiter(connLimits.PerSourceRate, connLimits.PerSourceBurst, connLimits.MaxSources)}
 }
 
 func (l *sourceLimits) allow(ctx context.Context) error {
 	src := sourceOf(ctx)
-	l.mu.Lock()
-	if l.by == nil || len(l.by) >= maxRateSources {
-		l.by = map[string]*rate.Limiter{}
-	}
-	lim, ok := l.by[src]
-	if !ok {
-		lim = rate.NewLimiter(callsPerSecond, callBurst)
-		l.by[src] = lim
-	}
-	l.mu.Unlock()
-	if !lim.Allow() {
-		return status.Errorf(codes.ResourceExhausted, "more than %d calls per second from %s", callsPerSecond, src)
+	if !l.Allow(src) {
+		return status.Errorf(codes.ResourceExhausted, "more than %v calls per second from %v", connLimits.PerSourceRate, src)
 	}
 	return nil
 }

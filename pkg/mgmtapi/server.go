@@ -14,9 +14,9 @@ import (
 	"github.com/beamer-lb/beamer/pkg/assign"
 	"github.com/beamer-lb/beamer/pkg/controller"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/httpserver"
 	"github.com/beamer-lb/beamer/pkg/mgmtapi/mgmtv1"
 	"github.com/beamer-lb/beamer/pkg/store"
-	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -49,11 +49,11 @@ type Options struct {
 	ForwardTLS *tls.Config
 }
 
-// Serve serves the API on ln until ctx ends; the listener is bounded to
-// maxConns connections.
+// Serve serves the API on ln until ctx ends; the listener is bounded by
+// connLimits' connection budgets.
 func Serve(ctx context.Context, ln net.Listener, b *StoreBackend, o Options) error {
 	s := &Server{b: b, forwardTLS: o.ForwardTLS, WatchEvery: 500 * time.Millisecond, conns: map[string]*grpc.ClientConn{}}
-	opts := serverOptions(&sourceLimits{})
+	opts := serverOptions(newSourceLimits())
 	if o.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(o.TLS)))
 	}
@@ -69,7 +69,7 @@ func Serve(ctx context.Context, ln net.Listener, b *StoreBackend, o Options) err
 		}
 		s.mu.Unlock()
 	}()
-	err := g.Serve(netutil.LimitListener(ln, maxConns))
+	err := g.Serve(httpserver.LimitConns(ln, connLimits))
 	if ctx.Err() != nil {
 		return nil
 	}
