@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/nodestate"
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
@@ -94,11 +92,10 @@ protocol number).`,
 			if f.iface == "" {
 				return fmt.Errorf("give the %s's --iface (or its --pin-dir)", parent)
 			}
-			name, err := nodestate.Name(parent, f.iface)
-			if err != nil {
+			var err error
+			if pinDir, err = defaultPinDir(parent, f.iface); err != nil {
 				return err
 			}
-			pinDir = filepath.Join(dataplane.BPFFSRoot, "beamer", name)
 		}
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()

@@ -57,6 +57,17 @@ is stopped or being upgraded. The pin directory is --pin-dir, else the daemon's 
 	panic("no command " + role)
 }
 
+// defaultPinDir is the pin directory a daemon of role on iface takes
+// without --pin-dir, in this process's network namespace (muxd and agentd
+// Options.defaults).
+func defaultPinDir(role, iface string) (string, error) {
+	name, err := nodestate.Name(role, iface)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dataplane.BPFFSRoot, "beamer", name), nil
+}
+
 // inspectDir is the pin directory to read (see the command's Long).
 func inspectDir(role, pinDir, iface string) (string, error) {
 	if pinDir != "" {
@@ -64,11 +75,7 @@ func inspectDir(role, pinDir, iface string) (string, error) {
 	}
 	root := filepath.Join(dataplane.BPFFSRoot, "beamer")
 	if iface != "" {
-		name, err := nodestate.Name(role, iface)
-		if err != nil {
-			return "", err
-		}
-		return filepath.Join(root, name), nil
+		return defaultPinDir(role, iface)
 	}
 	found, _ := filepath.Glob(filepath.Join(root, role+"-*"))
 	switch len(found) {

@@ -212,15 +212,7 @@ func innerMap(outer *ebpf.Map, slot uint32) (*ebpf.Map, error) {
 
 // readWords maps an mmapable array of 64-bit words read-only, for
 // bucketArray and the other readers of wordArray; close unmaps it.
-func readWords(m *ebpf.Map) (*wordArray, error) {
-	n := m.MaxEntries() * (m.ValueSize() / 8)
-	size := (int(n)*8 + os.Getpagesize() - 1) &^ (os.Getpagesize() - 1)
-	mem, err := unix.Mmap(m.FD(), 0, size, unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("mapping %d-word array: %w", n, err)
-	}
-	return &wordArray{m: m, mem: mem, n: n}, nil
-}
+func readWords(m *ebpf.Map) (*wordArray, error) { return mapWordsProt(m, unix.PROT_READ) }
 
 func (p *pinnedProgram) close() {
 	for _, m := range p.maps {

@@ -39,9 +39,15 @@ func newWordArray(n uint32, innerOf bool) (*wordArray, error) {
 // mapWords maps an existing mmapable array (of 64-bit values, or of values
 // made of 64-bit words: n counts the words).
 func mapWords(m *ebpf.Map) (*wordArray, error) {
+	return mapWordsProt(m, unix.PROT_READ|unix.PROT_WRITE)
+}
+
+// mapWordsProt is mapWords with the mapping's protection (inspect maps
+// read-only: readWords).
+func mapWordsProt(m *ebpf.Map, prot int) (*wordArray, error) {
 	n := m.MaxEntries() * (m.ValueSize() / 8)
 	size := (int(n)*8 + os.Getpagesize() - 1) &^ (os.Getpagesize() - 1)
-	mem, err := unix.Mmap(m.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := unix.Mmap(m.FD(), 0, size, prot, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("mapping %d-word array: %w", n, err)
 	}
