@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
+	"strings"
 )
 
 // Files name a node's certificate, its key and the CA that signs every
@@ -57,27 +59,52 @@ func ServerConfig(f Files, want Role) (*tls.Config, error) {
 // controller's certificate and accepts a node whose certificate the CA
 // signed for the address dialled (IP SAN) and that carries a node role.
 func ClientConfig(f Files) (*tls.Config, error) {
-	pool, cert, err := f.load()
+	c, err := PeerConfig(f, "node", RoleAgent, RoleMux)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkOwnRole(cert, RoleController); err != nil {
+	if err := checkOwnRole(c.Certificates[0], RoleController); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// PeerConfig is a client's TLS towards a server named peer in messages: it
+// presents f's certificate, whatever its role (the server decides what the
+// role may do), and accepts a server whose certificate the CA signed for the
+// address dialled and that carries one of the roles want (the management
+// API's callers: want controller).
+func PeerConfig(f Files, peer string, want ...Role) (*tls.Config, error) {
+	pool, cert, err := f.load()
+	if err != nil {
 		return nil, err
 	}
 	return &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}, RootCAs: pool,
 		VerifyConnection: func(cs tls.ConnectionState) error {
 			if len(cs.PeerCertificates) == 0 {
-				return errors.New("node presented no certificate")
+				return fmt.Errorf("%s presented no certificate", peer)
 			}
 			role, err := RoleOf(cs.PeerCertificates[0])
 			if err != nil {
 				return err
 			}
-			if role != RoleAgent && role != RoleMux {
-				return fmt.Errorf("node certificate has role %q, want agent or mux", role)
+			if !slices.Contains(want, role) {
+				return fmt.Errorf("%s certificate has role %q, want %s", peer, role, roleList(want))
 			}
 			return nil
 		}}, nil
+}
+
+// roleList is "a", "a or b", "a, b or c".
+func roleList(roles []Role) string {
+	names := make([]string, len(roles))
+	for i, r := range roles {
+		names[i] = string(r)
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 func checkOwnRole(c tls.Certificate, want Role) error {
