@@ -30,45 +30,33 @@ const (
 
 // statSlots hands out the slots of one per-CPU counter array.
 type statSlots struct {
-	m       *ebpf.Map
-	zero    any      // a value per CPU, all zero: what a slot is reset to
-	free    []uint16 // slots no packet can be counting into
-	retired []uint16 // slots named by nothing since the last grace period
-	grace   func() error
+	m    *ebpf.Map
+	zero any // a value per CPU, all zero: what a slot is reset to
+	graceSlots
 }
 
 func newStatSlots(m *ebpf.Map, n int, zero any) *statSlots {
-	s := &statSlots{m: m, zero: zero, grace: graceWait}
-	for i := n - 1; i >= 0; i-- {
-		s.free = append(s.free, uint16(i))
-	}
-	return s
+	return &statSlots{m: m, zero: zero, graceSlots: newGraceSlots(n)}
 }
 
 // take returns a zeroed slot + 1, or 0 when every slot is in use (the
 // VIP or server is then forwarded but not counted apart).
 func (s *statSlots) take() (uint16, error) {
-	if len(s.free) == 0 && len(s.retired) > 0 {
-		if err := s.grace(); err != nil {
-			return 0, err
-		}
-		s.free, s.retired = s.retired, nil
+	slot, ok, err := s.graceSlots.take()
+	if err != nil || !ok {
+		return 0, err
 	}
-	if len(s.free) == 0 {
-		return 0, nil
-	}
-	slot := s.free[len(s.free)-1]
 	if err := s.m.Put(uint32(slot), s.zero); err != nil {
+		s.putBack(slot)
 		return 0, fmt.Errorf("dataplane: zeroing traffic counters slot %d: %w", slot, err)
 	}
-	s.free = s.free[:len(s.free)-1]
 	return slot + 1, nil
 }
 
 // give retires a slot + 1 that nothing names any more (0: nothing to do).
 func (s *statSlots) give(stat uint16) {
 	if stat != 0 {
-		s.retired = append(s.retired, stat-1)
+		s.retire(stat - 1)
 	}
 }
 

@@ -32,14 +32,12 @@ const (
 //   - the version (generation, incarnation) changes in place, one atomic
 //     64-bit store.
 type vipTable struct {
-	front   *wordArray // VIP_FRONT_LINES × 8 words
-	records *wordArray // VIP_RECORDS × 64 bytes
-	free    []uint16   // records no packet can be reading
-	retired []uint16   // records named by no word since the last grace period
-	where   map[netip.Addr]vipSlot
-	grace   func() error // graceWait; tests count the waits
-	front6  *wordArray   // IPv6 VIPs' front, the same shape (vips6.go)
-	addrs6  *ebpf.Map    // IPv6 VIPs' addresses by record (vips6.go)
+	front      *wordArray // VIP_FRONT_LINES × 8 words
+	records    *wordArray // VIP_RECORDS × 64 bytes
+	graceSlots            // the records: retired, reused after a grace period
+	where      map[netip.Addr]vipSlot
+	front6     *wordArray // IPv6 VIPs' front, the same shape (vips6.go)
+	addrs6     *ebpf.Map  // IPv6 VIPs' addresses by record (vips6.go)
 }
 
 // vipSlot is where a VIP is: its front word and its record.
@@ -49,11 +47,7 @@ type vipSlot struct {
 }
 
 func newVIPTable(front, records *wordArray) *vipTable {
-	t := &vipTable{front: front, records: records, where: map[netip.Addr]vipSlot{}, grace: graceWait}
-	for i := vipRecords - 1; i >= 0; i-- {
-		t.free = append(t.free, uint16(i))
-	}
-	return t
+	return &vipTable{front: front, records: records, where: map[netip.Addr]vipSlot{}, graceSlots: newGraceSlots(vipRecords)}
 }
 
 // vipLine is vip_line in bpf/include/vips.h (of an IPv6 VIP's fold,
@@ -131,14 +125,14 @@ func (t *vipTable) set(v netip.Addr, rec muxVipInfo) error {
 	*(*muxVipInfo)(unsafe.Pointer(&mem[0])) = rec
 	if is6(v) {
 		if err := t.setAddr6(v, r); err != nil {
-			t.free = append(t.free, r)
+			t.putBack(r)
 			return err
 		}
 	}
 	front := t.frontOf(v)
 	if s, ok := t.where[v]; ok {
 		front.store(s.word, frontWord(v, r))
-		t.retired = append(t.retired, s.record)
+		t.retire(s.record)
 		t.where[v] = vipSlot{word: s.word, record: r}
 		return nil
 	}
@@ -151,7 +145,7 @@ func (t *vipTable) set(v netip.Addr, rec muxVipInfo) error {
 			return nil
 		}
 	}
-	t.free = append(t.free, r)
+	t.putBack(r)
 	return fmt.Errorf("dataplane: VIP %v: its front line already holds %d VIPs", v, vipFrontWays)
 }
 
@@ -173,25 +167,18 @@ func (t *vipTable) remove(v netip.Addr) {
 		return
 	}
 	t.frontOf(v).store(s.word, 0)
-	t.retired = append(t.retired, s.record)
+	t.retire(s.record)
 	delete(t.where, v)
 }
 
 // alloc takes a record no packet can be reading, waiting for a grace
 // period first when only retired ones are left.
 func (t *vipTable) alloc() (uint16, error) {
-	if len(t.free) == 0 && len(t.retired) > 0 {
-		if err := t.grace(); err != nil {
-			return 0, err
-		}
-		t.free, t.retired = t.retired, nil
+	r, ok, err := t.take()
+	if err == nil && !ok {
+		err = fmt.Errorf("dataplane: all %d VIP records in use", vipRecords)
 	}
-	if len(t.free) == 0 {
-		return 0, fmt.Errorf("dataplane: all %d VIP records in use", vipRecords)
-	}
-	r := t.free[len(t.free)-1]
-	t.free = t.free[:len(t.free)-1]
-	return r, nil
+	return r, err
 }
 
 // memberbarrierCmdGlobal is MEMBARRIER_CMD_GLOBAL (linux/membarrier.h).
