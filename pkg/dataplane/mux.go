@@ -254,6 +254,7 @@ type benchPrograms struct {
 	Empty  *ebpf.Program  `ebpf:"empty_bench"`
 	Floor  *ebpf.Program  `ebpf:"floor_bench"`
 	Encap  *ebpf.Program  `ebpf:"encap_floor_bench"`
+	Plain  *ebpf.Program  `ebpf:"encap_floor_plain_bench"`
 	Rot    *ebpf.Program  `ebpf:"rotation_bench"`
 	Gen    *ebpf.Program  `ebpf:"traffic_gen_bench"`
 	Bench6 *ebpf.Program  `ebpf:"beamer_mux6_bench"` // the IPv6 path's (bpf/bench/mux6_bench.h)
@@ -279,6 +280,11 @@ func (m *Mux) FloorProgram() *ebpf.Program { return m.bench.Floor }
 // EncapFloorProgram encapsulates with fixed headers and undoes it: the cost
 // of encapsulation alone (benchmark build).
 func (m *Mux) EncapFloorProgram() *ebpf.Program { return m.bench.Encap }
+
+// EncapPlainFloorProgram encapsulates with fixed headers and does nothing
+// else, no undo: the honest floor of an IP-in-IP mux (issue 27), run by
+// the per-packet method only.
+func (m *Mux) EncapPlainFloorProgram() *ebpf.Program { return m.bench.Plain }
 
 // RotationProgram moves the packet to the next bench flow, as
 // BenchProgram does before the mux runs, and does nothing else: the share
@@ -358,6 +364,7 @@ func (m *Mux) Close() error {
 		m.bench.Empty.Close()
 		m.bench.Floor.Close()
 		m.bench.Encap.Close()
+		m.bench.Plain.Close()
 		m.bench.Rot.Close()
 		m.bench.Gen.Close()
 		m.bench.Bench6.Close()

@@ -42,6 +42,7 @@ type MuxBaseline struct {
 	coll   *ebpf.Collection
 	bench  *ebpf.Program
 	bench6 *ebpf.Program // nil: a build without the IPv6 path
+	prod   *ebpf.Program // its production program, for the per-packet method
 	empty  *ebpf.Program
 	flows  *ebpf.Variable
 	key    *ebpf.Variable
@@ -58,7 +59,7 @@ func (m *Mux) LoadBaseline(obj []byte) (*MuxBaseline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("baseline object: %w", err)
 	}
-	for _, p := range []string{"beamer_mux_bench", "empty_bench"} {
+	for _, p := range []string{"beamer_mux_bench", "empty_bench", "beamer_mux"} {
 		if spec.Programs[p] == nil {
 			return nil, fmt.Errorf("baseline object has no program %s: not a benchmark build of the mux (pkg/dataplane/muxbench_bpfel.o)", p)
 		}
@@ -132,7 +133,7 @@ func (m *Mux) LoadBaseline(obj []byte) (*MuxBaseline, error) {
 		return nil, fmt.Errorf("loading the baseline object: %w", err)
 	}
 	return &MuxBaseline{coll: coll, bench: coll.Programs["beamer_mux_bench"], bench6: coll.Programs["beamer_mux6_bench"],
-		empty: coll.Programs["empty_bench"], flows: coll.Variables["bench_flows"], key: coll.Variables["bench_key"]}, nil
+		empty: coll.Programs["empty_bench"], prod: coll.Programs["beamer_mux"], flows: coll.Variables["bench_flows"], key: coll.Variables["bench_key"]}, nil
 }
 
 // Bench6Program is the baseline's IPv6 path wrapped to undo its
@@ -141,6 +142,10 @@ func (b *MuxBaseline) Bench6Program() *ebpf.Program { return b.bench6 }
 
 // BenchProgram is the baseline's mux wrapped to undo its encapsulation.
 func (b *MuxBaseline) BenchProgram() *ebpf.Program { return b.bench }
+
+// Program is the baseline's production mux program (what the per-packet
+// method runs, on a fresh packet each time).
+func (b *MuxBaseline) Program() *ebpf.Program { return b.prod }
 
 // EmptyProgram is the baseline's empty program.
 func (b *MuxBaseline) EmptyProgram() *ebpf.Program { return b.empty }

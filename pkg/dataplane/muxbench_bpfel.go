@@ -253,6 +253,7 @@ const (
 	muxBenchProgBeamerMuxBench        = "beamer_mux_bench"
 	muxBenchProgEmptyBench            = "empty_bench"
 	muxBenchProgEncapFloorBench       = "encap_floor_bench"
+	muxBenchProgEncapFloorPlainBench  = "encap_floor_plain_bench"
 	muxBenchProgFloorBench            = "floor_bench"
 	muxBenchProgRotationBench         = "rotation_bench"
 	muxBenchProgTrafficGenBench       = "traffic_gen_bench"
@@ -311,15 +312,16 @@ type muxBenchSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type muxBenchProgramSpecs struct {
-	BeamerMux       *ebpf.ProgramSpec `ebpf:"beamer_mux"`
-	BeamerMux6      *ebpf.ProgramSpec `ebpf:"beamer_mux6"`
-	BeamerMux6Bench *ebpf.ProgramSpec `ebpf:"beamer_mux6_bench"`
-	BeamerMuxBench  *ebpf.ProgramSpec `ebpf:"beamer_mux_bench"`
-	EmptyBench      *ebpf.ProgramSpec `ebpf:"empty_bench"`
-	EncapFloorBench *ebpf.ProgramSpec `ebpf:"encap_floor_bench"`
-	FloorBench      *ebpf.ProgramSpec `ebpf:"floor_bench"`
-	RotationBench   *ebpf.ProgramSpec `ebpf:"rotation_bench"`
-	TrafficGenBench *ebpf.ProgramSpec `ebpf:"traffic_gen_bench"`
+	BeamerMux            *ebpf.ProgramSpec `ebpf:"beamer_mux"`
+	BeamerMux6           *ebpf.ProgramSpec `ebpf:"beamer_mux6"`
+	BeamerMux6Bench      *ebpf.ProgramSpec `ebpf:"beamer_mux6_bench"`
+	BeamerMuxBench       *ebpf.ProgramSpec `ebpf:"beamer_mux_bench"`
+	EmptyBench           *ebpf.ProgramSpec `ebpf:"empty_bench"`
+	EncapFloorBench      *ebpf.ProgramSpec `ebpf:"encap_floor_bench"`
+	EncapFloorPlainBench *ebpf.ProgramSpec `ebpf:"encap_floor_plain_bench"`
+	FloorBench           *ebpf.ProgramSpec `ebpf:"floor_bench"`
+	RotationBench        *ebpf.ProgramSpec `ebpf:"rotation_bench"`
+	TrafficGenBench      *ebpf.ProgramSpec `ebpf:"traffic_gen_bench"`
 }
 
 // muxBenchMapSpecs contains maps before they are loaded into the kernel.
@@ -486,15 +488,16 @@ type muxBenchVariables struct {
 //
 // It can be passed to loadMuxBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type muxBenchPrograms struct {
-	BeamerMux       *ebpf.Program `ebpf:"beamer_mux"`
-	BeamerMux6      *ebpf.Program `ebpf:"beamer_mux6"`
-	BeamerMux6Bench *ebpf.Program `ebpf:"beamer_mux6_bench"`
-	BeamerMuxBench  *ebpf.Program `ebpf:"beamer_mux_bench"`
-	EmptyBench      *ebpf.Program `ebpf:"empty_bench"`
-	EncapFloorBench *ebpf.Program `ebpf:"encap_floor_bench"`
-	FloorBench      *ebpf.Program `ebpf:"floor_bench"`
-	RotationBench   *ebpf.Program `ebpf:"rotation_bench"`
-	TrafficGenBench *ebpf.Program `ebpf:"traffic_gen_bench"`
+	BeamerMux            *ebpf.Program `ebpf:"beamer_mux"`
+	BeamerMux6           *ebpf.Program `ebpf:"beamer_mux6"`
+	BeamerMux6Bench      *ebpf.Program `ebpf:"beamer_mux6_bench"`
+	BeamerMuxBench       *ebpf.Program `ebpf:"beamer_mux_bench"`
+	EmptyBench           *ebpf.Program `ebpf:"empty_bench"`
+	EncapFloorBench      *ebpf.Program `ebpf:"encap_floor_bench"`
+	EncapFloorPlainBench *ebpf.Program `ebpf:"encap_floor_plain_bench"`
+	FloorBench           *ebpf.Program `ebpf:"floor_bench"`
+	RotationBench        *ebpf.Program `ebpf:"rotation_bench"`
+	TrafficGenBench      *ebpf.Program `ebpf:"traffic_gen_bench"`
 }
 
 func (p *muxBenchPrograms) Close() error {
@@ -505,6 +508,7 @@ func (p *muxBenchPrograms) Close() error {
 		p.BeamerMuxBench,
 		p.EmptyBench,
 		p.EncapFloorBench,
+		p.EncapFloorPlainBench,
 		p.FloorBench,
 		p.RotationBench,
 		p.TrafficGenBench,

@@ -60,7 +60,7 @@ func cheetahMuxRows(r *rig, o Options, ctx func([]byte) any, add func(string, in
 	for _, row := range rows {
 		f := wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, row.seg)
 		tr := trial{ns: r.ns, prog: m.BenchProgram(), frame: f, ctx: ctx(f), want: xdpTX, repeat: o.Repeat, counter: row.counter, read: m.Counters,
-			base: m.baseBench(), single: m.Program(), packets: o.PerPacket}
+			base: m.baseBench(), baseSingle: m.baseProgram(), single: m.Program(), packets: o.PerPacket}
 		if err := add(row.name, 1, 1000, tr, "test run, repeat; encapsulation undone after each; "+row.what); err != nil {
 			return err
 		}

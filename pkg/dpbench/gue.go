@@ -32,7 +32,7 @@ func gueMuxRows(r *rig, o Options, ctx func([]byte) any, add func(string, int, i
 		}
 		ack := frame(beamerVIP, 80, wiretest.ACK)
 		t := trial{ns: r.ns, frame: ack, ctx: ctx(ack), want: xdpTX, repeat: o.Repeat, read: m.Counters, packets: o.PerPacket,
-			prog: m.BenchProgram(), counter: "fwd_gue", base: m.baseBench(), single: m.Program(),
+			prog: m.BenchProgram(), counter: "fwd_gue", base: m.baseBench(), baseSingle: m.baseProgram(), single: m.Program(),
 			frameAt: rotating(beamerVIP, 80, wiretest.ACK, o.BeamerFlows)}
 		name, what := "beamer-gue", "GUE (UDP port 6080, source port from the flow hash), no bucket ever moved: 48-byte outer headers"
 		if moved > 0 {

@@ -41,8 +41,9 @@ type trial struct {
 	packets int // per-packet runs per trial
 
 	// base is the compare mode's baseline build of prog, measured in
-	// alternation with it on the same maps.
-	base *ebpf.Program
+	// alternation with it on the same maps; baseSingle the baseline's
+	// production program, measured per packet beside single.
+	base, baseSingle *ebpf.Program
 
 	// empty is the empty program of the same kind (returning emptyWant),
 	// measured in every trial just before the row on the same packet: each
@@ -69,13 +70,13 @@ func spreadOf(samples []float64) spread {
 type result struct {
 	// Medians over trials of each trial's figure minus the empty program's
 	// in the same trial (nil: no empty program given).
-	batchedNet, perPacketNet, baselineNet *float64
+	batchedNet, perPacketNet, baselineNet, baselinePerPacketNet *float64
 	// The quiet figures: the quickest trial minus the empty program's
 	// quickest (nil: no empty program given). On a shared machine a
 	// neighbour's load only ever adds time, so the quickest of many short
 	// trials is the program's own cost; the median says what this machine
 	// gave most of the time.
-	batchedQuiet, perPacketQuiet, baselineQuiet *float64
+	batchedQuiet, perPacketQuiet, baselineQuiet, baselinePerPacketQuiet *float64
 
 	batched          spread
 	verified         bool
@@ -83,6 +84,9 @@ type result struct {
 	perPacketOK      bool
 	baseline         *spread
 	baselineVerified bool
+
+	baselinePerPacket   *spread
+	baselinePerPacketOK bool
 }
 
 // delta runs fn and says whether the path counters show the runs took the
@@ -143,7 +147,11 @@ func (t trial) batched(prog *ebpf.Program) (float64, bool, error) {
 // perPacket runs the production program once per packet, t.packets times,
 // on CPU 0, packets n*i ... of the sequence, and returns the mean
 // kernel-reported time per run.
-func (t trial) perPacket(i int) (float64, bool, error) {
+func (t trial) perPacket(i int) (float64, bool, error) { return t.perPacketOf(t.single, i) }
+
+// perPacketOf is perPacket with another production program (the compare
+// mode's baseline).
+func (t trial) perPacketOf(prog *ebpf.Program, i int) (float64, bool, error) {
 	ctx, err := contextBytes(t.ctx)
 	if err != nil {
 		return 0, false, err
@@ -158,15 +166,15 @@ func (t trial) perPacket(i int) (float64, bool, error) {
 	var total uint64
 	ok, err := t.delta(uint64(t.packets), func() error {
 		return t.ns.DoOnCPU(0, func() error {
-			fd := t.single.FD()
+			fd := prog.FD()
 			for _, f := range frames {
 				// The kernel copies the frame in: each run sees it fresh.
 				ret, ns, err := runTest(fd, f, ctx, 1)
 				if err != nil {
-					return fmt.Errorf("%s: %w", t.single, err)
+					return fmt.Errorf("%s: %w", prog, err)
 				}
 				if ret != t.want {
-					return fmt.Errorf("%s returned %d, want %d", t.single, ret, t.want)
+					return fmt.Errorf("%s returned %d, want %d", prog, ret, t.want)
 				}
 				total += uint64(ns)
 			}
@@ -199,44 +207,86 @@ func contextBytes(ctx any) ([]byte, error) {
 // verified only if every trial's counter moved by exactly its runs.
 func (t trial) run(trials int) (result, error) {
 	checked := t.counter != "" || t.unmoved != ""
-	r := result{verified: checked, perPacketOK: checked, baselineVerified: checked}
-	var b, base, single, bNet, baseNet, singleNet, empties, singleEmpties []float64
+	r := result{verified: checked, perPacketOK: checked, baselineVerified: checked, baselinePerPacketOK: checked}
+	var b, base, single, baseSingle, bNet, baseNet, singleNet, baseSingleNet, empties, singleEmpties []float64
 	e := t
-	e.prog, e.single, e.want, e.counter, e.unmoved, e.frameAt, e.base = t.empty, t.empty, t.emptyWant, "", "", nil, nil
+	e.prog, e.single, e.want, e.counter, e.unmoved, e.frameAt, e.base, e.baseSingle = t.empty, t.empty, t.emptyWant, "", "", nil, nil, nil
 	for i := 0; i < trials; i++ {
 		var en float64
-		if t.empty != nil {
+		if t.empty != nil && t.prog != nil {
 			var err error
 			if en, _, err = e.batched(e.prog); err != nil {
 				return r, fmt.Errorf("empty program: %w", err)
 			}
 			empties = append(empties, en)
 		}
-		ns, ok, err := t.batched(t.prog)
-		if err != nil {
-			return r, err
-		}
-		b, r.verified, bNet = append(b, ns), r.verified && ok, append(bNet, ns-en)
-		if t.base != nil {
+		// In the compare mode the two builds take turns going first: the
+		// second of a pair visits the flows the first has just brought
+		// into the caches, which on a large table is worth tens of ns.
+		baseFirst := i%2 == 1
+		runBase := func() error {
+			if t.base == nil {
+				return nil
+			}
 			ns, ok, err := t.batched(t.base)
 			if err != nil {
-				return r, fmt.Errorf("baseline: %w", err)
+				return fmt.Errorf("baseline: %w", err)
 			}
 			base, r.baselineVerified, baseNet = append(base, ns), r.baselineVerified && ok, append(baseNet, ns-en)
+			return nil
+		}
+		if t.prog != nil {
+			if baseFirst {
+				if err := runBase(); err != nil {
+					return r, err
+				}
+			}
+			ns, ok, err := t.batched(t.prog)
+			if err != nil {
+				return r, err
+			}
+			b, r.verified, bNet = append(b, ns), r.verified && ok, append(bNet, ns-en)
+			if !baseFirst {
+				if err := runBase(); err != nil {
+					return r, err
+				}
+			}
 		}
 		if t.single != nil && t.packets > 0 {
 			var ep float64
+			var err error
 			if t.empty != nil {
 				if ep, _, err = e.perPacket(i); err != nil {
 					return r, fmt.Errorf("empty program per packet: %w", err)
 				}
 				singleEmpties = append(singleEmpties, ep)
 			}
+			runBase := func() error {
+				if t.baseSingle == nil {
+					return nil
+				}
+				ns, ok, err := t.perPacketOf(t.baseSingle, i)
+				if err != nil {
+					return fmt.Errorf("baseline per packet: %w", err)
+				}
+				baseSingle, r.baselinePerPacketOK, baseSingleNet = append(baseSingle, ns), r.baselinePerPacketOK && ok, append(baseSingleNet, ns-ep)
+				return nil
+			}
+			if baseFirst {
+				if err := runBase(); err != nil {
+					return r, err
+				}
+			}
 			ns, ok, err := t.perPacket(i)
 			if err != nil {
 				return r, fmt.Errorf("per packet: %w", err)
 			}
 			single, r.perPacketOK, singleNet = append(single, ns), r.perPacketOK && ok, append(singleNet, ns-ep)
+			if !baseFirst {
+				if err := runBase(); err != nil {
+					return r, err
+				}
+			}
 		}
 	}
 	if t.empty != nil {
@@ -247,7 +297,7 @@ func (t trial) run(trials int) (result, error) {
 			m := spreadOf(v).Median
 			return &m
 		}
-		r.batchedNet, r.baselineNet, r.perPacketNet = med(bNet), med(baseNet), med(singleNet)
+		r.batchedNet, r.baselineNet, r.perPacketNet, r.baselinePerPacketNet = med(bNet), med(baseNet), med(singleNet), med(baseSingleNet)
 		quiet := func(v, empty []float64) *float64 {
 			if v == nil || empty == nil {
 				return nil
@@ -256,8 +306,11 @@ func (t trial) run(trials int) (result, error) {
 			return &q
 		}
 		r.batchedQuiet, r.baselineQuiet, r.perPacketQuiet = quiet(b, empties), quiet(base, empties), quiet(single, singleEmpties)
+		r.baselinePerPacketQuiet = quiet(baseSingle, singleEmpties)
 	}
-	r.batched = spreadOf(b)
+	if b != nil {
+		r.batched = spreadOf(b)
+	}
 	if base != nil {
 		s := spreadOf(base)
 		r.baseline = &s
@@ -265,6 +318,10 @@ func (t trial) run(trials int) (result, error) {
 	if single != nil {
 		s := spreadOf(single)
 		r.perPacket = &s
+	}
+	if baseSingle != nil {
+		s := spreadOf(baseSingle)
+		r.baselinePerPacket = &s
 	}
 	return r, nil
 }

@@ -69,7 +69,7 @@ func prismRows(r *rig, o Options, n int, ctx func([]byte) any, add func(string, 
 		}
 		f := frame(prismVIP, 80, wiretest.ACK)
 		t := trial{ns: r.ns, prog: m.BenchProgram(), frame: f, ctx: ctx(f), want: xdpTX, repeat: o.Repeat, counter: "prism_mct_miss", read: m.Counters,
-			base: m.baseBench(), single: m.Program(), frameAt: rotating(prismVIP, 80, wiretest.ACK, n), packets: o.PerPacket}
+			base: m.baseBench(), baseSingle: m.baseProgram(), single: m.Program(), frameAt: rotating(prismVIP, 80, wiretest.ACK, n), packets: o.PerPacket}
 		name, what := "prism-miss", fmt.Sprintf("MCT of %d entries none of which matches: the bin's owner", prismUnrelated)
 		if mode == "empty" {
 			name, what = "prism-empty", "empty MCT (no migrated connection alive, the common case): the bin's owner, no MCT lookup"

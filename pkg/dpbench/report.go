@@ -39,6 +39,9 @@ type Row struct {
 	Method       string  `json:"method"`
 	PerPacket    *Figure `json:"per_packet,omitempty"`
 	Baseline     *Figure `json:"baseline,omitempty"`
+	// The compare mode's baseline production program, per packet, on
+	// the same packets in alternation with PerPacket.
+	BaselinePerPacket *Figure `json:"baseline_per_packet,omitempty"`
 }
 
 // Ratios between figures of the same run.
@@ -88,7 +91,7 @@ func (r *Report) Print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "program\tflows\tbuckets\tbatched ns (min–max)\tnet\tquiet\tper-packet ns (min–max)\tnet\tquiet\tMpps/core\tpath verified\t"
 	if r.Baseline != "" {
-		head += "baseline ns (min–max)\tnet\tquiet\tbaseline verified\t"
+		head += "baseline ns (min–max)\tnet\tquiet\tbaseline verified\tbaseline per packet (min–max)\tnet\tquiet\tverified\t"
 	}
 	fmt.Fprintln(tw, head)
 	for _, p := range r.Programs {
@@ -102,12 +105,18 @@ func (r *Report) Print(w io.Writer) {
 			pp, ppNet, ppQuiet = spreadCell(p.PerPacket.NsMedian, p.PerPacket.NsMin, p.PerPacket.NsMax), fmt.Sprintf("%.1f", p.PerPacket.NsNet), fmt.Sprintf("%.1f", p.PerPacket.NsNetQuiet)
 			ok = ok && p.PerPacket.PathVerified
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.1f\t%.1f\t%s\t%s\t%s\t%.2f\t%v\t", p.Name, p.Flows, b, spreadCell(p.NsPerPacket, p.NsMin, p.NsMax), p.NsNet, p.NsNetQuiet, pp, ppNet, ppQuiet, p.MppsPerCore, ok)
+		bt, bNet, bQuiet, mpps := "-", "-", "-", "-"
+		if p.NsPerPacket > 0 { // per-packet-only rows (no undo) have no batched figure
+			bt, bNet, bQuiet, mpps = spreadCell(p.NsPerPacket, p.NsMin, p.NsMax), fmt.Sprintf("%.1f", p.NsNet), fmt.Sprintf("%.1f", p.NsNetQuiet), fmt.Sprintf("%.2f", p.MppsPerCore)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t", p.Name, p.Flows, b, bt, bNet, bQuiet, pp, ppNet, ppQuiet, mpps, ok)
 		if r.Baseline != "" {
-			if p.Baseline != nil {
-				fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%v\t", spreadCell(p.Baseline.NsMedian, p.Baseline.NsMin, p.Baseline.NsMax), p.Baseline.NsNet, p.Baseline.NsNetQuiet, p.Baseline.PathVerified)
-			} else {
-				fmt.Fprint(tw, "-\t-\t-\t-\t")
+			for _, f := range []*Figure{p.Baseline, p.BaselinePerPacket} {
+				if f != nil {
+					fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%v\t", spreadCell(f.NsMedian, f.NsMin, f.NsMax), f.NsNet, f.NsNetQuiet, f.PathVerified)
+				} else {
+					fmt.Fprint(tw, "-\t-\t-\t-\t")
+				}
 			}
 		}
 		fmt.Fprintln(tw)
@@ -115,6 +124,9 @@ func (r *Report) Print(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(w, "\nbeamer / encap-floor, net, 1,000 buckets, batched: %.2f, quiet %.2f (issue 18: ≤ 2)   beamer / maglev at 1M flows: %.2f   agent local / empty tc: %.2f, in XDP / empty XDP: %.2f\n",
 		r.Ratios.BeamerOverEncapFloor, r.Ratios.BeamerOverEncapFloorQuiet, r.Ratios.BeamerOverMaglev1M, r.Ratios.AgentLocalOverEmptyTC, r.Ratios.AgentXDPLocalOverEmpty)
+	for _, t := range r.FloorTargets() {
+		fmt.Fprintf(w, "%s: %s (baseline %s): %s\n", t.What, t.Now, t.Before, t.Verdict)
+	}
 	if len(r.Live) > 0 {
 		fmt.Fprintln(w)
 		printLive(w, r.Live)

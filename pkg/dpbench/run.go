@@ -87,13 +87,17 @@ func beamerRows(r *rig, o Options, b uint32, moved int, scattered, first bool, c
 		for _, p := range []struct {
 			name string
 			prog *ebpf.Program
-		}{{"empty", m.EmptyProgram()}, {"floor", m.FloorProgram()}, {"encap-floor", m.EncapFloorProgram()}} {
+		}{{"empty", m.EmptyProgram()}, {"floor", m.FloorProgram()}, {"encap-floor", m.EncapFloorProgram()}, {"encap-floor-plain", m.EncapPlainFloorProgram()}} {
 			t := base
 			t.prog, t.single = p.prog, p.prog
 			if p.name == "empty" && m.base != nil {
-				t.base = m.base.EmptyProgram()
+				t.base, t.baseSingle = m.base.EmptyProgram(), m.base.EmptyProgram()
 			}
-			if err := add(p.name, 1, 0, t, "test run, repeat; empty returns XDP_TX; floor swaps MACs, XDP_TX; encap-floor writes fixed outer headers with the option and undoes them"); err != nil {
+			if p.name == "encap-floor-plain" {
+				// No undo: a repeated run would grow the packet again.
+				t.prog = nil
+			}
+			if err := add(p.name, 1, 0, t, "test run, repeat; empty returns XDP_TX; floor swaps MACs, XDP_TX; encap-floor writes fixed outer headers with the option and undoes them; encap-floor-plain writes them and sends, per packet only"); err != nil {
 				return err
 			}
 		}
@@ -111,7 +115,7 @@ func beamerRows(r *rig, o Options, b uint32, moved int, scattered, first bool, c
 		}
 	}
 	t := base
-	t.prog, t.counter, t.base = m.BenchProgram(), "fwd_bucket", m.baseBench()
+	t.prog, t.counter, t.base, t.baseSingle = m.BenchProgram(), "fwd_bucket", m.baseBench(), m.baseProgram()
 	t.single, t.frameAt = m.Program(), rotating(beamerVIP, 80, wiretest.ACK, o.BeamerFlows)
 	name, what := "beamer", "no bucket ever moved: 16-byte option, no history read"
 	if moved > 0 {
@@ -127,7 +131,7 @@ func beamerRows(r *rig, o Options, b uint32, moved int, scattered, first bool, c
 	if first {
 		sub := frame(beamerVIP, 1030, wiretest.ACK)
 		t := trial{ns: r.ns, prog: m.BenchProgram(), frame: sub, ctx: ctx(sub), want: xdpTX, repeat: o.Repeat, counter: "fwd_server_id", read: m.Counters,
-			base: m.baseBench(), single: m.Program(), frameAt: rotating(beamerVIP, 1030, wiretest.ACK, o.BeamerFlows), packets: o.PerPacket}
+			base: m.baseBench(), baseSingle: m.baseProgram(), single: m.Program(), frameAt: rotating(beamerVIP, 1030, wiretest.ACK, o.BeamerFlows), packets: o.PerPacket}
 		return add("beamer-mptcp", o.BeamerFlows, int(b), t, "test run, repeat; MPTCP subflow by server id, no option")
 	}
 	return nil
@@ -166,7 +170,10 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 		}
 		ns := res.batched.Median
 		row := Row{Name: name, Flows: flows, Buckets: buckets, NsPerPacket: ns, NsMin: res.batched.Min, NsMax: res.batched.Max,
-			MppsPerCore: 1e3 / ns, PathVerified: res.verified, Method: method}
+			PathVerified: res.verified, Method: method}
+		if ns > 0 {
+			row.MppsPerCore = 1e3 / ns
+		}
 		if res.batchedNet != nil {
 			row.NsNet, row.NsNetQuiet = *res.batchedNet, *res.batchedQuiet
 		}
@@ -182,6 +189,12 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 				row.Baseline.NsNet, row.Baseline.NsNetQuiet = *res.baselineNet, *res.baselineQuiet
 			}
 		}
+		if b := res.baselinePerPacket; b != nil {
+			row.BaselinePerPacket = &Figure{NsMedian: b.Median, NsMin: b.Min, NsMax: b.Max, PathVerified: res.baselinePerPacketOK}
+			if res.baselinePerPacketNet != nil {
+				row.BaselinePerPacket.NsNet, row.BaselinePerPacket.NsNetQuiet = *res.baselinePerPacketNet, *res.baselinePerPacketQuiet
+			}
+		}
 		rep.Programs = append(rep.Programs, row)
 		fmt.Fprintf(progress, "  %-22s flows %-8d %7.1f ns batched", name, flows, ns)
 		if row.PerPacket != nil {
@@ -189,6 +202,9 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 		}
 		if row.Baseline != nil {
 			fmt.Fprintf(progress, " (baseline %7.1f)", row.Baseline.NsMedian)
+		}
+		if row.BaselinePerPacket != nil {
+			fmt.Fprintf(progress, " (baseline per packet %7.1f)", row.BaselinePerPacket.NsMedian)
 		}
 		fmt.Fprintf(progress, "  path verified: %v\n", res.verified && (row.PerPacket == nil || row.PerPacket.PathVerified))
 		return nil
@@ -289,7 +305,7 @@ func maglevRow(r *rig, rep *Report, add func(string, int, int, trial, string) er
 	}
 	ack := frame(maglevVIP, 80, wiretest.ACK)
 	t := trial{ns: r.ns, prog: m.BenchProgram(), frame: ack, ctx: ctx(ack), want: xdpTX, repeat: o.Repeat, counter: "ct_hit", read: m.Counters,
-		base: m.baseBench(), single: m.Program(), frameAt: rotating(maglevVIP, 80, wiretest.ACK, n), packets: o.PerPacket}
+		base: m.baseBench(), baseSingle: m.baseProgram(), single: m.Program(), frameAt: rotating(maglevVIP, 80, wiretest.ACK, n), packets: o.PerPacket}
 	return add("maglev", n, int(cfg.Buckets), t, "each packet a known flow (connection-table hit) in random order; the table filled by the flows' SYNs")
 }
 

@@ -204,6 +204,14 @@ func (b *benchMux) baseBench() *ebpf.Program {
 	return b.base.BenchProgram()
 }
 
+// baseProgram is the baseline's production program (nil without one).
+func (b *benchMux) baseProgram() *ebpf.Program {
+	if b.base == nil {
+		return nil
+	}
+	return b.base.Program()
+}
+
 func (b *benchMux) Close() error {
 	if b.base != nil {
 		b.base.Close()

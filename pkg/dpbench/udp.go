@@ -51,7 +51,7 @@ func udpMuxRows(r *rig, o Options, ctx func([]byte) any, add func(string, int, i
 		for _, row := range rows {
 			f := wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, row.ip)
 			tr := trial{ns: r.ns, prog: m.BenchProgram(), frame: f, ctx: ctx(f), want: xdpTX, repeat: o.Repeat, counter: row.counter,
-				read: m.Counters, base: m.baseBench(), single: m.Program(), packets: o.PerPacket}
+				read: m.Counters, base: m.baseBench(), baseSingle: m.baseProgram(), single: m.Program(), packets: o.PerPacket}
 			if err := add(row.name, 1, 1000, tr, "test run, repeat; encapsulation undone after each; "+row.what); err != nil {
 				m.Close()
 				return err
