@@ -17,6 +17,7 @@ func init() {
 	var (
 		asJSON, quick  bool
 		noLive         bool
+		beamerOnly     bool
 		repeat, trials int
 		perPacket      int
 		compare        string
@@ -59,6 +60,7 @@ these figures by 'beamer bench doc' (scripts/perf-doc.sh). Needs root.`,
 			if o.Repeat < 1 || o.Trials < 1 || o.PerPacket < 0 {
 				return fmt.Errorf("--repeat and --trials must be positive, --per-packet not negative")
 			}
+			o.BeamerOnly = beamerOnly
 			if compare != "" {
 				obj, err := os.ReadFile(compare)
 				if err != nil {
@@ -90,6 +92,7 @@ these figures by 'beamer bench doc' (scripts/perf-doc.sh). Needs root.`,
 		},
 	}
 	dp.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	dp.Flags().BoolVar(&beamerOnly, "beamer-only", false, "only the floors and the Beamer rows (scripts/mux-stages.sh)")
 	dp.Flags().BoolVar(&quick, "quick", false, "a short run that only checks every program takes its path")
 	dp.Flags().BoolVar(&noLive, "no-live", false, "skip the live-traffic part")
 	n := func(v int) string { return dpbench.Thousands(fmt.Sprint(v)) }

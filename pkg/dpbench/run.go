@@ -25,6 +25,9 @@ type Options struct {
 	// earlier commit's pkg/dataplane/muxbench_bpfel.o); nil: none.
 	Baseline     []byte
 	BaselineName string
+	// BeamerOnly stops after the floors and the Beamer rows
+	// (scripts/mux-stages.sh measures the Beamer path alone).
+	BeamerOnly bool
 }
 
 // Full is the complete benchmark; Quick is CI's smoke version. Full takes
@@ -232,6 +235,9 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 		}
 	}
 
+	if o.BeamerOnly {
+		return rep, nil
+	}
 	// Maglev rows: the connection table first filled with the flows by their
 	// SYNs, then measured on their ACKs (every repetition a table hit).
 	cfg, table, err := maglevInstance()
