@@ -209,6 +209,30 @@ int encap_floor_plain_bench(struct xdp_md *ctx)
 }
 
 /*
+ * The same floor on live traffic (pkg/dpbench live.go): the fixed outer
+ * header and option, the MACs and egress device the bench sets, and a
+ * redirect there — what the mux program does around its decision, so
+ * that its live rate has a floor of the same path beside it.
+ */
+__u32 live_ifindex;
+__u8 live_dmac[ETH_ALEN];
+__u8 live_smac[ETH_ALEN];
+
+SEC("xdp")
+int encap_floor_live_bench(struct xdp_md *ctx)
+{
+	struct encap_params p = {.saddr = mux_addr, .daddr = bpf_htonl(0xc612020a)};
+	p.opt.type = BEAMER_OPT_TYPE;
+	p.opt.len = BEAMER_OPT_FIXED;
+	struct ethhdr *eth = xdp_encap_ipv4(ctx, &p, OUTER_LEN_OPT);
+	if (!eth)
+		return XDP_ABORTED;
+	__builtin_memcpy(eth->h_dest, live_dmac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, live_smac, ETH_ALEN);
+	return bpf_redirect(live_ifindex, 0);
+}
+
+/*
  * What moving to the next flow costs a batched mux row: beamer_mux_bench
  * does it before the mux runs; encap_floor_bench does not, and the
  * per-packet method (the production program, a fresh packet each run)

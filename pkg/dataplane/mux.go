@@ -255,12 +255,16 @@ type benchPrograms struct {
 	Floor  *ebpf.Program  `ebpf:"floor_bench"`
 	Encap  *ebpf.Program  `ebpf:"encap_floor_bench"`
 	Plain  *ebpf.Program  `ebpf:"encap_floor_plain_bench"`
+	Live   *ebpf.Program  `ebpf:"encap_floor_live_bench"`
 	Rot    *ebpf.Program  `ebpf:"rotation_bench"`
 	Gen    *ebpf.Program  `ebpf:"traffic_gen_bench"`
 	Bench6 *ebpf.Program  `ebpf:"beamer_mux6_bench"` // the IPv6 path's (bpf/bench/mux6_bench.h)
 	Flows  *ebpf.Variable `ebpf:"bench_flows"`
 	Key    *ebpf.Variable `ebpf:"bench_key"` // mux_baseline.go
 	Frame  *ebpf.Variable `ebpf:"gen_frame"`
+	LiveIf *ebpf.Variable `ebpf:"live_ifindex"`
+	LiveD  *ebpf.Variable `ebpf:"live_dmac"`
+	LiveS  *ebpf.Variable `ebpf:"live_smac"`
 }
 
 // BenchProgram is the mux wrapped to undo its encapsulation (benchmark build).
@@ -285,6 +289,25 @@ func (m *Mux) EncapFloorProgram() *ebpf.Program { return m.bench.Encap }
 // else, no undo: the honest floor of an IP-in-IP mux (issue 27), run by
 // the per-packet method only.
 func (m *Mux) EncapPlainFloorProgram() *ebpf.Program { return m.bench.Plain }
+
+// LiveFloorProgram is the encapsulation floor for live traffic: fixed
+// outer header and option, redirected to the device SetLiveFloor names.
+func (m *Mux) LiveFloorProgram() *ebpf.Program { return m.bench.Live }
+
+// SetLiveFloor sets where LiveFloorProgram sends: the egress device and
+// the Ethernet addresses it writes.
+func (m *Mux) SetLiveFloor(ifindex int, dst, src net.HardwareAddr) error {
+	if len(dst) != 6 || len(src) != 6 {
+		return fmt.Errorf("live floor: MACs of 6 bytes, got %d and %d", len(dst), len(src))
+	}
+	if err := m.bench.LiveD.Set([6]byte(dst)); err != nil {
+		return err
+	}
+	if err := m.bench.LiveS.Set([6]byte(src)); err != nil {
+		return err
+	}
+	return m.bench.LiveIf.Set(uint32(ifindex))
+}
 
 // RotationProgram moves the packet to the next bench flow, as
 // BenchProgram does before the mux runs, and does nothing else: the share
@@ -365,6 +388,7 @@ func (m *Mux) Close() error {
 		m.bench.Floor.Close()
 		m.bench.Encap.Close()
 		m.bench.Plain.Close()
+		m.bench.Live.Close()
 		m.bench.Rot.Close()
 		m.bench.Gen.Close()
 		m.bench.Bench6.Close()

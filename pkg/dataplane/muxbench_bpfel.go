@@ -253,6 +253,7 @@ const (
 	muxBenchProgBeamerMuxBench        = "beamer_mux_bench"
 	muxBenchProgEmptyBench            = "empty_bench"
 	muxBenchProgEncapFloorBench       = "encap_floor_bench"
+	muxBenchProgEncapFloorLiveBench   = "encap_floor_live_bench"
 	muxBenchProgEncapFloorPlainBench  = "encap_floor_plain_bench"
 	muxBenchProgFloorBench            = "floor_bench"
 	muxBenchProgRotationBench         = "rotation_bench"
@@ -265,6 +266,9 @@ const (
 	muxBenchVarCaptureOn              = "capture_on"
 	muxBenchVarCheetahMuxCounterMax   = "cheetah_mux_counter_max"
 	muxBenchVarGenFrame               = "gen_frame"
+	muxBenchVarLiveDmac               = "live_dmac"
+	muxBenchVarLiveIfindex            = "live_ifindex"
+	muxBenchVarLiveSmac               = "live_smac"
 	muxBenchVarMaxInsertsPerCpuSecond = "max_inserts_per_cpu_second"
 	muxBenchVarMuxAddr                = "mux_addr"
 	muxBenchVarMuxAddr6               = "mux_addr6"
@@ -318,6 +322,7 @@ type muxBenchProgramSpecs struct {
 	BeamerMuxBench       *ebpf.ProgramSpec `ebpf:"beamer_mux_bench"`
 	EmptyBench           *ebpf.ProgramSpec `ebpf:"empty_bench"`
 	EncapFloorBench      *ebpf.ProgramSpec `ebpf:"encap_floor_bench"`
+	EncapFloorLiveBench  *ebpf.ProgramSpec `ebpf:"encap_floor_live_bench"`
 	EncapFloorPlainBench *ebpf.ProgramSpec `ebpf:"encap_floor_plain_bench"`
 	FloorBench           *ebpf.ProgramSpec `ebpf:"floor_bench"`
 	RotationBench        *ebpf.ProgramSpec `ebpf:"rotation_bench"`
@@ -373,6 +378,9 @@ type muxBenchVariableSpecs struct {
 	CaptureOn              *ebpf.VariableSpec `ebpf:"capture_on"`
 	CheetahMuxCounterMax   *ebpf.VariableSpec `ebpf:"cheetah_mux_counter_max"`
 	GenFrame               *ebpf.VariableSpec `ebpf:"gen_frame"`
+	LiveDmac               *ebpf.VariableSpec `ebpf:"live_dmac"`
+	LiveIfindex            *ebpf.VariableSpec `ebpf:"live_ifindex"`
+	LiveSmac               *ebpf.VariableSpec `ebpf:"live_smac"`
 	MaxInsertsPerCpuSecond *ebpf.VariableSpec `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.VariableSpec `ebpf:"mux_addr"`
 	MuxAddr6               *ebpf.VariableSpec `ebpf:"mux_addr6"`
@@ -479,6 +487,9 @@ type muxBenchVariables struct {
 	CaptureOn              *ebpf.Variable `ebpf:"capture_on"`
 	CheetahMuxCounterMax   *ebpf.Variable `ebpf:"cheetah_mux_counter_max"`
 	GenFrame               *ebpf.Variable `ebpf:"gen_frame"`
+	LiveDmac               *ebpf.Variable `ebpf:"live_dmac"`
+	LiveIfindex            *ebpf.Variable `ebpf:"live_ifindex"`
+	LiveSmac               *ebpf.Variable `ebpf:"live_smac"`
 	MaxInsertsPerCpuSecond *ebpf.Variable `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.Variable `ebpf:"mux_addr"`
 	MuxAddr6               *ebpf.Variable `ebpf:"mux_addr6"`
@@ -494,6 +505,7 @@ type muxBenchPrograms struct {
 	BeamerMuxBench       *ebpf.Program `ebpf:"beamer_mux_bench"`
 	EmptyBench           *ebpf.Program `ebpf:"empty_bench"`
 	EncapFloorBench      *ebpf.Program `ebpf:"encap_floor_bench"`
+	EncapFloorLiveBench  *ebpf.Program `ebpf:"encap_floor_live_bench"`
 	EncapFloorPlainBench *ebpf.Program `ebpf:"encap_floor_plain_bench"`
 	FloorBench           *ebpf.Program `ebpf:"floor_bench"`
 	RotationBench        *ebpf.Program `ebpf:"rotation_bench"`
@@ -508,6 +520,7 @@ func (p *muxBenchPrograms) Close() error {
 		p.BeamerMuxBench,
 		p.EmptyBench,
 		p.EncapFloorBench,
+		p.EncapFloorLiveBench,
 		p.EncapFloorPlainBench,
 		p.FloorBench,
 		p.RotationBench,

@@ -250,7 +250,7 @@ func RunLive(o LiveOptions, progress io.Writer) ([]LiveRow, error) {
 	for _, c := range []struct {
 		s     forwarding.Strategy
 		sizes []uint32
-	}{{forwarding.StrategyBeamer, o.Beamer}, {forwarding.StrategyMaglev, o.Maglev}, {forwarding.StrategyAWFD, o.AWFD}} {
+	}{{liveFloor, []uint32{0}}, {forwarding.StrategyBeamer, o.Beamer}, {forwarding.StrategyMaglev, o.Maglev}, {forwarding.StrategyAWFD, o.AWFD}} {
 		for _, size := range c.sizes {
 			row, err := n.measure(c.s, size, o)
 			if err != nil {
@@ -264,36 +264,45 @@ func RunLive(o LiveOptions, progress io.Writer) ([]LiveRow, error) {
 	return rows, nil
 }
 
+// liveFloor names the live rows of the encapsulation floor
+// (encap_floor_live_bench): the mux's own path around its decision — a
+// fixed outer header with the option, the sink's MACs, a redirect — and
+// nothing else, on the same links, so the mux's rate has its floor beside it.
+const liveFloor forwarding.Strategy = "encap-floor"
+
 func (n *liveNet) measure(s forwarding.Strategy, size uint32, o LiveOptions) (LiveRow, error) {
-	cfg, table, err := liveInstance(s, size)
-	if err != nil {
-		return LiveRow{}, err
-	}
-	m, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: netip.MustParseAddr("198.18.2.1"), ConnTrackEntries: 4 * o.Flows})
+	floor := s == liveFloor
+	m, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: netip.MustParseAddr("198.18.2.1"), ConnTrackEntries: 4 * o.Flows, Benchmark: floor})
 	if err != nil {
 		return LiveRow{}, err
 	}
 	defer m.Close()
-	if err := m.SetInstance(cfg, table); err != nil {
+	prog := m.Program()
+	if floor {
+		prog = m.LiveFloorProgram()
+		if err := n.setLiveFloor(m); err != nil {
+			return LiveRow{}, err
+		}
+	} else if err := n.loadInstance(m, s, size); err != nil {
 		return LiveRow{}, err
-	}
-	if s == forwarding.StrategyAWFD {
-		// Every server in a class (weights 1–4): a miss takes the whole
-		// Algorithm 1 path, not the no-record fallback.
-		rec, err := liveAWFDRecord(table)
-		if err != nil {
-			return LiveRow{}, err
-		}
-		if err := m.SetAWFDRecord(cfg.Name, rec); err != nil {
-			return LiveRow{}, err
-		}
 	}
 	napi, err := napiThreads()
 	if err != nil {
 		return LiveRow{}, err
 	}
 	var attached link.Link
-	if err := n.mux.Do(func() (err error) { attached, err = m.Attach("eth0", dataplane.XDPDriver); return err }); err != nil {
+	if err := n.mux.Do(func() (err error) {
+		if !floor {
+			attached, err = m.Attach("eth0", dataplane.XDPDriver)
+			return err
+		}
+		ifi, err := net.InterfaceByName("eth0")
+		if err != nil {
+			return err
+		}
+		attached, err = link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifi.Index, Flags: link.XDPDriverMode})
+		return err
+	}); err != nil {
 		return LiveRow{}, err
 	}
 	defer attached.Close()
@@ -325,7 +334,7 @@ func (n *liveNet) measure(s forwarding.Strategy, size uint32, o LiveOptions) (Li
 	if err != nil {
 		return LiveRow{}, err
 	}
-	stats0, err := m.Program().Stats()
+	stats0, err := prog.Stats()
 	if err != nil {
 		return LiveRow{}, err
 	}
@@ -379,7 +388,7 @@ func (n *liveNet) measure(s forwarding.Strategy, size uint32, o LiveOptions) (Li
 	if err != nil {
 		return LiveRow{}, err
 	}
-	stats1, err := m.Program().Stats()
+	stats1, err := prog.Stats()
 	if err != nil {
 		return LiveRow{}, err
 	}
@@ -426,7 +435,66 @@ func (n *liveNet) measure(s forwarding.Strategy, size uint32, o LiveOptions) (Li
 	// count also holds the odd frame of the mux's stack, e.g. neighbour
 	// discovery).
 	row.Delivered = sumSuffix(row.Veth["mux/eth1"], "_xdp_xmit")
+	if floor {
+		// No decision counters: what it sent on is what the sink's
+		// ring took or refused.
+		row.Forwarded, row.Buckets = row.Delivered+row.DropsToSink, 0
+		if took > 0 {
+			row.ForwardedMpps = float64(row.Forwarded) / took.Seconds() / 1e6
+		}
+		if muxThreads != nil && row.Forwarded > 0 {
+			row.MuxNs = float64(mux1-mux0) / float64(row.Forwarded)
+			row.SinkNs = float64(sink1-sink0) / float64(row.Forwarded)
+			row.MuxBusy = float64(mux1-mux0) / float64(took.Nanoseconds()+50e6)
+		}
+	}
 	return row, nil
+}
+
+// loadInstance puts the live instance of strategy s with a table of size
+// into m.
+func (n *liveNet) loadInstance(m *dataplane.Mux, s forwarding.Strategy, size uint32) error {
+	cfg, table, err := liveInstance(s, size)
+	if err != nil {
+		return err
+	}
+	if err := m.SetInstance(cfg, table); err != nil {
+		return err
+	}
+	if s == forwarding.StrategyAWFD {
+		// Every server in a class (weights 1–4): a miss takes the whole
+		// Algorithm 1 path, not the no-record fallback.
+		rec, err := liveAWFDRecord(table)
+		if err != nil {
+			return err
+		}
+		return m.SetAWFDRecord(cfg.Name, rec)
+	}
+	return nil
+}
+
+// setLiveFloor points the floor program at the sink: the mux's eth1, its
+// MAC as source, the sink's as destination.
+func (n *liveNet) setLiveFloor(m *dataplane.Mux) error {
+	sinkMAC, err := n.sink.LinkMAC("eth0")
+	if err != nil {
+		return err
+	}
+	muxMAC, err := n.mux.LinkMAC("eth1")
+	if err != nil {
+		return err
+	}
+	var ifindex int
+	if err := n.mux.Do(func() error {
+		ifi, err := net.InterfaceByName("eth1")
+		if err == nil {
+			ifindex = ifi.Index
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	return m.SetLiveFloor(ifindex, sinkMAC, muxMAC)
 }
 
 // sumSuffix sums the per-queue counters whose name ends in suffix (rx/tx
