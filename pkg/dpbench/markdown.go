@@ -56,8 +56,12 @@ func (r *Report) ProgramTable(keep func(name string) bool) string {
 				verified = "yes"
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %.0f (%.0f–%.0f) | %.0f | %.0f | %s | %s | %s | %.1f | %s |", p.Name, thousands(p.Flows), buckets,
-			p.NsPerPacket, p.NsMin, p.NsMax, p.NsNet, p.NsNetQuiet, pp, ppNet, ppQuiet, p.MppsPerCore, verified)
+		bt, bNet, bQuiet, mpps := "–", "–", "–", "–"
+		if p.NsPerPacket > 0 { // per-packet-only rows (no undo) have no batched figure
+			bt, bNet, bQuiet, mpps = fmt.Sprintf("%.0f (%.0f–%.0f)", p.NsPerPacket, p.NsMin, p.NsMax), fmt.Sprintf("%.0f", p.NsNet), fmt.Sprintf("%.0f", p.NsNetQuiet), fmt.Sprintf("%.1f", p.MppsPerCore)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", p.Name, thousands(p.Flows), buckets,
+			bt, bNet, bQuiet, pp, ppNet, ppQuiet, mpps, verified)
 		if r.Baseline != "" {
 			bb, bNet, bQuiet := cell(p.Baseline)
 			ok := "–"
