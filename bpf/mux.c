@@ -33,6 +33,9 @@
  * never newer than the bucket that forwarded it.
  */
 #include "include/defs.h"
+#ifdef BEAMER_BENCH
+#include "bench/scratch.h"
+#endif
 #include "include/parse.h"
 #include "include/flow.h"
 #include "include/flow_hash.h"

@@ -32,6 +32,11 @@ ABLATIONS = {
                "\t__u32 table = vip->table;\n\tvoid *buckets = bpf_map_lookup_elem(&bucket_tables, &table);",
                "#ifdef STAGE_OFF_BUCKET\n\t*why = MUX_DROP_NO_OWNER;\n\treturn 1025 + (bucket_of(hash, vip->buckets) & 3);\n#endif\n",
                "bucket read: the table lookup (outer map, helper call into the inner map, summary, entry) replaced by an owner computed from the hash"),
+    "bucket-helper": ("include/decision.h",
+                      "\t__u32 table = vip->table;\n\tvoid *buckets = bpf_map_lookup_elem(&bucket_tables, &table);",
+                      "#ifdef STAGE_OFF_BUCKET_HELPER\n\t*why = MUX_DROP_NO_OWNER; /* the same words, copied by pkg/dpbench */\n"
+                      "\treturn bucket_at(&bench_scratch, vip->buckets, bucket_of(hash, vip->buckets));\n#endif\n",
+                      "the helper call of the bucket read: the same table (copied word for word into bpf/bench/scratch.h's plain array) read by the same code with lookups the verifier inlines"),
     "hash": ("include/flow_hash.h",
              "\t__u32 ports = ((__u32)bpf_ntohs(sport) << 16) | bpf_ntohs(dport);",
              "#ifdef STAGE_OFF_HASH\n\treturn (saddr ^ sport) * 2654435761u;\n#endif\n",
@@ -95,6 +100,24 @@ def table(d, stages):
     if f and f.get("per_packet"):
         out.append(f"The honest floor in the first run (`encap-floor-plain`: a fixed IP-in-IP header with the 16-byte option,")
         out.append(f"no undo): {f['per_packet']['ns_net']:.0f} / {f['per_packet']['ns_net_quiet']:.0f} ns per packet, net.\n")
+    lines = [p for p in first["programs"] if p["name"].startswith("lines-")]
+    if lines:
+        out.append("What one more cache line touched per packet costs, in the same first run (`lines-K`: a program that")
+        out.append("reads the same K distinct lines of an array on every run and changes nothing; net of the empty program):\n")
+        out.append("| K lines | batched, median / quiet | per packet, median / quiet |")
+        out.append("|---|---|---|")
+        for p in lines:
+            pp = p.get("per_packet") or {}
+            out.append(f"| {p['name'][6:]} | {p['ns_per_packet_net']:.0f} / {p['ns_per_packet_net_quiet']:.0f} | "
+                       f"{pp.get('ns_net', 0):.0f} / {pp.get('ns_net_quiet', 0):.0f} |")
+        lo, hi = lines[0], lines[-1]
+        k = int(hi["name"][6:]) - int(lo["name"][6:])
+        if k > 0 and lo.get("per_packet") and hi.get("per_packet"):
+            per = (hi["per_packet"]["ns_net_quiet"] - lo["per_packet"]["ns_net_quiet"]) / k
+            bat = (hi["ns_per_packet_net_quiet"] - lo["ns_per_packet_net_quiet"]) / k
+            out.append(f"\nPer line (quiet figures, lines-{hi['name'][6:]} − lines-{lo['name'][6:]}): {bat:.1f} ns batched, {per:.1f} ns per packet.")
+            out.append("Batched, the lines stay in the first-level cache between repetitions; per packet, the system call between")
+            out.append("two runs evicts them from it, and each is fetched again from the next level.\n")
     head = "| stage | method | " + " | ".join(f"{n} {b:,}" for n, b in ROWS) + " |"
     out.append(head)
     out.append("|---|---|" + "---|" * len(ROWS))

@@ -23,12 +23,12 @@ go build -buildvcs=auto -o "$work/beamer" ./cmd/beamer
 cp -r bpf "$work/src"
 python3 scripts/mux-stages.py ablate "$work/src"
 
-for stage in nexthop counters capture bucket hash vip; do
-	flag=$(echo "$stage" | tr a-z A-Z)
+for stage in nexthop counters capture bucket bucket-helper hash vip; do
+	flag=$(echo "$stage" | tr a-z- A-Z_)
 	clang -mcpu=v3 -O2 -g -Wall -Werror -DBEAMER_BENCH "-DSTAGE_OFF_$flag" \
 		-I/usr/include/x86_64-linux-gnu -target bpfel -c "$work/src/mux.c" -o "$work/$stage.o"
 	echo "measuring without: $stage" >&2
 	"$work/beamer" bench dataplane --no-live --beamer-only --json --compare "$work/$stage.o" "$@" >"$work/$stage.json"
 done
-python3 scripts/mux-stages.py table "$work" nexthop counters capture bucket hash vip >docs/mux-stages.md
+python3 scripts/mux-stages.py table "$work" nexthop counters capture bucket bucket-helper hash vip >docs/mux-stages.md
 echo "wrote docs/mux-stages.md" >&2

@@ -269,6 +269,34 @@ int traffic_gen_bench(struct xdp_md *ctx)
 	return XDP_TX;
 }
 
+/*
+ * What a touched cache line costs: reads bench_lines (at most
+ * BENCH_MAX_LINES) distinct lines of bench_scratch, 131 lines apart (no two
+ * in one prefetched pair, spread over the cache's sets), always the same
+ * lines, as a program reads its tables' hot lines on every packet; changes
+ * nothing. lines-0 is the program with its loop and nothing read.
+ */
+#define BENCH_MAX_LINES 16
+__u32 bench_lines;
+
+SEC("xdp")
+int lines_bench(struct xdp_md *ctx)
+{
+	__u32 n = bench_lines;
+	__u64 sum = 0;
+
+#pragma unroll
+	for (int i = 0; i < BENCH_MAX_LINES; i++) {
+		if (i < n) {
+			__u32 key = i * 8 * 131;
+			__u64 *v = bpf_map_lookup_elem(&bench_scratch, &key);
+			if (v)
+				sum += READ_ONCE_U64(v);
+		}
+	}
+	return sum == 0x5eed ? XDP_PASS : XDP_TX; /* never 0x5eed: the reads are kept */
+}
+
 /* An empty program: what a test run costs by itself. */
 SEC("xdp")
 int empty_bench(struct xdp_md *ctx)

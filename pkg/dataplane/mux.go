@@ -265,6 +265,10 @@ type benchPrograms struct {
 	LiveIf *ebpf.Variable `ebpf:"live_ifindex"`
 	LiveD  *ebpf.Variable `ebpf:"live_dmac"`
 	LiveS  *ebpf.Variable `ebpf:"live_smac"`
+	Lines  *ebpf.Program  `ebpf:"lines_bench"`
+	NLines *ebpf.Variable `ebpf:"bench_lines"`
+	// Scratch is bpf/bench/scratch.h's array (mux_scratch.go).
+	Scratch *ebpf.Map `ebpf:"bench_scratch"`
 }
 
 // BenchProgram is the mux wrapped to undo its encapsulation (benchmark build).
@@ -389,6 +393,8 @@ func (m *Mux) Close() error {
 		m.bench.Encap.Close()
 		m.bench.Plain.Close()
 		m.bench.Live.Close()
+		m.bench.Lines.Close()
+		m.bench.Scratch.Close()
 		m.bench.Rot.Close()
 		m.bench.Gen.Close()
 		m.bench.Bench6.Close()

@@ -82,6 +82,7 @@ func (m *Mux) LoadBaseline(obj []byte) (*MuxBaseline, error) {
 		return nil, err
 	}
 	maps := taggedFields[*ebpf.Map](&m.objs.muxMaps)
+	maps["bench_scratch"] = m.bench.Scratch // a measuring build reads what the bench copied there
 	var problems []string
 	repl := map[string]*ebpf.Map{}
 	for name, ms := range spec.Maps {

@@ -218,6 +218,7 @@ type muxBenchVipTraffic struct {
 const (
 	muxBenchMapAwfdCounters           = "awfd_counters"
 	muxBenchMapAwfdRecords            = "awfd_records"
+	muxBenchMapBenchScratch           = "bench_scratch"
 	muxBenchMapBucketTables           = "bucket_tables"
 	muxBenchMapCaptureCfg             = "capture_cfg"
 	muxBenchMapCaptureRing            = "capture_ring"
@@ -256,11 +257,13 @@ const (
 	muxBenchProgEncapFloorLiveBench   = "encap_floor_live_bench"
 	muxBenchProgEncapFloorPlainBench  = "encap_floor_plain_bench"
 	muxBenchProgFloorBench            = "floor_bench"
+	muxBenchProgLinesBench            = "lines_bench"
 	muxBenchProgRotationBench         = "rotation_bench"
 	muxBenchProgTrafficGenBench       = "traffic_gen_bench"
 	muxBenchVarAwfdCounterNames       = "awfd_counter_names"
 	muxBenchVarBenchFlows             = "bench_flows"
 	muxBenchVarBenchKey               = "bench_key"
+	muxBenchVarBenchLines             = "bench_lines"
 	muxBenchVarBenchOrderVersion      = "bench_order_version"
 	muxBenchVarBenchSeq               = "bench_seq"
 	muxBenchVarCaptureOn              = "capture_on"
@@ -325,6 +328,7 @@ type muxBenchProgramSpecs struct {
 	EncapFloorLiveBench  *ebpf.ProgramSpec `ebpf:"encap_floor_live_bench"`
 	EncapFloorPlainBench *ebpf.ProgramSpec `ebpf:"encap_floor_plain_bench"`
 	FloorBench           *ebpf.ProgramSpec `ebpf:"floor_bench"`
+	LinesBench           *ebpf.ProgramSpec `ebpf:"lines_bench"`
 	RotationBench        *ebpf.ProgramSpec `ebpf:"rotation_bench"`
 	TrafficGenBench      *ebpf.ProgramSpec `ebpf:"traffic_gen_bench"`
 }
@@ -335,6 +339,7 @@ type muxBenchProgramSpecs struct {
 type muxBenchMapSpecs struct {
 	AwfdCounters       *ebpf.MapSpec `ebpf:"awfd_counters"`
 	AwfdRecords        *ebpf.MapSpec `ebpf:"awfd_records"`
+	BenchScratch       *ebpf.MapSpec `ebpf:"bench_scratch"`
 	BucketTables       *ebpf.MapSpec `ebpf:"bucket_tables"`
 	CaptureCfg         *ebpf.MapSpec `ebpf:"capture_cfg"`
 	CaptureRing        *ebpf.MapSpec `ebpf:"capture_ring"`
@@ -373,6 +378,7 @@ type muxBenchVariableSpecs struct {
 	AwfdCounterNames       *ebpf.VariableSpec `ebpf:"awfd_counter_names"`
 	BenchFlows             *ebpf.VariableSpec `ebpf:"bench_flows"`
 	BenchKey               *ebpf.VariableSpec `ebpf:"bench_key"`
+	BenchLines             *ebpf.VariableSpec `ebpf:"bench_lines"`
 	BenchOrderVersion      *ebpf.VariableSpec `ebpf:"bench_order_version"`
 	BenchSeq               *ebpf.VariableSpec `ebpf:"bench_seq"`
 	CaptureOn              *ebpf.VariableSpec `ebpf:"capture_on"`
@@ -408,6 +414,7 @@ func (o *muxBenchObjects) Close() error {
 type muxBenchMaps struct {
 	AwfdCounters       *ebpf.Map `ebpf:"awfd_counters"`
 	AwfdRecords        *ebpf.Map `ebpf:"awfd_records"`
+	BenchScratch       *ebpf.Map `ebpf:"bench_scratch"`
 	BucketTables       *ebpf.Map `ebpf:"bucket_tables"`
 	CaptureCfg         *ebpf.Map `ebpf:"capture_cfg"`
 	CaptureRing        *ebpf.Map `ebpf:"capture_ring"`
@@ -443,6 +450,7 @@ func (m *muxBenchMaps) Close() error {
 	return _MuxBenchClose(
 		m.AwfdCounters,
 		m.AwfdRecords,
+		m.BenchScratch,
 		m.BucketTables,
 		m.CaptureCfg,
 		m.CaptureRing,
@@ -482,6 +490,7 @@ type muxBenchVariables struct {
 	AwfdCounterNames       *ebpf.Variable `ebpf:"awfd_counter_names"`
 	BenchFlows             *ebpf.Variable `ebpf:"bench_flows"`
 	BenchKey               *ebpf.Variable `ebpf:"bench_key"`
+	BenchLines             *ebpf.Variable `ebpf:"bench_lines"`
 	BenchOrderVersion      *ebpf.Variable `ebpf:"bench_order_version"`
 	BenchSeq               *ebpf.Variable `ebpf:"bench_seq"`
 	CaptureOn              *ebpf.Variable `ebpf:"capture_on"`
@@ -508,6 +517,7 @@ type muxBenchPrograms struct {
 	EncapFloorLiveBench  *ebpf.Program `ebpf:"encap_floor_live_bench"`
 	EncapFloorPlainBench *ebpf.Program `ebpf:"encap_floor_plain_bench"`
 	FloorBench           *ebpf.Program `ebpf:"floor_bench"`
+	LinesBench           *ebpf.Program `ebpf:"lines_bench"`
 	RotationBench        *ebpf.Program `ebpf:"rotation_bench"`
 	TrafficGenBench      *ebpf.Program `ebpf:"traffic_gen_bench"`
 }
@@ -523,6 +533,7 @@ func (p *muxBenchPrograms) Close() error {
 		p.EncapFloorLiveBench,
 		p.EncapFloorPlainBench,
 		p.FloorBench,
+		p.LinesBench,
 		p.RotationBench,
 		p.TrafficGenBench,
 	)

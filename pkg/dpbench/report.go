@@ -71,7 +71,7 @@ type Report struct {
 // verify its path; the empty programs, the floors and the rotation do not
 // decide anything.
 func takesPath(name string) bool {
-	return name != "empty" && name != "empty-tc" && name != "rotation" && !strings.HasSuffix(name, "floor") && !strings.Contains(name, "floor-")
+	return name != "empty" && name != "empty-tc" && name != "rotation" && !strings.HasSuffix(name, "floor") && !strings.Contains(name, "floor-") && !strings.HasPrefix(name, "lines-")
 }
 
 func (r *Report) find(name string, flows, buckets int) *Row {

@@ -75,6 +75,9 @@ func setBenchFlows(m *benchMux, n int) error {
 	return m.SetBenchFlows(uint32(n))
 }
 
+// benchLines are the line counts of the lines-K rows.
+var benchLines = []uint32{0, 4, 16}
+
 // beamerRows measures the Beamer mux on b buckets whose histories hold
 // `moved` previous owners; first adds the floors and the MPTCP row.
 func beamerRows(r *rig, o Options, b uint32, moved int, scattered, first bool, ctx func([]byte) any, add func(string, int, int, trial, string) error) error {
@@ -101,6 +104,20 @@ func beamerRows(r *rig, o Options, b uint32, moved int, scattered, first bool, c
 				t.prog = nil
 			}
 			if err := add(p.name, 1, 0, t, "test run, repeat; empty returns XDP_TX; floor swaps MACs, XDP_TX; encap-floor writes fixed outer headers with the option and undoes them; encap-floor-plain writes them and sends, per packet only"); err != nil {
+				return err
+			}
+		}
+	}
+	if first {
+		// What each cache line a program touches costs, by method: the
+		// same distinct lines read on every run (bpf/bench/mux_bench.h).
+		for _, k := range benchLines {
+			if err := m.SetBenchLines(k); err != nil {
+				return err
+			}
+			t := base
+			t.prog, t.single = m.LinesProgram(), m.LinesProgram()
+			if err := add(fmt.Sprintf("lines-%d", k), 1, 0, t, "test run, repeat; reads the same k distinct cache lines of an array every run, changes nothing"); err != nil {
 				return err
 			}
 		}

@@ -166,6 +166,12 @@ func loadMux(cfg forwarding.Instance, t *forwarding.Table, ctEntries int, o Opti
 		m.Close()
 		return nil, err
 	}
+	// For scripts/mux-stages.sh's measuring build that reads the table
+	// without a helper call (bpf/bench/scratch.h).
+	if err := m.CopyBucketsToScratch(cfg.Name); err != nil {
+		m.Close()
+		return nil, err
+	}
 	b := &benchMux{Mux: m}
 	if o.Baseline != nil {
 		if b.base, err = m.LoadBaseline(o.Baseline); err != nil {
