@@ -271,13 +271,17 @@ int traffic_gen_bench(struct xdp_md *ctx)
 
 /*
  * What a touched cache line costs: reads bench_lines (at most
- * BENCH_MAX_LINES) distinct lines of bench_scratch, 131 lines apart (no two
- * in one prefetched pair, spread over the cache's sets), always the same
- * lines, as a program reads its tables' hot lines on every packet; changes
- * nothing. lines-0 is the program with its loop and nothing read.
+ * BENCH_MAX_LINES) distinct lines of bench_scratch, bench_line_stride lines
+ * apart, always the same lines, as a program reads its tables' hot lines on
+ * every packet; changes nothing. lines-0 is the program with its loop and
+ * nothing read.
  */
 #define BENCH_MAX_LINES 16
 __u32 bench_lines;
+/* Lines from one read to the next: 131 puts each line in a page of its
+ * own, 2 all sixteen in one page (every other line: none in a pair the
+ * adjacent-line prefetcher fetches together). Set by pkg/dpbench. */
+__u32 bench_line_stride = 131;
 
 SEC("xdp")
 int lines_bench(struct xdp_md *ctx)
@@ -288,7 +292,7 @@ int lines_bench(struct xdp_md *ctx)
 #pragma unroll
 	for (int i = 0; i < BENCH_MAX_LINES; i++) {
 		if (i < n) {
-			__u32 key = i * 8 * 131;
+			__u32 key = i * 8 * bench_line_stride;
 			__u64 *v = bpf_map_lookup_elem(&bench_scratch, &key);
 			if (v)
 				sum += READ_ONCE_U64(v);

@@ -267,6 +267,7 @@ type benchPrograms struct {
 	LiveS  *ebpf.Variable `ebpf:"live_smac"`
 	Lines  *ebpf.Program  `ebpf:"lines_bench"`
 	NLines *ebpf.Variable `ebpf:"bench_lines"`
+	Stride *ebpf.Variable `ebpf:"bench_line_stride"`
 	// Scratch is bpf/bench/scratch.h's array (mux_scratch.go).
 	Scratch *ebpf.Map `ebpf:"bench_scratch"`
 }

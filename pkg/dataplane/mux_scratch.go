@@ -14,10 +14,14 @@ import (
 // nothing (benchmark build).
 func (m *Mux) LinesProgram() *ebpf.Program { return m.bench.Lines }
 
-// SetBenchLines sets how many lines LinesProgram reads (at most 16).
-func (m *Mux) SetBenchLines(n uint32) error {
-	if n > 16 {
-		return fmt.Errorf("lines_bench reads at most 16 lines, not %d", n)
+// SetBenchLines sets how many lines LinesProgram reads (at most 16) and
+// how many lines apart (131: a page each; 2: all in one page).
+func (m *Mux) SetBenchLines(n, stride uint32) error {
+	if n > 16 || stride == 0 || uint64(16*8)*uint64(stride) > uint64(m.bench.Scratch.MaxEntries()) {
+		return fmt.Errorf("lines_bench reads at most 16 lines within its array, not %d lines %d apart", n, stride)
+	}
+	if err := m.bench.Stride.Set(stride); err != nil {
+		return err
 	}
 	return m.bench.NLines.Set(n)
 }

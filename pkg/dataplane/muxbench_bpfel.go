@@ -263,6 +263,7 @@ const (
 	muxBenchVarAwfdCounterNames       = "awfd_counter_names"
 	muxBenchVarBenchFlows             = "bench_flows"
 	muxBenchVarBenchKey               = "bench_key"
+	muxBenchVarBenchLineStride        = "bench_line_stride"
 	muxBenchVarBenchLines             = "bench_lines"
 	muxBenchVarBenchOrderVersion      = "bench_order_version"
 	muxBenchVarBenchSeq               = "bench_seq"
@@ -378,6 +379,7 @@ type muxBenchVariableSpecs struct {
 	AwfdCounterNames       *ebpf.VariableSpec `ebpf:"awfd_counter_names"`
 	BenchFlows             *ebpf.VariableSpec `ebpf:"bench_flows"`
 	BenchKey               *ebpf.VariableSpec `ebpf:"bench_key"`
+	BenchLineStride        *ebpf.VariableSpec `ebpf:"bench_line_stride"`
 	BenchLines             *ebpf.VariableSpec `ebpf:"bench_lines"`
 	BenchOrderVersion      *ebpf.VariableSpec `ebpf:"bench_order_version"`
 	BenchSeq               *ebpf.VariableSpec `ebpf:"bench_seq"`
@@ -490,6 +492,7 @@ type muxBenchVariables struct {
 	AwfdCounterNames       *ebpf.Variable `ebpf:"awfd_counter_names"`
 	BenchFlows             *ebpf.Variable `ebpf:"bench_flows"`
 	BenchKey               *ebpf.Variable `ebpf:"bench_key"`
+	BenchLineStride        *ebpf.Variable `ebpf:"bench_line_stride"`
 	BenchLines             *ebpf.Variable `ebpf:"bench_lines"`
 	BenchOrderVersion      *ebpf.Variable `ebpf:"bench_order_version"`
 	BenchSeq               *ebpf.Variable `ebpf:"bench_seq"`

@@ -75,8 +75,12 @@ func setBenchFlows(m *benchMux, n int) error {
 	return m.SetBenchFlows(uint32(n))
 }
 
-// benchLines are the line counts of the lines-K rows.
-var benchLines = []uint32{0, 4, 16}
+// benchLines are the lines-K rows: K lines read, each in a page of its
+// own (131 lines apart), and -page: all sixteen in one page.
+var benchLines = []struct {
+	name          string
+	lines, stride uint32
+}{{"lines-0", 0, 131}, {"lines-4", 4, 131}, {"lines-16", 16, 131}, {"lines-16-page", 16, 2}}
 
 // beamerRows measures the Beamer mux on b buckets whose histories hold
 // `moved` previous owners; first adds the floors and the MPTCP row.
@@ -111,13 +115,13 @@ func beamerRows(r *rig, o Options, b uint32, moved int, scattered, first bool, c
 	if first {
 		// What each cache line a program touches costs, by method: the
 		// same distinct lines read on every run (bpf/bench/mux_bench.h).
-		for _, k := range benchLines {
-			if err := m.SetBenchLines(k); err != nil {
+		for _, l := range benchLines {
+			if err := m.SetBenchLines(l.lines, l.stride); err != nil {
 				return err
 			}
 			t := base
 			t.prog, t.single = m.LinesProgram(), m.LinesProgram()
-			if err := add(fmt.Sprintf("lines-%d", k), 1, 0, t, "test run, repeat; reads the same k distinct cache lines of an array every run, changes nothing"); err != nil {
+			if err := add(l.name, 1, 0, t, "test run, repeat; reads the same K distinct cache lines of an array every run (a page each, or -page: all in one page), changes nothing"); err != nil {
 				return err
 			}
 		}
