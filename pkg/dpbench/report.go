@@ -65,6 +65,9 @@ type Report struct {
 	Trials    int       `json:"trials"`
 	PerPacket int       `json:"per_packet_runs"` // per-packet runs per trial
 	Baseline  string    `json:"baseline,omitempty"`
+	// The baseline's maps this build does not have: the baseline got its
+	// own, empty (a row that needed one filled shows unverified).
+	BaselinePrivate []string `json:"baseline_private_maps,omitempty"`
 }
 
 // takesPath says whether a row runs a program whose decision counters
@@ -137,5 +140,8 @@ func (r *Report) Print(w io.Writer) {
 		r.Repeat, r.PerPacket, r.Trials)
 	if r.Baseline != "" {
 		fmt.Fprintf(w, "baseline: %s, its benchmark program run in alternation with the current one on the same maps\n", r.Baseline)
+		if len(r.BaselinePrivate) > 0 {
+			fmt.Fprintf(w, "baseline maps not in this build, the baseline's own and empty: %s\n", strings.Join(r.BaselinePrivate, ", "))
+		}
 	}
 }

@@ -179,6 +179,15 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 	}
 	defer emptyTC.Close()
 	rep := &Report{Repeat: o.Repeat, Trials: o.Trials, PerPacket: o.PerPacket, Baseline: o.BaselineName}
+	if o.Baseline != nil {
+		cfg, table := beamerInstanceLaid(1000, 0, false)
+		m, err := loadMux(cfg, table, 0, o)
+		if err != nil {
+			return nil, err
+		}
+		rep.BaselinePrivate = m.base.Private
+		m.Close()
+	}
 	ctx := func(f []byte) any { return xdpMD{DataEnd: uint32(len(f)), IngressIfindex: uint32(r.ifindex)} }
 	add := func(name string, flows, buckets int, t trial, method string) error {
 		// Netted per trial against an empty program of the same kind.
