@@ -151,6 +151,8 @@ const (
 	agentBenchProgDecapFloorBench       = "decap_floor_bench"
 	agentBenchProgDecapFloorXdpBench    = "decap_floor_xdp_bench"
 	agentBenchProgEmptyTcBench          = "empty_tc_bench"
+	agentBenchProgStripFloorTcBench     = "strip_floor_tc_bench"
+	agentBenchProgStripFloorXdpBench    = "strip_floor_xdp_bench"
 	agentBenchVarCaptureOn              = "capture_on"
 	agentBenchVarCheetahAgentCounterMax = "cheetah_agent_counter_max"
 	agentBenchVarCheetahVipsInUse       = "cheetah_vips_in_use"
@@ -216,6 +218,8 @@ type agentBenchProgramSpecs struct {
 	DecapFloorBench      *ebpf.ProgramSpec `ebpf:"decap_floor_bench"`
 	DecapFloorXdpBench   *ebpf.ProgramSpec `ebpf:"decap_floor_xdp_bench"`
 	EmptyTcBench         *ebpf.ProgramSpec `ebpf:"empty_tc_bench"`
+	StripFloorTcBench    *ebpf.ProgramSpec `ebpf:"strip_floor_tc_bench"`
+	StripFloorXdpBench   *ebpf.ProgramSpec `ebpf:"strip_floor_xdp_bench"`
 }
 
 // agentBenchMapSpecs contains maps before they are loaded into the kernel.
@@ -349,6 +353,8 @@ type agentBenchPrograms struct {
 	DecapFloorBench      *ebpf.Program `ebpf:"decap_floor_bench"`
 	DecapFloorXdpBench   *ebpf.Program `ebpf:"decap_floor_xdp_bench"`
 	EmptyTcBench         *ebpf.Program `ebpf:"empty_tc_bench"`
+	StripFloorTcBench    *ebpf.Program `ebpf:"strip_floor_tc_bench"`
+	StripFloorXdpBench   *ebpf.Program `ebpf:"strip_floor_xdp_bench"`
 }
 
 func (p *agentBenchPrograms) Close() error {
@@ -367,6 +373,8 @@ func (p *agentBenchPrograms) Close() error {
 		p.DecapFloorBench,
 		p.DecapFloorXdpBench,
 		p.EmptyTcBench,
+		p.StripFloorTcBench,
+		p.StripFloorXdpBench,
 	)
 }
 

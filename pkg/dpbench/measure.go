@@ -41,8 +41,9 @@ type trial struct {
 	packets int // per-packet runs per trial
 
 	// base is the compare mode's baseline build of prog, measured in
-	// alternation with it on the same maps.
-	base *ebpf.Program
+	// alternation with it on the same maps; baseSingle the baseline's
+	// production program, measured per packet after single.
+	base, baseSingle *ebpf.Program
 
 	// empty is the empty program of the same kind (returning emptyWant),
 	// measured in every trial just before the row on the same packet: each
@@ -69,13 +70,13 @@ func spreadOf(samples []float64) spread {
 type result struct {
 	// Medians over trials of each trial's figure minus the empty program's
 	// in the same trial (nil: no empty program given).
-	batchedNet, perPacketNet, baselineNet *float64
+	batchedNet, perPacketNet, baselineNet, basePerPacketNet *float64
 	// The quiet figures: the quickest trial minus the empty program's
 	// quickest (nil: no empty program given). On a shared machine a
 	// neighbour's load only ever adds time, so the quickest of many short
 	// trials is the program's own cost; the median says what this machine
 	// gave most of the time.
-	batchedQuiet, perPacketQuiet, baselineQuiet *float64
+	batchedQuiet, perPacketQuiet, baselineQuiet, basePerPacketQuiet *float64
 
 	batched          spread
 	verified         bool
@@ -83,6 +84,7 @@ type result struct {
 	perPacketOK      bool
 	baseline         *spread
 	baselineVerified bool
+	basePerPacket    *spread // the baseline's production program, per packet
 }
 
 // delta runs fn and says whether the path counters show the runs took the
@@ -195,12 +197,14 @@ func contextBytes(ctx any) ([]byte, error) {
 }
 
 // run measures t over trials: each trial runs the batched method (and the
-// baseline's, in alternation) and the per-packet method. A figure is
-// verified only if every trial's counter moved by exactly its runs.
+// baseline's, in alternation) and the per-packet method (and the
+// baseline's). A figure is verified only if every trial's counter moved by
+// exactly its runs. A row without prog is measured per packet only (a
+// program that cannot undo its change, e.g. the strip floors).
 func (t trial) run(trials int) (result, error) {
 	checked := t.counter != "" || t.unmoved != ""
 	r := result{verified: checked, perPacketOK: checked, baselineVerified: checked}
-	var b, base, single, bNet, baseNet, singleNet, empties, singleEmpties []float64
+	var b, base, single, bNet, baseNet, singleNet, empties, singleEmpties, baseSingle, baseSingleNet []float64
 	e := t
 	e.prog, e.single, e.want, e.counter, e.unmoved, e.frameAt, e.base = t.empty, t.empty, t.emptyWant, "", "", nil, nil
 	for i := 0; i < trials; i++ {
@@ -212,11 +216,13 @@ func (t trial) run(trials int) (result, error) {
 			}
 			empties = append(empties, en)
 		}
-		ns, ok, err := t.batched(t.prog)
-		if err != nil {
-			return r, err
+		if t.prog != nil {
+			ns, ok, err := t.batched(t.prog)
+			if err != nil {
+				return r, err
+			}
+			b, r.verified, bNet = append(b, ns), r.verified && ok, append(bNet, ns-en)
 		}
-		b, r.verified, bNet = append(b, ns), r.verified && ok, append(bNet, ns-en)
 		if t.base != nil {
 			ns, ok, err := t.batched(t.base)
 			if err != nil {
@@ -227,6 +233,7 @@ func (t trial) run(trials int) (result, error) {
 		if t.single != nil && t.packets > 0 {
 			var ep float64
 			if t.empty != nil {
+				var err error
 				if ep, _, err = e.perPacket(i); err != nil {
 					return r, fmt.Errorf("empty program per packet: %w", err)
 				}
@@ -237,6 +244,15 @@ func (t trial) run(trials int) (result, error) {
 				return r, fmt.Errorf("per packet: %w", err)
 			}
 			single, r.perPacketOK, singleNet = append(single, ns), r.perPacketOK && ok, append(singleNet, ns-ep)
+			if t.baseSingle != nil {
+				bt := t
+				bt.single = t.baseSingle
+				ns, ok, err := bt.perPacket(i)
+				if err != nil {
+					return r, fmt.Errorf("baseline per packet: %w", err)
+				}
+				baseSingle, r.baselineVerified, baseSingleNet = append(baseSingle, ns), r.baselineVerified && ok, append(baseSingleNet, ns-ep)
+			}
 		}
 	}
 	if t.empty != nil {
@@ -247,7 +263,7 @@ func (t trial) run(trials int) (result, error) {
 			m := spreadOf(v).Median
 			return &m
 		}
-		r.batchedNet, r.baselineNet, r.perPacketNet = med(bNet), med(baseNet), med(singleNet)
+		r.batchedNet, r.baselineNet, r.perPacketNet, r.basePerPacketNet = med(bNet), med(baseNet), med(singleNet), med(baseSingleNet)
 		quiet := func(v, empty []float64) *float64 {
 			if v == nil || empty == nil {
 				return nil
@@ -256,8 +272,15 @@ func (t trial) run(trials int) (result, error) {
 			return &q
 		}
 		r.batchedQuiet, r.baselineQuiet, r.perPacketQuiet = quiet(b, empties), quiet(base, empties), quiet(single, singleEmpties)
+		r.basePerPacketQuiet = quiet(baseSingle, singleEmpties)
 	}
-	r.batched = spreadOf(b)
+	if b != nil {
+		r.batched = spreadOf(b)
+	}
+	if baseSingle != nil {
+		s := spreadOf(baseSingle)
+		r.basePerPacket = &s
+	}
 	if base != nil {
 		s := spreadOf(base)
 		r.baseline = &s

@@ -39,6 +39,9 @@ type Row struct {
 	Method       string  `json:"method"`
 	PerPacket    *Figure `json:"per_packet,omitempty"`
 	Baseline     *Figure `json:"baseline,omitempty"`
+	// BaselinePerPacket is the agent compare mode's baseline production
+	// program, per packet, in alternation with PerPacket.
+	BaselinePerPacket *Figure `json:"baseline_per_packet,omitempty"`
 }
 
 // Ratios between figures of the same run.
@@ -51,6 +54,13 @@ type Ratios struct {
 	AgentLocalOverEmptyTC     float64 `json:"agent_local_over_empty_tc"`
 	// The XDP fast path against the empty XDP program.
 	AgentXDPLocalOverEmpty float64 `json:"agent_xdp_local_over_empty_xdp"`
+	// The fast paths against the minimal program of the same hook that
+	// only strips the outer header (issue 27: ≤ 2), per packet, net:
+	// median and quiet.
+	AgentLocalOverStripFloorTC       float64 `json:"agent_local_over_strip_floor_tc"`
+	AgentLocalOverStripFloorTCQuiet  float64 `json:"agent_local_over_strip_floor_tc_quiet"`
+	AgentXDPLocalOverStripFloor      float64 `json:"agent_xdp_local_over_strip_floor_xdp"`
+	AgentXDPLocalOverStripFloorQuiet float64 `json:"agent_xdp_local_over_strip_floor_xdp_quiet"`
 }
 
 // Report is the whole result.
@@ -62,6 +72,8 @@ type Report struct {
 	Trials    int       `json:"trials"`
 	PerPacket int       `json:"per_packet_runs"` // per-packet runs per trial
 	Baseline  string    `json:"baseline,omitempty"`
+	// AgentBaseline names the agent compare mode's baseline object.
+	AgentBaseline string `json:"agent_baseline,omitempty"`
 }
 
 // takesPath says whether a row runs a program whose decision counters
@@ -87,7 +99,8 @@ func spreadCell(med, lo, hi float64) string { return fmt.Sprintf("%.1f (%.1f–%
 func (r *Report) Print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "program\tflows\tbuckets\tbatched ns (min–max)\tnet\tquiet\tper-packet ns (min–max)\tnet\tquiet\tMpps/core\tpath verified\t"
-	if r.Baseline != "" {
+	compare := r.Baseline != "" || r.AgentBaseline != ""
+	if compare {
 		head += "baseline ns (min–max)\tnet\tquiet\tbaseline verified\t"
 	}
 	fmt.Fprintln(tw, head)
@@ -103,7 +116,7 @@ func (r *Report) Print(w io.Writer) {
 			ok = ok && p.PerPacket.PathVerified
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.1f\t%.1f\t%s\t%s\t%s\t%.2f\t%v\t", p.Name, p.Flows, b, spreadCell(p.NsPerPacket, p.NsMin, p.NsMax), p.NsNet, p.NsNetQuiet, pp, ppNet, ppQuiet, p.MppsPerCore, ok)
-		if r.Baseline != "" {
+		if compare {
 			if p.Baseline != nil {
 				fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%v\t", spreadCell(p.Baseline.NsMedian, p.Baseline.NsMin, p.Baseline.NsMax), p.Baseline.NsNet, p.Baseline.NsNetQuiet, p.Baseline.PathVerified)
 			} else {
@@ -115,6 +128,9 @@ func (r *Report) Print(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(w, "\nbeamer / encap-floor, net, 1,000 buckets, batched: %.2f, quiet %.2f (issue 18: ≤ 2)   beamer / maglev at 1M flows: %.2f   agent local / empty tc: %.2f, in XDP / empty XDP: %.2f\n",
 		r.Ratios.BeamerOverEncapFloor, r.Ratios.BeamerOverEncapFloorQuiet, r.Ratios.BeamerOverMaglev1M, r.Ratios.AgentLocalOverEmptyTC, r.Ratios.AgentXDPLocalOverEmpty)
+	fmt.Fprintf(w, "agent fast path / strip floor of the same hook, per packet, net (issue 27: ≤ 2): tc %.2f, quiet %.2f; XDP %.2f, quiet %.2f\n",
+		r.Ratios.AgentLocalOverStripFloorTC, r.Ratios.AgentLocalOverStripFloorTCQuiet, r.Ratios.AgentXDPLocalOverStripFloor, r.Ratios.AgentXDPLocalOverStripFloorQuiet)
+	r.printAgentBaseline(w)
 	if len(r.Live) > 0 {
 		fmt.Fprintln(w)
 		printLive(w, r.Live)

@@ -25,6 +25,11 @@ type Options struct {
 	// earlier commit's pkg/dataplane/muxbench_bpfel.o); nil: none.
 	Baseline     []byte
 	BaselineName string
+	// AgentBaseline is the compare mode's baseline agent object (an
+	// earlier commit's pkg/dataplane/agentbench_bpfel.o): its programs run
+	// on the current agent's maps, batched and per packet; nil: none.
+	AgentBaseline     []byte
+	AgentBaselineName string
 }
 
 // Full is the complete benchmark; Quick is CI's smoke version. Full takes
@@ -150,7 +155,7 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 		return nil, err
 	}
 	defer emptyTC.Close()
-	rep := &Report{Repeat: o.Repeat, Trials: o.Trials, PerPacket: o.PerPacket, Baseline: o.BaselineName}
+	rep := &Report{Repeat: o.Repeat, Trials: o.Trials, PerPacket: o.PerPacket, Baseline: o.BaselineName, AgentBaseline: o.AgentBaselineName}
 	ctx := func(f []byte) any { return xdpMD{DataEnd: uint32(len(f)), IngressIfindex: uint32(r.ifindex)} }
 	add := func(name string, flows, buckets int, t trial, method string) error {
 		// Netted per trial against an empty program of the same kind.
@@ -166,7 +171,10 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 		}
 		ns := res.batched.Median
 		row := Row{Name: name, Flows: flows, Buckets: buckets, NsPerPacket: ns, NsMin: res.batched.Min, NsMax: res.batched.Max,
-			MppsPerCore: 1e3 / ns, PathVerified: res.verified, Method: method}
+			PathVerified: res.verified, Method: method}
+		if ns > 0 { // 0: a row measured per packet only
+			row.MppsPerCore = 1e3 / ns
+		}
 		if res.batchedNet != nil {
 			row.NsNet, row.NsNetQuiet = *res.batchedNet, *res.batchedQuiet
 		}
@@ -182,6 +190,12 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 				row.Baseline.NsNet, row.Baseline.NsNetQuiet = *res.baselineNet, *res.baselineQuiet
 			}
 		}
+		if b := res.basePerPacket; b != nil {
+			row.BaselinePerPacket = &Figure{NsMedian: b.Median, NsMin: b.Min, NsMax: b.Max, PathVerified: res.baselineVerified}
+			if res.basePerPacketNet != nil {
+				row.BaselinePerPacket.NsNet, row.BaselinePerPacket.NsNetQuiet = *res.basePerPacketNet, *res.basePerPacketQuiet
+			}
+		}
 		rep.Programs = append(rep.Programs, row)
 		fmt.Fprintf(progress, "  %-22s flows %-8d %7.1f ns batched", name, flows, ns)
 		if row.PerPacket != nil {
@@ -189,6 +203,9 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 		}
 		if row.Baseline != nil {
 			fmt.Fprintf(progress, " (baseline %7.1f)", row.Baseline.NsMedian)
+		}
+		if row.BaselinePerPacket != nil {
+			fmt.Fprintf(progress, " (baseline per packet %7.1f)", row.BaselinePerPacket.NsMedian)
 		}
 		fmt.Fprintf(progress, "  path verified: %v\n", res.verified && (row.PerPacket == nil || row.PerPacket.PathVerified))
 		return nil
@@ -296,7 +313,7 @@ func maglevRow(r *rig, rep *Report, add func(string, int, int, trial, string) er
 // emptyOf is the empty program a row is netted against: tc programs
 // against the empty tc program, XDP ones against the empty XDP program.
 func emptyOf(name string) string {
-	if name == "empty-tc" || name == "decap-floor" || (strings.HasPrefix(name, "agent") && !strings.HasPrefix(name, "agent-xdp")) {
+	if name == "empty-tc" || name == "decap-floor" || name == "strip-floor-tc" || (strings.HasPrefix(name, "agent") && !strings.HasPrefix(name, "agent-xdp")) {
 		return "empty-tc"
 	}
 	return "empty"
@@ -322,4 +339,5 @@ func (rep *Report) ratios() {
 	if local, empty := rep.find("agent-xdp-local", 0, 0), rep.find("empty", 0, 0); local != nil && empty != nil {
 		rep.Ratios.AgentXDPLocalOverEmpty = local.NsPerPacket / empty.NsPerPacket
 	}
+	rep.agentFloorRatios()
 }
