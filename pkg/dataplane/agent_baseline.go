@@ -16,6 +16,10 @@ import (
 // only the code differs. A baseline whose maps or counters differ in
 // layout is refused with the differences named.
 
+// AgentBenchObject is the benchmark build of the agent compiled into this
+// binary (the bytes of pkg/dataplane/agentbench_bpfel.o of its commit).
+func AgentBenchObject() []byte { return bytes.Clone(_AgentBenchBytes) }
+
 // AgentBaseline is a baseline benchmark build of the agent loaded on an
 // Agent's maps.
 type AgentBaseline struct {
