@@ -40,6 +40,7 @@
 #include "include/flow_hash.h"
 #include "include/wire.h"
 #include "include/csum.h"
+#include "include/agent_csum.h"
 #include "include/agent_maps.h"
 #include "include/capture.h"
 #include "include/gue_agent.h"
@@ -130,8 +131,9 @@ INLINE enum locality locality(struct __sk_buff *skb, struct iphdr *ip, const str
 
 INLINE int decap_to_stack(struct __sk_buff *skb, int outer_len, enum agent_counter why)
 {
-	/* Cheetah VIPs: the client's TSecr echoes our cookie, not our clock. */
-	if (cheetah_restore(skb, sizeof(struct ethhdr) + outer_len))
+	/* Cheetah VIPs: the client's TSecr echoes our cookie, not our clock.
+	 * Without any, no call (cheetah_restore would return at once). */
+	if (cheetah_vips_in_use && cheetah_restore(skb, sizeof(struct ethhdr) + outer_len))
 		return drop(AGENT_DROP_DECAP);
 	if (bpf_skb_adjust_room(skb, -outer_len, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_DECAP_L3_IPV4))
 		return drop(AGENT_DROP_DECAP);
@@ -226,8 +228,7 @@ INLINE int owner_trusted(struct iphdr *outer, void *data_end, int gue, int next)
 
 	if ((void *)(opt + 1) > data_end || next < 0 || next >= BEAMER_MAX_CHAIN)
 		return 0; /* checked before; keeps the verifier sure */
-	struct lpm_v4_key k = {.prefixlen = 32, .addr = opt->prev[next]};
-	return bpf_map_lookup_elem(&trusted_sources, &k) != NULL;
+	return ipv4_trusted(opt->prev[next]);
 }
 
 /* Sends the packet on to the bucket's previous owner prev[next]: the outer
@@ -302,13 +303,12 @@ int beamer_agent(struct __sk_buff *skb)
 
 	/* Encapsulated for us: from here on kept, chained, or dropped. */
 	capture_skb(skb, CAPTURE_AGENT_RX);
-	struct lpm_v4_key src = {.prefixlen = 32, .addr = outer->saddr};
-	if (!bpf_map_lookup_elem(&trusted_sources, &src))
+	if (!ipv4_trusted(outer->saddr))
 		return drop(AGENT_DROP_UNTRUSTED);
 
 	/* Before any field of it is believed (issue 23): a corrupted
 	 * previous owner must not become a valid packet to a wrong address. */
-	if (ipv4_csum_wrong(outer, data_end))
+	if (outer_csum_wrong(outer, data_end))
 		return drop(AGENT_DROP_BAD_CHECKSUM);
 	__u32 avail = skb->len - sizeof(struct ethhdr);
 	if (outer->version != 4)
@@ -387,7 +387,7 @@ int beamer_agent(struct __sk_buff *skb)
 	if (pv != PARSE_OK)
 		return drop(parse_drop[pv]);
 
-	struct agent_vip *vip = bpf_map_lookup_elem(&agent_vips, &ip->daddr);
+	const struct agent_vip *vip = agent_vip_of(ip->daddr);
 	if (!vip)
 		return drop(AGENT_DROP_UNKNOWN_VIP);
 

@@ -124,6 +124,41 @@ int decap_floor_xdp_bench(struct xdp_md *ctx)
 	return xdp_restore(ctx, saved, OUTER_LEN_OPT);
 }
 
+/*
+ * The honest floors of decapsulation (issue 27): a minimal program of each
+ * hook that strips the 36-byte outer header (IPv4 + the 16-byte Beamer
+ * option) and hands the inner packet up, nothing else, no undo. They are
+ * measured by the per-packet method only (the kernel copies a fresh packet
+ * into every run). tc: what the agent does for the stack to take the inner
+ * packet (decap_to_stack): bpf_skb_adjust_room with the IPv4 decap flag.
+ */
+SEC("tc")
+int strip_floor_tc_bench(struct __sk_buff *skb)
+{
+	if (bpf_skb_adjust_room(skb, -OUTER_LEN_OPT, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_DECAP_L3_IPV4))
+		return TC_ACT_SHOT;
+	return TC_ACT_OK;
+}
+
+/* XDP: the Ethernet header moves forward over the outer header, as
+ * xdp_decap does. */
+SEC("xdp")
+int strip_floor_xdp_bench(struct xdp_md *ctx)
+{
+	struct ethhdr *eth = (void *)(long)ctx->data;
+
+	if ((void *)(eth + 1) > (void *)(long)ctx->data_end)
+		return XDP_ABORTED;
+	struct ethhdr copy = *eth;
+	if (bpf_xdp_adjust_head(ctx, OUTER_LEN_OPT))
+		return XDP_ABORTED;
+	eth = (void *)(long)ctx->data;
+	if ((void *)(eth + 1) > (void *)(long)ctx->data_end)
+		return XDP_ABORTED;
+	*eth = copy;
+	return XDP_PASS;
+}
+
 /* An empty tc program: what a test run costs by itself. */
 SEC("tc")
 int empty_tc_bench(struct __sk_buff *skb)

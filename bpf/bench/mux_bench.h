@@ -221,6 +221,14 @@ __u8 live_smac[ETH_ALEN];
 SEC("xdp")
 int encap_floor_live_bench(struct xdp_md *ctx)
 {
+	void *data = (void *)(long)ctx->data;
+	struct iphdr *ip = data + sizeof(struct ethhdr);
+
+	/* The generator's TCP frames only: the odd frame of the generator
+	 * namespace's own stack (neighbour discovery) goes to the stack. */
+	if ((void *)(ip + 1) > (void *)(long)ctx->data_end || ((struct ethhdr *)data)->h_proto != bpf_htons(ETH_P_IP) ||
+	    ip->protocol != IPPROTO_TCP)
+		return XDP_PASS;
 	struct encap_params p = {.saddr = mux_addr, .daddr = bpf_htonl(0xc612020a)};
 	p.opt.type = BEAMER_OPT_TYPE;
 	p.opt.len = BEAMER_OPT_FIXED;

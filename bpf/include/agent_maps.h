@@ -117,6 +117,51 @@ struct {
 
 DECLARE_COUNTERS(agent_counters, AGENT_COUNTER_MAX);
 
+/*
+ * The fast path's two lookups by address (issue 27), as load-time
+ * constants: both sets are written once, when the program is loaded
+ * (pkg/dataplane configure), and a server trusts a few prefixes and serves
+ * a few VIPs. So when there are at most AGENT_FAST_SET of each, the
+ * loader also sets them here, and a packet's source and VIP are compared
+ * with constants the verifier knows (a few instructions), instead of a
+ * walk of the LPM trie and a hash lookup (helper calls). More than that:
+ * the count says so, and the maps decide. The maps hold every entry in
+ * both cases (inspection and the IPv6 path read them).
+ */
+#define AGENT_FAST_SET 8
+volatile const __u32 trusted4_count = AGENT_FAST_SET + 1; /* > AGENT_FAST_SET: the trie decides */
+volatile const __be32 trusted4_net[AGENT_FAST_SET] = {};
+volatile const __be32 trusted4_mask[AGENT_FAST_SET] = {};
+volatile const __u32 vips4_count = AGENT_FAST_SET + 1; /* > AGENT_FAST_SET: the hash map decides */
+volatile const __be32 vips4_addr[AGENT_FAST_SET] = {};
+volatile const struct agent_vip vips4_rec[AGENT_FAST_SET] = {};
+
+/* Is addr inside a trusted IPv4 prefix? */
+INLINE int ipv4_trusted(__be32 addr)
+{
+	if (trusted4_count > AGENT_FAST_SET) {
+		struct lpm_v4_key k = {.prefixlen = 32, .addr = addr};
+		return bpf_map_lookup_elem(&trusted_sources, &k) != NULL;
+	}
+#pragma unroll
+	for (int i = 0; i < AGENT_FAST_SET; i++)
+		if (i < trusted4_count && (addr & trusted4_mask[i]) == trusted4_net[i])
+			return 1;
+	return 0;
+}
+
+/* The record of an IPv4 VIP this server serves (NULL: not one). */
+INLINE const struct agent_vip *agent_vip_of(__be32 vip)
+{
+	if (vips4_count > AGENT_FAST_SET)
+		return bpf_map_lookup_elem(&agent_vips, &vip);
+#pragma unroll
+	for (int i = 0; i < AGENT_FAST_SET; i++)
+		if (i < vips4_count && vip == vips4_addr[i])
+			return (const struct agent_vip *)&vips4_rec[i];
+	return NULL;
+}
+
 INLINE void agent_count(enum agent_counter c)
 {
 	count_in(&agent_counters, AGENT_COUNTER_MAX, c);

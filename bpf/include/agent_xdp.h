@@ -53,10 +53,15 @@ INLINE int xdp_decap(struct xdp_md *ctx, int outer_len, enum agent_counter why, 
 		return XDP_DROP; /* cannot happen: the inner headers were there */
 	*eth = copy;
 	capture_xdp(ctx, CAPTURE_AGENT_XDP_UP);
-	agent_count(why);
-	agent_count(AGENT_XDP_DECAP);
-	if (gue)
-		agent_count(AGENT_GUE);
+	/* The counters, written through one lookup. */
+	__u32 zero = 0;
+	__u64 *c = bpf_map_lookup_elem(&agent_counters, &zero);
+	if (c && why < AGENT_COUNTER_MAX) {
+		c[why] += 1;
+		c[AGENT_XDP_DECAP] += 1;
+		if (gue)
+			c[AGENT_GUE] += 1;
+	}
 	return XDP_PASS;
 }
 
@@ -75,14 +80,13 @@ INLINE int agent_xdp4(struct xdp_md *ctx)
 		return XDP_PASS;
 	if (!udp && outer->protocol != IPPROTO_IPIP)
 		return XDP_PASS;
-	struct lpm_v4_key src = {.prefixlen = 32, .addr = outer->saddr};
-	if (!bpf_map_lookup_elem(&trusted_sources, &src))
+	if (!ipv4_trusted(outer->saddr))
 		return XDP_PASS;
 	if (outer->version != 4 || (outer->frag_off & bpf_htons(IP_MF | IP_OFFSET)))
 		return XDP_PASS;
 	/* A wrong header checksum, or a nonzero UDP checksum (verified over
 	 * the whole packet): the tc path drops and counts, or verifies. */
-	if (ipv4_csum_wrong(outer, data_end) || (udp && udp->check))
+	if (outer_csum_wrong(outer, data_end) || (udp && udp->check))
 		return XDP_PASS;
 	/* The tc path's checks, in the same order; any failure is its to count. */
 	__u16 outer_tot = bpf_ntohs(outer->tot_len);
@@ -122,7 +126,7 @@ INLINE int agent_xdp4(struct xdp_md *ctx)
 	struct tcphdr *tcp;
 	if (check_ipv4_plain(ip, outer_tot - outer_len) != PARSE_OK || parse_tcp_after(ip, data_end, &tcp) != PARSE_OK)
 		return XDP_PASS;
-	struct agent_vip *vip = bpf_map_lookup_elem(&agent_vips, &ip->daddr);
+	const struct agent_vip *vip = agent_vip_of(ip->daddr);
 	if (!vip)
 		return XDP_PASS;
 	if (cheetah_vips_in_use && bpf_map_lookup_elem(&cheetah_vips, &ip->daddr))

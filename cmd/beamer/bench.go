@@ -21,6 +21,7 @@ func init() {
 		repeat, trials int
 		perPacket      int
 		compare        string
+		compareAgent   string
 	)
 	dp := &cobra.Command{
 		Use:   "dataplane",
@@ -35,7 +36,8 @@ over many short trials, each trial's path checked by the program's decision coun
 of an empty program per trial (median) and quiet (quickest trial minus the empty program's
 quickest: the cost without a shared machine's bursts of other load). With
 --compare FILE a saved baseline mux object (bench save-baseline) runs beside the current
-one on the same maps. Then sends minimum-size packets through a mux on veth and reports
+one on the same maps; --compare-agent FILE does the same for an agent object (an earlier
+commit's pkg/dataplane/agentbench_bpfel.o), batched and per packet. Then sends minimum-size packets through a mux on veth and reports
 the forwarded rate, where packets were lost, and the CPU time of generator, mux and sink
 (each on its own CPU where there are enough). docs/performance.md is generated from
 these figures by 'beamer bench doc' (scripts/perf-doc.sh). Needs root.`,
@@ -67,6 +69,13 @@ these figures by 'beamer bench doc' (scripts/perf-doc.sh). Needs root.`,
 					return fmt.Errorf("--compare: %w", err)
 				}
 				o.Baseline, o.BaselineName = obj, compare
+			}
+			if compareAgent != "" {
+				obj, err := os.ReadFile(compareAgent)
+				if err != nil {
+					return fmt.Errorf("--compare-agent: %w", err)
+				}
+				o.AgentBaseline, o.AgentBaselineName = obj, compareAgent
 			}
 			var progress io.Writer = os.Stderr
 			rep, err := dpbench.Run(o, progress)
@@ -100,6 +109,7 @@ these figures by 'beamer bench doc' (scripts/perf-doc.sh). Needs root.`,
 	dp.Flags().IntVar(&trials, "trials", 0, fmt.Sprintf("trials per figure, median and quickest reported (default %d; quick %d)", dpbench.Full.Trials, dpbench.Quick.Trials))
 	dp.Flags().IntVar(&perPacket, "per-packet", 0, fmt.Sprintf("per-packet method: test runs of repeat 1 per trial (default %s; quick %s; 0 skips it)", n(dpbench.Full.PerPacket), n(dpbench.Quick.PerPacket)))
 	dp.Flags().StringVar(&compare, "compare", "", "also measure this baseline mux object (benchmark build, from `beamer bench save-baseline` or git show REV:pkg/dataplane/muxbench_bpfel.o) on the same maps, in alternation")
+	dp.Flags().StringVar(&compareAgent, "compare-agent", "", "also measure this baseline agent object (benchmark build, git show REV:pkg/dataplane/agentbench_bpfel.o) on the current agent's maps, in alternation, batched and per packet")
 	bench.AddCommand(dp)
 	bench.AddCommand(&cobra.Command{
 		Use:   "save-baseline FILE",

@@ -132,6 +132,9 @@ func LoadAgent(opts AgentOptions) (*Agent, error) {
 	if err := setAgentAddrs(spec, opts); err != nil {
 		return nil, err
 	}
+	if err := setAgentFastSets(spec, opts); err != nil { // agent_fastset.go
+		return nil, err
+	}
 	skew := opts.MaxClockSkew
 	if skew == 0 {
 		skew = DefaultMaxClockSkew

@@ -182,6 +182,12 @@ const (
 	agentVarLocalAddr6             = "local_addr6"
 	agentVarMaxGenJump             = "max_gen_jump"
 	agentVarMaxSkew                = "max_skew"
+	agentVarTrusted4Count          = "trusted4_count"
+	agentVarTrusted4Mask           = "trusted4_mask"
+	agentVarTrusted4Net            = "trusted4_net"
+	agentVarVips4Addr              = "vips4_addr"
+	agentVarVips4Count             = "vips4_count"
+	agentVarVips4Rec               = "vips4_rec"
 )
 
 // loadAgent returns the embedded CollectionSpec for agent.
@@ -267,6 +273,12 @@ type agentVariableSpecs struct {
 	LocalAddr6             *ebpf.VariableSpec `ebpf:"local_addr6"`
 	MaxGenJump             *ebpf.VariableSpec `ebpf:"max_gen_jump"`
 	MaxSkew                *ebpf.VariableSpec `ebpf:"max_skew"`
+	Trusted4Count          *ebpf.VariableSpec `ebpf:"trusted4_count"`
+	Trusted4Mask           *ebpf.VariableSpec `ebpf:"trusted4_mask"`
+	Trusted4Net            *ebpf.VariableSpec `ebpf:"trusted4_net"`
+	Vips4Addr              *ebpf.VariableSpec `ebpf:"vips4_addr"`
+	Vips4Count             *ebpf.VariableSpec `ebpf:"vips4_count"`
+	Vips4Rec               *ebpf.VariableSpec `ebpf:"vips4_rec"`
 }
 
 // agentObjects contains all objects after they have been loaded into the kernel.
@@ -341,6 +353,12 @@ type agentVariables struct {
 	LocalAddr6             *ebpf.Variable `ebpf:"local_addr6"`
 	MaxGenJump             *ebpf.Variable `ebpf:"max_gen_jump"`
 	MaxSkew                *ebpf.Variable `ebpf:"max_skew"`
+	Trusted4Count          *ebpf.Variable `ebpf:"trusted4_count"`
+	Trusted4Mask           *ebpf.Variable `ebpf:"trusted4_mask"`
+	Trusted4Net            *ebpf.Variable `ebpf:"trusted4_net"`
+	Vips4Addr              *ebpf.Variable `ebpf:"vips4_addr"`
+	Vips4Count             *ebpf.Variable `ebpf:"vips4_count"`
+	Vips4Rec               *ebpf.Variable `ebpf:"vips4_rec"`
 }
 
 // agentPrograms contains all programs after they have been loaded into the kernel.

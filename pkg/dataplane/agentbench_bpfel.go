@@ -151,6 +151,8 @@ const (
 	agentBenchProgDecapFloorBench       = "decap_floor_bench"
 	agentBenchProgDecapFloorXdpBench    = "decap_floor_xdp_bench"
 	agentBenchProgEmptyTcBench          = "empty_tc_bench"
+	agentBenchProgStripFloorTcBench     = "strip_floor_tc_bench"
+	agentBenchProgStripFloorXdpBench    = "strip_floor_xdp_bench"
 	agentBenchVarCaptureOn              = "capture_on"
 	agentBenchVarCheetahAgentCounterMax = "cheetah_agent_counter_max"
 	agentBenchVarCheetahVipsInUse       = "cheetah_vips_in_use"
@@ -158,6 +160,12 @@ const (
 	agentBenchVarLocalAddr6             = "local_addr6"
 	agentBenchVarMaxGenJump             = "max_gen_jump"
 	agentBenchVarMaxSkew                = "max_skew"
+	agentBenchVarTrusted4Count          = "trusted4_count"
+	agentBenchVarTrusted4Mask           = "trusted4_mask"
+	agentBenchVarTrusted4Net            = "trusted4_net"
+	agentBenchVarVips4Addr              = "vips4_addr"
+	agentBenchVarVips4Count             = "vips4_count"
+	agentBenchVarVips4Rec               = "vips4_rec"
 )
 
 // loadAgentBench returns the embedded CollectionSpec for agentBench.
@@ -216,6 +224,8 @@ type agentBenchProgramSpecs struct {
 	DecapFloorBench      *ebpf.ProgramSpec `ebpf:"decap_floor_bench"`
 	DecapFloorXdpBench   *ebpf.ProgramSpec `ebpf:"decap_floor_xdp_bench"`
 	EmptyTcBench         *ebpf.ProgramSpec `ebpf:"empty_tc_bench"`
+	StripFloorTcBench    *ebpf.ProgramSpec `ebpf:"strip_floor_tc_bench"`
+	StripFloorXdpBench   *ebpf.ProgramSpec `ebpf:"strip_floor_xdp_bench"`
 }
 
 // agentBenchMapSpecs contains maps before they are loaded into the kernel.
@@ -253,6 +263,12 @@ type agentBenchVariableSpecs struct {
 	LocalAddr6             *ebpf.VariableSpec `ebpf:"local_addr6"`
 	MaxGenJump             *ebpf.VariableSpec `ebpf:"max_gen_jump"`
 	MaxSkew                *ebpf.VariableSpec `ebpf:"max_skew"`
+	Trusted4Count          *ebpf.VariableSpec `ebpf:"trusted4_count"`
+	Trusted4Mask           *ebpf.VariableSpec `ebpf:"trusted4_mask"`
+	Trusted4Net            *ebpf.VariableSpec `ebpf:"trusted4_net"`
+	Vips4Addr              *ebpf.VariableSpec `ebpf:"vips4_addr"`
+	Vips4Count             *ebpf.VariableSpec `ebpf:"vips4_count"`
+	Vips4Rec               *ebpf.VariableSpec `ebpf:"vips4_rec"`
 }
 
 // agentBenchObjects contains all objects after they have been loaded into the kernel.
@@ -329,6 +345,12 @@ type agentBenchVariables struct {
 	LocalAddr6             *ebpf.Variable `ebpf:"local_addr6"`
 	MaxGenJump             *ebpf.Variable `ebpf:"max_gen_jump"`
 	MaxSkew                *ebpf.Variable `ebpf:"max_skew"`
+	Trusted4Count          *ebpf.Variable `ebpf:"trusted4_count"`
+	Trusted4Mask           *ebpf.Variable `ebpf:"trusted4_mask"`
+	Trusted4Net            *ebpf.Variable `ebpf:"trusted4_net"`
+	Vips4Addr              *ebpf.Variable `ebpf:"vips4_addr"`
+	Vips4Count             *ebpf.Variable `ebpf:"vips4_count"`
+	Vips4Rec               *ebpf.Variable `ebpf:"vips4_rec"`
 }
 
 // agentBenchPrograms contains all programs after they have been loaded into the kernel.
@@ -349,6 +371,8 @@ type agentBenchPrograms struct {
 	DecapFloorBench      *ebpf.Program `ebpf:"decap_floor_bench"`
 	DecapFloorXdpBench   *ebpf.Program `ebpf:"decap_floor_xdp_bench"`
 	EmptyTcBench         *ebpf.Program `ebpf:"empty_tc_bench"`
+	StripFloorTcBench    *ebpf.Program `ebpf:"strip_floor_tc_bench"`
+	StripFloorXdpBench   *ebpf.Program `ebpf:"strip_floor_xdp_bench"`
 }
 
 func (p *agentBenchPrograms) Close() error {
@@ -367,6 +391,8 @@ func (p *agentBenchPrograms) Close() error {
 		p.DecapFloorBench,
 		p.DecapFloorXdpBench,
 		p.EmptyTcBench,
+		p.StripFloorTcBench,
+		p.StripFloorXdpBench,
 	)
 }
 

@@ -124,6 +124,13 @@ func agentRows(r *rig, o Options, add func(string, int, int, trial, string) erro
 		return err
 	}
 	defer a.Close()
+	var base *dataplane.AgentBaseline // the compare mode's (--compare-agent)
+	if o.AgentBaseline != nil {
+		if base, err = a.LoadBaseline(o.AgentBaseline); err != nil {
+			return err
+		}
+		defer base.Close()
+	}
 	now := time.Now()
 	a.SyncClock(now)
 
@@ -156,6 +163,8 @@ func agentRows(r *rig, o Options, add func(string, int, int, trial, string) erro
 	}{
 		{"empty-tc", a.EmptyProgram(), a.EmptyProgram(), 41000, moved, tcOK, "", "tc program returning TC_ACT_OK"},
 		{"decap-floor", a.DecapFloorProgram(), a.DecapFloorProgram(), 41000, moved, tcOK, "", "strips the 36-byte outer header and puts it back, nothing else"},
+		{"strip-floor-tc", nil, a.StripFloorProgram(), 41000, steady, tcOK, "",
+			"per packet only: strips the 36-byte outer header (bpf_skb_adjust_room, IPv4 decap) and hands the packet up, nothing else"},
 		{"agent-local", a.BenchProgram(), a.Program(), 41000, steady, tcOK, "to_stack",
 			"fast path: packet of a local connection whose bucket has not moved: decapsulation, no socket lookup (restored after each run)"},
 		{"agent-local-moved", a.BenchProgram(), a.Program(), 41000, moved, tcOK, "local_socket",
@@ -172,11 +181,18 @@ func agentRows(r *rig, o Options, add func(string, int, int, trial, string) erro
 		}
 		t := trial{ns: ns, prog: row.prog, frame: encap(row.sport, row.opt), ctx: ctx, want: row.want,
 			repeat: o.Repeat, counter: row.counter, read: a.Counters, single: row.single, packets: o.PerPacket}
-		if err := add(row.name, 1, 0, t, "test run, repeat; "+row.method); err != nil {
+		if base != nil && row.prog == a.BenchProgram() {
+			t.base, t.baseSingle = base.BenchProgram(), base.Program()
+		}
+		how := "test run, repeat; "
+		if row.prog == nil {
+			how = "test run; "
+		}
+		if err := add(row.name, 1, 0, t, how+row.method); err != nil {
 			return err
 		}
 	}
-	if err := agentXDPRows(ns, a, conn.ifindex, encap(41000, steady), encap(42000, moved), o, add); err != nil {
+	if err := agentXDPRows(ns, a, base, conn.ifindex, encap(41000, steady), encap(42000, moved), o, add); err != nil {
 		return err
 	}
 	if err := gueAgentRows(ns, a, conn.ifindex, o, add); err != nil { // gue.go

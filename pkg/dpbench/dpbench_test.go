@@ -14,6 +14,7 @@ var quickRows = []string{"empty", "floor", "encap-floor", "encap-floor-plain", "
 	"empty-tc", "decap-floor", "agent-local", "agent-local-moved", "agent-chain", "agent-drop",
 	"cheetah-cookie", "cheetah-cookie-general", "cheetah-syn-rr", "cheetah-fallback",
 	"agent-cheetah-egress", "agent-cheetah-ingress", "decap-floor-xdp", "agent-xdp-local", "agent-xdp-pass",
+	"strip-floor-tc", "strip-floor-xdp",
 	"udp", "udp-moved1", "quic-cid", "quic-initial",
 	"beamer-gue", "beamer-gue-moved1", "agent-local-gue", "agent-chain-gue", "agent-xdp-local-gue",
 	"beamer-ipv6", "beamer-ipv6-moved1", "agent6-local", "agent6-local-moved", "agent6-chain", "agent-xdp-local-ipv6"}
@@ -32,15 +33,20 @@ func TestQuickRun(t *testing.T) {
 	if rep.Ratios.BeamerOverEncapFloor <= 0 || rep.Ratios.AgentLocalOverEmptyTC <= 0 || rep.Ratios.AgentXDPLocalOverEmpty <= 0 {
 		t.Errorf("ratios: %+v", rep.Ratios)
 	}
+	if rep.Ratios.AgentLocalOverStripFloorTC == 0 || rep.Ratios.AgentXDPLocalOverStripFloor == 0 {
+		t.Errorf("no agent / strip floor ratios: %+v", rep.Ratios)
+	}
 }
 
-// TestCompareLoadsBaseline runs the compare mode with this build's own
-// object as the baseline: every mux row then has a baseline figure whose
-// path was verified on the shared maps.
+// TestCompareLoadsBaseline runs the compare modes with this build's own
+// objects as the baselines: every mux row then has a baseline figure whose
+// path was verified on the shared maps, and every row of the agent's own
+// benchmark program a per-packet one.
 func TestCompareLoadsBaseline(t *testing.T) {
 	netlabtest.RequireRoot(t)
 	o := Quick
 	o.Baseline, o.BaselineName = dataplane.MuxBenchObject(), "self"
+	o.AgentBaseline, o.AgentBaselineName = dataplane.AgentBenchObject(), "self"
 	rep, err := Run(o, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +62,7 @@ func checkRows(t *testing.T, rep *Report, compare bool) {
 	}
 	for _, p := range rep.Programs {
 		want[p.Name] = true
-		if p.Name == "encap-floor-plain" {
+		if p.Name == "encap-floor-plain" || strings.HasPrefix(p.Name, "strip-floor") {
 			// No undo: per packet only.
 			if p.NsPerPacket != 0 || p.PerPacket == nil || p.PerPacket.NsMedian <= 0 {
 				t.Errorf("%s: want a per-packet figure only, got batched %v, per packet %+v", p.Name, p.NsPerPacket, p.PerPacket)
@@ -97,6 +103,14 @@ func checkRows(t *testing.T, rep *Report, compare bool) {
 				if b := p.BaselinePerPacket; b == nil || b.NsMedian <= 0 || !b.PathVerified {
 					t.Errorf("%s: no verified per-packet baseline figure: %+v", p.Name, b)
 				}
+			}
+		}
+		agentCompared := p.Name == "agent-local" || p.Name == "agent-chain" || p.Name == "agent-drop" || p.Name == "agent-xdp-local" || p.Name == "agent-xdp-pass"
+		if compare && agentCompared {
+			if p.BaselinePerPacket == nil || p.Baseline == nil {
+				t.Errorf("%s: no agent baseline figures", p.Name)
+			} else if !p.BaselinePerPacket.PathVerified {
+				t.Errorf("%s: agent baseline path not verified", p.Name)
 			}
 		}
 		if !compare && (p.Baseline != nil || p.BaselinePerPacket != nil) {

@@ -34,7 +34,8 @@ func (r *Report) ProgramTable(keep func(name string) bool) string {
 	var b strings.Builder
 	head := "| program | flows | buckets | batched ns, median (min–max) | net | quiet | per packet ns, median (min–max) | net | quiet | Mpps/core (batched) | path verified |"
 	sep := "|---|---|---|---|---|---|---|---|---|---|---|"
-	if r.Baseline != "" {
+	compare := r.Baseline != "" || r.AgentBaseline != ""
+	if compare {
 		head += " baseline batched ns | net | quiet | baseline verified |"
 		sep += "---|---|---|---|"
 	}
@@ -56,13 +57,13 @@ func (r *Report) ProgramTable(keep func(name string) bool) string {
 				verified = "yes"
 			}
 		}
-		bt, bNet, bQuiet, mpps := "–", "–", "–", "–"
-		if p.NsPerPacket > 0 { // per-packet-only rows (no undo) have no batched figure
-			bt, bNet, bQuiet, mpps = fmt.Sprintf("%.0f (%.0f–%.0f)", p.NsPerPacket, p.NsMin, p.NsMax), fmt.Sprintf("%.0f", p.NsNet), fmt.Sprintf("%.0f", p.NsNetQuiet), fmt.Sprintf("%.1f", p.MppsPerCore)
+		batched, bNet, bQuiet, mpps := fmt.Sprintf("%.0f (%.0f–%.0f)", p.NsPerPacket, p.NsMin, p.NsMax), fmt.Sprintf("%.0f", p.NsNet), fmt.Sprintf("%.0f", p.NsNetQuiet), fmt.Sprintf("%.1f", p.MppsPerCore)
+		if p.NsPerPacket == 0 { // measured per packet only (the strip floors)
+			batched, bNet, bQuiet, mpps = "–", "–", "–", "–"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", p.Name, thousands(p.Flows), buckets,
-			bt, bNet, bQuiet, pp, ppNet, ppQuiet, mpps, verified)
-		if r.Baseline != "" {
+			batched, bNet, bQuiet, pp, ppNet, ppQuiet, mpps, verified)
+		if compare {
 			bb, bNet, bQuiet := cell(p.Baseline)
 			ok := "–"
 			if p.Baseline != nil {
@@ -78,14 +79,14 @@ func (r *Report) ProgramTable(keep func(name string) bool) string {
 // MuxTable is the mux's rows and the XDP floors.
 func (r *Report) MuxTable() string {
 	return r.ProgramTable(func(n string) bool {
-		return !strings.HasPrefix(n, "agent") && n != "empty-tc" && n != "decap-floor" && n != "decap-floor-xdp"
+		return !strings.HasPrefix(n, "agent") && n != "empty-tc" && n != "decap-floor" && n != "decap-floor-xdp" && !strings.HasPrefix(n, "strip-floor")
 	})
 }
 
 // AgentTable is the agent's rows (tc and XDP) and their floors.
 func (r *Report) AgentTable() string {
 	return r.ProgramTable(func(n string) bool {
-		return strings.HasPrefix(n, "agent") || n == "empty-tc" || n == "decap-floor" || n == "decap-floor-xdp" || n == "empty"
+		return strings.HasPrefix(n, "agent") || n == "empty-tc" || n == "decap-floor" || n == "decap-floor-xdp" || n == "empty" || strings.HasPrefix(n, "strip-floor")
 	})
 }
 
@@ -162,7 +163,7 @@ func (r *Report) Targets() []Target {
 	}
 	ratio("agent-local", "empty-tc", "agent fast path (tc) over an empty tc program (issue 18 found 6.9 ×)", 6.9)
 	ratio("agent-xdp-local", "empty", "agent fast path (XDP) over an empty XDP program", 0)
-	return out
+	return append(out, r.agentFloorTargets()...) // agent_floor.go
 }
 
 // FloorTarget is one of issue 27's targets: this build's ratio and, in

@@ -54,6 +54,13 @@ type Ratios struct {
 	AgentLocalOverEmptyTC     float64 `json:"agent_local_over_empty_tc"`
 	// The XDP fast path against the empty XDP program.
 	AgentXDPLocalOverEmpty float64 `json:"agent_xdp_local_over_empty_xdp"`
+	// The fast paths against the minimal program of the same hook that
+	// only strips the outer header (issue 27: ≤ 2), per packet, net:
+	// median and quiet.
+	AgentLocalOverStripFloorTC       float64 `json:"agent_local_over_strip_floor_tc"`
+	AgentLocalOverStripFloorTCQuiet  float64 `json:"agent_local_over_strip_floor_tc_quiet"`
+	AgentXDPLocalOverStripFloor      float64 `json:"agent_xdp_local_over_strip_floor_xdp"`
+	AgentXDPLocalOverStripFloorQuiet float64 `json:"agent_xdp_local_over_strip_floor_xdp_quiet"`
 }
 
 // Report is the whole result.
@@ -68,6 +75,8 @@ type Report struct {
 	// The baseline's maps this build does not have: the baseline got its
 	// own, empty (a row that needed one filled shows unverified).
 	BaselinePrivate []string `json:"baseline_private_maps,omitempty"`
+	// AgentBaseline names the agent compare mode's baseline object.
+	AgentBaseline string `json:"agent_baseline,omitempty"`
 }
 
 // takesPath says whether a row runs a program whose decision counters
@@ -93,7 +102,8 @@ func spreadCell(med, lo, hi float64) string { return fmt.Sprintf("%.1f (%.1f–%
 func (r *Report) Print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "program\tflows\tbuckets\tbatched ns (min–max)\tnet\tquiet\tper-packet ns (min–max)\tnet\tquiet\tMpps/core\tpath verified\t"
-	if r.Baseline != "" {
+	compare := r.Baseline != "" || r.AgentBaseline != ""
+	if compare {
 		head += "baseline ns (min–max)\tnet\tquiet\tbaseline verified\tbaseline per packet (min–max)\tnet\tquiet\tverified\t"
 	}
 	fmt.Fprintln(tw, head)
@@ -113,7 +123,7 @@ func (r *Report) Print(w io.Writer) {
 			bt, bNet, bQuiet, mpps = spreadCell(p.NsPerPacket, p.NsMin, p.NsMax), fmt.Sprintf("%.1f", p.NsNet), fmt.Sprintf("%.1f", p.NsNetQuiet), fmt.Sprintf("%.2f", p.MppsPerCore)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t", p.Name, p.Flows, b, bt, bNet, bQuiet, pp, ppNet, ppQuiet, mpps, ok)
-		if r.Baseline != "" {
+		if compare {
 			for _, f := range []*Figure{p.Baseline, p.BaselinePerPacket} {
 				if f != nil {
 					fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%v\t", spreadCell(f.NsMedian, f.NsMin, f.NsMax), f.NsNet, f.NsNetQuiet, f.PathVerified)
@@ -130,6 +140,9 @@ func (r *Report) Print(w io.Writer) {
 	for _, t := range r.FloorTargets() {
 		fmt.Fprintf(w, "%s: %s (baseline %s): %s\n", t.What, t.Now, t.Before, t.Verdict)
 	}
+	fmt.Fprintf(w, "agent fast path / strip floor of the same hook, per packet, net (issue 27: ≤ 2): tc %.2f, quiet %.2f; XDP %.2f, quiet %.2f\n",
+		r.Ratios.AgentLocalOverStripFloorTC, r.Ratios.AgentLocalOverStripFloorTCQuiet, r.Ratios.AgentXDPLocalOverStripFloor, r.Ratios.AgentXDPLocalOverStripFloorQuiet)
+	r.printAgentBaseline(w)
 	if len(r.Live) > 0 {
 		fmt.Fprintln(w)
 		printLive(w, r.Live)

@@ -28,6 +28,11 @@ type Options struct {
 	// BeamerOnly stops after the floors and the Beamer rows
 	// (scripts/mux-stages.sh measures the Beamer path alone).
 	BeamerOnly bool
+	// AgentBaseline is the compare mode's baseline agent object (an
+	// earlier commit's pkg/dataplane/agentbench_bpfel.o): its programs run
+	// on the current agent's maps, batched and per packet; nil: none.
+	AgentBaseline     []byte
+	AgentBaselineName string
 }
 
 // Full is the complete benchmark; Quick is CI's smoke version. Full takes
@@ -178,7 +183,7 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 		return nil, err
 	}
 	defer emptyTC.Close()
-	rep := &Report{Repeat: o.Repeat, Trials: o.Trials, PerPacket: o.PerPacket, Baseline: o.BaselineName}
+	rep := &Report{Repeat: o.Repeat, Trials: o.Trials, PerPacket: o.PerPacket, Baseline: o.BaselineName, AgentBaseline: o.AgentBaselineName}
 	if o.Baseline != nil {
 		cfg, table := beamerInstanceLaid(1000, 0, false)
 		m, err := loadMux(cfg, table, 0, o)
@@ -348,7 +353,7 @@ func maglevRow(r *rig, rep *Report, add func(string, int, int, trial, string) er
 // emptyOf is the empty program a row is netted against: tc programs
 // against the empty tc program, XDP ones against the empty XDP program.
 func emptyOf(name string) string {
-	if name == "empty-tc" || name == "decap-floor" || (strings.HasPrefix(name, "agent") && !strings.HasPrefix(name, "agent-xdp")) {
+	if name == "empty-tc" || name == "decap-floor" || name == "strip-floor-tc" || (strings.HasPrefix(name, "agent") && !strings.HasPrefix(name, "agent-xdp")) {
 		return "empty-tc"
 	}
 	return "empty"
@@ -374,4 +379,5 @@ func (rep *Report) ratios() {
 	if local, empty := rep.find("agent-xdp-local", 0, 0), rep.find("empty", 0, 0); local != nil && empty != nil {
 		rep.Ratios.AgentXDPLocalOverEmpty = local.NsPerPacket / empty.NsPerPacket
 	}
+	rep.agentFloorRatios()
 }

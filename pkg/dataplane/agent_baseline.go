@@ -1,0 +1,133 @@
+package dataplane
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cilium/ebpf"
+)
+
+// The agent's compare mode of `beamer bench dataplane --compare-agent`: a
+// baseline benchmark build of the agent (an earlier commit's
+// agentbench_bpfel.o) is loaded beside the current one on its maps, as the
+// mux's baseline is (mux_baseline.go), so both read the same state and
+// only the code differs. A baseline whose maps or counters differ in
+// layout is refused with the differences named.
+
+// AgentBenchObject is the benchmark build of the agent compiled into this
+// binary (the bytes of pkg/dataplane/agentbench_bpfel.o of its commit).
+func AgentBenchObject() []byte { return bytes.Clone(_AgentBenchBytes) }
+
+// AgentBaseline is a baseline benchmark build of the agent loaded on an
+// Agent's maps.
+type AgentBaseline struct {
+	coll *ebpf.Collection
+}
+
+// agentBaselineOwn are the maps a baseline keeps for itself: the
+// benchmark wrapper's scratch, and tail-call arrays (sharing one would
+// point this build's tail calls at the baseline's programs).
+func agentBaselineOwn(name string, ms *ebpf.MapSpec) bool {
+	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "bench_") || ms.Type == ebpf.ProgramArray
+}
+
+// LoadBaseline loads obj, a benchmark build of the agent, on a's maps (a
+// must be a benchmark build too). Its constants (addresses, bounds) are
+// copied from a.
+func (a *Agent) LoadBaseline(obj []byte) (*AgentBaseline, error) {
+	if a.bench.Bench == nil {
+		return nil, errors.New("the agent compare mode needs the benchmark build of the current agent")
+	}
+	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(obj))
+	if err != nil {
+		return nil, fmt.Errorf("baseline object: %w", err)
+	}
+	for _, p := range []string{"beamer_agent", "beamer_agent_bench", "beamer_agent_xdp", "beamer_agent_xdp_bench"} {
+		if spec.Programs[p] == nil {
+			return nil, fmt.Errorf("baseline object has no program %s: not a benchmark build of the agent (pkg/dataplane/agentbench_bpfel.o)", p)
+		}
+	}
+	cur, err := loadAgentBench()
+	if err != nil {
+		return nil, err
+	}
+	maps := taggedFields[*ebpf.Map](&a.objs.agentMaps)
+	var problems []string
+	repl := map[string]*ebpf.Map{}
+	for name, ms := range spec.Maps {
+		if agentBaselineOwn(name, ms) {
+			continue
+		}
+		cm, have := maps[name]
+		if !have {
+			problems = append(problems, fmt.Sprintf("map %s: not in this build", name))
+			continue
+		}
+		if d := mapDifference(ms, cur.Maps[name]); d != "" {
+			problems = append(problems, fmt.Sprintf("map %s: %s", name, d))
+			continue
+		}
+		ms.MaxEntries, ms.Flags = cm.MaxEntries(), cm.Flags()
+		repl[name] = cm
+	}
+	// The decision counters are read through this build's enum.
+	if d := typeDifference(spec.Types, cur.Types, "agent_counter"); d != "" {
+		problems = append(problems, d)
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("the baseline object does not read this build's maps as it writes them:\n  %s", strings.Join(problems, "\n  "))
+	}
+	vars := taggedFields[*ebpf.Variable](&a.objs.agentVariables)
+	for name, vs := range spec.Variables {
+		v, have := vars[name]
+		if !vs.Constant() || !have || v.Size() != vs.Size() {
+			continue
+		}
+		buf := make([]byte, v.Size())
+		if err := v.Get(buf); err != nil {
+			return nil, fmt.Errorf("constant %s: %w", name, err)
+		}
+		if err := vs.Set(buf); err != nil {
+			return nil, fmt.Errorf("baseline constant %s: %w", name, err)
+		}
+	}
+	// Only the IPv4 programs are measured: the others are not loaded, nor
+	// put in the tail-call arrays (an IPv6 frame's tail call then fails,
+	// and the program passes it).
+	for _, ms := range spec.Maps {
+		if ms.Type == ebpf.ProgramArray {
+			ms.Contents = nil
+		}
+	}
+	for name := range spec.Programs {
+		switch name {
+		case "beamer_agent", "beamer_agent_bench", "beamer_agent_xdp", "beamer_agent_xdp_bench":
+		default:
+			delete(spec.Programs, name)
+		}
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: repl})
+	if err != nil {
+		return nil, fmt.Errorf("loading the baseline object: %w", err)
+	}
+	return &AgentBaseline{coll: coll}, nil
+}
+
+// Program is the baseline's tc program (production build).
+func (b *AgentBaseline) Program() *ebpf.Program { return b.coll.Programs["beamer_agent"] }
+
+// BenchProgram is the baseline's tc program wrapped to restore the packet.
+func (b *AgentBaseline) BenchProgram() *ebpf.Program { return b.coll.Programs["beamer_agent_bench"] }
+
+// XDPProgram is the baseline's XDP fast path (production build).
+func (b *AgentBaseline) XDPProgram() *ebpf.Program { return b.coll.Programs["beamer_agent_xdp"] }
+
+// XDPBenchProgram is the baseline's XDP fast path wrapped to restore the packet.
+func (b *AgentBaseline) XDPBenchProgram() *ebpf.Program {
+	return b.coll.Programs["beamer_agent_xdp_bench"]
+}
+
+// Close unloads the baseline (the shared maps stay with their Agent).
+func (b *AgentBaseline) Close() { b.coll.Close() }
