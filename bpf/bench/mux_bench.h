@@ -223,6 +223,9 @@ int traffic_gen_bench(struct xdp_md *ctx)
 	return XDP_TX;
 }
 
+/* The Maglev rows' reference: the connection table of before (issue 27). */
+#include "maglev_lru_bench.h"
+
 /* An empty program: what a test run costs by itself. */
 SEC("xdp")
 int empty_bench(struct xdp_md *ctx)

@@ -81,6 +81,9 @@ func (m *Mux) LoadBaseline(obj []byte) (*MuxBaseline, error) {
 		return nil, err
 	}
 	maps := taggedFields[*ebpf.Map](&m.objs.muxMaps)
+	if m.bench.CtLRU != nil { // the Maglev rows' reference table, bench build only
+		maps["conntrack_lru_bench"] = m.bench.CtLRU
+	}
 	var problems []string
 	repl := map[string]*ebpf.Map{}
 	for name, ms := range spec.Maps {

@@ -228,6 +228,7 @@ const (
 	muxBenchMapCheetahMuxCounters     = "cheetah_mux_counters"
 	muxBenchMapCheetahRr              = "cheetah_rr"
 	muxBenchMapConntrack              = "conntrack"
+	muxBenchMapConntrackLruBench      = "conntrack_lru_bench"
 	muxBenchMapFloodGuard             = "flood_guard"
 	muxBenchMapMctTables              = "mct_tables"
 	muxBenchMapMux6Prog               = "mux6_prog"
@@ -254,15 +255,20 @@ const (
 	muxBenchProgEmptyBench            = "empty_bench"
 	muxBenchProgEncapFloorBench       = "encap_floor_bench"
 	muxBenchProgFloorBench            = "floor_bench"
+	muxBenchProgMaglevLruBench        = "maglev_lru_bench"
+	muxBenchProgMaglevLruSingle       = "maglev_lru_single"
 	muxBenchProgRotationBench         = "rotation_bench"
 	muxBenchProgTrafficGenBench       = "traffic_gen_bench"
 	muxBenchVarAwfdCounterNames       = "awfd_counter_names"
+	muxBenchVarBenchCtLru             = "bench_ct_lru"
 	muxBenchVarBenchFlows             = "bench_flows"
 	muxBenchVarBenchKey               = "bench_key"
 	muxBenchVarBenchOrderVersion      = "bench_order_version"
 	muxBenchVarBenchSeq               = "bench_seq"
 	muxBenchVarCaptureOn              = "capture_on"
 	muxBenchVarCheetahMuxCounterMax   = "cheetah_mux_counter_max"
+	muxBenchVarCtBucketMask           = "ct_bucket_mask"
+	muxBenchVarCtSeed                 = "ct_seed"
 	muxBenchVarGenFrame               = "gen_frame"
 	muxBenchVarMaxInsertsPerCpuSecond = "max_inserts_per_cpu_second"
 	muxBenchVarMuxAddr                = "mux_addr"
@@ -318,6 +324,8 @@ type muxBenchProgramSpecs struct {
 	EmptyBench      *ebpf.ProgramSpec `ebpf:"empty_bench"`
 	EncapFloorBench *ebpf.ProgramSpec `ebpf:"encap_floor_bench"`
 	FloorBench      *ebpf.ProgramSpec `ebpf:"floor_bench"`
+	MaglevLruBench  *ebpf.ProgramSpec `ebpf:"maglev_lru_bench"`
+	MaglevLruSingle *ebpf.ProgramSpec `ebpf:"maglev_lru_single"`
 	RotationBench   *ebpf.ProgramSpec `ebpf:"rotation_bench"`
 	TrafficGenBench *ebpf.ProgramSpec `ebpf:"traffic_gen_bench"`
 }
@@ -338,6 +346,7 @@ type muxBenchMapSpecs struct {
 	CheetahMuxCounters *ebpf.MapSpec `ebpf:"cheetah_mux_counters"`
 	CheetahRr          *ebpf.MapSpec `ebpf:"cheetah_rr"`
 	Conntrack          *ebpf.MapSpec `ebpf:"conntrack"`
+	ConntrackLruBench  *ebpf.MapSpec `ebpf:"conntrack_lru_bench"`
 	FloodGuard         *ebpf.MapSpec `ebpf:"flood_guard"`
 	MctTables          *ebpf.MapSpec `ebpf:"mct_tables"`
 	Mux6Prog           *ebpf.MapSpec `ebpf:"mux6_prog"`
@@ -364,12 +373,15 @@ type muxBenchMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type muxBenchVariableSpecs struct {
 	AwfdCounterNames       *ebpf.VariableSpec `ebpf:"awfd_counter_names"`
+	BenchCtLru             *ebpf.VariableSpec `ebpf:"bench_ct_lru"`
 	BenchFlows             *ebpf.VariableSpec `ebpf:"bench_flows"`
 	BenchKey               *ebpf.VariableSpec `ebpf:"bench_key"`
 	BenchOrderVersion      *ebpf.VariableSpec `ebpf:"bench_order_version"`
 	BenchSeq               *ebpf.VariableSpec `ebpf:"bench_seq"`
 	CaptureOn              *ebpf.VariableSpec `ebpf:"capture_on"`
 	CheetahMuxCounterMax   *ebpf.VariableSpec `ebpf:"cheetah_mux_counter_max"`
+	CtBucketMask           *ebpf.VariableSpec `ebpf:"ct_bucket_mask"`
+	CtSeed                 *ebpf.VariableSpec `ebpf:"ct_seed"`
 	GenFrame               *ebpf.VariableSpec `ebpf:"gen_frame"`
 	MaxInsertsPerCpuSecond *ebpf.VariableSpec `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.VariableSpec `ebpf:"mux_addr"`
@@ -408,6 +420,7 @@ type muxBenchMaps struct {
 	CheetahMuxCounters *ebpf.Map `ebpf:"cheetah_mux_counters"`
 	CheetahRr          *ebpf.Map `ebpf:"cheetah_rr"`
 	Conntrack          *ebpf.Map `ebpf:"conntrack"`
+	ConntrackLruBench  *ebpf.Map `ebpf:"conntrack_lru_bench"`
 	FloodGuard         *ebpf.Map `ebpf:"flood_guard"`
 	MctTables          *ebpf.Map `ebpf:"mct_tables"`
 	Mux6Prog           *ebpf.Map `ebpf:"mux6_prog"`
@@ -443,6 +456,7 @@ func (m *muxBenchMaps) Close() error {
 		m.CheetahMuxCounters,
 		m.CheetahRr,
 		m.Conntrack,
+		m.ConntrackLruBench,
 		m.FloodGuard,
 		m.MctTables,
 		m.Mux6Prog,
@@ -470,12 +484,15 @@ func (m *muxBenchMaps) Close() error {
 // It can be passed to loadMuxBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type muxBenchVariables struct {
 	AwfdCounterNames       *ebpf.Variable `ebpf:"awfd_counter_names"`
+	BenchCtLru             *ebpf.Variable `ebpf:"bench_ct_lru"`
 	BenchFlows             *ebpf.Variable `ebpf:"bench_flows"`
 	BenchKey               *ebpf.Variable `ebpf:"bench_key"`
 	BenchOrderVersion      *ebpf.Variable `ebpf:"bench_order_version"`
 	BenchSeq               *ebpf.Variable `ebpf:"bench_seq"`
 	CaptureOn              *ebpf.Variable `ebpf:"capture_on"`
 	CheetahMuxCounterMax   *ebpf.Variable `ebpf:"cheetah_mux_counter_max"`
+	CtBucketMask           *ebpf.Variable `ebpf:"ct_bucket_mask"`
+	CtSeed                 *ebpf.Variable `ebpf:"ct_seed"`
 	GenFrame               *ebpf.Variable `ebpf:"gen_frame"`
 	MaxInsertsPerCpuSecond *ebpf.Variable `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.Variable `ebpf:"mux_addr"`
@@ -493,6 +510,8 @@ type muxBenchPrograms struct {
 	EmptyBench      *ebpf.Program `ebpf:"empty_bench"`
 	EncapFloorBench *ebpf.Program `ebpf:"encap_floor_bench"`
 	FloorBench      *ebpf.Program `ebpf:"floor_bench"`
+	MaglevLruBench  *ebpf.Program `ebpf:"maglev_lru_bench"`
+	MaglevLruSingle *ebpf.Program `ebpf:"maglev_lru_single"`
 	RotationBench   *ebpf.Program `ebpf:"rotation_bench"`
 	TrafficGenBench *ebpf.Program `ebpf:"traffic_gen_bench"`
 }
@@ -506,6 +525,8 @@ func (p *muxBenchPrograms) Close() error {
 		p.EmptyBench,
 		p.EncapFloorBench,
 		p.FloorBench,
+		p.MaglevLruBench,
+		p.MaglevLruSingle,
 		p.RotationBench,
 		p.TrafficGenBench,
 	)
