@@ -24,17 +24,22 @@ const (
 	ctMinBuckets  = 4
 )
 
-// ctBucketsFor is the number of buckets for a table of entries
-// connections: the largest power of two whose ways hold no more than
-// entries (a table never takes more memory than was asked for), at least
-// ctMinBuckets.
+// ctBucketsFor is the number of buckets for a table meant to remember
+// entries connections: the smallest power of two not below entries (at
+// least ctMinBuckets), so ctWays slots per connection asked for. A
+// set-associative table cannot fill every slot: with entries connections
+// hashed over entries buckets of 4, about 0.4% of them find their bucket
+// full (Poisson, mean 1) and are remembered only while their bucket has
+// room (conntrack.h). 64 bytes a bucket: 64 MiB for the default 1M, less
+// than the LRU hash of 1M entries this replaced (~72-80 bytes an entry
+// with its bucket array).
 func ctBucketsFor(entries int) uint32 {
-	b := uint64(max(entries, 1)) / ctWays
-	if b < ctMinBuckets {
-		return ctMinBuckets
+	b := uint64(max(entries, ctMinBuckets))
+	b = min(b, 1<<26)
+	if b&(b-1) != 0 {
+		b = 1 << bits.Len64(b)
 	}
-	b = 1 << (bits.Len64(b) - 1)
-	return uint32(min(b, 1<<30))
+	return uint32(b)
 }
 
 // ctSpec is the inner table's definition for b buckets.
@@ -48,20 +53,23 @@ func ctSpec(b uint32) *ebpf.MapSpec {
 // size, a fresh random one otherwise. A pinned outer map that cannot be
 // shown to hold such a table (another layout or size, or none yet) is not
 // adopted: the connections start over in a new table.
-func (m *Mux) prepareConnTrack(spec *ebpf.CollectionSpec, entries int, adopted map[string]*ebpf.Map) error {
+func (m *Mux) prepareConnTrack(spec *ebpf.CollectionSpec, entries, lruEntries int, adopted map[string]*ebpf.Map) error {
 	m.ctBuckets = ctBucketsFor(entries)
 	want := ctSpec(m.ctBuckets)
 	spec.Maps["conntrack"].InnerMap = want.Copy()
 	if lru := spec.Maps["conntrack_lru_bench"]; lru != nil { // the benchmark's reference (conntrack_bench.go)
-		m.ctLRUEntries = uint32(max(entries, ctLRUMinPerCPU*possibleCPUs()))
+		if lruEntries <= 0 {
+			lruEntries = entries
+		}
+		m.ctLRUEntries = uint32(max(lruEntries, ctLRUMinPerCPU*possibleCPUs()))
 		lru.InnerMap.MaxEntries = m.ctLRUEntries
 	}
-	seed, ok := adoptedSeed(adopted["conntrack"], want)
+	seed, ok, fresh := adoptedSeed(adopted["conntrack"], want)
 	if outer := adopted["conntrack"]; outer != nil && !ok {
 		outer.Close()
 		delete(adopted, "conntrack")
 	}
-	if ok {
+	if ok && !fresh {
 		m.ctReady = true
 	} else {
 		var b [4]byte
@@ -78,29 +86,48 @@ func (m *Mux) prepareConnTrack(spec *ebpf.CollectionSpec, entries int, adopted m
 }
 
 // adoptedSeed is the seed of the table held by a pinned outer map, and
-// whether that table has want's layout and size.
-func adoptedSeed(outer *ebpf.Map, want *ebpf.MapSpec) (uint32, bool) {
+// whether that table has want's layout and size. An outer map without a
+// table yet (no Maglev or AWFD instance so far) is usable when it accepts
+// a table of want's definition — the kernel checks it against the outer
+// map's own — and then has a fresh seed (ok, seed 0: the caller draws).
+func adoptedSeed(outer *ebpf.Map, want *ebpf.MapSpec) (seed uint32, ok, fresh bool) {
 	if outer == nil {
-		return 0, false
+		return 0, false, false
 	}
 	var id ebpf.MapID
-	if err := outer.Lookup(uint32(0), &id); err != nil {
-		return 0, false
+	if err := outer.Lookup(uint32(0), &id); errors.Is(err, ebpf.ErrKeyNotExist) {
+		return 0, acceptsTable(outer, want), true
+	} else if err != nil {
+		return 0, false, false
 	}
 	t, err := ebpf.NewMapFromID(id)
 	if err != nil {
-		return 0, false
+		return 0, false, false
 	}
 	defer t.Close()
 	if t.Type() != want.Type || t.KeySize() != want.KeySize || t.ValueSize() != want.ValueSize ||
 		t.MaxEntries() != want.MaxEntries || t.Flags() != want.Flags {
-		return 0, false
+		return 0, false, false
 	}
 	v := make([]byte, ctBucketBytes)
 	if err := t.Lookup(want.MaxEntries-1, v); err != nil {
-		return 0, false
+		return 0, false, false
 	}
-	return binary.NativeEndian.Uint32(v), true
+	return binary.NativeEndian.Uint32(v), true, false
+}
+
+// acceptsTable tries want's table in an empty outer map and takes it out
+// again.
+func acceptsTable(outer *ebpf.Map, want *ebpf.MapSpec) bool {
+	t, err := ebpf.NewMap(want)
+	if err != nil {
+		return false
+	}
+	defer t.Close()
+	if err := outer.Update(uint32(0), t, ebpf.UpdateAny); err != nil {
+		return false
+	}
+	return outer.Delete(uint32(0)) == nil
 }
 
 // ensureConnTrack creates the connection table on first use.

@@ -65,3 +65,7 @@ func (m *Mux) ConnTrackLRUEntries() (int, error) {
 	}
 	return n, it.Err()
 }
+
+// MaglevLRUProgram is the baseline's program with the reference
+// connection table; nil when the baseline has none.
+func (b *MuxBaseline) MaglevLRUProgram() *ebpf.Program { return b.coll.Programs["maglev_lru_bench"] }

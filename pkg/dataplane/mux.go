@@ -30,10 +30,15 @@ type MuxOptions struct {
 	// headers; without it IPv6 instances are refused.
 	Addr6 netip.Addr
 	// ConnTrackEntries sizes the Maglev and AWFD strategies' connection
-	// table; 0 means 1M. It holds the largest power of two of 4-entry
-	// buckets not above this (conntrack.go); the memory (16 bytes an
-	// entry) is taken when the first Maglev or AWFD instance is set.
+	// table: how many connections it is meant to remember; 0 means 1M. It
+	// has that many 4-slot buckets, rounded up to a power of two
+	// (conntrack.go: 64 bytes a bucket); the memory is taken when the
+	// first Maglev or AWFD instance is set.
 	ConnTrackEntries int
+	// ConnTrackLRUEntries sizes the benchmark build's reference table (the
+	// LRU hash of before, conntrack_bench.go); 0: ConnTrackEntries, at
+	// least 16 a CPU.
+	ConnTrackLRUEntries int
 	// MaxNewConnsPerSecond caps the connection entries the Maglev strategy
 	// inserts per second, over all CPUs (SYN-flood guard); 0 = no cap.
 	MaxNewConnsPerSecond uint64
@@ -154,7 +159,7 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 	}
 	adopted := pinnedMaps(m.pinDir, spec, muxStateMaps)
 	defer closeMaps(adopted)
-	if err := m.prepareConnTrack(spec, entries, adopted); err != nil {
+	if err := m.prepareConnTrack(spec, entries, opts.ConnTrackLRUEntries, adopted); err != nil {
 		return nil, err
 	}
 	copts := &ebpf.CollectionOptions{MapReplacements: adopted}

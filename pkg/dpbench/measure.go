@@ -30,6 +30,7 @@ type trial struct {
 	want    uint32 // the action every run must return
 	repeat  int
 	counter string // must move by exactly the runs made ("" = not checked)
+	or      string // with counter: counter and this together must (a hit or a miss)
 	unmoved string // with counter "": must not move (the path that does nothing)
 	read    counterReader
 
@@ -110,6 +111,9 @@ func (t trial) delta(runs uint64, fn func() error) (bool, error) {
 		return false, fmt.Errorf("no counter %s", name)
 	}
 	moved := after[name] - before[name]
+	if t.or != "" {
+		moved += after[t.or] - before[t.or]
+	}
 	if t.counter == "" {
 		return moved == 0, nil
 	}
@@ -202,7 +206,7 @@ func (t trial) run(trials int) (result, error) {
 	r := result{verified: checked, perPacketOK: checked, baselineVerified: checked}
 	var b, base, single, bNet, baseNet, singleNet, empties, singleEmpties []float64
 	e := t
-	e.prog, e.single, e.want, e.counter, e.unmoved, e.frameAt, e.base = t.empty, t.empty, t.emptyWant, "", "", nil, nil
+	e.prog, e.single, e.want, e.counter, e.or, e.unmoved, e.frameAt, e.base = t.empty, t.empty, t.emptyWant, "", "", "", nil, nil
 	for i := 0; i < trials; i++ {
 		var en float64
 		if t.empty != nil {

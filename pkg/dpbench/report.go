@@ -39,6 +39,9 @@ type Row struct {
 	Method       string  `json:"method"`
 	PerPacket    *Figure `json:"per_packet,omitempty"`
 	Baseline     *Figure `json:"baseline,omitempty"`
+	// HitShare: of a maglev row's packets, the connection-table hits (the
+	// rest are misses: flows whose bucket was full).
+	HitShare float64 `json:"hit_share,omitempty"`
 }
 
 // Ratios between figures of the same run.
@@ -51,6 +54,13 @@ type Ratios struct {
 	AgentLocalOverEmptyTC     float64 `json:"agent_local_over_empty_tc"`
 	// The XDP fast path against the empty XDP program.
 	AgentXDPLocalOverEmpty float64 `json:"agent_xdp_local_over_empty_xdp"`
+	// The Maglev strategy's connection table against the LRU hash it
+	// replaced, at 1M flows in the same run (issue 27: ≤ 0.6), net:
+	// batched median and quiet, per packet median and quiet.
+	MaglevOverLRU1M               float64 `json:"maglev_over_lru_1m"`
+	MaglevOverLRU1MQuiet          float64 `json:"maglev_over_lru_1m_quiet"`
+	MaglevOverLRU1MPerPacket      float64 `json:"maglev_over_lru_1m_per_packet"`
+	MaglevOverLRU1MPerPacketQuiet float64 `json:"maglev_over_lru_1m_per_packet_quiet"`
 }
 
 // Report is the whole result.
