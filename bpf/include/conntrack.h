@@ -85,26 +85,43 @@ struct ct_bucket {
 	struct ct_slot slot[CT_WAYS];
 };
 
+/*
+ * The table is cut in chunks of at most CT_CHUNK_BUCKETS buckets, each
+ * chunk the one element of its own small array. Why: the kernel allocates
+ * an array map of up to 32 KiB with kmalloc, in its direct mapping (huge
+ * pages), and a larger one with vmalloc (4 KiB pages). At a million
+ * connections the table is tens of MiB read at random, and with 4 KiB
+ * pages nearly every packet also missed the TLB (a two-dimensional page
+ * walk under virtualisation); in huge pages it does not. The element
+ * starts 312 bytes into its allocation (struct bpf_array), not on a cache
+ * line: buckets start ct_pad bytes into it, so each is one line. The outer
+ * map has one slot a chunk (set at load time).
+ */
+#define CT_CHUNK_BUCKETS 500
+#define CT_CHUNK_BYTES ((CT_CHUNK_BUCKETS + 1) * 64) /* buckets, the pad, the seed at the end */
+
 /* Sizes rather than types: BTF would carry the value struct only as a
  * forward declaration here. */
 struct conntrack_table {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1); /* set at load time: buckets + 1 (the seed) */
-	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
 	__uint(key_size, sizeof(__u32));
-	__uint(value_size, sizeof(struct ct_bucket));
+	__uint(value_size, CT_CHUNK_BYTES);
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 1);
+	__uint(max_entries, 1); /* set at load time: the chunks */
 	__type(key, __u32);
 	__array(values, struct conntrack_table);
 } conntrack SEC(".maps");
 
-/* Buckets - 1, and the table's hash seed. Set at load time (the seed from
- * the table a predecessor pinned, when adopted). */
-volatile const __u32 ct_bucket_mask;
+/* Chunks, buckets a chunk (at most CT_CHUNK_BUCKETS), the bytes before the
+ * first bucket of a chunk (0-56), and the table's hash seed. Set at load
+ * time (the seed from the table a predecessor pinned, when adopted). */
+volatile const __u32 ct_chunks;
+volatile const __u32 ct_chunk_buckets;
+volatile const __u32 ct_pad;
 volatile const __u32 ct_seed;
 
 struct flood_window {
@@ -157,16 +174,24 @@ INLINE void ct_key_of(const struct flow *f, struct ct_key *k)
 	k->hash = jhash_3words(f->saddr, f->daddr, ports, ct_seed ^ f->proto);
 }
 
-/* The flow's bucket, or NULL when no table is installed. */
+/* The flow's bucket, or NULL when no table is installed. The hash picks
+ * the chunk by multiply-shift, and the bucket by the remainder's. */
 INLINE struct ct_bucket *ct_bucket(const struct ct_key *k)
 {
-	__u32 zero = 0;
-	void *table = bpf_map_lookup_elem(&conntrack, &zero);
+	__u64 p = (__u64)k->hash * ct_chunks;
+	__u32 chunk = p >> 32, zero = 0;
+	void *table = bpf_map_lookup_elem(&conntrack, &chunk);
 
 	if (!table)
 		return NULL;
-	__u32 i = k->hash & ct_bucket_mask;
-	return bpf_map_lookup_elem(table, &i);
+	__u8 *v = bpf_map_lookup_elem(table, &zero);
+	if (!v)
+		return NULL;
+	__u32 i = ((__u64)(__u32)p * ct_chunk_buckets) >> 32;
+	__u32 pad = ct_pad;
+	if (i >= CT_CHUNK_BUCKETS || pad > 56)
+		return NULL;
+	return (struct ct_bucket *)(v + pad + i * sizeof(struct ct_bucket));
 }
 
 INLINE int ct_matches(const struct ct_slot *s, const struct ct_key *k)
@@ -215,7 +240,7 @@ INLINE void ct_insert(struct ct_bucket *b, const struct ct_key *k, __u16 server)
 	}
 	/* Among untouched entries, the first from a place the new flow's hash
 	 * chooses: each one goes in turn, none stays for ever. */
-	__u32 start = k->hash >> 30, v = own < CT_WAYS ? own : free;
+	__u32 start = k->hash & (CT_WAYS - 1), v = own < CT_WAYS ? own : free; /* bits the bucket hardly depends on */
 	if (v >= CT_WAYS) {
 #pragma unroll
 		for (int j = CT_WAYS - 1; j >= 0; j--) {

@@ -5,58 +5,81 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/bits"
 
 	"github.com/cilium/ebpf"
-	"golang.org/x/sys/unix"
+	"github.com/cilium/ebpf/btf"
 )
 
 // The connection table of the Maglev and AWFD strategies
 // (bpf/include/conntrack.h): buckets of ctWays 16-byte slots, one 64-byte
-// cache line each, in an mmapable array behind the one-slot outer map
-// "conntrack"; the element after the last bucket keeps the table's hash
-// seed, so that a successor daemon adopting the pinned table hashes as it
-// was filled.
+// cache line each, in chunks of at most ctChunkBuckets buckets, each chunk
+// the one element of a small array (kmalloc'd by the kernel: huge pages)
+// in a slot of the outer map "conntrack". The end of chunk 0 keeps the
+// table's hash seed, so that a successor daemon adopting the pinned table
+// hashes as it was filled.
 const (
-	ctWays        = 4
-	ctSlotBytes   = 16
-	ctBucketBytes = ctWays * ctSlotBytes
-	ctMinBuckets  = 4
+	ctWays         = 4
+	ctSlotBytes    = 16
+	ctBucketBytes  = ctWays * ctSlotBytes
+	ctChunkBuckets = 500                                  // CT_CHUNK_BUCKETS
+	ctChunkBytes   = (ctChunkBuckets + 1) * ctBucketBytes // CT_CHUNK_BYTES
+	ctSeedAt       = ctChunkBytes - 8
+	ctMinBuckets   = 4
+	ctMaxBuckets   = 1 << 26
 )
 
-// ctBucketsFor is the number of buckets for a table meant to remember
-// entries connections: the smallest power of two not below entries (at
-// least ctMinBuckets), so ctWays slots per connection asked for. A
-// set-associative table cannot fill every slot: with entries connections
-// hashed over entries buckets of 4, about 0.4% of them find their bucket
-// full (Poisson, mean 1) and are remembered only while their bucket has
-// room (conntrack.h). 64 bytes a bucket: 64 MiB for the default 1M, less
-// than the LRU hash of 1M entries this replaced (~72-80 bytes an entry
-// with its bucket array).
-func ctBucketsFor(entries int) uint32 {
-	b := uint64(max(entries, ctMinBuckets))
-	b = min(b, 1<<26)
-	if b&(b-1) != 0 {
-		b = 1 << bits.Len64(b)
+// ctLayout is the table's shape: chunks of buckets each.
+type ctLayout struct {
+	chunks, buckets uint32 // buckets a chunk
+	pad             uint32 // bytes before a chunk's first bucket: its cache line
+}
+
+// ctLayoutFor shapes a table meant to remember entries connections: as many
+// 4-slot buckets as connections (at least ctMinBuckets), so ctWays slots a
+// connection, in as few chunks as hold them. A set-associative table
+// cannot fill every slot: with n connections hashed over n buckets of 4,
+// about 0.4% of them find their bucket full (Poisson, mean 1) and are
+// remembered only while their bucket has room (conntrack.h). 64 bytes a
+// bucket: about 64 MiB for the default 1M, less than the LRU hash of 1M
+// entries this replaced (~72-80 bytes an entry with its bucket array).
+func ctLayoutFor(entries int) ctLayout {
+	b := uint32(min(max(entries, ctMinBuckets), ctMaxBuckets))
+	chunks := (b + ctChunkBuckets - 1) / ctChunkBuckets
+	return ctLayout{chunks: chunks, buckets: (b + chunks - 1) / chunks, pad: ctPad()}
+}
+
+// ctPad is how far into an array element the next cache line starts: the
+// element follows struct bpf_array in the same allocation (312 bytes on
+// 6.18). 0 when the kernel's BTF does not say (buckets then straddle two
+// lines: slower, not wrong).
+func ctPad() uint32 {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return 0
 	}
-	return uint32(b)
+	var arr *btf.Struct
+	if err := spec.TypeByName("bpf_array", &arr); err != nil {
+		return 0
+	}
+	// The elements are the last member (a union holding value[]).
+	if len(arr.Members) == 0 {
+		return 0
+	}
+	off := uint32(arr.Members[len(arr.Members)-1].Offset.Bytes())
+	return (64 - off%64) % 64
 }
 
-// ctSpec is the inner table's definition for b buckets.
-func ctSpec(b uint32) *ebpf.MapSpec {
-	return &ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: ctBucketBytes, MaxEntries: b + 1, Flags: unix.BPF_F_MMAPABLE}
+// ctSpec is a chunk's definition.
+func ctSpec() *ebpf.MapSpec {
+	return &ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: ctChunkBytes, MaxEntries: 1}
 }
 
-// prepareConnTrack sizes the connection table in spec and chooses its seed
-// before the program is loaded: the seed of the table a predecessor pinned
-// (adopted["conntrack"]) when that table has this build's layout and this
-// size, a fresh random one otherwise. A pinned outer map that cannot be
-// shown to hold such a table (another layout or size, or none yet) is not
-// adopted: the connections start over in a new table.
-func (m *Mux) prepareConnTrack(spec *ebpf.CollectionSpec, entries, lruEntries int, adopted map[string]*ebpf.Map) error {
-	m.ctBuckets = ctBucketsFor(entries)
-	want := ctSpec(m.ctBuckets)
-	spec.Maps["conntrack"].InnerMap = want.Copy()
+// sizeConnTrack shapes the connection table in spec (before pinned maps
+// are matched against it: the outer map's size is the chunk count).
+func (m *Mux) sizeConnTrack(spec *ebpf.CollectionSpec, entries, lruEntries int) error {
+	m.ct = ctLayoutFor(entries)
+	spec.Maps["conntrack"].MaxEntries = m.ct.chunks
+	spec.Maps["conntrack"].InnerMap = ctSpec()
 	if lru := spec.Maps["conntrack_lru_bench"]; lru != nil { // the benchmark's reference (conntrack_bench.go)
 		if lruEntries <= 0 {
 			lruEntries = entries
@@ -64,7 +87,21 @@ func (m *Mux) prepareConnTrack(spec *ebpf.CollectionSpec, entries, lruEntries in
 		m.ctLRUEntries = uint32(max(lruEntries, ctLRUMinPerCPU*possibleCPUs()))
 		lru.InnerMap.MaxEntries = m.ctLRUEntries
 	}
-	seed, ok, fresh := adoptedSeed(adopted["conntrack"], want)
+	for name, v := range map[string]uint32{"ct_chunks": m.ct.chunks, "ct_chunk_buckets": m.ct.buckets, "ct_pad": m.ct.pad} {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prepareConnTrack chooses the table's seed before the program is loaded:
+// the seed of the table a predecessor pinned (adopted["conntrack"]) when
+// that table has this build's layout and size, a fresh random one
+// otherwise. A pinned outer map that cannot be shown to take such a table
+// is not adopted: the connections start over in a new table.
+func (m *Mux) prepareConnTrack(spec *ebpf.CollectionSpec, adopted map[string]*ebpf.Map) error {
+	seed, ok, fresh := m.adoptedSeed(adopted["conntrack"])
 	if outer := adopted["conntrack"]; outer != nil && !ok {
 		outer.Close()
 		delete(adopted, "conntrack")
@@ -79,45 +116,71 @@ func (m *Mux) prepareConnTrack(spec *ebpf.CollectionSpec, entries, lruEntries in
 		seed = binary.NativeEndian.Uint32(b[:])
 	}
 	m.ctSeed = seed
-	if err := spec.Variables["ct_bucket_mask"].Set(m.ctBuckets - 1); err != nil {
-		return err
-	}
 	return spec.Variables["ct_seed"].Set(seed)
 }
 
 // adoptedSeed is the seed of the table held by a pinned outer map, and
-// whether that table has want's layout and size. An outer map without a
-// table yet (no Maglev or AWFD instance so far) is usable when it accepts
-// a table of want's definition — the kernel checks it against the outer
-// map's own — and then has a fresh seed (ok, seed 0: the caller draws).
-func adoptedSeed(outer *ebpf.Map, want *ebpf.MapSpec) (seed uint32, ok, fresh bool) {
-	if outer == nil {
+// whether that table has this build's layout and size. An outer map
+// without a table yet (no Maglev or AWFD instance so far) is usable when
+// it accepts a chunk of this definition — the kernel checks it against the
+// outer map's own — and then has a fresh seed.
+func (m *Mux) adoptedSeed(outer *ebpf.Map) (seed uint32, ok, fresh bool) {
+	if outer == nil || outer.MaxEntries() != m.ct.chunks {
 		return 0, false, false
 	}
+	want := ctSpec()
 	var id ebpf.MapID
 	if err := outer.Lookup(uint32(0), &id); errors.Is(err, ebpf.ErrKeyNotExist) {
 		return 0, acceptsTable(outer, want), true
 	} else if err != nil {
 		return 0, false, false
 	}
+	// Every chunk there, of this definition; and the layout the seed was
+	// written with (chunks, buckets, pad: a table made by another build
+	// or size hashes elsewhere).
+	var first []byte
+	for c := uint32(0); c < m.ct.chunks; c++ {
+		v, err := chunkOf(outer, c, want)
+		if err != nil {
+			return 0, false, false
+		}
+		if c == 0 {
+			first = v
+		}
+	}
+	if binary.NativeEndian.Uint32(first[ctSeedAt+4:]) != m.ct.stamp() {
+		return 0, false, false
+	}
+	return binary.NativeEndian.Uint32(first[ctSeedAt:]), true, false
+}
+
+// stamp identifies the layout next to the seed.
+func (l ctLayout) stamp() uint32 { return l.buckets<<6 | l.pad }
+
+// chunkOf reads chunk c of the table in outer, checking its definition.
+func chunkOf(outer *ebpf.Map, c uint32, want *ebpf.MapSpec) ([]byte, error) {
+	var id ebpf.MapID
+	if err := outer.Lookup(c, &id); err != nil {
+		return nil, err
+	}
 	t, err := ebpf.NewMapFromID(id)
 	if err != nil {
-		return 0, false, false
+		return nil, err
 	}
 	defer t.Close()
 	if t.Type() != want.Type || t.KeySize() != want.KeySize || t.ValueSize() != want.ValueSize ||
 		t.MaxEntries() != want.MaxEntries || t.Flags() != want.Flags {
-		return 0, false, false
+		return nil, fmt.Errorf("connection table chunk %d: another layout", c)
 	}
-	v := make([]byte, ctBucketBytes)
-	if err := t.Lookup(want.MaxEntries-1, v); err != nil {
-		return 0, false, false
+	v := make([]byte, ctChunkBytes)
+	if err := t.Lookup(uint32(0), v); err != nil {
+		return nil, err
 	}
-	return binary.NativeEndian.Uint32(v), true, false
+	return v, nil
 }
 
-// acceptsTable tries want's table in an empty outer map and takes it out
-// again.
+// acceptsTable tries a chunk of want's definition in an empty outer map
+// and takes it out again.
 func acceptsTable(outer *ebpf.Map, want *ebpf.MapSpec) bool {
 	t, err := ebpf.NewMap(want)
 	if err != nil {
@@ -130,26 +193,33 @@ func acceptsTable(outer *ebpf.Map, want *ebpf.MapSpec) bool {
 	return outer.Delete(uint32(0)) == nil
 }
 
-// ensureConnTrack creates the connection table on first use.
+// ensureConnTrack creates the connection table on first use: every chunk
+// but the first, then the first (with the seed and layout stamp).
 func (m *Mux) ensureConnTrack() error {
 	if m.ctReady {
 		return nil
 	}
-	t, err := ebpf.NewMap(ctSpec(m.ctBuckets))
-	if err != nil {
-		return fmt.Errorf("connection table of %d buckets: %w", m.ctBuckets, err)
-	}
-	defer t.Close() // the outer map holds it once installed
-	seed := make([]byte, ctBucketBytes)
-	binary.NativeEndian.PutUint32(seed, m.ctSeed)
-	if err := t.Put(m.ctBuckets, seed); err != nil {
-		return fmt.Errorf("connection table seed: %w", err)
-	}
 	if err := m.ensureConnTrackLRU(); err != nil {
 		return err
 	}
-	if err := m.objs.Conntrack.Put(uint32(0), t); err != nil {
-		return fmt.Errorf("installing the connection table: %w", err)
+	for c := int64(m.ct.chunks) - 1; c >= 0; c-- {
+		t, err := ebpf.NewMap(ctSpec())
+		if err != nil {
+			return fmt.Errorf("connection table chunk %d of %d: %w", c, m.ct.chunks, err)
+		}
+		if c == 0 {
+			v := make([]byte, ctChunkBytes)
+			binary.NativeEndian.PutUint32(v[ctSeedAt:], m.ctSeed)
+			binary.NativeEndian.PutUint32(v[ctSeedAt+4:], m.ct.stamp())
+			err = t.Put(uint32(0), v)
+		}
+		if err == nil {
+			err = m.objs.Conntrack.Put(uint32(c), t)
+		}
+		t.Close() // the outer map holds it once installed
+		if err != nil {
+			return fmt.Errorf("installing connection table chunk %d: %w", c, err)
+		}
 	}
 	m.ctReady = true
 	return nil
@@ -163,21 +233,15 @@ func (m *Mux) ConnTrackEntries() (int, error) {
 	if !m.ctReady {
 		return 0, nil
 	}
-	var id ebpf.MapID
-	if err := m.objs.Conntrack.Lookup(uint32(0), &id); err != nil {
-		return 0, err
+	n := 0
+	for c := uint32(0); c < m.ct.chunks; c++ {
+		v, err := chunkOf(m.objs.Conntrack, c, ctSpec())
+		if err != nil {
+			return 0, err
+		}
+		n += ctOccupied(v[m.ct.pad:], m.ct.buckets)
 	}
-	t, err := ebpf.NewMapFromID(id)
-	if err != nil {
-		return 0, err
-	}
-	defer t.Close()
-	a, err := mapWordsProt(t, unix.PROT_READ)
-	if err != nil {
-		return 0, err
-	}
-	defer unix.Munmap(a.mem)
-	return ctOccupied(a.mem, m.ctBuckets), nil
+	return n, nil
 }
 
 // ctOccupied counts the slots with a server in the first buckets of mem.
@@ -193,7 +257,7 @@ func ctOccupied(mem []byte, buckets uint32) int {
 }
 
 // ConnTrackCapacity is how many connections the table can hold.
-func (m *Mux) ConnTrackCapacity() int { return int(m.ctBuckets) * ctWays }
+func (m *Mux) ConnTrackCapacity() int { return int(m.ct.chunks*m.ct.buckets) * ctWays }
 
 func possibleCPUs() int {
 	n, err := ebpf.PossibleCPU()

@@ -31,9 +31,8 @@ type MuxOptions struct {
 	Addr6 netip.Addr
 	// ConnTrackEntries sizes the Maglev and AWFD strategies' connection
 	// table: how many connections it is meant to remember; 0 means 1M. It
-	// has that many 4-slot buckets, rounded up to a power of two
-	// (conntrack.go: 64 bytes a bucket); the memory is taken when the
-	// first Maglev or AWFD instance is set.
+	// has that many 4-slot buckets (conntrack.go: 64 bytes a bucket); the
+	// memory is taken when the first Maglev or AWFD instance is set.
 	ConnTrackEntries int
 	// ConnTrackLRUEntries sizes the benchmark build's reference table (the
 	// LRU hash of before, conntrack_bench.go); 0: ConnTrackEntries, at
@@ -67,7 +66,7 @@ type Mux struct {
 
 	addr, addr6 netip.Addr // the outer sources: an instance needs its family's
 
-	ctBuckets    uint32 // size of the connection table (conntrack.go)
+	ct           ctLayout // the connection table's shape (conntrack.go)
 	ctSeed       uint32 // its hash seed
 	ctReady      bool   // the connection table exists
 	ctLRUEntries uint32 // the benchmark's reference table's size (conntrack_bench.go)
@@ -146,6 +145,9 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 		entries = 1 << 20
 	}
 	m := &Mux{instances: map[string]*muxInstance{}, awfd: map[string]*awfd.Record{}}
+	if err := m.sizeConnTrack(spec, entries, opts.ConnTrackLRUEntries); err != nil {
+		return nil, err
+	}
 	perCPU := (opts.MaxNewConnsPerSecond + uint64(cpus) - 1) / uint64(cpus)
 	if err := spec.Variables["max_inserts_per_cpu_second"].Set(perCPU); err != nil {
 		return nil, err
@@ -159,7 +161,7 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 	}
 	adopted := pinnedMaps(m.pinDir, spec, muxStateMaps)
 	defer closeMaps(adopted)
-	if err := m.prepareConnTrack(spec, entries, opts.ConnTrackLRUEntries, adopted); err != nil {
+	if err := m.prepareConnTrack(spec, adopted); err != nil {
 		return nil, err
 	}
 	copts := &ebpf.CollectionOptions{MapReplacements: adopted}

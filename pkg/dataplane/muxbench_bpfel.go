@@ -267,7 +267,9 @@ const (
 	muxBenchVarBenchSeq               = "bench_seq"
 	muxBenchVarCaptureOn              = "capture_on"
 	muxBenchVarCheetahMuxCounterMax   = "cheetah_mux_counter_max"
-	muxBenchVarCtBucketMask           = "ct_bucket_mask"
+	muxBenchVarCtChunkBuckets         = "ct_chunk_buckets"
+	muxBenchVarCtChunks               = "ct_chunks"
+	muxBenchVarCtPad                  = "ct_pad"
 	muxBenchVarCtSeed                 = "ct_seed"
 	muxBenchVarGenFrame               = "gen_frame"
 	muxBenchVarMaxInsertsPerCpuSecond = "max_inserts_per_cpu_second"
@@ -380,7 +382,9 @@ type muxBenchVariableSpecs struct {
 	BenchSeq               *ebpf.VariableSpec `ebpf:"bench_seq"`
 	CaptureOn              *ebpf.VariableSpec `ebpf:"capture_on"`
 	CheetahMuxCounterMax   *ebpf.VariableSpec `ebpf:"cheetah_mux_counter_max"`
-	CtBucketMask           *ebpf.VariableSpec `ebpf:"ct_bucket_mask"`
+	CtChunkBuckets         *ebpf.VariableSpec `ebpf:"ct_chunk_buckets"`
+	CtChunks               *ebpf.VariableSpec `ebpf:"ct_chunks"`
+	CtPad                  *ebpf.VariableSpec `ebpf:"ct_pad"`
 	CtSeed                 *ebpf.VariableSpec `ebpf:"ct_seed"`
 	GenFrame               *ebpf.VariableSpec `ebpf:"gen_frame"`
 	MaxInsertsPerCpuSecond *ebpf.VariableSpec `ebpf:"max_inserts_per_cpu_second"`
@@ -491,7 +495,9 @@ type muxBenchVariables struct {
 	BenchSeq               *ebpf.Variable `ebpf:"bench_seq"`
 	CaptureOn              *ebpf.Variable `ebpf:"capture_on"`
 	CheetahMuxCounterMax   *ebpf.Variable `ebpf:"cheetah_mux_counter_max"`
-	CtBucketMask           *ebpf.Variable `ebpf:"ct_bucket_mask"`
+	CtChunkBuckets         *ebpf.Variable `ebpf:"ct_chunk_buckets"`
+	CtChunks               *ebpf.Variable `ebpf:"ct_chunks"`
+	CtPad                  *ebpf.Variable `ebpf:"ct_pad"`
 	CtSeed                 *ebpf.Variable `ebpf:"ct_seed"`
 	GenFrame               *ebpf.Variable `ebpf:"gen_frame"`
 	MaxInsertsPerCpuSecond *ebpf.Variable `ebpf:"max_inserts_per_cpu_second"`
