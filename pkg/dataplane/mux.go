@@ -67,9 +67,9 @@ type Mux struct {
 	addr, addr6 netip.Addr // the outer sources: an instance needs its family's
 
 	ct           ctLayout // the connection table's shape (conntrack.go)
-	ctSeed       uint32 // its hash seed
-	ctReady      bool   // the connection table exists
-	ctLRUEntries uint32 // the benchmark's reference table's size (conntrack_bench.go)
+	ctSeed       uint32   // its hash seed
+	ctReady      bool     // the connection table exists
+	ctLRUEntries uint32   // the benchmark's reference table's size (conntrack_bench.go)
 
 	awfd         map[string]*awfd.Record // AWFD class records loaded, by instance (mux_awfd.go)
 	awfdCounters *counterSet             // the awfd strategy's decision counters
@@ -377,6 +377,9 @@ func (m *Mux) Close() error {
 		m.bench.Rot.Close()
 		m.bench.Gen.Close()
 		m.bench.Bench6.Close()
+		m.bench.MaglevLRU.Close()
+		m.bench.MaglevLRUOne.Close()
+		m.bench.CtLRU.Close()
 	}
 	return m.objs.Close()
 }
