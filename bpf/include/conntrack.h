@@ -4,9 +4,10 @@
  * "Stateful" mux, as Katran and Cilium run it): which server each known
  * connection (5-tuple) was sent to.
  *
- * Layout (issue 27): a set-associative cache in a plain array, not a hash
- * map. The table is B buckets (B a power of two, set at load time), each
- * bucket one 64-byte cache line of CT_WAYS = 4 slots of 16 bytes:
+ * Layout (issue 27): a set-associative cache in plain arrays, not a hash
+ * map. The table is B buckets (B set at load time: as many as the
+ * connections it is meant for, so four slots a connection), each bucket
+ * one 64-byte cache line of CT_WAYS = 4 slots of 16 bytes:
  *
  *   bytes 0-7   source and destination address (the packet's byte order)
  *   bytes 8-12  source port, destination port, protocol
@@ -14,12 +15,12 @@
  *   bytes 14-15 server id (0: a free slot)
  *
  * The exact 13-byte key is stored, so a slot never answers for another
- * connection. A connection lives only in bucket hash(5-tuple) & (B - 1);
- * the hash is lookup3 over the tuple seeded with a random secret chosen
+ * connection. A connection lives only in the bucket its hash picks; the
+ * hash is lookup3 over the tuple seeded with a random secret chosen
  * when the table is made (ct_seed, kept with the table across daemon
  * restarts), so that nobody can aim packets at one bucket to evict a known
- * connection, as the kernel's hash maps seed theirs. A lookup is one array
- * element the verifier inlines (no helper call), one cache line read.
+ * connection, as the kernel's hash maps seed theirs. A lookup is two array
+ * lookups the verifier inlines (no helper call) and one cache line read.
  *
  * Replacement: an approximation of LRU inside the bucket. An entry is
  * inserted untouched; the first packet that finds it sets CT_TOUCHED (a
@@ -33,10 +34,13 @@
  * (a SYN flood, scans) replace each other. The table never needs the
  * daemon to expire anything.
  *
- * Under overload (more live connections than a bucket holds), an evicted
- * connection's next packet is a miss: it goes to the Maglev table's entry
- * for its hash and is remembered again — what Maglev without a connection
- * table does, right as long as that entry did not change meanwhile.
+ * Under overload (more live connections than a bucket holds: with as many
+ * connections as buckets, ~0.4% of them find their bucket full), an
+ * evicted connection's next packet is a miss: it goes to the Maglev
+ * table's entry for its hash and is remembered again — what Maglev
+ * without a connection table does, right as long as that entry did not
+ * change meanwhile. (The LRU hash it replaced held every connection up to
+ * its size, and evicted the least recently used beyond.)
  *
  * Shared by all CPUs, not one region per CPU as Katran's table is: a
  * per-CPU table is only right when the NIC steers every packet of a flow
@@ -51,13 +55,12 @@
  * element reused under a reader). Touched bits are set and cleared with
  * atomic operations, so they never write back a stale key.
  *
- * It sits behind a one-slot map-in-map so that the daemon allocates it only
- * when the first Maglev or AWFD instance arrives; both lookups are inlined
- * (all tables of a mux have one size: the inner array needs no
- * BPF_F_INNER_MAP). BPF_F_MMAPABLE puts the elements page-aligned, so each
- * bucket is exactly one cache line, and lets the daemon count entries
- * without a system call per bucket. The element after the last bucket
- * keeps the seed (pkg/dataplane conntrack.go); the program never reads it.
+ * It sits behind a map-in-map (chunks, below) so that the daemon allocates
+ * it only when the first Maglev or AWFD instance arrives; both lookups are
+ * inlined (all chunks have one size: the inner array needs no
+ * BPF_F_INNER_MAP). The end of chunk 0 keeps the seed and the layout
+ * (pkg/dataplane conntrack.go), for a successor daemon that adopts the
+ * pinned table; the program never reads them.
  *
  * A flood guard caps how many new entries each CPU inserts per second: past
  * the cap (a SYN flood), new connections are still forwarded by the
