@@ -13,8 +13,9 @@ import (
 // The connection table of the Maglev and AWFD strategies
 // (bpf/include/conntrack.h): buckets of ctWays 16-byte slots, one 64-byte
 // cache line each, in chunks of at most ctChunkBuckets buckets, each chunk
-// the one element of a small array (kmalloc'd by the kernel: huge pages)
-// in a slot of the outer map "conntrack". The end of chunk 0 keeps the
+// the one element of a small array (kmalloc'd by the kernel: huge pages;
+// when it finds no 32 contiguous KiB it falls back to vmalloc, slower per
+// packet, not wrong) in a slot of the outer map "conntrack". The end of chunk 0 keeps the
 // table's hash seed, so that a successor daemon adopting the pinned table
 // hashes as it was filled.
 const (
