@@ -308,6 +308,8 @@ int lines_bench(struct xdp_md *ctx)
 	}
 	return sum == 0x5eed ? XDP_PASS : XDP_TX; /* never 0x5eed: the reads are kept */
 }
+/* The Maglev rows' reference: the connection table of before (issue 27). */
+#include "maglev_lru_bench.h"
 
 /* An empty program: what a test run costs by itself. */
 SEC("xdp")

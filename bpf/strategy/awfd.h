@@ -69,10 +69,9 @@ INLINE void awfd_count(enum awfd_counter c)
 
 INLINE int decide_awfd(const struct vip_info *vip, void *servers, const struct flow *f, struct decision *d)
 {
-	struct flow_key key = {
-		.saddr = f->saddr, .daddr = f->daddr, .sport = f->sport, .dport = f->dport, .proto = f->proto,
-	};
-	void *ct = conntrack_table();
+	struct ct_key key;
+	ct_key_of(f, &key);
+	struct ct_bucket *b = ct_bucket(&key);
 	int syn = flow_is_syn(f);
 	int verdict = syn ? MUX_CT_SYN : MUX_CT_MISS;
 	__u64 w;
@@ -83,11 +82,13 @@ INLINE int decide_awfd(const struct vip_info *vip, void *servers, const struct f
 	 * between (Maglev's table does not change under it; AWFD's record
 	 * changes four times a second). A new connection reusing a known
 	 * 5-tuple stays with that server, which is as good a choice. */
-	if (ct) {
-		struct flow_entry *e = bpf_map_lookup_elem(ct, &key);
-		if (e) {
-			w = server_word(servers, e->server);
+	if (b) {
+		struct ct_slot *s = NULL;
+		__u16 known = ct_find(b, &key, &s);
+		if (known && s) {
+			w = server_word(servers, known);
 			if (w && SERVER_STATE(w) != SERVER_DOWN) {
+				ct_touch(s);
 				decision_to(d, w);
 				d->forward = 1;
 				awfd_count(AWFD_CT_HIT);
@@ -129,10 +130,9 @@ INLINE int decide_awfd(const struct vip_info *vip, void *servers, const struct f
 		if (!w)
 			return MUX_DROP_UNKNOWN_SERVER;
 	}
-	if (ct) {
+	if (b) {
 		if (flood_allows_insert()) {
-			struct flow_entry fresh = {.server = id};
-			bpf_map_update_elem(ct, &key, &fresh, BPF_ANY);
+			ct_insert(b, &key, id);
 		} else {
 			awfd_count(AWFD_CT_FLOOD);
 			mux_count(MUX_CT_FLOOD);

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Strategy maglev (Maglev §3.3–3.4): the Maglev lookup table (the bucket
- * array, B = M prime) and a per-CPU connection table (conntrack.h).
+ * array, B = M prime) and the connection table (conntrack.h).
  */
 #ifndef BEAMER_STRATEGY_MAGLEV_H
 #define BEAMER_STRATEGY_MAGLEV_H
 
 #include "../include/decision.h"
 #include "../include/conntrack.h"
+#ifdef BEAMER_BENCH
+#include "../bench/conntrack_lru_bench.h"
+#endif
 
 /*
  * Maglev with connection tracking: a known connection goes to the server
@@ -15,23 +18,30 @@
  * draining its connections; a new one (a miss, or any SYN) goes to the
  * Maglev table's entry for its hash and is remembered,
  * unless the flood guard says this CPU has inserted enough this second.
+ * A connection the table evicted (conntrack.h) is a miss: the Maglev
+ * table's entry, as without a connection table.
  * No option: servers of a Maglev VIP do not daisy-chain.
  */
 INLINE int decide_maglev(const struct vip_info *vip, void *servers, const struct flow *f, struct decision *d)
 {
-	struct flow_key key = {
-		.saddr = f->saddr, .daddr = f->daddr, .sport = f->sport, .dport = f->dport, .proto = f->proto,
-	};
-	void *ct = conntrack_table();
+#ifdef BEAMER_BENCH
+	if (bench_ct_lru) /* the benchmark's reference: the LRU table of before (bpf/bench) */
+		return decide_maglev_lru(vip, servers, f, d);
+#endif
+	struct ct_key key;
+	ct_key_of(f, &key);
+	struct ct_bucket *b = ct_bucket(&key);
 	int syn = flow_is_syn(f);
 	int verdict = syn ? MUX_CT_SYN : MUX_CT_MISS;
 
 	d->with_opt = 0;
-	if (ct && !syn) {
-		struct flow_entry *e = bpf_map_lookup_elem(ct, &key);
-		if (e) {
-			__u64 w = server_word(servers, e->server);
+	if (b && !syn) {
+		struct ct_slot *s = NULL;
+		__u16 id = ct_find(b, &key, &s);
+		if (id && s) {
+			__u64 w = server_word(servers, id);
 			if (w && SERVER_STATE(w) != SERVER_DOWN) {
+				ct_touch(s);
 				decision_to(d, w);
 				d->forward = 1;
 				return MUX_CT_HIT;
@@ -48,13 +58,11 @@ INLINE int decide_maglev(const struct vip_info *vip, void *servers, const struct
 	__u64 w = server_word(servers, current);
 	if (!w)
 		return MUX_DROP_UNKNOWN_SERVER;
-	if (ct) {
-		if (flood_allows_insert()) {
-			struct flow_entry fresh = {.server = current};
-			bpf_map_update_elem(ct, &key, &fresh, BPF_ANY);
-		} else {
+	if (b) {
+		if (flood_allows_insert())
+			ct_insert(b, &key, current);
+		else
 			mux_count(MUX_CT_FLOOD);
-		}
 	}
 	decision_to(d, w);
 	d->forward = 1;

@@ -48,7 +48,7 @@ latest blob and the deltas after it, then applies each new generation.`,
 	var ctEntries int
 	var maxNewConns uint64
 	var awfdDrop float64
-	cmd.Flags().IntVar(&ctEntries, "conntrack-entries", 1<<20, "size of the Maglev strategy's connection table")
+	cmd.Flags().IntVar(&ctEntries, "conntrack-entries", 1<<20, "connections the Maglev and AWFD strategies' connection table is sized for (a 4-entry, 64-byte bucket each)")
 	cmd.Flags().Float64Var(&awfdDrop, "awfd-drop", 0, "AWFD: drop each new class record with this probability, as a lost update (experiments only)")
 	cmd.Flags().Uint64Var(&maxNewConns, "max-new-conns", 0, "Maglev strategy: connection entries inserted per second at most, 0 = no cap (SYN-flood guard)")
 	bgpFlags.register(cmd)

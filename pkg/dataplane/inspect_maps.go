@@ -166,8 +166,9 @@ func (p *pinnedProgram) mapNamed(name string, optional bool) (*ebpf.Map, error) 
 }
 
 // resizedAtLoad are the maps whose entries a daemon sets when it loads
-// its program (agent.go: the sum of the VIPs' buckets).
-var resizedAtLoad = map[string]bool{"bucket_changed": true}
+// its program (agent.go: the sum of the VIPs' buckets; conntrack.go: the
+// connection table's chunks).
+var resizedAtLoad = map[string]bool{"bucket_changed": true, "conntrack": true}
 
 // compatibleLayout is MapSpec.Compatible, but for the entries of maps a
 // daemon resizes at load. Every other size is checked: the readers index

@@ -29,9 +29,15 @@ type MuxOptions struct {
 	// Addr6 is the mux's own IPv6 address, the source of IPv6 outer
 	// headers; without it IPv6 instances are refused.
 	Addr6 netip.Addr
-	// ConnTrackEntries sizes the Maglev strategy's connection table; 0
-	// means 1M. The memory is taken when the first Maglev instance is set.
+	// ConnTrackEntries sizes the Maglev and AWFD strategies' connection
+	// table: how many connections it is meant to remember; 0 means 1M. It
+	// has that many 4-slot buckets (conntrack.go: 64 bytes a bucket); the
+	// memory is taken when the first Maglev or AWFD instance is set.
 	ConnTrackEntries int
+	// ConnTrackLRUEntries sizes the benchmark build's reference table (the
+	// LRU hash of before, conntrack_bench.go); 0: ConnTrackEntries, at
+	// least 16 a CPU.
+	ConnTrackLRUEntries int
 	// MaxNewConnsPerSecond caps the connection entries the Maglev strategy
 	// inserts per second, over all CPUs (SYN-flood guard); 0 = no cap.
 	MaxNewConnsPerSecond uint64
@@ -60,8 +66,10 @@ type Mux struct {
 
 	addr, addr6 netip.Addr // the outer sources: an instance needs its family's
 
-	ctEntries uint32 // size of the connection table
-	ctReady   bool   // the connection table exists
+	ct           ctLayout // the connection table's shape (conntrack.go)
+	ctSeed       uint32   // its hash seed
+	ctReady      bool     // the connection table exists
+	ctLRUEntries uint32   // the benchmark's reference table's size (conntrack_bench.go)
 
 	awfd         map[string]*awfd.Record // AWFD class records loaded, by instance (mux_awfd.go)
 	awfdCounters *counterSet             // the awfd strategy's decision counters
@@ -136,9 +144,10 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 	if entries <= 0 {
 		entries = 1 << 20
 	}
-	// Each CPU's LRU list gets a share of the entries; keep shares usable.
-	m := &Mux{instances: map[string]*muxInstance{}, awfd: map[string]*awfd.Record{}, ctEntries: uint32(max(entries, 16*cpus))}
-	spec.Maps["conntrack"].InnerMap.MaxEntries = m.ctEntries
+	m := &Mux{instances: map[string]*muxInstance{}, awfd: map[string]*awfd.Record{}}
+	if err := m.sizeConnTrack(spec, entries, opts.ConnTrackLRUEntries); err != nil {
+		return nil, err
+	}
 	perCPU := (opts.MaxNewConnsPerSecond + uint64(cpus) - 1) / uint64(cpus)
 	if err := spec.Variables["max_inserts_per_cpu_second"].Set(perCPU); err != nil {
 		return nil, err
@@ -152,6 +161,9 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 	}
 	adopted := pinnedMaps(m.pinDir, spec, muxStateMaps)
 	defer closeMaps(adopted)
+	if err := m.prepareConnTrack(spec, adopted); err != nil {
+		return nil, err
+	}
 	copts := &ebpf.CollectionOptions{MapReplacements: adopted}
 	if opts.Benchmark {
 		all := struct {
@@ -270,6 +282,10 @@ type benchPrograms struct {
 	Stride *ebpf.Variable `ebpf:"bench_line_stride"`
 	// Scratch is bpf/bench/scratch.h's array (mux_scratch.go).
 	Scratch *ebpf.Map `ebpf:"bench_scratch"`
+	// The Maglev rows' reference connection table (conntrack_bench.go).
+	CtLRU        *ebpf.Map     `ebpf:"conntrack_lru_bench"`
+	MaglevLRU    *ebpf.Program `ebpf:"maglev_lru_bench"`
+	MaglevLRUOne *ebpf.Program `ebpf:"maglev_lru_single"`
 }
 
 // BenchProgram is the mux wrapped to undo its encapsulation (benchmark build).
@@ -399,6 +415,9 @@ func (m *Mux) Close() error {
 		m.bench.Rot.Close()
 		m.bench.Gen.Close()
 		m.bench.Bench6.Close()
+		m.bench.MaglevLRU.Close()
+		m.bench.MaglevLRUOne.Close()
+		m.bench.CtLRU.Close()
 	}
 	return m.objs.Close()
 }
@@ -412,50 +431,6 @@ func (m *Mux) Generation(name string) (uint32, bool) {
 		return 0, false
 	}
 	return in.table.Generation, true
-}
-
-// ensureConnTrack creates the Maglev connection table.
-func (m *Mux) ensureConnTrack() error {
-	if m.ctReady {
-		return nil
-	}
-	t, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.LRUHash, KeySize: 16, ValueSize: 8, MaxEntries: m.ctEntries,
-		Flags: unix.BPF_F_NO_COMMON_LRU})
-	if err != nil {
-		return fmt.Errorf("connection table of %d entries: %w", m.ctEntries, err)
-	}
-	defer t.Close() // the outer map holds it once installed
-	if err := m.objs.Conntrack.Put(uint32(0), t); err != nil {
-		return fmt.Errorf("installing the connection table: %w", err)
-	}
-	m.ctReady = true
-	return nil
-}
-
-// ConnTrackEntries is how many connections the Maglev table remembers now.
-func (m *Mux) ConnTrackEntries() (int, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.ctReady {
-		return 0, nil
-	}
-	var id ebpf.MapID
-	if err := m.objs.Conntrack.Lookup(uint32(0), &id); err != nil {
-		return 0, err
-	}
-	t, err := ebpf.NewMapFromID(id)
-	if err != nil {
-		return 0, err
-	}
-	defer t.Close()
-	n := 0
-	var k [16]byte
-	var v [8]byte
-	it := t.Iterate()
-	for it.Next(&k, &v) {
-		n++
-	}
-	return n, it.Err()
 }
 
 // ErrUnknownInstance is returned for deltas to an instance not loaded.

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"bytes"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,6 +42,35 @@ func TestLoadBaselineRefusesOtherObjects(t *testing.T) {
 		t.Fatalf("this build's own object: %v", err)
 	}
 	b.Close()
+}
+
+// TestLoadBaselineOwnMaps: a baseline with a map this build does not have
+// (here: a map renamed in the object) gets its own, empty, and says so,
+// instead of the compare mode refusing it; the maps both have stay shared.
+func TestLoadBaselineOwnMaps(t *testing.T) {
+	netlabtest.RequireRoot(t)
+	m, err := LoadMux(MuxOptions{Addr: netip.MustParseAddr("198.18.0.1"), Benchmark: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	obj := bytes.ReplaceAll(MuxBenchObject(), []byte("mux_vip_packet"), []byte("mux_vip_packeX"))
+	b, err := m.LoadBaseline(obj)
+	if err != nil {
+		t.Fatalf("baseline with a map of its own: %v", err)
+	}
+	defer b.Close()
+	if !slices.Equal(b.Private, []string{"mux_vip_packeX"}) {
+		t.Errorf("private maps %q, want [mux_vip_packeX]", b.Private)
+	}
+	own, err := m.LoadBaseline(MuxBenchObject())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	if len(own.Private) != 0 {
+		t.Errorf("this build's own object has private maps %q", own.Private)
+	}
 }
 
 // TestMapDifferenceSeesLayout: maps of the same sizes whose values are laid

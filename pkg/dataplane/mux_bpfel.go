@@ -304,6 +304,10 @@ const (
 	muxVarAwfdCounterNames       = "awfd_counter_names"
 	muxVarCaptureOn              = "capture_on"
 	muxVarCheetahMuxCounterMax   = "cheetah_mux_counter_max"
+	muxVarCtChunkBuckets         = "ct_chunk_buckets"
+	muxVarCtChunks               = "ct_chunks"
+	muxVarCtPad                  = "ct_pad"
+	muxVarCtSeed                 = "ct_seed"
 	muxVarMaxInsertsPerCpuSecond = "max_inserts_per_cpu_second"
 	muxVarMuxAddr                = "mux_addr"
 	muxVarMuxAddr6               = "mux_addr6"
@@ -399,6 +403,10 @@ type muxVariableSpecs struct {
 	AwfdCounterNames       *ebpf.VariableSpec `ebpf:"awfd_counter_names"`
 	CaptureOn              *ebpf.VariableSpec `ebpf:"capture_on"`
 	CheetahMuxCounterMax   *ebpf.VariableSpec `ebpf:"cheetah_mux_counter_max"`
+	CtChunkBuckets         *ebpf.VariableSpec `ebpf:"ct_chunk_buckets"`
+	CtChunks               *ebpf.VariableSpec `ebpf:"ct_chunks"`
+	CtPad                  *ebpf.VariableSpec `ebpf:"ct_pad"`
+	CtSeed                 *ebpf.VariableSpec `ebpf:"ct_seed"`
 	MaxInsertsPerCpuSecond *ebpf.VariableSpec `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.VariableSpec `ebpf:"mux_addr"`
 	MuxAddr6               *ebpf.VariableSpec `ebpf:"mux_addr6"`
@@ -500,6 +508,10 @@ type muxVariables struct {
 	AwfdCounterNames       *ebpf.Variable `ebpf:"awfd_counter_names"`
 	CaptureOn              *ebpf.Variable `ebpf:"capture_on"`
 	CheetahMuxCounterMax   *ebpf.Variable `ebpf:"cheetah_mux_counter_max"`
+	CtChunkBuckets         *ebpf.Variable `ebpf:"ct_chunk_buckets"`
+	CtChunks               *ebpf.Variable `ebpf:"ct_chunks"`
+	CtPad                  *ebpf.Variable `ebpf:"ct_pad"`
+	CtSeed                 *ebpf.Variable `ebpf:"ct_seed"`
 	MaxInsertsPerCpuSecond *ebpf.Variable `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.Variable `ebpf:"mux_addr"`
 	MuxAddr6               *ebpf.Variable `ebpf:"mux_addr6"`

@@ -1,8 +1,6 @@
 package dataplane
 
 import (
-	"errors"
-
 	"github.com/cilium/ebpf"
 )
 
@@ -14,17 +12,10 @@ import (
 // program in.
 var muxStateMaps = []string{"mux_counters", "conntrack", "flood_guard"}
 
-// adoptState takes over a predecessor's connection table (when its maps
-// were reused) and pins this program's state maps for a successor.
+// adoptState pins this program's state maps for a successor (a
+// predecessor's connection table was taken over before the load, when its
+// layout and size allow: prepareConnTrack).
 func (m *Mux) adoptState(adopted map[string]*ebpf.Map) error {
-	if _, ok := adopted["conntrack"]; ok {
-		var id ebpf.MapID
-		if err := m.objs.Conntrack.Lookup(uint32(0), &id); err == nil {
-			m.ctReady = true
-		} else if !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return err
-		}
-	}
 	if m.pinDir == "" {
 		return nil
 	}

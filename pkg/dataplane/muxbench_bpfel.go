@@ -229,6 +229,7 @@ const (
 	muxBenchMapCheetahMuxCounters     = "cheetah_mux_counters"
 	muxBenchMapCheetahRr              = "cheetah_rr"
 	muxBenchMapConntrack              = "conntrack"
+	muxBenchMapConntrackLruBench      = "conntrack_lru_bench"
 	muxBenchMapFloodGuard             = "flood_guard"
 	muxBenchMapMctTables              = "mct_tables"
 	muxBenchMapMux6Prog               = "mux6_prog"
@@ -258,9 +259,12 @@ const (
 	muxBenchProgEncapFloorPlainBench  = "encap_floor_plain_bench"
 	muxBenchProgFloorBench            = "floor_bench"
 	muxBenchProgLinesBench            = "lines_bench"
+	muxBenchProgMaglevLruBench        = "maglev_lru_bench"
+	muxBenchProgMaglevLruSingle       = "maglev_lru_single"
 	muxBenchProgRotationBench         = "rotation_bench"
 	muxBenchProgTrafficGenBench       = "traffic_gen_bench"
 	muxBenchVarAwfdCounterNames       = "awfd_counter_names"
+	muxBenchVarBenchCtLru             = "bench_ct_lru"
 	muxBenchVarBenchFlows             = "bench_flows"
 	muxBenchVarBenchKey               = "bench_key"
 	muxBenchVarBenchLineStride        = "bench_line_stride"
@@ -269,6 +273,10 @@ const (
 	muxBenchVarBenchSeq               = "bench_seq"
 	muxBenchVarCaptureOn              = "capture_on"
 	muxBenchVarCheetahMuxCounterMax   = "cheetah_mux_counter_max"
+	muxBenchVarCtChunkBuckets         = "ct_chunk_buckets"
+	muxBenchVarCtChunks               = "ct_chunks"
+	muxBenchVarCtPad                  = "ct_pad"
+	muxBenchVarCtSeed                 = "ct_seed"
 	muxBenchVarGenFrame               = "gen_frame"
 	muxBenchVarLiveDmac               = "live_dmac"
 	muxBenchVarLiveIfindex            = "live_ifindex"
@@ -330,6 +338,8 @@ type muxBenchProgramSpecs struct {
 	EncapFloorPlainBench *ebpf.ProgramSpec `ebpf:"encap_floor_plain_bench"`
 	FloorBench           *ebpf.ProgramSpec `ebpf:"floor_bench"`
 	LinesBench           *ebpf.ProgramSpec `ebpf:"lines_bench"`
+	MaglevLruBench       *ebpf.ProgramSpec `ebpf:"maglev_lru_bench"`
+	MaglevLruSingle      *ebpf.ProgramSpec `ebpf:"maglev_lru_single"`
 	RotationBench        *ebpf.ProgramSpec `ebpf:"rotation_bench"`
 	TrafficGenBench      *ebpf.ProgramSpec `ebpf:"traffic_gen_bench"`
 }
@@ -351,6 +361,7 @@ type muxBenchMapSpecs struct {
 	CheetahMuxCounters *ebpf.MapSpec `ebpf:"cheetah_mux_counters"`
 	CheetahRr          *ebpf.MapSpec `ebpf:"cheetah_rr"`
 	Conntrack          *ebpf.MapSpec `ebpf:"conntrack"`
+	ConntrackLruBench  *ebpf.MapSpec `ebpf:"conntrack_lru_bench"`
 	FloodGuard         *ebpf.MapSpec `ebpf:"flood_guard"`
 	MctTables          *ebpf.MapSpec `ebpf:"mct_tables"`
 	Mux6Prog           *ebpf.MapSpec `ebpf:"mux6_prog"`
@@ -377,6 +388,7 @@ type muxBenchMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type muxBenchVariableSpecs struct {
 	AwfdCounterNames       *ebpf.VariableSpec `ebpf:"awfd_counter_names"`
+	BenchCtLru             *ebpf.VariableSpec `ebpf:"bench_ct_lru"`
 	BenchFlows             *ebpf.VariableSpec `ebpf:"bench_flows"`
 	BenchKey               *ebpf.VariableSpec `ebpf:"bench_key"`
 	BenchLineStride        *ebpf.VariableSpec `ebpf:"bench_line_stride"`
@@ -385,6 +397,10 @@ type muxBenchVariableSpecs struct {
 	BenchSeq               *ebpf.VariableSpec `ebpf:"bench_seq"`
 	CaptureOn              *ebpf.VariableSpec `ebpf:"capture_on"`
 	CheetahMuxCounterMax   *ebpf.VariableSpec `ebpf:"cheetah_mux_counter_max"`
+	CtChunkBuckets         *ebpf.VariableSpec `ebpf:"ct_chunk_buckets"`
+	CtChunks               *ebpf.VariableSpec `ebpf:"ct_chunks"`
+	CtPad                  *ebpf.VariableSpec `ebpf:"ct_pad"`
+	CtSeed                 *ebpf.VariableSpec `ebpf:"ct_seed"`
 	GenFrame               *ebpf.VariableSpec `ebpf:"gen_frame"`
 	LiveDmac               *ebpf.VariableSpec `ebpf:"live_dmac"`
 	LiveIfindex            *ebpf.VariableSpec `ebpf:"live_ifindex"`
@@ -427,6 +443,7 @@ type muxBenchMaps struct {
 	CheetahMuxCounters *ebpf.Map `ebpf:"cheetah_mux_counters"`
 	CheetahRr          *ebpf.Map `ebpf:"cheetah_rr"`
 	Conntrack          *ebpf.Map `ebpf:"conntrack"`
+	ConntrackLruBench  *ebpf.Map `ebpf:"conntrack_lru_bench"`
 	FloodGuard         *ebpf.Map `ebpf:"flood_guard"`
 	MctTables          *ebpf.Map `ebpf:"mct_tables"`
 	Mux6Prog           *ebpf.Map `ebpf:"mux6_prog"`
@@ -463,6 +480,7 @@ func (m *muxBenchMaps) Close() error {
 		m.CheetahMuxCounters,
 		m.CheetahRr,
 		m.Conntrack,
+		m.ConntrackLruBench,
 		m.FloodGuard,
 		m.MctTables,
 		m.Mux6Prog,
@@ -490,6 +508,7 @@ func (m *muxBenchMaps) Close() error {
 // It can be passed to loadMuxBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type muxBenchVariables struct {
 	AwfdCounterNames       *ebpf.Variable `ebpf:"awfd_counter_names"`
+	BenchCtLru             *ebpf.Variable `ebpf:"bench_ct_lru"`
 	BenchFlows             *ebpf.Variable `ebpf:"bench_flows"`
 	BenchKey               *ebpf.Variable `ebpf:"bench_key"`
 	BenchLineStride        *ebpf.Variable `ebpf:"bench_line_stride"`
@@ -498,6 +517,10 @@ type muxBenchVariables struct {
 	BenchSeq               *ebpf.Variable `ebpf:"bench_seq"`
 	CaptureOn              *ebpf.Variable `ebpf:"capture_on"`
 	CheetahMuxCounterMax   *ebpf.Variable `ebpf:"cheetah_mux_counter_max"`
+	CtChunkBuckets         *ebpf.Variable `ebpf:"ct_chunk_buckets"`
+	CtChunks               *ebpf.Variable `ebpf:"ct_chunks"`
+	CtPad                  *ebpf.Variable `ebpf:"ct_pad"`
+	CtSeed                 *ebpf.Variable `ebpf:"ct_seed"`
 	GenFrame               *ebpf.Variable `ebpf:"gen_frame"`
 	LiveDmac               *ebpf.Variable `ebpf:"live_dmac"`
 	LiveIfindex            *ebpf.Variable `ebpf:"live_ifindex"`
@@ -521,6 +544,8 @@ type muxBenchPrograms struct {
 	EncapFloorPlainBench *ebpf.Program `ebpf:"encap_floor_plain_bench"`
 	FloorBench           *ebpf.Program `ebpf:"floor_bench"`
 	LinesBench           *ebpf.Program `ebpf:"lines_bench"`
+	MaglevLruBench       *ebpf.Program `ebpf:"maglev_lru_bench"`
+	MaglevLruSingle      *ebpf.Program `ebpf:"maglev_lru_single"`
 	RotationBench        *ebpf.Program `ebpf:"rotation_bench"`
 	TrafficGenBench      *ebpf.Program `ebpf:"traffic_gen_bench"`
 }
@@ -537,6 +562,8 @@ func (p *muxBenchPrograms) Close() error {
 		p.EncapFloorPlainBench,
 		p.FloorBench,
 		p.LinesBench,
+		p.MaglevLruBench,
+		p.MaglevLruSingle,
 		p.RotationBench,
 		p.TrafficGenBench,
 	)

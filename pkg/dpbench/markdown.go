@@ -144,6 +144,14 @@ func (r *Report) Targets() []Target {
 			Batched: pair(p.NsNet, p.NsNetQuiet, "%.0f"), PerPacket: pair(p.PerPacket.NsNet, p.PerPacket.NsNetQuiet, "%.0f"),
 			Verdict: verdictOf(p.PerPacket.NsNet <= 526, p.PerPacket.NsNet <= 526, p.PerPacket.NsNetQuiet <= 526, p.PerPacket.NsNetQuiet <= 526)})
 	}
+	if mg, lru := r.find("maglev", 1_000_000, 0), r.find("maglev-lru", 1_000_000, 0); mg != nil && lru != nil && mg.PerPacket != nil && lru.PerPacket != nil {
+		// Issue 27: the connection table at ≤ 0.6 × the LRU hash it
+		// replaced, both in the same run (maglevRow).
+		x := r.Ratios
+		out = append(out, Target{What: "Maglev at 1M flows ≤ 0.6 × the LRU connection table it replaced, same run (net / net, issue 27)",
+			Batched: pair(x.MaglevOverLRU1M, x.MaglevOverLRU1MQuiet, "%.2f ×"), PerPacket: pair(x.MaglevOverLRU1MPerPacket, x.MaglevOverLRU1MPerPacketQuiet, "%.2f ×"),
+			Verdict: verdictOf(x.MaglevOverLRU1M <= 0.6, x.MaglevOverLRU1MPerPacket <= 0.6, x.MaglevOverLRU1MQuiet <= 0.6, x.MaglevOverLRU1MPerPacketQuiet <= 0.6)})
+	}
 	// Issue 18 sets no number for the agent: it asks to measure and cut
 	// the fast path, which it found at 6.9 × an empty tc program.
 	ratio := func(name, empty, what string, before float64) {

@@ -42,6 +42,9 @@ type Row struct {
 	// The compare mode's baseline production program, per packet, on
 	// the same packets in alternation with PerPacket.
 	BaselinePerPacket *Figure `json:"baseline_per_packet,omitempty"`
+	// HitShare: of a maglev row's packets, the connection-table hits (the
+	// rest are misses: flows whose bucket was full).
+	HitShare float64 `json:"hit_share,omitempty"`
 }
 
 // Ratios between figures of the same run.
@@ -61,6 +64,13 @@ type Ratios struct {
 	AgentLocalOverStripFloorTCQuiet  float64 `json:"agent_local_over_strip_floor_tc_quiet"`
 	AgentXDPLocalOverStripFloor      float64 `json:"agent_xdp_local_over_strip_floor_xdp"`
 	AgentXDPLocalOverStripFloorQuiet float64 `json:"agent_xdp_local_over_strip_floor_xdp_quiet"`
+	// The Maglev strategy's connection table against the LRU hash it
+	// replaced, at 1M flows in the same run (issue 27: ≤ 0.6), net:
+	// batched median and quiet, per packet median and quiet.
+	MaglevOverLRU1M               float64 `json:"maglev_over_lru_1m"`
+	MaglevOverLRU1MQuiet          float64 `json:"maglev_over_lru_1m_quiet"`
+	MaglevOverLRU1MPerPacket      float64 `json:"maglev_over_lru_1m_per_packet"`
+	MaglevOverLRU1MPerPacketQuiet float64 `json:"maglev_over_lru_1m_per_packet_quiet"`
 }
 
 // Report is the whole result.

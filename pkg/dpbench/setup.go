@@ -158,7 +158,14 @@ type benchMux struct {
 // loadMux loads the benchmark build of the mux with one instance (and the
 // baseline object of o on its maps, if any).
 func loadMux(cfg forwarding.Instance, t *forwarding.Table, ctEntries int, o Options) (*benchMux, error) {
-	m, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: muxAddr, Addr6: mux6Addr, Benchmark: true, ConnTrackEntries: ctEntries})
+	return loadMuxCT(cfg, t, ctEntries, 0, o)
+}
+
+// loadMuxCT is loadMux with the size of the Maglev rows' reference
+// connection table (the LRU hash) apart from the connection table's.
+func loadMuxCT(cfg forwarding.Instance, t *forwarding.Table, ctEntries, lruEntries int, o Options) (*benchMux, error) {
+	m, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: muxAddr, Addr6: mux6Addr, Benchmark: true, ConnTrackEntries: ctEntries,
+		ConnTrackLRUEntries: lruEntries})
 	if err != nil {
 		return nil, err
 	}

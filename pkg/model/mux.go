@@ -50,7 +50,12 @@ type Mux struct {
 	Addr     netip.Addr
 	VIPs     map[netip.Addr]*VIP
 	NextHops func(netip.Addr) NextHop
-	// ConnTrack is the Maglev strategy's connection table (one CPU's).
+	// ConnTrack is the Maglev and AWFD strategies' connection table. It
+	// never forgets: the kernel's (bpf/include/conntrack.h, 4 entries a
+	// bucket) evicts an entry when a bucket overflows, and the evicted
+	// connection's next packet is a miss there (the Maglev table's entry,
+	// remembered again) where the model still has a hit. Scenarios that
+	// compare the two stay far below a bucket's worth of connections.
 	ConnTrack map[wire.Flow]forwarding.ServerID
 	// InsertBudget, when not nil, is how many more entries the flood guard
 	// lets the connection table take.

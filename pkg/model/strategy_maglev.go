@@ -7,7 +7,7 @@ import (
 
 // maglevStrategy mirrors bpf/strategy/maglev.h: the remembered server of a
 // known connection while it is not down, else the Maglev table's entry,
-// remembered (Mux.ConnTrack, one CPU's table).
+// remembered (Mux.ConnTrack: without the kernel table's evictions).
 type maglevStrategy struct{}
 
 func init() { registerStrategy(forwarding.StrategyMaglev, maglevStrategy{}) }
