@@ -163,6 +163,18 @@ int floor_bench(struct xdp_md *ctx)
 	return XDP_TX;
 }
 
+/* The floors' encapsulation: a fixed outer header to daddr with the
+ * 16-byte option (no previous owner), as the mux writes for a bucket that
+ * never moved. Returns the new Ethernet header, NULL when it did not fit. */
+INLINE struct ethhdr *encap_fixed(struct xdp_md *ctx, __be32 daddr)
+{
+	struct encap_params p = {.saddr = mux_addr, .daddr = daddr};
+
+	p.opt.type = BEAMER_OPT_TYPE;
+	p.opt.len = BEAMER_OPT_FIXED;
+	return xdp_encap_ipv4(ctx, &p, OUTER_LEN_OPT);
+}
+
 /*
  * The floor of encapsulation: grow the head by the outer header with the
  * option, write fixed Ethernet and outer headers, send, and undo as
@@ -175,10 +187,7 @@ int encap_floor_bench(struct xdp_md *ctx)
 
 	if (save_eth(ctx, &saved))
 		return XDP_ABORTED;
-	struct encap_params p = {.saddr = mux_addr, .daddr = bpf_htonl(0xc612000a)};
-	p.opt.type = BEAMER_OPT_TYPE;
-	p.opt.len = BEAMER_OPT_FIXED;
-	struct ethhdr *eth = xdp_encap_ipv4(ctx, &p, OUTER_LEN_OPT);
+	struct ethhdr *eth = encap_fixed(ctx, bpf_htonl(0xc612000a));
 	if (!eth)
 		return XDP_ABORTED;
 	__builtin_memcpy(eth->h_dest, saved.h_source, ETH_ALEN);
@@ -197,10 +206,7 @@ int encap_floor_bench(struct xdp_md *ctx)
 SEC("xdp")
 int encap_floor_plain_bench(struct xdp_md *ctx)
 {
-	struct encap_params p = {.saddr = mux_addr, .daddr = bpf_htonl(0xc612000a)};
-	p.opt.type = BEAMER_OPT_TYPE;
-	p.opt.len = BEAMER_OPT_FIXED;
-	struct ethhdr *eth = xdp_encap_ipv4(ctx, &p, OUTER_LEN_OPT);
+	struct ethhdr *eth = encap_fixed(ctx, bpf_htonl(0xc612000a));
 	if (!eth)
 		return XDP_ABORTED;
 	__builtin_memset(eth->h_dest, 0x02, ETH_ALEN);
@@ -229,10 +235,7 @@ int encap_floor_live_bench(struct xdp_md *ctx)
 	if ((void *)(ip + 1) > (void *)(long)ctx->data_end || ((struct ethhdr *)data)->h_proto != bpf_htons(ETH_P_IP) ||
 	    ip->protocol != IPPROTO_TCP)
 		return XDP_PASS;
-	struct encap_params p = {.saddr = mux_addr, .daddr = bpf_htonl(0xc612020a)};
-	p.opt.type = BEAMER_OPT_TYPE;
-	p.opt.len = BEAMER_OPT_FIXED;
-	struct ethhdr *eth = xdp_encap_ipv4(ctx, &p, OUTER_LEN_OPT);
+	struct ethhdr *eth = encap_fixed(ctx, bpf_htonl(0xc612020a));
 	if (!eth)
 		return XDP_ABORTED;
 	__builtin_memcpy(eth->h_dest, live_dmac, ETH_ALEN);

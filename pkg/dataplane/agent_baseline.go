@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -13,8 +14,9 @@ import (
 // baseline benchmark build of the agent (an earlier commit's
 // agentbench_bpfel.o) is loaded beside the current one on its maps, as the
 // mux's baseline is (mux_baseline.go), so both read the same state and
-// only the code differs. A baseline whose maps or counters differ in
-// layout is refused with the differences named.
+// only the code differs. A baseline whose counters differ is refused; maps
+// this build lacks or lays out otherwise are the baseline's own
+// (baselineMaps).
 
 // AgentBenchObject is the benchmark build of the agent compiled into this
 // binary (the bytes of pkg/dataplane/agentbench_bpfel.o of its commit).
@@ -23,6 +25,10 @@ func AgentBenchObject() []byte { return bytes.Clone(_AgentBenchBytes) }
 // AgentBaseline is a baseline benchmark build of the agent loaded on an
 // Agent's maps.
 type AgentBaseline struct {
+	// Private names the baseline's maps this build does not have, or lays
+	// out otherwise: the baseline's own, empty (baselineMaps).
+	Private []string
+
 	coll *ebpf.Collection
 }
 
@@ -53,45 +59,13 @@ func (a *Agent) LoadBaseline(obj []byte) (*AgentBaseline, error) {
 	if err != nil {
 		return nil, err
 	}
-	maps := taggedFields[*ebpf.Map](&a.objs.agentMaps)
-	var problems []string
-	repl := map[string]*ebpf.Map{}
-	for name, ms := range spec.Maps {
-		if agentBaselineOwn(name, ms) {
-			continue
-		}
-		cm, have := maps[name]
-		if !have {
-			problems = append(problems, fmt.Sprintf("map %s: not in this build", name))
-			continue
-		}
-		if d := mapDifference(ms, cur.Maps[name]); d != "" {
-			problems = append(problems, fmt.Sprintf("map %s: %s", name, d))
-			continue
-		}
-		ms.MaxEntries, ms.Flags = cm.MaxEntries(), cm.Flags()
-		repl[name] = cm
+	repl, private := baselineMaps(spec, cur, taggedFields[*ebpf.Map](&a.objs.agentMaps), agentBaselineOwn)
+	if err := baselineCounters(spec, cur, "agent_counter"); err != nil {
+		return nil, err
 	}
-	// The decision counters are read through this build's enum.
-	if d := typeDifference(spec.Types, cur.Types, "agent_counter"); d != "" {
-		problems = append(problems, d)
-	}
-	if len(problems) > 0 {
-		return nil, fmt.Errorf("the baseline object does not read this build's maps as it writes them:\n  %s", strings.Join(problems, "\n  "))
-	}
-	vars := taggedFields[*ebpf.Variable](&a.objs.agentVariables)
-	for name, vs := range spec.Variables {
-		v, have := vars[name]
-		if !vs.Constant() || !have || v.Size() != vs.Size() {
-			continue
-		}
-		buf := make([]byte, v.Size())
-		if err := v.Get(buf); err != nil {
-			return nil, fmt.Errorf("constant %s: %w", name, err)
-		}
-		if err := vs.Set(buf); err != nil {
-			return nil, fmt.Errorf("baseline constant %s: %w", name, err)
-		}
+	slices.Sort(private)
+	if err := baselineConstants(spec, taggedFields[*ebpf.Variable](&a.objs.agentVariables)); err != nil {
+		return nil, err
 	}
 	// Only the IPv4 programs are measured: the others are not loaded, nor
 	// put in the tail-call arrays (an IPv6 frame's tail call then fails,
@@ -112,7 +86,7 @@ func (a *Agent) LoadBaseline(obj []byte) (*AgentBaseline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the baseline object: %w", err)
 	}
-	return &AgentBaseline{coll: coll}, nil
+	return &AgentBaseline{Private: private, coll: coll}, nil
 }
 
 // Program is the baseline's tc program (production build).

@@ -89,67 +89,27 @@ func (m *Mux) LoadBaseline(obj []byte) (*MuxBaseline, error) {
 	}
 	maps := taggedFields[*ebpf.Map](&m.objs.muxMaps)
 	maps["bench_scratch"] = m.bench.Scratch // a measuring build reads what the bench copied there
-	if m.bench.CtLRU != nil { // the Maglev rows' reference table, bench build only
+	if m.bench.CtLRU != nil {
+		// The Maglev rows' reference table, bench build only.
 		maps["conntrack_lru_bench"] = m.bench.CtLRU
 	}
-	var problems, private []string
-	repl := map[string]*ebpf.Map{}
-	for name, ms := range spec.Maps {
-		if strings.HasPrefix(name, ".") {
-			continue // its own global data: constants copied below
-		}
-		if ms.Type == ebpf.ProgramArray {
-			// Its own tail-call targets (the IPv6 path, mux6_prog):
-			// sharing the array would point this build's tail calls at
-			// the baseline's programs.
-			continue
-		}
-		cm, have := maps[name]
-		if !have {
-			// A map this build dropped: the baseline gets its own,
-			// empty. Harmless for state only the program keeps (a
-			// per-CPU note); where the baseline needed it filled, its
-			// rows' path counters do not move and the bench shows
-			// the baseline unverified instead of a wrong figure.
-			private = append(private, name)
-			continue
-		}
-		if d := mapDifference(ms, cur.Maps[name]); d != "" {
-			// Laid out otherwise here (the connection table before
-			// issue 27): the baseline's own, empty, as above.
-			private = append(private, fmt.Sprintf("%s (%s)", name, d))
-			continue
-		}
-		// The map exists already: its own sizes are what the loader checks.
-		ms.MaxEntries, ms.Flags = cm.MaxEntries(), cm.Flags()
-		repl[name] = cm
+	// Its own: global data (constants copied below), the tail-call
+	// targets of the IPv6 path (sharing mux6_prog would point this build's
+	// tail calls at the baseline's programs).
+	repl, private := baselineMaps(spec, cur, maps, func(name string, ms *ebpf.MapSpec) bool {
+		return strings.HasPrefix(name, ".") || ms.Type == ebpf.ProgramArray
+	})
+	if err := baselineCounters(spec, cur, "mux_counter"); err != nil {
+		return nil, err
 	}
-	// The decision counters are read through this build's enum.
-	if d := typeDifference(spec.Types, cur.Types, "mux_counter"); d != "" {
-		problems = append(problems, d)
-	}
-	if len(problems) > 0 {
-		return nil, fmt.Errorf("the baseline object does not read this build's maps as it writes them:\n  %s", strings.Join(problems, "\n  "))
-	}
-	vars := taggedFields[*ebpf.Variable](&m.objs.muxVariables)
-	for name, vs := range spec.Variables {
-		v, have := vars[name]
-		if !vs.Constant() || !have || v.Size() != vs.Size() {
-			continue
-		}
-		buf := make([]byte, v.Size())
-		if err := v.Get(buf); err != nil {
-			return nil, fmt.Errorf("constant %s: %w", name, err)
-		}
-		if err := vs.Set(buf); err != nil {
-			return nil, fmt.Errorf("baseline constant %s: %w", name, err)
-		}
+	slices.Sort(private)
+	if err := baselineConstants(spec, taggedFields[*ebpf.Variable](&m.objs.muxVariables)); err != nil {
+		return nil, err
 	}
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: repl})
 	if err != nil {
 		return nil, fmt.Errorf("loading the baseline object: %w", err)
 	}
-	slices.Sort(private)
 	return &MuxBaseline{Private: private, coll: coll, bench: coll.Programs["beamer_mux_bench"], bench6: coll.Programs["beamer_mux6_bench"],
 		empty: coll.Programs["empty_bench"], prod: coll.Programs["beamer_mux"], flows: coll.Variables["bench_flows"], key: coll.Variables["bench_key"]}, nil
 }

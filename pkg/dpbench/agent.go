@@ -90,7 +90,7 @@ func skbContext(ifindex int) []byte {
 }
 
 // agentRows measures the agent's branches next to an empty tc program.
-func agentRows(r *rig, o Options, add func(string, int, int, trial, string) error) error {
+func agentRows(r *rig, rep *Report, o Options, add func(string, int, int, trial, string) error) error {
 	ns, err := r.lab.Namespace("srv")
 	if err != nil {
 		return err
@@ -130,6 +130,7 @@ func agentRows(r *rig, o Options, add func(string, int, int, trial, string) erro
 			return err
 		}
 		defer base.Close()
+		rep.AgentBaselinePrivate = base.Private
 	}
 	now := time.Now()
 	a.SyncClock(now)

@@ -93,7 +93,7 @@ func (r *Report) AgentTable() string {
 // Method describes how the figures of this report were taken.
 func (r *Report) Method() string {
 	return fmt.Sprintf("batched: one BPF_PROG_TEST_RUN of %s repetitions of the benchmark build per trial; per packet: %s test runs "+
-		"of the production program with repeat 1 per trial; median (min–max) of %d trials; kernel-reported time; "+
+		"of the production program with repeat 1 per trial (mean of the runs not over ten times the trial's median); median (min–max) of %d trials; kernel-reported time; "+
 		"net: each trial minus the empty program of the same trial, median; quiet: the quickest trial minus the empty program's quickest",
 		thousands(r.Repeat), thousands(r.PerPacket), r.Trials)
 }

@@ -85,6 +85,8 @@ type Report struct {
 	// The baseline's maps this build does not have: the baseline got its
 	// own, empty (a row that needed one filled shows unverified).
 	BaselinePrivate []string `json:"baseline_private_maps,omitempty"`
+	// The same for the agent's baseline (--compare-agent).
+	AgentBaselinePrivate []string `json:"agent_baseline_private_maps,omitempty"`
 	// AgentBaseline names the agent compare mode's baseline object.
 	AgentBaseline string `json:"agent_baseline,omitempty"`
 }
@@ -158,7 +160,7 @@ func (r *Report) Print(w io.Writer) {
 		printLive(w, r.Live)
 	}
 	fmt.Fprintf(w, "method: batched = one BPF_PROG_TEST_RUN with %d repetitions of the benchmark build (it undoes its packet changes), kernel-reported time / N; "+
-		"per-packet = %d test runs of the production program with repeat 1, kernel-reported time, mean; median (min–max) over %d trials, on CPU 0; flows in random order; "+
+		"per-packet = %d test runs of the production program with repeat 1, kernel-reported time, mean of the runs not over ten times the trial's median; median (min–max) over %d trials, on CPU 0; flows in random order; "+
 		"net = median of each trial minus the empty program of the same trial, quiet = quickest trial minus the empty program's quickest\n",
 		r.Repeat, r.PerPacket, r.Trials)
 	if r.Baseline != "" {
@@ -166,5 +168,8 @@ func (r *Report) Print(w io.Writer) {
 		if len(r.BaselinePrivate) > 0 {
 			fmt.Fprintf(w, "baseline maps not in this build, the baseline's own and empty: %s\n", strings.Join(r.BaselinePrivate, ", "))
 		}
+	}
+	if len(r.AgentBaselinePrivate) > 0 {
+		fmt.Fprintf(w, "agent baseline maps not in this build, the baseline's own and empty: %s\n", strings.Join(r.AgentBaselinePrivate, ", "))
 	}
 }

@@ -306,7 +306,7 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 	if err := ipv6Rows(r, o, ctx, add); err != nil { // ipv6.go
 		return nil, err
 	}
-	if err := agentRows(r, o, add); err != nil {
+	if err := agentRows(r, rep, o, add); err != nil {
 		return nil, err
 	}
 	if err := agent6Rows(r, o, add); err != nil { // agent6.go
