@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -46,14 +45,9 @@ func (a *Agent) LoadBaseline(obj []byte) (*AgentBaseline, error) {
 	if a.bench.Bench == nil {
 		return nil, errors.New("the agent compare mode needs the benchmark build of the current agent")
 	}
-	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(obj))
+	spec, err := baselineSpec(obj, "agent", "pkg/dataplane/agentbench_bpfel.o", "beamer_agent", "beamer_agent_bench", "beamer_agent_xdp", "beamer_agent_xdp_bench")
 	if err != nil {
-		return nil, fmt.Errorf("baseline object: %w", err)
-	}
-	for _, p := range []string{"beamer_agent", "beamer_agent_bench", "beamer_agent_xdp", "beamer_agent_xdp_bench"} {
-		if spec.Programs[p] == nil {
-			return nil, fmt.Errorf("baseline object has no program %s: not a benchmark build of the agent (pkg/dataplane/agentbench_bpfel.o)", p)
-		}
+		return nil, err
 	}
 	cur, err := loadAgentBench()
 	if err != nil {
@@ -63,7 +57,6 @@ func (a *Agent) LoadBaseline(obj []byte) (*AgentBaseline, error) {
 	if err := baselineCounters(spec, cur, "agent_counter"); err != nil {
 		return nil, err
 	}
-	slices.Sort(private)
 	if err := baselineConstants(spec, taggedFields[*ebpf.Variable](&a.objs.agentVariables)); err != nil {
 		return nil, err
 	}

@@ -1,7 +1,9 @@
 package dataplane
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/cilium/ebpf"
 )
@@ -15,7 +17,7 @@ import (
 // this build's benchmark spec, have its loaded maps by name) is replaced
 // by this build's, sized as it is. A map this build does not have, or lays
 // out otherwise, stays the baseline's own and empty; it is named in
-// private (with how it differs). Where the baseline needed such a map
+// private (with how it differs), sorted. Where the baseline needed such a map
 // filled, its rows' path counters do not move and the bench shows the
 // baseline unverified rather than a wrong figure. own names the maps a
 // baseline always keeps for itself (its global data, its tail-call
@@ -39,7 +41,24 @@ func baselineMaps(spec, cur *ebpf.CollectionSpec, have map[string]*ebpf.Map, own
 		ms.MaxEntries, ms.Flags = cm.MaxEntries(), cm.Flags()
 		repl[name] = cm
 	}
+	slices.Sort(private)
 	return repl, private
+}
+
+// baselineSpec parses obj, a baseline object, and refuses it unless it has
+// every program of progs: a benchmark build of what (its object file
+// named in the refusal).
+func baselineSpec(obj []byte, what, file string, progs ...string) (*ebpf.CollectionSpec, error) {
+	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(obj))
+	if err != nil {
+		return nil, fmt.Errorf("baseline object: %w", err)
+	}
+	for _, p := range progs {
+		if spec.Programs[p] == nil {
+			return nil, fmt.Errorf("baseline object has no program %s: not a benchmark build of the %s (%s)", p, what, file)
+		}
+	}
+	return spec, nil
 }
 
 // baselineConstants copies this build's load-time constants (addresses,

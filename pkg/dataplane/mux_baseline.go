@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -61,14 +60,9 @@ func (m *Mux) LoadBaseline(obj []byte) (*MuxBaseline, error) {
 	if m.bench.Bench == nil {
 		return nil, errors.New("the compare mode needs the benchmark build of the current mux")
 	}
-	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(obj))
+	spec, err := baselineSpec(obj, "mux", "pkg/dataplane/muxbench_bpfel.o", "beamer_mux_bench", "empty_bench", "beamer_mux")
 	if err != nil {
-		return nil, fmt.Errorf("baseline object: %w", err)
-	}
-	for _, p := range []string{"beamer_mux_bench", "empty_bench", "beamer_mux"} {
-		if spec.Programs[p] == nil {
-			return nil, fmt.Errorf("baseline object has no program %s: not a benchmark build of the mux (pkg/dataplane/muxbench_bpfel.o)", p)
-		}
+		return nil, err
 	}
 	if spec.Variables["bench_flows"] == nil {
 		return nil, errors.New("baseline object has no bench_flows variable: not a benchmark build of the mux")
@@ -102,7 +96,6 @@ func (m *Mux) LoadBaseline(obj []byte) (*MuxBaseline, error) {
 	if err := baselineCounters(spec, cur, "mux_counter"); err != nil {
 		return nil, err
 	}
-	slices.Sort(private)
 	if err := baselineConstants(spec, taggedFields[*ebpf.Variable](&m.objs.muxVariables)); err != nil {
 		return nil, err
 	}
