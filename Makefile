@@ -19,7 +19,7 @@ $(BPF_OBJECTS) &: $(BPF_SOURCES) pkg/dataplane/generate.go
 
 generate: $(BPF_OBJECTS)
 
-# The management API's Go code from its schema (pkg/mgmtapi/proto).
+# The management API's Go code from its schema (pkg/controlplane/mgmtapi/proto).
 generate-api:
 	GO=$(GO) scripts/gen-mgmtapi.sh
 

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/netlab"
+	"github.com/beamer-lb/beamer/research/netlab"
 )
 
 // checkInstalled: the package's files are where an operator looks for them

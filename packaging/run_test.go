@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/netlab"
+	"github.com/beamer-lb/beamer/research/netlab"
 )
 
 // inRoot maps a path the unit names (/etc/..., /var/lib/..., an embed://

@@ -21,17 +21,17 @@ if [ ${#bad[@]} -gt 0 ]; then
 fi
 echo "check-generated: committed eBPF objects and bindings match bpf/"
 
-# The management API's Go code (pkg/mgmtapi/mgmtv1) is what its schema
+# The management API's Go code (pkg/controlplane/mgmtapi/mgmtv1) is what its schema
 # generates (scripts/gen-mgmtapi.sh: protoc from Debian, the Go plugins at
 # pinned versions).
-cp pkg/mgmtapi/mgmtv1/*.go "$saved"/
+cp pkg/controlplane/mgmtapi/mgmtv1/*.go "$saved"/
 GO=$GO scripts/gen-mgmtapi.sh
 bad=()
-for f in pkg/mgmtapi/mgmtv1/*.go; do
+for f in pkg/controlplane/mgmtapi/mgmtv1/*.go; do
 	cmp -s "$f" "$saved/$(basename "$f")" || bad+=("$f")
 done
 if [ ${#bad[@]} -gt 0 ]; then
-	echo "check-generated: ${bad[*]} differ from what pkg/mgmtapi/proto generates now: run scripts/gen-mgmtapi.sh and commit them" >&2
+	echo "check-generated: ${bad[*]} differ from what pkg/controlplane/mgmtapi/proto generates now: run scripts/gen-mgmtapi.sh and commit them" >&2
 	exit 1
 fi
 echo "check-generated: committed management API code matches its schema"

@@ -27,10 +27,10 @@ run() {
 		done
 	done
 }
-run ./pkg/ring/ringfuzz FuzzObject FuzzPointer FuzzGenName
+run ./pkg/controlplane/ring/ringfuzz FuzzObject FuzzPointer FuzzGenName
 run ./pkg/store FuzzValidKey
-run ./pkg/config FuzzLoadMux FuzzLoadAgent
+run ./pkg/node/config FuzzLoadMux FuzzLoadAgent
 run ./pkg/wire FuzzParseOption FuzzDecapsulate FuzzDecapsulateGUE
-run ./pkg/awfd FuzzDecode
-run ./pkg/declarative FuzzParse
+run ./pkg/strategy/awfd FuzzDecode
+run ./pkg/controlplane/declarative FuzzParse
 run ./cmd/beamer FuzzDecodeCapture

@@ -34,7 +34,7 @@ ABLATIONS = {
                "bucket read: the table lookup (outer map, helper call into the inner map, summary, entry) replaced by an owner computed from the hash"),
     "bucket-helper": ("include/decision.h",
                       "\t__u32 table = vip->table;\n\tvoid *buckets = bpf_map_lookup_elem(&bucket_tables, &table);",
-                      "#ifdef STAGE_OFF_BUCKET_HELPER\n\t*why = MUX_DROP_NO_OWNER; /* the same words, copied by pkg/dpbench */\n"
+                      "#ifdef STAGE_OFF_BUCKET_HELPER\n\t*why = MUX_DROP_NO_OWNER; /* the same words, copied by research/bench/dpbench */\n"
                       "\treturn bucket_at(&bench_scratch, vip->buckets, bucket_of(hash, vip->buckets));\n#endif\n",
                       "the helper call of the bucket read: the same table (copied word for word into bpf/bench/scratch.h's plain array) read by the same code with lookups the verifier inlines"),
     "hash": ("include/flow_hash.h",

@@ -4,7 +4,7 @@
 #   - "Restarting the daemons": TestAgentRestartHitless and
 #     TestMuxRestartUnderTraffic (./cmd/beamer), the longest pause of a live
 #     connection per strategy and restart, and the connections broken;
-#   - "Trust boundaries": TestAPIAndMetricsUnderFlood (./pkg/agentd), the
+#   - "Trust boundaries": TestAPIAndMetricsUnderFlood (./pkg/node/agentd), the
 #     node's descriptors, memory, log and /healthz under floods of its API.
 # Each block stands between <!-- NAME:begin --> and <!-- NAME:end --> lines.
 # Needs root (namespaces, BPF); takes about a minute.
@@ -78,7 +78,7 @@ awk -v when="$(date -u '+%Y-%m-%d %H:%M') UTC" -v rev="$(git rev-parse --short H
 	}' "$log" >"$block"
 replace restart-figures
 
-run -run 'TestAPIAndMetricsUnderFlood' ./pkg/agentd/
+run -run 'TestAPIAndMetricsUnderFlood' ./pkg/node/agentd/
 # "    flood_test.go:126: idle flood, connections held: node fds 60, RSS 22.7 MB, log 238 bytes"
 awk -v when="$(date -u '+%Y-%m-%d %H:%M') UTC" -v rev="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" '
 	/flood_test.go:[0-9]+: / {

@@ -4,7 +4,7 @@
 #define BEAMER_AGENT6_BENCH_H
 
 /*
- * The agent's IPv6 path under repeated test runs (pkg/dpbench agent6.go):
+ * The agent's IPv6 path under repeated test runs (research/bench/dpbench agent6.go):
  * as beamer_agent_bench, the wrapper puts back the outer headers the
  * program stripped or rewrote, so every repetition takes the same path. It
  * calls the IPv6 program directly (production frames reach it by the IPv4

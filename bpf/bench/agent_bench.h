@@ -4,7 +4,7 @@
 #define BEAMER_AGENT_BENCH_H
 
 /*
- * Benchmark build only (pkg/dpbench): repeated test runs see the packet as
+ * Benchmark build only (research/bench/dpbench): repeated test runs see the packet as
  * the previous run left it, so the wrapper puts back what the agent changed —
  * the outer header it stripped or rewrote, and the MACs — and every
  * repetition takes the same path. The restore is part of what is measured.

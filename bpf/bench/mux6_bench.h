@@ -5,10 +5,10 @@
 #define BEAMER_MUX6_BENCH_H
 
 /*
- * The IPv6 path's benchmark wrapper (pkg/dpbench ipv6.go): as
+ * The IPv6 path's benchmark wrapper (research/bench/dpbench ipv6.go): as
  * beamer_mux_bench, it gives each repetition another flow (bench_flows,
  * bench_order: the source address's last word and the source port, as
- * pkg/dpbench benchFlow6 mirrors) and undoes the GUE-over-IPv6
+ * research/bench/dpbench benchFlow6 mirrors) and undoes the GUE-over-IPv6
  * encapsulation after each forwarded packet, so every repetition takes the
  * whole path. It calls the IPv6 program directly, where production frames
  * reach it by the IPv4 path's tail call (that call is in the per-packet

@@ -4,7 +4,7 @@
 #define BEAMER_MUX_BENCH_H
 
 /*
- * Benchmark build only (pkg/dpbench, pkg/dataplane's benchmarks).
+ * Benchmark build only (research/bench/dpbench, pkg/dataplane's benchmarks).
  * BPF_PROG_TEST_RUN with repeat runs a program again on the packet as the
  * previous run left it, so the wrapper undoes the encapsulation after each
  * forwarded packet — shrinking the head back and restoring the Ethernet
@@ -17,7 +17,7 @@
  * Random order: the flows are visited in a fixed pseudo-random permutation,
  * not 0, 1, 2, ...: a stateful table filled in insertion order and read back
  * in that order would read its entries nearly sequentially (the prefetcher's
- * best case), which real traffic never does. pkg/dpbench mirrors
+ * best case), which real traffic never does. research/bench/dpbench mirrors
  * bench_order in Go (order.go) and checks it is a permutation of every flow
  * count it uses.
  */
@@ -26,7 +26,7 @@ __u32 bench_seq;
 /* Which visiting order this build uses (1: bench_order below). The compare
  * mode refuses a baseline that visits flows in another order. */
 volatile const __u32 bench_order_version = 2;
-/* Selects one of several visiting orders: pkg/dpbench fills a connection
+/* Selects one of several visiting orders: research/bench/dpbench fills a connection
  * table in one order (key 1) and measures in another (key 0), so the
  * measured reads do not follow the table's allocation order either. */
 __u32 bench_key;
@@ -50,7 +50,7 @@ INLINE __u32 bench_mix(__u32 x, __u32 mask, __u32 key)
 
 /* The seq-th flow of the visiting order: the bijection restricted to
  * [0, n) by walking its cycle until it lands there (n is more than half of
- * 2^k, so a walk is short; pkg/dpbench checks none is longer than
+ * 2^k, so a walk is short; research/bench/dpbench checks none is longer than
  * BENCH_ORDER_WALKS for the counts it uses). */
 INLINE __u32 bench_order(__u32 seq, __u32 n)
 {
@@ -67,7 +67,7 @@ INLINE __u32 bench_order(__u32 seq, __u32 n)
 		if (x < n)
 			return x;
 	}
-	return seq; /* never for the counts pkg/dpbench uses (checked there) */
+	return seq; /* never for the counts research/bench/dpbench uses (checked there) */
 }
 
 INLINE void rotate_flow(struct xdp_md *ctx)
@@ -215,7 +215,7 @@ int encap_floor_plain_bench(struct xdp_md *ctx)
 }
 
 /*
- * The same floor on live traffic (pkg/dpbench live.go): the fixed outer
+ * The same floor on live traffic (research/bench/dpbench live.go): the fixed outer
  * header and option, the MACs and egress device the bench sets, and a
  * redirect there — what the mux program does around its decision, so
  * that its live rate has a floor of the same path beside it.
@@ -291,7 +291,7 @@ int traffic_gen_bench(struct xdp_md *ctx)
 __u32 bench_lines;
 /* Lines from one read to the next: 131 puts each line in a page of its
  * own, 2 all sixteen in one page (every other line: none in a pair the
- * adjacent-line prefetcher fetches together). Set by pkg/dpbench. */
+ * adjacent-line prefetcher fetches together). Set by research/bench/dpbench. */
 __u32 bench_line_stride = 131;
 
 SEC("xdp")

@@ -13,7 +13,7 @@
  *   - lines_bench (mux_bench.h) reads bench_lines distinct cache lines of
  *     it per run: what each line a program touches costs, by method;
  *   - scripts/mux-stages.sh's "bucket-inline" build reads an instance's
- *     bucket table from here instead of through bucket_tables (pkg/dpbench
+ *     bucket table from here instead of through bucket_tables (research/bench/dpbench
  *     copies the table in): what the helper call into the inner map costs
  *     against the same read inlined.
  *

@@ -2,7 +2,7 @@
 /*
  * The Cheetah cookie (docs/strategy-cheetah.md), shared by the mux strategy
  * (bpf/strategy/cheetah.h, decode) and the server agent (bpf/strategy/
- * cheetah_agent.h, encode), and by the Go model (pkg/cheetah), all checked
+ * cheetah_agent.h, encode), and by the Go model (pkg/strategy/cheetah), all checked
  * against testdata/cheetah-vectors.json.
  *
  * cookie (16 bits) = kid << 15 | ((id ^ mask) & 0x7fff)

@@ -2,7 +2,7 @@
 /*
  * AWFD's class record and Algorithm 1 (Spotlight §III-B), without maps, so
  * that the mux (strategy/awfd.h) and the vector probe
- * (probe/awfd_probe.c) run the very same code. pkg/awfd's Record.Select is
+ * (probe/awfd_probe.c) run the very same code. pkg/strategy/awfd's Record.Select is
  * the Go twin; testdata/awfd-vectors.json holds cases both must agree on.
  *
  * Stage I: pos = (hash * total) >> 32 picks the class k whose range

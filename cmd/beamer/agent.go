@@ -13,10 +13,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/agentd"
-	"github.com/beamer-lb/beamer/pkg/config"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/nodeauth"
+	"github.com/beamer-lb/beamer/pkg/node/agentd"
+	"github.com/beamer-lb/beamer/pkg/node/config"
+	"github.com/beamer-lb/beamer/pkg/node/nodeauth"
 	"github.com/spf13/cobra"
 )
 

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/beamer-lb/beamer/pkg/agentd"
-	"github.com/beamer-lb/beamer/pkg/config"
+	"github.com/beamer-lb/beamer/pkg/node/agentd"
+	"github.com/beamer-lb/beamer/pkg/node/config"
 	"github.com/spf13/cobra"
 )
 

@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/beamer-lb/beamer/pkg/dataplane"
-	"github.com/beamer-lb/beamer/pkg/dpbench"
+	"github.com/beamer-lb/beamer/research/bench/dpbench"
 	"github.com/spf13/cobra"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/beamer-lb/beamer/pkg/scalebench"
+	"github.com/beamer-lb/beamer/research/bench/scalebench"
 	"github.com/spf13/cobra"
 )
 
@@ -41,7 +41,7 @@ func benchControlPlaneCmd() *cobra.Command {
 		Short: "The controller at the paper's scale: ctl add-dip/remove-dip to every mux, bytes per mux, cold start, controller CPU and memory",
 		Long: `Starts a real store server (etcd, ZooKeeper or both, one after the other, on
 loopback ports), a real controller process (this binary's "controller"
-command), and --followers muxes' ring followers (pkg/muxd's code) each on its
+command), and --followers muxes' ring followers (pkg/node/muxd's code) each on its
 own store connection, applying to an in-memory data plane (one 64-bit word per
 bucket, as the XDP mux's map). Then, as ctl does: adds --batch DIPs in one
 request, runs --ops single add-dip / remove-dip operations, starts
@@ -117,7 +117,7 @@ memory: a run whose followers would not fit --memory-budget is refused.`,
 	f.IntVar(&o.Batch, "batch", 0, "DIPs added, and later removed, in one request (default half of --dips; paper: 32K)")
 	f.IntVar(&o.Ops, "ops", 0, "single add-dip / remove-dip operations timed, alternately (overrides the preset)")
 	f.IntVar(&o.ColdStarts, "cold-starts", 0, "fresh muxes started alone at the end, each timed (overrides the preset)")
-	f.IntVar(&o.XDPMuxes, "xdp-muxes", 0, "real XDP muxes (pkg/muxd in network namespaces of their own) following beside the followers; needs root (presets: 2)")
+	f.IntVar(&o.XDPMuxes, "xdp-muxes", 0, "real XDP muxes (pkg/node/muxd in network namespaces of their own) following beside the followers; needs root (presets: 2)")
 	f.Int64Var(&budgetMB, "memory-budget", 0, "MB the followers may use (default 70% of the available memory)")
 	f.DurationVar(&o.Timeout, "timeout", 0, "bound on each request and each wait for the muxes (default 10m)")
 	f.BoolVar(&asJSON, "json", false, "print JSON instead of the table")

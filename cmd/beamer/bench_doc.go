@@ -12,7 +12,7 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/dpbench"
+	"github.com/beamer-lb/beamer/research/bench/dpbench"
 	"github.com/spf13/cobra"
 )
 

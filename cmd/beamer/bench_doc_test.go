@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/beamer-lb/beamer/pkg/dpbench"
+	"github.com/beamer-lb/beamer/research/bench/dpbench"
 )
 
 // TestPerfDocTemplate renders scripts/perf-doc.md.tmpl with a report that

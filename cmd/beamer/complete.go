@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/mgmtapi"
+	"github.com/beamer-lb/beamer/pkg/controlplane/mgmtapi"
 	"github.com/spf13/cobra"
 )
 

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/assign"
-	"github.com/beamer-lb/beamer/pkg/controller"
+	"github.com/beamer-lb/beamer/pkg/controlplane/assign"
+	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/spf13/cobra"
 )

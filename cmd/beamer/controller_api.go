@@ -8,13 +8,13 @@ import (
 	"net"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/mgmtapi"
-	"github.com/beamer-lb/beamer/pkg/nodeauth"
+	"github.com/beamer-lb/beamer/pkg/controlplane/mgmtapi"
+	"github.com/beamer-lb/beamer/pkg/node/nodeauth"
 	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/spf13/cobra"
 )
 
-// The controller's management API (pkg/mgmtapi): `beamer ctl` and
+// The controller's management API (pkg/controlplane/mgmtapi): `beamer ctl` and
 // automation call it; the store stays internal.
 
 type controllerAPIFlags struct {

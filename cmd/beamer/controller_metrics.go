@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/beamer-lb/beamer/pkg/controller"
+	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
 	"github.com/beamer-lb/beamer/pkg/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 )

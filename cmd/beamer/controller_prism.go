@@ -3,7 +3,7 @@ package main
 import (
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/controller"
+	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
 	"github.com/spf13/cobra"
 )
 

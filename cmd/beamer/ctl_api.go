@@ -8,12 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/mgmtapi"
-	"github.com/beamer-lb/beamer/pkg/nodeauth"
+	"github.com/beamer-lb/beamer/pkg/controlplane/mgmtapi"
+	"github.com/beamer-lb/beamer/pkg/node/nodeauth"
 	"github.com/spf13/cobra"
 )
 
-// ctl talks to the elected controller's management API (pkg/mgmtapi),
+// ctl talks to the elected controller's management API (pkg/controlplane/mgmtapi),
 // never to the store: it needs the API's address and, off loopback, its
 // own certificate (role read or admin: scripts/store-certs.sh NAME=ROLE).
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/beamer-lb/beamer/pkg/mgmtapi"
+	"github.com/beamer-lb/beamer/pkg/controlplane/mgmtapi"
 	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
 	"github.com/beamer-lb/beamer/pkg/store/storeurl"
@@ -94,7 +94,7 @@ func readDirNames(dir string) ([]string, error) {
 // TestCtlWatch: ctl watch prints the first round of the stream (the
 // instances present, their servers' state, health and drain), as a table
 // and as JSON lines, and stops after --count events. Changes as they
-// happen: TestManagementAPI (pkg/mgmtapi).
+// happen: TestManagementAPI (pkg/controlplane/mgmtapi).
 func TestCtlWatch(t *testing.T) {
 	api := ctlStore(t)
 	var buf bytes.Buffer

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/cheetah"
-	"github.com/beamer-lb/beamer/pkg/controller"
+	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	"github.com/spf13/cobra"
 )
 

@@ -7,15 +7,15 @@ import (
 	"io"
 	"os"
 
-	"github.com/beamer-lb/beamer/pkg/cheetah"
-	"github.com/beamer-lb/beamer/pkg/declarative"
+	"github.com/beamer-lb/beamer/pkg/controlplane/declarative"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	"github.com/spf13/cobra"
 )
 
 // Declarative state (docs/operations.md, "Declarative configuration"):
 // `ctl export` writes every instance as one YAML document, `ctl diff -f`
 // prints what `ctl apply -f` would change, apply changes it. The logic is
-// pkg/declarative's; these commands read files and print.
+// pkg/controlplane/declarative's; these commands read files and print.
 
 // Exit codes of `ctl diff`, as diff(1)'s.
 const (

@@ -4,10 +4,10 @@ import (
 	"context"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/controller"
+	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
 
-	"github.com/beamer-lb/beamer/pkg/declarative"
-	"github.com/beamer-lb/beamer/pkg/mgmtapi"
+	"github.com/beamer-lb/beamer/pkg/controlplane/declarative"
+	"github.com/beamer-lb/beamer/pkg/controlplane/mgmtapi"
 )
 
 // The declarative commands (export, diff, apply) work through the

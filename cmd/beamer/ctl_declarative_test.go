@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/controller"
-	"github.com/beamer-lb/beamer/pkg/declarative"
-	"github.com/beamer-lb/beamer/pkg/mgmtapi"
+	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
+	"github.com/beamer-lb/beamer/pkg/controlplane/declarative"
+	"github.com/beamer-lb/beamer/pkg/controlplane/mgmtapi"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
 )
 

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/controlplane/mgmtapi"
+	"github.com/beamer-lb/beamer/pkg/controlplane/mgmtapi/mgmtv1"
+	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/mgmtapi"
-	"github.com/beamer-lb/beamer/pkg/mgmtapi/mgmtv1"
-	"github.com/beamer-lb/beamer/pkg/ring"
 	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/spf13/cobra"

@@ -10,10 +10,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/cheetah"
-	"github.com/beamer-lb/beamer/pkg/controller"
-	"github.com/beamer-lb/beamer/pkg/mgmtapi"
+	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
+	"github.com/beamer-lb/beamer/pkg/controlplane/mgmtapi"
 	"github.com/beamer-lb/beamer/pkg/store"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	"github.com/spf13/cobra"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/controller"
+	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
 	"go.yaml.in/yaml/v3"

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/mgmtapi/mgmtv1"
+	"github.com/beamer-lb/beamer/pkg/controlplane/mgmtapi/mgmtv1"
 	"github.com/spf13/cobra"
 )
 

@@ -5,7 +5,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/beamer-lb/beamer/pkg/lab"
+	"github.com/beamer-lb/beamer/research/lab"
 	"github.com/spf13/cobra"
 )
 

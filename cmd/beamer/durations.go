@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/controller"
+	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
 )
 
 // Every duration ctl prints is in seconds: "240s" in tables, a number in a

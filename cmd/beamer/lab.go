@@ -12,7 +12,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/beamer-lb/beamer/pkg/lab"
+	"github.com/beamer-lb/beamer/research/lab"
 	"github.com/spf13/cobra"
 )
 

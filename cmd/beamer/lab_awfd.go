@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/lab"
+	"github.com/beamer-lb/beamer/research/lab"
 	"github.com/spf13/cobra"
 )
 

@@ -7,13 +7,13 @@ import (
 	"slices"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/lab"
+	"github.com/beamer-lb/beamer/research/lab"
 	"github.com/spf13/cobra"
 )
 
 // `beamer lab cheetah-fct`: p99 flow completion time of Cheetah's policies
 // (round robin, hash, p2c) and Beamer with heavy-tailed file sizes
-// (pkg/lab/cheetah_fct.go, docs/strategy-cheetah.md).
+// (research/lab/cheetah_fct.go, docs/strategy-cheetah.md).
 func labCheetahFCTCmd() *cobra.Command {
 	var (
 		size, out string

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/lab"
+	"github.com/beamer-lb/beamer/research/lab"
 	"github.com/spf13/cobra"
 )
 

@@ -10,11 +10,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/config"
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/muxd"
-	"github.com/beamer-lb/beamer/pkg/nodeauth"
+	"github.com/beamer-lb/beamer/pkg/node/config"
+	"github.com/beamer-lb/beamer/pkg/node/muxd"
+	"github.com/beamer-lb/beamer/pkg/node/nodeauth"
 	"github.com/spf13/cobra"
 )
 

@@ -7,7 +7,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/muxd"
+	"github.com/beamer-lb/beamer/pkg/node/muxd"
 	"github.com/spf13/cobra"
 )
 

@@ -7,14 +7,14 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/agentapi"
-	"github.com/beamer-lb/beamer/pkg/controller"
-	"github.com/beamer-lb/beamer/pkg/nodeauth"
-	"github.com/beamer-lb/beamer/pkg/prism"
+	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
+	"github.com/beamer-lb/beamer/pkg/node/agentapi"
+	"github.com/beamer-lb/beamer/pkg/node/nodeauth"
+	"github.com/beamer-lb/beamer/pkg/strategy/prism"
 	"github.com/spf13/cobra"
 )
 
-// The node APIs' mutual TLS (pkg/nodeauth, docs/operations.md "Trust
+// The node APIs' mutual TLS (pkg/node/nodeauth, docs/operations.md "Trust
 // boundaries"): the agent and the mux serve with --api-cert, --api-key,
 // --api-ca; the controller calls them with --node-cert, --node-key,
 // --node-ca. One CA for all, scripts/store-certs.sh NAME=ROLE@ADDR.

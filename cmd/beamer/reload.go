@@ -8,9 +8,9 @@ import (
 	"reflect"
 	"syscall"
 
-	"github.com/beamer-lb/beamer/pkg/agentd"
-	"github.com/beamer-lb/beamer/pkg/config"
-	"github.com/beamer-lb/beamer/pkg/muxd"
+	"github.com/beamer-lb/beamer/pkg/node/agentd"
+	"github.com/beamer-lb/beamer/pkg/node/config"
+	"github.com/beamer-lb/beamer/pkg/node/muxd"
 )
 
 // SIGHUP reloads a static configuration file (`systemctl reload`): the mux's

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/netlab"
-	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
+	"github.com/beamer-lb/beamer/research/netlab"
+	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 )
 
 // TestReloadOnHangup: SIGHUP makes `beamer mux --config` and `beamer agent

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/cheetah"
-	"github.com/beamer-lb/beamer/pkg/controller"
+	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 )
 
 var secretKeys = cheetah.Keys{Current: 1, Keys: [2]cheetah.Key{{0x01234567, 0x89abcdef, 0xfedcba98, 0x76543210}, {0xdeadbeef, 0x0badf00d, 0x12345678, 0x9e3779b9}}}

@@ -3,7 +3,7 @@ package main
 import (
 	"encoding/json"
 
-	"github.com/beamer-lb/beamer/pkg/awfdsim"
+	"github.com/beamer-lb/beamer/research/sim/awfdsim"
 	"github.com/spf13/cobra"
 )
 

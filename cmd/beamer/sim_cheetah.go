@@ -3,7 +3,7 @@ package main
 import (
 	"encoding/json"
 
-	"github.com/beamer-lb/beamer/pkg/cheetahsim"
+	"github.com/beamer-lb/beamer/research/sim/cheetahsim"
 	"github.com/spf13/cobra"
 )
 

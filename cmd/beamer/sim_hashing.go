@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/beamer-lb/beamer/pkg/hashsim"
+	"github.com/beamer-lb/beamer/research/sim/hashsim"
 	"github.com/spf13/cobra"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/beamer-lb/beamer/pkg/hashsim"
+	"github.com/beamer-lb/beamer/research/sim/hashsim"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"

@@ -3,7 +3,7 @@ package main
 import (
 	"encoding/json"
 
-	"github.com/beamer-lb/beamer/pkg/prism"
+	"github.com/beamer-lb/beamer/pkg/strategy/prism"
 	"github.com/spf13/cobra"
 )
 
@@ -13,7 +13,7 @@ func init() {
 	cmd := &cobra.Command{
 		Use:   "prism",
 		Short: "Reproduce the Prism paper's simulations (Fig. 6, Table 1, Fig. 7, Appendix A, §5.3)",
-		Long: `Runs the Prism strategy's algorithms (pkg/prism: Algorithm 1 as the controller
+		Long: `Runs the Prism strategy's algorithms (pkg/strategy/prism: Algorithm 1 as the controller
 runs it, Algorithm 2's bin choice) on the paper's synthetic workloads, scaled by
 the SYN rate where the paper's connection counts do not fit (--scale): shares
 are unchanged by it, per-update counts are reported measured and multiplied

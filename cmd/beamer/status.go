@@ -9,9 +9,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/beamer-lb/beamer/pkg/agentd"
 	"github.com/beamer-lb/beamer/pkg/metrics"
-	"github.com/beamer-lb/beamer/pkg/muxd"
+	"github.com/beamer-lb/beamer/pkg/node/agentd"
+	"github.com/beamer-lb/beamer/pkg/node/muxd"
 	"github.com/spf13/cobra"
 )
 

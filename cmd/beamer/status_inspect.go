@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/dataplane"
-	"github.com/beamer-lb/beamer/pkg/nodestate"
+	"github.com/beamer-lb/beamer/pkg/node/nodestate"
 	"github.com/spf13/cobra"
 )
 

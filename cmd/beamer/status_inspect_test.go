@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/cheetah"
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
-	"github.com/beamer-lb/beamer/pkg/nodestate"
+	"github.com/beamer-lb/beamer/pkg/node/nodestate"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 )
 
 // runOut runs a command line, returning what it printed.

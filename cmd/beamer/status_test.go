@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
+	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 )
 
 // TestNodeStatus runs a real mux and a real agent (beamer processes in

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/netlab"
-	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
-	"github.com/beamer-lb/beamer/pkg/nodeauth"
+	"github.com/beamer-lb/beamer/pkg/node/nodeauth"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
+	"github.com/beamer-lb/beamer/research/netlab"
+	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 )
 
 // proc is a beamer process started by a test in a namespace.

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
+	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 )
 
 // TestAgentSanityBounds (issue 11.7) plays a trusted but hostile (or

@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/beamer-lb/beamer/pkg/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 )

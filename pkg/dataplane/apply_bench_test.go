@@ -5,9 +5,9 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/beamer-lb/beamer/pkg/assign"
+	"github.com/beamer-lb/beamer/pkg/controlplane/assign"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
+	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 )
 
 // instanceOf builds a balanced instance of n DIPs with 100 buckets each.

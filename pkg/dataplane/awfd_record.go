@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/beamer-lb/beamer/pkg/awfd"
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
 )
 
 // Layout of struct awfd_record (bpf/strategy/awfd_select.h).

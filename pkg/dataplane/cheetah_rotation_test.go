@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/cheetah"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
 	"golang.org/x/sys/unix"
 )

@@ -10,7 +10,7 @@ import (
 // The benchmark build's reference connection table
 // (bpf/bench/conntrack_lru_bench.h): the LRU hash the Maglev strategy used
 // before its set-associative table, measured beside it in one process
-// (pkg/dpbench rows maglev-lru). Sized as it was: one LRU list per CPU,
+// (research/bench/dpbench rows maglev-lru). Sized as it was: one LRU list per CPU,
 // each a share of the entries, and shares kept usable.
 const ctLRUMinPerCPU = 16
 

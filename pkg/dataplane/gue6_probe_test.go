@@ -6,9 +6,9 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
+	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 )
 
 // TestGUE6EncapProbe runs xdp_encap_gue6 (bpf/include/gue.h, GUE over an

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/netlab"
 	"github.com/beamer-lb/beamer/pkg/wire"
+	"github.com/beamer-lb/beamer/research/netlab"
 )
 
 var (

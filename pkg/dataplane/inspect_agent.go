@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 )

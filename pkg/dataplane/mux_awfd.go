@@ -3,8 +3,8 @@ package dataplane
 import (
 	"fmt"
 
-	"github.com/beamer-lb/beamer/pkg/awfd"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
 )
 
 // awfdMux: the instance's Maglev table is the equal-share fallback, the

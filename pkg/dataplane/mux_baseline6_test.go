@@ -3,7 +3,7 @@ package dataplane
 import (
 	"testing"
 
-	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
+	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 	"github.com/cilium/ebpf"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
+	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 )

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
+	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 	"github.com/cilium/ebpf"
 )
 

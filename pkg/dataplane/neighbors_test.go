@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
+	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 )
 
 // TestServerIsTheMux: a server whose address is one of the mux's own is

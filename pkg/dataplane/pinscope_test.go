@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
+	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 	"golang.org/x/sys/unix"
 )
 

@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/beamer-lb/beamer/pkg/netlab"
+	"github.com/beamer-lb/beamer/research/netlab"
 )
 
 // ext6 is one IPv6 extension header of a test packet: its type and its

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/netlab"
+	"github.com/beamer-lb/beamer/research/netlab"
 	"github.com/quic-go/quic-go"
 )
 

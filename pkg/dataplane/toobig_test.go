@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/netlab"
-	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
+	"github.com/beamer-lb/beamer/research/netlab"
+	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 	"github.com/vishvananda/netlink"
 )
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/netlab"
+	"github.com/beamer-lb/beamer/research/netlab"
 	"golang.org/x/sys/unix"
 )
 

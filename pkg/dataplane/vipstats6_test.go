@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/netlab/netlabtest"
+	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 	"github.com/cilium/ebpf"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"maps"
 
-	"github.com/beamer-lb/beamer/pkg/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 )
 
 // CheetahState is the Cheetah strategy's part of an instance's forwarding

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 )
 
 // CheetahPolicy is how a Cheetah mux picks the server of a new connection.

@@ -24,5 +24,5 @@
 //
 // The connection budgets (LimitConns) and the per-source rate
 // (SourceLimiter) also bound the controller's gRPC management API
-// (pkg/mgmtapi), whose server is grpc-go's.
+// (pkg/controlplane/mgmtapi), whose server is grpc-go's.
 package httpserver

@@ -28,7 +28,7 @@ type budgetListener struct {
 
 // LimitConns bounds l to the connection budgets of lim (MaxConns,
 // PerSourceConns, LocalConns; zero fields take Defaults'): the listener of
-// every server here, and of the management API (pkg/mgmtapi).
+// every server here, and of the management API (pkg/controlplane/mgmtapi).
 func LimitConns(l net.Listener, lim Limits) net.Listener {
 	return newBudgetListener(l, lim.filled(), nil)
 }

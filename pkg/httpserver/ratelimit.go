@@ -17,7 +17,7 @@ const sourceIdle = time.Minute
 // holds at most max sources: when it is full, idle sources are pruned, and
 // if none is idle, new sources share one overflow limiter (a flood from
 // many addresses then slows itself, not the sources already known). The
-// HTTP servers here use it per request, the management API (pkg/mgmtapi)
+// HTTP servers here use it per request, the management API (pkg/controlplane/mgmtapi)
 // per gRPC call.
 type SourceLimiter struct {
 	limit rate.Limit

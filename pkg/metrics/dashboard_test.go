@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/beamer-lb/beamer/pkg/controller"
+	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
 	"github.com/beamer-lb/beamer/pkg/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 )

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/beamer-lb/beamer/pkg/controller"
+	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
 )
 
 // documentedMetrics reads the table of docs/operations.md's "Metrics"
@@ -102,7 +102,7 @@ func TestEveryMetricDocumented(t *testing.T) {
 		}
 		checkLabels(descName.FindStringSubmatch(d)[1], labels)
 	}
-	for _, dir := range []string{"../muxd", "../agentd"} {
+	for _, dir := range []string{"../node/muxd", "../node/agentd"} {
 		files, err := os.ReadDir(dir)
 		if err != nil {
 			t.Fatal(err)

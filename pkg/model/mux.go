@@ -5,8 +5,8 @@ import (
 	"net"
 	"net/netip"
 
-	"github.com/beamer-lb/beamer/pkg/awfd"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
 	"github.com/beamer-lb/beamer/pkg/wire"
 )
 

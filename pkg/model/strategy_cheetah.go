@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"slices"
 
-	"github.com/beamer-lb/beamer/pkg/cheetah"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	"github.com/beamer-lb/beamer/pkg/wire"
 )
 

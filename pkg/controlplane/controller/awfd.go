@@ -1,0 +1,294 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/node/agentapi"
+	"github.com/beamer-lb/beamer/pkg/store"
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
+)
+
+// AWFD (issue 14, Spotlight): the controller polls the agent of every
+// active server of an AWFD instance for its available capacity
+// (GET /v1/capacity) every poll interval, quantises the capacities into m
+// classes and writes the class record (pkg/strategy/awfd) to one key beside the
+// instance's ring, which every mux watches. Servers never write the store.
+//
+// Missed polls: a server whose agent does not answer keeps its last value
+// for the instance's hold, then decays (awfd.Tracker). Lost updates: the
+// record is written whole each time it changes, so a mux that missed
+// writes reads the newest one at its next watch event; until then it
+// dispatches by the last record it has, which is still a valid record.
+
+// CapacityAsker asks one agent for its capacity (agentapi.Client; tests
+// give a fake).
+type CapacityAsker interface {
+	Capacity(ctx context.Context, agent netip.AddrPort) (*agentapi.CapacityReport, error)
+}
+
+// AWFDPollOptions configure the capacity poller.
+type AWFDPollOptions struct {
+	Client CapacityAsker
+	Now    func() time.Time
+	Logf   func(format string, a ...any)
+	// Refresh is how often instance configurations and DIPs are re-read
+	// (default 1 s).
+	Refresh time.Duration
+	// Heartbeat rewrites an unchanged record this often so that ctl show
+	// and the muxes' age metric see the poller alive (default 5 s).
+	Heartbeat time.Duration
+	// Metrics receives the poller's counters (nil: none).
+	Metrics *Metrics
+}
+
+func (o *AWFDPollOptions) fill() {
+	if o.Client == nil {
+		o.Client = &agentapi.Client{}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	if o.Refresh <= 0 {
+		o.Refresh = time.Second
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = 5 * time.Second
+	}
+}
+
+// AWFDPoller polls the capacity of the servers of every AWFD instance.
+type AWFDPoller struct {
+	st   store.Store // fenced by the leadership
+	root string
+	o    AWFDPollOptions
+	mu   sync.Mutex
+	inst map[string]*awfdInstance
+	// names lists the instances, re-read every Refresh: a deployment
+	// without AWFD instances costs one listing a second, not 20.
+	names  []string
+	listed time.Time
+}
+
+type awfdInstance struct {
+	cfg      *forwarding.Instance
+	servers  []awfdServer // active, eligible servers, by id
+	read     time.Time    // when cfg and servers were read
+	tracker  *awfd.Tracker
+	lastPoll time.Time
+	last     *awfd.Record // latest written
+	written  time.Time
+	failures map[forwarding.ServerID]string // latest poll error per server
+}
+
+type awfdServer struct {
+	id    forwarding.ServerID
+	agent netip.AddrPort
+}
+
+// NewAWFDPoller polls the AWFD instances under root, writing through st
+// (give it the leadership's fenced store).
+func NewAWFDPoller(st store.Store, root string, o AWFDPollOptions) *AWFDPoller {
+	o.fill()
+	return &AWFDPoller{st: st, root: root, o: o, inst: map[string]*awfdInstance{}}
+}
+
+// Run polls until ctx ends; it returns the first store conflict (the
+// leadership is gone) or ctx's error.
+func (p *AWFDPoller) Run(ctx context.Context) error {
+	t := time.NewTicker(forwarding.MinAWFDPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		if err := p.Round(ctx); err != nil {
+			if errors.Is(err, store.ErrConflict) {
+				return err
+			}
+			p.o.Logf("awfd: %v", err)
+		}
+	}
+}
+
+// Round polls every AWFD instance that is due, and writes its record when
+// the classes changed (or the heartbeat is due).
+func (p *AWFDPoller) Round(ctx context.Context) error {
+	if now := p.o.Now(); p.listed.IsZero() || now.Sub(p.listed) >= p.o.Refresh {
+		names, err := listInstances(ctx, p.st, p.root)
+		if err != nil {
+			return err
+		}
+		p.names, p.listed = names, now
+		p.mu.Lock()
+		for name := range p.inst {
+			if !slices.Contains(names, name) {
+				delete(p.inst, name) // deleted: a re-created instance starts afresh
+			}
+		}
+		p.mu.Unlock()
+	}
+	var errs []error
+	for _, name := range p.names {
+		if err := p.instance(ctx, name); err != nil {
+			errs = append(errs, fmt.Errorf("instance %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (p *AWFDPoller) instance(ctx context.Context, name string) error {
+	now := p.o.Now()
+	p.mu.Lock()
+	ai := p.inst[name]
+	p.mu.Unlock()
+	k := ring.InstanceKeys(p.root, name)
+	if ai == nil || now.Sub(ai.read) >= p.o.Refresh {
+		fresh, err := p.load(ctx, k, ai)
+		if err != nil || fresh == nil {
+			return err
+		}
+		fresh.read = now
+		ai = fresh
+		p.mu.Lock()
+		p.inst[name] = ai
+		p.mu.Unlock()
+	}
+	if ai.cfg.Strategy != forwarding.StrategyAWFD {
+		return nil
+	}
+	o := ai.cfg.AWFDConfig()
+	if now.Sub(ai.lastPoll) < o.Poll {
+		return nil
+	}
+	ai.lastPoll = now
+	p.poll(ctx, ai, o)
+	ids := make([]forwarding.ServerID, len(ai.servers))
+	avail := make([]float64, len(ai.servers))
+	for i, s := range ai.servers {
+		ids[i] = s.id
+		avail[i], _, _ = ai.tracker.Available(s.id, now)
+	}
+	seq := uint64(now.UnixMilli())
+	if ai.last != nil && seq <= ai.last.Seq {
+		seq = ai.last.Seq + 1
+	}
+	rec, err := awfd.Build(seq, now.UnixMilli(), o.Classes, ids, awfd.Weights(avail, o.Classes))
+	if err != nil {
+		return err
+	}
+	if ai.last != nil && sameClasses(ai.last, rec) && now.Sub(ai.written) < p.o.Heartbeat {
+		return nil
+	}
+	b, err := rec.Encode()
+	if err != nil {
+		return err
+	}
+	if err := p.st.Commit(ctx, store.Put(awfd.Key(k), b)); err != nil {
+		return err
+	}
+	ai.last, ai.written = rec, now
+	p.o.Metrics.awfdWritten(ai.cfg.Name, rec)
+	return nil
+}
+
+func sameClasses(a, b *awfd.Record) bool {
+	return slices.EqualFunc(a.Classes, b.Classes, slices.Equal) && slices.Equal(a.Idle, b.Idle)
+}
+
+// load reads an instance's configuration and eligible servers, keeping
+// what old knew (tracker, last record); on a new poller the stored record
+// gives the sequence to continue from.
+func (p *AWFDPoller) load(ctx context.Context, k ring.Keys, old *awfdInstance) (*awfdInstance, error) {
+	it, err := p.st.Get(ctx, k.Config())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil // being created or deleted
+	}
+	if err != nil {
+		return nil, err
+	}
+	var cfg forwarding.Instance
+	if err := json.Unmarshal(it.Value, &cfg); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	ai := &awfdInstance{cfg: &cfg, failures: map[forwarding.ServerID]string{}}
+	if old != nil {
+		ai.tracker, ai.last, ai.written, ai.lastPoll, ai.failures = old.tracker, old.last, old.written, old.lastPoll, old.failures
+	}
+	if cfg.Strategy != forwarding.StrategyAWFD {
+		return ai, nil
+	}
+	o := cfg.AWFDConfig()
+	if ai.tracker == nil {
+		ai.tracker = awfd.NewTracker(o.Hold, o.Poll)
+	}
+	ai.tracker.Hold, ai.tracker.HalfLife = o.Hold, o.Poll
+	if ai.last == nil {
+		if rec, err := awfd.Read(ctx, p.st, k); err == nil && rec != nil {
+			ai.last = rec
+		} else if err != nil {
+			p.o.Logf("awfd: instance %s: stored record unreadable, writing a new one: %v", cfg.Name, err)
+		}
+	}
+	dips, err := readDIPs(ctx, p.st, k)
+	if err != nil {
+		return nil, err
+	}
+	port := cfg.HealthProbe().AgentPort
+	for id, d := range dips {
+		if d.State == Active && d.EffectiveWeight() > 0 {
+			ai.servers = append(ai.servers, awfdServer{id: id, agent: netip.AddrPortFrom(d.Addr, port)})
+		}
+	}
+	slices.SortFunc(ai.servers, func(a, b awfdServer) int { return int(a.id) - int(b.id) })
+	if len(ai.servers) > awfd.MaxServers {
+		return nil, fmt.Errorf("%d active servers, AWFD records hold at most %d", len(ai.servers), awfd.MaxServers)
+	}
+	ai.tracker.Forget(func(id forwarding.ServerID) bool { _, ok := dips[id]; return ok })
+	return ai, nil
+}
+
+// poll asks every server's agent in parallel, within 80% of the interval.
+func (p *AWFDPoller) poll(ctx context.Context, ai *awfdInstance, o forwarding.AWFDOptions) {
+	ctx, cancel := context.WithTimeout(ctx, o.Poll*4/5)
+	defer cancel()
+	type answer struct {
+		id  forwarding.ServerID
+		rep *agentapi.CapacityReport
+		err error
+		at  time.Time
+	}
+	answers := make(chan answer, len(ai.servers))
+	for _, s := range ai.servers {
+		go func() {
+			rep, err := p.o.Client.Capacity(ctx, s.agent)
+			answers <- answer{s.id, rep, err, p.o.Now()}
+		}()
+	}
+	for range ai.servers {
+		a := <-answers
+		if a.err != nil {
+			p.o.Metrics.awfdFailed(ai.cfg.Name)
+			if ai.failures[a.id] == "" {
+				p.o.Logf("awfd: instance %s: server %d: capacity poll failed (last value kept %v, then decays): %v", ai.cfg.Name, a.id, o.Hold, a.err)
+			}
+			ai.failures[a.id] = a.err.Error()
+			continue
+		}
+		delete(ai.failures, a.id)
+		ai.tracker.Report(a.id, a.rep.Available, a.at)
+	}
+}

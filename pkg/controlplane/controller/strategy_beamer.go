@@ -1,0 +1,38 @@
+package controller
+
+import (
+	"fmt"
+
+	"github.com/beamer-lb/beamer/pkg/controlplane/assign"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+)
+
+// beamerStrategy: stable hashing with daisy chaining. Buckets move by the
+// paper's greedy rebalance, youngest buckets last, buckets with a full
+// history not at all unless their owner leaves; each move names in
+// History[0] the owner the bucket moved from, and the history rules
+// (history.go) turn that into the bucket's history. A down DIP stays active
+// in the server table (no bucket is chained to it anyway), and a removed
+// server is kept exactly while some history names it.
+type beamerStrategy struct{}
+
+func init() { registerStrategy(beamerStrategy{}) }
+
+func (beamerStrategy) Name() forwarding.Strategy { return forwarding.StrategyBeamer }
+
+func (beamerStrategy) Moves(p *planning) ([]forwarding.BucketChange, error) {
+	// A bucket whose history already names K owners stays with an owner
+	// that stays: moving it would forget the oldest (assign.RebalanceLimited).
+	moves := assign.RebalanceLimited(p.buckets, p.servers, p.now, p.in.config.ChainLen())
+	// Histories: built from assign's moves and aged, in one place.
+	return p.c.histories(p.in, p.down, p.now).Plan(p.buckets, moves), nil
+}
+
+func (beamerStrategy) DownState() forwarding.ServerState { return forwarding.Active }
+func (beamerStrategy) DrainsRemoved() bool               { return false }
+func (beamerStrategy) Histories() bool                   { return true }
+
+func (beamerStrategy) Show(v *View, _ int) {
+	v.Details = append(v.Details, fmt.Sprintf("strategy beamer: %d buckets, fragmentation %.2f rules/DIP, %d unowned buckets",
+		v.Instance.Buckets, v.Fragmentation, v.Unowned))
+}

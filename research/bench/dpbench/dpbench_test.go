@@ -1,0 +1,125 @@
+package dpbench
+
+import (
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/beamer-lb/beamer/pkg/dataplane"
+	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
+)
+
+// quickRows are the rows every run has.
+var quickRows = []string{"empty", "floor", "encap-floor", "encap-floor-plain", "lines-0", "lines-16", "rotation", "beamer", "beamer-mptcp", "maglev", "maglev-lru", "prism-empty", "prism-miss", "prism-hit",
+	"empty-tc", "decap-floor", "agent-local", "agent-local-moved", "agent-chain", "agent-drop",
+	"cheetah-cookie", "cheetah-cookie-general", "cheetah-syn-rr", "cheetah-fallback",
+	"agent-cheetah-egress", "agent-cheetah-ingress", "decap-floor-xdp", "agent-xdp-local", "agent-xdp-pass",
+	"strip-floor-tc", "strip-floor-xdp",
+	"udp", "udp-moved1", "quic-cid", "quic-initial",
+	"beamer-gue", "beamer-gue-moved1", "agent-local-gue", "agent-chain-gue", "agent-xdp-local-gue",
+	"beamer-ipv6", "beamer-ipv6-moved1", "agent6-local", "agent6-local-moved", "agent6-chain", "agent-xdp-local-ipv6"}
+
+// TestQuickRun is CI's smoke of `beamer bench dataplane`: every program runs
+// and took its intended path on every repetition, by both methods (the
+// batched benchmark build and the production program one packet at a
+// time). No timing is asserted.
+func TestQuickRun(t *testing.T) {
+	netlabtest.RequireRoot(t)
+	rep, err := Run(Quick, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, rep, false)
+	if rep.Ratios.BeamerOverEncapFloor <= 0 || rep.Ratios.AgentLocalOverEmptyTC <= 0 || rep.Ratios.AgentXDPLocalOverEmpty <= 0 {
+		t.Errorf("ratios: %+v", rep.Ratios)
+	}
+	if rep.Ratios.AgentLocalOverStripFloorTC == 0 || rep.Ratios.AgentXDPLocalOverStripFloor == 0 {
+		t.Errorf("no agent / strip floor ratios: %+v", rep.Ratios)
+	}
+}
+
+// TestCompareLoadsBaseline runs the compare modes with this build's own
+// objects as the baselines: every mux row then has a baseline figure whose
+// path was verified on the shared maps, and every row of the agent's own
+// benchmark program a per-packet one.
+func TestCompareLoadsBaseline(t *testing.T) {
+	netlabtest.RequireRoot(t)
+	o := Quick
+	o.Baseline, o.BaselineName = dataplane.MuxBenchObject(), "self"
+	o.AgentBaseline, o.AgentBaselineName = dataplane.AgentBenchObject(), "self"
+	rep, err := Run(o, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, rep, true)
+}
+
+func checkRows(t *testing.T, rep *Report, compare bool) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, n := range quickRows {
+		want[n] = false
+	}
+	for _, p := range rep.Programs {
+		want[p.Name] = true
+		if p.Name == "encap-floor-plain" || strings.HasPrefix(p.Name, "strip-floor") {
+			// No undo: per packet only.
+			if p.NsPerPacket != 0 || p.PerPacket == nil || p.PerPacket.NsMedian <= 0 {
+				t.Errorf("%s: want a per-packet figure only, got batched %v, per packet %+v", p.Name, p.NsPerPacket, p.PerPacket)
+			}
+			continue
+		}
+		if p.NsPerPacket <= 0 || p.NsMin > p.NsPerPacket || p.NsMax < p.NsPerPacket {
+			t.Errorf("%s: %v ns/packet (min %v, max %v)", p.Name, p.NsPerPacket, p.NsMin, p.NsMax)
+		}
+		// Floors, empty programs and the lines-K probes decide nothing:
+		// no path to verify, and the compare mode has no baseline of them.
+		floor := strings.Contains(p.Name, "empty") || strings.Contains(p.Name, "floor") || strings.HasPrefix(p.Name, "lines-")
+		if p.Name == "rotation" {
+			if p.PerPacket != nil || p.Baseline != nil {
+				t.Errorf("rotation: batched only, has %+v / %+v", p.PerPacket, p.Baseline)
+			}
+			continue
+		}
+		if !floor && !p.PathVerified {
+			t.Errorf("%s (%d flows): path not verified", p.Name, p.Flows)
+		}
+		if p.PerPacket == nil || p.PerPacket.NsMedian <= 0 {
+			t.Errorf("%s: no per-packet figure", p.Name)
+		} else if !floor && !p.PerPacket.PathVerified {
+			t.Errorf("%s: per-packet path not verified", p.Name)
+		}
+		mux := !strings.HasPrefix(p.Name, "agent") && p.Name != "empty-tc" && !floor
+		if compare && (mux || p.Name == "empty") {
+			if p.Baseline == nil {
+				t.Errorf("%s: no baseline figure", p.Name)
+			} else if mux && !p.Baseline.PathVerified {
+				t.Errorf("%s: baseline path not verified", p.Name)
+			}
+			// The baseline's production program per packet, beside this
+			// build's (the IPv6 rows reach it by a tail call the baseline
+			// cannot share: batched only).
+			if mux && !strings.Contains(p.Name, "ipv6") {
+				if b := p.BaselinePerPacket; b == nil || b.NsMedian <= 0 || !b.PathVerified {
+					t.Errorf("%s: no verified per-packet baseline figure: %+v", p.Name, b)
+				}
+			}
+		}
+		agentCompared := p.Name == "agent-local" || p.Name == "agent-chain" || p.Name == "agent-drop" || p.Name == "agent-xdp-local" || p.Name == "agent-xdp-pass"
+		if compare && agentCompared {
+			if p.BaselinePerPacket == nil || p.Baseline == nil {
+				t.Errorf("%s: no agent baseline figures", p.Name)
+			} else if !p.BaselinePerPacket.PathVerified {
+				t.Errorf("%s: agent baseline path not verified", p.Name)
+			}
+		}
+		if !compare && (p.Baseline != nil || p.BaselinePerPacket != nil) {
+			t.Errorf("%s: baseline figure without a baseline", p.Name)
+		}
+	}
+	for name, seen := range want {
+		if !seen {
+			t.Errorf("no %s row", name)
+		}
+	}
+}

@@ -1,0 +1,85 @@
+// Package netlabtest gives tests a netlab.Lab that is always cleaned up, and
+// the rule for privileged tests: they skip with a clear message on a machine
+// without root, and fail instead when CI=true, where they must run.
+package netlabtest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/beamer-lb/beamer/research/netlab"
+)
+
+// RequireRoot skips (or, in CI, fails) a test that needs root for BPF and
+// network namespaces.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("this test needs root (BPF, network namespaces) and CI must run it: run the tests as root")
+	}
+	t.Skip("skipping: needs root for BPF and network namespaces (run `sudo make test`)")
+}
+
+// New returns a lab removed when the test ends, pass or fail.
+func New(t testing.TB, tag string) *netlab.Lab {
+	t.Helper()
+	RequireRoot(t)
+	lab, err := netlab.New(tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := lab.Close(); err != nil {
+			t.Errorf("lab cleanup: %v", err)
+		}
+	})
+	return lab
+}
+
+// pinRoot is where the daemons pin by default; tests pin below it too,
+// in directories named test-TAG-PIDxN.
+const pinRoot = "/sys/fs/bpf/beamer"
+
+var pinSeq atomic.Int64
+
+// PinDir is a fresh bpffs directory for a test's pins, removed when the
+// test ends. Pins a killed test run left behind (its process gone) are
+// removed first: a pinned link keeps its program loaded, and attached to
+// whatever device it names, until someone unpins it.
+func PinDir(t testing.TB, tag string) string {
+	t.Helper()
+	RequireRoot(t)
+	SweepStalePins()
+	dir := filepath.Join(pinRoot, fmt.Sprintf("test-%s-%dx%d", tag, os.Getpid(), pinSeq.Add(1)))
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// SweepStalePins removes the test pin directories whose process has
+// exited: test-...-PID or test-...-PIDxN.
+func SweepStalePins() {
+	entries, _ := os.ReadDir(pinRoot)
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "test-") {
+			continue
+		}
+		last := e.Name()[strings.LastIndex(e.Name(), "-")+1:]
+		pidStr, _, _ := strings.Cut(last, "x")
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+			continue
+		}
+		os.RemoveAll(filepath.Join(pinRoot, e.Name()))
+	}
+}
