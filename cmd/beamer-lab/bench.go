@@ -40,7 +40,7 @@ one on the same maps; --compare-agent FILE does the same for an agent object (an
 commit's pkg/dataplane/agentbench_bpfel.o), batched and per packet. Then sends minimum-size packets through a mux on veth and reports
 the forwarded rate, where packets were lost, and the CPU time of generator, mux and sink
 (each on its own CPU where there are enough). docs/performance.md is generated from
-these figures by 'beamer bench doc' (scripts/perf-doc.sh). Needs root.`,
+these figures by 'beamer-lab bench doc' (scripts/perf-doc.sh). Needs root.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if os.Geteuid() != 0 {
@@ -108,7 +108,7 @@ these figures by 'beamer bench doc' (scripts/perf-doc.sh). Needs root.`,
 	dp.Flags().IntVar(&repeat, "repeat", 0, fmt.Sprintf("repetitions per trial (default %s; quick %s)", n(dpbench.Full.Repeat), n(dpbench.Quick.Repeat)))
 	dp.Flags().IntVar(&trials, "trials", 0, fmt.Sprintf("trials per figure, median and quickest reported (default %d; quick %d)", dpbench.Full.Trials, dpbench.Quick.Trials))
 	dp.Flags().IntVar(&perPacket, "per-packet", 0, fmt.Sprintf("per-packet method: test runs of repeat 1 per trial (default %s; quick %s; 0 skips it)", n(dpbench.Full.PerPacket), n(dpbench.Quick.PerPacket)))
-	dp.Flags().StringVar(&compare, "compare", "", "also measure this baseline mux object (benchmark build, from `beamer bench save-baseline` or git show REV:pkg/dataplane/muxbench_bpfel.o) on the same maps, in alternation")
+	dp.Flags().StringVar(&compare, "compare", "", "also measure this baseline mux object (benchmark build, from `beamer-lab bench save-baseline` or git show REV:pkg/dataplane/muxbench_bpfel.o) on the same maps, in alternation")
 	dp.Flags().StringVar(&compareAgent, "compare-agent", "", "also measure this baseline agent object (benchmark build, git show REV:pkg/dataplane/agentbench_bpfel.o) on the current agent's maps, in alternation, batched and per packet")
 	bench.AddCommand(dp)
 	bench.AddCommand(&cobra.Command{
@@ -116,7 +116,7 @@ these figures by 'beamer bench doc' (scripts/perf-doc.sh). Needs root.`,
 		Short: "Write this build's mux benchmark object, for a later `bench dataplane --compare FILE`",
 		Long: `Writes the benchmark build of the mux compiled into this binary (the same bytes as
 pkg/dataplane/muxbench_bpfel.o of its commit). After changing the mux, run
-'beamer bench dataplane --compare FILE' with the new binary: both objects run in the
+'beamer-lab bench dataplane --compare FILE' with the new binary: both objects run in the
 same process on the same maps, in alternation. A baseline whose maps the current
 build lays out differently is refused with the differences named.`,
 		Args: cobra.ExactArgs(1),

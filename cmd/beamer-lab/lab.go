@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// demoStrategies are what `beamer demo` runs by default.
+// demoStrategies are what `beamer-lab demo` runs by default.
 var demoStrategies = lab.Strategies()
 
 func init() {
@@ -66,11 +66,11 @@ func labRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run experiments (or a scenario file) for each strategy and print ours beside the paper's",
-		Example: `  beamer lab run --experiment affinity --removed 1-4
-  beamer lab run --experiment all --size ci --json
-  beamer lab run --scenario my.scenario --strategy beamer
-  beamer lab run --scenario rolling-removal --size ci          # a built-in scenario
-  beamer lab run --scenario short-window --size paper --stretch 1.5`,
+		Example: `  beamer-lab lab run --experiment affinity --removed 1-4
+  beamer-lab lab run --experiment all --size ci --json
+  beamer-lab lab run --scenario my.scenario --strategy beamer
+  beamer-lab lab run --scenario rolling-removal --size ci          # a built-in scenario
+  beamer-lab lab run --scenario short-window --size paper --stretch 1.5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := needRoot("the lab"); err != nil {
@@ -109,6 +109,10 @@ func labRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			bin, err := beamerBinary()
+			if err != nil {
+				return err
+			}
 			progress := os.Stderr
 			if !asJSON {
 				progress = os.Stdout
@@ -135,7 +139,7 @@ func labRunCmd() *cobra.Command {
 				if keep != "" {
 					run.Dir = filepath.Join(keep, fmt.Sprintf("%02d-%s-%s", i+1, name, run.Params.Strategy))
 				}
-				run.Progress = progress
+				run.Progress, run.Beamer = progress, bin
 				run.Inventory = func(inv *lab.Inventory) { made = append(made, inv) }
 				r, err := lab.Run(ctx, run)
 				if err != nil {
@@ -169,7 +173,7 @@ func labRunCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&names, "experiment", nil, "experiments to run: "+lab.ExperimentNames()+", or all")
-	fl.StringVar(&scenario, "scenario", "", "scenario file, or built-in scenario name, to run instead of an experiment (see `beamer lab experiments`)")
+	fl.StringVar(&scenario, "scenario", "", "scenario file, or built-in scenario name, to run instead of an experiment (see `beamer-lab lab experiments`)")
 	fl.Float64Var(&stretch, "stretch", 1, "multiply every time of the scenario (events, window, idle period, churn) by this factor")
 	fl.StringSliceVar(&strategies, "strategy", lab.Strategies(), "strategies, each run in turn: "+strings.Join(lab.Strategies(), ", "))
 	fl.StringVar(&size, "size", lab.SizePaper, "parameter set: "+strings.Join(lab.Sizes, ", ")+" (flags below override it)")
