@@ -12,17 +12,28 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
+// newBenchCommand is `beamer-lab bench`: the data-plane, control-plane and
+// document benchmarks.
+func newBenchCommand() *cobra.Command {
 	bench := &cobra.Command{Use: "bench", Short: "Benchmarks of Beamer's components"}
-	var (
-		asJSON, quick  bool
-		noLive         bool
-		beamerOnly     bool
-		repeat, trials int
-		perPacket      int
-		compare        string
-		compareAgent   string
-	)
+	bench.AddCommand(benchDataplaneCmd(), benchSaveBaselineCmd(), benchControlPlaneCmd(), benchDocCmd())
+	return bench
+}
+
+// benchDataplaneFlags are `bench dataplane`'s flags.
+type benchDataplaneFlags struct {
+	asJSON, quick  bool
+	noLive         bool
+	beamerOnly     bool
+	repeat, trials int
+	perPacket      int
+	compare        string
+	compareAgent   string
+}
+
+// benchDataplaneCmd is `beamer-lab bench dataplane`.
+func benchDataplaneCmd() *cobra.Command {
+	var f benchDataplaneFlags
 	dp := &cobra.Command{
 		Use:   "dataplane",
 		Short: "Per-packet cost of the mux (Beamer and Maglev strategies) and the agent, against the XDP floor",
@@ -42,76 +53,92 @@ the forwarded rate, where packets were lost, and the CPU time of generator, mux 
 (each on its own CPU where there are enough). docs/performance.md is generated from
 these figures by 'beamer-lab bench doc' (scripts/perf-doc.sh). Needs root.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if os.Geteuid() != 0 {
-				return errors.New("the benchmark loads BPF programs and creates a network namespace: run it as root")
-			}
-			o := dpbench.Full
-			if quick {
-				o = dpbench.Quick
-			}
-			if cmd.Flags().Changed("repeat") {
-				o.Repeat = repeat
-			}
-			if cmd.Flags().Changed("trials") {
-				o.Trials = trials
-			}
-			if cmd.Flags().Changed("per-packet") {
-				o.PerPacket = perPacket
-			}
-			if o.Repeat < 1 || o.Trials < 1 || o.PerPacket < 0 {
-				return fmt.Errorf("--repeat and --trials must be positive, --per-packet not negative")
-			}
-			o.BeamerOnly = beamerOnly
-			if compare != "" {
-				obj, err := os.ReadFile(compare)
-				if err != nil {
-					return fmt.Errorf("--compare: %w", err)
-				}
-				o.Baseline, o.BaselineName = obj, compare
-			}
-			if compareAgent != "" {
-				obj, err := os.ReadFile(compareAgent)
-				if err != nil {
-					return fmt.Errorf("--compare-agent: %w", err)
-				}
-				o.AgentBaseline, o.AgentBaselineName = obj, compareAgent
-			}
-			var progress io.Writer = os.Stderr
-			rep, err := dpbench.Run(o, progress)
-			if err != nil {
-				return err
-			}
-			if !noLive {
-				lo := dpbench.LiveFull
-				if quick {
-					lo = dpbench.LiveQuick
-				}
-				if rep.Live, err = dpbench.RunLive(lo, progress); err != nil {
-					return err
-				}
-			}
-			if asJSON {
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
-			}
-			rep.Print(os.Stdout)
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
-	dp.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
-	dp.Flags().BoolVar(&beamerOnly, "beamer-only", false, "only the floors and the Beamer rows (scripts/mux-stages.sh)")
-	dp.Flags().BoolVar(&quick, "quick", false, "a short run that only checks every program takes its path")
-	dp.Flags().BoolVar(&noLive, "no-live", false, "skip the live-traffic part")
+	dp.Flags().BoolVar(&f.asJSON, "json", false, "print one JSON object")
+	dp.Flags().BoolVar(&f.beamerOnly, "beamer-only", false, "only the floors and the Beamer rows (scripts/mux-stages.sh)")
+	dp.Flags().BoolVar(&f.quick, "quick", false, "a short run that only checks every program takes its path")
+	dp.Flags().BoolVar(&f.noLive, "no-live", false, "skip the live-traffic part")
 	n := func(v int) string { return dpbench.Thousands(fmt.Sprint(v)) }
-	dp.Flags().IntVar(&repeat, "repeat", 0, fmt.Sprintf("repetitions per trial (default %s; quick %s)", n(dpbench.Full.Repeat), n(dpbench.Quick.Repeat)))
-	dp.Flags().IntVar(&trials, "trials", 0, fmt.Sprintf("trials per figure, median and quickest reported (default %d; quick %d)", dpbench.Full.Trials, dpbench.Quick.Trials))
-	dp.Flags().IntVar(&perPacket, "per-packet", 0, fmt.Sprintf("per-packet method: test runs of repeat 1 per trial (default %s; quick %s; 0 skips it)", n(dpbench.Full.PerPacket), n(dpbench.Quick.PerPacket)))
-	dp.Flags().StringVar(&compare, "compare", "", "also measure this baseline mux object (benchmark build, from `beamer-lab bench save-baseline` or git show REV:pkg/dataplane/muxbench_bpfel.o) on the same maps, in alternation")
-	dp.Flags().StringVar(&compareAgent, "compare-agent", "", "also measure this baseline agent object (benchmark build, git show REV:pkg/dataplane/agentbench_bpfel.o) on the current agent's maps, in alternation, batched and per packet")
-	bench.AddCommand(dp)
-	bench.AddCommand(&cobra.Command{
+	dp.Flags().IntVar(&f.repeat, "repeat", 0, fmt.Sprintf("repetitions per trial (default %s; quick %s)", n(dpbench.Full.Repeat), n(dpbench.Quick.Repeat)))
+	dp.Flags().IntVar(&f.trials, "trials", 0, fmt.Sprintf("trials per figure, median and quickest reported (default %d; quick %d)", dpbench.Full.Trials, dpbench.Quick.Trials))
+	dp.Flags().IntVar(&f.perPacket, "per-packet", 0, fmt.Sprintf("per-packet method: test runs of repeat 1 per trial (default %s; quick %s; 0 skips it)", n(dpbench.Full.PerPacket), n(dpbench.Quick.PerPacket)))
+	dp.Flags().StringVar(&f.compare, "compare", "", "also measure this baseline mux object (benchmark build, from `beamer-lab bench save-baseline` or git show REV:pkg/dataplane/muxbench_bpfel.o) on the same maps, in alternation")
+	dp.Flags().StringVar(&f.compareAgent, "compare-agent", "", "also measure this baseline agent object (benchmark build, git show REV:pkg/dataplane/agentbench_bpfel.o) on the current agent's maps, in alternation, batched and per packet")
+	return dp
+}
+
+// options are the benchmark's options: the preset, the flags given over
+// it, the baseline objects read.
+func (f *benchDataplaneFlags) options(cmd *cobra.Command) (dpbench.Options, error) {
+	o := dpbench.Full
+	if f.quick {
+		o = dpbench.Quick
+	}
+	if cmd.Flags().Changed("repeat") {
+		o.Repeat = f.repeat
+	}
+	if cmd.Flags().Changed("trials") {
+		o.Trials = f.trials
+	}
+	if cmd.Flags().Changed("per-packet") {
+		o.PerPacket = f.perPacket
+	}
+	if o.Repeat < 1 || o.Trials < 1 || o.PerPacket < 0 {
+		return o, fmt.Errorf("--repeat and --trials must be positive, --per-packet not negative")
+	}
+	o.BeamerOnly = f.beamerOnly
+	if f.compare != "" {
+		obj, err := os.ReadFile(f.compare)
+		if err != nil {
+			return o, fmt.Errorf("--compare: %w", err)
+		}
+		o.Baseline, o.BaselineName = obj, f.compare
+	}
+	if f.compareAgent != "" {
+		obj, err := os.ReadFile(f.compareAgent)
+		if err != nil {
+			return o, fmt.Errorf("--compare-agent: %w", err)
+		}
+		o.AgentBaseline, o.AgentBaselineName = obj, f.compareAgent
+	}
+	return o, nil
+}
+
+func (f *benchDataplaneFlags) run(cmd *cobra.Command) error {
+	if os.Geteuid() != 0 {
+		return errors.New("the benchmark loads BPF programs and creates a network namespace: run it as root")
+	}
+	o, err := f.options(cmd)
+	if err != nil {
+		return err
+	}
+	var progress io.Writer = os.Stderr
+	rep, err := dpbench.Run(o, progress)
+	if err != nil {
+		return err
+	}
+	if !f.noLive {
+		lo := dpbench.LiveFull
+		if f.quick {
+			lo = dpbench.LiveQuick
+		}
+		if rep.Live, err = dpbench.RunLive(lo, progress); err != nil {
+			return err
+		}
+	}
+	if f.asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	rep.Print(os.Stdout)
+	return nil
+}
+
+// benchSaveBaselineCmd is `beamer-lab bench save-baseline`.
+func benchSaveBaselineCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:   "save-baseline FILE",
 		Short: "Write this build's mux benchmark object, for a later `bench dataplane --compare FILE`",
 		Long: `Writes the benchmark build of the mux compiled into this binary (the same bytes as
@@ -123,6 +150,5 @@ build lays out differently is refused with the differences named.`,
 		RunE: func(_ *cobra.Command, args []string) error {
 			return os.WriteFile(args[0], dataplane.MuxBenchObject(), 0o644)
 		},
-	})
-	rootCmd.AddCommand(bench)
+	}
 }

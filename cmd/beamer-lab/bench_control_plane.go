@@ -13,22 +13,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// The control-plane benchmark joins `beamer-lab bench`, which bench.go
-// defines; init functions run in file-name order, so it exists here.
-func init() {
-	var parent *cobra.Command
-	for _, c := range rootCmd.Commands() {
-		if c.Name() == "bench" {
-			parent = c
-		}
-	}
-	if parent == nil {
-		parent = &cobra.Command{Use: "bench", Short: "Benchmarks of Beamer's components"}
-		rootCmd.AddCommand(parent)
-	}
-	parent.AddCommand(benchControlPlaneCmd())
-}
-
+// benchControlPlaneCmd is `beamer-lab bench control-plane`.
 func benchControlPlaneCmd() *cobra.Command {
 	var (
 		stores, presets string

@@ -37,7 +37,8 @@ type perfDoc struct {
 	LoadEnd             string
 }
 
-func init() {
+// benchDocCmd is `beamer-lab bench doc`.
+func benchDocCmd() *cobra.Command {
 	var (
 		out, tmpl, cpArgs string
 		quick, noCP       bool
@@ -100,11 +101,7 @@ scripts/perf-doc.sh is the usual way to call it.`,
 	cmd.Flags().BoolVar(&quick, "quick", false, "short runs (a check of the pipeline, not figures to publish)")
 	cmd.Flags().BoolVar(&noCP, "no-control-plane", false, "skip the control-plane benchmark")
 	cmd.Flags().StringVar(&cpArgs, "control-plane-args", "", "arguments for `beamer-lab bench control-plane` (default: its own)")
-	for _, c := range rootCmd.Commands() {
-		if c.Name() == "bench" {
-			c.AddCommand(cmd)
-		}
-	}
+	return cmd
 }
 
 // runControlPlane runs `beamer-lab bench control-plane ARGS` (this binary) and

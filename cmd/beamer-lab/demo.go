@@ -9,7 +9,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
+// newDemoCommand is `beamer-lab demo` (make demo).
+func newDemoCommand() *cobra.Command {
 	var (
 		strategies []string
 		out        string
@@ -58,5 +59,5 @@ Everything is removed at the end. Needs root. (The full experiments: beamer-lab 
 	cmd.Flags().StringVar(&out, "out", "lab-results/demo", "directory for plots and results.json (\"\" = none)")
 	cmd.Flags().Int64Var(&seed, "seed", 1, "seed of the flows and the router's ECMP hash")
 	cmd.Flags().Float64Var(&stretch, "stretch", 1, "multiply the schedule's times by this factor")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }

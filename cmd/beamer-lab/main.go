@@ -12,32 +12,34 @@ import (
 	"github.com/spf13/cobra"
 )
 
-var rootCmd = &cobra.Command{
-	Use:           "beamer-lab",
-	Short:         "Beamer's lab: the demo, the papers' experiments, simulations and benchmarks",
-	SilenceUsage:  true,
-	SilenceErrors: true,
-}
-
 // envFlags are the flags BEAMER_ variables give, as for beamer.
 var envFlags = []string{"log-level", "log-format"}
 
-var logFlags rootflags.Log
-
-func init() {
-	logFlags.Register(rootCmd.PersistentFlags())
-	rootCmd.PersistentFlags().StringVar(&beamerFlag, "beamer", "", "the beamer binary whose mux, agent and controller the lab runs (default: beamer beside this binary, else on PATH)")
-	rootCmd.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+// newRootCommand builds the command tree: the root's persistent flags
+// (--log-level, --log-format, --beamer) and every subcommand.
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "beamer-lab",
+		Short:         "Beamer's lab: the demo, the papers' experiments, simulations and benchmarks",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	var logs rootflags.Log
+	logs.Register(root.PersistentFlags())
+	root.PersistentFlags().StringVar(&beamerFlag, "beamer", "", "the beamer binary whose mux, agent and controller the lab runs (default: beamer beside this binary, else on PATH)")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if err := rootflags.ApplyEnv(cmd, envFlags); err != nil {
 			return err
 		}
-		return logFlags.Install()
+		return logs.Install()
 	}
+	root.AddCommand(newDemoCommand(), newLabCommand(), newSimCommand(), newBenchCommand())
+	rootflags.DocumentEnv(root, envFlags)
+	return root
 }
 
 func main() {
-	rootflags.DocumentEnv(rootCmd, envFlags)
-	if err := rootCmd.Execute(); err != nil {
+	if err := newRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "beamer-lab:", err)
 		os.Exit(1)
 	}

@@ -2,10 +2,12 @@ package main
 
 import "github.com/spf13/cobra"
 
-// simCmd groups the simulations that reproduce the papers' figures.
-var simCmd = &cobra.Command{
-	Use:   "sim",
-	Short: "Reproduce the papers' evaluations in simulation",
+// newSimCommand groups the simulations that reproduce the papers' figures.
+func newSimCommand() *cobra.Command {
+	sim := &cobra.Command{
+		Use:   "sim",
+		Short: "Reproduce the papers' evaluations in simulation",
+	}
+	sim.AddCommand(newSimAwfdCommand(), newSimCheetahCommand(), newSimHashingCommand(), newSimPrismCommand())
+	return sim
 }
-
-func init() { rootCmd.AddCommand(simCmd) }

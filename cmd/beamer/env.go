@@ -18,19 +18,10 @@ var envFlags = []string{"store", "insecure", "instance", "iface", "config", "met
 func envName(flag string) string { return rootflags.EnvName(flag) }
 
 // documentEnv adds "(env BEAMER_X)" to the help of every flag in envFlags,
-// on every command. It runs once, from main and tests, after every init.
+// on every command. newRootCommand runs it once the tree is built.
 func documentEnv(c *cobra.Command) { rootflags.DocumentEnv(c, envFlags) }
 
 // applyEnv sets the flags of cmd not given on the command line from their
 // variables. The flag is not marked as changed: commands that ask whether
 // a flag was given mean the command line.
 func applyEnv(cmd *cobra.Command) error { return rootflags.ApplyEnv(cmd, envFlags) }
-
-func init() {
-	rootCmd.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		if err := applyEnv(cmd); err != nil {
-			return err
-		}
-		return setupLogging()
-	}
-}

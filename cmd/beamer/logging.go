@@ -7,22 +7,25 @@ import (
 	"strings"
 
 	"github.com/beamer-lb/beamer/cmd/internal/rootflags"
+	"github.com/spf13/cobra"
 )
 
 // Every command logs through slog's default logger, set up from the
 // root's --log-level and --log-format (also BEAMER_LOG_LEVEL and
 // BEAMER_LOG_FORMAT) by rootflags, which beamer-lab shares.
-var logFlags rootflags.Log
 
-func init() { logFlags.Register(rootCmd.PersistentFlags()) }
+// addLogFlags gives the root its log flags; Install makes them the default
+// logger before a command runs.
+func addLogFlags(root *cobra.Command) *rootflags.Log {
+	var l rootflags.Log
+	l.Register(root.PersistentFlags())
+	return &l
+}
 
 // newLogger builds the logger the flags ask for, writing to w.
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return rootflags.NewLogger(w, level, format)
 }
-
-// setupLogging makes the flags' logger the default.
-func setupLogging() error { return logFlags.Install() }
 
 // slogf adapts a printf-style Logf hook (the controller's) to slog: a
 // message starting "ERROR: " is logged at error level without the prefix,
