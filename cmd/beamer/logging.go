@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 )
 
 // Every command logs through slog's default logger, set up here from the
@@ -43,22 +42,4 @@ func setupLogging() error {
 	}
 	slog.SetDefault(l)
 	return nil
-}
-
-// slogf adapts a printf-style Logf hook (the controller's) to slog: a
-// message starting "ERROR: " is logged at error level without the prefix,
-// one starting "WARN: " at warning level.
-func slogf(l *slog.Logger) func(format string, a ...any) {
-	return func(format string, a ...any) {
-		msg := fmt.Sprintf(format, a...)
-		if rest, ok := strings.CutPrefix(msg, "ERROR: "); ok {
-			l.Error(rest)
-			return
-		}
-		if rest, ok := strings.CutPrefix(msg, "WARN: "); ok {
-			l.Warn(rest)
-			return
-		}
-		l.Info(msg)
-	}
 }
