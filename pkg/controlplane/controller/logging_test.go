@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 )
 
 // lockedBuffer is a bytes.Buffer a logger and the test share.
