@@ -34,18 +34,9 @@ const (
 // (DSR, from the VIP) do not fit and the router answers them with ICMP
 // frag needed, addressed to the VIP — which routes to the mux.
 func (e *e2eNet) addFarClient(t *testing.T) *netlab.Namespace {
-	ns := func(name string) *netlab.Namespace {
-		n, err := e.lab.Namespace(name)
-		must(t, err)
-		return n
-	}
-	router, far := ns("router"), ns("far")
-	must(t, e.lab.Veth(router, "eth0", netip.PrefixFrom(e2eRouterIn, 24), e.fabric, "r0", netip.Prefix{}, 1600))
-	for _, args := range [][]string{{"link", "set", "r0", "master", "br0"}, {"link", "set", "r0", "up"}} {
-		_, err := e.fabric.Run("ip", args...)
-		must(t, err)
-	}
-	must(t, e.lab.Veth(far, "eth0", netip.PrefixFrom(e2eFar, 24), router, "eth1", netip.PrefixFrom(e2eRouterOut, 24), 0))
+	router, far := e.rig.Namespace("router"), e.rig.Namespace("far")
+	e.rig.Attach(router, netip.PrefixFrom(e2eRouterIn, 24), 1600)
+	e.rig.Link(far, "eth0", netip.PrefixFrom(e2eFar, 24), router, "eth1", netip.PrefixFrom(e2eRouterOut, 24), 0)
 	must(t, router.Sysctl("net.ipv4.ip_forward", "1"))
 	for _, c := range [][]string{
 		{"ip", "route", "add", e2eVIP.String() + "/32", "via", e2eMux.String()},
