@@ -7,13 +7,13 @@ import (
 	"net"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/beamer-lb/beamer/research/netlab"
+	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 )
 
 var (
@@ -61,34 +61,14 @@ func (e *e2eNet) addFarClient(t *testing.T) *netlab.Namespace {
 // serveBulk writes e2eBulkSize bytes to every connection on VIP:8080
 // once the client sent a byte.
 func serveBulk(t *testing.T, ns *netlab.Namespace) {
-	var l net.Listener
-	must(t, ns.Do(func() error {
-		var err error
-		l, err = net.Listen("tcp4", netip.AddrPortFrom(e2eVIP, e2eBulkPort).String())
-		return err
-	}))
-	var wg sync.WaitGroup
-	t.Cleanup(func() { l.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(10 * time.Second))
-				if _, err := c.Read(make([]byte, 1)); err != nil {
-					return
-				}
-				c.Write(make([]byte, e2eBulkSize))
-			}()
+	l := netlabtest.Listen(t, ns, nil, "tcp4", netip.AddrPortFrom(e2eVIP, e2eBulkPort).String())
+	netlabtest.Serve(t, l, func(c net.Conn) {
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err != nil {
+			return
 		}
-	}()
+		c.Write(make([]byte, e2eBulkSize))
+	})
 }
 
 // TestEndToEndICMPFragNeeded: a client behind a narrow link downloads from

@@ -79,8 +79,7 @@ func TestReadmeMultiHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := workDir(t)
-	lab := netlabtest.New(t, "rdme")
-	nss := buildNetwork(t, lab)
+	nss := buildNetwork(t, netlabtest.NewRig(t, "rdme"))
 
 	// Each host's own setup, before the README: the controller's state
 	// directory and the router's FRR (installed and running, as the

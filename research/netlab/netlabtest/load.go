@@ -172,12 +172,17 @@ func (a *Load) TakeLongest() (echo, stream time.Duration) {
 	return echo, stream
 }
 
+// Failures are the connections broken so far.
+func (a *Load) Failures() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.failures...)
+}
+
 // End stops the traffic, waits for the exchanges under way, and says which
 // connections broke.
 func (a *Load) End() []string {
 	a.cancel()
 	a.wg.Wait()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]string(nil), a.failures...)
+	return a.Failures()
 }

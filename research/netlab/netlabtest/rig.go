@@ -84,9 +84,17 @@ func (r *Rig) Fabric() *netlab.Namespace {
 // name in the fabric.
 func (r *Rig) Attach(ns *netlab.Namespace, addr netip.Prefix, mtu int) string {
 	r.t.Helper()
-	fabric := r.Fabric()
 	port := fmt.Sprintf("p%d", r.ports)
 	r.ports++
+	r.AttachPort(ns, port, addr, mtu)
+	return port
+}
+
+// AttachPort is Attach with the port named by the caller (a test that looks
+// at the port afterwards).
+func (r *Rig) AttachPort(ns *netlab.Namespace, port string, addr netip.Prefix, mtu int) {
+	r.t.Helper()
+	fabric := r.Fabric()
 	r.Link(ns, "eth0", addr, fabric, port, netip.Prefix{}, mtu)
 	nl := fabric.Netlink()
 	br, err := nl.LinkByName("br0")
@@ -94,7 +102,6 @@ func (r *Rig) Attach(ns *netlab.Namespace, addr netip.Prefix, mtu int) string {
 	l, err := nl.LinkByName(port)
 	Must(r.t, err)
 	Must(r.t, nl.LinkSetMaster(l, br))
-	return port
 }
 
 // AttachMux is Attach for a namespace whose eth0 runs an XDP mux: its
