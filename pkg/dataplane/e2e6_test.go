@@ -151,29 +151,11 @@ func TestEndToEnd6(t *testing.T) {
 func endToEnd6(t *testing.T, xdp bool) {
 	e := newE2E6(t)
 	if xdp {
-		for name, s := range e.servers {
-			a := e.agents[name]
-			must(t, s.Do(func() error {
-				l, err := a.AttachXDP("eth0", XDPDriver)
-				if err != nil {
-					return err
-				}
-				t.Cleanup(func() { l.Close() })
-				return nil
-			}))
-		}
+		e.attachAgentsXDP(t)
 	}
 	const n = 6
 	dial := func(want, tag string) []*echoConn {
-		var cs []*echoConn
-		for i := 0; i < n; i++ {
-			c := e.dial6(t, false)
-			if who, err := c.ask(fmt.Sprint(tag, i), answerWithin); err != nil || who != want {
-				t.Fatalf("%s connection %d: served by %q, %v", tag, i, who, err)
-			}
-			cs = append(cs, c)
-		}
-		return cs
+		return dialServed(t, n, want, tag, func() *echoConn { return e.dial6(t, false) })
 	}
 	onA := dial("a", "a-")
 	if d := e.counter(t, "a", "xdp_decap"); xdp && d < 3*n {

@@ -230,6 +230,36 @@ func dialEcho(t *testing.T, client *netlab.Namespace, mptcp bool, timeout time.D
 	return &echoConn{Conn: c, r: bufio.NewReader(c)}
 }
 
+// dialServed opens n connections with dial, each asked tag+i and answered
+// by server want, else the test fails; they stay open for the test.
+func dialServed(t *testing.T, n int, want, tag string, dial func() *echoConn) []*echoConn {
+	t.Helper()
+	var cs []*echoConn
+	for i := 0; i < n; i++ {
+		c := dial()
+		if who, err := c.ask(fmt.Sprint(tag, i), answerWithin); err != nil || who != want {
+			t.Fatalf("%s connection %d: served by %q, %v", tag, i, who, err)
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// attachAgentsXDP attaches every server's agent in native XDP too, as on a
+// server whose NIC runs XDP; detached when the test ends.
+func (e *e2eNet) attachAgentsXDP(t *testing.T) {
+	for name, s := range e.servers {
+		a := e.agents[name]
+		must(t, s.Do(func() error {
+			l, err := a.AttachXDP("eth0", XDPDriver)
+			if err == nil {
+				t.Cleanup(func() { l.Close() })
+			}
+			return err
+		}))
+	}
+}
+
 // ask sends a line and returns the name of the server that answered.
 func (c *echoConn) ask(msg string, timeout time.Duration) (string, error) {
 	c.SetDeadline(time.Now().Add(timeout))

@@ -1,6 +1,17 @@
-// Package netlabtest gives tests a netlab.Lab that is always cleaned up, and
-// the rule for privileged tests: they skip with a clear message on a machine
-// without root, and fail instead when CI=true, where they must run.
+// Package netlabtest is the one namespace and live-TCP rig of the tests:
+//
+//   - RequireRoot, the rule for privileged tests: they skip with a clear
+//     message on a machine without root, and fail instead when CI=true,
+//     where they must run;
+//   - New and NewRig: a lab whose namespaces (uniquely named, addresses in
+//     198.18.0.0/15 and 2001:db8::/32 only) are removed when the test ends,
+//     pass or fail; a Rig adds veth links (Link, Pair), a layer-2 fabric
+//     (Attach) and the load balancer's DSR layout (client, muxes, servers);
+//   - Listen, Dial, Serve and ServeEcho: sockets in a namespace, closed with
+//     the test, and a server whose goroutines never outlive it;
+//   - Load: live connections that keep exchanging data under deadlines,
+//     bounded in time, reporting their progress, pauses and breaks;
+//   - PinDir: a bpffs directory of the test's own.
 package netlabtest
 
 import (
