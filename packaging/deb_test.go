@@ -58,12 +58,7 @@ func securityScore(t *testing.T, path string) float64 {
 }
 
 func TestDebianPackage(t *testing.T) {
-	if os.Getuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the package test needs root (dpkg, namespaces)")
-		}
-		t.Skip("needs root: dpkg into a private root, setpriv and network namespaces")
-	}
+	netlabtest.RequireRootFor(t, "dpkg into a private root, setpriv and network namespaces")
 	for _, tool := range []string{"dpkg", "dpkg-query", "setpriv", "systemd-analyze", "ip", "git"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s: %v (make setup installs it: scripts/apt-packages.txt)", tool, err)

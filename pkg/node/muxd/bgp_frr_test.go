@@ -70,12 +70,7 @@ type frrNet struct {
 
 func startFRRNet(t *testing.T, frrConf string) *frrNet {
 	const bgpd = "/usr/lib/frr/bgpd"
-	if _, err := os.Stat(bgpd); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("FRR is missing (scripts/setup.sh installs it) and CI must run the FRR BGP test")
-		}
-		t.Skip("FRR is not installed (apt-get install frr)")
-	}
+	netlabtest.RequireFile(t, bgpd, "the router's BGP speaker is FRR (apt-get install frr)")
 	f := &frrNet{dir: t.TempDir()}
 	f.mux, f.router = netlabtest.NewRig(t, "bgp6").Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "router", netip.MustParsePrefix("198.18.0.254/24"), 0)
 	must(t, f.mux.AddAddr("eth0", netip.MustParsePrefix("2001:db8::1/64")))
