@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -91,13 +90,7 @@ func TestEndToEndICMPFragNeeded(t *testing.T) {
 	}
 	// The connection is opened on A, then its bucket moves to B before A
 	// sends the large replies: the frag needed reaches B first.
-	var c net.Conn
-	must(t, far.Do(func() error {
-		var err error
-		d := net.Dialer{Timeout: answerWithin}
-		c, err = d.DialContext(context.Background(), "tcp4", netip.AddrPortFrom(e2eVIP, e2eBulkPort).String())
-		return err
-	}))
+	c := netlabtest.Dial(t, far, nil, "tcp4", netip.AddrPortFrom(e2eVIP, e2eBulkPort).String())
 	defer c.Close()
 	e.moveAll(t, "a", "b", time.Now())
 	c.SetDeadline(time.Now().Add(15 * time.Second))

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -52,9 +51,7 @@ func TestInspectStoppedAgent(t *testing.T) {
 	d, _, opts := startEchoServer(t, srv, vip)
 	const conns = 5
 	for i := range conns {
-		var c net.Conn
-		dl := net.Dialer{Timeout: 10 * time.Second}
-		must(t, client.Do(func() (err error) { c, err = dl.Dial("tcp4", netip.AddrPortFrom(vip, 80).String()); return err }))
+		c := netlabtest.Dial(t, client, nil, "tcp4", netip.AddrPortFrom(vip, 80).String())
 		c.SetDeadline(time.Now().Add(10 * time.Second))
 		msg := fmt.Sprintf("hello %d\n", i)
 		_, err := io.WriteString(c, msg)
