@@ -20,8 +20,8 @@ import (
 // a black hole at the deadline.
 const AnswerWithin = 10 * time.Second
 
-// Listen opens a listener in ns (lc nil: the default configuration). Serve
-// closes it when the test ends.
+// Listen opens a listener in ns (lc nil: the default configuration),
+// closed when the test ends.
 func Listen(t testing.TB, ns *netlab.Namespace, lc *net.ListenConfig, network, address string) net.Listener {
 	t.Helper()
 	if lc == nil {
@@ -32,6 +32,7 @@ func Listen(t testing.TB, ns *netlab.Namespace, lc *net.ListenConfig, network, a
 		l, err = lc.Listen(context.Background(), network, address)
 		return err
 	}))
+	t.Cleanup(func() { l.Close() })
 	return l
 }
 
@@ -59,7 +60,7 @@ var streamChunk = []byte(strings.Repeat("0123456789abcdef", 256))
 
 const streamEvery = 5 * time.Millisecond
 
-// ServeEcho serves l in ns until the test ends (see Serve): a connection
+// ServeEcho serves l until the test ends (see Serve): a connection
 // whose first bytes are StreamRequest gets 4 KiB every 5 ms until it
 // closes (a download, so that a server sends while something restarts);
 // any other gets back every byte it sends.
