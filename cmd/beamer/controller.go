@@ -16,7 +16,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
+// newControllerCommand is `beamer controller`.
+func newControllerCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the Beamer controller: serves `beamer ctl`, health-checks DIPs, writes the mux ring",
@@ -71,7 +72,7 @@ TLS, roles read and admin); a standby forwards calls to the elected one.`,
 			return fmt.Errorf("--defrag-*: %w", err)
 		}
 		logger := slog.Default().With("component", "controller")
-		o := controller.RunOptions{Identity: *identity, ReconcileEvery: *reconcile, Logf: slogf(logger)}
+		o := controller.RunOptions{Options: controller.Options{Logger: logger}, Identity: *identity, ReconcileEvery: *reconcile}
 		// Options are checked before the store is opened (or started).
 		if err := applyHolds(&o); err != nil {
 			return err
@@ -122,5 +123,5 @@ TLS, roles read and admin); a standby forwards calls to the elected one.`,
 		controller.Run(ctx, st, target.Root, o)
 		return nil
 	}
-	rootCmd.AddCommand(cmd)
+	return cmd
 }

@@ -65,4 +65,14 @@ func checkCheetah(in *Instance) error {
 
 // Cheetah: the Beamer bucket table serves clients without timestamps, so
 // the instance's general rules apply, plus the policy and keys.
-func init() { RegisterStrategy(StrategySpec{Name: StrategyCheetah, Check: checkCheetah}) }
+func init() {
+	RegisterStrategy(StrategySpec{Name: StrategyCheetah, Check: checkCheetah, CheckServer: checkCheetahServer})
+}
+
+// checkCheetahServer: a cookie carries 15 bits of server id.
+func checkCheetahServer(id ServerID) error {
+	if id > cheetah.MaxID {
+		return fmt.Errorf("server id %d does not fit a Cheetah cookie (at most %d)", id, cheetah.MaxID)
+	}
+	return nil
+}

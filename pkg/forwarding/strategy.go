@@ -47,6 +47,10 @@ type StrategySpec struct {
 	// Check returns what is wrong with the strategy's own part of a
 	// configuration (e.g. a Maglev table size must be prime), or nil.
 	Check func(in *Instance) error
+	// CheckServer, if set, returns what is wrong with a server id under
+	// this strategy (e.g. a Cheetah cookie carries 15 bits of it), or nil;
+	// Instance.CheckServer asks it.
+	CheckServer func(id ServerID) error
 }
 
 var registered = map[Strategy]StrategySpec{}
