@@ -1,17 +1,13 @@
 package beamercli
 
 import (
-	"bufio"
-	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -97,33 +93,15 @@ func (r *agentRestartRig) writeAgentConfig(t *testing.T, keys bool) {
 
 // newRestartRig makes the namespaces, the links and the services.
 func newRestartRig(t *testing.T, strategy forwarding.Strategy, tag string) *agentRestartRig {
-	lab := netlabtest.New(t, tag)
-	ns := func(name string) *netlab.Namespace {
-		n, err := lab.Namespace(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	fabric := ns("fabric")
-	r := &agentRestartRig{strategy: strategy, client: ns("client"), muxNS: ns("mux"), srv: ns("srv"), srv2: ns("srv2"), window: "4m"}
+	d := netlabtest.NewRig(t, tag).DSR(netlabtest.DSRLayout{VIP: arVIP, Client: netip.PrefixFrom(arClient, 24), Muxes: []netip.Prefix{netip.PrefixFrom(arMux, 24)},
+		Servers: []netip.Prefix{netip.PrefixFrom(arServer, 24), netip.PrefixFrom(arServer2, 24)}, MTU: 1600})
+	r := &agentRestartRig{strategy: strategy, client: d.Client, muxNS: d.Muxes[0], srv: d.Servers[0], srv2: d.Servers[1], window: "4m"}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	must(lab.Veth(r.client, "eth0", netip.PrefixFrom(arClient, 24), fabric, "c0", netip.Prefix{}, 0))
-	must(lab.Veth(r.muxNS, "eth0", netip.PrefixFrom(arMux, 24), fabric, "m0", netip.Prefix{}, 1600))
-	must(lab.Veth(r.srv, "eth0", netip.PrefixFrom(arServer, 24), fabric, "s0", netip.Prefix{}, 1600))
-	must(lab.Veth(r.srv2, "eth0", netip.PrefixFrom(arServer2, 24), fabric, "s1", netip.Prefix{}, 1600))
-	must(fabric.Bridge("br0", "c0", "m0", "s0", "s1"))
-	pass, err := fabric.AttachXDPPass("m0") // receives the mux's XDP_TX frames
-	must(err)
-	t.Cleanup(func() { pass.Close() })
-	must(r.client.DisableTxChecksum("eth0"))
-	_, err = r.client.Run("ip", "route", "add", arVIP.String()+"/32", "via", arMux.String())
-	must(err)
 	must(r.muxNS.Sysctl("net.ipv4.ip_forward", "1"))
 
 	r.instance = forwarding.Instance{Name: "web", Strategy: strategy, VIPs: []netip.Addr{arVIP}, PortLow: 80, PortHigh: 80, Buckets: arBuckets}
@@ -135,11 +113,10 @@ func newRestartRig(t *testing.T, strategy forwarding.Strategy, tag string) *agen
 	case forwarding.StrategyCheetah:
 		r.instance.Cheetah = &forwarding.CheetahOptions{Policy: forwarding.CheetahRR, Keys: arKeys}
 	}
-	// The servers: an echo and a stream service on port 80.
+	// The servers: an echo and a download service on port 80 (netlabtest.ServeEcho).
 	for _, s := range []*netlab.Namespace{r.srv, r.srv2} {
-		must(s.Sysctl("net.ipv4.conf.all.rp_filter", "0"))
-		must(s.Sysctl("net.ipv4.conf.eth0.rp_filter", "0"))
-		arServe(t, s)
+		netlabtest.Sysctls(t, s, "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.eth0.rp_filter=0")
+		netlabtest.ServeEcho(t, netlabtest.Listen(t, s, nil, "tcp4", ":80"))
 	}
 	dir := t.TempDir()
 	r.cfg, r.state, r.pins = filepath.Join(dir, "daemon.yaml"), filepath.Join(dir, "daemon-state.json"), netlabtest.PinDir(t, tag)
@@ -305,166 +282,19 @@ func tcPrograms(t *testing.T, ns *netlab.Namespace) (ingress, egress int) {
 	return ingress, egress
 }
 
-// arServe answers on port 80 of every address: a connection whose first
-// line is "echo" gets each further line back; one whose first line is
-// "stream" gets 4 KiB every 5 ms until it closes (a download, so the
-// server sends while its agent restarts).
-func arServe(t *testing.T, ns *netlab.Namespace) {
-	var l net.Listener
-	if err := ns.Do(func() (err error) { l, err = net.Listen("tcp4", ":80"); return err }); err != nil {
-		t.Fatal(err)
-	}
-	chunk := []byte(strings.Repeat("0123456789abcdef", 256))
-	netlabtest.Serve(t, l, func(c net.Conn) {
-		br := bufio.NewReader(c)
-		mode, err := br.ReadString('\n')
-		if err != nil {
-			return
-		}
-		if mode == "stream\n" {
-			for {
-				c.SetWriteDeadline(time.Now().Add(30 * time.Second))
-				if _, err := c.Write(chunk); err != nil {
-					return
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-		}
-		for {
-			line, err := br.ReadString('\n')
-			if err != nil {
-				return
-			}
-			if _, err := io.WriteString(c, line); err != nil {
-				return
-			}
-		}
-	})
-}
-
-// arLoad is the clients' traffic: echo connections exchanging a line every
-// arEchoEvery and stream connections reading a download, each recording its
-// progress, its longest pause and how it failed.
-type arLoad struct {
-	mu       sync.Mutex
-	progress []int
-	longest  []time.Duration // per connection: the longest time between two exchanges (echo) or reads (stream)
-	failures []string
-	wg       sync.WaitGroup
-	cancel   context.CancelFunc
-}
-
+// arEcho, arStream are the clients' connections: echo connections
+// exchanging a line every arEchoEvery and download connections reading.
 const arEcho, arStream = 4, 4
 
 // arEchoEvery is the pause between two exchanges of an echo connection:
 // the resolution of the pauses the restart tests report.
 const arEchoEvery = 2 * time.Millisecond
 
-func (r *agentRestartRig) load(t *testing.T) *arLoad {
-	ctx, cancel := context.WithCancel(context.Background())
-	a := &arLoad{progress: make([]int, arEcho+arStream), longest: make([]time.Duration, arEcho+arStream), cancel: cancel}
-	for i := range arEcho + arStream {
-		var c net.Conn
-		d := net.Dialer{Timeout: 10 * time.Second}
-		if err := r.client.Do(func() (err error) { c, err = d.Dial("tcp4", netip.AddrPortFrom(arVIP, 80).String()); return err }); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		stream := i >= arEcho
-		mode := "echo\n"
-		if stream {
-			mode = "stream\n"
-		}
-		if _, err := io.WriteString(c, mode); err != nil {
-			t.Fatal(err)
-		}
-		a.wg.Add(1)
-		go func() {
-			defer a.wg.Done()
-			br := bufio.NewReader(c)
-			buf := make([]byte, 64<<10)
-			last := time.Now()
-			for n := 0; ctx.Err() == nil; n++ {
-				// A lost segment costs an RTO on a busy machine; a broken
-				// connection stays silent far longer.
-				c.SetDeadline(time.Now().Add(10 * time.Second))
-				var err error
-				if stream {
-					_, err = br.Read(buf)
-				} else {
-					msg := fmt.Sprintf("conn %d message %d\n", i, n)
-					if _, err = io.WriteString(c, msg); err == nil {
-						var got string
-						if got, err = br.ReadString('\n'); err == nil && got != msg {
-							err = fmt.Errorf("echo %q, sent %q", got, msg)
-						}
-					}
-				}
-				now := time.Now()
-				a.mu.Lock()
-				if err != nil {
-					if ctx.Err() == nil {
-						a.failures = append(a.failures, fmt.Sprintf("connection %d (%s) after %d exchanges: %v", i, strings.TrimSpace(mode), n, err))
-					}
-					a.mu.Unlock()
-					return
-				}
-				a.progress[i]++
-				a.longest[i] = max(a.longest[i], now.Sub(last))
-				a.mu.Unlock()
-				last = now
-				if !stream {
-					time.Sleep(arEchoEvery)
-				}
-			}
-		}()
-	}
-	return a
-}
-
-// flowing waits until every connection made 5 more exchanges or reads.
-func (a *arLoad) flowing(t *testing.T, what string) {
-	t.Helper()
-	a.mu.Lock()
-	before := append([]int(nil), a.progress...)
-	a.mu.Unlock()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		a.mu.Lock()
-		ok := len(a.failures) == 0
-		for i := range before {
-			ok = ok && a.progress[i] >= before[i]+5
-		}
-		a.mu.Unlock()
-		if ok {
-			return
-		}
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	t.Fatalf("%s: connections stalled or broke (progress before %v, now %v): %v", what, before, a.progress, a.failures)
-}
-
-// takeLongest is the longest pause of an echo and of a stream connection
-// since the last call (or the start).
-func (a *arLoad) takeLongest() (echo, stream time.Duration) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for i, d := range a.longest {
-		if i < arEcho {
-			echo = max(echo, d)
-		} else {
-			stream = max(stream, d)
-		}
-		a.longest[i] = 0
-	}
-	return echo, stream
-}
-
-// end stops the load and says which connections broke.
-func (a *arLoad) end() []string {
-	a.cancel()
-	a.wg.Wait()
-	return a.failures
+// load starts the clients' traffic, each connection recording its
+// progress, its longest pause and how it failed.
+func (r *agentRestartRig) load(t *testing.T) *netlabtest.Load {
+	return netlabtest.StartLoad(t, r.client, netlabtest.LoadOptions{Network: "tcp4", Address: netip.AddrPortFrom(arVIP, 80).String(),
+		Echo: arEcho, Stream: arStream, Every: arEchoEvery})
 }
 
 // TestAgentRestartHitless: under live connections, for Beamer (the
@@ -487,8 +317,7 @@ func testAgentRestart(t *testing.T, strategy forwarding.Strategy) {
 	agent, took := r.startAgent(t)
 	t.Logf("first agent running %v after its start", took.Round(time.Millisecond))
 	load := r.load(t)
-	defer load.cancel()
-	load.flowing(t, "before the restart")
+	load.Flowing(t, "before the restart")
 	wantEgress := 0
 	if strategy == forwarding.StrategyCheetah {
 		wantEgress = 1
@@ -504,7 +333,7 @@ func testAgentRestart(t *testing.T, strategy forwarding.Strategy) {
 		if err := r.setTable(2, forwarding.Bucket{Current: 1031, History: forwarding.Chain{1030}, Changed: uint32(time.Now().Unix())}); err != nil {
 			t.Fatal(err)
 		}
-		load.flowing(t, "after the buckets moved")
+		load.Flowing(t, "after the buckets moved")
 		after, err := r.srv2Agent.Counters()
 		if err != nil {
 			t.Fatal(err)
@@ -520,7 +349,7 @@ func testAgentRestart(t *testing.T, strategy forwarding.Strategy) {
 		// controller's pushes land too).
 		r.writeAgentConfig(t, false)
 	}
-	echo, stream := load.takeLongest()
+	echo, stream := load.TakeLongest()
 	t.Logf("%s, no restart: longest pause of a connection %v (echo, a line every 2 ms), %v (download)", strategy, echo.Round(time.Millisecond), stream.Round(time.Millisecond))
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		agent.stop(t, sig)
@@ -531,18 +360,18 @@ func testAgentRestart(t *testing.T, strategy forwarding.Strategy) {
 		if out, _ := r.srv.Run("ip", "addr", "show", "lo"); !strings.Contains(out, arVIP.String()) {
 			t.Fatalf("after %v: the VIP left loopback:\n%s", sig, out)
 		}
-		load.flowing(t, fmt.Sprintf("no agent running after %v", sig))
+		load.Flowing(t, fmt.Sprintf("no agent running after %v", sig))
 		agent, took = r.startAgent(t)
 		t.Logf("after %s: the next agent running %v after its start", sigName(sig), took.Round(time.Millisecond))
-		load.flowing(t, fmt.Sprintf("the next agent after %v", sig))
+		load.Flowing(t, fmt.Sprintf("the next agent after %v", sig))
 		if in, eg := tcPrograms(t, r.srv); in != 1 || eg != wantEgress {
 			t.Fatalf("after the restart: %d programs at tc ingress, %d at egress, want %d and %d", in, eg, 1, wantEgress)
 		}
-		echo, stream := load.takeLongest()
+		echo, stream := load.TakeLongest()
 		t.Logf("%s, agent %s and start: longest pause of a connection %v (echo, a line every 2 ms), %v (download)",
 			strategy, sigName(sig), echo.Round(time.Millisecond), stream.Round(time.Millisecond))
 	}
-	broken := load.end()
+	broken := load.End()
 	t.Logf("%s: %d of %d connections broken", strategy, len(broken), arEcho+arStream)
 	if len(broken) > 0 {
 		t.Fatalf("connections broke: %v\nagent:\n%s", broken, agent.output())

@@ -56,9 +56,8 @@ instances:
 	mux, took := start()
 	t.Logf("first mux forwarding %v after its start", took.Round(time.Millisecond))
 	load := r.load(t)
-	defer load.cancel()
-	load.flowing(t, "before the restart")
-	echo, stream := load.takeLongest()
+	load.Flowing(t, "before the restart")
+	echo, stream := load.TakeLongest()
 	t.Logf("%s, no restart: longest pause of a connection %v (echo, a line every 2 ms), %v (download)", strategy, echo.Round(time.Millisecond), stream.Round(time.Millisecond))
 	for _, sig := range []syscall.Signal{syscall.SIGUSR2, syscall.SIGTERM} {
 		prog := xdpProg(r.muxNS)
@@ -67,17 +66,17 @@ instances:
 			if now := xdpProg(r.muxNS); now != prog {
 				t.Fatalf("after %v: XDP program %q, want the exited mux's %q still attached", sig, now, prog)
 			}
-			load.flowing(t, "no mux process after SIGUSR2")
+			load.Flowing(t, "no mux process after SIGUSR2")
 		} else if now := xdpProg(r.muxNS); now != "" {
 			t.Fatalf("after %v: XDP program %q still attached, want the graceful stop's detach", sig, now)
 		}
 		mux, took = start()
-		load.flowing(t, fmt.Sprintf("the next mux after %v", sig))
-		echo, stream := load.takeLongest()
+		load.Flowing(t, fmt.Sprintf("the next mux after %v", sig))
+		echo, stream := load.TakeLongest()
 		t.Logf("%s, mux %s and start (%v to forward): longest pause of a connection %v (echo, a line every 2 ms), %v (download)",
 			strategy, sigName(sig), took.Round(time.Millisecond), echo.Round(time.Millisecond), stream.Round(time.Millisecond))
 	}
-	broken := load.end()
+	broken := load.End()
 	t.Logf("%s: %d of %d connections broken", strategy, len(broken), arEcho+arStream)
 	if len(broken) > 0 {
 		t.Fatalf("connections broke: %v\nmux:\n%s", broken, mux.output())

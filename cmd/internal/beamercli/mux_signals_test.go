@@ -59,18 +59,7 @@ func waitAttached(t *testing.T, done chan error, attached func() bool) {
 }
 
 func muxNamespace(t *testing.T, tag string) *netlab.Namespace {
-	lab := netlabtest.New(t, tag)
-	ns, err := lab.Namespace("mux")
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := lab.Namespace("net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.1/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.10/24"), 1600); err != nil {
-		t.Fatal(err)
-	}
+	ns, _ := netlabtest.NewRig(t, tag).Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "net", netip.MustParsePrefix("198.18.0.10/24"), 1600)
 	if err := ns.Sysctl("net.ipv4.conf.eth0.forwarding", "0"); err != nil {
 		t.Fatal(err)
 	}

@@ -18,18 +18,7 @@ import (
 // `mux status`, `agent status`); a broken file is refused, the daemon keeps
 // running with what it had.
 func TestReloadOnHangup(t *testing.T) {
-	lab := netlabtest.New(t, "reload")
-	mux, err := lab.Namespace("mux")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := lab.Namespace("srv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth(mux, "eth0", netip.MustParsePrefix("198.18.0.1/24"), srv, "eth0", netip.MustParsePrefix("198.18.0.10/24"), 1600); err != nil {
-		t.Fatal(err)
-	}
+	mux, srv := netlabtest.NewRig(t, "reload").Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "srv", netip.MustParsePrefix("198.18.0.10/24"), 1600)
 	dir := t.TempDir()
 	muxCfg, agentCfg := filepath.Join(dir, "mux.yaml"), filepath.Join(dir, "agent.yaml")
 	writeFile := func(p, s string) {

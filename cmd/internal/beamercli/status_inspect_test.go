@@ -32,18 +32,7 @@ func runOut(t *testing.T, args ...string) (string, error) {
 // mux prints its table (-o json parsed here, and the table for people);
 // on a directory with nothing pinned it says so and fails.
 func TestMuxInspectCommand(t *testing.T) {
-	lab := netlabtest.New(t, "inspcmd")
-	ns, err := lab.Namespace("mux")
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := lab.Namespace("net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.1/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.10/24"), 1600); err != nil {
-		t.Fatal(err)
-	}
+	ns, _ := netlabtest.NewRig(t, "inspcmd").Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "net", netip.MustParsePrefix("198.18.0.10/24"), 1600)
 	// The mux's default pin directory in its namespace, so --iface finds it.
 	var dir string
 	if err := ns.Do(func() error {
@@ -154,18 +143,7 @@ func TestMuxInspectCommand(t *testing.T) {
 // serving a Cheetah VIP shows the VIP and the Cheetah slot with each key's
 // id and fingerprint — and never the key itself, in either format.
 func TestAgentInspectCommand(t *testing.T) {
-	lab := netlabtest.New(t, "inspagent")
-	ns, err := lab.Namespace("srv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := lab.Namespace("net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.10/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.1/24"), 1600); err != nil {
-		t.Fatal(err)
-	}
+	ns, _ := netlabtest.NewRig(t, "inspagent").Pair("srv", netip.MustParsePrefix("198.18.0.10/24"), "net", netip.MustParsePrefix("198.18.0.1/24"), 1600)
 	dir := netlabtest.PinDir(t, "inspagent")
 	vip := netip.MustParseAddr("198.18.100.1")
 	a, err := dataplane.LoadAgent(dataplane.AgentOptions{Addr: netip.MustParseAddr("198.18.0.10"), Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
@@ -234,18 +212,7 @@ func TestAgentInspectCommand(t *testing.T) {
 // TestMuxInspectIPv6: an IPv6 instance (GUE) is shown with its VIP and its
 // servers' whole IPv6 addresses, beside an IPv4 instance on the same mux.
 func TestMuxInspectIPv6(t *testing.T) {
-	lab := netlabtest.New(t, "inspmux6")
-	ns, err := lab.Namespace("mux")
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := lab.Namespace("net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.1/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.10/24"), 1600); err != nil {
-		t.Fatal(err)
-	}
+	ns, _ := netlabtest.NewRig(t, "inspmux6").Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "net", netip.MustParsePrefix("198.18.0.10/24"), 1600)
 	dir := netlabtest.PinDir(t, "inspmux6")
 	m, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: netip.MustParseAddr("198.18.0.1"), Addr6: netip.MustParseAddr("2001:db8::1"), PinDir: dir})
 	if err != nil {

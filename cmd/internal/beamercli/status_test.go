@@ -17,18 +17,7 @@ import (
 // status` and `beamer agent status`: the mux's bucket counts are read back
 // from the kernel's bucket array.
 func TestNodeStatus(t *testing.T) {
-	lab := netlabtest.New(t, "status")
-	mux, err := lab.Namespace("mux")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := lab.Namespace("srv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth(mux, "eth0", netip.MustParsePrefix("198.18.0.1/24"), srv, "eth0", netip.MustParsePrefix("198.18.0.10/24"), 1600); err != nil {
-		t.Fatal(err)
-	}
+	mux, srv := netlabtest.NewRig(t, "status").Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "srv", netip.MustParsePrefix("198.18.0.10/24"), 1600)
 	dir := t.TempDir()
 	muxCfg := filepath.Join(dir, "mux.yaml")
 	os.WriteFile(muxCfg, []byte(`

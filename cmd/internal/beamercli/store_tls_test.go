@@ -93,18 +93,9 @@ func (p *proc) waitFor(t *testing.T, what, s string) {
 // plaintext store or API on a non-loopback address is refused by the
 // controller, ctl and the mux unless --insecure.
 func TestRemoteMuxMutualTLS(t *testing.T) {
-	lab := netlabtest.New(t, "tls")
-	ctlNS, err := lab.Namespace("ctl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	muxNS, err := lab.Namespace("mux")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth(ctlNS, "c0", netip.MustParsePrefix("198.18.0.1/24"), muxNS, "m0", netip.MustParsePrefix("198.18.0.2/24"), 0); err != nil {
-		t.Fatal(err)
-	}
+	rig := netlabtest.NewRig(t, "tls")
+	ctlNS, muxNS := rig.Namespace("ctl"), rig.Namespace("mux")
+	rig.Link(ctlNS, "c0", netip.MustParsePrefix("198.18.0.1/24"), muxNS, "m0", netip.MustParsePrefix("198.18.0.2/24"), 0)
 	c := storetest.MakeCerts(t, net.ParseIP("198.18.0.1"), net.ParseIP("127.0.0.1"))
 	dir := t.TempDir()
 	client := fmt.Sprintf("ca=%s&cert=%s&key=%s", c.CA, c.ClientCert, c.ClientKey)
