@@ -29,7 +29,11 @@ type PCCRow struct {
 	Connections int     `json:"connections"`
 	Broken      int     `json:"broken"`
 	BrokenPct   float64 `json:"broken_pct"`
-	Note        string  `json:"note,omitempty"`
+	// BrokenByWindow (published Beamer only) are the broken connections
+	// whose bucket still named their server as the previous owner: the
+	// fixed window closed on them. The others lost it to a second move.
+	BrokenByWindow int    `json:"broken_by_window,omitempty"`
+	Note           string `json:"note,omitempty"`
 }
 
 func nextPrime(n uint32) uint32 {
@@ -106,7 +110,7 @@ func pccRun(c PCCConfig, perMinute float64) []PCCRow {
 	}
 	var h ends
 	all := map[*conn]*live{}
-	var total, beamerBroken, publishedBroken, maglevBroken, cheetahBroken int
+	var total, beamerBroken, publishedBroken, publishedByWindow, maglevBroken, cheetahBroken int
 	// checkPublished marks the connections the published Beamer no longer
 	// delivers at time t. Its table changes only at updates and its
 	// chaining only closes with time, so checking at the end of every
@@ -117,6 +121,9 @@ func pccRun(c PCCConfig, perMinute float64) []PCCRow {
 			l.pbroken = true
 			if l.counted {
 				publishedBroken++
+				if published.buckets[l.bucket].History[0] == l.pserver {
+					publishedByWindow++
+				}
 			}
 		}
 	}
@@ -205,7 +212,7 @@ func pccRun(c PCCConfig, perMinute float64) []PCCRow {
 	return []PCCRow{
 		{Design: DesignBeamer, PerMinute: perMinute, Connections: total, Broken: beamerBroken, BrokenPct: pct(beamerBroken),
 			Note: "this product: up to K previous owners per bucket, held past the window while connections remain"},
-		{Design: DesignBeamerPublished, PerMinute: perMinute, Connections: total, Broken: publishedBroken, BrokenPct: pct(publishedBroken),
+		{Design: DesignBeamerPublished, PerMinute: perMinute, Connections: total, Broken: publishedBroken, BrokenPct: pct(publishedBroken), BrokenByWindow: publishedByWindow,
 			Note: "as published (NSDI'18) and as the Cheetah paper models it: one previous owner, fixed window"},
 		{Design: DesignMaglev, PerMinute: perMinute, Connections: total, Broken: maglevBroken, BrokenPct: pct(maglevBroken),
 			Note: "connections whose Maglev entry changed owner: broken when they reach a mux without their connection-table entry (mux change or restart)"},
