@@ -4,10 +4,10 @@
 # cannot drift from the code:
 #   cheetah: `sim cheetah --json --seed 1` (PCC violations of the published
 #            Beamer, this product's Beamer, Maglev and Cheetah; load
-#            imbalance) -> docs/img/cheetah-sim.json; about 5 minutes;
+#            imbalance) -> docs/img/cheetah-sim.json; a few minutes;
 #   awfd:    `sim awfd --json --seeds 3 --plot docs/img` (Spotlight's Fig. 8
 #            and Fig. 10) -> docs/img/awfd-sim.json and the two SVGs;
-#            about 2 minutes.
+#            under a minute.
 # The tables and the sentences read from them stand between
 # <!-- NAME:begin --> and <!-- NAME:end --> lines; they are rendered from
 # the JSON by the packages' TestDocFigures with -update, and the same
