@@ -127,9 +127,13 @@ func pccRun(c PCCConfig, perMinute float64) []PCCRow {
 			}
 		}
 	}
+	countedLive := 0 // measured connections not ended yet
 	done := func(x *conn) {
 		l := all[x]
 		checkPublished(l, x.end)
+		if l.counted {
+			countedLive--
+		}
 		beamer.close(id(l.server), l.bucket)
 		delete(all, x)
 	}
@@ -139,49 +143,73 @@ func pccRun(c PCCConfig, perMinute float64) []PCCRow {
 	nextUpdate := warm
 	t := 0.0
 	remove := true
+	// step runs the DIP update due at nextUpdate. While draining (no more
+	// arrivals), a design none of whose measured connections can still
+	// break needs no new tables; step tells whether any design still does.
+	draining := false
+	step := func() bool {
+		now := uint32(nextUpdate) + 1
+		h.expire(nextUpdate, done)
+		for _, l := range all {
+			checkPublished(l, nextUpdate)
+		}
+		// One DIP update.
+		var out, in []int
+		for i, a := range active {
+			if a {
+				out = append(out, i)
+			} else {
+				in = append(in, i)
+			}
+		}
+		if (remove && len(out) > n/2) || len(in) == 0 {
+			active[out[r.IntN(len(out))]] = false
+		} else {
+			active[in[r.IntN(len(in))]] = true
+		}
+		remove = !remove
+		needB, needP, needM := !draining, !draining, !draining
+		if draining {
+			for _, l := range all {
+				if l.counted {
+					needB = needB || !l.broken
+					needP = needP || !l.pbroken
+					needM = needM || !l.mbroken
+				}
+			}
+		}
+		servers := list()
+		if needB {
+			beamer.update(servers, now)
+		}
+		if needP {
+			published.update(servers, now)
+		}
+		if needM {
+			mtable, _ = assign.MaglevTable(servers, msize)
+		}
+		for _, l := range all {
+			checkPublished(l, nextUpdate)
+			if !l.broken && !beamer.reaches(l.bucket, id(l.server)) {
+				l.broken = true
+				if l.counted {
+					beamerBroken++
+				}
+			}
+			if !l.mbroken && mtable[l.mentry] != l.mserver {
+				l.mbroken = true
+				if l.counted {
+					maglevBroken++
+				}
+			}
+		}
+		nextUpdate += interval
+		return needB || needP || needM
+	}
 	for t < warm+c.Duration {
 		t += r.ExpFloat64() / rate
 		for nextUpdate <= t {
-			now := uint32(nextUpdate) + 1
-			h.expire(nextUpdate, done)
-			for _, l := range all {
-				checkPublished(l, nextUpdate)
-			}
-			// One DIP update.
-			var out, in []int
-			for i, a := range active {
-				if a {
-					out = append(out, i)
-				} else {
-					in = append(in, i)
-				}
-			}
-			if (remove && len(out) > n/2) || len(in) == 0 {
-				active[out[r.IntN(len(out))]] = false
-			} else {
-				active[in[r.IntN(len(in))]] = true
-			}
-			remove = !remove
-			servers := list()
-			beamer.update(servers, now)
-			published.update(servers, now)
-			mtable, _ = assign.MaglevTable(servers, msize)
-			for _, l := range all {
-				checkPublished(l, nextUpdate)
-				if !l.broken && !beamer.reaches(l.bucket, id(l.server)) {
-					l.broken = true
-					if l.counted {
-						beamerBroken++
-					}
-				}
-				if !l.mbroken && mtable[l.mentry] != l.mserver {
-					l.mbroken = true
-					if l.counted {
-						maglevBroken++
-					}
-				}
-			}
-			nextUpdate += interval
+			step()
 		}
 		h.expire(t, done)
 		hash := r.Uint32()
@@ -200,10 +228,19 @@ func pccRun(c PCCConfig, perMinute float64) []PCCRow {
 		beamer.open(id(l.server), l.bucket)
 		all[&l.conn] = l
 		heap.Push(&h, &l.conn)
-		if t >= warm {
+		if t >= warm && t < warm+c.Duration {
 			total++
+			countedLive++
 			l.counted = true
 		}
+	}
+	// The measured connections are followed to their end, as the paper's
+	// definition asks (mapped to two servers "during their starting and
+	// ending times"): cutting them off when arrivals stop would miss the
+	// later breaks of the longest-lived ones, the connections most likely
+	// to break. No more connections arrive; the updates go on.
+	draining = true
+	for countedLive > 0 && step() {
 	}
 	// Cheetah: the cookie names the slot the connection started on; the
 	// slot keeps its server while any connection names it (removed servers
