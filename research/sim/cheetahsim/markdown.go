@@ -45,13 +45,13 @@ func (r *Result) pccMarkdown() string {
 }
 
 // pct prints a broken share with enough digits to tell small ones apart,
-// and the count when the share rounds to zero.
+// and the count beside a share below 0.01 %.
 func pct(p PCCRow) string {
 	s := fmt.Sprintf("%.3f", p.BrokenPct)
 	if p.BrokenPct >= 1 {
 		s = fmt.Sprintf("%.2f", p.BrokenPct)
 	}
-	if p.Broken > 0 && s == "0.000" {
+	if p.Broken > 0 && p.BrokenPct < 0.01 {
 		s += fmt.Sprintf(" (%s of %s)", thousands(p.Broken), thousands(p.Connections))
 	}
 	return s
