@@ -65,4 +65,8 @@ func checkCheetah(in *Instance) error {
 
 // Cheetah: the Beamer bucket table serves clients without timestamps, so
 // the instance's general rules apply, plus the policy and keys.
-func init() { RegisterStrategy(StrategySpec{Name: StrategyCheetah, Check: checkCheetah}) }
+// Its servers take the keys the controller pushes.
+func init() {
+	RegisterStrategy(StrategySpec{Name: StrategyCheetah, Check: checkCheetah, ServerKeys: true,
+		HasOptions: func(in *Instance) bool { return in.Cheetah != nil }, OptionsRequired: true})
+}
