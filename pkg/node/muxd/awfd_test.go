@@ -106,14 +106,28 @@ func TestAWFDRecordFollower(t *testing.T) {
 	d, stop := follow(0)
 	put(rec(10, 4, 2, 1))
 	waitSeq(10)
-	for _, bad := range [][]byte{[]byte("garbage"), []byte(`{"seq":11,"classes":[[1025],[1025]],"upper":[1,3]}`),
+	// The follower reads the key's latest value, so a write overwritten
+	// before it looked is never judged: wait for each verdict before the
+	// next write (a busy CI machine once saw only the last of them).
+	waitCount := func(result string, want float64) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if count(d, result) >= want {
+				return
+			}
+		}
+		t.Fatalf("%s counted %v, want ≥ %v", result, count(d, result), want)
+	}
+	for i, bad := range [][]byte{[]byte("garbage"), []byte(`{"seq":11,"classes":[[1025],[1025]],"upper":[1,3]}`),
 		[]byte(`{"seq":12,"classes":[[80]],"upper":[1]}`)} {
 		put(bad)
+		waitCount("invalid", float64(i+1))
 	}
-	put(rec(5, 1, 1, 1))                // older: a delayed write
-	time.Sleep(1500 * time.Millisecond) // the follower saw them all (watch, then its 1 s re-read)
-	if running() != 10 || count(d, "invalid") < 1 || count(d, "refused_old") != 1 {
-		t.Fatalf("running %d, invalid %v, refused_old %v: want 10, ≥1, 1", running(), count(d, "invalid"), count(d, "refused_old"))
+	put(rec(5, 1, 1, 1)) // older: a delayed write
+	waitCount("refused_old", 1)
+	time.Sleep(1500 * time.Millisecond) // its 1 s re-read of the same value counts nothing more
+	if running() != 10 || count(d, "invalid") < 3 || count(d, "refused_old") != 1 {
+		t.Fatalf("running %d, invalid %v, refused_old %v: want 10, ≥3, 1", running(), count(d, "invalid"), count(d, "refused_old"))
 	}
 	put(rec(20, 0, 0, 4))
 	waitSeq(20)
