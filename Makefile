@@ -2,6 +2,7 @@
 
 GO ?= go
 BIN := bin/beamer
+LAB_BIN := bin/beamer-lab
 BPF_SOURCES := $(wildcard bpf/*.c bpf/include/*.h bpf/strategy/*.h bpf/bench/*.h bpf/probe/*.c)
 BPF_OBJECTS := pkg/dataplane/mux_bpfel.o pkg/dataplane/agent_bpfel.o pkg/dataplane/hashprobe_bpfel.o pkg/dataplane/gue6probe_bpfel.o pkg/dataplane/muxbench_bpfel.o pkg/dataplane/agentbench_bpfel.o pkg/dataplane/vipstats_bpfel.o
 
@@ -28,9 +29,13 @@ generate-api:
 check-generated:
 	@GO=$(GO) scripts/check-generated.sh
 
-# The binary says the version scripts/version.sh gives (`beamer version`).
+# Two binaries: beamer, the product (mux, agent, controller, ctl; what the
+# Debian package ships), and beamer-lab, the research wing (demo, lab, sim,
+# bench), which runs the beamer beside it. beamer says the version
+# scripts/version.sh gives (`beamer version`).
 build: generate
 	$(GO) build -buildvcs=auto -ldflags "-X main.version=$$(scripts/version.sh)" -o $(BIN) ./cmd/beamer
+	$(GO) build -buildvcs=auto -o $(LAB_BIN) ./cmd/beamer-lab
 
 # The test command (README, .ci/run): vet, then every test. Privileged tests
 # run for real as root; CI=true makes them fail rather than skip without it.
@@ -45,7 +50,7 @@ fuzz:
 
 # The main job: a working load balancer in a namespace lab.
 demo: setup build
-	$(BIN) demo
+	$(LAB_BIN) demo
 
 # The Debian package dist/beamer_VERSION_amd64.deb (nfpm, a Go module pinned in
 # packaging/nfpm/go.mod; packaging/nfpm.yaml): the binary, systemd units,

@@ -49,6 +49,13 @@ func checkInstalled(t *testing.T, root, version, conffiles string) {
 			t.Errorf("%s.1: not the page of beamer%s:\n%.300s", page, want, text)
 		}
 	}
+	// The lab's commands are beamer-lab's, which the package does not ship.
+	for _, f := range []string{"/usr/bin/beamer-lab", "/usr/share/man/man1/beamer-demo.1.gz", "/usr/share/man/man1/beamer-lab.1.gz",
+		"/usr/share/man/man1/beamer-sim.1.gz", "/usr/share/man/man1/beamer-bench.1.gz"} {
+		if _, err := os.Stat(root + f); err == nil {
+			t.Errorf("installed, but the package ships the product only: %s", f)
+		}
+	}
 	if text := strings.ReplaceAll(gunzip(t, root+"/usr/share/man/man1/beamer-mux.1.gz"), `\-`, "-"); !strings.Contains(text, "--metrics") || !strings.Contains(text, "BEAMER_CONFIG") {
 		t.Errorf("beamer-mux.1 lacks the flags and their variables:\n%.500s", text)
 	}

@@ -2,10 +2,10 @@
 # What each stage of the mux costs (issue 27), by ablation: for each stage,
 # a copy of bpf/ with that stage replaced by a constant is compiled as a
 # benchmark build and measured against this build in the same process
-# (`beamer bench dataplane --compare`, on the same maps, in alternation).
+# (`beamer-lab bench dataplane --compare`, on the same maps, in alternation).
 # The difference is what the stage costs on each row. Writes
 # docs/mux-stages.md. Needs root, clang and python3 (scripts/apt-packages.txt);
-# takes a few minutes. Arguments go to every `beamer bench dataplane` run
+# takes a few minutes. Arguments go to every `beamer-lab bench dataplane` run
 # (e.g. --trials 5 for a quicker, noisier table).
 #
 # The ablated builds are for measuring only: they forward to a fixed server,
@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 work="$(mktemp -d "${TMPDIR:-/tmp}/mux-stages.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 make generate >/dev/null
-go build -buildvcs=auto -o "$work/beamer" ./cmd/beamer
+go build -buildvcs=auto -o "$work/beamer-lab" ./cmd/beamer-lab
 
 cp -r bpf "$work/src"
 python3 scripts/mux-stages.py ablate "$work/src"
@@ -35,7 +35,7 @@ for stage in nexthop counters capture bucket bucket-helper hash vip all; do
 	clang -mcpu=v3 -O2 -g -Wall -Werror -DBEAMER_BENCH $flags \
 		-I/usr/include/x86_64-linux-gnu -target bpfel -c "$work/src/mux.c" -o "$work/$stage.o"
 	echo "measuring without: $stage" >&2
-	"$work/beamer" bench dataplane --no-live --beamer-only --json --compare "$work/$stage.o" "$@" >"$work/$stage.json"
+	"$work/beamer-lab" bench dataplane --no-live --beamer-only --json --compare "$work/$stage.o" "$@" >"$work/$stage.json"
 done
 python3 scripts/mux-stages.py table "$work" nexthop counters capture bucket bucket-helper hash vip all >docs/mux-stages.md
 echo "wrote docs/mux-stages.md" >&2

@@ -6,7 +6,7 @@
 # --compare refuses a baseline whose maps differ). Usage:
 #
 #   scripts/vip-traffic-baseline.sh /tmp/base.o
-#   beamer bench dataplane --no-live --compare /tmp/base.o
+#   beamer-lab bench dataplane --no-live --compare /tmp/base.o
 set -eu
 out=${1:?usage: $0 OUTPUT.o}
 case $out in /*) ;; *) out=$PWD/$out ;; esac

@@ -12,7 +12,7 @@ import (
 // `beamer agent cleanup`: the explicit uninstall. A stopped agent leaves
 // its programs pinned and decapsulating (agentd/cleanup.go) so that the
 // next start adopts them; this removes them and undoes the node setup.
-func init() {
+func newAgentCleanupCommand() *cobra.Command {
 	var (
 		configPath, iface string
 		node              agentd.Options
@@ -49,11 +49,5 @@ had them, its --pin-dir and --state-file.`,
 		}
 		return agentd.Cleanup(iface, node)
 	}
-	for _, c := range rootCmd.Commands() {
-		if c.Name() == "agent" {
-			c.AddCommand(cmd)
-			return
-		}
-	}
-	panic("no agent command")
+	return cmd
 }

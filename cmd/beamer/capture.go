@@ -37,7 +37,9 @@ type captureFlags struct {
 	guePort                                  uint
 }
 
-func addCaptureCmd(parent string, points []dataplane.CapturePoint) {
+// newCaptureCommand is `beamer mux capture` or `beamer agent capture`
+// (parent), at the daemon's capture points.
+func newCaptureCommand(parent string, points []dataplane.CapturePoint) *cobra.Command {
 	var f captureFlags
 	var names []string
 	for _, p := range points {
@@ -110,13 +112,7 @@ protocol number).`,
 		fmt.Fprintln(cmd.ErrOrStderr())
 		return err
 	}
-	for _, c := range rootCmd.Commands() {
-		if c.Name() == parent {
-			c.AddCommand(cmd)
-			return
-		}
-	}
-	panic("no command " + parent)
+	return cmd
 }
 
 // options checks the flags and makes the capture's options.

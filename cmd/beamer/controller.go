@@ -16,7 +16,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
+// newControllerCommand is `beamer controller`.
+func newControllerCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the Beamer controller: serves `beamer ctl`, health-checks DIPs, writes the mux ring",
@@ -122,5 +123,5 @@ TLS, roles read and admin); a standby forwards calls to the elected one.`,
 		controller.Run(ctx, st, target.Root, o)
 		return nil
 	}
-	rootCmd.AddCommand(cmd)
+	return cmd
 }

@@ -19,11 +19,28 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// ctlCmd groups the operator commands. Every one calls the elected
+// newCtlCommand groups the operator commands. Every one calls the elected
 // controller's management API (ctl_api.go); show/list/lookup only read.
-var ctlCmd = &cobra.Command{
-	Use:   "ctl",
-	Short: "Operate load-balancer instances through the elected controller",
+func newCtlCommand() *cobra.Command {
+	ctl := &cobra.Command{
+		Use:   "ctl",
+		Short: "Operate load-balancer instances through the elected controller",
+	}
+	addCtlCreate(ctl)
+	addCtlDelete(ctl)
+	addCtlAddDIP(ctl)
+	addCtlRemoveDIP(ctl)
+	addCtlByID(ctl, "set-weight NAME ID WEIGHT", "Change a DIP's weight and rebalance", controller.OpSetWeight, true)
+	addCtlByID(ctl, "drain NAME ID", "Move a DIP's buckets away (its connections finish by daisy chaining), keeping it configured", controller.OpDrain, false)
+	addCtlByID(ctl, "undrain NAME ID", "Give a drained DIP its share of buckets again", controller.OpUndrain, false)
+	addCtlDefrag(ctl)
+	ctl.AddCommand(newCtlHealthCommand())
+	addCtlRead(ctl)                        // show, list: ctl_read.go
+	addCtlLookup(ctl)                      // ctl_lookup.go
+	addCtlWatch(ctl)                       // ctl_watch.go
+	addCtlDeclarative(ctl)                 // export, diff, apply: ctl_declarative.go
+	ctl.AddCommand(newCtlCheetahCommand()) // ctl_cheetah.go
+	return ctl
 }
 
 // ctlFlags are the flags every ctl subcommand has.
@@ -32,11 +49,12 @@ type ctlFlags struct {
 	timeout *time.Duration
 }
 
-func newCtl(use, short string, args cobra.PositionalArgs) (*cobra.Command, *ctlFlags) {
+// newCtl makes a ctl command under parent with the flags every one has.
+func newCtl(parent *cobra.Command, use, short string, args cobra.PositionalArgs) (*cobra.Command, *ctlFlags) {
 	cmd := &cobra.Command{Use: use, Short: short, Args: args, ValidArgsFunction: completeInstance}
 	f := &ctlFlags{api: addAPIClientFlags(cmd)}
 	f.timeout = cmd.Flags().Duration("timeout", 30*time.Second, "how long to wait for the controller")
-	ctlCmd.AddCommand(cmd)
+	parent.AddCommand(cmd)
 	return cmd, f
 }
 
@@ -88,68 +106,25 @@ func parsePorts(s string) (lo, hi uint16, err error) {
 	return uint16(x), uint16(y), nil
 }
 
-func init() {
-	rootCmd.AddCommand(ctlCmd)
+// createFlags are `ctl create`'s flags.
+type createFlags struct {
+	vips                                    *[]string
+	ports, strategy, healthKind, healthPath *string
+	buckets, mctEntries                     *uint32
+	window                                  *time.Duration
+	maxChain                                *int
+	healthPort, agentPort                   *uint16
+	cheetah                                 *cheetahCreateFlags
+	portOpts                                *portFlags
+	encapOpts                               *encapFlags
+}
 
-	create, cf := newCtl("create NAME --vip ADDR[,ADDR] --ports P[-Q] --buckets B", "Create an instance", cobra.ExactArgs(1))
-	vips := create.Flags().StringSlice("vip", nil, "virtual IP address(es): all IPv4, or all IPv6 (one family per instance)")
-	ports := create.Flags().String("ports", "", "TCP service port or range on every VIP (any port outside the server-id range; optional with --tcp-ports/--udp-ports)")
-	buckets := create.Flags().Uint32("buckets", 0, fmt.Sprintf("beamer (required): bucket count B, larger than the most DIPs the instance will have (paper: 100 per DIP); maglev: the lookup table size M, a prime ≥ 100 per backend, %d when not given", assign.MaglevSmallTable))
-	window := create.Flags().Duration("chain-window", forwarding.DefaultChainWindow, fmt.Sprintf("daisy-chaining window, at most %v (agents of beamer and cheetah instances are given the same: --vip VIP:BUCKETS:WINDOW)", forwarding.MaxChainWindow))
-	maxChain := create.Flags().Int("max-chain", forwarding.DefaultMaxChainLen, fmt.Sprintf("K: previous owners a bucket's history keeps, 1–%d (a connection survives K moves of its bucket inside the window)", forwarding.MaxChain))
-	addAWFDCreateFlags(create)
-	strategy := create.Flags().String("strategy", string(forwarding.StrategyBeamer), "forwarding strategy: "+forwarding.StrategyNames()+" (beamer: stable hashing, daisy chaining; maglev: Maglev hashing, connection tables in the muxes)")
-	healthKind := create.Flags().String("health", string(forwarding.HealthAgent), "how the controller probes servers: agent (the server's agent connects to VIP:port on the server; works for services bound only to the VIP), tcp (connect to DIP:port), http (GET http://DIP:port/PATH, 2xx), none")
-	healthPort := create.Flags().Uint16("health-port", 0, "port probed (default: the first service port)")
-	healthPath := create.Flags().String("health-path", "", "path of the http probe (default /)")
-	agentPort := create.Flags().Uint16("agent-port", 0, "port of the agent API on the servers (default 9300)")
-	mctEntries := create.Flags().Uint32("mct-entries", 0, fmt.Sprintf("prism: size of the migrated-connection table (default %d, at most %d)", forwarding.DefaultMCTEntries, forwarding.MaxMCTEntries))
-	cheetahFlags := addCheetahFlags(create)
-	portOpts := addPortFlags(create)
-	encapOpts := addEncapFlags(create) // ctl_encap.go
+func addCtlCreate(ctl *cobra.Command) {
+	create, cf := newCtl(ctl, "create NAME --vip ADDR[,ADDR] --ports P[-Q] --buckets B", "Create an instance", cobra.ExactArgs(1))
+	f := registerCreateFlags(create)
 	create.RunE = func(cmd *cobra.Command, args []string) error {
-		in := &forwarding.Instance{Name: args[0], Strategy: forwarding.Strategy(*strategy), Buckets: *buckets, ChainWindow: *window, MaxChainLen: *maxChain}
-		if err := cheetahFlags.apply(cmd, in); err != nil {
-			return err
-		}
-		if err := awfdCreateOptions(cmd, in); err != nil {
-			return err
-		}
-		if cmd.Flags().Changed("mct-entries") {
-			if in.Strategy != forwarding.StrategyPrism {
-				return fmt.Errorf("--mct-entries is a prism option; this instance is %s", in.Strategy)
-			}
-			in.Prism = &forwarding.PrismOptions{MCTEntries: *mctEntries}
-		}
-		if !cmd.Flags().Changed("buckets") {
-			if in.Strategy != forwarding.StrategyMaglev && in.Strategy != forwarding.StrategyAWFD {
-				return errMissingBuckets
-			}
-			in.Buckets = assign.MaglevSmallTable
-		}
-		for _, v := range *vips {
-			a, err := netip.ParseAddr(v)
-			if err != nil {
-				return fmt.Errorf("--vip %q: %w", v, err)
-			}
-			in.VIPs = append(in.VIPs, a)
-		}
-		if *ports != "" {
-			var err error
-			if in.PortLow, in.PortHigh, err = parsePorts(*ports); err != nil {
-				return err
-			}
-		}
-		if err := portOpts.apply(cmd, in); err != nil {
-			return err
-		}
-		if err := encapOpts.apply(cmd, in); err != nil {
-			return err
-		}
-		if cmd.Flags().Changed("health") || *healthPort != 0 || *healthPath != "" || *agentPort != 0 {
-			in.Health = &forwarding.HealthCheck{Kind: forwarding.HealthKind(*healthKind), Port: *healthPort, Path: *healthPath, AgentPort: *agentPort}
-		}
-		if err := controller.CheckInstance(in); err != nil {
+		in, err := f.instance(cmd, args[0])
+		if err != nil {
 			return err
 		}
 		if err := cf.submit(controller.Request{Op: controller.OpCreateInstance, Instance: in.Name, Config: in}); err != nil {
@@ -159,8 +134,80 @@ func init() {
 		fmt.Printf("instance %s created (%s, %d buckets, health probe %s port %d)\n", in.Name, in.Strategy, in.Buckets, h.Kind, h.Port)
 		return nil
 	}
+}
 
-	del, df := newCtl("delete NAME", "Delete an instance and all its state", cobra.ExactArgs(1))
+func registerCreateFlags(create *cobra.Command) *createFlags {
+	f := &createFlags{}
+	f.vips = create.Flags().StringSlice("vip", nil, "virtual IP address(es): all IPv4, or all IPv6 (one family per instance)")
+	f.ports = create.Flags().String("ports", "", "TCP service port or range on every VIP (any port outside the server-id range; optional with --tcp-ports/--udp-ports)")
+	f.buckets = create.Flags().Uint32("buckets", 0, fmt.Sprintf("beamer (required): bucket count B, larger than the most DIPs the instance will have (paper: 100 per DIP); maglev: the lookup table size M, a prime ≥ 100 per backend, %d when not given", assign.MaglevSmallTable))
+	f.window = create.Flags().Duration("chain-window", forwarding.DefaultChainWindow, fmt.Sprintf("daisy-chaining window, at most %v (agents of beamer and cheetah instances are given the same: --vip VIP:BUCKETS:WINDOW)", forwarding.MaxChainWindow))
+	f.maxChain = create.Flags().Int("max-chain", forwarding.DefaultMaxChainLen, fmt.Sprintf("K: previous owners a bucket's history keeps, 1–%d (a connection survives K moves of its bucket inside the window)", forwarding.MaxChain))
+	addAWFDCreateFlags(create)
+	f.strategy = create.Flags().String("strategy", string(forwarding.StrategyBeamer), "forwarding strategy: "+forwarding.StrategyNames()+" (beamer: stable hashing, daisy chaining; maglev: Maglev hashing, connection tables in the muxes)")
+	f.healthKind = create.Flags().String("health", string(forwarding.HealthAgent), "how the controller probes servers: agent (the server's agent connects to VIP:port on the server; works for services bound only to the VIP), tcp (connect to DIP:port), http (GET http://DIP:port/PATH, 2xx), none")
+	f.healthPort = create.Flags().Uint16("health-port", 0, "port probed (default: the first service port)")
+	f.healthPath = create.Flags().String("health-path", "", "path of the http probe (default /)")
+	f.agentPort = create.Flags().Uint16("agent-port", 0, "port of the agent API on the servers (default 9300)")
+	f.mctEntries = create.Flags().Uint32("mct-entries", 0, fmt.Sprintf("prism: size of the migrated-connection table (default %d, at most %d)", forwarding.DefaultMCTEntries, forwarding.MaxMCTEntries))
+	f.cheetah = addCheetahFlags(create)
+	f.portOpts = addPortFlags(create)
+	f.encapOpts = addEncapFlags(create) // ctl_encap.go
+	return f
+}
+
+// instance is the instance the flags describe, checked as the controller
+// will check it.
+func (f *createFlags) instance(cmd *cobra.Command, name string) (*forwarding.Instance, error) {
+	in := &forwarding.Instance{Name: name, Strategy: forwarding.Strategy(*f.strategy), Buckets: *f.buckets, ChainWindow: *f.window, MaxChainLen: *f.maxChain}
+	if err := f.cheetah.apply(cmd, in); err != nil {
+		return nil, err
+	}
+	if err := awfdCreateOptions(cmd, in); err != nil {
+		return nil, err
+	}
+	if cmd.Flags().Changed("mct-entries") {
+		if in.Strategy != forwarding.StrategyPrism {
+			return nil, fmt.Errorf("--mct-entries is a prism option; this instance is %s", in.Strategy)
+		}
+		in.Prism = &forwarding.PrismOptions{MCTEntries: *f.mctEntries}
+	}
+	if !cmd.Flags().Changed("buckets") {
+		if in.Strategy != forwarding.StrategyMaglev && in.Strategy != forwarding.StrategyAWFD {
+			return nil, errMissingBuckets
+		}
+		in.Buckets = assign.MaglevSmallTable
+	}
+	for _, v := range *f.vips {
+		a, err := netip.ParseAddr(v)
+		if err != nil {
+			return nil, fmt.Errorf("--vip %q: %w", v, err)
+		}
+		in.VIPs = append(in.VIPs, a)
+	}
+	if *f.ports != "" {
+		var err error
+		if in.PortLow, in.PortHigh, err = parsePorts(*f.ports); err != nil {
+			return nil, err
+		}
+	}
+	if err := f.portOpts.apply(cmd, in); err != nil {
+		return nil, err
+	}
+	if err := f.encapOpts.apply(cmd, in); err != nil {
+		return nil, err
+	}
+	if cmd.Flags().Changed("health") || *f.healthPort != 0 || *f.healthPath != "" || *f.agentPort != 0 {
+		in.Health = &forwarding.HealthCheck{Kind: forwarding.HealthKind(*f.healthKind), Port: *f.healthPort, Path: *f.healthPath, AgentPort: *f.agentPort}
+	}
+	if err := controller.CheckInstance(in); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+func addCtlDelete(ctl *cobra.Command) {
+	del, df := newCtl(ctl, "delete NAME", "Delete an instance and all its state", cobra.ExactArgs(1))
 	del.RunE = func(_ *cobra.Command, args []string) error {
 		if err := df.submit(controller.Request{Op: controller.OpDeleteInstance, Instance: args[0]}); err != nil {
 			return err
@@ -168,8 +215,10 @@ func init() {
 		fmt.Printf("instance %s deleted\n", args[0])
 		return nil
 	}
+}
 
-	add, af := newCtl("add-dip NAME ID ADDR [WEIGHT] | add-dip NAME ID ADDR ID ADDR… [--weight W]",
+func addCtlAddDIP(ctl *cobra.Command) {
+	add, af := newCtl(ctl, "add-dip NAME ID ADDR [WEIGHT] | add-dip NAME ID ADDR ID ADDR… [--weight W]",
 		"Add DIPs (server id 1025–65535, address of the instance's family, weight default 1); several at once get one rebalance", cobra.MinimumNArgs(3))
 	addWeight := add.Flags().String("weight", "1", "weight of every DIP of a several-DIP add")
 	add.Long = `Adds one DIP, or several in one request: all are recorded at once and one
@@ -195,32 +244,37 @@ bucket until their first successful probe ("pending" in ctl show).`
 		}
 		return nil
 	}
+}
 
-	byID := func(use, short, op string, withWeight bool) {
-		nargs := 2
-		if withWeight {
-			nargs = 3
-		}
-		cmd, f := newCtl(use, short, cobra.ExactArgs(nargs))
-		cmd.RunE = func(_ *cobra.Command, args []string) error {
-			id, err := parseID(args[1])
-			if err != nil {
-				return err
-			}
-			r := controller.Request{Op: op, Instance: args[0], ID: id}
-			if withWeight {
-				if r.Weight, err = parseWeight(args[2]); err != nil {
-					return err
-				}
-			}
-			if err := f.submit(r); err != nil {
-				return err
-			}
-			fmt.Printf("instance %s: %s %d done\n", args[0], strings.Fields(use)[0], id)
-			return nil
-		}
+// addCtlByID adds a command on one DIP of an instance (NAME ID, with
+// withWeight NAME ID WEIGHT) that submits op.
+func addCtlByID(ctl *cobra.Command, use, short, op string, withWeight bool) {
+	nargs := 2
+	if withWeight {
+		nargs = 3
 	}
-	rm, rmf := newCtl("remove-dip NAME ID [ID…]", "Remove DIPs: weight 0, one rebalance with daisy chaining, then remove (remove several at once, or a bucket may move twice within its chaining window)", cobra.MinimumNArgs(2))
+	cmd, f := newCtl(ctl, use, short, cobra.ExactArgs(nargs))
+	cmd.RunE = func(_ *cobra.Command, args []string) error {
+		id, err := parseID(args[1])
+		if err != nil {
+			return err
+		}
+		r := controller.Request{Op: op, Instance: args[0], ID: id}
+		if withWeight {
+			if r.Weight, err = parseWeight(args[2]); err != nil {
+				return err
+			}
+		}
+		if err := f.submit(r); err != nil {
+			return err
+		}
+		fmt.Printf("instance %s: %s %d done\n", args[0], strings.Fields(use)[0], id)
+		return nil
+	}
+}
+
+func addCtlRemoveDIP(ctl *cobra.Command) {
+	rm, rmf := newCtl(ctl, "remove-dip NAME ID [ID…]", "Remove DIPs: weight 0, one rebalance with daisy chaining, then remove (remove several at once, or a bucket may move twice within its chaining window)", cobra.MinimumNArgs(2))
 	rm.RunE = func(_ *cobra.Command, args []string) error {
 		r := controller.Request{Op: controller.OpRemoveDIP, Instance: args[0]}
 		for _, a := range args[1:] {
@@ -240,11 +294,10 @@ bucket until their first successful probe ("pending" in ctl show).`
 		fmt.Printf("instance %s: removed DIPs %v (their connections are daisy-chained to them while they last)\n", args[0], ids)
 		return nil
 	}
-	byID("set-weight NAME ID WEIGHT", "Change a DIP's weight and rebalance", controller.OpSetWeight, true)
-	byID("drain NAME ID", "Move a DIP's buckets away (its connections finish by daisy chaining), keeping it configured", controller.OpDrain, false)
-	byID("undrain NAME ID", "Give a drained DIP its share of buckets again", controller.OpUndrain, false)
+}
 
-	defrag, dff := newCtl("defrag NAME [--steps N] [--target-rate F] [--max-moves N] [--allow-rise]",
+func addCtlDefrag(ctl *cobra.Command) {
+	defrag, dff := newCtl(ctl, "defrag NAME [--steps N] [--target-rate F] [--max-moves N] [--allow-rise]",
 		"Run defragmentation steps now (beamer instances): each step is a generation moving at most --max-moves buckets per DIP, with daisy chaining", cobra.ExactArgs(1))
 	steps := defrag.Flags().Int("steps", 1, fmt.Sprintf("steps to run now, 1–%d; each moves only buckets outside their chaining window", controller.MaxDefragSteps))
 	target := defrag.Flags().Float64("target-rate", assign.DefaultDefragParams.TargetRate, "stop once fragmentation (range rules per DIP) is at most this, ≥ 1")
@@ -265,12 +318,12 @@ bucket until their first successful probe ("pending" in ctl show).`
 		fmt.Println(res)
 		return nil
 	}
+}
 
+// newCtlHealthCommand is `ctl health` and its `clear`.
+func newCtlHealthCommand() *cobra.Command {
 	healthCmd := &cobra.Command{Use: "health", Short: "Health checks of DIPs"}
-	ctlCmd.AddCommand(healthCmd)
-	clear, clf := newCtl("clear NAME ID", "Clear a DIP's flap damping (penalty and suppression): it comes up at its next good probes", cobra.ExactArgs(2))
-	ctlCmd.RemoveCommand(clear)
-	healthCmd.AddCommand(clear)
+	clear, clf := newCtl(healthCmd, "clear NAME ID", "Clear a DIP's flap damping (penalty and suppression): it comes up at its next good probes", cobra.ExactArgs(2))
 	clear.RunE = func(_ *cobra.Command, args []string) error {
 		id, err := parseID(args[1])
 		if err != nil {
@@ -282,8 +335,7 @@ bucket until their first successful probe ("pending" in ctl show).`
 		fmt.Printf("instance %s: flap damping of DIP %d cleared\n", args[0], id)
 		return nil
 	}
-
-	// show, list and lookup (read-only): ctl_read.go
+	return healthCmd
 }
 
 func printView(out io.Writer, v *controller.View) {

@@ -83,13 +83,11 @@ func parseCheetahKeys(s string) (cheetah.Keys, error) {
 // `ctl cheetah rotate-key NAME`: a new key in the slot new connections do
 // not use, published to the muxes, made current --settle later
 // (controller.RotateCheetahKey); the controller pushes it to the agents.
-func init() {
+// newCtlCheetahCommand is `ctl cheetah` and its `rotate-key`.
+func newCtlCheetahCommand() *cobra.Command {
 	group := &cobra.Command{Use: "cheetah", Short: "Operations of cheetah instances"}
-	ctlCmd.AddCommand(group)
-	rot, f := newCtl("rotate-key NAME [--settle D] [--min-age D] [--force]",
+	rot, f := newCtl(group, "rotate-key NAME [--settle D] [--min-age D] [--force]",
 		"Rotate a cheetah instance's cookie key: connections keep the key id they started with, new ones take the new key after --settle", cobra.ExactArgs(1))
-	ctlCmd.RemoveCommand(rot)
-	group.AddCommand(rot)
 	settle := rot.Flags().Duration("settle", controller.DefaultCheetahSettle, "time the muxes get to load the new key before servers use it (longer than a mux may lag the store without being withdrawn)")
 	minAge := rot.Flags().Duration("min-age", time.Hour, "refuse when the current key became current less than this ago: connections older than that carry the key this rotation overwrites")
 	force := rot.Flags().Bool("force", false, "rotate even when --min-age or an agent that did not confirm the current keys says not to (their connections may break)")
@@ -102,4 +100,5 @@ func init() {
 		fmt.Printf("instance %s: %s\n", args[0], res)
 		return nil
 	}
+	return group
 }

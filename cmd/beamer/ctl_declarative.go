@@ -93,8 +93,15 @@ func runApply(ctx context.Context, op declarative.Operator, desired *declarative
 	return nil
 }
 
-func init() {
-	exp, ef := newCtl("export [-o FILE]", "Write every instance (configuration, servers, weights, drain state) as one YAML document; cheetah keys are never written", cobra.NoArgs)
+// addCtlDeclarative adds export, diff and apply.
+func addCtlDeclarative(ctl *cobra.Command) {
+	addCtlExport(ctl)
+	addCtlDiff(ctl)
+	addCtlApply(ctl)
+}
+
+func addCtlExport(ctl *cobra.Command) {
+	exp, ef := newCtl(ctl, "export [-o FILE]", "Write every instance (configuration, servers, weights, drain state) as one YAML document; cheetah keys are never written", cobra.NoArgs)
 	exp.ValidArgsFunction = nil
 	expFile := exp.Flags().StringP("output", "o", "-", "file to write (- for standard output)")
 	exp.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -113,8 +120,10 @@ func init() {
 			return f.Close()
 		})
 	}
+}
 
-	diff, dfl := newCtl("diff -f FILE", "Print what `ctl apply -f FILE` would change; exit 0 and print nothing when the live state equals FILE, 1 when it differs, 2 on trouble", cobra.NoArgs)
+func addCtlDiff(ctl *cobra.Command) {
+	diff, dfl := newCtl(ctl, "diff -f FILE", "Print what `ctl apply -f FILE` would change; exit 0 and print nothing when the live state equals FILE, 1 when it differs, 2 on trouble", cobra.NoArgs)
 	diff.ValidArgsFunction = nil
 	diffFile := diff.Flags().StringP("filename", "f", "", "the document (- for standard input)")
 	diff.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -138,8 +147,10 @@ func init() {
 		}
 		return nil
 	}
+}
 
-	apply, af := newCtl("apply -f FILE [--dry-run] [--prune] [--recreate]", "Make the live state equal to FILE in as few rebalances as possible; removed servers drain through their chain window; idempotent", cobra.NoArgs)
+func addCtlApply(ctl *cobra.Command) {
+	apply, af := newCtl(ctl, "apply -f FILE [--dry-run] [--prune] [--recreate]", "Make the live state equal to FILE in as few rebalances as possible; removed servers drain through their chain window; idempotent", cobra.NoArgs)
 	apply.ValidArgsFunction = nil
 	applyFile := apply.Flags().StringP("filename", "f", "", "the document (- for standard input)")
 	dry := apply.Flags().Bool("dry-run", false, "print the changes, make none")

@@ -189,11 +189,11 @@ func lookupJSON(ctx context.Context, st store.Store, root string, r *mgmtv1.Look
 	return json.Marshal(v)
 }
 
-func init() {
+func addCtlLookup(ctl *cobra.Command) {
 	var dport uint16
 	var proto string
 	var vip string
-	cmd := readCmd("lookup NAME SRC:PORT|[SRC6]:PORT [--dport P] [--vip ADDR]", "Show which bucket and server a client's connection maps to, and the bucket's history (chain)", cobra.ExactArgs(2),
+	cmd := readCmd(ctl, "lookup NAME SRC:PORT|[SRC6]:PORT [--dport P] [--vip ADDR]", "Show which bucket and server a client's connection maps to, and the bucket's history (chain)", cobra.ExactArgs(2),
 		func(ctx context.Context, cmd *cobra.Command, args []string, c *mgmtapi.Client, format string) error {
 			src, err := netip.ParseAddrPort(args[1])
 			if err != nil || src.Addr().Zone() != "" || src.Addr().Is4In6() {

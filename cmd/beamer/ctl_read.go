@@ -144,8 +144,8 @@ func printList(out io.Writer, lv *listView) {
 }
 
 // readCmd is a read-only ctl command: its API client, its -o.
-func readCmd(use, short string, args cobra.PositionalArgs, run func(ctx context.Context, cmd *cobra.Command, args []string, c *mgmtapi.Client, format string) error) *cobra.Command {
-	cmd, f := newCtl(use, short, args)
+func readCmd(parent *cobra.Command, use, short string, args cobra.PositionalArgs, run func(ctx context.Context, cmd *cobra.Command, args []string, c *mgmtapi.Client, format string) error) *cobra.Command {
+	cmd, f := newCtl(parent, use, short, args)
 	format := addOutputFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := checkOutput(*format); err != nil {
@@ -167,8 +167,9 @@ func listJSON(ctx context.Context, st store.Store, root string) ([]byte, error) 
 	return json.Marshal(lv)
 }
 
-func init() {
-	show := readCmd("show NAME", "Show an instance: generation, buckets per DIP, load vs weight, fragmentation", cobra.ExactArgs(1),
+// addCtlRead adds show and list.
+func addCtlRead(ctl *cobra.Command) {
+	show := readCmd(ctl, "show NAME", "Show an instance: generation, buckets per DIP, load vs weight, fragmentation", cobra.ExactArgs(1),
 		func(ctx context.Context, cmd *cobra.Command, args []string, c *mgmtapi.Client, format string) error {
 			v, err := c.Show(ctx, args[0])
 			if err != nil {
@@ -181,7 +182,7 @@ func init() {
 		})
 	show.Flags().Bool("json", false, "print JSON (same as -o json)")
 
-	readCmd("list", "List every instance, VIP, port, strategy and server with weight, state, health, buckets and share", cobra.NoArgs,
+	readCmd(ctl, "list", "List every instance, VIP, port, strategy and server with weight, state, health, buckets and share", cobra.NoArgs,
 		func(ctx context.Context, cmd *cobra.Command, _ []string, c *mgmtapi.Client, format string) error {
 			r, err := c.List(ctx)
 			if err != nil {

@@ -107,7 +107,7 @@ func TestCtlCreateBucketsDefault(t *testing.T) {
 }
 
 func ctlSub(t *testing.T, name string) *cobra.Command {
-	for _, c := range ctlCmd.Commands() {
+	for _, c := range findCmd(t, "ctl").Commands() {
 		if c.Name() == name {
 			return c
 		}

@@ -31,8 +31,8 @@ var errWatchDone = errors.New("enough events")
 // `ctl watch [NAME]`: the management API's Watch stream, for people and
 // scripts: instances created and deleted, generations, servers' health,
 // state and drain.
-func init() {
-	cmd, f := newCtl("watch [NAME]", "Print changes of instances and servers as they happen (health, state, drain, generations) until interrupted", cobra.MaximumNArgs(1))
+func addCtlWatch(ctl *cobra.Command) {
+	cmd, f := newCtl(ctl, "watch [NAME]", "Print changes of instances and servers as they happen (health, state, drain, generations) until interrupted", cobra.MaximumNArgs(1))
 	format := cmd.Flags().StringP("output", "o", "table", "output format: table (one line an event) or json (one object a line)")
 	count := cmd.Flags().Int("count", 0, "stop after this many events (0: run until interrupted)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {

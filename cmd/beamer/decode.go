@@ -181,7 +181,8 @@ func decodeFile(cmd *cobra.Command, path, format string, ports []uint) error {
 	return emit(cmd.OutOrStdout(), format, c, func(w io.Writer) { printCapture(w, c) })
 }
 
-func init() {
+// newDecodeCommand is `beamer decode`.
+func newDecodeCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "decode FILE.pcap | decode --hex HEX... (- reads lines from stdin)",
 		Short: "Decode captured Beamer packets, IP-in-IP and GUE (IPv4 and IPv6 outer): the option, the outer and inner addresses",
 		Long: `Prints, for every IP-in-IP packet and every UDP packet to a GUE port of a
@@ -209,23 +210,9 @@ byte layouts.`,
 		if err != nil {
 			return err
 		}
-		var packets []string
-		for _, a := range args {
-			if a != "-" {
-				packets = append(packets, a)
-				continue
-			}
-			sc := bufio.NewScanner(cmd.InOrStdin())
-			sc.Buffer(make([]byte, 0, 1<<16), 1<<20)
-			for sc.Scan() {
-				packets = append(packets, sc.Text())
-			}
-			if err := sc.Err(); err != nil {
-				return err
-			}
-		}
-		if len(packets) == 0 {
-			return fmt.Errorf("--hex: no packets given")
+		packets, err := hexArgs(cmd.InOrStdin(), args)
+		if err != nil {
+			return err
 		}
 		c, err := decodeHex(packets, ports)
 		if err != nil {
@@ -233,5 +220,29 @@ byte layouts.`,
 		}
 		return emit(cmd.OutOrStdout(), *format, c, func(w io.Writer) { printCapture(w, c) })
 	}
-	rootCmd.AddCommand(cmd)
+	return cmd
+}
+
+// hexArgs are decode --hex's packets: each argument, or for "-" each line
+// of stdin.
+func hexArgs(stdin io.Reader, args []string) ([]string, error) {
+	var packets []string
+	for _, a := range args {
+		if a != "-" {
+			packets = append(packets, a)
+			continue
+		}
+		sc := bufio.NewScanner(stdin)
+		sc.Buffer(make([]byte, 0, 1<<16), 1<<20)
+		for sc.Scan() {
+			packets = append(packets, sc.Text())
+		}
+		if err := sc.Err(); err != nil {
+			return nil, err
+		}
+	}
+	if len(packets) == 0 {
+		return nil, fmt.Errorf("--hex: no packets given")
+	}
+	return packets, nil
 }

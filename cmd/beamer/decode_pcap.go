@@ -223,12 +223,13 @@ func printPacket(w io.Writer, p decodedPacket) {
 	fmt.Fprintf(w, " | %s > %s %s\n", hostPort(p.Inner.Src, p.Inner.SrcPort), hostPort(p.Inner.Dst, p.Inner.DstPort), p.Inner.TCPFlags)
 }
 
-func init() {
+// newDecodePcapCommand is `beamer decode-pcap`: decode for a pcap file only.
+func newDecodePcapCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "decode-pcap FILE", Short: "Print the Beamer option of every IP-in-IP and GUE packet of a pcap capture (tcpdump -w); beamer decode also reads hex", Args: cobra.ExactArgs(1)}
 	format := addOutputFlag(cmd)
 	gue := addGUEPortFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		return decodeFile(cmd, args[0], *format, *gue)
 	}
-	rootCmd.AddCommand(cmd)
+	return cmd
 }

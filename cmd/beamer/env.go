@@ -1,12 +1,8 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"strings"
-
+	"github.com/beamer-lb/beamer/cmd/internal/rootflags"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
 // envFlags are the flags an environment variable can give: BEAMER_ and the
@@ -19,62 +15,13 @@ import (
 var envFlags = []string{"store", "insecure", "instance", "iface", "config", "metrics", "api", "api-cert", "api-key", "api-ca", "node-cert", "node-key", "node-ca", "cert", "key", "ca", "log-level", "log-format"}
 
 // envName is the variable of a flag.
-func envName(flag string) string {
-	return "BEAMER_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
-}
+func envName(flag string) string { return rootflags.EnvName(flag) }
 
 // documentEnv adds "(env BEAMER_X)" to the help of every flag in envFlags,
-// on every command. It runs once, from main and tests, after every init.
-func documentEnv(c *cobra.Command) {
-	visit := func(f *pflag.Flag) {
-		for _, n := range envFlags {
-			if f.Name == n && !strings.Contains(f.Usage, envName(n)) {
-				f.Usage += fmt.Sprintf(" (env %s)", envName(n))
-			}
-		}
-	}
-	c.Flags().VisitAll(visit)
-	c.PersistentFlags().VisitAll(visit)
-	for _, sub := range c.Commands() {
-		documentEnv(sub)
-	}
-}
+// on every command. newRootCommand runs it once the tree is built.
+func documentEnv(c *cobra.Command) { rootflags.DocumentEnv(c, envFlags) }
 
 // applyEnv sets the flags of cmd not given on the command line from their
 // variables. The flag is not marked as changed: commands that ask whether
 // a flag was given mean the command line.
-func applyEnv(cmd *cobra.Command) error {
-	var err error
-	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if err != nil || f.Changed {
-			return
-		}
-		for _, n := range envFlags {
-			if f.Name != n {
-				continue
-			}
-			v, ok := os.LookupEnv(envName(n))
-			if !ok || v == "" {
-				return
-			}
-			if sv, isSlice := f.Value.(pflag.SliceValue); isSlice {
-				err = sv.Replace(strings.Split(v, ","))
-			} else {
-				err = f.Value.Set(v)
-			}
-			if err != nil {
-				err = fmt.Errorf("%s=%q: %w", envName(n), v, err)
-			}
-		}
-	})
-	return err
-}
-
-func init() {
-	rootCmd.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		if err := applyEnv(cmd); err != nil {
-			return err
-		}
-		return setupLogging()
-	}
-}
+func applyEnv(cmd *cobra.Command) error { return rootflags.ApplyEnv(cmd, envFlags) }

@@ -39,5 +39,3 @@ func flagError(_ *cobra.Command, err error) error {
 	}
 	return err
 }
-
-func init() { rootCmd.SetFlagErrorFunc(flagError) }

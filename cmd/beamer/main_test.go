@@ -10,6 +10,10 @@ import (
 // without building the binary first.
 const childEnv = "BEAMER_TEST_RUN_MAIN"
 
+// rootCmd is the command tree the in-process tests run (run, findCmd),
+// built once as main builds it.
+var rootCmd = newRootCommand()
+
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		main()

@@ -13,8 +13,8 @@ import (
 // commands themselves so they say what --help says. Hidden: a build step,
 // not an operator's command. SOURCE_DATE_EPOCH, when set, dates the pages
 // (reproducible builds).
-func init() {
-	cmd := &cobra.Command{
+func newManpagesCommand() *cobra.Command {
+	return &cobra.Command{
 		Use:    "manpages DIR",
 		Short:  "Write a man page (section 1) for every command into DIR",
 		Args:   cobra.ExactArgs(1),
@@ -32,5 +32,4 @@ func init() {
 			return nil
 		},
 	}
-	rootCmd.AddCommand(cmd)
 }

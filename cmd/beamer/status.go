@@ -20,7 +20,9 @@ import (
 // its metrics address (GET /status): the bucket counts come from the
 // kernel's bucket array, not from the store.
 
-func statusCmd(parent, what string, fetch func(addr string) (any, func(io.Writer), error)) {
+// newStatusCommand is `status` under the mux or agent command: what (mux,
+// agent) names the daemon in the help, fetch reads its /status.
+func newStatusCommand(what string, fetch func(addr string) (any, func(io.Writer), error)) *cobra.Command {
 	cmd := &cobra.Command{Use: "status --metrics ADDR", Short: "Show what this node's " + what + " data plane holds (from the running daemon's --metrics address)", Args: cobra.NoArgs}
 	addr := cmd.Flags().String("metrics", "", "the running daemon's --metrics address, e.g. 127.0.0.1:9100")
 	format := addOutputFlag(cmd)
@@ -37,24 +39,23 @@ func statusCmd(parent, what string, fetch func(addr string) (any, func(io.Writer
 		}
 		return emit(cmd.OutOrStdout(), *format, v, table)
 	}
-	for _, c := range rootCmd.Commands() {
-		if c.Name() == parent {
-			c.AddCommand(cmd)
-			return
-		}
-	}
-	panic("no command " + parent)
+	return cmd
 }
 
-func init() {
-	statusCmd("mux", "mux", func(addr string) (any, func(io.Writer), error) {
+// newMuxStatusCommand is `beamer mux status`.
+func newMuxStatusCommand() *cobra.Command {
+	return newStatusCommand("mux", func(addr string) (any, func(io.Writer), error) {
 		var s muxd.Status
 		if err := metrics.FetchStatus(context.Background(), addr, &s); err != nil {
 			return nil, nil, err
 		}
 		return &s, func(w io.Writer) { printMuxStatus(w, &s) }, nil
 	})
-	statusCmd("agent", "agent", func(addr string) (any, func(io.Writer), error) {
+}
+
+// newAgentStatusCommand is `beamer agent status`.
+func newAgentStatusCommand() *cobra.Command {
+	return newStatusCommand("agent", func(addr string) (any, func(io.Writer), error) {
 		var s agentd.Status
 		if err := metrics.FetchStatus(context.Background(), addr, &s); err != nil {
 			return nil, nil, err

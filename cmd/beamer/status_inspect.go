@@ -18,10 +18,10 @@ import (
 // while it is stopped, crashed or being upgraded (its program keeps
 // forwarding with the last tables). `status` asks a running daemon;
 // `inspect` needs only root and the pins (pkg/dataplane/inspect_maps.go).
-// (This file's name sorts after mux.go and agent.go: its init adds to
-// their commands.)
 
-func inspectCmd(role string, read func(dir string) (any, func(io.Writer), error)) {
+// newInspectCommand is `inspect` under the mux or agent command (role);
+// read reads the pinned maps in a directory.
+func newInspectCommand(role string, read func(dir string) (any, func(io.Writer), error)) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inspect [--pin-dir DIR | --iface IFACE]",
 		Short: "Show what this node's " + role + " program forwards, read from its pinned maps (no daemon needed)",
@@ -48,13 +48,7 @@ is stopped or being upgraded. The pin directory is --pin-dir, else the daemon's 
 		}
 		return emit(cmd.OutOrStdout(), *format, v, table)
 	}
-	for _, c := range rootCmd.Commands() {
-		if c.Name() == role {
-			c.AddCommand(cmd)
-			return
-		}
-	}
-	panic("no command " + role)
+	return cmd
 }
 
 // defaultPinDir is the pin directory a daemon of role on iface takes
@@ -87,15 +81,20 @@ func inspectDir(role, pinDir, iface string) (string, error) {
 	return "", fmt.Errorf("several %ss pinned under %s (%s): give --pin-dir or --iface", role, root, strings.Join(found, ", "))
 }
 
-func init() {
-	inspectCmd("mux", func(dir string) (any, func(io.Writer), error) {
+// newMuxInspectCommand is `beamer mux inspect`.
+func newMuxInspectCommand() *cobra.Command {
+	return newInspectCommand("mux", func(dir string) (any, func(io.Writer), error) {
 		in, err := dataplane.InspectMux(dir)
 		if err != nil {
 			return nil, nil, err
 		}
 		return in, func(w io.Writer) { printMuxInspection(w, in) }, nil
 	})
-	inspectCmd("agent", func(dir string) (any, func(io.Writer), error) {
+}
+
+// newAgentInspectCommand is `beamer agent inspect`.
+func newAgentInspectCommand() *cobra.Command {
+	return newInspectCommand("agent", func(dir string) (any, func(io.Writer), error) {
 		in, err := dataplane.InspectAgent(dir, time.Now())
 		if err != nil {
 			return nil, nil, err

@@ -80,7 +80,8 @@ func printVersion(w io.Writer, v versionInfo) {
 	fmt.Fprintf(w, " %s, built with %s\n", v.Module, v.GoVersion)
 }
 
-func init() {
+// newVersionCommand is `beamer version`.
+func newVersionCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "version", Short: "Print the version, VCS revision and Go version of this binary", Args: cobra.NoArgs}
 	format := addOutputFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -90,5 +91,5 @@ func init() {
 		v := currentVersion()
 		return emit(cmd.OutOrStdout(), *format, v, func(w io.Writer) { printVersion(w, v) })
 	}
-	rootCmd.AddCommand(cmd)
+	return cmd
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-// The agent's compare mode of `beamer bench dataplane --compare-agent`: a
+// The agent's compare mode of `beamer-lab bench dataplane --compare-agent`: a
 // baseline benchmark build of the agent (an earlier commit's
 // agentbench_bpfel.o) is loaded beside the current one on its maps, as the
 // mux's baseline is (mux_baseline.go), so both read the same state and

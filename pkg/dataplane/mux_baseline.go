@@ -11,17 +11,17 @@ import (
 	"github.com/cilium/ebpf/btf"
 )
 
-// The compare mode of `beamer bench dataplane`: a baseline build of the mux
-// (an earlier commit's muxbench_bpfel.o, or one saved with `beamer bench
+// The compare mode of `beamer-lab bench dataplane`: a baseline build of the mux
+// (an earlier commit's muxbench_bpfel.o, or one saved with `beamer-lab bench
 // save-baseline`) is loaded beside the current one, in the same process, on
 // the current one's maps — so both programs read the very same tables, and
 // the only difference measured is the code. That needs the baseline to read
 // the maps as this build writes them: a baseline whose maps differ in type,
 // key, value or value layout is refused with the differences named (compare
-// such builds with their own `beamer bench dataplane` instead).
+// such builds with their own `beamer-lab bench dataplane` instead).
 
 // MuxBenchObject is the benchmark build of the mux compiled into this
-// binary: what `beamer bench save-baseline` writes.
+// binary: what `beamer-lab bench save-baseline` writes.
 func MuxBenchObject() []byte { return bytes.Clone(_MuxBenchBytes) }
 
 func muxBenchOrderVersion() *ebpf.VariableSpec {

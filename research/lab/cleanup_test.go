@@ -38,7 +38,7 @@ func TestCleanupAfterFailure(t *testing.T) {
 func TestCleanupAfterInterrupt(t *testing.T) {
 	requireLab(t)
 	invPath := filepath.Join(t.TempDir(), "inventory.json")
-	cmd := exec.Command(beamerBin, "lab", "run", "--experiment", "affinity", "--size", "ci", "--strategy", "beamer",
+	cmd := exec.Command(labBin, "lab", "run", "--experiment", "affinity", "--size", "ci", "--strategy", "beamer",
 		"--out", "", "--inventory", invPath)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

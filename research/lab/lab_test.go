@@ -15,9 +15,10 @@ import (
 
 // The lab tests run CI-sized versions of the paper's experiments 1, 2 and
 // 5 on real kernels, and check that nothing of a lab outlives it. They
-// need root and FRR; the daemons are a beamer binary built once here.
+// need root and FRR; the daemons are a beamer binary built once here, and
+// beside it the beamer-lab binary for the tests that run the lab command.
 
-var beamerBin string
+var beamerBin, labBin string
 
 func TestMain(m *testing.M) {
 	code := func() int {
@@ -30,11 +31,13 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		defer os.RemoveAll(dir)
-		beamerBin = filepath.Join(dir, "beamer")
-		cmd := exec.Command("go", "build", "-o", beamerBin, "github.com/beamer-lb/beamer/cmd/beamer")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building beamer for the lab daemons: %v\n%s", err, out)
-			return 1
+		beamerBin, labBin = filepath.Join(dir, "beamer"), filepath.Join(dir, "beamer-lab")
+		for bin, pkg := range map[string]string{beamerBin: "cmd/beamer", labBin: "cmd/beamer-lab"} {
+			cmd := exec.Command("go", "build", "-o", bin, "github.com/beamer-lb/beamer/"+pkg)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "building %s for the lab: %v\n%s", pkg, err, out)
+				return 1
+			}
 		}
 		return m.Run()
 	}()

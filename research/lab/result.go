@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Result is one run, as `beamer lab run --json` prints it.
+// Result is one run, as `beamer-lab lab run --json` prints it.
 type Result struct {
 	Scenario       string         `json:"scenario"`
 	Strategy       string         `json:"strategy"`

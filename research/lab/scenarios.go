@@ -14,7 +14,7 @@ import (
 // The scenarios of issue 10 (what operators do: rolling changes one
 // request at a time, health failures, long-lived connections, DSR
 // services, random churn) and the demo's, built into the binary so
-// `beamer lab run --scenario NAME` runs them anywhere. They are sized for
+// `beamer-lab lab run --scenario NAME` runs them anywhere. They are sized for
 // CI; `--size paper --stretch F` makes a bigger run of the same schedule.
 //
 //go:embed scenarios/*.scenario

@@ -5,5 +5,5 @@
 // 2, the choice of the bins to move by least expected MCT load; and the
 // software connection table (SCT) they read. The controller runs them on
 // real agents' answers (pkg/controlplane/controller/strategy_prism.go); the simulation
-// (sim.go, `beamer sim prism`) runs the same code on a synthetic workload.
+// (sim.go, `beamer-lab sim prism`) runs the same code on a synthetic workload.
 package prism

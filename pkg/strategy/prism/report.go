@@ -6,7 +6,7 @@ import (
 	"text/tabwriter"
 )
 
-// Report is `beamer sim prism`'s result, each part beside the paper's.
+// Report is `beamer-lab sim prism`'s result, each part beside the paper's.
 type Report struct {
 	Options    SimOptions       `json:"options"`
 	Scaling    string           `json:"scaling"`

@@ -10,7 +10,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/wire"
 )
 
-// The simulations behind `beamer sim prism` (docs/strategy-prism.md): the
+// The simulations behind `beamer-lab sim prism` (docs/strategy-prism.md): the
 // paper's §4 and Appendix A experiments on a synthetic workload, scaled down
 // where the paper's connection counts do not fit a test machine. Scaling is
 // by the SYN rate only: shares (the % of connections in the MCT) do not

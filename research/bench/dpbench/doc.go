@@ -1,6 +1,6 @@
 // Package dpbench measures the per-packet cost of the data-plane programs
 // inside the kernel with BPF_PROG_TEST_RUN, so that every figure is a real
-// run of the real program: `beamer bench dataplane`.
+// run of the real program: `beamer-lab bench dataplane`.
 //
 // Method. A test run with repeat N runs the program N times in one system
 // call, but each time on the packet as the previous run left it; the

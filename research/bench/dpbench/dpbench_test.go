@@ -19,7 +19,7 @@ var quickRows = []string{"empty", "floor", "encap-floor", "encap-floor-plain", "
 	"beamer-gue", "beamer-gue-moved1", "agent-local-gue", "agent-chain-gue", "agent-xdp-local-gue",
 	"beamer-ipv6", "beamer-ipv6-moved1", "agent6-local", "agent6-local-moved", "agent6-chain", "agent-xdp-local-ipv6"}
 
-// TestQuickRun is CI's smoke of `beamer bench dataplane`: every program runs
+// TestQuickRun is CI's smoke of `beamer-lab bench dataplane`: every program runs
 // and took its intended path on every repetition, by both methods (the
 // batched benchmark build and the production program one packet at a
 // time). No timing is asserted.

@@ -8,7 +8,7 @@ import (
 )
 
 // BenchmarkDataplane runs the full benchmark and prints its table (the same
-// as `beamer bench dataplane`).
+// as `beamer-lab bench dataplane`).
 func BenchmarkDataplane(b *testing.B) {
 	netlabtest.RequireRoot(b)
 	for i := 0; i < b.N; i++ {

@@ -6,7 +6,7 @@ import (
 )
 
 // Markdown renderings of a report, for the generated docs/performance.md
-// (`beamer bench doc`): every figure in that document comes from here.
+// (`beamer-lab bench doc`): every figure in that document comes from here.
 
 func thousands(n int) string { return Thousands(fmt.Sprint(n)) }
 

@@ -20,7 +20,7 @@ type Figure struct {
 	PathVerified bool    `json:"path_verified"`
 }
 
-// Row is one program's figures (the JSON contract of `beamer bench
+// Row is one program's figures (the JSON contract of `beamer-lab bench
 // dataplane`). The batched figure (repeat N, wall time / N) keeps its
 // original field names; PerPacket is the per-packet method (one test run
 // per packet of the production program, kernel-reported time); Baseline is

@@ -21,7 +21,7 @@ type Options struct {
 	MaglevFlows   []int    // active flows of the Maglev rows
 	PerPacket     int      // per-packet method: test runs (packets) per trial
 	// Baseline is the compare mode's baseline mux object (the benchmark
-	// build, e.g. `beamer bench save-baseline` of an earlier build, or an
+	// build, e.g. `beamer-lab bench save-baseline` of an earlier build, or an
 	// earlier commit's pkg/dataplane/muxbench_bpfel.o); nil: none.
 	Baseline     []byte
 	BaselineName string

@@ -602,7 +602,7 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
-// Presets are the sizes `beamer bench control-plane` runs. The paper's
+// Presets are the sizes `beamer-lab bench control-plane` runs. The paper's
 // instance (64K DIPs, 6.4M buckets) with 100 muxes needs ~18 GB for the
 // followers alone (each keeps the ring follower's table, 20 bytes a bucket,
 // and its data plane's words, 8 bytes): on one machine the paper's table

@@ -5,7 +5,7 @@ import (
 	"io"
 )
 
-// Config is the whole `beamer sim cheetah` run.
+// Config is the whole `beamer-lab sim cheetah` run.
 type Config struct {
 	PCC              PCCConfig `json:"pcc"`
 	ImbalanceServers []int     `json:"imbalance_servers"`

@@ -1,6 +1,6 @@
 package hashsim
 
-// Report is everything `beamer sim hashing` prints; its JSON form is read
+// Report is everything `beamer-lab sim hashing` prints; its JSON form is read
 // by scripts (see docs/hashing.md for the contract).
 type Report struct {
 	Config           Config          `json:"config"`

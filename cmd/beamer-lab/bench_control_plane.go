@@ -13,22 +13,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// The control-plane benchmark joins `beamer bench`, which bench.go
-// defines; init functions run in file-name order, so it exists here.
-func init() {
-	var parent *cobra.Command
-	for _, c := range rootCmd.Commands() {
-		if c.Name() == "bench" {
-			parent = c
-		}
-	}
-	if parent == nil {
-		parent = &cobra.Command{Use: "bench", Short: "Benchmarks of Beamer's components"}
-		rootCmd.AddCommand(parent)
-	}
-	parent.AddCommand(benchControlPlaneCmd())
-}
-
+// benchControlPlaneCmd is `beamer-lab bench control-plane`.
 func benchControlPlaneCmd() *cobra.Command {
 	var (
 		stores, presets string
@@ -51,7 +36,7 @@ paper's figures (§6), or JSON. Followers share this machine's cores and
 memory: a run whose followers would not fit --memory-budget is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			self, err := os.Executable()
+			bin, err := beamerBinary()
 			if err != nil {
 				return err
 			}
@@ -86,7 +71,7 @@ memory: a run whose followers would not fit --memory-budget is refused.`,
 				if p.Batch == 0 {
 					p.Batch = p.DIPs / 2
 				}
-				p.Controller, p.Progress, p.MemoryBudget, p.Timeout = scalebench.BeamerController(self), os.Stderr, budgetMB<<20, o.Timeout
+				p.Controller, p.Progress, p.MemoryBudget, p.Timeout = scalebench.BeamerController(bin), os.Stderr, budgetMB<<20, o.Timeout
 				for _, s := range strings.Split(stores, ",") {
 					p.Store = strings.TrimSpace(s)
 					r, err := scalebench.Run(ctx, p)

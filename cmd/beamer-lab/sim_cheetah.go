@@ -7,7 +7,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
+// newSimCheetahCommand is `beamer-lab sim cheetah`.
+func newSimCheetahCommand() *cobra.Command {
 	c := cheetahsim.Default()
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -39,5 +40,5 @@ beside the paper's figures. See docs/strategy-cheetah.md.`,
 	f.Float64SliceVar(&c.PCC.PerMinute, "rates", c.PCC.PerMinute, "DIP updates per minute")
 	f.IntSliceVar(&c.ImbalanceServers, "imbalance-servers", c.ImbalanceServers, "server counts of the imbalance run")
 	f.IntSliceVar(&c.ImbalanceActive, "imbalance-active", c.ImbalanceActive, "active connection counts of the imbalance run")
-	simCmd.AddCommand(cmd)
+	return cmd
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// `beamer lab cheetah-fct`: p99 flow completion time of Cheetah's policies
+// `beamer-lab lab cheetah-fct`: p99 flow completion time of Cheetah's policies
 // (round robin, hash, p2c) and Beamer with heavy-tailed file sizes
 // (research/lab/cheetah_fct.go, docs/strategy-cheetah.md).
 func labCheetahFCTCmd() *cobra.Command {
@@ -58,6 +58,9 @@ round robin, hash and power of two choices, and of Beamer. See docs/strategy-che
 					return fmt.Errorf("--only %v names no variant", only)
 				}
 				e.Variants = keep
+			}
+			if e.Beamer, err = beamerBinary(); err != nil {
+				return err
 			}
 			e.Progress = os.Stderr
 			res, err := lab.RunAWFDExperiment(cmd.Context(), e)

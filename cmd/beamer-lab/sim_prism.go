@@ -7,7 +7,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
+// newSimPrismCommand is `beamer-lab sim prism`.
+func newSimPrismCommand() *cobra.Command {
 	o := prism.DefaultSimOptions()
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -36,5 +37,5 @@ back. See docs/strategy-prism.md.`,
 	f.Float64Var(&o.Duration, "duration", o.Duration, "simulated seconds of each Fig. 6 run (paper: 500)")
 	f.IntVar(&o.Runs, "runs", o.Runs, "Algorithm 1 runs per MCT write rate (paper: 2,000)")
 	f.Float64Var(&o.Alg2Rate, "alg2-rate", o.Alg2Rate, "SYN/s of the Appendix A VIP (paper: 10,000)")
-	simCmd.AddCommand(cmd)
+	return cmd
 }

@@ -29,7 +29,7 @@ func TestPerfDocTemplate(t *testing.T) {
 			DropsToSink: 1000, Delivered: 3_499_000, MuxNs: 400, GenNs: 150, SinkNs: 300, MuxBusy: 0.3, MuxCPU: 1},
 	}}
 	d := perfDoc{Machine: dpbench.DescribeMachine(), Report: rep, Command: "scripts/perf-doc.sh", ControlPlane: "| control | plane |\n",
-		ControlPlaneCommand: "beamer bench control-plane"}
+		ControlPlaneCommand: "beamer-lab bench control-plane"}
 	out, err := renderPerfDoc("../../scripts/perf-doc.md.tmpl", &d)
 	if err != nil {
 		t.Fatal(err)

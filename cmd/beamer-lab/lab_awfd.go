@@ -116,6 +116,9 @@ See docs/strategy-awfd.md.`,
 				}
 				e.Variants = keep
 			}
+			if e.Beamer, err = beamerBinary(); err != nil {
+				return err
+			}
 			e.Progress = os.Stderr
 			res, err := lab.RunAWFDExperiment(cmd.Context(), e)
 			if res != nil && out != "" {

@@ -7,7 +7,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
+// newSimAwfdCommand is `beamer-lab sim awfd`.
+func newSimAwfdCommand() *cobra.Command {
 	c := awfdsim.Default()
 	var asJSON bool
 	var plotDir string
@@ -53,5 +54,5 @@ DIPs of capacities 1:2, chains of 1–4 services. See docs/strategy-awfd.md.`,
 	f.DurationSliceVar(&c.Intervals, "intervals", c.Intervals, "update intervals of Fig. 8")
 	f.IntSliceVar(&c.Classes, "classes", c.Classes, "AWFD m of Fig. 8's curves")
 	f.IntVar(&seeds, "seeds", len(c.Seeds), "seeds 1..N (one run each; mean and standard error)")
-	simCmd.AddCommand(cmd)
+	return cmd
 }

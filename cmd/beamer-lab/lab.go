@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -16,10 +17,11 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// demoStrategies are what `beamer demo` runs by default.
+// demoStrategies are what `beamer-lab demo` runs by default.
 var demoStrategies = lab.Strategies()
 
-func init() {
+// newLabCommand is `beamer-lab lab`: the experiments in a namespace datacenter.
+func newLabCommand() *cobra.Command {
 	labCmd := &cobra.Command{
 		Use:   "lab",
 		Short: "Run the Beamer paper's §6 experiments in a namespace datacenter",
@@ -30,7 +32,7 @@ the controller with its store. Real TCP, HTTP and MPTCP traffic; the clients cou
 the connections that broke. Needs root and FRR (scripts/setup.sh installs it).`,
 	}
 	labCmd.AddCommand(labRunCmd(), labExperimentsCmd(), labAWFDCmd(), labCheetahFCTCmd())
-	rootCmd.AddCommand(labCmd)
+	return labCmd
 }
 
 func labExperimentsCmd() *cobra.Command {
@@ -66,11 +68,11 @@ func labRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run experiments (or a scenario file) for each strategy and print ours beside the paper's",
-		Example: `  beamer lab run --experiment affinity --removed 1-4
-  beamer lab run --experiment all --size ci --json
-  beamer lab run --scenario my.scenario --strategy beamer
-  beamer lab run --scenario rolling-removal --size ci          # a built-in scenario
-  beamer lab run --scenario short-window --size paper --stretch 1.5`,
+		Example: `  beamer-lab lab run --experiment affinity --removed 1-4
+  beamer-lab lab run --experiment all --size ci --json
+  beamer-lab lab run --scenario my.scenario --strategy beamer
+  beamer-lab lab run --scenario rolling-removal --size ci          # a built-in scenario
+  beamer-lab lab run --scenario short-window --size paper --stretch 1.5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := needRoot("the lab"); err != nil {
@@ -85,17 +87,7 @@ func labRunCmd() *cobra.Command {
 			var sc *lab.Scenario
 			if scenario != "" {
 				var err error
-				if sc, err = lab.LoadScenario(scenario); err != nil {
-					return err
-				}
-				if stretch <= 0 || stretch > 100 {
-					return fmt.Errorf("--stretch %v: want a factor in (0, 100]", stretch)
-				}
-				sc.Stretch(stretch)
-				if cmd.Flags().Changed("window") {
-					sc.Window = 0 // --window wins over the file's `window`
-				}
-				if err := sc.Validate(); err != nil {
+				if sc, err = loadScenario(cmd, scenario, stretch); err != nil {
 					return err
 				}
 				names = []string{"affinity"} // parameter defaults only
@@ -106,6 +98,10 @@ func labRunCmd() *cobra.Command {
 				names = lab.ExperimentOrder
 			}
 			runs, err := f.plan(cmd, names, strategies, size, sc)
+			if err != nil {
+				return err
+			}
+			bin, err := beamerBinary()
 			if err != nil {
 				return err
 			}
@@ -135,7 +131,7 @@ func labRunCmd() *cobra.Command {
 				if keep != "" {
 					run.Dir = filepath.Join(keep, fmt.Sprintf("%02d-%s-%s", i+1, name, run.Params.Strategy))
 				}
-				run.Progress = progress
+				run.Progress, run.Beamer = progress, bin
 				run.Inventory = func(inv *lab.Inventory) { made = append(made, inv) }
 				r, err := lab.Run(ctx, run)
 				if err != nil {
@@ -143,33 +139,12 @@ func labRunCmd() *cobra.Command {
 				}
 				results = append(results, r)
 			}
-			if asJSON {
-				if err := lab.PrintJSON(os.Stdout, results); err != nil {
-					return err
-				}
-			} else {
-				fmt.Println()
-				lab.WriteTable(os.Stdout, results)
-			}
-			if out != "" {
-				if err := os.MkdirAll(out, 0o755); err != nil {
-					return err
-				}
-				files, err := lab.WritePlots(out, results)
-				if err != nil {
-					return err
-				}
-				if err := lab.WriteJSON(out, results); err != nil {
-					return err
-				}
-				fmt.Fprintf(progress, "\n%d plots and results.json in %s/\n", len(files), out)
-			}
-			return nil
+			return reportRuns(results, asJSON, out, progress)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&names, "experiment", nil, "experiments to run: "+lab.ExperimentNames()+", or all")
-	fl.StringVar(&scenario, "scenario", "", "scenario file, or built-in scenario name, to run instead of an experiment (see `beamer lab experiments`)")
+	fl.StringVar(&scenario, "scenario", "", "scenario file, or built-in scenario name, to run instead of an experiment (see `beamer-lab lab experiments`)")
 	fl.Float64Var(&stretch, "stretch", 1, "multiply every time of the scenario (events, window, idle period, churn) by this factor")
 	fl.StringSliceVar(&strategies, "strategy", lab.Strategies(), "strategies, each run in turn: "+strings.Join(lab.Strategies(), ", "))
 	fl.StringVar(&size, "size", lab.SizePaper, "parameter set: "+strings.Join(lab.Sizes, ", ")+" (flags below override it)")
@@ -180,6 +155,53 @@ func labRunCmd() *cobra.Command {
 	fl.MarkHidden("inventory")
 	f.register(cmd)
 	return cmd
+}
+
+// loadScenario reads --scenario (a file or a built-in name), stretched by
+// --stretch, its window dropped when --window is given.
+func loadScenario(cmd *cobra.Command, scenario string, stretch float64) (*lab.Scenario, error) {
+	sc, err := lab.LoadScenario(scenario)
+	if err != nil {
+		return nil, err
+	}
+	if stretch <= 0 || stretch > 100 {
+		return nil, fmt.Errorf("--stretch %v: want a factor in (0, 100]", stretch)
+	}
+	sc.Stretch(stretch)
+	if cmd.Flags().Changed("window") {
+		sc.Window = 0 // --window wins over the file's `window`
+	}
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+// reportRuns prints the runs' table (or JSON) and writes the plots and
+// results.json into out ("" = none).
+func reportRuns(results []*lab.Result, asJSON bool, out string, progress io.Writer) error {
+	if asJSON {
+		if err := lab.PrintJSON(os.Stdout, results); err != nil {
+			return err
+		}
+	} else {
+		fmt.Println()
+		lab.WriteTable(os.Stdout, results)
+	}
+	if out != "" {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return err
+		}
+		files, err := lab.WritePlots(out, results)
+		if err != nil {
+			return err
+		}
+		if err := lab.WriteJSON(out, results); err != nil {
+			return err
+		}
+		fmt.Fprintf(progress, "\n%d plots and results.json in %s/\n", len(files), out)
+	}
+	return nil
 }
 
 // interruptible is a context that ends on Ctrl-C or SIGTERM, so the lab

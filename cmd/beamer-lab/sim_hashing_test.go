@@ -14,6 +14,7 @@ import (
 // argument must fail with a clear error.
 func TestSimHashingCommand(t *testing.T) {
 	dir := t.TempDir()
+	rootCmd := newRootCommand()
 	var out bytes.Buffer
 	rootCmd.SetOut(&out)
 	rootCmd.SetArgs([]string{"sim", "hashing", "--json", "--plot", dir, "--reps", "1", "--balance-reps", "1",

@@ -16,9 +16,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// `beamer bench doc` writes docs/performance.md from one run: the machine,
+// `beamer-lab bench doc` writes docs/performance.md from one run: the machine,
 // the data-plane benchmark (both methods), the live benchmark and the
-// control-plane benchmark (`beamer bench control-plane`, run as a child of
+// control-plane benchmark (`beamer-lab bench control-plane`, run as a child of
 // this binary), rendered through a template whose prose takes every figure
 // from the run — so the document cannot drift from what the code measures.
 // scripts/perf-doc.sh builds the binary and runs it.
@@ -37,7 +37,8 @@ type perfDoc struct {
 	LoadEnd             string
 }
 
-func init() {
+// benchDocCmd is `beamer-lab bench doc`.
+func benchDocCmd() *cobra.Command {
 	var (
 		out, tmpl, cpArgs string
 		quick, noCP       bool
@@ -60,13 +61,7 @@ scripts/perf-doc.sh is the usual way to call it.`,
 				return err
 			}
 			d := perfDoc{Machine: dpbench.DescribeMachine(), Command: "scripts/perf-doc.sh"}
-			if bi, ok := debug.ReadBuildInfo(); ok {
-				v := buildVersion(bi)
-				d.Revision = v.Revision
-				if v.Modified {
-					d.Revision += " (with uncommitted changes)"
-				}
-			}
+			d.Revision = vcsRevision()
 			o, lo := dpbench.Full, dpbench.LiveFull
 			if quick {
 				o, lo = dpbench.Quick, dpbench.LiveQuick
@@ -105,15 +100,11 @@ scripts/perf-doc.sh is the usual way to call it.`,
 	cmd.Flags().StringVar(&tmpl, "template", "scripts/perf-doc.md.tmpl", "the document's template (Go text/template over the run's results)")
 	cmd.Flags().BoolVar(&quick, "quick", false, "short runs (a check of the pipeline, not figures to publish)")
 	cmd.Flags().BoolVar(&noCP, "no-control-plane", false, "skip the control-plane benchmark")
-	cmd.Flags().StringVar(&cpArgs, "control-plane-args", "", "arguments for `beamer bench control-plane` (default: its own)")
-	for _, c := range rootCmd.Commands() {
-		if c.Name() == "bench" {
-			c.AddCommand(cmd)
-		}
-	}
+	cmd.Flags().StringVar(&cpArgs, "control-plane-args", "", "arguments for `beamer-lab bench control-plane` (default: its own)")
+	return cmd
 }
 
-// runControlPlane runs `beamer bench control-plane ARGS` (this binary) and
+// runControlPlane runs `beamer-lab bench control-plane ARGS` (this binary) and
 // returns its markdown.
 func runControlPlane(args string) (string, string, error) {
 	self, err := os.Executable()
@@ -121,7 +112,10 @@ func runControlPlane(args string) (string, string, error) {
 		return "", "", err
 	}
 	argv := append([]string{"bench", "control-plane"}, strings.Fields(args)...)
-	shown := "beamer " + strings.Join(argv, " ")
+	shown := "beamer-lab " + strings.Join(argv, " ")
+	if beamerFlag != "" { // the child finds the same binary
+		argv = append(argv, "--beamer", beamerFlag)
+	}
 	fmt.Fprintln(os.Stderr, "control plane:", shown)
 	c := exec.Command(self, argv...)
 	c.Stderr = os.Stderr
@@ -153,4 +147,27 @@ func renderPerfDoc(tmpl string, d *perfDoc) ([]byte, error) {
 		return nil, fmt.Errorf("%s: a value the template names is missing", tmpl)
 	}
 	return b.Bytes(), nil
+}
+
+// vcsRevision is the commit this binary was built from, as the Go
+// toolchain records it inside a git work tree ("" without one).
+func vcsRevision() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev string
+	var modified bool
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if rev != "" && modified {
+		rev += " (with uncommitted changes)"
+	}
+	return rev
 }

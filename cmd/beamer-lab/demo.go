@@ -9,7 +9,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
+// newDemoCommand is `beamer-lab demo` (make demo).
+func newDemoCommand() *cobra.Command {
 	var (
 		strategies []string
 		out        string
@@ -25,7 +26,7 @@ agent and an HTTP server, a controller with its embedded etcd store — keeps
 persistent HTTP connections downloading through the VIP, removes three servers one
 request each, 2 s apart (a rolling removal), then a mux, and prints how many
 connections broke, for each strategy. Writes plots.
-Everything is removed at the end. Needs root. (The full experiments: beamer lab run.)`,
+Everything is removed at the end. Needs root. (The full experiments: beamer-lab lab run.)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := needRoot("the demo"); err != nil {
@@ -34,12 +35,16 @@ Everything is removed at the end. Needs root. (The full experiments: beamer lab 
 			if err := checkStrategies(strategies); err != nil {
 				return err
 			}
+			bin, err := beamerBinary()
+			if err != nil {
+				return err
+			}
 			ctx, stop := interruptible()
 			defer stop()
 			if stretch <= 0 || stretch > 100 {
 				return fmt.Errorf("--stretch %v: want a factor in (0, 100]", stretch)
 			}
-			results, err := lab.RunDemo(ctx, lab.DemoOptions{Strategies: strategies, Out: out, Stretch: stretch,
+			results, err := lab.RunDemo(ctx, lab.DemoOptions{Beamer: bin, Strategies: strategies, Out: out, Stretch: stretch,
 				Params: func(p *lab.Params) { p.Seed = seed }}, os.Stdout)
 			if err != nil {
 				return err
@@ -54,5 +59,5 @@ Everything is removed at the end. Needs root. (The full experiments: beamer lab 
 	cmd.Flags().StringVar(&out, "out", "lab-results/demo", "directory for plots and results.json (\"\" = none)")
 	cmd.Flags().Int64Var(&seed, "seed", 1, "seed of the flows and the router's ECMP hash")
 	cmd.Flags().Float64Var(&stretch, "stretch", 1, "multiply the schedule's times by this factor")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }

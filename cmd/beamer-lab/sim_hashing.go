@@ -9,7 +9,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
+// newSimHashingCommand is `beamer-lab sim hashing`.
+func newSimHashingCommand() *cobra.Command {
 	c := hashsim.Default()
 	var asJSON bool
 	var plotDir string
@@ -69,5 +70,5 @@ See docs/hashing.md.`,
 		}
 		return nil
 	}
-	simCmd.AddCommand(cmd)
+	return cmd
 }
