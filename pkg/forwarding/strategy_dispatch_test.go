@@ -44,11 +44,6 @@ var dispatchExceptions = map[string]string{
 	// rendezvous), not the product's strategies: the paper's Table 1
 	// figures by algorithm row.
 	`research/sim/hashsim/table1.go:case "maglev":`: "the paper's figures for the Maglev algorithm's row",
-	// cmd/beamer is being split into two binaries by another change; its
-	// checks move to the strategy spec after it lands.
-	"cmd/beamer/ctl.go:if in.Strategy != forwarding.StrategyPrism {":                                            "pending the cmd/ split",
-	"cmd/beamer/ctl.go:if in.Strategy != forwarding.StrategyMaglev && in.Strategy != forwarding.StrategyAWFD {": "pending the cmd/ split",
-	"cmd/beamer/ctl_lookup.go:if in.Strategy == forwarding.StrategyMaglev {":                                    "pending the cmd/ split",
 }
 
 // strategyWords are the path words that make a file or folder a strategy's
