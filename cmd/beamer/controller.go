@@ -72,7 +72,7 @@ TLS, roles read and admin); a standby forwards calls to the elected one.`,
 			return fmt.Errorf("--defrag-*: %w", err)
 		}
 		logger := slog.Default().With("component", "controller")
-		o := controller.RunOptions{Identity: *identity, ReconcileEvery: *reconcile, Logf: slogf(logger)}
+		o := controller.RunOptions{Options: controller.Options{Logger: logger}, Identity: *identity, ReconcileEvery: *reconcile}
 		// Options are checked before the store is opened (or started).
 		if err := applyHolds(&o); err != nil {
 			return err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/store"
@@ -41,7 +42,8 @@ func checkStore(url string) error {
 func openStore(ctx context.Context, url string) (store.Store, *storeurl.Target, error) {
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	s, t, err := storeurl.OpenWith(octx, url, storeurl.Options{Insecure: insecureStore, WaitForServer: embedWait})
+	s, t, err := storeurl.OpenWith(octx, url, storeurl.Options{Insecure: insecureStore, WaitForServer: embedWait,
+		Logger: slog.Default().With("component", "store")})
 	if err != nil {
 		return nil, nil, fmt.Errorf("open store: %w", err)
 	}

@@ -67,6 +67,14 @@ func checkCheetah(in *Instance) error {
 // the instance's general rules apply, plus the policy and keys.
 // Its servers take the keys the controller pushes.
 func init() {
-	RegisterStrategy(StrategySpec{Name: StrategyCheetah, Check: checkCheetah, ServerKeys: true,
+	RegisterStrategy(StrategySpec{Name: StrategyCheetah, Check: checkCheetah, CheckServer: checkCheetahServer, ServerKeys: true,
 		HasOptions: func(in *Instance) bool { return in.Cheetah != nil }, OptionsRequired: true})
+}
+
+// checkCheetahServer: a cookie carries 15 bits of server id.
+func checkCheetahServer(id ServerID) error {
+	if id > cheetah.MaxID {
+		return fmt.Errorf("server id %d does not fit a Cheetah cookie (at most %d)", id, cheetah.MaxID)
+	}
+	return nil
 }

@@ -50,6 +50,10 @@ type StrategySpec struct {
 	// Check returns what is wrong with the strategy's own part of a
 	// configuration (e.g. a Maglev table size must be prime), or nil.
 	Check func(in *Instance) error
+	// CheckServer, if set, returns what is wrong with a server id under
+	// this strategy (e.g. a Cheetah cookie carries 15 bits of it), or nil;
+	// Instance.CheckServer asks it.
+	CheckServer func(id ServerID) error
 	// HasOptions tells whether a configuration carries the strategy's own
 	// options block (json "prism", "cheetah", "awfd"); nil: it has none.
 	// Another strategy's instance must not carry it.

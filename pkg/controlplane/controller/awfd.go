@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/beamer-lb/beamer/pkg/httpserver"
+	"log/slog"
 	"net/netip"
 	"slices"
 	"sync"
@@ -39,7 +41,8 @@ type CapacityAsker interface {
 type AWFDPollOptions struct {
 	Client CapacityAsker
 	Now    func() time.Time
-	Logf   func(format string, a ...any)
+	// Logger receives failed rounds and polls; nil discards.
+	Logger *slog.Logger
 	// Refresh is how often instance configurations and DIPs are re-read
 	// (default 1 s).
 	Refresh time.Duration
@@ -57,9 +60,7 @@ func (o *AWFDPollOptions) fill() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
-	}
+	o.Logger = loggerOr(o.Logger)
 	if o.Refresh <= 0 {
 		o.Refresh = time.Second
 	}
@@ -79,6 +80,7 @@ type AWFDPoller struct {
 	// without AWFD instances costs one listing a second, not 20.
 	names  []string
 	listed time.Time
+	lines  *httpserver.LineLimiter // failed rounds, once per interval
 }
 
 type awfdInstance struct {
@@ -101,7 +103,7 @@ type awfdServer struct {
 // (give it the leadership's fenced store).
 func NewAWFDPoller(st store.Store, root string, o AWFDPollOptions) *AWFDPoller {
 	o.fill()
-	return &AWFDPoller{st: st, root: root, o: o, inst: map[string]*awfdInstance{}}
+	return &AWFDPoller{st: st, root: root, o: o, inst: map[string]*awfdInstance{}, lines: httpserver.NewLineLimiter(10 * time.Second)}
 }
 
 // Run polls until ctx ends; it returns the first store conflict (the
@@ -119,7 +121,9 @@ func (p *AWFDPoller) Run(ctx context.Context) error {
 			if errors.Is(err, store.ErrConflict) {
 				return err
 			}
-			p.o.Logf("awfd: %v", err)
+			// A round runs every few hundred milliseconds: a lasting
+			// failure is reported once per interval, with a count.
+			p.lines.Log(p.o.Logger, slog.LevelError, "round", "awfd: capacity round failed", "error", err)
 		}
 	}
 }
@@ -240,7 +244,7 @@ func (p *AWFDPoller) load(ctx context.Context, k ring.Keys, old *awfdInstance) (
 		if rec, err := awfd.Read(ctx, p.st, k); err == nil && rec != nil {
 			ai.last = rec
 		} else if err != nil {
-			p.o.Logf("awfd: instance %s: stored record unreadable, writing a new one: %v", cfg.Name, err)
+			p.o.Logger.Warn("awfd: stored record unreadable, writing a new one", "instance", cfg.Name, "error", err)
 		}
 	}
 	dips, err := readDIPs(ctx, p.st, k)
@@ -283,7 +287,8 @@ func (p *AWFDPoller) poll(ctx context.Context, ai *awfdInstance, o forwarding.AW
 		if a.err != nil {
 			p.o.Metrics.awfdFailed(ai.cfg.Name)
 			if ai.failures[a.id] == "" {
-				p.o.Logf("awfd: instance %s: server %d: capacity poll failed (last value kept %v, then decays): %v", ai.cfg.Name, a.id, o.Hold, a.err)
+				p.o.Logger.Warn("awfd: capacity poll failed; last value kept, then decays", "instance", ai.cfg.Name, "server", a.id,
+					"hold", o.Hold, "error", a.err)
 			}
 			ai.failures[a.id] = a.err.Error()
 			continue

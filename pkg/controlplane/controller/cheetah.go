@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"slices"
 	"sync"
@@ -44,7 +45,9 @@ type CheetahOptions struct {
 	Timeout time.Duration
 	// Client pushes; nil: HTTP to DIP:agent_port.
 	Client CheetahPusher
-	Logf   func(format string, a ...any)
+	// Logger receives pushes failing (Warn) and working again (Info),
+	// never the keys; nil: the controller's.
+	Logger *slog.Logger
 }
 
 func (o *CheetahOptions) fill() {
@@ -57,9 +60,7 @@ func (o *CheetahOptions) fill() {
 	if o.Client == nil {
 		o.Client = &agentapi.Client{}
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
-	}
+	o.Logger = loggerOr(o.Logger)
 }
 
 // cheetahServer is what the controller knows of one server's agent.
@@ -306,13 +307,13 @@ func (c *Controller) pushKeys(ctx context.Context, in *instance, ci *cheetahInst
 		}
 		if a.err != nil {
 			if s.err == nil {
-				o.Logf("cheetah: instance %s: server %d: keys not pushed: %v", cfg.Name, a.id, a.err)
+				o.Logger.Warn("cheetah: keys not pushed to the server's agent", "instance", cfg.Name, "server", a.id, "dip", a.addr, "error", a.err)
 			}
 			s.err = a.err
 			continue
 		}
 		if s.err != nil {
-			o.Logf("cheetah: instance %s: server %d: keys pushed again", cfg.Name, a.id)
+			o.Logger.Info("cheetah: keys pushed to the server's agent again", "instance", cfg.Name, "server", a.id, "dip", a.addr)
 		}
 		if ts, ok := t.Servers[a.id]; !ok || ts.State != forwarding.Active {
 			if d := in.dips[a.id]; d != nil && d.EffectiveWeight() > 0 && s.keys != cfg.Cheetah.Keys {
@@ -357,7 +358,7 @@ func (c *Controller) switchKey(ctx context.Context, in *instance, now time.Time)
 		in.config = old
 		return err
 	}
-	c.logf("cheetah: instance %s: key id %d is current for new connections", cfg.Name, o.Keys.Current)
+	c.log.Info("cheetah: key id is current for new connections", "instance", cfg.Name, "key_id", o.Keys.Current)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
@@ -44,8 +45,22 @@ type Options struct {
 	// keep-alive bits, the servers' socket lists as the second opinion
 	// (prism_keepalive.go); nil: from the servers' socket lists alone.
 	PrismKeepAlive *PrismKeepAlive
-	// Logf reports repairs and new incarnations (default: silent).
-	Logf func(format string, a ...any)
+	// Logger receives what the controller does (Info), refuses or finds
+	// degraded (Warn) and fails at (Error), with fields (instance,
+	// generation, server, dip, reason, error); nil discards. Children
+	// derive per-instance loggers with With("instance", name).
+	Logger *slog.Logger
+}
+
+// discard is the logger of a component given none.
+var discard = slog.New(slog.DiscardHandler)
+
+// loggerOr is l, or discard when l is nil.
+func loggerOr(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return discard
+	}
+	return l
 }
 
 // Controller runs operations on the instances under one store root. Give
@@ -56,7 +71,7 @@ type Controller struct {
 	root  string
 	opts  Options
 	now   func() time.Time
-	logf  func(format string, a ...any)
+	log   *slog.Logger
 	cache map[string]*instance
 	// seen is the pair last published (or found and trusted) per instance;
 	// started the instances whose incarnation this controller began;
@@ -89,19 +104,16 @@ func New(st store.Store, root string, opts Options) *Controller {
 		o.fill()
 		opts.PrismKeepAlive = &o
 	}
-	logf := opts.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
+	opts.Logger = loggerOr(opts.Logger)
 	if opts.Cheetah != nil {
 		o := *opts.Cheetah
-		if o.Logf == nil {
-			o.Logf = logf
+		if o.Logger == nil {
+			o.Logger = opts.Logger
 		}
 		o.fill()
 		opts.Cheetah = &o
 	}
-	return &Controller{st: st, root: root, opts: opts, now: now, logf: logf, cache: map[string]*instance{},
+	return &Controller{st: st, root: root, opts: opts, now: now, log: opts.Logger, cache: map[string]*instance{},
 		seen: map[string]ring.Pair{}, started: map[string]bool{}, repairs: map[string]string{}, metrics: opts.Metrics,
 		last: map[string]*ring.Writer{}}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -111,8 +110,7 @@ type damageHarness struct {
 	forks *forkBook
 	mux   *muxModel
 	fol   *ring.Follower
-	logMu sync.Mutex
-	logs  []string
+	book  *logBook // the controller's log
 	// skew moves the controller's clock (seconds); 0: the real clock.
 	skew atomic.Int64
 }
@@ -142,18 +140,14 @@ func backends(t *testing.T, f func(t *testing.T, open func() store.Store)) {
 }
 
 func newDamageHarness(t *testing.T, open func() store.Store, dips int) *damageHarness {
-	h := &damageHarness{t: t, ctx: storetest.Context(t), st: open(), root: newRoot(), forks: &forkBook{seen: map[ring.Pair]uint64{}}}
+	book, logger := newLogBook()
+	h := &damageHarness{t: t, ctx: storetest.Context(t), st: open(), root: newRoot(), forks: &forkBook{seen: map[ring.Pair]uint64{}}, book: book}
 	h.k = ring.InstanceKeys(h.root, "web")
 	ctl := open()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		Run(ctx, ctl, h.root, RunOptions{Options: Options{Now: h.now}, Identity: "ctl-test", ReconcileEvery: time.Hour, VerifyEvery: 200 * time.Millisecond,
-			Logf: func(format string, a ...any) {
-				h.logMu.Lock()
-				h.logs = append(h.logs, fmt.Sprintf(format, a...))
-				h.logMu.Unlock()
-			}})
+		Run(ctx, ctl, h.root, RunOptions{Options: Options{Now: h.now, Logger: logger}, Identity: "ctl-test", ReconcileEvery: time.Hour, VerifyEvery: 200 * time.Millisecond})
 		close(done)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
@@ -244,27 +238,16 @@ func (h *damageHarness) converged(what string, models ...*muxModel) *forwarding.
 }
 
 func (h *damageHarness) log() string {
-	h.logMu.Lock()
-	defer h.logMu.Unlock()
-	return strings.Join(h.logs, "\n")
+	return h.book.String()
 }
 
 // waitLog waits for a controller log line containing all of words.
 func (h *damageHarness) waitLog(words ...string) string {
 	h.t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		h.logMu.Lock()
-		for _, l := range h.logs {
-			all := true
-			for _, w := range words {
-				all = all && strings.Contains(l, w)
-			}
-			if all {
-				h.logMu.Unlock()
-				return l
-			}
+		if lines := h.book.find(words...); len(lines) > 0 {
+			return lines[0]
 		}
-		h.logMu.Unlock()
 	}
 	h.t.Fatalf("no controller log line with %q; log:\n%s", words, h.log())
 	return ""

@@ -145,7 +145,7 @@ type AutoDefrag struct {
 
 // autoDefrag runs one step on every beamer instance whose fragmentation
 // is above the threshold. A stalled run is reported, not an error.
-func (c *Controller) autoDefrag(ctx context.Context, a AutoDefrag, logf func(string, ...any)) error {
+func (c *Controller) autoDefrag(ctx context.Context, a AutoDefrag) error {
 	names, err := c.Instances(ctx)
 	if err != nil {
 		return err
@@ -165,7 +165,12 @@ func (c *Controller) autoDefrag(ctx context.Context, a AutoDefrag, logf func(str
 			errs = append(errs, fmt.Errorf("defragment %s: %w", name, err))
 			continue
 		}
-		logf("defragment %s: %v", name, res)
+		log := in.log.Info
+		if res.Stalled != "" {
+			log = in.log.Warn
+		}
+		log("defragmentation step", "steps", res.Steps, "moved", res.Moved,
+			"rules_per_dip_before", res.Before, "rules_per_dip_after", res.After, "done", res.Done, "stalled", res.Stalled)
 	}
 	return errors.Join(errs...)
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"github.com/beamer-lb/beamer/pkg/node/agentapi"
+	"log/slog"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
@@ -29,9 +30,10 @@ type HealthOptions struct {
 	// Agents asks the agents for probes of kind agent (nil: plaintext
 	// HTTP; the controller gives its mutual-TLS client, nodeauth).
 	Agents *agentapi.Client
-	// Logf reports every health state change with its reason, and, at
-	// error level, every round an instance fails open.
-	Logf func(format string, a ...any)
+	// Logger receives every health state change with its reason (a server
+	// down at Warn), and, at Error, every round an instance fails open;
+	// nil: the controller's.
+	Logger *slog.Logger
 }
 
 func (o *HealthOptions) fill() {
@@ -63,9 +65,7 @@ func (o *HealthOptions) fill() {
 		}
 		o.Probe = p.probe
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
-	}
+	o.Logger = loggerOr(o.Logger)
 }
 
 // checker probes the DIPs of all instances.
@@ -153,7 +153,12 @@ func (hc *checker) instance(ctx context.Context, c *Controller, name string) err
 			rebalance = true
 		}
 		if what != "" {
-			hc.opts.Logf("instance %s: server %d (%v): %s", name, r.id, d.Addr, what)
+			level := slog.LevelInfo
+			if nd.Down {
+				level = slog.LevelWarn
+			}
+			hc.opts.Logger.Log(ctx, level, "server health changed", "instance", name, "server", r.id, "dip", d.Addr,
+				"health", healthWord(&nd), "reason", what)
 		}
 		if healthWord(&nd) != healthWord(d) {
 			c.metrics.observeTransition(name, &nd)
@@ -182,8 +187,8 @@ func (hc *checker) instance(ctx context.Context, c *Controller, name string) err
 		}
 	}
 	if fo := failingOpen(in.dips); fo.active {
-		hc.opts.Logf("ERROR: instance %s: all %d servers are down (%s); failing open: buckets stay with their last owners until one comes back",
-			name, fo.down, fo.reasons)
+		hc.opts.Logger.Error("all servers are down; failing open: buckets stay with their last owners until one comes back",
+			"instance", name, "servers_down", fo.down, "reasons", fo.reasons)
 	}
 	c.metrics.observeHealth(name, in.dips)
 	return nil
@@ -192,7 +197,7 @@ func (hc *checker) instance(ctx context.Context, c *Controller, name string) err
 // releasePending takes every DIP out of pending when no health checks
 // run (a controller started with them off after one that had them on):
 // nothing would ever probe them, and they would own no bucket forever.
-func (c *Controller) releasePending(ctx context.Context, logf func(string, ...any)) error {
+func (c *Controller) releasePending(ctx context.Context) error {
 	names, err := c.Instances(ctx)
 	if err != nil {
 		return err
@@ -204,7 +209,8 @@ func (c *Controller) releasePending(ctx context.Context, logf func(string, ...an
 		}
 		for _, id := range sortedKeys(in.dips) {
 			if in.dips[id].Pending {
-				logf("instance %s: server %d: up: pending, but health checks are off", name, id)
+				c.log.Info("server health changed", "instance", name, "server", id, "dip", in.dips[id].Addr,
+					"health", "up", "reason", "pending, but health checks are off")
 				if err := c.SetHealth(ctx, name, id, true); err != nil {
 					return err
 				}

@@ -22,11 +22,12 @@ type healthRig struct {
 	hc   *checker
 	mu   sync.Mutex
 	fail map[forwarding.ServerID]error
-	logs []string
+	logs *logBook
 }
 
 func newHealthRig(t *testing.T) *healthRig {
-	r := &healthRig{root: newRoot(), clk: newClock(), fail: map[forwarding.ServerID]error{}}
+	book, logger := newLogBook()
+	r := &healthRig{root: newRoot(), clk: newClock(), fail: map[forwarding.ServerID]error{}, logs: book}
 	r.c = New(shared, r.root, Options{Now: r.clk.now, PendingUntilProbed: true})
 	r.hc = newChecker(HealthOptions{
 		Probe: func(_ context.Context, _ *forwarding.Instance, d DIP) error {
@@ -34,7 +35,7 @@ func newHealthRig(t *testing.T) *healthRig {
 			defer r.mu.Unlock()
 			return r.fail[d.ID]
 		},
-		Logf: func(f string, a ...any) { r.mu.Lock(); r.logs = append(r.logs, fmt.Sprintf(f, a...)); r.mu.Unlock() },
+		Logger: logger,
 	})
 	if err := r.c.CreateInstance(storetest.Context(t), webInstance(60)); err != nil {
 		t.Fatal(err)
@@ -90,14 +91,7 @@ func (r *healthRig) show(t *testing.T) *View {
 }
 
 func (r *healthRig) logged(s string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, l := range r.logs {
-		if strings.Contains(l, s) {
-			return true
-		}
-	}
-	return false
+	return len(r.logs.find(s)) > 0
 }
 
 // TestHealthPendingFailOpenClear runs the controller's health rounds with
@@ -138,8 +132,8 @@ func TestHealthPendingFailOpenClear(t *testing.T) {
 	if o := r.owners(t); o[1027] != 20 {
 		t.Fatalf("owners after 1027's first good probe: %v", o)
 	}
-	if !r.logged("server 1027") || !r.logged("first probe succeeded") {
-		t.Fatalf("state change not logged: %q", r.logs)
+	if !r.logged("server=1027") || !r.logged("first probe succeeded") {
+		t.Fatalf("state change not logged: %q", r.logs.all())
 	}
 
 	// Every server down: fail open, owners unchanged, loud every round.
@@ -156,19 +150,10 @@ func TestHealthPendingFailOpenClear(t *testing.T) {
 	if !strings.Contains(v.DIPs[0].Reason, "connection refused") {
 		t.Fatalf("down reason %q does not carry the probe error", v.DIPs[0].Reason)
 	}
-	n := 0
-	for _, l := range r.logs {
-		if strings.HasPrefix(l, "ERROR: instance web: all 3 servers are down") {
-			n++
-		}
-	}
+	failOpen := []string{"level=ERROR", "all servers are down", "instance=web", "servers_down=3"}
+	n := len(r.logs.find(failOpen...))
 	r.rounds(t, 2)
-	m := 0
-	for _, l := range r.logs {
-		if strings.HasPrefix(l, "ERROR: instance web: all 3 servers are down") {
-			m++
-		}
-	}
+	m := len(r.logs.find(failOpen...))
 	if n == 0 || m != n+2 {
 		t.Fatalf("fail-open logged %d then %d times; want an error every round", n, m)
 	}
@@ -225,7 +210,7 @@ func TestPendingReleasedWithoutHealthChecks(t *testing.T) {
 		t.Fatalf("owners while pending: %v", o)
 	}
 	c := New(shared, r.root, Options{Now: r.clk.now})
-	if err := c.releasePending(ctx, func(string, ...any) {}); err != nil {
+	if err := c.releasePending(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if o := r.owners(t); o[1025] != 30 || o[1026] != 30 {

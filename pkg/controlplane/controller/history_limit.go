@@ -156,8 +156,8 @@ func (c *Controller) reportCuts(ctx context.Context, in *instance, gen uint32) e
 	}
 	if unknownN > 0 {
 		slices.Sort(unknown)
-		c.logf("instance %s: generation %d pushed %d entries out of bucket histories (K = %d) of servers whose connections there are not known (no recent agent report): servers %v",
-			name, gen, unknownN, k, unknown)
+		in.log.Info("generation pushed entries out of bucket histories of servers whose connections there are not known (no recent agent report)",
+			"generation", gen, "entries", unknownN, "k", k, "servers", unknown)
 	}
 	if len(byServer) == 0 {
 		return nil
@@ -194,8 +194,9 @@ func (c *Controller) reportCuts(ctx context.Context, in *instance, gen uint32) e
 		if !avoiding {
 			why = "the oldest owner leaves first (controller --history-evict-oldest)"
 		}
-		c.logf("WARN: instance %s: generation %d pushed server %d out of the history of %d buckets (K = %d) while it held %d connections there: %s; those connections break (%s)",
-			name, gen, id, len(list), k, ev.Connections, strings.Join(parts, ", "), why)
+		in.log.Warn("generation pushed a server out of bucket histories while it held connections there; those connections break",
+			"generation", gen, "server", id, "buckets", len(list), "k", k, "connections", ev.Connections,
+			"held", strings.Join(parts, ", "), "reason", why)
 		t := rec.Servers[id]
 		if t == nil {
 			t = &EvictionTotals{}

@@ -21,17 +21,16 @@ type limitRig struct {
 	clk    *clock
 	root   string
 	m      *Metrics
-	logs   *[]string
+	logs   *logBook
 }
 
 func newLimitRig(t *testing.T, evictOldest bool) *limitRig {
 	agents := newFakeAgents()
-	logs := &[]string{}
-	logf := func(f string, a ...any) { *logs = append(*logs, fmt.Sprintf(f, a...)) }
-	h := newHolder(HoldOptions{Interval: 10 * time.Second, Client: agents, Logf: logf})
+	logs, logger := newLogBook()
+	h := newHolder(HoldOptions{Interval: 10 * time.Second, Client: agents, Logger: logger})
 	root, clk := newRoot(), newClock()
 	m := NewMetrics(prometheus.NewRegistry())
-	c := New(shared, root, Options{Now: clk.now, Holds: h.hold, HoldCounts: h.count, EvictOldest: evictOldest, Metrics: m, Logf: logf})
+	c := New(shared, root, Options{Now: clk.now, Holds: h.hold, HoldCounts: h.count, EvictOldest: evictOldest, Metrics: m, Logger: logger})
 	h.now = clk.now
 	in := webInstance(300)
 	in.ChainWindow = 10 * time.Minute
@@ -121,13 +120,8 @@ func TestHistoryLimitEvictionSpeaks(t *testing.T) {
 	if v := value(t, r.m.cuts.WithLabelValues("web", "holder")); v != 1 {
 		t.Errorf("cuts of holders: %v, want 1", v)
 	}
-	var lines []string
-	for _, l := range *r.logs {
-		if strings.Contains(l, "pushed server "+server+" out of the history") {
-			lines = append(lines, l)
-		}
-	}
-	if len(lines) != 1 || !strings.Contains(lines[0], "bucket 0 (3 connections)") || !strings.Contains(lines[0], "K = 4") {
+	lines := r.logs.find("pushed a server out of bucket histories", "server="+server+" ")
+	if len(lines) != 1 || !strings.Contains(lines[0], "bucket 0 (3 connections)") || !strings.Contains(lines[0], "k=4") {
 		t.Errorf("want one log line naming bucket 0 and its 3 connections, got %q", lines)
 	}
 	ctx := storetest.Context(t)

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"sync"
 	"time"
@@ -45,9 +46,9 @@ type HoldOptions struct {
 	Settle time.Duration
 	// Client asks the agents; nil: HTTP to DIP:agent_port.
 	Client ConnectionCounter
-	// Logf reports holds starting, ending at MaxHold, and agents that
-	// cannot be asked.
-	Logf func(format string, a ...any)
+	// Logger receives holds starting, ending at MaxHold (Error), and
+	// agents that cannot be asked (Warn); nil: the controller's.
+	Logger *slog.Logger
 }
 
 func (o *HoldOptions) fill() {
@@ -66,9 +67,7 @@ func (o *HoldOptions) fill() {
 	if o.Client == nil {
 		o.Client = &agentapi.Client{}
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
-	}
+	o.Logger = loggerOr(o.Logger)
 }
 
 type holdKey struct {
@@ -138,8 +137,8 @@ func (h *holder) hold(instance string, id forwarding.ServerID, bucket uint32) bo
 	}
 	if now.Sub(s) >= h.opts.MaxHold {
 		ih.expired[k] = true
-		h.opts.Logf("ERROR: instance %s: bucket %d: server %d still holds %d connections after the maximum hold %v; no longer chained to it, they will break",
-			instance, bucket, id, r.buckets[bucket], h.opts.MaxHold)
+		h.opts.Logger.Error("server still holds connections after the maximum hold; no longer chained to it, they will break",
+			"instance", instance, "bucket", bucket, "server", id, "connections", r.buckets[bucket], "max_hold", h.opts.MaxHold)
 		return false
 	}
 	return true
@@ -257,7 +256,7 @@ func (h *holder) instance(ctx context.Context, c *Controller, name string, recon
 		old := ih.reports[id]
 		if r.err != nil {
 			if old == nil || old.err == nil {
-				h.opts.Logf("instance %s: cannot ask server %d for its connections (fixed chaining window for it): %v", name, id, r.err)
+				h.opts.Logger.Warn("cannot ask server for its connections (fixed chaining window for it)", "instance", name, "server", id, "error", r.err)
 			}
 			if old != nil {
 				old.err = r.err // keep the last good counts until they are stale
@@ -265,7 +264,8 @@ func (h *holder) instance(ctx context.Context, c *Controller, name string, recon
 			}
 		} else if old == nil || len(old.buckets) == 0 && len(r.buckets) > 0 {
 			if len(r.buckets) > 0 {
-				h.opts.Logf("instance %s: server %d holds connections in %d buckets it no longer owns; chaining to it while they last (at most %v)", name, id, len(r.buckets), h.opts.MaxHold)
+				h.opts.Logger.Info("server holds connections in buckets it no longer owns; chaining to it while they last",
+					"instance", name, "server", id, "buckets", len(r.buckets), "max_hold", h.opts.MaxHold)
 			}
 		}
 		ih.reports[id] = r

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -60,11 +59,10 @@ func (f *fakeAgents) set(id forwarding.ServerID, bucket, n uint32) {
 
 // holdRig: an instance (window 60 s, 300 buckets, 3 DIPs) whose controller
 // polls fake agents for held connections.
-func holdRig(t *testing.T, maxHold time.Duration) (*Controller, *holder, *fakeAgents, *clock, string, *[]string) {
+func holdRig(t *testing.T, maxHold time.Duration) (*Controller, *holder, *fakeAgents, *clock, string, *logBook) {
 	agents := newFakeAgents()
-	var logs []string
-	h := newHolder(HoldOptions{Interval: 10 * time.Second, MaxHold: maxHold, Client: agents,
-		Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }})
+	logs, logger := newLogBook()
+	h := newHolder(HoldOptions{Interval: 10 * time.Second, MaxHold: maxHold, Client: agents, Logger: logger})
 	root, clk := newRoot(), newClock()
 	c := New(shared, root, Options{Now: clk.now, Holds: h.hold})
 	h.now = clk.now
@@ -81,7 +79,7 @@ func holdRig(t *testing.T, maxHold time.Duration) (*Controller, *holder, *fakeAg
 	if err := c.Reconcile(ctx, "web"); err != nil { // the additions' windows end
 		t.Fatal(err)
 	}
-	return c, h, agents, clk, root, &logs
+	return c, h, agents, clk, root, logs
 }
 
 // tick advances the clock in 5 s steps for d, running the holder's rounds
@@ -158,8 +156,8 @@ func TestHoldWhileConnectionsLive(t *testing.T) {
 	if len(agents.badReq) > 0 {
 		t.Fatalf("agents asked with wrong parameters: %v", agents.badReq)
 	}
-	if !strings.Contains(strings.Join(*logs, "\n"), "server 1026 holds connections in 4 buckets") {
-		t.Fatalf("hold not logged: %q", *logs)
+	if len(logs.find("server holds connections in buckets it no longer owns", "server=1026", "buckets=4")) == 0 {
+		t.Fatalf("hold not logged: %q", logs.all())
 	}
 	// Connections close: the hold ends within a window, and 1026 leaves.
 	for b := range held {
@@ -206,8 +204,8 @@ func TestHoldFallsBackToWindow(t *testing.T) {
 	if tab.Buckets[mine[0]].History.Contains(1026) {
 		t.Fatalf("bucket %d held past MaxHold: %+v", mine[0], tab.Buckets[mine[0]])
 	}
-	if !strings.Contains(strings.Join(*logs, "\n"), "after the maximum hold") {
-		t.Fatalf("end of hold at MaxHold not logged: %q", *logs)
+	if len(logs.find("after the maximum hold")) == 0 {
+		t.Fatalf("end of hold at MaxHold not logged: %q", logs.all())
 	}
 
 	// An unreachable agent from the start: the fixed window.
@@ -231,8 +229,8 @@ func TestHoldFallsBackToWindow(t *testing.T) {
 	if tab.Buckets[b].History.Contains(1027) {
 		t.Fatalf("bucket %d kept for a server whose agent cannot be asked: %+v", b, tab.Buckets[b])
 	}
-	if !strings.Contains(strings.Join(*logs, "\n"), "cannot ask server 1027") {
-		t.Fatalf("unreachable agent not logged: %q", *logs)
+	if len(logs.find("cannot ask server for its connections", "server=1027")) == 0 {
+		t.Fatalf("unreachable agent not logged: %q", logs.all())
 	}
 }
 

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -116,19 +115,18 @@ func TestFailoverOneResync(t *testing.T) {
 		root := newRoot()
 		ctx := context.Background()
 		var logMu sync.Mutex
-		logs := map[string][]string{}
+		books := map[string]*logBook{}
 		start := func(name string) func() {
 			st := open()
+			book, logger := newLogBook()
+			logMu.Lock()
+			books[name] = book
+			logMu.Unlock()
 			cctx, cancel := context.WithCancel(ctx)
 			done := make(chan struct{})
 			go func() {
-				Run(cctx, st, root, RunOptions{Identity: name, ReconcileEvery: time.Hour, VerifyEvery: 200 * time.Millisecond,
-					Holds: &HoldOptions{Interval: time.Second, Client: newFakeAgents()},
-					Logf: func(format string, a ...any) {
-						logMu.Lock()
-						logs[name] = append(logs[name], fmt.Sprintf(format, a...))
-						logMu.Unlock()
-					}})
+				Run(cctx, st, root, RunOptions{Options: Options{Logger: logger}, Identity: name, ReconcileEvery: time.Hour, VerifyEvery: 200 * time.Millisecond,
+					Holds: &HoldOptions{Interval: time.Second, Client: newFakeAgents()}})
 				close(done)
 			}()
 			var once sync.Once
@@ -138,9 +136,10 @@ func TestFailoverOneResync(t *testing.T) {
 		}
 		starts := func(name string) (n int, lines []string) {
 			logMu.Lock()
-			defer logMu.Unlock()
-			for _, l := range logs[name] {
-				if strings.HasPrefix(l, "instance web:") && (strings.Contains(l, "new incarnation") || strings.Contains(l, "ring repaired")) {
+			book := books[name]
+			logMu.Unlock()
+			for _, l := range book.all() {
+				if strings.Contains(l, "instance=web") && (strings.Contains(l, "new incarnation") || strings.Contains(l, "ring repaired")) {
 					n++
 					lines = append(lines, l)
 				}

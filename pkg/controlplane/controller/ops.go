@@ -101,32 +101,17 @@ func (c *Controller) AddDIPs(ctx context.Context, name string, add []NewDIP) err
 	return c.Reconcile(ctx, name)
 }
 
-// checkNewDIP validates one DIP of an add-dip request against the
-// instance: range of id and weight, address kind, no clash with a VIP or
-// another DIP. cl holds every instance's VIPs, used the instance's DIP
-// addresses.
+// checkNewDIP validates one DIP of an add-dip request: the server itself
+// against its instance (forwarding.Instance.CheckServer: id, address,
+// weight), then against the store: no clash with a VIP (cl holds every
+// instance's VIPs) or another DIP of the instance (used), no retired id
+// coming back with another address.
 func (c *Controller) checkNewDIP(in *instance, n NewDIP, cl *forwarding.Claims, used map[netip.Addr]forwarding.ServerID) error {
 	id, addr, weight, name := n.ID, n.Addr, n.Weight, in.config.Name
-	if !id.Valid() {
-		return badf("server id %d is outside %d–%d (ids up to 1024 are service ports)", id, forwarding.MinServerID, forwarding.MaxServerID)
-	}
-	if ids := in.config.ServerIDs(); !ids.None && !ids.Contains(uint16(id)) {
-		return badf("server id %d is outside instance %s's server-id range %v: its MPTCP subflows (port = id) would be dropped", id, name, ids)
-	}
-	if s, err := strategyOf(in.config); err == nil {
-		if dc, ok := s.(dipChecker); ok {
-			if err := dc.checkDIP(id); err != nil {
-				return badf("%v", err)
-			}
-		}
-	}
-	if err := checkDIPAddress(cl, name, id, addr); err != nil {
-		return err
-	}
-	if err := in.config.CheckDIPFamily(addr); err != nil {
+	if err := in.config.CheckServer(id, addr, weight); err != nil {
 		return badf("%v", err)
 	}
-	if err := forwarding.CheckWeight(weight); err != nil {
+	if err := cl.AddDIP(name, id, addr); err != nil {
 		return badf("%v", err)
 	}
 	if d, ok := in.dips[id]; ok {

@@ -208,7 +208,7 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 	}
 	st.Unreached += len(failed)
 	for id, err := range failed {
-		c.logf("prism %s: agent of server %d: %v (its SCT entries are from before)", in.config.Name, id, err)
+		in.log.Warn("prism: agent did not list its signatures; its SCT entries are from before", "server", id, "error", err)
 	}
 	if len(givers) > 0 {
 		moves = prism.Moves(p.buckets, p.servers, load, prism.ByLoad, nil)
@@ -271,7 +271,7 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 	poll := func() (map[uint64]forwarding.ServerID, error) {
 		for id, err := range c.pollSignatures(ctx, in, sct, owners) {
 			st.Unreached++
-			c.logf("prism %s: agent of server %d during migration: %v", in.config.Name, id, err)
+			in.log.Warn("prism: agent did not list its signatures during migration", "server", id, "error", err)
 		}
 		return affected(sct, bins), nil
 	}
@@ -281,7 +281,7 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 	}
 	room := int(opts.MCTEntries) - len(t.MCT)
 	if len(got) > room {
-		c.logf("prism %s: %d signatures to migrate, room for %d in the MCT: bins stay where they are", in.config.Name, len(got), room)
+		in.log.Warn("prism: more signatures to migrate than room in the MCT; bins stay where they are", "signatures", len(got), "room", room)
 		c.metrics.observePrism(in.config.Name, mctAfter(t, mct), 0, 0, 0)
 		var back []forwarding.BucketChange // no longer migrating
 		for _, m := range announce {
@@ -303,7 +303,7 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 	}
 	r.flipped[in.config.Name] = &flip{bins: bins, copied: got}
 	c.metrics.observePrism(in.config.Name, mctAfter(t, mct), len(got), 0, len(rounds))
-	c.logf("prism %s: %d bins move, %d signatures migrated in %d rounds %v", in.config.Name, len(moves), len(got), len(rounds), st.Rounds)
+	in.log.Info("prism: bins move", "bins", len(moves), "signatures", len(got), "rounds", len(rounds), "round_sizes", st.Rounds)
 	return moves, mct, nil
 }
 
@@ -340,7 +340,7 @@ func (c *Controller) prismFinal(ctx context.Context, in *instance) (*forwarding.
 	}
 	st.Late += len(d.MCT)
 	c.metrics.observePrism(in.config.Name, mctAfter(t, d.MCT), 0, len(d.MCT), 0)
-	c.logf("prism %s: final round: %d late signatures", in.config.Name, len(d.MCT))
+	in.log.Info("prism: final round", "late_signatures", len(d.MCT))
 	return d, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"strconv"
@@ -159,7 +160,7 @@ type prismKeepAlivePoller struct {
 	st   store.Store
 	root string
 	o    PrismKeepAlive
-	logf func(string, ...any)
+	log  *slog.Logger
 	out  chan keepAliveRound
 }
 
@@ -186,12 +187,12 @@ func (p *prismKeepAlivePoller) run(ctx context.Context) {
 func (p *prismKeepAlivePoller) round(ctx context.Context) []keepAliveRound {
 	names, err := listInstances(ctx, p.st, p.root)
 	if err != nil {
-		p.logf("prism keep-alive: listing instances: %v", err)
+		p.log.Error("prism keep-alive: listing instances", "error", err)
 		return nil
 	}
 	muxes, err := p.o.muxes()
 	if err != nil {
-		p.logf("prism keep-alive: %v (this round counts for nothing)", err)
+		p.log.Warn("prism keep-alive: no mux list; this round counts for nothing", "error", err)
 	}
 	var out []keepAliveRound
 	for _, name := range names {
@@ -242,10 +243,10 @@ func (c *Controller) prismKeepAliveRound(ctx context.Context, kr keepAliveRound)
 		return nil
 	}
 	for m, err := range kr.failed {
-		c.logf("prism %s: mux %s: keep-alive bits: %v (this round counts for no entry)", kr.instance, m, err)
+		c.log.Warn("prism keep-alive: mux did not answer; this round counts for no entry", "instance", kr.instance, "mux", m, "error", err)
 	}
 	if kr.muxes == 0 {
-		c.logf("prism %s: no mux to collect keep-alive bits from (this round counts for no entry)", kr.instance)
+		c.log.Warn("prism keep-alive: no mux to collect bits from; this round counts for no entry", "instance", kr.instance)
 	}
 	in, err := c.load(ctx, kr.instance)
 	if errors.Is(err, store.ErrNotFound) {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -88,7 +89,7 @@ func TestPrismKeepAlivePruning(t *testing.T) {
 		delete(servers.conns[dipAddr(1026)], f)
 	}
 	servers.mu.Unlock()
-	poller := &prismKeepAlivePoller{o: *c.opts.PrismKeepAlive, logf: t.Logf}
+	poller := &prismKeepAlivePoller{o: *c.opts.PrismKeepAlive, log: slog.New(slog.NewTextHandler(t.Output(), nil))}
 	round := func() {
 		t.Helper()
 		list, _ := poller.o.muxes()

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"errors"
-	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -80,8 +79,8 @@ func TestProbeAgentMismatch(t *testing.T) {
 	if err := c.AddDIP(ctx, "web", 1025, l.dip, 1); err != nil {
 		t.Fatal(err)
 	}
-	var logs []string
-	hc := newChecker(HealthOptions{Probe: p.probe, Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }})
+	logs, logger := newLogBook()
+	hc := newChecker(HealthOptions{Probe: p.probe, Logger: logger})
 	if err := hc.round(ctx, c); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +90,7 @@ func TestProbeAgentMismatch(t *testing.T) {
 	}
 	got := v.DIPs[0]
 	if got.Health == "up" || got.Buckets != 0 || !strings.Contains(got.LastError, "refuses") {
-		t.Errorf("misconfigured agent: %s, %d buckets, last error %q (logs %q)", got.Health, got.Buckets, got.LastError, logs)
+		t.Errorf("misconfigured agent: %s, %d buckets, last error %q (logs %q)", got.Health, got.Buckets, got.LastError, logs.all())
 	}
 }
 
@@ -156,7 +155,7 @@ func TestProbeCheetahAgentWithoutWindow(t *testing.T) {
 	if err := c.AddDIP(ctx, "web", 1025, l.dip, 1); err != nil {
 		t.Fatal(err)
 	}
-	hc := newChecker(HealthOptions{Probe: p.probe, Logf: func(string, ...any) {}})
+	hc := newChecker(HealthOptions{Probe: p.probe})
 	if err := hc.round(ctx, c); err != nil {
 		t.Fatal(err)
 	}

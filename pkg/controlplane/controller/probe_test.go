@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -131,8 +130,8 @@ func TestProbesOnRealServer(t *testing.T) {
 		if err := c.AddDIP(ctx, "web", 1025, dip, 1); err != nil {
 			t.Fatal(err)
 		}
-		var logs []string
-		hc := newChecker(HealthOptions{Probe: p.probe, Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }})
+		logs, logger := newLogBook()
+		hc := newChecker(HealthOptions{Probe: p.probe, Logger: logger})
 		if err := hc.round(ctx, c); err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +143,7 @@ func TestProbesOnRealServer(t *testing.T) {
 		switch kind {
 		case forwarding.HealthAgent:
 			if got.Health != "up" || got.Buckets != 20 {
-				t.Errorf("agent probe: DIP %s with %d buckets, want up with all 20 (logs %q)", got.Health, got.Buckets, logs)
+				t.Errorf("agent probe: DIP %s with %d buckets, want up with all 20 (logs %q)", got.Health, got.Buckets, logs.all())
 			}
 		case forwarding.HealthTCP:
 			if got.Health != "pending" || got.Buckets != 0 || !strings.Contains(got.LastError, "refused") {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -28,6 +29,8 @@ type instance struct {
 	// cut are the history entries the plan being published pushed out
 	// because of K (history_limit.go).
 	cut []historyCut
+	// log is the controller's logger With("instance", name).
+	log *slog.Logger
 }
 
 func (c *Controller) load(ctx context.Context, name string) (*instance, error) {
@@ -44,7 +47,7 @@ func (c *Controller) load(ctx context.Context, name string) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &instance{k: k, config: cfg}
+	in := &instance{k: k, config: cfg, log: c.log.With("instance", name)}
 	if in.dips, err = readDIPs(ctx, c.st, k); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
@@ -63,18 +64,17 @@ func (c *Controller) openRing(ctx context.Context, name string, k ring.Keys) (*r
 		return nil, fmt.Errorf("repair of the ring of %s: %w", name, err)
 	}
 	if err != nil {
-		c.logf("instance %s: %v", name, err) // published; cleaning is finished later
+		c.log.Warn("ring repair published; cleaning is finished later", "instance", name, "error", err)
 	}
 	delete(c.repairs, name)
 	c.started[name] = true
 	c.seen[name], c.last[name] = w.Pair(), w
+	fields := []any{"instance", name, "incarnation", rep.To.Incarnation, "generation", rep.To.Generation,
+		"store_named", rep.From.String(), "table_from", rep.Salvaged, "published", rep.To.String(), "removed", rep.Removed}
 	if reason == "" && len(rep.Found) == 0 {
-		c.logf("instance %s: new incarnation for this controller: %v", name, rep)
+		c.log.Info("new incarnation for this controller", fields...)
 	} else {
-		if reason != "" {
-			reason = "(" + reason + ") "
-		}
-		c.logf("instance %s: ring repaired %s— %v", name, reason, rep)
+		c.log.Warn("ring repaired", append(fields, "reason", reason, "found", strings.Join(rep.Found, "; "))...)
 	}
 	return w, nil
 }
@@ -84,6 +84,7 @@ func (c *Controller) published(in *instance) {
 	c.seen[in.config.Name], c.last[in.config.Name] = in.w.Pair(), in.w
 	p := in.w.Pair()
 	c.metrics.observePublished(in.config.Name, p.Incarnation, p.Generation)
+	in.log.Info("generation published", "incarnation", p.Incarnation, "generation", p.Generation)
 }
 
 // verifyCached checks that the cached instance's ring is still what this

@@ -248,6 +248,7 @@ func (c *Controller) serveRequests(ctx context.Context) error {
 			r.Status, r.Error = StatusFailed, opErr.Error()
 		}
 		c.metrics.observeRequest(r.Op, string(r.Status))
+		c.logRequest(&r, opErr)
 		cur, err := c.st.Get(ctx, key)
 		if err != nil {
 			continue // withdrawn
@@ -257,6 +258,30 @@ func (c *Controller) serveRequests(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// logRequest reports a finished request: done at Info, refused at Warn.
+// Only what names the change is logged — never the instance config, which
+// holds Cheetah keys.
+func (c *Controller) logRequest(r *Request, opErr error) {
+	args := []any{"op", r.Op, "instance", r.Instance}
+	if r.ID != 0 {
+		args = append(args, "server", r.ID)
+	}
+	if r.Addr.IsValid() {
+		args = append(args, "dip", r.Addr)
+	}
+	if r.Weight != 0 {
+		args = append(args, "weight", r.Weight)
+	}
+	if n := len(r.DIPs) + len(r.IDs); n > 0 {
+		args = append(args, "servers", n)
+	}
+	if opErr != nil {
+		c.log.Warn("request refused", append(args, "reason", opErr)...)
+		return
+	}
+	c.log.Info("request done", args...)
 }
 
 // leading tells whether a conflict came from our fence.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/httpserver"
 	"github.com/beamer-lb/beamer/pkg/store"
 )
 
@@ -30,8 +32,6 @@ type RunOptions struct {
 	// Holds, if set, polls the agents of servers named in bucket histories
 	// and keeps those that still hold connections (holds.go).
 	Holds *HoldOptions
-	// Logf reports what the controller does and what fails.
-	Logf func(format string, a ...any)
 	// Capacity asks the agents of AWFD instances (nil: plaintext HTTP;
 	// the controller gives its mutual-TLS client, nodeauth).
 	Capacity CapacityAsker
@@ -50,10 +50,8 @@ func Run(ctx context.Context, st store.Store, root string, o RunOptions) error {
 	if o.Defrag != nil && o.DefragEvery <= 0 {
 		o.DefragEvery = forwarding.DefaultChainWindow // paper: one step per chaining window
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
-	}
-	o.Options.Logf = o.Logf
+	o.Logger = loggerOr(o.Logger)
+	log := o.Logger.With("identity", o.Identity) // the election's lines
 	// Short pauses: after a store outage the controller must be elected
 	// again within seconds of the store's return, or ctl requests time out
 	// with no controller to take them.
@@ -62,13 +60,13 @@ func Run(ctx context.Context, st store.Store, root string, o RunOptions) error {
 		l, err := st.Campaign(ctx, ElectionKey(root), o.Identity)
 		if err != nil {
 			if ctx.Err() == nil {
-				o.Logf("campaign failed: %v", err)
+				log.Error("campaign for the leadership failed", "error", err)
 				pause.Sleep(ctx)
 			}
 			continue
 		}
 		pause.Reset()
-		o.Logf("elected controller %q", o.Identity)
+		log.Info("elected controller")
 		o.Options.Metrics.observeLeader(true)
 		err = lead(ctx, st, l, root, o)
 		o.Options.Metrics.observeLeader(false)
@@ -76,7 +74,7 @@ func Run(ctx context.Context, st store.Store, root string, o RunOptions) error {
 		l.Resign(rctx)
 		cancel()
 		if ctx.Err() == nil {
-			o.Logf("no longer leading: %v", err)
+			log.Warn("no longer leading", "reason", err)
 			pause.Sleep(ctx)
 		}
 	}
@@ -91,8 +89,8 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 	if o.Health != nil {
 		o.Options.PendingUntilProbed = true
 		h := *o.Health
-		if h.Logf == nil {
-			h.Logf = o.Logf
+		if h.Logger == nil {
+			h.Logger = o.Logger
 		}
 		o.Health = &h
 	}
@@ -100,8 +98,8 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 	var holdTick <-chan time.Time
 	if o.Holds != nil {
 		ho := *o.Holds
-		if ho.Logf == nil {
-			ho.Logf = o.Logf
+		if ho.Logger == nil {
+			ho.Logger = o.Logger
 		}
 		hd = newHolder(ho)
 		o.Options.Holds = hd.hold
@@ -113,7 +111,7 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 	c := New(store.Fenced(st, l), root, o.Options)
 	// AWFD capacity polls run beside the loop: a round of agents answering
 	// within 80% of a 250 ms interval must not wait behind a reconcile.
-	go NewAWFDPoller(store.Fenced(st, l), root, AWFDPollOptions{Logf: o.Logf, Metrics: o.Options.Metrics, Client: o.Capacity}).Run(ctx)
+	go NewAWFDPoller(store.Fenced(st, l), root, AWFDPollOptions{Logger: o.Logger, Metrics: o.Options.Metrics, Client: o.Capacity}).Run(ctx)
 	if hd != nil {
 		hd.now = c.now
 	}
@@ -121,7 +119,7 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 	// does not answer must not hold up requests or health checks.
 	var keepAlive <-chan keepAliveRound
 	if ko := c.opts.PrismKeepAlive; ko != nil {
-		kp := &prismKeepAlivePoller{st: store.Fenced(st, l), root: root, o: *ko, logf: o.Logf, out: make(chan keepAliveRound)}
+		kp := &prismKeepAlivePoller{st: store.Fenced(st, l), root: root, o: *ko, log: o.Logger, out: make(chan keepAliveRound)}
 		go kp.run(ctx)
 		keepAlive = kp.out
 	}
@@ -131,21 +129,21 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 			if fatal(err) {
 				return err
 			}
-			o.Logf("asking agents for held connections: %v", err)
+			o.Logger.Error("asking agents for held connections", "error", err)
 		}
 	}
 	if err := c.Recover(ctx); err != nil {
 		if fatal(err) {
 			return err
 		}
-		o.Logf("recovery: %v", err)
+		o.Logger.Error("recovery", "error", err)
 	}
 	if o.Health == nil {
-		if err := c.releasePending(ctx, o.Logf); err != nil {
+		if err := c.releasePending(ctx); err != nil {
 			if fatal(err) {
 				return err
 			}
-			o.Logf("releasing pending DIPs: %v", err)
+			o.Logger.Error("releasing pending DIPs", "error", err)
 		}
 	}
 	bell := st.Watch(ctx, doorbellKey(root))
@@ -173,37 +171,41 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 		defer t.Stop()
 		defragTick = t.C
 	}
+	// A store outage fails every round of every kind, each second: one
+	// line per kind every 10 s, with the count of those held back.
+	lines := httpserver.NewLineLimiter(10 * time.Second)
 	for {
 		var err error
+		var what string
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-l.Lost():
 			return errors.New("leadership lost (session or lease expired)")
 		case <-bell:
-			err = c.serveRequests(ctx)
+			what, err = "serving requests", c.serveRequests(ctx)
 		case <-poll.C:
-			err = c.serveRequests(ctx)
+			what, err = "serving requests", c.serveRequests(ctx)
 		case <-healthTick:
-			err = hc.round(ctx, c)
+			what, err = "health round", hc.round(ctx, c)
 		case <-reconcile.C:
-			err = c.reconcileAll(ctx)
+			what, err = "reconcile", c.reconcileAll(ctx)
 		case <-verify.C:
-			err = c.checkRings(ctx)
+			what, err = "ring check", c.checkRings(ctx)
 		case <-holdTick:
-			err = hd.round(ctx, c)
+			what, err = "hold round", hd.round(ctx, c)
 		case <-cheetahTick.C:
-			err = c.cheetahRound(ctx)
+			what, err = "cheetah round", c.cheetahRound(ctx)
 		case kr := <-keepAlive:
-			err = c.prismKeepAliveRound(ctx, kr)
+			what, err = "prism keep-alive round", c.prismKeepAliveRound(ctx, kr)
 		case <-defragTick:
-			err = c.autoDefrag(ctx, *o.Defrag, o.Logf)
+			what, err = "defragmentation", c.autoDefrag(ctx, *o.Defrag)
 		}
 		if err != nil {
 			if fatal(err) {
 				return err
 			}
-			o.Logf("%v", err)
+			lines.Log(o.Logger, slog.LevelError, what, what+" failed", "error", err)
 		}
 	}
 }

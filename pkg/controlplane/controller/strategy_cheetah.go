@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 )
 
 // cheetahStrategy: the bucket table is Beamer's (moves, histories, holds),
@@ -51,17 +50,4 @@ func (cheetahStrategy) Show(v *View, live int) {
 		v.Details = append(v.Details, fmt.Sprintf("key id %d current since %s (connections older than that may still carry key id %d)",
 			o.Keys.Current, o.Switched.UTC().Format(time.RFC3339), o.Keys.Current^1))
 	}
-}
-
-// checkDIP: a cookie carries 15 bits of server id.
-func (cheetahStrategy) checkDIP(id forwarding.ServerID) error {
-	if id > cheetah.MaxID {
-		return fmt.Errorf("server id %d does not fit a Cheetah cookie (at most %d)", id, cheetah.MaxID)
-	}
-	return nil
-}
-
-// dipChecker is implemented by strategies with rules on server ids.
-type dipChecker interface {
-	checkDIP(forwarding.ServerID) error
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/netip"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
@@ -103,18 +102,6 @@ func (c *Controller) checkNewInstance(ctx context.Context, in *forwarding.Instan
 		return err
 	}
 	if err := cl.AddInstance(in); err != nil {
-		return badf("%v", err)
-	}
-	return nil
-}
-
-// checkDIPAddress refuses a DIP address that is not unicast or that is a
-// VIP of any instance (its own included); cl is c.claims(ctx, false).
-func checkDIPAddress(cl *forwarding.Claims, name string, id forwarding.ServerID, addr netip.Addr) error {
-	if err := forwarding.CheckDIP(addr); err != nil {
-		return badf("%v", err)
-	}
-	if err := cl.AddDIP(name, id, addr); err != nil {
 		return badf("%v", err)
 	}
 	return nil

@@ -46,8 +46,8 @@ func TestFailoverOneResyncPerMux(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			controller.Run(cctx, st, root, controller.RunOptions{Identity: name, ReconcileEvery: time.Hour,
-				Holds: &controller.HoldOptions{Interval: time.Second, Client: noConnections{}},
-				Logf:  func(format string, a ...any) { t.Logf("%s: %s", name, fmt.Sprintf(format, a...)) }})
+				Holds:   &controller.HoldOptions{Interval: time.Second, Client: noConnections{}},
+				Options: controller.Options{Logger: slog.New(slog.NewTextHandler(t.Output(), nil)).With("controller", name)}})
 			close(done)
 		}()
 		var once sync.Once

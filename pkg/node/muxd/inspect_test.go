@@ -39,7 +39,8 @@ func TestInspectStoppedMux(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		controller.Run(cctx, st, root, controller.RunOptions{Identity: "ctl", ReconcileEvery: time.Hour,
-			Holds: &controller.HoldOptions{Interval: time.Second, Client: noConnections{}}, Logf: t.Logf})
+			Holds:   &controller.HoldOptions{Interval: time.Second, Client: noConnections{}},
+			Options: controller.Options{Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}})
 		close(done)
 	}()
 	t.Cleanup(func() { cancel(); <-done })

@@ -4,16 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/zap"
 )
 
 // EmbedConfig configures an etcd server run inside the beamer process.
@@ -36,6 +37,9 @@ type EmbedConfig struct {
 	// the store for the instant of its command while the controller, started
 	// a moment before, connects to it and loses it when the command ends.
 	WaitForServer time.Duration
+	// Logger receives the server's warnings and errors (zaplog.go); nil
+	// discards them.
+	Logger *slog.Logger
 }
 
 // Embedded is a running single-member etcd server.
@@ -43,7 +47,8 @@ type Embedded struct {
 	etcd     *embed.Etcd
 	endpoint string
 	dir      string
-	lock     *os.File // holds LockFile's lock while the server runs
+	lock     *os.File     // holds LockFile's lock while the server runs
+	stopping *atomic.Bool // set by Close: etcd's errors from then on are the close's (zaplog.go)
 }
 
 // EndpointFile is written in the data directory while an embedded server
@@ -132,9 +137,8 @@ func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
 	ec.ListenPeerUrls = []url.URL{*peerURL}
 	ec.AdvertisePeerUrls = []url.URL{*peerURL}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
-	// etcd logs harmless errors when it shuts down ("server closed"); real
-	// failures reach us as errors from StartEtcd and Err.
-	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	stopping := new(atomic.Bool)
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zapLogger(cfg.Logger, stopping))
 	// Keep history short: the ring is rewritten by generations, and old
 	// revisions are of no use to anyone.
 	ec.AutoCompactionMode = "revision"
@@ -166,7 +170,7 @@ func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
 		return nil, fmt.Errorf("etcdstore: %w", err)
 	}
 	started = true
-	return &Embedded{etcd: e, endpoint: ep, dir: cfg.Dir, lock: lock}, nil
+	return &Embedded{etcd: e, endpoint: ep, dir: cfg.Dir, lock: lock, stopping: stopping}, nil
 }
 
 // listenURL resolves port 0 to a free port now: etcd must advertise the
@@ -210,6 +214,7 @@ func (e *Embedded) Endpoint() string { return e.endpoint }
 // Close stops the server and removes the endpoint file.
 func (e *Embedded) Close() error {
 	os.Remove(filepath.Join(e.dir, EndpointFile))
+	e.stopping.Store(true)
 	e.etcd.Close()
 	return e.lock.Close() // releases the lock: the directory is free
 }

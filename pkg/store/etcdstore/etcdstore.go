@@ -14,6 +14,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"time"
@@ -22,7 +23,6 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
-	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -41,6 +41,9 @@ type Config struct {
 	// MaxValueSize is the chunk limit callers must respect; 0 means 1 MiB,
 	// safely under etcd's default request limit of 1.5 MiB.
 	MaxValueSize int
+	// Logger receives the etcd client's warnings and errors (zaplog.go);
+	// nil discards them.
+	Logger *slog.Logger
 }
 
 // Store is a store.Store on etcd.
@@ -71,7 +74,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		Username:    cfg.Username,
 		Password:    cfg.Password,
 		DialTimeout: cfg.DialTimeout,
-		Logger:      zap.NewNop(),
+		Logger:      zapLogger(cfg.Logger, nil),
 		Context:     context.Background(),
 	})
 	if err != nil {

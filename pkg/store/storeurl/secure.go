@@ -3,6 +3,7 @@ package storeurl
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"strings"
@@ -36,6 +37,9 @@ type Options struct {
 	// WaitForServer: embed:// waits this long for another process to serve
 	// the directory before serving it itself (etcdstore.EmbedConfig).
 	WaitForServer time.Duration
+	// Logger receives the store client's warnings and errors (and the
+	// embedded etcd server's); nil discards them.
+	Logger *slog.Logger
 }
 
 // Check parses raw and applies the rules above without connecting, so a

@@ -178,16 +178,16 @@ func OpenWith(ctx context.Context, raw string, o Options) (store.Store, *Target,
 	}
 	switch t.Scheme {
 	case "embed":
-		cfg := etcdstore.Config{DialTimeout: t.Timeout, Username: t.User, Password: pass}
+		cfg := etcdstore.Config{DialTimeout: t.Timeout, Username: t.User, Password: pass, Logger: o.Logger}
 		if cfg.TLS, err = t.tlsConfig(); err != nil {
 			return nil, nil, err
 		}
 		ec := t.embedConfig()
-		ec.WaitForServer = o.WaitForServer
+		ec.WaitForServer, ec.Logger = o.WaitForServer, o.Logger
 		s, err := etcdstore.OpenEmbedded(ctx, ec, cfg)
 		return s, t, err
 	case "etcd":
-		cfg := etcdstore.Config{Endpoints: t.Hosts, Username: t.User, Password: pass, DialTimeout: t.Timeout}
+		cfg := etcdstore.Config{Endpoints: t.Hosts, Username: t.User, Password: pass, DialTimeout: t.Timeout, Logger: o.Logger}
 		if cfg.LeaseTTL, err = t.duration("lease-ttl"); err != nil {
 			return nil, nil, err
 		}
@@ -197,7 +197,7 @@ func OpenWith(ctx context.Context, raw string, o Options) (store.Store, *Target,
 		s, err := etcdstore.Open(ctx, cfg)
 		return s, t, err
 	case "zk":
-		cfg := zkstore.Config{Servers: t.Hosts, Username: t.User, Password: pass, DialTimeout: t.Timeout}
+		cfg := zkstore.Config{Servers: t.Hosts, Username: t.User, Password: pass, DialTimeout: t.Timeout, Logger: o.Logger}
 		if cfg.SessionTimeout, err = t.duration("session-timeout"); err != nil {
 			return nil, nil, err
 		}

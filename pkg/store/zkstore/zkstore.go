@@ -25,6 +25,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -53,6 +54,9 @@ type Config struct {
 	// MaxValueSize: 0 means 1000 KiB, under ZooKeeper's default
 	// jute.maxbuffer of 1 MiB with room for the request framing.
 	MaxValueSize int
+	// Logger receives the ZooKeeper client's errors (zklog.go); nil
+	// discards them.
+	Logger *slog.Logger
 }
 
 // Store is a store.Store on ZooKeeper.
@@ -66,10 +70,6 @@ type Store struct {
 	closed     chan struct{}
 	closeOnce  sync.Once
 }
-
-type quietLogger struct{}
-
-func (quietLogger) Printf(string, ...any) {}
 
 // Open connects and waits for a session.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
@@ -90,7 +90,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.acl = zk.DigestACL(zk.PermAll, cfg.Username, cfg.Password)
 	}
 	session := make(chan struct{}, 1)
-	opts := options(zk.WithLogger(quietLogger{}), zk.WithLogInfo(false),
+	opts := options(zk.WithLogger(newZKLogger(cfg.Logger, s.closed)), zk.WithLogInfo(false),
 		zk.WithEventCallback(func(ev zk.Event) {
 			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
 				select {
