@@ -34,7 +34,7 @@ check-generated:
 # bench), which runs the beamer beside it. beamer says the version
 # scripts/version.sh gives (`beamer version`).
 build: generate
-	$(GO) build -buildvcs=auto -ldflags "-X main.version=$$(scripts/version.sh)" -o $(BIN) ./cmd/beamer
+	$(GO) build -buildvcs=auto -ldflags "-X github.com/beamer-lb/beamer/cmd/internal/beamercli.version=$$(scripts/version.sh)" -o $(BIN) ./cmd/beamer
 	$(GO) build -buildvcs=auto -o $(LAB_BIN) ./cmd/beamer-lab
 
 # The test command (README, .ci/run): vet, then every test. Privileged tests

@@ -58,12 +58,7 @@ func securityScore(t *testing.T, path string) float64 {
 }
 
 func TestDebianPackage(t *testing.T) {
-	if os.Getuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the package test needs root (dpkg, namespaces)")
-		}
-		t.Skip("needs root: dpkg into a private root, setpriv and network namespaces")
-	}
+	netlabtest.RequireRootFor(t, "dpkg into a private root, setpriv and network namespaces")
 	for _, tool := range []string{"dpkg", "dpkg-query", "setpriv", "systemd-analyze", "ip", "git"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s: %v (make setup installs it: scripts/apt-packages.txt)", tool, err)
@@ -173,22 +168,9 @@ func TestDebianPackage(t *testing.T) {
 
 	// Run them. The hosts of the example files: a mux at 198.18.0.1, a
 	// server at 198.18.0.10 (examples/*.yaml), a controller.
-	lab := netlabtest.New(t, "deb")
-	mux, err := lab.Namespace("mux")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := lab.Namespace("srv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctl, err := lab.Namespace("ctl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth(mux, "eth0", netip.MustParsePrefix("198.18.0.1/24"), srv, "eth0", netip.MustParsePrefix("198.18.0.10/24"), 1600); err != nil {
-		t.Fatal(err)
-	}
+	rig := netlabtest.NewRig(t, "deb")
+	mux, srv := rig.Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "srv", netip.MustParsePrefix("198.18.0.10/24"), 1600)
+	ctl := rig.Namespace("ctl")
 	if err := ctl.Do(func() error { return exec.Command("ip", "link", "set", "lo", "up").Run() }); err != nil {
 		t.Fatal(err)
 	}

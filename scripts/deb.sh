@@ -13,7 +13,7 @@ export VERSION=${VERSION:-$(scripts/version.sh)}
 # Man pages dated by the commit, not the build (reproducible builds).
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
 mkdir -p bin dist
-"$GO" build -ldflags "-X main.version=${VERSION}" -o bin/beamer ./cmd/beamer
+"$GO" build -ldflags "-X github.com/beamer-lb/beamer/cmd/internal/beamercli.version=${VERSION}" -o bin/beamer ./cmd/beamer
 "$GO" -C packaging/nfpm build -o "$PWD/bin/nfpm" github.com/goreleaser/nfpm/v2/cmd/nfpm
 
 gen=dist/gen

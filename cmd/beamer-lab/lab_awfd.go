@@ -119,6 +119,9 @@ See docs/strategy-awfd.md.`,
 			if e.Beamer, err = beamerBinary(); err != nil {
 				return err
 			}
+			if e.Lab, err = os.Executable(); err != nil {
+				return err
+			}
 			e.Progress = os.Stderr
 			res, err := lab.RunAWFDExperiment(cmd.Context(), e)
 			if res != nil && out != "" {

@@ -33,7 +33,7 @@ func newRootCommand() *cobra.Command {
 		}
 		return logs.Install()
 	}
-	root.AddCommand(newDemoCommand(), newLabCommand(), newSimCommand(), newBenchCommand())
+	root.AddCommand(newDemoCommand(), newLabCommand(), newSimCommand(), newBenchCommand(), newMuxCommand())
 	rootflags.DocumentEnv(root, envFlags)
 	return root
 }

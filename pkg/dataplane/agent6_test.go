@@ -54,17 +54,11 @@ func gue6Wrap(inner []byte, src, dst netip.Addr, dport uint16, priv []byte) []by
 // (port 41000), and a resolved neighbour for server 1025 (::10).
 func newAgent6Bench(t *testing.T) *agentBench {
 	netlabtest.RequireRoot(t)
-	lab := netlabtest.New(t, "agt6")
-	ns, err := lab.Namespace("srv")
-	must(t, err)
-	peer, err := lab.Namespace("net")
-	must(t, err)
-	for _, n := range []string{"all", "default"} {
-		must(t, ns.Sysctl("net.ipv6.conf."+n+".accept_dad", "0"))
-		must(t, peer.Sysctl("net.ipv6.conf."+n+".accept_dad", "0"))
-	}
+	rig := netlabtest.NewRig(t, "agt6")
+	rig.NoDAD = true
+	ns, peer := rig.Namespace("srv"), rig.Namespace("net")
 	must(t, ns.Sysctl("net.ipv6.conf.all.forwarding", "1"))
-	must(t, lab.Veth(ns, "eth0", netip.MustParsePrefix("2001:db8::11/64"), peer, "eth0", netip.MustParsePrefix("2001:db8::2/64"), 0))
+	rig.Link(ns, "eth0", netip.MustParsePrefix("2001:db8::11/64"), peer, "eth0", netip.MustParsePrefix("2001:db8::2/64"), 0)
 	nl := ns.Netlink()
 	eth0, err := nl.LinkByName("eth0")
 	must(t, err)

@@ -55,12 +55,7 @@ type cheetahAgentRig struct {
 }
 
 func newCheetahAgentRig(t *testing.T, vip netip.Addr) *cheetahAgentRig {
-	lab := netlabtest.New(t, "cha")
-	ns, err := lab.Namespace("srv")
-	must(t, err)
-	peer, err := lab.Namespace("net")
-	must(t, err)
-	must(t, lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.10/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.2/24"), 0))
+	ns, _ := netlabtest.NewRig(t, "cha").Pair("srv", netip.MustParsePrefix("198.18.0.10/24"), "net", netip.MustParsePrefix("198.18.0.2/24"), 0)
 	must(t, ns.AddAddr("lo", netip.PrefixFrom(vip, 32)))
 	a, err := LoadAgent(AgentOptions{Addr: netip.MustParseAddr("198.18.0.10"), Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
 		VIPs: []AgentVIP{{VIP: vip, Buckets: 16}}, GenerationMemory: -1})

@@ -56,12 +56,7 @@ type agentBench struct {
 }
 
 func newAgentBench(t *testing.T, s *wiretest.AgentScenario) *agentBench {
-	lab := netlabtest.New(t, "agt")
-	ns, err := lab.Namespace("srv")
-	must(t, err)
-	peer, err := lab.Namespace("net")
-	must(t, err)
-	must(t, lab.Veth(ns, "eth0", netip.PrefixFrom(s.Addr, 24), peer, "eth0", netip.MustParsePrefix("198.18.0.2/24"), 0))
+	ns, _ := netlabtest.NewRig(t, "agt").Pair("srv", netip.PrefixFrom(s.Addr, 24), "net", netip.MustParsePrefix("198.18.0.2/24"), 0)
 	nl := ns.Netlink()
 	eth0, err := nl.LinkByName("eth0")
 	must(t, err)

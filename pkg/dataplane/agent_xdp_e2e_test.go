@@ -18,17 +18,7 @@ import (
 // generation is reset, and one from a stale mux dropped.
 func TestEndToEndAgentXDP(t *testing.T) {
 	e := newE2E(t)
-	for name, s := range e.servers {
-		a := e.agents[name]
-		must(t, s.Do(func() error {
-			l, err := a.AttachXDP("eth0", XDPDriver)
-			if err != nil {
-				return err
-			}
-			t.Cleanup(func() { l.Close() })
-			return nil
-		}))
-	}
+	e.attachAgentsXDP(t)
 	const n = 8
 	var old []*echoConn
 	for i := 0; i < n; i++ {

@@ -28,16 +28,8 @@ func multiHop(t *testing.T, k int) {
 		return t
 	}})
 	const n = 6
-	dial := func(want string, tag string) []*echoConn {
-		var cs []*echoConn
-		for i := 0; i < n; i++ {
-			c := e.dial(t, false)
-			if who, err := c.ask(fmt.Sprint(tag, i), answerWithin); err != nil || who != want {
-				t.Fatalf("%s connection %d: served by %q, %v", tag, i, who, err)
-			}
-			cs = append(cs, c)
-		}
-		return cs
+	dial := func(want, tag string) []*echoConn {
+		return dialServed(t, n, want, tag, func() *echoConn { return e.dial(t, false) })
 	}
 	onA := dial("a", "a-")
 	rules := &forwarding.HistoryRules{K: k, Window: 240}

@@ -1,8 +1,6 @@
 package dataplane
 
 import (
-	"bufio"
-	"context"
 	"fmt"
 	"net"
 	"net/netip"
@@ -29,19 +27,23 @@ var (
 
 func newE2E6(t *testing.T) *e2eNet {
 	netlabtest.RequireRoot(t)
-	lab := netlabtest.New(t, "e2e6")
-	ns := func(name string) *netlab.Namespace {
-		n, err := lab.Namespace(name)
-		must(t, err)
-		// Addresses usable at once: no duplicate address detection.
-		for _, k := range []string{"all", "default"} {
-			must(t, n.Sysctl("net.ipv6.conf."+k+".accept_dad", "0"))
-		}
-		return n
+	rig := netlabtest.NewRig(t, "e2e6")
+	rig.NoDAD = true // addresses usable at once
+	names := []string{"a", "b", "c"}
+	// GUE over IPv6 adds up to 164 bytes to a client's 1500.
+	layout := netlabtest.DSRLayout{VIP: e2e6VIP, Client: netip.PrefixFrom(e2e6Client, 64), Muxes: []netip.Prefix{netip.PrefixFrom(e2e6Mux, 64)}, MTU: 1700}
+	var serverAddrs []netip.Addr
+	for _, name := range names {
+		serverAddrs = append(serverAddrs, e2e6Server[name])
+		layout.Servers = append(layout.Servers, netip.PrefixFrom(e2e6Server[name], 64))
 	}
-	fabric, client, mns := ns("fabric"), ns("client"), ns("mux0")
-	e := &e2eNet{lab: lab, fabric: fabric, client: client, servers: map[string]*netlab.Namespace{}, agents: map[string]*Agent{}, gen: 1,
+	d := rig.DSR(layout)
+	mns := d.Muxes[0]
+	e := &e2eNet{rig: rig, fabric: rig.Fabric(), client: d.Client, servers: map[string]*netlab.Namespace{}, agents: map[string]*Agent{}, gen: 1,
 		muxNS: mns}
+	for i, name := range names {
+		e.servers[name] = d.Servers[i]
+	}
 	var links []link.Link
 	t.Cleanup(func() {
 		for _, l := range links {
@@ -53,26 +55,7 @@ func newE2E6(t *testing.T) *e2eNet {
 		must(t, err)
 		links = append(links, l)
 	}
-	// GUE over IPv6 adds up to 164 bytes to a client's 1500.
-	must(t, lab.Veth(client, "eth0", netip.PrefixFrom(e2e6Client, 64), fabric, "c0", netip.Prefix{}, 0))
-	ports := []string{"c0"}
-	names := []string{"a", "b", "c"}
-	var serverAddrs []netip.Addr
-	for _, name := range names {
-		s := ns("srv" + name)
-		e.servers[name] = s
-		serverAddrs = append(serverAddrs, e2e6Server[name])
-		must(t, lab.Veth(s, "eth0", netip.PrefixFrom(e2e6Server[name], 64), fabric, "s"+name, netip.Prefix{}, 1700))
-		ports = append(ports, "s"+name)
-	}
-	must(t, lab.Veth(mns, "eth0", netip.PrefixFrom(e2e6Mux, 64), fabric, "m0", netip.Prefix{}, 1700))
-	ports = append(ports, "m0")
-	must(t, fabric.Bridge("br0", ports...))
-
-	must(t, client.DisableTxChecksum("eth0"))
-	_, err := client.Run("ip", "-6", "route", "add", e2e6VIP.String()+"/128", "via", e2e6Mux.String())
-	must(t, err)
-	_, err = client.Run("ip", "mptcp", "limits", "set", "add_addr_accepted", "1", "subflows", "2")
+	_, err := e.client.Run("ip", "mptcp", "limits", "set", "add_addr_accepted", "1", "subflows", "2")
 	must(t, err)
 
 	table := forwarding.NewTable(e2eBuckets)
@@ -84,7 +67,6 @@ func newE2E6(t *testing.T) *e2eNet {
 	}
 	e.table = table
 	e.table.Generation = e.gen
-	hold(fabric.AttachXDPPass("m0"))
 	must(t, mns.Sysctl("net.ipv6.conf.all.forwarding", "1"))
 	m, err := LoadMux(MuxOptions{Addr: netip.MustParseAddr("198.18.0.1"), Addr6: e2e6Mux, ConnTrackEntries: 4096})
 	must(t, err)
@@ -143,40 +125,12 @@ func serveUDP6(t *testing.T, ns *netlab.Namespace, name string) {
 
 // serveEcho6 answers each line with "<server>:<line>" on [VIP]:80, TCP and MPTCP.
 func serveEcho6(t *testing.T, ns *netlab.Namespace, name string) {
-	var lc net.ListenConfig
-	lc.SetMultipathTCP(true)
-	var l net.Listener
-	must(t, ns.Do(func() error {
-		var err error
-		l, err = lc.Listen(context.Background(), "tcp6", netip.AddrPortFrom(e2e6VIP, 80).String())
-		return err
-	}))
-	netlabtest.Serve(t, l, func(c net.Conn) {
-		r := bufio.NewReader(c)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			if _, err := fmt.Fprintf(c, "%s:%s", name, line); err != nil {
-				return
-			}
-		}
-	})
+	serveNamedEcho(t, ns, name, "tcp6", netip.AddrPortFrom(e2e6VIP, 80))
 }
 
 func (e *e2eNet) dial6(t *testing.T, mptcp bool) *echoConn {
 	t.Helper()
-	d := net.Dialer{Timeout: answerWithin}
-	d.SetMultipathTCP(mptcp)
-	var c net.Conn
-	must(t, e.client.Do(func() error {
-		var err error
-		c, err = d.Dial("tcp6", netip.AddrPortFrom(e2e6VIP, 80).String())
-		return err
-	}))
-	t.Cleanup(func() { c.Close() })
-	return &echoConn{Conn: c, r: bufio.NewReader(c)}
+	return dialEcho(t, e.client, mptcp, answerWithin, "tcp6", netip.AddrPortFrom(e2e6VIP, 80))
 }
 
 // TestEndToEnd6 drives real IPv6 TCP and MPTCP connections through the mux
@@ -197,29 +151,11 @@ func TestEndToEnd6(t *testing.T) {
 func endToEnd6(t *testing.T, xdp bool) {
 	e := newE2E6(t)
 	if xdp {
-		for name, s := range e.servers {
-			a := e.agents[name]
-			must(t, s.Do(func() error {
-				l, err := a.AttachXDP("eth0", XDPDriver)
-				if err != nil {
-					return err
-				}
-				t.Cleanup(func() { l.Close() })
-				return nil
-			}))
-		}
+		e.attachAgentsXDP(t)
 	}
 	const n = 6
 	dial := func(want, tag string) []*echoConn {
-		var cs []*echoConn
-		for i := 0; i < n; i++ {
-			c := e.dial6(t, false)
-			if who, err := c.ask(fmt.Sprint(tag, i), answerWithin); err != nil || who != want {
-				t.Fatalf("%s connection %d: served by %q, %v", tag, i, who, err)
-			}
-			cs = append(cs, c)
-		}
-		return cs
+		return dialServed(t, n, want, tag, func() *echoConn { return e.dial6(t, false) })
 	}
 	onA := dial("a", "a-")
 	if d := e.counter(t, "a", "xdp_decap"); xdp && d < 3*n {

@@ -2,7 +2,6 @@ package dataplane
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -34,16 +33,12 @@ var (
 const e2eBuckets = 67 // prime, as a Maglev table needs
 
 // answerWithin is how long an end-to-end test waits for an answer that
-// must come (or a connection that must open). It is generous on purpose:
-// the tests share the kernel's per-CPU queues with whatever else runs (in
-// CI, the lab's floods in other packages), and one lost segment costs a
-// retransmission timeout — 1 s for a SYN, then doubling. A broken
-// connection still fails: a reset at once, a black hole at the deadline.
-// Tests that expect silence pass their own short deadline.
-const answerWithin = 10 * time.Second
+// must come (see netlabtest.AnswerWithin). Tests that expect silence pass
+// their own short deadline.
+const answerWithin = netlabtest.AnswerWithin
 
 type e2eNet struct {
-	lab     *netlab.Lab
+	rig     *netlabtest.Rig
 	fabric  *netlab.Namespace // the bridge br0 joining everyone
 	client  *netlab.Namespace
 	mux     *Mux   // the mux the client's route uses first
@@ -85,14 +80,26 @@ func newE2E(t *testing.T) *e2eNet {
 }
 
 func newE2EWith(t *testing.T, cfg e2eConfig) *e2eNet {
-	lab := netlabtest.New(t, "e2e")
-	ns := func(name string) *netlab.Namespace {
-		n, err := lab.Namespace(name)
-		must(t, err)
-		return n
+	if cfg.servers == nil {
+		cfg.servers = []string{"a", "b"}
 	}
-	fabric, client := ns("fabric"), ns("client")
-	e := &e2eNet{lab: lab, fabric: fabric, client: client, servers: map[string]*netlab.Namespace{}, agents: map[string]*Agent{}, gen: 1}
+	// Encapsulation adds up to 60 bytes: links that carry it get a larger MTU.
+	layout := netlabtest.DSRLayout{VIP: e2eVIP, Client: netip.PrefixFrom(e2eClient, 24), MTU: 1600}
+	var serverAddrs []netip.Addr
+	for _, name := range cfg.servers {
+		serverAddrs = append(serverAddrs, e2eServer[name])
+		layout.Servers = append(layout.Servers, netip.PrefixFrom(e2eServer[name], 24))
+	}
+	for i := 0; i < cfg.muxes; i++ {
+		layout.Muxes = append(layout.Muxes, netip.PrefixFrom(muxAddrN(i), 24))
+	}
+	rig := netlabtest.NewRig(t, "e2e")
+	d := rig.DSR(layout)
+	e := &e2eNet{rig: rig, fabric: rig.Fabric(), client: d.Client, servers: map[string]*netlab.Namespace{}, agents: map[string]*Agent{}, gen: 1}
+	for i, name := range cfg.servers {
+		e.servers[name] = d.Servers[i]
+	}
+	muxNS := d.Muxes
 	links := []link.Link{}
 	t.Cleanup(func() {
 		for _, l := range links {
@@ -104,35 +111,7 @@ func newE2EWith(t *testing.T, cfg e2eConfig) *e2eNet {
 		must(t, err)
 		links = append(links, l)
 	}
-
-	// Encapsulation adds up to 60 bytes: links that carry it get a larger MTU.
-	must(t, lab.Veth(client, "eth0", netip.PrefixFrom(e2eClient, 24), fabric, "c0", netip.Prefix{}, 0))
-	ports := []string{"c0"}
-	if cfg.servers == nil {
-		cfg.servers = []string{"a", "b"}
-	}
-	var serverAddrs []netip.Addr
-	for _, name := range cfg.servers {
-		addr := e2eServer[name]
-		serverAddrs = append(serverAddrs, addr)
-		s := ns("srv" + name)
-		e.servers[name] = s
-		must(t, lab.Veth(s, "eth0", netip.PrefixFrom(addr, 24), fabric, "s"+name, netip.Prefix{}, 1600))
-		ports = append(ports, "s"+name)
-	}
-	var muxNS []*netlab.Namespace
-	for i := 0; i < cfg.muxes; i++ {
-		m := ns(fmt.Sprintf("mux%d", i))
-		must(t, lab.Veth(m, "eth0", netip.PrefixFrom(muxAddrN(i), 24), fabric, fmt.Sprintf("m%d", i), netip.Prefix{}, 1600))
-		ports = append(ports, fmt.Sprintf("m%d", i))
-		muxNS = append(muxNS, m)
-	}
-	must(t, fabric.Bridge("br0", ports...))
-
-	must(t, client.DisableTxChecksum("eth0"))
-	_, err := client.Run("ip", "route", "add", e2eVIP.String()+"/32", "via", e2eMux.String())
-	must(t, err)
-	_, err = client.Run("ip", "mptcp", "limits", "set", "add_addr_accepted", "1", "subflows", "2")
+	_, err := e.client.Run("ip", "mptcp", "limits", "set", "add_addr_accepted", "1", "subflows", "2")
 	must(t, err)
 
 	// The muxes: one instance with the configured table.
@@ -143,7 +122,6 @@ func newE2EWith(t *testing.T, cfg e2eConfig) *e2eNet {
 	e.table = cfg.table()
 	e.table.Generation = e.gen
 	for i, mns := range muxNS {
-		hold(fabric.AttachXDPPass(fmt.Sprintf("m%d", i))) // receives the mux's XDP_TX frames
 		must(t, mns.Sysctl("net.ipv4.ip_forward", "1"))
 		m, err := LoadMux(MuxOptions{Addr: muxAddrN(i), ConnTrackEntries: 4096})
 		must(t, err)
@@ -164,11 +142,7 @@ func newE2EWith(t *testing.T, cfg e2eConfig) *e2eNet {
 	// The servers: VIP on loopback, agent on eth0, an echo service on VIP:80
 	// that names the server, and the MPTCP server-id endpoint.
 	for name, s := range e.servers {
-		must(t, s.AddAddr("lo", netip.PrefixFrom(e2eVIP, 32)))
-		for _, kv := range [][2]string{{"net.ipv4.ip_forward", "1"}, {"net.ipv4.conf.all.arp_ignore", "1"},
-			{"net.ipv4.conf.all.arp_announce", "2"}, {"net.ipv4.conf.all.rp_filter", "0"}, {"net.ipv4.conf.eth0.rp_filter", "0"}} {
-			must(t, s.Sysctl(kv[0], kv[1]))
-		}
+		netlabtest.ServeVIP(t, s, e2eVIP, "net.ipv4.ip_forward=1")
 		_, err := s.Run("ip", "mptcp", "endpoint", "add", e2eVIP.String(), "dev", "lo", "port", fmt.Sprint(e2eID[name]), "signal")
 		must(t, err)
 		a, err := LoadAgent(AgentOptions{Addr: e2eServer[name], Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
@@ -208,15 +182,15 @@ func serveEcho(t *testing.T, ns *netlab.Namespace, name string) { serveEchoPort(
 
 // serveEchoPort is serveEcho on VIP:port.
 func serveEchoPort(t *testing.T, ns *netlab.Namespace, name string, port uint16) {
+	serveNamedEcho(t, ns, name, "tcp4", netip.AddrPortFrom(e2eVIP, port))
+}
+
+// serveNamedEcho answers each line with "<server>:<line>" on addr, TCP and
+// MPTCP.
+func serveNamedEcho(t *testing.T, ns *netlab.Namespace, name, network string, addr netip.AddrPort) {
 	var lc net.ListenConfig
 	lc.SetMultipathTCP(true)
-	var l net.Listener
-	must(t, ns.Do(func() error {
-		var err error
-		l, err = lc.Listen(context.Background(), "tcp4", netip.AddrPortFrom(e2eVIP, port).String())
-		return err
-	}))
-	netlabtest.Serve(t, l, func(c net.Conn) {
+	netlabtest.Serve(t, netlabtest.Listen(t, ns, &lc, network, addr.String()), func(c net.Conn) {
 		r := bufio.NewReader(c)
 		for {
 			line, err := r.ReadString('\n')
@@ -244,16 +218,46 @@ func (e *e2eNet) dial(t *testing.T, mptcp bool) *echoConn {
 // a flood may cost a SYN or two (each lost SYN costs Linux 1 s, then 2 s).
 func (e *e2eNet) dialWithin(t *testing.T, mptcp bool, timeout time.Duration) *echoConn {
 	t.Helper()
-	d := net.Dialer{Timeout: timeout}
+	return dialEcho(t, e.client, mptcp, timeout, "tcp4", netip.AddrPortFrom(e2eVIP, 80))
+}
+
+// dialEcho connects from client to a serveNamedEcho at addr.
+func dialEcho(t *testing.T, client *netlab.Namespace, mptcp bool, timeout time.Duration, network string, addr netip.AddrPort) *echoConn {
+	t.Helper()
+	d := &net.Dialer{Timeout: timeout}
 	d.SetMultipathTCP(mptcp)
-	var c net.Conn
-	must(t, e.client.Do(func() error {
-		var err error
-		c, err = d.Dial("tcp4", netip.AddrPortFrom(e2eVIP, 80).String())
-		return err
-	}))
-	t.Cleanup(func() { c.Close() })
+	c := netlabtest.Dial(t, client, d, network, addr.String())
 	return &echoConn{Conn: c, r: bufio.NewReader(c)}
+}
+
+// dialServed opens n connections with dial, each asked tag+i and answered
+// by server want, else the test fails; they stay open for the test.
+func dialServed(t *testing.T, n int, want, tag string, dial func() *echoConn) []*echoConn {
+	t.Helper()
+	var cs []*echoConn
+	for i := 0; i < n; i++ {
+		c := dial()
+		if who, err := c.ask(fmt.Sprint(tag, i), answerWithin); err != nil || who != want {
+			t.Fatalf("%s connection %d: served by %q, %v", tag, i, who, err)
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// attachAgentsXDP attaches every server's agent in native XDP too, as on a
+// server whose NIC runs XDP; detached when the test ends.
+func (e *e2eNet) attachAgentsXDP(t *testing.T) {
+	for name, s := range e.servers {
+		a := e.agents[name]
+		must(t, s.Do(func() error {
+			l, err := a.AttachXDP("eth0", XDPDriver)
+			if err == nil {
+				t.Cleanup(func() { l.Close() })
+			}
+			return err
+		}))
+	}
 }
 
 // ask sends a line and returns the name of the server that answered.

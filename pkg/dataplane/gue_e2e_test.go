@@ -33,30 +33,13 @@ func endToEndGUE(t *testing.T, withXDP bool) {
 		},
 		instance: func(in *forwarding.Instance) { in.Encap = forwarding.EncapGUE }})
 	if withXDP {
-		for name, s := range e.servers {
-			a := e.agents[name]
-			must(t, s.Do(func() error {
-				l, err := a.AttachXDP("eth0", XDPDriver)
-				if err == nil {
-					t.Cleanup(func() { l.Close() })
-				}
-				return err
-			}))
-		}
+		e.attachAgentsXDP(t)
 	}
 	muxBefore, err := e.mux.Counters()
 	must(t, err)
 	const n = 6
-	dial := func(want string, tag string) []*echoConn {
-		var cs []*echoConn
-		for i := 0; i < n; i++ {
-			c := e.dial(t, false)
-			if who, err := c.ask(fmt.Sprint(tag, i), answerWithin); err != nil || who != want {
-				t.Fatalf("%s connection %d: served by %q, %v", tag, i, who, err)
-			}
-			cs = append(cs, c)
-		}
-		return cs
+	dial := func(want, tag string) []*echoConn {
+		return dialServed(t, n, want, tag, func() *echoConn { return e.dial(t, false) })
 	}
 	onA := dial("a", "a-")
 	if g := e.counter(t, "a", "gue"); g < 3*n {

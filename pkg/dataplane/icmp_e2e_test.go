@@ -1,19 +1,18 @@
 package dataplane
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/beamer-lb/beamer/research/netlab"
+	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 )
 
 var (
@@ -34,18 +33,9 @@ const (
 // (DSR, from the VIP) do not fit and the router answers them with ICMP
 // frag needed, addressed to the VIP — which routes to the mux.
 func (e *e2eNet) addFarClient(t *testing.T) *netlab.Namespace {
-	ns := func(name string) *netlab.Namespace {
-		n, err := e.lab.Namespace(name)
-		must(t, err)
-		return n
-	}
-	router, far := ns("router"), ns("far")
-	must(t, e.lab.Veth(router, "eth0", netip.PrefixFrom(e2eRouterIn, 24), e.fabric, "r0", netip.Prefix{}, 1600))
-	for _, args := range [][]string{{"link", "set", "r0", "master", "br0"}, {"link", "set", "r0", "up"}} {
-		_, err := e.fabric.Run("ip", args...)
-		must(t, err)
-	}
-	must(t, e.lab.Veth(far, "eth0", netip.PrefixFrom(e2eFar, 24), router, "eth1", netip.PrefixFrom(e2eRouterOut, 24), 0))
+	router, far := e.rig.Namespace("router"), e.rig.Namespace("far")
+	e.rig.Attach(router, netip.PrefixFrom(e2eRouterIn, 24), 1600)
+	e.rig.Link(far, "eth0", netip.PrefixFrom(e2eFar, 24), router, "eth1", netip.PrefixFrom(e2eRouterOut, 24), 0)
 	must(t, router.Sysctl("net.ipv4.ip_forward", "1"))
 	for _, c := range [][]string{
 		{"ip", "route", "add", e2eVIP.String() + "/32", "via", e2eMux.String()},
@@ -70,34 +60,14 @@ func (e *e2eNet) addFarClient(t *testing.T) *netlab.Namespace {
 // serveBulk writes e2eBulkSize bytes to every connection on VIP:8080
 // once the client sent a byte.
 func serveBulk(t *testing.T, ns *netlab.Namespace) {
-	var l net.Listener
-	must(t, ns.Do(func() error {
-		var err error
-		l, err = net.Listen("tcp4", netip.AddrPortFrom(e2eVIP, e2eBulkPort).String())
-		return err
-	}))
-	var wg sync.WaitGroup
-	t.Cleanup(func() { l.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(10 * time.Second))
-				if _, err := c.Read(make([]byte, 1)); err != nil {
-					return
-				}
-				c.Write(make([]byte, e2eBulkSize))
-			}()
+	l := netlabtest.Listen(t, ns, nil, "tcp4", netip.AddrPortFrom(e2eVIP, e2eBulkPort).String())
+	netlabtest.Serve(t, l, func(c net.Conn) {
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err != nil {
+			return
 		}
-	}()
+		c.Write(make([]byte, e2eBulkSize))
+	})
 }
 
 // TestEndToEndICMPFragNeeded: a client behind a narrow link downloads from
@@ -120,13 +90,7 @@ func TestEndToEndICMPFragNeeded(t *testing.T) {
 	}
 	// The connection is opened on A, then its bucket moves to B before A
 	// sends the large replies: the frag needed reaches B first.
-	var c net.Conn
-	must(t, far.Do(func() error {
-		var err error
-		d := net.Dialer{Timeout: answerWithin}
-		c, err = d.DialContext(context.Background(), "tcp4", netip.AddrPortFrom(e2eVIP, e2eBulkPort).String())
-		return err
-	}))
+	c := netlabtest.Dial(t, far, nil, "tcp4", netip.AddrPortFrom(e2eVIP, e2eBulkPort).String())
 	defer c.Close()
 	e.moveAll(t, "a", "b", time.Now())
 	c.SetDeadline(time.Now().Add(15 * time.Second))

@@ -69,17 +69,11 @@ func mux6Instance() forwarding.Instance {
 
 func newMux6Bench(t *testing.T, addr4, addr6 netip.Addr) (*Mux, *muxBench) {
 	netlabtest.RequireRoot(t)
-	lab := netlabtest.New(t, "mux6")
-	ns, err := lab.Namespace("mux")
-	must(t, err)
-	peer, err := lab.Namespace("net")
-	must(t, err)
-	for _, n := range []string{"all", "default"} {
-		must(t, ns.Sysctl("net.ipv6.conf."+n+".accept_dad", "0"))
-		must(t, peer.Sysctl("net.ipv6.conf."+n+".accept_dad", "0"))
-	}
+	rig := netlabtest.NewRig(t, "mux6")
+	rig.NoDAD = true
+	ns, peer := rig.Namespace("mux"), rig.Namespace("net")
 	must(t, ns.Sysctl("net.ipv6.conf.all.forwarding", "1"))
-	must(t, lab.Veth(ns, "eth0", netip.MustParsePrefix("2001:db8::1/64"), peer, "eth0", netip.MustParsePrefix("2001:db8::2/64"), 0))
+	rig.Link(ns, "eth0", netip.MustParsePrefix("2001:db8::1/64"), peer, "eth0", netip.MustParsePrefix("2001:db8::2/64"), 0)
 	nl := ns.Netlink()
 	eth0, err := nl.LinkByName("eth0")
 	must(t, err)

@@ -34,13 +34,9 @@ type muxBench struct {
 func newMuxBench(t *testing.T, s *wiretest.MuxScenario) *muxBench { return newMuxBenchTB(t, s) }
 
 func newMuxBenchTB(t testing.TB, s *wiretest.MuxScenario) *muxBench {
-	lab := netlabtest.New(t, "mux")
-	ns, err := lab.Namespace("mux")
-	must(t, err)
-	peer, err := lab.Namespace("net")
-	must(t, err)
-	must(t, lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.1/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.2/24"), 0))
-	must(t, lab.Veth(ns, "eth1", netip.MustParsePrefix("198.18.3.1/24"), peer, "eth1", netip.MustParsePrefix("198.18.3.2/24"), 0))
+	rig := netlabtest.NewRig(t, "mux")
+	ns, peer := rig.Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "net", netip.MustParsePrefix("198.18.0.2/24"), 0)
+	rig.Link(ns, "eth1", netip.MustParsePrefix("198.18.3.1/24"), peer, "eth1", netip.MustParsePrefix("198.18.3.2/24"), 0)
 	nl := ns.Netlink()
 	setMAC := func(dev, mac string) {
 		l, err := nl.LinkByName(dev)

@@ -11,22 +11,13 @@ import (
 // neighbour-discovery entry, an IPv6 server behind a router gets one for
 // the router, and an IPv6 address of the mux itself is reported.
 func TestIPv6ServerNeighbors(t *testing.T) {
-	lab := netlabtest.New(t, "nbr6")
-	mux, err := lab.Namespace("mux")
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := lab.Namespace("peer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth(mux, "m0", netip.MustParsePrefix("2001:db8::1/64"), peer, "p0", netip.MustParsePrefix("2001:db8::2/64"), 0); err != nil {
-		t.Fatal(err)
-	}
+	rig := netlabtest.NewRig(t, "nbr6")
+	mux, peer := rig.Namespace("mux"), rig.Namespace("peer")
+	rig.Link(mux, "m0", netip.MustParsePrefix("2001:db8::1/64"), peer, "p0", netip.MustParsePrefix("2001:db8::2/64"), 0)
 	if _, err := mux.Run("ip", "-6", "route", "add", "2001:db8:1::/64", "via", "2001:db8::2"); err != nil {
 		t.Fatal(err)
 	}
-	err = EnsureNeighbors(mux.Netlink(), []netip.Addr{netip.MustParseAddr("2001:db8::10"), netip.MustParseAddr("2001:db8:1::10"), netip.MustParseAddr("2001:db8::1")})
+	err := EnsureNeighbors(mux.Netlink(), []netip.Addr{netip.MustParseAddr("2001:db8::10"), netip.MustParseAddr("2001:db8:1::10"), netip.MustParseAddr("2001:db8::1")})
 	if err == nil || err.Error() != "server 2001:db8::1 is an address of this mux" {
 		t.Fatalf("server = mux: %v", err)
 	}

@@ -12,19 +12,10 @@ import (
 // reported by name (the mux then counts it unreachable and drops its
 // buckets) while the other servers still get their neighbour entries.
 func TestServerIsTheMux(t *testing.T) {
-	lab := netlabtest.New(t, "nbr")
-	mux, err := lab.Namespace("mux")
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := lab.Namespace("peer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth(mux, "m0", netip.MustParsePrefix("198.18.0.1/24"), peer, "p0", netip.MustParsePrefix("198.18.0.2/24"), 0); err != nil {
-		t.Fatal(err)
-	}
-	err = EnsureNeighbors(mux.Netlink(), []netip.Addr{netip.MustParseAddr("198.18.0.10"), netip.MustParseAddr("198.18.0.1")})
+	rig := netlabtest.NewRig(t, "nbr")
+	mux, peer := rig.Namespace("mux"), rig.Namespace("peer")
+	rig.Link(mux, "m0", netip.MustParsePrefix("198.18.0.1/24"), peer, "p0", netip.MustParsePrefix("198.18.0.2/24"), 0)
+	err := EnsureNeighbors(mux.Netlink(), []netip.Addr{netip.MustParseAddr("198.18.0.10"), netip.MustParseAddr("198.18.0.1")})
 	if err == nil || err.Error() != "server 198.18.0.1 is an address of this mux" {
 		t.Fatalf("server = mux: %v", err)
 	}

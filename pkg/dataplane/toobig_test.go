@@ -18,12 +18,7 @@ import (
 // tooBigNet is a mux namespace whose eth0 (MTU 1500) reaches the servers
 // 198.18.0.10 (id 1025) and 198.18.0.11 (id 1026), their MACs known.
 func tooBigNet(t *testing.T) (*netlab.Namespace, int, *Mux) {
-	lab := netlabtest.New(t, "toobig")
-	ns, err := lab.Namespace("mux")
-	must(t, err)
-	peer, err := lab.Namespace("net")
-	must(t, err)
-	must(t, lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.1/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.2/24"), 1500))
+	ns, _ := netlabtest.NewRig(t, "toobig").Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "net", netip.MustParsePrefix("198.18.0.2/24"), 1500)
 	must(t, ns.Sysctl("net.ipv4.ip_forward", "1"))
 	nl := ns.Netlink()
 	eth0, err := nl.LinkByName("eth0")

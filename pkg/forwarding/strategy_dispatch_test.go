@@ -54,12 +54,25 @@ var strategyWords = []string{"beamer", "maglev", "prism", "cheetah", "awfd", "st
 // root) is a strategy's own file or in a strategy's folder: a word of a
 // folder or file name (split at / _ . -) starts with a strategy's name or
 // "strategy", e.g. pkg/strategy/cheetah/cookie.go, pkg/dataplane/mux_awfd.go,
-// research/sim/cheetahsim/run.go, pkg/forwarding/strategy_prism.go. The
-// command's folder cmd/beamer is named after the project, not the strategy.
+// research/sim/cheetahsim/run.go, pkg/forwarding/strategy_prism.go. Folders
+// named after the project (cmd/beamer, cmd/internal/beamercli) are not the
+// beamer strategy's: for it only the file's own name counts.
 func isStrategyPath(path string) bool {
-	path = strings.TrimPrefix(path, "cmd/beamer/")
-	words := strings.FieldsFunc(path, func(r rune) bool { return r == '/' || r == '_' || r == '.' || r == '-' })
-	for _, w := range words {
+	dir, file := "", path
+	if i := strings.LastIndex(path, "/"); i >= 0 {
+		dir, file = path[:i], path[i+1:]
+	}
+	split := func(s string) []string {
+		return strings.FieldsFunc(s, func(r rune) bool { return r == '/' || r == '_' || r == '.' || r == '-' })
+	}
+	for _, w := range split(dir) {
+		for _, s := range strategyWords {
+			if s != "beamer" && strings.HasPrefix(w, s) {
+				return true
+			}
+		}
+	}
+	for _, w := range split(file) {
 		for _, s := range strategyWords {
 			if strings.HasPrefix(w, s) {
 				return true
@@ -157,8 +170,10 @@ func TestStrategyPaths(t *testing.T) {
 		"pkg/node/config/agent_cheetah.go":      true,
 		"research/sim/cheetahsim/run.go":        true,
 		"pkg/controlplane/controller/probe.go":  false,
-		"cmd/beamer/ctl.go":                     false,
-		"cmd/beamer/ctl_cheetah.go":             true,
+		"cmd/beamer/main.go":                    false,
+		"cmd/internal/beamercli/ctl.go":         false,
+		"cmd/internal/beamercli/ctl_cheetah.go": true,
+		"pkg/dataplane/mux_beamer.go":           true,
 		"pkg/forwarding/strategy_prism.go":      true,
 		"pkg/controlplane/declarative/parse.go": false,
 	} {

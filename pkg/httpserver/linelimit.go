@@ -80,6 +80,6 @@ type errorLogWriter struct {
 }
 
 func (w errorLogWriter) Write(p []byte) (int, error) {
-	w.lim.Log(slog.Default(), slog.LevelWarn, "server-error", w.name+": "+strings.TrimSpace(string(p)))
+	w.lim.Log(slog.Default(), slog.LevelWarn, "server-error", "HTTP server error", "server", w.name, "detail", strings.TrimSpace(string(p)))
 	return len(p), nil
 }

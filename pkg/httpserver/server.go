@@ -57,7 +57,7 @@ func (s *Server) Listen(addr string) (net.Addr, error) {
 // Serve serves on l, within the connection budgets, until Close.
 func (s *Server) Serve(l net.Listener) {
 	b := newBudgetListener(l, s.lim, func() {
-		s.logs.Log(slog.Default(), slog.LevelInfo, "refused", s.name+": connection over its budget closed (flood or too many callers)")
+		s.logs.Log(slog.Default(), slog.LevelWarn, "refused", "connection over its budget closed (flood or too many callers)", "server", s.name)
 	})
 	s.mu.Lock()
 	s.listeners = append(s.listeners, b)
@@ -68,7 +68,7 @@ func (s *Server) Serve(l net.Listener) {
 	}
 	go func() {
 		if err := s.srv.Serve(inner); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.logs.Log(slog.Default(), slog.LevelWarn, "serve", s.name+": stopped serving", "error", err)
+			s.logs.Log(slog.Default(), slog.LevelWarn, "serve", "stopped serving", "server", s.name, "error", err)
 		}
 	}()
 }

@@ -28,7 +28,10 @@ type AWFDVariant struct {
 
 // AWFDExperiment shapes the experiment.
 type AWFDExperiment struct {
-	Beamer   string
+	Beamer string
+	// Lab is the beamer-lab binary: the variants that lose class records
+	// (Drop) run its mux, the product's with the loss around its store.
+	Lab      string
 	Dir      string
 	Servers  int
 	Muxes    int
@@ -172,6 +175,10 @@ func runAWFDVariant(ctx context.Context, e AWFDExperiment, v AWFDVariant, flow F
 		o.CreateArgs = []string{"--classes", fmt.Sprint(v.Classes), "--poll", v.Poll.String()}
 	}
 	if v.Drop > 0 {
+		if e.Lab == "" {
+			return nil, fmt.Errorf("variant %s loses class records: it needs the beamer-lab binary (AWFDExperiment.Lab) for its muxes", v.Name)
+		}
+		o.MuxBinary = e.Lab
 		o.MuxArgs = []string{"--awfd-drop", fmt.Sprint(v.Drop)}
 	}
 	l, err := Start(ctx, o)

@@ -12,7 +12,8 @@ import (
 // (m=4, 250 ms polls) then Beamer with equal shares. Checked: the AWFD mux
 // placed new connections by class records (real capacity polls reached
 // it), the faster server got more downloads than the slower one under AWFD,
-// and no download failed under either. The
+// and no download failed under either; a mux that loses half its class
+// records (beamer-lab's mux, --awfd-drop) still places by class. The
 // throughput and FCT figures are logged, not asserted (a shared CI machine
 // makes them noisy); docs/strategy-awfd.md has the full runs.
 func TestAWFDLab(t *testing.T) {
@@ -20,12 +21,15 @@ func TestAWFDLab(t *testing.T) {
 	var log strings.Builder
 	// Run directories in the system temporary directory, which FRR (user
 	// frr) can enter; t.TempDir is private to root.
-	e := AWFDExperiment{Beamer: beamerBin, Servers: 2, Muxes: 1, Clients: 1, Rates: []float64{40e6, 20e6},
+	e := AWFDExperiment{Beamer: beamerBin, Lab: labBin, Servers: 2, Muxes: 1, Clients: 1, Rates: []float64{40e6, 20e6},
 		Load: 0.95, Reps: 1, Progress: &log,
 		Flow: FlowOptions{Duration: 8 * time.Second, MeanSize: 256 << 10, Alpha: 2, MaxSize: 32 << 20, Seed: 1},
 		Variants: []AWFDVariant{
 			{Name: "awfd", Strategy: "awfd", Classes: 4, Poll: 250 * time.Millisecond},
 			{Name: "beamer", Strategy: "beamer"},
+			// The loss experiment's mux: beamer-lab's, the product's mux
+			// with half the class records lost on their way to it.
+			{Name: "awfd drop 50%", Strategy: "awfd", Classes: 4, Poll: 250 * time.Millisecond, Drop: 0.5},
 		}}
 	start := time.Now()
 	res, err := RunAWFDExperiment(context.Background(), e)
@@ -33,9 +37,12 @@ func TestAWFDLab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	aw, eq := res.Runs[0], res.Runs[1]
+	aw, eq, lossy := res.Runs[0], res.Runs[1], res.Runs[2]
 	if aw.AWFD["by_class"] == 0 {
 		t.Fatalf("AWFD mux placed no connection by class (decisions %v): no record reached it", aw.AWFD)
+	}
+	if lossy.AWFD["by_class"] == 0 {
+		t.Errorf("AWFD mux losing half its records placed no connection by class (decisions %v): none reached it", lossy.AWFD)
 	}
 	for _, r := range res.Runs {
 		if r.Flows.Failed > 0 || r.Flows.Completed == 0 {

@@ -47,12 +47,7 @@ func TestMain(m *testing.M) {
 func requireLab(t *testing.T) {
 	t.Helper()
 	netlabtest.RequireRoot(t)
-	if _, err := os.Stat(filepath.Join(frrDir, "bgpd")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("FRR is missing (scripts/setup.sh installs it) and CI must run the lab tests")
-		}
-		t.Skip("skipping: the lab's border router needs FRR (apt-get install frr)")
-	}
+	netlabtest.RequireFile(t, filepath.Join(frrDir, "bgpd"), "the lab's border router needs FRR (apt-get install frr)")
 }
 
 // runCI runs an experiment at CI size and checks the lab left nothing.

@@ -110,7 +110,11 @@ func (l *Lab) StartMux(ctx context.Context, i int) error {
 		return err
 	}
 	args = append(append(args, apiArgs...), l.opts.MuxArgs...)
-	m.proc, err = startProgram(m.ns, l.opts.Dir, fmt.Sprintf("mux%d", i), l.opts.Beamer, l.storeArgs(l.store, args...)...)
+	bin := l.opts.Beamer
+	if l.opts.MuxBinary != "" {
+		bin = l.opts.MuxBinary
+	}
+	m.proc, err = startProgram(m.ns, l.opts.Dir, fmt.Sprintf("mux%d", i), bin, l.storeArgs(l.store, args...)...)
 	if err != nil {
 		return err
 	}

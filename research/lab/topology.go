@@ -16,22 +16,26 @@ import (
 
 // Options shape a lab.
 type Options struct {
-	Beamer   string        // path of the beamer binary the daemons run (default: this executable)
-	Dir      string        // run directory: store data, router files, logs
-	Clients  int           // client namespaces, each with two paths to the router
-	Muxes    int           // mux namespaces (started as the scenario says)
-	Servers  int           // server namespaces (started as the scenario says)
-	Buckets  uint32        // B of the instance
-	Window   time.Duration // chaining window of the beamer strategy
-	FileSize int           // bytes of the file servers serve
-	Strategy string        // a registered strategy (strategy.go)
-	Store    string        // embedded (default), etcd or zookeeper: the store the controller runs on
-	Seed     int64         // seeds the router's ECMP hash and the clients' ports
-	BGPHold  time.Duration // BGP hold time between muxes and router (default 3 s)
-	BindVIP  bool          // servers' HTTP service listens only on VIP:80 (DSR style)
-	UDP      bool          // the instance offers UDP 53 and servers answer it (udp.go)
-	QUIC     bool          // the instance offers QUIC on UDP 443, routed by CID (quic.go)
-	Encap    string        // the instance's encapsulation: "" (ipip) or gue (encap.go)
+	Beamer string // path of the beamer binary the daemons run (default: this executable)
+	// MuxBinary is the binary whose `mux` command the muxes run (default:
+	// Beamer): beamer-lab, whose mux is the product's with an experiment's
+	// fault around it (--awfd-drop), for the runs that need one.
+	MuxBinary string
+	Dir       string        // run directory: store data, router files, logs
+	Clients   int           // client namespaces, each with two paths to the router
+	Muxes     int           // mux namespaces (started as the scenario says)
+	Servers   int           // server namespaces (started as the scenario says)
+	Buckets   uint32        // B of the instance
+	Window    time.Duration // chaining window of the beamer strategy
+	FileSize  int           // bytes of the file servers serve
+	Strategy  string        // a registered strategy (strategy.go)
+	Store     string        // embedded (default), etcd or zookeeper: the store the controller runs on
+	Seed      int64         // seeds the router's ECMP hash and the clients' ports
+	BGPHold   time.Duration // BGP hold time between muxes and router (default 3 s)
+	BindVIP   bool          // servers' HTTP service listens only on VIP:80 (DSR style)
+	UDP       bool          // the instance offers UDP 53 and servers answer it (udp.go)
+	QUIC      bool          // the instance offers QUIC on UDP 443, routed by CID (quic.go)
+	Encap     string        // the instance's encapsulation: "" (ipip) or gue (encap.go)
 	// ServerRates, when set, shapes server i's link to ServerRates[i]
 	// bits/s (tbf on its interface; cycled if shorter than Servers): servers
 	// of unequal capacity for the AWFD experiment (awfd_experiment.go).

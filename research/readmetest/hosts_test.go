@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/research/netlab"
+	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 )
 
 // The network the README's "Running it" describes: a LAN (a bridge in a
@@ -50,40 +51,28 @@ type host struct {
 	seq   int
 }
 
-// buildNetwork makes the namespaces and links.
-func buildNetwork(t *testing.T, lab *netlab.Lab) map[string]*netlab.Namespace {
+// buildNetwork makes the namespaces and links: the LAN's hosts and the
+// router on the rig's fabric (the switch, ports p-HOST), the client behind
+// the router.
+func buildNetwork(t *testing.T, rig *netlabtest.Rig) map[string]*netlab.Namespace {
 	t.Helper()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	nss := map[string]*netlab.Namespace{}
+	nss := map[string]*netlab.Namespace{"switch": rig.Fabric()}
 	mk := func(name string) *netlab.Namespace {
-		ns, err := lab.Namespace(name)
-		must(err)
-		nss[name] = ns
-		return ns
+		nss[name] = rig.Namespace(name)
+		return nss[name]
 	}
-	sw := mk("switch")
 	router := mk("router")
-	var ports []string
-	must(lab.Veth(router, "eth0", netip.PrefixFrom(routerLAN, lanNet.Bits()), sw, "p-router", netip.Prefix{}, 0))
-	ports = append(ports, "p-router")
+	rig.AttachPort(router, "p-router", netip.PrefixFrom(routerLAN, lanNet.Bits()), 0)
 	for _, h := range lanHosts {
 		ns := mk(h.name)
-		port := "p-" + h.name
-		must(lab.Veth(ns, "eth0", netip.PrefixFrom(h.addr, lanNet.Bits()), sw, port, netip.Prefix{}, 0))
-		ports = append(ports, port)
+		rig.AttachPort(ns, "p-"+h.name, netip.PrefixFrom(h.addr, lanNet.Bits()), 0)
 		_, err := ns.Run("ip", "route", "add", "default", "via", routerLAN.String())
-		must(err)
+		netlabtest.Must(t, err)
 	}
-	must(sw.Bridge("br0", ports...))
 	client := mk("client")
-	must(lab.Veth(client, "eth0", netip.PrefixFrom(clientAddr, clientNet.Bits()), router, "eth1", netip.PrefixFrom(routerCli, clientNet.Bits()), 0))
+	rig.Link(client, "eth0", netip.PrefixFrom(clientAddr, clientNet.Bits()), router, "eth1", netip.PrefixFrom(routerCli, clientNet.Bits()), 0)
 	_, err := client.Run("ip", "route", "add", "default", "via", routerCli.String())
-	must(err)
+	netlabtest.Must(t, err)
 	return nss
 }
 

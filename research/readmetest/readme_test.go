@@ -67,20 +67,14 @@ func TestReadmeBlocks(t *testing.T) {
 func TestReadmeMultiHost(t *testing.T) {
 	netlabtest.RequireRoot(t)
 	for _, bin := range []string{"/usr/lib/frr/bgpd", "/usr/lib/frr/zebra", "/usr/bin/vtysh"} {
-		if _, err := os.Stat(bin); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s missing (scripts/setup.sh installs frr) and CI must run this test", bin)
-			}
-			t.Skipf("skipping: the README's router runs FRR (%s missing)", bin)
-		}
+		netlabtest.RequireFile(t, bin, "the README's router runs FRR (apt-get install frr)")
 	}
 	blocks, err := SectionBlocks(readme(t), section)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := workDir(t)
-	lab := netlabtest.New(t, "rdme")
-	nss := buildNetwork(t, lab)
+	nss := buildNetwork(t, netlabtest.NewRig(t, "rdme"))
 
 	// Each host's own setup, before the README: the controller's state
 	// directory and the router's FRR (installed and running, as the

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/beamer-lb/beamer/pkg/httpserver"
 	"log/slog"
 	"net/netip"
 	"slices"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/httpserver"
 	"github.com/beamer-lb/beamer/pkg/node/agentapi"
 	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/beamer-lb/beamer/pkg/strategy/awfd"

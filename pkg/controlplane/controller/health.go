@@ -2,11 +2,11 @@ package controller
 
 import (
 	"context"
-	"github.com/beamer-lb/beamer/pkg/node/agentapi"
 	"log/slog"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/node/agentapi"
 	"github.com/beamer-lb/beamer/pkg/store"
 )
 

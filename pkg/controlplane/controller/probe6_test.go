@@ -19,19 +19,8 @@ import (
 // at [DIP]:9300 (which connects to the IPv6 VIP on the server), the tcp
 // probe at [DIP]:port, the http probe at http://[DIP]:port/path.
 func TestProbesIPv6(t *testing.T) {
-	lab := netlabtest.New(t, "probe6")
-	srv, err := lab.Namespace("srv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli, err := lab.Namespace("ctl")
-	if err != nil {
-		t.Fatal(err)
-	}
 	dip, vip := netip.MustParseAddr("2001:db8::10"), netip.MustParseAddr("2001:db8:100::1")
-	if err := lab.Veth(srv, "eth0", netip.PrefixFrom(dip, 64), cli, "eth0", netip.MustParsePrefix("2001:db8::1/64"), 0); err != nil {
-		t.Fatal(err)
-	}
+	srv, cli := netlabtest.NewRig(t, "probe6").Pair("srv", netip.PrefixFrom(dip, 64), "ctl", netip.MustParsePrefix("2001:db8::1/64"), 0)
 	if err := srv.AddAddr("lo", netip.PrefixFrom(vip, 128)); err != nil {
 		t.Fatal(err)
 	}

@@ -28,19 +28,8 @@ type dsrLab struct {
 }
 
 func newDSRLab(t *testing.T) *dsrLab {
-	lab := netlabtest.New(t, "probe")
-	srv, err := lab.Namespace("srv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli, err := lab.Namespace("ctl")
-	if err != nil {
-		t.Fatal(err)
-	}
 	dip, vip := netip.MustParseAddr("198.18.0.10"), netip.MustParseAddr("198.18.100.1")
-	if err := lab.Veth(srv, "eth0", netip.MustParsePrefix("198.18.0.10/24"), cli, "eth0", netip.MustParsePrefix("198.18.0.1/24"), 0); err != nil {
-		t.Fatal(err)
-	}
+	srv, cli := netlabtest.NewRig(t, "probe").Pair("srv", netip.MustParsePrefix("198.18.0.10/24"), "ctl", netip.MustParsePrefix("198.18.0.1/24"), 0)
 	if err := srv.AddAddr("lo", netip.PrefixFrom(vip, 32)); err != nil {
 		t.Fatal(err)
 	}
@@ -56,15 +45,7 @@ func newDSRLab(t *testing.T) *dsrLab {
 		return l
 	}
 	svc := listen("198.18.100.1:80") // the DSR service: keeps connections open until the client closes
-	go func() {
-		for {
-			c, err := svc.Accept()
-			if err != nil {
-				return
-			}
-			go func() { io.Copy(io.Discard, c); c.Close() }()
-		}
-	}()
+	netlabtest.Serve(t, svc, func(c net.Conn) { io.Copy(io.Discard, c) })
 	status := listen("198.18.0.10:8080") // a status endpoint on the DIP
 	go http.Serve(status, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/healthz" {

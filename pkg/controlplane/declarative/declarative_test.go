@@ -223,7 +223,7 @@ func TestParseStrict(t *testing.T) {
 		{"dup id", strings.Replace(base, "id: 1026", "id: 1025", 1), `instance "web": servers[1] (id 1025): id also used by servers[0]`},
 		{"dup address", strings.Replace(base, "198.18.1.2,", "198.18.1.1,", 1), `instance "web": servers[1] (id 1026): address 198.18.1.1 also used by servers[0]`},
 		{"weight", strings.Replace(base, "weight: 2}", "weight: 0}", 1), `instance "web": servers[2] (id 1027): weight 0`},
-		{"family", strings.Replace(base, "198.18.1.3", "2001:db8::3", 1), `instance "web": servers[2] (id 1027): address:`},
+		{"family", strings.Replace(base, "198.18.1.3", "2001:db8::3", 1), `instance "web": servers[2] (id 1027): DIP address 2001:db8::3 is IPv6 but instance "web" is IPv4`},
 		{"bad address", strings.Replace(base, "198.18.1.3", "198.18.1.300", 1), `test.yaml: instance "web" (line 3): ParseAddr("198.18.1.300")`},
 		{"dup instance", strings.Replace(base, "name: mag", "name: web", 1), `instance "web" listed twice`},
 		{"bad config", strings.Replace(base, "strategy: beamer", "strategy: nope", 1), `instance "web": configuration`},

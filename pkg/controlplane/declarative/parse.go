@@ -94,12 +94,6 @@ func (in *Instance) validate() error {
 	addrs := map[netip.Addr]int{}
 	for j, s := range in.Servers {
 		field := fmt.Sprintf("servers[%d] (id %d)", j, s.ID)
-		if !s.ID.Valid() {
-			return fmt.Errorf("%s: id must be in %d–%d", field, forwarding.MinServerID, forwarding.MaxServerID)
-		}
-		if r := c.ServerIDs(); !r.None && !r.Contains(uint16(s.ID)) {
-			return fmt.Errorf("%s: id outside the instance's server_ids %v", field, r)
-		}
 		if k, dup := ids[s.ID]; dup {
 			return fmt.Errorf("%s: id also used by servers[%d]", field, k)
 		}
@@ -111,16 +105,15 @@ func (in *Instance) validate() error {
 			return fmt.Errorf("%s: address %v also used by servers[%d]", field, s.Address, k)
 		}
 		addrs[s.Address] = j
-		if err := c.CheckDIPFamily(s.Address); err != nil {
-			return fmt.Errorf("%s: address: %w", field, err)
+		// The rules of one server are the instance's (the same words as
+		// ctl add-dip); the document's own are the duplicates and VIPs.
+		if err := c.CheckServer(s.ID, s.Address, s.Weight); err != nil {
+			return fmt.Errorf("%s: %w", field, err)
 		}
 		for _, v := range c.VIPs {
 			if v == s.Address {
 				return fmt.Errorf("%s: address %v is one of the instance's VIPs", field, v)
 			}
-		}
-		if err := forwarding.CheckWeight(s.Weight); err != nil {
-			return fmt.Errorf("%s: %w", field, err)
 		}
 	}
 	if len(in.Servers) > 0 && uint64(len(in.Servers)) >= uint64(in.Buckets) {

@@ -36,18 +36,8 @@ type serverLab struct {
 }
 
 func newServerLab(t testing.TB) *serverLab {
-	lab := netlabtest.New(t, "agentapi")
 	l := &serverLab{}
-	var err error
-	if l.srv, err = lab.Namespace("srv"); err != nil {
-		t.Fatal(err)
-	}
-	if l.cli, err = lab.Namespace("cli"); err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth(l.srv, "eth0", netip.PrefixFrom(dip, 24), l.cli, "eth0", netip.PrefixFrom(outside, 24), 0); err != nil {
-		t.Fatal(err)
-	}
+	l.srv, l.cli = netlabtest.NewRig(t, "agentapi").Pair("srv", netip.PrefixFrom(dip, 24), "cli", netip.PrefixFrom(outside, 24), 0)
 	if err := l.srv.AddAddr("lo", netip.PrefixFrom(vip, 32)); err != nil {
 		t.Fatal(err)
 	}
@@ -55,22 +45,13 @@ func newServerLab(t testing.TB) *serverLab {
 		t.Fatal(err)
 	}
 	// The DSR service: bound to the VIP only, so DIP:80 refuses.
-	if err := l.srv.Do(func() (err error) { l.service, err = net.Listen("tcp4", vip.String()+":80"); return err }); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.service.Close() })
-	go func() {
-		for {
-			c, err := l.service.Accept()
-			if err != nil {
-				return
-			}
-			l.mu.Lock()
-			l.accepted = append(l.accepted, c)
-			l.mu.Unlock()
-			go func() { io.Copy(io.Discard, c); c.Close() }() // close when the client does
-		}
-	}()
+	l.service = netlabtest.Listen(t, l.srv, nil, "tcp4", vip.String()+":80")
+	netlabtest.Serve(t, l.service, func(c net.Conn) {
+		l.mu.Lock()
+		l.accepted = append(l.accepted, c)
+		l.mu.Unlock()
+		io.Copy(io.Discard, c) // close when the client does
+	})
 	var e *Endpoint
 	if err := l.srv.Do(func() (err error) { e, err = Serve(dip.String()+":0", Options{VIPs: []netip.Addr{vip}}); return err }); err != nil {
 		t.Fatal(err)

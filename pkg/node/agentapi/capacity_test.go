@@ -18,18 +18,7 @@ import (
 // capacity: nearly all of it available while idle, little while a client
 // downloads as fast as it can; an agent without an interface answers 404.
 func TestCapacityTbf(t *testing.T) {
-	lab := netlabtest.New(t, "agentcap")
-	srv, err := lab.Namespace("srv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli, err := lab.Namespace("cli")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth(srv, "eth0", netip.PrefixFrom(dip, 24), cli, "eth0", netip.PrefixFrom(outside, 24), 0); err != nil {
-		t.Fatal(err)
-	}
+	srv, cli := netlabtest.NewRig(t, "agentcap").Pair("srv", netip.PrefixFrom(dip, 24), "cli", netip.PrefixFrom(outside, 24), 0)
 	if out, err := srv.Run("tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", "40mbit", "burst", "32kb", "latency", "50ms"); err != nil {
 		t.Fatalf("tbf: %v %s", err, out)
 	}

@@ -19,39 +19,13 @@ import (
 // its loopback, and counts that VIP's connections per bucket from its
 // AF_INET6 sockets, each in the bucket the mux's IPv6 flow hash gives.
 func TestHealthIPv6VIP(t *testing.T) {
-	lab := netlabtest.New(t, "agentapi6")
-	srv, err := lab.Namespace("srv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli, err := lab.Namespace("cli")
-	if err != nil {
-		t.Fatal(err)
-	}
 	dip6, vip6 := netip.MustParseAddr("2001:db8::10"), netip.MustParseAddr("2001:db8:100::1")
-	if err := lab.Veth(srv, "eth0", netip.PrefixFrom(dip6, 64), cli, "eth0", netip.MustParsePrefix("2001:db8::fe/64"), 0); err != nil {
-		t.Fatal(err)
-	}
+	srv, cli := netlabtest.NewRig(t, "agentapi6").Pair("srv", netip.PrefixFrom(dip6, 64), "cli", netip.MustParsePrefix("2001:db8::fe/64"), 0)
 	if err := srv.AddAddr("lo", netip.PrefixFrom(vip6, 128)); err != nil {
 		t.Fatal(err)
 	}
-	var service net.Listener
-	if err := srv.Do(func() (err error) {
-		service, err = net.Listen("tcp", netip.AddrPortFrom(vip6, 80).String())
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer service.Close()
-	go func() {
-		for {
-			c, err := service.Accept()
-			if err != nil {
-				return
-			}
-			go func() { io.Copy(io.Discard, c); c.Close() }() // close when the client does
-		}
-	}()
+	service := netlabtest.Listen(t, srv, nil, "tcp", netip.AddrPortFrom(vip6, 80).String())
+	netlabtest.Serve(t, service, func(c net.Conn) { io.Copy(io.Discard, c) }) // close when the client does
 	var e *Endpoint
 	if err := srv.Do(func() (err error) {
 		e, err = Serve(netip.AddrPortFrom(dip6, 0).String(), Options{VIPs: []netip.Addr{vip6}})
@@ -87,6 +61,7 @@ func TestHealthIPv6VIP(t *testing.T) {
 		want[f.Bucket(100)]++
 	}
 	var rep *ConnectionsReport
+	var err error
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		// The server's side of a connection is ESTABLISHED once its
 		// handshake's last ACK arrived, just after the client's.

@@ -16,18 +16,7 @@ import (
 // it sets up — VIP on loopback, ARP sysctls, tc program, MPTCP endpoint — and
 // that Close undoes it.
 func TestAgentSetup(t *testing.T) {
-	lab := netlabtest.New(t, "agentd")
-	ns, err := lab.Namespace("srv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := lab.Namespace("net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.10/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.1/24"), 0); err != nil {
-		t.Fatal(err)
-	}
+	ns, _ := netlabtest.NewRig(t, "agentd").Pair("srv", netip.MustParsePrefix("198.18.0.10/24"), "net", netip.MustParsePrefix("198.18.0.1/24"), 0)
 	cfg := config.Agent{Interface: "eth0", ServerID: 1030, Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
 		VIPs: []config.AgentVIP{{VIP: netip.MustParseAddr("198.18.100.1"), Buckets: 100}}}
 	var d *Daemon

@@ -25,12 +25,7 @@ import (
 // once, answers with its load, keeps them across a hitless restart (pinned
 // map) and forgets them on a stop.
 func TestAgentCheetahKeyPush(t *testing.T) {
-	lab := netlabtest.New(t, "agentpush")
-	ns, err := lab.Namespace("srv")
-	must(t, err)
-	peer, err := lab.Namespace("net")
-	must(t, err)
-	must(t, lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.10/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.1/24"), 0))
+	ns, peer := netlabtest.NewRig(t, "agentpush").Pair("srv", netip.MustParsePrefix("198.18.0.10/24"), "net", netip.MustParsePrefix("198.18.0.1/24"), 0)
 	for k, v := range originalSysctls {
 		must(t, ns.Sysctl(k, v))
 	}
@@ -115,16 +110,11 @@ func TestAgentCheetahKeyPush(t *testing.T) {
 // API's mutual TLS: 403, no key stored, no cookie writer attached, and
 // direct connections to the VIP answer before and after as they did.
 func TestAgentCheetahPushRefusedForBeamerVIP(t *testing.T) {
-	lab := netlabtest.New(t, "agentbeamerpush")
-	ns, err := lab.Namespace("srv")
-	must(t, err)
-	peer, err := lab.Namespace("net")
-	must(t, err)
-	must(t, lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.10/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.1/24"), 0))
+	ns, peer := netlabtest.NewRig(t, "agentbeamerpush").Pair("srv", netip.MustParsePrefix("198.18.0.10/24"), "net", netip.MustParsePrefix("198.18.0.1/24"), 0)
 	for k, v := range originalSysctls {
 		must(t, ns.Sysctl(k, v))
 	}
-	_, err = peer.Run("ip", "route", "add", "198.18.100.1/32", "via", "198.18.0.10")
+	_, err := peer.Run("ip", "route", "add", "198.18.100.1/32", "via", "198.18.0.10")
 	must(t, err)
 	certs := t.TempDir()
 	must(t, nodeauth.Issue(certs, "127.0.0.1", "ctl=controller", "agent1=agent@198.18.0.10"))

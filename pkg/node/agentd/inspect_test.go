@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -21,26 +20,8 @@ import (
 // with its buckets and window, the mux's version the agent saw, the
 // buckets whose change time it remembers, and its counters.
 func TestInspectStoppedAgent(t *testing.T) {
-	lab := netlabtest.New(t, "agentinsp")
-	fabric, err := lab.Namespace("fabric")
-	must(t, err)
-	client, err := lab.Namespace("client")
-	must(t, err)
-	muxNS, err := lab.Namespace("mux")
-	must(t, err)
-	srv, err := lab.Namespace("srv")
-	must(t, err)
 	vip := netip.MustParseAddr("198.18.100.1")
-	must(t, lab.Veth(client, "eth0", netip.MustParsePrefix("198.18.0.100/24"), fabric, "c0", netip.Prefix{}, 0))
-	must(t, lab.Veth(muxNS, "eth0", netip.MustParsePrefix("198.18.0.1/24"), fabric, "m0", netip.Prefix{}, 1600))
-	must(t, lab.Veth(srv, "eth0", netip.MustParsePrefix("198.18.0.10/24"), fabric, "s0", netip.Prefix{}, 1600))
-	must(t, fabric.Bridge("br0", "c0", "m0", "s0"))
-	pass, err := fabric.AttachXDPPass("m0")
-	must(t, err)
-	t.Cleanup(func() { pass.Close() })
-	must(t, client.DisableTxChecksum("eth0"))
-	_, err = client.Run("ip", "route", "add", vip.String()+"/32", "via", "198.18.0.1")
-	must(t, err)
+	client, muxNS, srv := dsrNet(t, "agentinsp", vip)
 
 	must(t, muxNS.Sysctl("net.ipv4.ip_forward", "1"))
 	muxPins := netlabtest.PinDir(t, "inspmuxtr") // the mux's traffic is inspected too
@@ -70,9 +51,7 @@ func TestInspectStoppedAgent(t *testing.T) {
 	d, _, opts := startEchoServer(t, srv, vip)
 	const conns = 5
 	for i := range conns {
-		var c net.Conn
-		dl := net.Dialer{Timeout: 10 * time.Second}
-		must(t, client.Do(func() (err error) { c, err = dl.Dial("tcp4", netip.AddrPortFrom(vip, 80).String()); return err }))
+		c := netlabtest.Dial(t, client, nil, "tcp4", netip.AddrPortFrom(vip, 80).String())
 		c.SetDeadline(time.Now().Add(10 * time.Second))
 		msg := fmt.Sprintf("hello %d\n", i)
 		_, err := io.WriteString(c, msg)

@@ -18,22 +18,11 @@ import (
 // AF_INET6), and Close undoes all of it. An IPv6 VIP on a server without a
 // global IPv6 address is refused, naming the setting to give.
 func TestAgentSetupIPv6(t *testing.T) {
-	lab := netlabtest.New(t, "agentd6")
-	ns, err := lab.Namespace("srv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := lab.Namespace("net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.10/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.1/24"), 0); err != nil {
-		t.Fatal(err)
-	}
+	ns, _ := netlabtest.NewRig(t, "agentd6").Pair("srv", netip.MustParsePrefix("198.18.0.10/24"), "net", netip.MustParsePrefix("198.18.0.1/24"), 0)
 	cfg := config.Agent{Interface: "eth0", ServerID: 1030,
 		Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24"), netip.MustParsePrefix("2001:db8::/64")},
 		VIPs:    []config.AgentVIP{{VIP: netip.MustParseAddr("198.18.100.1"), Buckets: 100}, {VIP: netip.MustParseAddr("2001:db8:100::1"), Buckets: 100}}}
-	err = ns.Do(func() error {
+	err := ns.Do(func() error {
 		d, err := Start(cfg, testOptions(t))
 		if err == nil {
 			d.Close()
@@ -125,18 +114,7 @@ func TestAgentSetupIPv6(t *testing.T) {
 // TestAgentIPv6Only: a server with only an IPv6 address serves an IPv6
 // VIP; one serving an IPv4 VIP without an IPv4 address is refused.
 func TestAgentIPv6Only(t *testing.T) {
-	lab := netlabtest.New(t, "agentd6only")
-	ns, err := lab.Namespace("srv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := lab.Namespace("net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth(ns, "eth0", netip.MustParsePrefix("2001:db8::10/64"), peer, "eth0", netip.MustParsePrefix("2001:db8::1/64"), 0); err != nil {
-		t.Fatal(err)
-	}
+	ns, _ := netlabtest.NewRig(t, "agentd6only").Pair("srv", netip.MustParsePrefix("2001:db8::10/64"), "net", netip.MustParsePrefix("2001:db8::1/64"), 0)
 	cfg := config.Agent{Interface: "eth0", ServerID: 1030, Trusted: []netip.Prefix{netip.MustParsePrefix("2001:db8::/64")},
 		VIPs: []config.AgentVIP{{VIP: netip.MustParseAddr("2001:db8:100::1"), Buckets: 100}}}
 	var d *Daemon
@@ -151,7 +129,7 @@ func TestAgentIPv6Only(t *testing.T) {
 	}
 	cfg.VIPs = append(cfg.VIPs, config.AgentVIP{VIP: netip.MustParseAddr("198.18.100.1"), Buckets: 100})
 	cfg.Trusted = append(cfg.Trusted, netip.MustParsePrefix("198.18.0.0/24"))
-	err = ns.Do(func() error {
+	err := ns.Do(func() error {
 		d, err := Start(cfg, testOptions(t))
 		if err == nil {
 			d.Close()

@@ -19,18 +19,7 @@ import (
 // agentLab is a server namespace with eth0, its sysctls set to values the
 // agent changes, so a test can see they come back.
 func agentLab(t *testing.T) *netlab.Namespace {
-	lab := netlabtest.New(t, "agentlc")
-	ns, err := lab.Namespace("srv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := lab.Namespace("net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.10/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.1/24"), 0); err != nil {
-		t.Fatal(err)
-	}
+	ns, _ := netlabtest.NewRig(t, "agentlc").Pair("srv", netip.MustParsePrefix("198.18.0.10/24"), "net", netip.MustParsePrefix("198.18.0.1/24"), 0)
 	for k, v := range originalSysctls {
 		if err := ns.Sysctl(k, v); err != nil {
 			t.Fatal(err)

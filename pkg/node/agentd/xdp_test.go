@@ -15,18 +15,7 @@ import (
 // without native XDP (a VXLAN device) refuses to start, while "auto" there
 // starts with tc alone; an unknown mode is an error.
 func TestAgentXDPModes(t *testing.T) {
-	lab := netlabtest.New(t, "agxdp")
-	ns, err := lab.Namespace("srv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := lab.Namespace("net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.10/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.1/24"), 0); err != nil {
-		t.Fatal(err)
-	}
+	ns, _ := netlabtest.NewRig(t, "agxdp").Pair("srv", netip.MustParsePrefix("198.18.0.10/24"), "net", netip.MustParsePrefix("198.18.0.1/24"), 0)
 	// A VXLAN device: its driver has no native XDP.
 	if _, err := ns.Run("ip", "link", "add", "d0", "type", "vxlan", "id", "42", "dstport", "4789", "dev", "eth0"); err != nil {
 		t.Fatal(err)

@@ -47,3 +47,22 @@ vips:
 		t.Fatal("a malformed key was accepted")
 	}
 }
+
+// A static mux file of a Cheetah instance is checked as `ctl add-dip` is
+// (forwarding.Instance.CheckServer): a server id a cookie cannot carry is
+// refused there too.
+func TestMuxCheetahServerID(t *testing.T) {
+	yaml := strings.Replace(goodMux, "strategy: beamer", `strategy: cheetah
+    cheetah:
+      policy: rr
+      keys:
+        current: 0
+        keys: [0123456789abcdeffedcba9876543210, deadbeef0badf00d123456789e3779b9]`, 1)
+	if _, err := LoadMux(write(t, yaml)); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Replace(yaml, "id: 1026", "id: 40000", 1)
+	if _, err := LoadMux(write(t, big)); err == nil || !strings.Contains(err.Error(), "server 40000: server id 40000 does not fit a Cheetah cookie") {
+		t.Fatalf("server id 40000 in a cheetah mux file: %v", err)
+	}
+}

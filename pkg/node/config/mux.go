@@ -133,23 +133,11 @@ func (in *MuxInstance) validateServers(mux, mux6 netip.Addr) error {
 	}
 	ids, addrs := map[forwarding.ServerID]bool{}, map[netip.Addr]bool{}
 	for _, s := range in.Servers {
-		if !s.ID.Valid() {
-			return fmt.Errorf("server id %d outside %d–%d", s.ID, forwarding.MinServerID, forwarding.MaxServerID)
-		}
-		if r := in.ServerIDs(); !r.None && !r.Contains(uint16(s.ID)) {
-			return fmt.Errorf("server id %d outside the instance's server-id range %v (its MPTCP subflows would be dropped)", s.ID, r)
-		}
-		if err := forwarding.CheckDIP(s.Address); err != nil {
-			return fmt.Errorf("server %d: %w", s.ID, err)
-		}
-		if err := in.CheckDIPFamily(s.Address); err != nil {
+		if err := in.CheckServer(s.ID, s.Address, s.weight()); err != nil {
 			return fmt.Errorf("server %d: %w", s.ID, err)
 		}
 		if s.Address == mux || s.Address == mux6 {
 			return fmt.Errorf("server %d: address %v is the mux's own address", s.ID, s.Address)
-		}
-		if err := forwarding.CheckWeight(s.weight()); err != nil {
-			return fmt.Errorf("server %d: %w", s.ID, err)
 		}
 		if ids[s.ID] || addrs[s.Address] {
 			return fmt.Errorf("server %d (%v): id or address listed twice", s.ID, s.Address)

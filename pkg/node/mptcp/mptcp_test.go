@@ -9,11 +9,7 @@ import (
 )
 
 func TestEndpoints(t *testing.T) {
-	lab := netlabtest.New(t, "mptcp")
-	ns, err := lab.Namespace("srv")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns := netlabtest.NewRig(t, "mptcp").Namespace("srv")
 	vip := netip.MustParseAddr("198.18.100.1")
 	if err := ns.AddAddr("lo", netip.PrefixFrom(vip, 32)); err != nil {
 		t.Fatal(err)
@@ -56,11 +52,7 @@ func TestEndpoints(t *testing.T) {
 // kernel announces VIP:port in ADD_ADDR with its IPv6 address) and lists
 // and deletes like an IPv4 one, beside an IPv4 one.
 func TestEndpointsIPv6(t *testing.T) {
-	lab := netlabtest.New(t, "mptcp6")
-	ns, err := lab.Namespace("srv")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns := netlabtest.NewRig(t, "mptcp6").Namespace("srv")
 	vip4, vip6 := netip.MustParseAddr("198.18.100.1"), netip.MustParseAddr("2001:db8:100::1")
 	for _, p := range []netip.Prefix{netip.PrefixFrom(vip4, 32), netip.PrefixFrom(vip6, 128)} {
 		if err := ns.AddAddr("lo", p); err != nil {

@@ -30,12 +30,7 @@ func xdpProgID(t *testing.T, ns *netlab.Namespace) string {
 // only then swaps its own in; on a clean exit it restores the forwarding
 // value from before the dead mux, read from the record it left.
 func TestTakeOverWaitsForInstances(t *testing.T) {
-	lab := netlabtest.New(t, "muxadopt")
-	ns, err := lab.Namespace("mux")
-	must(t, err)
-	peer, err := lab.Namespace("net")
-	must(t, err)
-	must(t, lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.1/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.10/24"), 1600))
+	ns, _ := netlabtest.NewRig(t, "muxadopt").Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "net", netip.MustParsePrefix("198.18.0.10/24"), 1600)
 	must(t, ns.Sysctl("net.ipv4.conf.eth0.forwarding", "0"))
 	dir := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(dir, "mux.yaml"), []byte(`
@@ -103,17 +98,12 @@ instances:
 // TestMuxStartFailureUnwinds: a mux whose start fails after it attached
 // (here: its metrics address) detaches, unpins and restores forwarding.
 func TestMuxStartFailureUnwinds(t *testing.T) {
-	lab := netlabtest.New(t, "muxfail")
-	ns, err := lab.Namespace("mux")
-	must(t, err)
-	peer, err := lab.Namespace("net")
-	must(t, err)
-	must(t, lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.1/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.10/24"), 0))
+	ns, _ := netlabtest.NewRig(t, "muxfail").Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "net", netip.MustParsePrefix("198.18.0.10/24"), 0)
 	must(t, ns.Sysctl("net.ipv4.conf.eth0.forwarding", "0"))
 	dir := t.TempDir()
 	opts := Options{Interface: "eth0", XDPMode: dataplane.XDPGeneric, Metrics: "nonsense", StateFile: filepath.Join(dir, "state.json"),
 		PinDir: netlabtest.PinDir(t, "muxfail")}
-	err = ns.Do(func() error { _, err := Start(opts); return err })
+	err := ns.Do(func() error { _, err := Start(opts); return err })
 	const want = "metrics listener: listen tcp: address nonsense: missing port in address"
 	if err == nil || err.Error() != want {
 		t.Fatalf("error %v, want %q", err, want)

@@ -12,18 +12,7 @@ import (
 // A plaintext mux node API off loopback is refused unless --insecure,
 // before the mux changes anything; on loopback it serves.
 func TestMuxPlaintextAPIRefused(t *testing.T) {
-	lab := netlabtest.New(t, "muxapi")
-	ns, err := lab.Namespace("mux")
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := lab.Namespace("net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.1/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.10/24"), 0); err != nil {
-		t.Fatal(err)
-	}
+	ns, _ := netlabtest.NewRig(t, "muxapi").Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "net", netip.MustParsePrefix("198.18.0.10/24"), 0)
 	start := func(api string) (*Daemon, error) {
 		var d *Daemon
 		err := ns.Do(func() (err error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
@@ -33,7 +32,7 @@ type awfdMetrics struct {
 func (d *Daemon) registerAWFDMetrics(reg *prometheus.Registry) {
 	d.awfdm = awfdMetrics{
 		records: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beamer_mux_awfd_records_total",
-			Help: "AWFD class records seen, by result: loaded, refused_old (sequence below the running one), invalid (kept the last good one), dropped (--awfd-drop, the loss experiment), failed (data plane)."},
+			Help: "AWFD class records seen, by result: loaded, refused_old (sequence below the running one), invalid (kept the last good one), failed (data plane)."},
 			[]string{"lb_instance", "result"}),
 		age: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_mux_awfd_record_age_seconds",
 			Help: "Age of the AWFD class record this mux dispatches by, from the controller's timestamp (set when a record loads)."}, []string{"lb_instance"}),
@@ -88,10 +87,6 @@ func (d *Daemon) followAWFD(ctx context.Context, st store.Store, k ring.Keys, na
 		}
 		if rec.Seq == lastSeq {
 			continue
-		}
-		if p := d.opts.AWFDDrop; p > 0 && rand.Float64() < p {
-			d.countAWFD(name, "dropped")
-			continue // as if this update were lost: the next one may arrive
 		}
 		if err := d.mux.SetAWFDRecord(name, rec); err != nil {
 			if errors.Is(err, dataplane.ErrAWFDOld) {

@@ -15,6 +15,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
 	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
+	"github.com/beamer-lb/beamer/research/faults/storeloss"
 	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -88,11 +89,11 @@ func TestAWFDRecordFollower(t *testing.T) {
 		}
 		t.Fatalf("mux runs record %d, want %d", running(), want)
 	}
-	follow := func(drop float64) (*Daemon, context.CancelFunc) {
-		d := &Daemon{mux: m, stop: make(chan struct{}), opts: Options{AWFDDrop: drop}}
+	follow := func(from store.Store) (*Daemon, context.CancelFunc) {
+		d := &Daemon{mux: m, stop: make(chan struct{})}
 		d.registerAWFDMetrics(prometheus.NewRegistry())
 		c, cancel := context.WithCancel(ctx)
-		go d.followAWFD(c, st, k, "web", slog.Default())
+		go d.followAWFD(c, from, k, "web", slog.Default())
 		return d, cancel
 	}
 	count := func(d *Daemon, result string) float64 {
@@ -103,7 +104,7 @@ func TestAWFDRecordFollower(t *testing.T) {
 		return out.GetCounter().GetValue()
 	}
 
-	d, stop := follow(0)
+	d, stop := follow(st)
 	put(rec(10, 4, 2, 1))
 	waitSeq(10)
 	// The follower reads the key's latest value, so a write overwritten
@@ -136,13 +137,18 @@ func TestAWFDRecordFollower(t *testing.T) {
 	}
 	stop()
 
-	// Every update lost: the mux keeps the last record it loaded.
-	d, stop = follow(1)
+	// Every update lost on its way (the loss experiment's fault,
+	// research/faults/storeloss): the mux keeps the last record it loaded.
+	lossy, err := storeloss.Wrap(st, func(key string) bool { return key == awfd.Key(k) }, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, stop = follow(lossy)
 	defer stop()
 	put(rec(30, 4, 0, 0))
 	put(rec(31, 4, 4, 0))
 	time.Sleep(1500 * time.Millisecond)
-	if running() != 20 || count(d, "dropped") < 1 || count(d, "loaded") != 0 {
-		t.Fatalf("with every update lost: running %d, dropped %v, loaded %v; want 20, ≥1, 0", running(), count(d, "dropped"), count(d, "loaded"))
+	if running() != 20 || lossy.Dropped() < 1 || count(d, "loaded") != 0 {
+		t.Fatalf("with every update lost: running %d, lost %v, loaded %v; want 20, ≥1, 0", running(), lossy.Dropped(), count(d, "loaded"))
 	}
 }

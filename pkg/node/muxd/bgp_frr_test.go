@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/research/netlab"
+	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 )
 
 // childBGPEnv, when set, makes the test binary a BGP speaker (childBGP)
@@ -69,29 +70,9 @@ type frrNet struct {
 
 func startFRRNet(t *testing.T, frrConf string) *frrNet {
 	const bgpd = "/usr/lib/frr/bgpd"
-	if _, err := os.Stat(bgpd); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("FRR is missing (scripts/setup.sh installs it) and CI must run the FRR BGP test")
-		}
-		t.Skip("FRR is not installed (apt-get install frr)")
-	}
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI runs as root")
-		}
-		t.Skip("needs root (network namespaces)")
-	}
-	lab, err := netlab.New("bgp6")
-	must(t, err)
-	t.Cleanup(func() { lab.Close() })
+	netlabtest.RequireFile(t, bgpd, "the router's BGP speaker is FRR (apt-get install frr)")
 	f := &frrNet{dir: t.TempDir()}
-	if f.mux, err = lab.Namespace("mux"); err != nil {
-		t.Fatal(err)
-	}
-	if f.router, err = lab.Namespace("router"); err != nil {
-		t.Fatal(err)
-	}
-	must(t, lab.Veth(f.mux, "eth0", netip.MustParsePrefix("198.18.0.1/24"), f.router, "eth0", netip.MustParsePrefix("198.18.0.254/24"), 0))
+	f.mux, f.router = netlabtest.NewRig(t, "bgp6").Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "router", netip.MustParsePrefix("198.18.0.254/24"), 0)
 	must(t, f.mux.AddAddr("eth0", netip.MustParsePrefix("2001:db8::1/64")))
 	must(t, f.router.AddAddr("eth0", netip.MustParsePrefix("2001:db8::fe/64")))
 

@@ -35,7 +35,7 @@ func (noConnections) Connections(_ context.Context, _ netip.AddrPort, vip netip.
 // table for the failover (beamer_mux_ring_resyncs_total +1, one new
 // incarnation), and runs the store's state after the next ctl request.
 func TestFailoverOneResyncPerMux(t *testing.T) {
-	lab := netlabtest.New(t, "muxfo")
+	rig := netlabtest.NewRig(t, "muxfo")
 	st := storetest.EmbeddedT(t)
 	ctx := storetest.Context(t)
 	root := "/failover"
@@ -75,11 +75,7 @@ func TestFailoverOneResyncPerMux(t *testing.T) {
 
 	var muxes []*Daemon
 	for i := range 2 {
-		ns, err := lab.Namespace(fmt.Sprintf("mux%d", i))
-		must(t, err)
-		peer, err := lab.Namespace(fmt.Sprintf("net%d", i))
-		must(t, err)
-		must(t, lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.1/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.10/24"), 1600))
+		ns, _ := rig.Pair(fmt.Sprintf("mux%d", i), netip.MustParsePrefix("198.18.0.1/24"), fmt.Sprintf("net%d", i), netip.MustParsePrefix("198.18.0.10/24"), 1600)
 		var d *Daemon
 		must(t, ns.Do(func() (err error) {
 			d, err = Start(Options{Interface: "eth0", XDPMode: dataplane.XDPGeneric, PinDir: "-", StateFile: t.TempDir() + "/state.json", Metrics: "127.0.0.1:0",

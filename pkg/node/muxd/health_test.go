@@ -93,12 +93,7 @@ func waitUntil(t *testing.T, what string, within time.Duration, cond func() bool
 // shown in beamer_mux_store_up and the sync age, turns /healthz degraded
 // after its bound, and withdraws nothing.
 func TestMuxSaysWhatIsWrong(t *testing.T) {
-	lab := netlabtest.New(t, "muxhealth")
-	ns, err := lab.Namespace("mux")
-	must(t, err)
-	peer, err := lab.Namespace("net")
-	must(t, err)
-	must(t, lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.1/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.10/24"), 1600))
+	ns, _ := netlabtest.NewRig(t, "muxhealth").Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "net", netip.MustParsePrefix("198.18.0.10/24"), 1600)
 
 	srv := storetest.StartEtcd(t)
 	ctx := storetest.Context(t)

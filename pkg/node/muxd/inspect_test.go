@@ -29,7 +29,7 @@ import (
 // every server with the bucket count controller.Show gives it, the
 // store's version, and the histories the store's table holds.
 func TestInspectStoppedMux(t *testing.T) {
-	lab := netlabtest.New(t, "muxinsp")
+	rig := netlabtest.NewRig(t, "muxinsp")
 	st := storetest.EmbeddedT(t)
 	ctx := storetest.Context(t)
 	root := "/inspect"
@@ -39,8 +39,7 @@ func TestInspectStoppedMux(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		controller.Run(cctx, st, root, controller.RunOptions{Identity: "ctl", ReconcileEvery: time.Hour,
-			Holds:   &controller.HoldOptions{Interval: time.Second, Client: noConnections{}},
-			Options: controller.Options{Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}})
+			Holds: &controller.HoldOptions{Interval: time.Second, Client: noConnections{}}, Options: controller.Options{Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}})
 		close(done)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
@@ -59,11 +58,7 @@ func TestInspectStoppedMux(t *testing.T) {
 	}
 	submit(controller.Request{Op: controller.OpRemoveDIP, Instance: "web", ID: 1026})
 
-	ns, err := lab.Namespace("mux")
-	must(t, err)
-	peer, err := lab.Namespace("net")
-	must(t, err)
-	must(t, lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.1/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.10/24"), 1600))
+	ns, _ := rig.Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "net", netip.MustParsePrefix("198.18.0.10/24"), 1600)
 	pinDir := netlabtest.PinDir(t, "inspect")
 	var d *Daemon
 	must(t, ns.Do(func() (err error) {

@@ -20,18 +20,7 @@ import (
 // as unreachable (the rest of the table still loads), and Close restores
 // the sysctl.
 func TestStaticMuxIPv6(t *testing.T) {
-	lab := netlabtest.New(t, "muxd6")
-	ns, err := lab.Namespace("mux")
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := lab.Namespace("net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.1/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.10/24"), 1600); err != nil {
-		t.Fatal(err)
-	}
+	ns, peer := netlabtest.NewRig(t, "muxd6").Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "net", netip.MustParsePrefix("198.18.0.10/24"), 1600)
 	if err := ns.AddAddr("eth0", netip.MustParsePrefix("2001:db8::1/64")); err != nil {
 		t.Fatal(err)
 	}
@@ -137,22 +126,11 @@ instances:
 // encapsulate it from); an interface with no usable address is refused at
 // start, saying so.
 func TestIPv6OnlyMux(t *testing.T) {
-	lab := netlabtest.New(t, "muxd6only")
-	ns, err := lab.Namespace("mux")
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := lab.Namespace("net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth(ns, "eth0", netip.Prefix{}, peer, "eth0", netip.MustParsePrefix("2001:db8::10/64"), 1700); err != nil {
-		t.Fatal(err)
-	}
+	ns, _ := netlabtest.NewRig(t, "muxd6only").Pair("mux", netip.Prefix{}, "net", netip.MustParsePrefix("2001:db8::10/64"), 1700)
 	opts := func() Options {
 		return Options{Interface: "eth0", XDPMode: dataplane.XDPGeneric, PinDir: "-", StateFile: filepath.Join(t.TempDir(), "state.json")}
 	}
-	err = ns.Do(func() error {
+	err := ns.Do(func() error {
 		d, err := Start(opts())
 		if err == nil {
 			d.Close()

@@ -58,10 +58,7 @@ type Options struct {
 	PinDir string
 	// Health bounds the store-outage and behind-the-store verdicts.
 	Health HealthOptions
-	// AWFDDrop drops each new AWFD class record with this probability, as
-	// if the update were lost (the control-loss experiment; 0 in service).
-	AWFDDrop float64
-	Log      *slog.Logger // default slog.Default()
+	Log    *slog.Logger // default slog.Default()
 }
 
 // Daemon is a running mux.

@@ -20,18 +20,7 @@ import (
 // namespace, and checks the program is attached, the instance loaded, the
 // servers' neighbours managed and the metrics and health endpoints served.
 func TestStaticMux(t *testing.T) {
-	lab := netlabtest.New(t, "muxd")
-	ns, err := lab.Namespace("mux")
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := lab.Namespace("net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.1/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.10/24"), 1600); err != nil {
-		t.Fatal(err)
-	}
+	ns, _ := netlabtest.NewRig(t, "muxd").Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "net", netip.MustParsePrefix("198.18.0.10/24"), 1600)
 	path := filepath.Join(t.TempDir(), "mux.yaml")
 	os.WriteFile(path, []byte(`
 interface: eth0

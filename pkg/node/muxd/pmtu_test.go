@@ -11,6 +11,7 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/node/config"
+	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 )
 
 // TestClientPathMTUAdapts: the mux's link has the same MTU as the client's
@@ -33,12 +34,7 @@ func TestClientPathMTUAdapts(t *testing.T) {
 	}))
 	defer r.mux.Do(d.Close)
 
-	var c net.Conn
-	dialer := net.Dialer{Timeout: 3 * time.Second}
-	must(t, r.client.Do(func() (err error) {
-		c, err = dialer.Dial("tcp4", netip.AddrPortFrom(rsVIP, 80).String())
-		return err
-	}))
+	c := netlabtest.Dial(t, r.client, &net.Dialer{Timeout: 3 * time.Second}, "tcp4", netip.AddrPortFrom(rsVIP, 80).String())
 	defer c.Close()
 	msg := bytes.Repeat([]byte("0123456789abcdef"), 1000) // 16 000 bytes: full-size segments
 	c.SetDeadline(time.Now().Add(10 * time.Second))

@@ -31,18 +31,7 @@ import (
 // errors. Only a controller certificate may collect (the node API's
 // mutual TLS): a mux's, an agent's or none take nothing.
 func TestPrismKeepAliveEndpoint(t *testing.T) {
-	lab := netlabtest.New(t, "muxd")
-	ns, err := lab.Namespace("mux")
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := lab.Namespace("net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.1/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.10/24"), 1600); err != nil {
-		t.Fatal(err)
-	}
+	ns, peer := netlabtest.NewRig(t, "muxd").Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "net", netip.MustParsePrefix("198.18.0.10/24"), 1600)
 	if _, err := peer.Run("ip", "route", "add", "198.18.100.1/32", "via", "198.18.0.1"); err != nil {
 		t.Fatal(err)
 	}

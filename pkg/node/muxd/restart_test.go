@@ -2,8 +2,6 @@ package muxd
 
 import (
 	"bufio"
-	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -12,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -52,36 +49,18 @@ func newRestartNet(t *testing.T) *restartNet { return newRestartNetMTU(t, 1600) 
 
 // newRestartNetMTU gives the mux's link the MTU muxMTU.
 func newRestartNetMTU(t *testing.T, muxMTU int) *restartNet {
-	lab := netlabtest.New(t, "muxrs")
-	ns := func(name string) *netlab.Namespace {
-		n, err := lab.Namespace(name)
-		must(t, err)
-		return n
-	}
-	fabric := ns("fabric")
-	r := &restartNet{client: ns("client"), mux: ns("mux"), server: ns("srv"), dir: t.TempDir()}
+	rig := netlabtest.NewRig(t, "muxrs")
+	d := rig.DSR(netlabtest.DSRLayout{VIP: rsVIP, Client: netip.PrefixFrom(rsClient, 24), Muxes: []netip.Prefix{netip.PrefixFrom(rsMux, 24)},
+		Servers: []netip.Prefix{netip.PrefixFrom(rsServer, 24)}, MTU: 1600, MuxMTU: muxMTU})
+	r := &restartNet{client: d.Client, mux: d.Muxes[0], server: d.Servers[0], dir: t.TempDir()}
 	r.pinDir = netlabtest.PinDir(t, "restart")
-	must(t, lab.Veth(r.client, "eth0", netip.PrefixFrom(rsClient, 24), fabric, "c0", netip.Prefix{}, 0))
-	must(t, lab.Veth(r.mux, "eth0", netip.PrefixFrom(rsMux, 24), fabric, "m0", netip.Prefix{}, muxMTU))
-	must(t, lab.Veth(r.server, "eth0", netip.PrefixFrom(rsServer, 24), fabric, "s0", netip.Prefix{}, 1600))
-	must(t, fabric.Bridge("br0", "c0", "m0", "s0"))
-	pass, err := fabric.AttachXDPPass("m0") // receives the mux's XDP_TX frames
-	must(t, err)
-	t.Cleanup(func() { pass.Close() })
-	must(t, r.client.DisableTxChecksum("eth0"))
 	must(t, r.client.Sysctl("net.ipv4.ip_forward", "1"))
-	_, err = r.client.Run("ip", "route", "add", rsVIP.String()+"/32", "via", rsMux.String())
-	must(t, err)
-	_, err = r.mux.Run("ip", "route", "add", "default", "via", rsClient.String())
+	_, err := r.mux.Run("ip", "route", "add", "default", "via", rsClient.String())
 	must(t, err)
 	must(t, r.mux.Sysctl("net.ipv4.conf.eth0.forwarding", "0"))
 
 	// The server: VIP on loopback, the agent, an echo service.
-	must(t, r.server.AddAddr("lo", netip.PrefixFrom(rsVIP, 32)))
-	for _, kv := range [][2]string{{"net.ipv4.ip_forward", "1"}, {"net.ipv4.conf.all.arp_ignore", "1"},
-		{"net.ipv4.conf.all.arp_announce", "2"}, {"net.ipv4.conf.all.rp_filter", "0"}, {"net.ipv4.conf.eth0.rp_filter", "0"}} {
-		must(t, r.server.Sysctl(kv[0], kv[1]))
-	}
+	netlabtest.ServeVIP(t, r.server, rsVIP, "net.ipv4.ip_forward=1")
 	a, err := dataplane.LoadAgent(dataplane.AgentOptions{Addr: rsServer, Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
 		VIPs: []dataplane.AgentVIP{{VIP: rsVIP, Buckets: 67, ChainWindow: 4 * time.Minute}}})
 	must(t, err)
@@ -93,7 +72,7 @@ func newRestartNetMTU(t *testing.T, muxMTU int) *restartNet {
 		}
 		return err
 	}))
-	echo(t, r.server)
+	netlabtest.ServeEcho(t, netlabtest.Listen(t, r.server, nil, "tcp4", netip.AddrPortFrom(rsVIP, 80).String()))
 
 	must(t, os.WriteFile(filepath.Join(r.dir, "mux.yaml"), []byte(`
 interface: eth0
@@ -108,16 +87,6 @@ instances:
       - {id: 1025, address: 198.18.0.10}
 `), 0o644))
 	return r
-}
-
-// echo answers each line on VIP:80 with the same line.
-func echo(t *testing.T, ns *netlab.Namespace) {
-	var l net.Listener
-	must(t, ns.Do(func() (err error) {
-		l, err = net.Listen("tcp4", netip.AddrPortFrom(rsVIP, 80).String())
-		return err
-	}))
-	netlabtest.Serve(t, l, func(c net.Conn) { io.Copy(c, c) })
 }
 
 // muxProcess is a mux daemon in its own process in the mux namespace.
@@ -233,70 +202,9 @@ func TestMuxKillRestartUnderTraffic(t *testing.T) {
 		t.Fatal("no XDP program on the mux's eth0")
 	}
 
-	const conns = 8
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var failures []string
-	exchanges := make([]int, conns)
-	for i := 0; i < conns; i++ {
-		var c net.Conn
-		d := net.Dialer{Timeout: 10 * time.Second}
-		must(t, r.client.Do(func() (err error) {
-			c, err = d.Dial("tcp4", netip.AddrPortFrom(rsVIP, 80).String())
-			return err
-		}))
-		defer c.Close()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			br := bufio.NewReader(c)
-			for n := 0; ctx.Err() == nil; n++ {
-				msg := fmt.Sprintf("conn %d message %d %s\n", i, n, strings.Repeat("x", 200))
-				c.SetDeadline(time.Now().Add(10 * time.Second)) // a lost segment costs an RTO on a busy machine; a break still shows
-				_, err := io.WriteString(c, msg)
-				var got string
-				if err == nil {
-					got, err = br.ReadString('\n')
-				}
-				if err != nil || got != msg {
-					mu.Lock()
-					failures = append(failures, fmt.Sprintf("connection %d exchange %d: %v", i, n, err))
-					mu.Unlock()
-					return
-				}
-				mu.Lock()
-				exchanges[i]++
-				mu.Unlock()
-				time.Sleep(20 * time.Millisecond)
-			}
-		}()
-	}
-	progress := func() []int {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]int(nil), exchanges...)
-	}
-	waitProgress := func(what string) {
-		t.Helper()
-		before := progress()
-		deadline := time.Now().Add(15 * time.Second)
-		for time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-			now, all := progress(), true
-			for i := range now {
-				all = all && now[i] >= before[i]+5
-			}
-			if all {
-				return
-			}
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		t.Fatalf("%s: connections stalled (before %v, now %v): %v", what, before, exchanges, failures)
-	}
-	waitProgress("before the kill")
+	load := netlabtest.StartLoad(t, r.client, netlabtest.LoadOptions{Network: "tcp4", Address: netip.AddrPortFrom(rsVIP, 80).String(),
+		Echo: 8, Every: 20 * time.Millisecond, Pad: 201, Stall: 15 * time.Second, Within: 30 * time.Second})
+	load.Flowing(t, "before the kill")
 
 	stateIDs := r.pinnedStateIDs(t)
 	kernelBefore := r.forwardedByKernel(t)
@@ -305,7 +213,7 @@ func TestMuxKillRestartUnderTraffic(t *testing.T) {
 	if id, ok := r.xdpProgram(t); !ok || id != firstProg {
 		t.Fatalf("after SIGKILL: XDP program %d (attached %v), want the killed mux's %d still attached", id, ok, firstProg)
 	}
-	waitProgress("with the mux process dead")
+	load.Flowing(t, "with the mux process dead")
 	if n := r.forwardedByKernel(t) - kernelBefore; n > 0 {
 		t.Errorf("the mux's kernel forwarded %d packets while its daemon was dead: VIP packets looped", n)
 	}
@@ -315,16 +223,14 @@ func TestMuxKillRestartUnderTraffic(t *testing.T) {
 	if !ok || secondProg == firstProg {
 		t.Fatalf("after the restart: XDP program %d (attached %v), want a new one swapped in for %d", secondProg, ok, firstProg)
 	}
-	waitProgress("after the restart")
+	load.Flowing(t, "after the restart")
 	if got := r.pinnedStateIDs(t); got != stateIDs {
 		t.Errorf("state maps after the restart %v, want the killed mux's %v adopted (counters and connection table kept)", got, stateIDs)
 	}
 	if n := r.forwardedByKernel(t) - kernelBefore; n > 0 {
 		t.Errorf("the mux's kernel forwarded %d packets across the restart", n)
 	}
-	cancel()
-	wg.Wait()
-	if len(failures) > 0 {
+	if failures := load.End(); len(failures) > 0 {
 		t.Fatalf("connections broke: %v", failures)
 	}
 

@@ -25,12 +25,7 @@ import (
 // server's neighbour is unresolved or in a bucket without owner) and
 // packets to a closed port.
 func TestVIPTrafficMetrics(t *testing.T) {
-	lab := netlabtest.New(t, "muxtraf")
-	ns, err := lab.Namespace("mux")
-	must(t, err)
-	peer, err := lab.Namespace("net")
-	must(t, err)
-	must(t, lab.Veth(ns, "eth0", netip.MustParsePrefix("198.18.0.1/24"), peer, "eth0", netip.MustParsePrefix("198.18.0.10/24"), 0))
+	ns, _ := netlabtest.NewRig(t, "muxtraf").Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "net", netip.MustParsePrefix("198.18.0.10/24"), 0)
 	vip := netip.MustParseAddr("198.18.100.1")
 	in := forwarding.Instance{Name: "web", Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{vip},
 		PortLow: 80, PortHigh: 80, Buckets: 64}

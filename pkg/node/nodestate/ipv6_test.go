@@ -14,11 +14,7 @@ import (
 // once; IPv6 forwarding is switched on with accept_ra 1 raised to 2; Undo
 // puts back all three.
 func TestIPv6VIPAndForwarding(t *testing.T) {
-	lab := netlabtest.New(t, "nodestate6")
-	ns, err := lab.Namespace("node")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns := netlabtest.NewRig(t, "nodestate6").Namespace("node")
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

@@ -15,11 +15,7 @@ import (
 // the same sysctl again, and on Undo restores the value from before the
 // first daemon — and leaves alone an address that was there before either.
 func TestRecordSurvivesCrash(t *testing.T) {
-	lab := netlabtest.New(t, "nodestate")
-	ns, err := lab.Namespace("node")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns := netlabtest.NewRig(t, "nodestate").Namespace("node")
 	const key = "net/ipv4/conf/lo/arp_ignore"
 	must := func(err error) {
 		t.Helper()

@@ -5,17 +5,22 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"golang.org/x/time/rate"
 )
 
 // etcd, the embedded server and the client alike, logs through zap. Its
 // warnings and errors (a slow disk, a lost lease, a TLS handshake refused)
 // are the store's health, so they go to the process's slog logger instead
 // of nowhere; below warning, etcd is chatty (every election step, every
-// compaction) and says nothing an operator acts on.
+// compaction) and says nothing an operator acts on. In a store outage the
+// client warns at every retried request: each message passes at most once
+// per repeatEvery, the repeats are debug records.
 
 // zapLogger returns a zap logger writing etcd's warnings and errors to l
 // (nothing when l is nil). Once stopping is set (nil: never), they are
@@ -26,7 +31,39 @@ func zapLogger(l *slog.Logger, stopping *atomic.Bool) *zap.Logger {
 	if l == nil {
 		return zap.NewNop()
 	}
-	return zap.New(&slogCore{h: l.Handler(), min: zapcore.WarnLevel, stopping: stopping})
+	return zap.New(&slogCore{h: l.Handler(), min: zapcore.WarnLevel, stopping: stopping, repeats: &repeats{by: map[string]*rate.Sometimes{}}})
+}
+
+// repeatEvery bounds how often one etcd message is logged above debug.
+const repeatEvery = 10 * time.Second
+
+// maxRepeatKinds bounds the messages tracked (etcd's are constants; a
+// bound keeps a surprise from growing the map): beyond, they share one.
+const maxRepeatKinds = 256
+
+// repeats lets each message through once per repeatEvery.
+type repeats struct {
+	mu sync.Mutex
+	by map[string]*rate.Sometimes
+}
+
+// first tells whether msg may be logged at its level now.
+func (r *repeats) first(msg string) bool {
+	r.mu.Lock()
+	s := r.by[msg]
+	if s == nil {
+		if len(r.by) >= maxRepeatKinds {
+			msg = ""
+		}
+		if s = r.by[msg]; s == nil {
+			s = &rate.Sometimes{Interval: repeatEvery}
+			r.by[msg] = s
+		}
+	}
+	r.mu.Unlock()
+	ok := false
+	s.Do(func() { ok = true })
+	return ok
 }
 
 // slogCore is a zapcore.Core handing each entry to a slog.Handler as one
@@ -36,6 +73,7 @@ type slogCore struct {
 	h        slog.Handler
 	min      zapcore.Level
 	stopping *atomic.Bool
+	repeats  *repeats // shared by the cores With derives
 }
 
 // benign are etcd warnings about choices beamer made on purpose: they
@@ -88,7 +126,7 @@ func (c *slogCore) With(fields []zapcore.Field) zapcore.Core {
 	if len(a) == 0 {
 		return c
 	}
-	return &slogCore{h: c.h.WithAttrs(a), min: c.min, stopping: c.stopping}
+	return &slogCore{h: c.h.WithAttrs(a), min: c.min, stopping: c.stopping, repeats: c.repeats}
 }
 
 func (c *slogCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
@@ -100,7 +138,7 @@ func (c *slogCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.Che
 
 func (c *slogCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	level := slogLevel(e.Level)
-	if benign[e.Message] || c.stopping != nil && c.stopping.Load() {
+	if benign[e.Message] || c.stopping != nil && c.stopping.Load() || !c.repeats.first(e.Message) {
 		level = slog.LevelDebug
 		if !c.h.Enabled(context.Background(), level) {
 			return nil
