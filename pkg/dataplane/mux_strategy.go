@@ -3,6 +3,7 @@ package dataplane
 import (
 	"fmt"
 
+	"github.com/beamer-lb/beamer/pkg/dataplane/muxspi"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 )
 
@@ -41,6 +42,9 @@ func registerMuxStrategy(name forwarding.Strategy, s muxStrategy) {
 	if _, dup := muxStrategies[name]; dup {
 		panic(fmt.Sprintf("dataplane: strategy %q registered twice", name))
 	}
+	if _, dup := muxspi.Lookup(name); dup {
+		panic(fmt.Sprintf("dataplane: strategy %q registered twice", name))
+	}
 	muxStrategies[name] = s
 }
 
@@ -51,8 +55,41 @@ func muxStrategyOf(cfg forwarding.Instance) muxStrategy {
 	if s, ok := muxStrategies[cfg.Strategy]; ok {
 		return s
 	}
+	if s, ok := muxspi.Lookup(cfg.Strategy); ok {
+		return spiMux{s}
+	}
 	return unsupported{cfg.Strategy}
 }
+
+// spiMux is a strategy of its own package (pkg/strategy/NAME, registered
+// in muxspi) seen through this package's interface, which the strategies
+// still written here share.
+type spiMux struct{ s muxspi.MuxStrategy }
+
+func (a spiMux) prepare(m *Mux) error { return a.s.Prepare(muxHost{m}) }
+func (a spiMux) histories() bool      { return a.s.Histories() }
+func (a spiMux) newState(cfg forwarding.Instance, t *forwarding.Table) (instanceState, error) {
+	st, err := a.s.NewState(cfg, t)
+	if err != nil || st == nil {
+		return nil, err
+	}
+	return spiState{st}, nil
+}
+
+type spiState struct{ s muxspi.InstanceState }
+
+func (a spiState) install(m *Mux, slot uint32) error { return a.s.Install(muxHost{m}, slot) }
+func (a spiState) uninstall(m *Mux, slot uint32)     { a.s.Uninstall(muxHost{m}, slot) }
+func (a spiState) before(d *forwarding.Delta) error  { return a.s.Before(d) }
+func (a spiState) after(d *forwarding.Delta)         { a.s.After(d) }
+func (a spiState) close()                            { a.s.Close() }
+
+// muxHost is what a loaded mux offers a strategy of its own package
+// (muxspi.MuxHost); its methods run with m.mu held, as prepare's and
+// install's callers hold it.
+type muxHost struct{ m *Mux }
+
+func (h muxHost) EnsureConnTrack() error { return h.m.ensureConnTrack() }
 
 // unsupported refuses to load an instance of a strategy this mux lacks.
 type unsupported struct{ name forwarding.Strategy }

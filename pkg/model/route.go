@@ -27,7 +27,7 @@ func (m *Mux) route(vip *VIP, p packet, ip []byte, quic bool) (forwarding.Server
 	if !in.PortsOf(p.flow.Dst).Open(proto, p.flow.DstPort) {
 		return forwarding.Server{}, nil, "drop_closed_port", false
 	}
-	strat, ok := strategies[in.Strategy]
+	strat, ok := strategyNamed(in.Strategy)
 	if !ok {
 		return forwarding.Server{}, nil, "drop_bad_strategy", false
 	}

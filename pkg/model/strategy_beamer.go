@@ -2,6 +2,7 @@ package model
 
 import (
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/model/modelspi"
 	"github.com/beamer-lb/beamer/pkg/wire"
 )
 
@@ -10,10 +11,10 @@ import (
 // owner itself ends the list). The server-id range is route's (route.go).
 type beamerStrategy struct{}
 
-func init() { registerStrategy(forwarding.StrategyBeamer, beamerStrategy{}) }
+func init() { modelspi.Register(forwarding.StrategyBeamer, beamerStrategy{}) }
 
-func (beamerStrategy) decide(m *Mux, vip *VIP, p packet) (forwarding.Server, *wire.Option, string, bool) {
-	b, server, why, ok := owner(vip, p.flow)
+func (beamerStrategy) Decide(_ modelspi.Mux, vip *modelspi.VIP, p modelspi.Packet) (forwarding.Server, *wire.Option, string, bool) {
+	b, server, why, ok := modelspi.Owner(vip, p.Flow)
 	if !ok {
 		return server, nil, why, false
 	}
@@ -27,7 +28,7 @@ func (beamerStrategy) decide(m *Mux, vip *VIP, p packet) (forwarding.Server, *wi
 	}
 	if len(opt.Prev) > 0 {
 		opt.Changed = b.Changed
-		if p.flow.Proto == wire.ProtoUDP {
+		if p.Flow.Proto == wire.ProtoUDP {
 			opt.Prev = append(opt.Prev[:min(len(opt.Prev), wire.MaxPrev-1)], server.Addr)
 			opt.Flags = wire.FlagReturn
 		}

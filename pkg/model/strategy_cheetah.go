@@ -14,10 +14,20 @@ import (
 // over the active servers by id, or the bucket's owner for hash; wrr and p2c
 // are the mux's only); any other segment to the server its echoed cookie
 // names, or is dropped as a bad cookie.
-type cheetahStrategy struct{ beamer strategy }
+type cheetahStrategy struct{}
+
+// beamer is the Beamer strategy, which Cheetah's packets without a
+// timestamp follow (registered from its own package, looked up when used).
+func (cheetahStrategy) beamer() strategy {
+	s, ok := strategyNamed(forwarding.StrategyBeamer)
+	if !ok {
+		panic("model: the cheetah strategy needs the beamer strategy, which is not in this build")
+	}
+	return s
+}
 
 func init() {
-	registerStrategy(forwarding.StrategyCheetah, cheetahStrategy{beamer: strategies[forwarding.StrategyBeamer]})
+	registerStrategy(forwarding.StrategyCheetah, cheetahStrategy{})
 }
 
 // tsecr finds the timestamp option as the program does (any layout).
@@ -51,11 +61,11 @@ func tsecr(tcp []byte) (uint32, bool) {
 
 func (c cheetahStrategy) decide(m *Mux, vip *VIP, p packet) (forwarding.Server, *wire.Option, string, bool) {
 	if p.tcp == nil { // UDP, or an ICMP message steered by its quote
-		return c.beamer.decide(m, vip, p)
+		return c.beamer().decide(m, vip, p)
 	}
 	echo, ok := tsecr(p.tcp)
 	if !ok {
-		return c.beamer.decide(m, vip, p)
+		return c.beamer().decide(m, vip, p)
 	}
 	o := vip.Instance.Cheetah
 	var id forwarding.ServerID

@@ -20,9 +20,9 @@ import (
 // connections they remember), a removed one drains for the window. What
 // is AWFD's own — capacity polls, classes, the record beside the ring — is
 // awfd.go.
-type awfdStrategy struct{ maglevStrategy }
+type awfdStrategy struct{ baseStrategy }
 
-func init() { registerStrategy(awfdStrategy{}) }
+func init() { registerStrategy(awfdStrategy{baseStrategy{forwarding.StrategyMaglev}}) }
 
 func (awfdStrategy) pollsCapacity() {}
 
@@ -43,7 +43,7 @@ func (awfdStrategy) readShow(ctx context.Context, st store.Store, k ring.Keys, v
 }
 
 func (s awfdStrategy) Show(v *View, live int) {
-	s.maglevStrategy.Show(v, live)
+	s.baseStrategy.Show(v, live)
 	o := v.Instance.AWFDConfig()
 	v.Details = append(v.Details, fmt.Sprintf("strategy awfd: m = %d classes, capacity polled every %v, a silent agent's last value kept %v then halved every %v",
 		o.Classes, o.Poll, o.Hold, o.Poll))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/assign"
+	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 )
 
@@ -16,23 +17,23 @@ import (
 // server is kept exactly while some history names it.
 type beamerStrategy struct{}
 
-func init() { registerStrategy(beamerStrategy{}) }
+func init() { ctlstrategy.Register(beamerStrategy{}) }
 
 func (beamerStrategy) Name() forwarding.Strategy { return forwarding.StrategyBeamer }
 
-func (beamerStrategy) Moves(p *planning) ([]forwarding.BucketChange, error) {
+func (beamerStrategy) Moves(p *ctlstrategy.Planning) ([]forwarding.BucketChange, error) {
 	// A bucket whose history already names K owners stays with an owner
 	// that stays: moving it would forget the oldest (assign.RebalanceLimited).
-	moves := assign.RebalanceLimited(p.buckets, p.servers, p.now, p.in.config.ChainLen())
+	moves := assign.RebalanceLimited(p.Buckets, p.Servers, p.Now, p.Config.ChainLen())
 	// Histories: built from assign's moves and aged, in one place.
-	return p.c.histories(p.in, p.down, p.now).Plan(p.buckets, moves), nil
+	return p.Histories(moves), nil
 }
 
 func (beamerStrategy) DownState() forwarding.ServerState { return forwarding.Active }
 func (beamerStrategy) DrainsRemoved() bool               { return false }
 func (beamerStrategy) Histories() bool                   { return true }
 
-func (beamerStrategy) Show(v *View, _ int) {
+func (beamerStrategy) Show(v *ctlstrategy.View, _ int) {
 	v.Details = append(v.Details, fmt.Sprintf("strategy beamer: %d buckets, fragmentation %.2f rules/DIP, %d unowned buckets",
 		v.Instance.Buckets, v.Fragmentation, v.Unowned))
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/assign"
+	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 )
 
@@ -21,18 +22,18 @@ const MaglevEntriesPerBackend = 100
 // window (the papers' stateful mux).
 type maglevStrategy struct{}
 
-func init() { registerStrategy(maglevStrategy{}) }
+func init() { ctlstrategy.Register(maglevStrategy{}) }
 
 func (maglevStrategy) Name() forwarding.Strategy { return forwarding.StrategyMaglev }
 
-func (maglevStrategy) Moves(p *planning) ([]forwarding.BucketChange, error) {
-	table, err := assign.MaglevTable(p.servers, uint32(len(p.buckets)))
+func (maglevStrategy) Moves(p *ctlstrategy.Planning) ([]forwarding.BucketChange, error) {
+	table, err := assign.MaglevTable(p.Servers, uint32(len(p.Buckets)))
 	if err != nil {
 		return nil, err
 	}
 	var moves []forwarding.BucketChange
 	for i, owner := range table {
-		if p.buckets[i] != (forwarding.Bucket{Current: owner}) {
+		if p.Buckets[i] != (forwarding.Bucket{Current: owner}) {
 			moves = append(moves, forwarding.BucketChange{Index: uint32(i), Bucket: forwarding.Bucket{Current: owner}})
 		}
 	}
@@ -43,7 +44,7 @@ func (maglevStrategy) DownState() forwarding.ServerState { return forwarding.Dow
 func (maglevStrategy) DrainsRemoved() bool               { return true }
 func (maglevStrategy) Histories() bool                   { return false }
 
-func (maglevStrategy) Show(v *View, live int) {
+func (maglevStrategy) Show(v *ctlstrategy.View, live int) {
 	// No ranges, no daisy chaining: what matters is M/N.
 	v.Unit = "ENTRIES"
 	cfg := v.Instance

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
+	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 )
@@ -66,7 +67,7 @@ func (f *fakeOperator) Submit(_ context.Context, r controller.Request) (string, 
 		if err := controller.CheckInstance(r.Config); err != nil {
 			return "", err
 		}
-		f.views[r.Instance] = &controller.View{Instance: *r.Config}
+		f.views[r.Instance] = &controller.View{View: ctlstrategy.View{Instance: *r.Config}}
 	case controller.OpDeleteInstance:
 		delete(f.views, r.Instance)
 	case controller.OpAddDIP:
