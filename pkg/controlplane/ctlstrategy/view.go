@@ -16,8 +16,7 @@ type View struct {
 	Fragmentation float64             `json:"fragmentation"`
 	Unowned       int                 `json:"unowned_buckets"`
 	// EntriesPerBackend (maglev): table entries per backend with a positive
-	// effective weight; Maglev wants at least its recommended entries per
-	// backend.
+	// effective weight; Maglev wants at least maglev.EntriesPerBackend.
 	EntriesPerBackend float64 `json:"entries_per_backend,omitempty"`
 	// MCTSize (prism): entries in the migrated-connection table.
 	MCTSize int `json:"mct_size,omitempty"`

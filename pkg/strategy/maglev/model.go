@@ -1,4 +1,4 @@
-package model
+package maglev
 
 import (
 	"github.com/beamer-lb/beamer/pkg/forwarding"
@@ -6,14 +6,14 @@ import (
 	"github.com/beamer-lb/beamer/pkg/wire"
 )
 
-// maglevStrategy mirrors bpf/strategy/maglev.h: the remembered server of a
+// modelDecision mirrors bpf/strategy/maglev.h: the remembered server of a
 // known connection while it is not down, else the Maglev table's entry,
 // remembered (model.Mux.ConnTrack: without the kernel table's evictions).
-type maglevStrategy struct{}
+type modelDecision struct{}
 
-func init() { modelspi.Register(forwarding.StrategyMaglev, maglevStrategy{}) }
+func init() { modelspi.Register(forwarding.StrategyMaglev, modelDecision{}) }
 
-func (maglevStrategy) Decide(m modelspi.Mux, vip *modelspi.VIP, p modelspi.Packet) (forwarding.Server, *wire.Option, string, bool) {
+func (modelDecision) Decide(m modelspi.Mux, vip *modelspi.VIP, p modelspi.Packet) (forwarding.Server, *wire.Option, string, bool) {
 	conns := m.Conns()
 	counter := "ct_miss"
 	if p.SYN {

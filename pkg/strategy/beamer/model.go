@@ -1,4 +1,4 @@
-package model
+package beamer
 
 import (
 	"github.com/beamer-lb/beamer/pkg/forwarding"
@@ -6,14 +6,14 @@ import (
 	"github.com/beamer-lb/beamer/pkg/wire"
 )
 
-// beamerStrategy mirrors bpf/strategy/beamer.h: service ports go to the
+// modelDecision mirrors bpf/strategy/beamer.h: service ports go to the
 // bucket's owner with the bucket's history in the option (for UDP, the
-// owner itself ends the list). The server-id range is route's (route.go).
-type beamerStrategy struct{}
+// owner itself ends the list). The server-id range is the model's (pkg/model/route.go).
+type modelDecision struct{}
 
-func init() { modelspi.Register(forwarding.StrategyBeamer, beamerStrategy{}) }
+func init() { modelspi.Register(forwarding.StrategyBeamer, modelDecision{}) }
 
-func (beamerStrategy) Decide(_ modelspi.Mux, vip *modelspi.VIP, p modelspi.Packet) (forwarding.Server, *wire.Option, string, bool) {
+func (modelDecision) Decide(_ modelspi.Mux, vip *modelspi.VIP, p modelspi.Packet) (forwarding.Server, *wire.Option, string, bool) {
 	b, server, why, ok := modelspi.Owner(vip, p.Flow)
 	if !ok {
 		return server, nil, why, false

@@ -1,4 +1,4 @@
-package controller
+package beamer
 
 import (
 	"fmt"
@@ -8,20 +8,20 @@ import (
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 )
 
-// beamerStrategy: stable hashing with daisy chaining. Buckets move by the
+// Controller is the controller's side of Beamer: stable hashing with daisy chaining. Buckets move by the
 // paper's greedy rebalance, youngest buckets last, buckets with a full
 // history not at all unless their owner leaves; each move names in
 // History[0] the owner the bucket moved from, and the history rules
-// (history.go) turn that into the bucket's history. A down DIP stays active
+// (the controller's history.go, Planning.Histories) turn that into the bucket's history. A down DIP stays active
 // in the server table (no bucket is chained to it anyway), and a removed
 // server is kept exactly while some history names it.
-type beamerStrategy struct{}
+type Controller struct{}
 
-func init() { ctlstrategy.Register(beamerStrategy{}) }
+func init() { ctlstrategy.Register(Controller{}) }
 
-func (beamerStrategy) Name() forwarding.Strategy { return forwarding.StrategyBeamer }
+func (Controller) Name() forwarding.Strategy { return forwarding.StrategyBeamer }
 
-func (beamerStrategy) Moves(p *ctlstrategy.Planning) ([]forwarding.BucketChange, error) {
+func (Controller) Moves(p *ctlstrategy.Planning) ([]forwarding.BucketChange, error) {
 	// A bucket whose history already names K owners stays with an owner
 	// that stays: moving it would forget the oldest (assign.RebalanceLimited).
 	moves := assign.RebalanceLimited(p.Buckets, p.Servers, p.Now, p.Config.ChainLen())
@@ -29,11 +29,11 @@ func (beamerStrategy) Moves(p *ctlstrategy.Planning) ([]forwarding.BucketChange,
 	return p.Histories(moves), nil
 }
 
-func (beamerStrategy) DownState() forwarding.ServerState { return forwarding.Active }
-func (beamerStrategy) DrainsRemoved() bool               { return false }
-func (beamerStrategy) Histories() bool                   { return true }
+func (Controller) DownState() forwarding.ServerState { return forwarding.Active }
+func (Controller) DrainsRemoved() bool               { return false }
+func (Controller) Histories() bool                   { return true }
 
-func (beamerStrategy) Show(v *ctlstrategy.View, _ int) {
+func (Controller) Show(v *ctlstrategy.View, _ int) {
 	v.Details = append(v.Details, fmt.Sprintf("strategy beamer: %d buckets, fragmentation %.2f rules/DIP, %d unowned buckets",
 		v.Instance.Buckets, v.Fragmentation, v.Unowned))
 }
