@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
 )
@@ -42,7 +42,7 @@ func (r *awfdRig) counters() map[string]uint64 {
 
 func (r *awfdRig) addr(id forwarding.ServerID) netip.Addr { return r.table.Servers[id].Addr }
 
-func (r *awfdRig) record(seq uint64, weights map[forwarding.ServerID]int) *awfd.Record {
+func (r *awfdRig) record(seq uint64, weights map[forwarding.ServerID]int) *classes.Record {
 	var ids []forwarding.ServerID
 	for id := range r.table.Servers {
 		ids = append(ids, id)
@@ -52,7 +52,7 @@ func (r *awfdRig) record(seq uint64, weights map[forwarding.ServerID]int) *awfd.
 	for i, id := range ids {
 		w[i] = weights[id]
 	}
-	rec, err := awfd.Build(seq, 0, 4, ids, w)
+	rec, err := classes.Build(seq, 0, 4, ids, w)
 	must(r.t, err)
 	return rec
 }

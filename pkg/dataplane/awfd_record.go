@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
 )
 
 // Layout of struct awfd_record (bpf/strategy/awfd_select.h).
@@ -17,7 +17,7 @@ const (
 // packAWFD lays a validated record out as the mux reads it: per class its
 // range end, first member and member count, the members of all classes
 // one after the other (idle servers are not carried: they get nothing).
-func packAWFD(r *awfd.Record) ([]byte, error) {
+func packAWFD(r *classes.Record) ([]byte, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}

@@ -4,16 +4,16 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
 	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 )
 
 // TestAWFDVectors runs every case of testdata/awfd-vectors.json through
 // the C selection (strategy/awfd_select.h, the mux's code) with the record
-// packed as the mux loader packs it; pkg/strategy/awfd checks the Go side against
+// packed as the mux loader packs it; pkg/strategy/awfd/classes checks the Go side against
 // the same file.
 func TestAWFDVectors(t *testing.T) {
-	v, err := awfd.LoadVectors("../../testdata/awfd-vectors.json")
+	v, err := classes.LoadVectors("../../testdata/awfd-vectors.json")
 	must(t, err)
 	netlabtest.RequireRoot(t)
 	var objs awfdProbeObjects

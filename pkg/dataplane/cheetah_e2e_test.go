@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
 	"golang.org/x/sys/unix"
 )
@@ -53,11 +53,11 @@ func (e *e2eNet) setState(t *testing.T, name string, st forwarding.ServerState) 
 }
 
 func cheetahOptions(t *testing.T, policy forwarding.CheetahPolicy) *forwarding.CheetahOptions {
-	k0, err := cheetah.NewKey()
+	k0, err := cookie.NewKey()
 	must(t, err)
-	k1, err := cheetah.NewKey()
+	k1, err := cookie.NewKey()
 	must(t, err)
-	return &forwarding.CheetahOptions{Policy: policy, Keys: cheetah.Keys{Current: 0, Keys: [2]cheetah.Key{k0, k1}}}
+	return &forwarding.CheetahOptions{Policy: policy, Keys: cookie.Keys{Current: 0, Keys: [2]cookie.Key{k0, k1}}}
 }
 
 // TestCheetahEndToEnd carries real Linux TCP connections (timestamps on, as

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
@@ -71,8 +71,8 @@ type Mux struct {
 	ctReady      bool     // the connection table exists
 	ctLRUEntries uint32   // the benchmark's reference table's size (conntrack_bench.go)
 
-	awfd         map[string]*awfd.Record // AWFD class records loaded, by instance (mux_awfd.go)
-	awfdCounters *counterSet             // the awfd strategy's decision counters
+	awfd         map[string]*classes.Record // AWFD class records loaded, by instance (mux_awfd.go)
+	awfdCounters *counterSet                // the awfd strategy's decision counters
 
 	vips  *vipTable // the VIP front and records (vips.go)
 	ports portSets  // port_sets entries of VIPs with many port ranges (mux_ports.go)
@@ -144,7 +144,7 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 	if entries <= 0 {
 		entries = 1 << 20
 	}
-	m := &Mux{instances: map[string]*muxInstance{}, awfd: map[string]*awfd.Record{}}
+	m := &Mux{instances: map[string]*muxInstance{}, awfd: map[string]*classes.Record{}}
 	if err := m.sizeConnTrack(spec, entries, opts.ConnTrackLRUEntries); err != nil {
 		return nil, err
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
 )
 
 // awfdMux: the instance's Maglev table is the equal-share fallback, the
@@ -29,7 +29,7 @@ func (awfdMux) newState(forwarding.Instance, *forwarding.Table) (instanceState, 
 // SetAWFDRecord loads an AWFD instance's class record. Records with a
 // sequence below the loaded one are refused (a delayed write) — the
 // caller counts them.
-func (m *Mux) SetAWFDRecord(name string, r *awfd.Record) error {
+func (m *Mux) SetAWFDRecord(name string, r *classes.Record) error {
 	b, err := packAWFD(r)
 	if err != nil {
 		return err
@@ -57,7 +57,7 @@ func (m *Mux) SetAWFDRecord(name string, r *awfd.Record) error {
 var ErrAWFDOld = fmt.Errorf("awfd record refused")
 
 // AWFDRecord is the record an instance runs (nil: none yet).
-func (m *Mux) AWFDRecord(name string) *awfd.Record {
+func (m *Mux) AWFDRecord(name string) *classes.Record {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.awfd[name]

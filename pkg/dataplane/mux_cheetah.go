@@ -113,7 +113,7 @@ func cheetahPicks(t *forwarding.Table, weighted bool) []uint16 {
 	return out
 }
 
-// cheetahMaxID is the largest server id a cookie can carry (pkg/strategy/cheetah.MaxID).
+// cheetahMaxID is the largest server id a cookie can carry (pkg/strategy/cheetah/cookie.MaxID).
 const cheetahMaxID = 1<<15 - 1
 
 func (cheetahMux) installed(m *Mux, in *muxInstance) error {

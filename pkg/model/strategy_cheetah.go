@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 	"github.com/beamer-lb/beamer/pkg/wire"
 )
 
@@ -80,7 +80,7 @@ func (c cheetahStrategy) decide(m *Mux, vip *VIP, p packet) (forwarding.Server, 
 		default: // rr
 			var active []forwarding.ServerID
 			for sid, s := range vip.Table.Servers {
-				if s.State == forwarding.Active && sid <= cheetah.MaxID {
+				if s.State == forwarding.Active && sid <= cookie.MaxID {
 					active = append(active, sid)
 				}
 			}

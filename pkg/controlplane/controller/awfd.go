@@ -16,17 +16,17 @@ import (
 	"github.com/beamer-lb/beamer/pkg/httpserver"
 	"github.com/beamer-lb/beamer/pkg/node/agentapi"
 	"github.com/beamer-lb/beamer/pkg/store"
-	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
 )
 
 // AWFD (issue 14, Spotlight): the controller polls the agent of every
 // active server of an AWFD instance for its available capacity
 // (GET /v1/capacity) every poll interval, quantises the capacities into m
-// classes and writes the class record (pkg/strategy/awfd) to one key beside the
+// classes and writes the class record (pkg/strategy/awfd/classes) to one key beside the
 // instance's ring, which every mux watches. Servers never write the store.
 //
 // Missed polls: a server whose agent does not answer keeps its last value
-// for the instance's hold, then decays (awfd.Tracker). Lost updates: the
+// for the instance's hold, then decays (classes.Tracker). Lost updates: the
 // record is written whole each time it changes, so a mux that missed
 // writes reads the newest one at its next watch event; until then it
 // dispatches by the last record it has, which is still a valid record.
@@ -87,9 +87,9 @@ type awfdInstance struct {
 	cfg      *forwarding.Instance
 	servers  []awfdServer // active, eligible servers, by id
 	read     time.Time    // when cfg and servers were read
-	tracker  *awfd.Tracker
+	tracker  *classes.Tracker
 	lastPoll time.Time
-	last     *awfd.Record // latest written
+	last     *classes.Record // latest written
 	written  time.Time
 	failures map[forwarding.ServerID]string // latest poll error per server
 }
@@ -190,7 +190,7 @@ func (p *AWFDPoller) instance(ctx context.Context, name string) error {
 	if ai.last != nil && seq <= ai.last.Seq {
 		seq = ai.last.Seq + 1
 	}
-	rec, err := awfd.Build(seq, now.UnixMilli(), o.Classes, ids, awfd.Weights(avail, o.Classes))
+	rec, err := classes.Build(seq, now.UnixMilli(), o.Classes, ids, classes.Weights(avail, o.Classes))
 	if err != nil {
 		return err
 	}
@@ -201,7 +201,7 @@ func (p *AWFDPoller) instance(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if err := p.st.Commit(ctx, store.Put(awfd.Key(k), b)); err != nil {
+	if err := p.st.Commit(ctx, store.Put(classes.Key(k), b)); err != nil {
 		return err
 	}
 	ai.last, ai.written = rec, now
@@ -209,7 +209,7 @@ func (p *AWFDPoller) instance(ctx context.Context, name string) error {
 	return nil
 }
 
-func sameClasses(a, b *awfd.Record) bool {
+func sameClasses(a, b *classes.Record) bool {
 	return slices.EqualFunc(a.Classes, b.Classes, slices.Equal) && slices.Equal(a.Idle, b.Idle)
 }
 
@@ -237,11 +237,11 @@ func (p *AWFDPoller) load(ctx context.Context, k ring.Keys, old *awfdInstance) (
 	}
 	o := cfg.AWFDConfig()
 	if ai.tracker == nil {
-		ai.tracker = awfd.NewTracker(o.Hold, o.Poll)
+		ai.tracker = classes.NewTracker(o.Hold, o.Poll)
 	}
 	ai.tracker.Hold, ai.tracker.HalfLife = o.Hold, o.Poll
 	if ai.last == nil {
-		if rec, err := awfd.Read(ctx, p.st, k); err == nil && rec != nil {
+		if rec, err := classes.Read(ctx, p.st, k); err == nil && rec != nil {
 			ai.last = rec
 		} else if err != nil {
 			p.o.Logger.Warn("awfd: stored record unreadable, writing a new one", "instance", cfg.Name, "error", err)
@@ -258,8 +258,8 @@ func (p *AWFDPoller) load(ctx context.Context, k ring.Keys, old *awfdInstance) (
 		}
 	}
 	slices.SortFunc(ai.servers, func(a, b awfdServer) int { return int(a.id) - int(b.id) })
-	if len(ai.servers) > awfd.MaxServers {
-		return nil, fmt.Errorf("%d active servers, AWFD records hold at most %d", len(ai.servers), awfd.MaxServers)
+	if len(ai.servers) > classes.MaxServers {
+		return nil, fmt.Errorf("%d active servers, AWFD records hold at most %d", len(ai.servers), classes.MaxServers)
 	}
 	ai.tracker.Forget(func(id forwarding.ServerID) bool { _, ok := dips[id]; return ok })
 	return ai, nil

@@ -15,7 +15,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/node/agentapi"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
-	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -76,16 +76,16 @@ func awfdRig(t *testing.T) (*AWFDPoller, *fakeCapacity, *time.Time, string) {
 	return p, caps, &now, root
 }
 
-func readRecord(t *testing.T, root string) *awfd.Record {
+func readRecord(t *testing.T, root string) *classes.Record {
 	t.Helper()
-	r, err := awfd.Read(storetest.Context(t), shared, ring.InstanceKeys(root, "web"))
+	r, err := classes.Read(storetest.Context(t), shared, ring.InstanceKeys(root, "web"))
 	if err != nil || r == nil {
 		t.Fatalf("record: %v %v", r, err)
 	}
 	return r
 }
 
-func weightsOf(r *awfd.Record) []int {
+func weightsOf(r *classes.Record) []int {
 	return []int{r.Weight(1025), r.Weight(1026), r.Weight(1027), r.Weight(1028)}
 }
 
@@ -100,7 +100,7 @@ func TestAWFDPollerClassesAndMissedPolls(t *testing.T) {
 	caps.set(1026, 50, false)
 	caps.set(1027, 25, false)
 	caps.set(1028, 0, false)
-	step := func() *awfd.Record {
+	step := func() *classes.Record {
 		t.Helper()
 		*now = now.Add(250 * time.Millisecond)
 		if err := p.Round(ctx); err != nil {

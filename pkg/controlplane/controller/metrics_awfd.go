@@ -3,7 +3,7 @@ package controller
 import (
 	"strconv"
 
-	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -33,7 +33,7 @@ func (m *Metrics) awfdFailed(instance string) {
 	}
 }
 
-func (m *Metrics) awfdWritten(instance string, r *awfd.Record) {
+func (m *Metrics) awfdWritten(instance string, r *classes.Record) {
 	if m == nil || m.awfd == nil {
 		return
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 )
 
 // DIPView is one DIP as `beamer ctl show` prints it.
@@ -135,7 +135,7 @@ func (v *View) redactSecrets() {
 	}
 	c := *v.Instance.Cheetah
 	v.CheetahKeys = c.Keys.View()
-	c.Keys = cheetah.Keys{}
+	c.Keys = cookie.Keys{}
 	v.Instance.Cheetah = &c
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store"
-	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
 )
 
 // awfdStrategy (Spotlight, issue 14): the ring carries a Maglev table —
@@ -30,7 +30,7 @@ func (awfdStrategy) Name() forwarding.Strategy { return forwarding.StrategyAWFD 
 
 // readShow reads what `ctl show` adds for the strategy from the store.
 func (awfdStrategy) readShow(ctx context.Context, st store.Store, k ring.Keys, v *View, now time.Time) error {
-	rec, err := awfd.Read(ctx, st, k)
+	rec, err := classes.Read(ctx, st, k)
 	if err != nil {
 		v.Warnings = append(v.Warnings, fmt.Sprintf("AWFD class record unreadable (muxes keep their last good one): %v", err))
 		return nil

@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 )
 
 // View is the part of an instance's `ctl show` state a strategy reads and
@@ -24,7 +24,7 @@ type View struct {
 	CheetahLoads map[forwarding.ServerID]uint32 `json:"cheetah_loads,omitempty"`
 	// CheetahKeys (cheetah): each key slot's id and fingerprint, which
 	// one is current; the keys themselves are never shown.
-	CheetahKeys []cheetah.KeyView `json:"cheetah_keys,omitempty"`
+	CheetahKeys []cookie.KeyView `json:"cheetah_keys,omitempty"`
 	// Unit is what the strategy calls a bucket (BUCKETS, ENTRIES, ...),
 	// Histories whether its buckets name previous owners (the CHAINED
 	// column), Details the strategy's own lines of `ctl show`
@@ -33,8 +33,8 @@ type View struct {
 	Histories bool     `json:"histories"`
 	Details   []string `json:"details,omitempty"`
 	// AWFD (awfd): the class record the muxes dispatch by and its age.
-	AWFD    *awfd.Record  `json:"awfd,omitempty"`
-	AWFDAge time.Duration `json:"awfd_age,omitempty"`
+	AWFD    *classes.Record `json:"awfd,omitempty"`
+	AWFDAge time.Duration   `json:"awfd_age,omitempty"`
 	// Warnings an operator should act on.
 	Warnings []string `json:"warnings,omitempty"`
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
 	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 )
 
 // fakeOperator keeps instances in memory and records every request, so
@@ -38,7 +38,7 @@ func (f *fakeOperator) Show(_ context.Context, name string) (*controller.View, e
 	c.DIPs = slices.Clone(v.DIPs)
 	if c.Instance.Cheetah != nil { // as controller.Show redacts
 		ch := *c.Instance.Cheetah
-		ch.Keys = cheetah.Keys{}
+		ch.Keys = cookie.Keys{}
 		c.Instance.Cheetah = &ch
 	}
 	return &c, nil

@@ -13,7 +13,7 @@ import (
 	"sync"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
 	"github.com/beamer-lb/beamer/pkg/wire"
 )
 
@@ -34,7 +34,7 @@ type VIP struct {
 	Incarnation uint32 // the table's incarnation (the VIP record's)
 	// AWFD is the class record an awfd VIP dispatches new connections by
 	// (nil: none loaded yet).
-	AWFD *awfd.Record
+	AWFD *classes.Record
 }
 
 // Mux is the reference mux's state a strategy keeps across packets.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/httpserver"
 	"github.com/beamer-lb/beamer/pkg/node/nodeauth"
-	"github.com/beamer-lb/beamer/pkg/strategy/prism"
+	"github.com/beamer-lb/beamer/pkg/strategy/prism/migration"
 )
 
 // serveAPI starts the mux node API on Options.API: POST
@@ -18,7 +18,7 @@ func (d *Daemon) serveAPI() error {
 		return nil
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+prism.KeepAlivePath, d.prism.serveKeepAlive)
+	mux.HandleFunc("POST "+migration.KeepAlivePath, d.prism.serveKeepAlive)
 	lim := httpserver.Defaults()
 	lim.MaxBodyBytes = 1 << 10 // the request is its query
 	d.api = httpserver.New("mux API", nodeauth.Only(mux, nodeauth.RoleController), lim, d.opts.APITLS)

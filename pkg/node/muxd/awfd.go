@@ -10,7 +10,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store"
-	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -56,7 +56,7 @@ func init() {
 // Besides watch events it re-reads every second: a record that arrived
 // before the instance's table was loaded is applied then.
 func (d *Daemon) followAWFD(ctx context.Context, st store.Store, k ring.Keys, name string, log *slog.Logger) {
-	bell := st.Watch(ctx, awfd.Key(k))
+	bell := st.Watch(ctx, classes.Key(k))
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var lastSeq uint64
@@ -72,14 +72,14 @@ func (d *Daemon) followAWFD(ctx context.Context, st store.Store, k ring.Keys, na
 			}
 		case <-tick.C:
 		}
-		it, err := st.Get(ctx, awfd.Key(k))
+		it, err := st.Get(ctx, classes.Key(k))
 		if errors.Is(err, store.ErrNotFound) {
 			continue // no record yet: the Maglev table dispatches
 		}
 		if err != nil {
 			continue // store outage: keep the last record (health.go reports the outage)
 		}
-		rec, err := awfd.Decode(it.Value)
+		rec, err := classes.Decode(it.Value)
 		if err != nil {
 			d.countAWFD(name, "invalid")
 			log.Warn("awfd record refused, keeping the last good one", "instance", name, "error", err)

@@ -14,7 +14,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
-	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
 	"github.com/beamer-lb/beamer/research/faults/storeloss"
 	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,12 +59,12 @@ func TestAWFDRecordFollower(t *testing.T) {
 	k := ring.InstanceKeys("/awfdtest", "web")
 	put := func(b []byte) {
 		t.Helper()
-		if err := st.Commit(ctx, store.Put(awfd.Key(k), b)); err != nil {
+		if err := st.Commit(ctx, store.Put(classes.Key(k), b)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	rec := func(seq uint64, w ...int) []byte {
-		r, err := awfd.Build(seq, time.Now().UnixMilli(), 4, []forwarding.ServerID{1025, 1026, 1027}, w)
+		r, err := classes.Build(seq, time.Now().UnixMilli(), 4, []forwarding.ServerID{1025, 1026, 1027}, w)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +139,7 @@ func TestAWFDRecordFollower(t *testing.T) {
 
 	// Every update lost on its way (the loss experiment's fault,
 	// research/faults/storeloss): the mux keeps the last record it loaded.
-	lossy, err := storeloss.Wrap(st, func(key string) bool { return key == awfd.Key(k) }, 1, 1)
+	lossy, err := storeloss.Wrap(st, func(key string) bool { return key == classes.Key(k) }, 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/prism"
+	"github.com/beamer-lb/beamer/pkg/strategy/prism/migration"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -23,7 +23,7 @@ const prismSweep = 30 * time.Second
 // XDP program sets an entry's bit on a hit; reading the bits clears them
 // (a sweep), so whoever sweeps must keep what it saw: the hits since the
 // controller's last collection (pending, handed out by POST
-// /v1/prism/keepalive, prism.KeepAlivePath) and since the metric's last
+// /v1/prism/keepalive, migration.KeepAlivePath) and since the metric's last
 // period (seen). The mux never writes the store and removes nothing: the
 // MCT is the ring's, the same on every mux; the controller decides from
 // the bits of every mux and the servers' socket lists
@@ -68,14 +68,14 @@ func (p *prismBits) sweep(name string) (dataplane.MCTBits, error) {
 
 // collect is the controller's read: the signatures hit since its last
 // one.
-func (p *prismBits) collect(name string) (*prism.KeepAliveReport, error) {
+func (p *prismBits) collect(name string) (*migration.KeepAliveReport, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	b, err := p.sweep(name)
 	if err != nil {
 		return nil, err
 	}
-	r := &prism.KeepAliveReport{Instance: name, Generation: b.Generation, Entries: b.Entries, Hit: make([]uint64, 0, len(p.pending[name]))}
+	r := &migration.KeepAliveReport{Instance: name, Generation: b.Generation, Entries: b.Entries, Hit: make([]uint64, 0, len(p.pending[name]))}
 	for sig := range p.pending[name] {
 		r.Hit = append(r.Hit, sig)
 	}

@@ -1,4 +1,4 @@
-package prism
+package migration
 
 import (
 	"container/heap"

@@ -1,4 +1,4 @@
-package cheetah
+package cookie
 
 import (
 	"encoding/json"
@@ -52,7 +52,7 @@ type Vectors struct {
 // VectorsPath is the shared vector file, found from this source file.
 func VectorsPath() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "cheetah-vectors.json")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "testdata", "cheetah-vectors.json")
 }
 
 // LoadVectors reads the shared vector file.

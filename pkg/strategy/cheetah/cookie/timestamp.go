@@ -1,4 +1,4 @@
-package cheetah
+package cookie
 
 // Where the cookie sits in the server's TSval (bpf/include/cheetah_cookie.h):
 // bits 31..23 the server's clock, 22..7 the cookie, bit 6 clear only on a

@@ -1,4 +1,4 @@
-package cheetah
+package cookie
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package awfd
+package classes
 
 import "github.com/beamer-lb/beamer/pkg/forwarding"
 

@@ -1,4 +1,4 @@
-package awfd
+package classes
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-// Package awfd is Spotlight's adaptive weighted flow dispatching (AWFD,
+// Package classes is Spotlight's adaptive weighted flow dispatching (AWFD,
 // shared/papers/spotlight-awfd.txt §III-B) as Beamer runs it:
 //
 //   - quantise.go: available capacities → integer weights 0..m
@@ -14,4 +14,4 @@
 //     by both.
 //   - tracker.go: the controller's view of every server's capacity across
 //     missed polls (kept for a bounded time, then decayed).
-package awfd
+package classes

@@ -1,4 +1,4 @@
-package awfd
+package classes
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/awfd-vectors.json from the Go selection")
 
-const vectorsPath = "../../../testdata/awfd-vectors.json"
+const vectorsPath = "../../../../testdata/awfd-vectors.json"
 
 // vectorRecords are the records the vectors cover: the paper's example,
 // every class populated, empty classes between populated ones, a single

@@ -1,4 +1,4 @@
-package prism
+package migration
 
 import (
 	"math/rand/v2"
