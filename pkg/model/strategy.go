@@ -15,36 +15,11 @@ type packet struct {
 	udp  []byte // the UDP header and payload; nil for TCP
 }
 
-// strategy is one forwarding strategy of the reference mux, mirroring its
-// bpf/strategy/NAME.h: the server for the packet and the option to carry
-// (nil: none), with the verdict counter; ok false means drop, counted by
-// counter. Each strategy is one type in its own file (strategy_NAME.go),
-// or in its own package registered in modelspi (pkg/strategy/NAME).
-type strategy interface {
-	decide(m *Mux, vip *VIP, p packet) (server forwarding.Server, opt *wire.Option, counter string, ok bool)
-}
-
-var strategies = map[forwarding.Strategy]strategy{}
-
-func registerStrategy(name forwarding.Strategy, s strategy) { strategies[name] = s }
-
-// strategyNamed is the strategy registered here or in modelspi.
-func strategyNamed(name forwarding.Strategy) (strategy, bool) {
-	if s, ok := strategies[name]; ok {
-		return s, true
-	}
-	if s, ok := modelspi.Lookup(name); ok {
-		return spiStrategy{s}, true
-	}
-	return nil, false
-}
-
-// spiStrategy is a strategy of its own package seen through this
-// package's interface, which the strategies still written here share.
-type spiStrategy struct{ s modelspi.Strategy }
-
-func (a spiStrategy) decide(m *Mux, vip *VIP, p packet) (forwarding.Server, *wire.Option, string, bool) {
-	return a.s.Decide(spiMux{m}, vip, modelspi.Packet{Flow: p.flow, SYN: p.syn, TCP: p.tcp, UDP: p.udp})
+// decide is the decision of vip's strategy on p: each strategy mirrors its
+// bpf/strategy/NAME.h from its own package (pkg/strategy/NAME/model.go),
+// registered in modelspi. ok false means drop, counted by counter.
+func decide(strat modelspi.Strategy, m *Mux, vip *VIP, p packet) (forwarding.Server, *wire.Option, string, bool) {
+	return strat.Decide(spiMux{m}, vip, modelspi.Packet{Flow: p.flow, SYN: p.syn, TCP: p.tcp, UDP: p.udp})
 }
 
 // spiMux is the mux's state a strategy keeps (modelspi.Mux).
@@ -68,8 +43,23 @@ func (h spiMux) TakeInsert() bool {
 	return true
 }
 
-// owner is the bucket (or table entry) of flow and its current server, or
-// the drop counter when there is none.
-func owner(vip *VIP, flow wire.Flow) (forwarding.Bucket, forwarding.Server, string, bool) {
-	return modelspi.Owner(vip, flow)
+func (h spiMux) RoundRobin(instance string, n int) int {
+	if h.m.RoundRobin == nil {
+		h.m.RoundRobin = map[string]int{}
+	}
+	i := h.m.RoundRobin[instance] % n
+	h.m.RoundRobin[instance] = i + 1
+	return i
+}
+
+func (h spiMux) Learned(sig uint64) (forwarding.ServerID, bool) {
+	id, ok := h.m.PrismLearned[sig]
+	return id, ok
+}
+
+func (h spiMux) Learn(sig uint64, id forwarding.ServerID) {
+	if h.m.PrismLearned == nil {
+		h.m.PrismLearned = map[uint64]forwarding.ServerID{}
+	}
+	h.m.PrismLearned[sig] = id
 }

@@ -45,6 +45,13 @@ type Mux interface {
 	// TakeInsert tells whether the flood guard lets the connection table
 	// take one more entry, and counts it when it does.
 	TakeInsert() bool
+	// RoundRobin is the position of instance's round robin over n servers
+	// (Cheetah's rr policy, one CPU's), advanced by one.
+	RoundRobin(instance string, n int) int
+	// Learned and Learn are Prism's SYN-learning table of this mux
+	// (signature -> server), filled by SYNs in migrating bins.
+	Learned(sig uint64) (forwarding.ServerID, bool)
+	Learn(sig uint64, id forwarding.ServerID)
 }
 
 // Strategy is one forwarding strategy of the reference mux: the server for

@@ -5,6 +5,9 @@
 package all
 
 import (
+	_ "github.com/beamer-lb/beamer/pkg/strategy/awfd"
 	_ "github.com/beamer-lb/beamer/pkg/strategy/beamer"
+	_ "github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	_ "github.com/beamer-lb/beamer/pkg/strategy/maglev"
+	_ "github.com/beamer-lb/beamer/pkg/strategy/prism"
 )

@@ -1,33 +1,35 @@
-package model
+package cheetah
 
 import (
 	"encoding/binary"
 	"slices"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/model/modelspi"
 	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 	"github.com/beamer-lb/beamer/pkg/wire"
 )
 
-// cheetahStrategy mirrors bpf/strategy/cheetah.h: without a timestamp
+// modelDecision mirrors bpf/strategy/cheetah.h: without a timestamp
 // option the Beamer strategy; a SYN goes to the policy's pick (round robin
 // over the active servers by id, or the bucket's owner for hash; wrr and p2c
 // are the mux's only); any other segment to the server its echoed cookie
 // names, or is dropped as a bad cookie.
-type cheetahStrategy struct{}
+type modelDecision struct{}
 
-// beamer is the Beamer strategy, which Cheetah's packets without a
-// timestamp follow (registered from its own package, looked up when used).
-func (cheetahStrategy) beamer() strategy {
-	s, ok := strategyNamed(forwarding.StrategyBeamer)
+// beamer is the Beamer strategy's decision, which Cheetah's packets
+// without a timestamp follow (registered from its own package, looked up
+// when used).
+func (modelDecision) beamer() modelspi.Strategy {
+	s, ok := modelspi.Lookup(forwarding.StrategyBeamer)
 	if !ok {
-		panic("model: the cheetah strategy needs the beamer strategy, which is not in this build")
+		panic("cheetah: the cheetah strategy needs the beamer strategy, which is not in this build")
 	}
 	return s
 }
 
 func init() {
-	registerStrategy(forwarding.StrategyCheetah, cheetahStrategy{})
+	modelspi.Register(forwarding.StrategyCheetah, modelDecision{})
 }
 
 // tsecr finds the timestamp option as the program does (any layout).
@@ -59,20 +61,20 @@ func tsecr(tcp []byte) (uint32, bool) {
 	return 0, false
 }
 
-func (c cheetahStrategy) decide(m *Mux, vip *VIP, p packet) (forwarding.Server, *wire.Option, string, bool) {
-	if p.tcp == nil { // UDP, or an ICMP message steered by its quote
-		return c.beamer().decide(m, vip, p)
+func (c modelDecision) Decide(m modelspi.Mux, vip *modelspi.VIP, p modelspi.Packet) (forwarding.Server, *wire.Option, string, bool) {
+	if p.TCP == nil { // UDP, or an ICMP message steered by its quote
+		return c.beamer().Decide(m, vip, p)
 	}
-	echo, ok := tsecr(p.tcp)
+	echo, ok := tsecr(p.TCP)
 	if !ok {
-		return c.beamer().decide(m, vip, p)
+		return c.beamer().Decide(m, vip, p)
 	}
 	o := vip.Instance.Cheetah
 	var id forwarding.ServerID
-	if p.syn {
+	if p.SYN {
 		switch o.Policy {
 		case forwarding.CheetahHash:
-			b, _, why, ok := owner(vip, p.flow)
+			b, _, why, ok := modelspi.Owner(vip, p.Flow)
 			if !ok {
 				return forwarding.Server{}, nil, why, false
 			}
@@ -88,19 +90,14 @@ func (c cheetahStrategy) decide(m *Mux, vip *VIP, p packet) (forwarding.Server, 
 				return forwarding.Server{}, nil, "drop_no_owner", false
 			}
 			slices.Sort(active)
-			if m.RoundRobin == nil {
-				m.RoundRobin = map[string]int{}
-			}
-			i := m.RoundRobin[vip.Instance.Name] % len(active)
-			m.RoundRobin[vip.Instance.Name] = i + 1
-			id = active[i]
+			id = active[m.RoundRobin(vip.Instance.Name, len(active))]
 		}
 	} else {
 		keys := o.Keys
 		if st := vip.Table.Cheetah; st != nil {
 			keys = st.Keys // the ring's keys win: a rotation arrives as a generation
 		}
-		sid, _ := keys.Decode(echo, p.flow)
+		sid, _ := keys.Decode(echo, p.Flow)
 		id = forwarding.ServerID(sid)
 	}
 	s, ok := vip.Table.Servers[id]

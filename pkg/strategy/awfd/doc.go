@@ -1,0 +1,6 @@
+// Package awfd is the AWFD strategy's own code on the Go side (Spotlight's
+// adaptive weighted flow dispatching): so far its reference-model
+// decision, registered into modelspi in init(); its algorithms are
+// classes. Its controller, mux loader and mux daemon sides are still files
+// of those layers (docs/architecture.md, "A new strategy").
+package awfd
