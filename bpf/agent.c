@@ -45,89 +45,20 @@
 #include "include/capture.h"
 #include "include/gue_agent.h"
 #include "strategy/cheetah_agent.h"
+#include "include/agent_config.h"
+#include "include/agent_verdict.h"
+#include "include/agent_locality.h"
+#include "include/agent_epoch.h"
+#include "include/agent6.h"
+#include "include/agent_xdp.h"
 
 #ifndef AF_INET
 #define AF_INET 2
 #endif
 
-/* This server's own address (its DIP). Set at load time. */
-volatile const __be32 local_addr;
-/* Sanity bounds, set at load time (pkg/dataplane AgentOptions). */
-volatile const __u32 max_skew = 60;          /* seconds the controller's clock may lead ours */
-volatile const __u32 max_gen_jump = 1 << 16; /* generations a mux may lead what we remember */
-
 /* Enough linear data for Ethernet, the longest outer headers (GUE's), the
  * inner IPv4 header and a TCP header with options. */
 #define HEADERS_NEEDED (sizeof(struct ethhdr) + GUE4_LEN_MAX + sizeof(struct iphdr) + 60)
-
-enum locality {
-	NOT_LOCAL = 0,
-	LOCAL_SOCKET,
-	LOCAL_COOKIE,
-};
-
-static const enum agent_counter parse_drop[] = {
-	[PARSE_TRUNCATED] = AGENT_DROP_TRUNCATED,
-	[PARSE_BAD_HEADER] = AGENT_DROP_BAD_HEADER,
-	[PARSE_IP_OPTIONS] = AGENT_DROP_INNER_OPTIONS,
-	[PARSE_FRAGMENT] = AGENT_DROP_FRAGMENT,
-	[PARSE_NOT_TCP] = AGENT_DROP_NOT_TCP, /* neither TCP, UDP nor ICMP */
-};
-
-INLINE int drop(enum agent_counter why)
-{
-	agent_count(why);
-	return TC_ACT_SHOT;
-}
-
-/*
- * Does a non-SYN inner packet belong to this server? TCP: a local socket
- * other than a listener, or an ACK with a valid SYN cookie for a listener.
- * UDP: a socket connected to the client (an unconnected socket would take
- * any datagram, so it proves nothing: docs/wire-format.md, "UDP"). tcp is
- * the TCP header, NULL for UDP and for an ICMP message, whose flow is the
- * connection it quotes. tuple is filled for the packet's family (tuple_len
- * bytes of it), iph is its IP header (iph_len bytes), for the cookie check.
- * Both families call it: locality below, locality6 in agent6.h.
- */
-INLINE enum locality sock_locality(struct __sk_buff *skb, struct bpf_sock_tuple *tuple, const __u32 tuple_len,
-				   void *iph, const __u32 iph_len, const struct flow *f, struct tcphdr *tcp)
-{
-	struct bpf_sock *sk;
-	enum locality l = NOT_LOCAL;
-
-	if (f->proto == IPPROTO_UDP) {
-		sk = bpf_sk_lookup_udp(skb, tuple, tuple_len, BPF_F_CURRENT_NETNS, 0);
-		if (!sk)
-			return NOT_LOCAL;
-		if (sk->dst_port)
-			l = LOCAL_SOCKET;
-		bpf_sk_release(sk);
-		return l;
-	}
-	sk = bpf_skc_lookup_tcp(skb, tuple, tuple_len, BPF_F_CURRENT_NETNS, 0);
-	if (!sk)
-		return NOT_LOCAL;
-	if (sk->state != BPF_TCP_LISTEN)
-		l = LOCAL_SOCKET;
-	else if (tcp && tcp->ack && !tcp->syn && !tcp->rst &&
-		 bpf_tcp_check_syncookie(sk, iph, iph_len, tcp, sizeof(*tcp)) == 0)
-		l = LOCAL_COOKIE;
-	bpf_sk_release(sk);
-	return l;
-}
-
-/* sock_locality of an IPv4 packet. */
-INLINE enum locality locality(struct __sk_buff *skb, struct iphdr *ip, const struct flow *f, struct tcphdr *tcp)
-{
-	struct bpf_sock_tuple tuple = {};
-
-	tuple.ipv4.saddr = f->saddr;
-	tuple.ipv4.daddr = f->daddr;
-	tuple.ipv4.sport = f->sport;
-	tuple.ipv4.dport = f->dport;
-	return sock_locality(skb, &tuple, sizeof(tuple.ipv4), ip, sizeof(*ip), f, tcp);
-}
 
 INLINE int decap_to_stack(struct __sk_buff *skb, int outer_len, enum agent_counter why)
 {
@@ -262,20 +193,6 @@ INLINE int chain(struct __sk_buff *skb, struct iphdr *outer, void *data_end, int
 	/* Only the IP header and the option's first word (hop) change. */
 	return chain_send(skb, &hdr, sizeof(struct iphdr) + 4, &hdr.ipip.ip, IPPROTO_IPIP);
 }
-
-INLINE __u32 unix_seconds(void)
-{
-	__u32 key = 0;
-	__u64 *offset = bpf_map_lookup_elem(&agent_clock, &key);
-	__u64 now = bpf_ktime_get_boot_ns();
-
-	if (offset)
-		now += READ_ONCE_U64(offset);
-	return (__u32)(now / 1000000000ULL);
-}
-
-#include "include/agent_epoch.h"
-#include "include/agent6.h"
 
 SEC("tc")
 int beamer_agent(struct __sk_buff *skb)
@@ -439,12 +356,4 @@ int beamer_agent(struct __sk_buff *skb)
 	return drop(AGENT_DROP_STALE_GENERATION);
 }
 
-#include "include/agent_xdp.h"
-
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
-#ifdef BEAMER_BENCH
-#include "bench/agent_bench.h"
-#include "bench/agent6_bench.h"
-#include "bench/cheetah_agent_bench.h"
-#endif

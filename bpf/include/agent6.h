@@ -26,6 +26,9 @@
 #include "gue_agent.h"
 #include "agent_maps.h"
 #include "icmp6_steer.h"
+#include "agent_config.h"
+#include "agent_verdict.h"
+#include "agent_locality.h"
 #include "agent_epoch.h"
 #include "capture.h"
 
@@ -36,9 +39,6 @@
 #ifndef BPF_F_ADJ_ROOM_DECAP_L3_IPV6
 #define BPF_F_ADJ_ROOM_DECAP_L3_IPV6 (1ULL << 8) /* Linux 6.3 */
 #endif
-
-/* This server's own IPv6 address; all zero: none (IPv6 GUE is passed). */
-volatile const __be32 local_addr6[4];
 
 /* Linear data for Ethernet, the longest IPv6 GUE headers, the inner IPv6
  * header, its extension headers at their bound and a TCP header. */
@@ -80,7 +80,7 @@ INLINE int decap6_to_stack(struct __sk_buff *skb, int outer_len, enum agent_coun
 	return TC_ACT_OK;
 }
 
-/* Does the inner IPv6 packet belong to this server (agent.c sock_locality
+/* Does the inner IPv6 packet belong to this server (agent_locality.h sock_locality
  * with an IPv6 tuple)? client and vip are the connection's addresses: the
  * packet's, or for a Packet Too Big those of the reply it quotes. */
 INLINE enum locality locality6(struct __sk_buff *skb, struct ipv6hdr *ip6, const struct in6_addr *client,

@@ -13,6 +13,16 @@
 #ifndef BEAMER_AGENT6_XDP_H
 #define BEAMER_AGENT6_XDP_H
 
+#include "defs.h"
+#include "parse6.h"
+#include "flow6.h"
+#include "gue.h"
+#include "gue_agent.h"
+#include "agent_maps.h"
+#include "agent_config.h"
+#include "capture.h"
+#include "agent6.h"
+
 /* Strips the outer IPv6 + UDP + GUE (+ private data) headers. */
 INLINE int xdp_decap6(struct xdp_md *ctx, int outer_len, enum agent_counter why)
 {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The agent's two time checks, shared by its IPv4 and IPv6 paths (agent.c,
- * agent6.h), with the sanity bounds of agent.c's header comment. Included
- * by agent.c after unix_seconds, max_skew and max_gen_jump.
+ * agent6.h), with the sanity bounds of agent.c's header comment
+ * (agent_config.h), and the clock they read.
  */
 #ifndef BEAMER_AGENT_EPOCH_H
 #define BEAMER_AGENT_EPOCH_H
@@ -10,6 +10,20 @@
 #include "defs.h"
 #include "agent_maps.h"
 #include "flow.h"
+#include "agent_config.h"
+
+/* The controller's clock as this server knows it: boot time plus the
+ * offset the daemon keeps in agent_clock, in seconds. */
+INLINE __u32 unix_seconds(void)
+{
+	__u32 key = 0;
+	__u64 *offset = bpf_map_lookup_elem(&agent_clock, &key);
+	__u64 now = bpf_ktime_get_boot_ns();
+
+	if (offset)
+		now += READ_ONCE_U64(offset);
+	return (__u32)(now / 1000000000ULL);
+}
 
 /*
  * Remembers the packet's (incarnation, generation) as the VIP's newest

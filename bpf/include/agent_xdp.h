@@ -29,6 +29,16 @@
 #ifndef BEAMER_AGENT_XDP_H
 #define BEAMER_AGENT_XDP_H
 
+#include "defs.h"
+#include "parse.h"
+#include "wire.h"
+#include "gue.h"
+#include "gue_agent.h"
+#include "agent_csum.h"
+#include "agent_maps.h"
+#include "agent_config.h"
+#include "capture.h"
+#include "../strategy/cheetah_agent.h"
 #include "agent6_xdp.h"
 
 /* Strips the outer header: the Ethernet header moves forward over it. */

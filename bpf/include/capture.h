@@ -371,7 +371,7 @@ INLINE void capture_skb(struct __sk_buff *skb, __u32 point)
  * leaves less room than the capture function's frame needs under the
  * verifier's 512 bytes for a call chain (its packets are captured at
  * mux-rx, as they arrive). The IPv6 agent's points. Its benchmark builds call its programs from a
- * wrapper (bpf/bench/agent6_bench.h), whose frame and theirs leave no room
+ * wrapper (bpf/bench/agent_bench.c), whose frame and theirs leave no room
  * for the capture function's under the verifier's 512 bytes for a call
  * chain: there the points are left out. The production programs, reached by
  * a tail call (no caller frame), have them. */

@@ -33,14 +33,16 @@
 #include "nexthop6.h"
 #include "icmp6_too_big.h"
 #include "icmp6_steer.h"
+#include "icmp_steer.h"
 #include "quic.h"
 #include "gue.h"
 #include "ports.h"
 #include "decision.h"
-
-/* The mux's own IPv6 address: source of every IPv6 outer header; all zero
- * when the mux has none (IPv6 VIPs are then dropped, counted). */
-volatile const __be32 mux_addr6[4];
+#include "mux_maps.h"
+#include "vip_traffic.h"
+#include "capture.h"
+#include "mux_addr.h"
+#include "mux_verdict.h"
 
 #define ICMP6_ECHO_REQUEST 128
 #define ICMP6_ECHO_REPLY 129

@@ -270,7 +270,7 @@ type benchPrograms struct {
 	Live   *ebpf.Program  `ebpf:"encap_floor_live_bench"`
 	Rot    *ebpf.Program  `ebpf:"rotation_bench"`
 	Gen    *ebpf.Program  `ebpf:"traffic_gen_bench"`
-	Bench6 *ebpf.Program  `ebpf:"beamer_mux6_bench"` // the IPv6 path's (bpf/bench/mux6_bench.h)
+	Bench6 *ebpf.Program  `ebpf:"beamer_mux6_bench"` // the IPv6 path's (bpf/bench/mux_bench.c)
 	Flows  *ebpf.Variable `ebpf:"bench_flows"`
 	Key    *ebpf.Variable `ebpf:"bench_key"` // mux_baseline.go
 	Frame  *ebpf.Variable `ebpf:"gen_frame"`
