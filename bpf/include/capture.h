@@ -40,6 +40,7 @@
 #define BEAMER_CAPTURE_H
 
 #include "defs.h"
+#include "limits.h"
 
 /* Capture points; pkg/dataplane capture.go names them. */
 enum capture_point {
@@ -52,8 +53,6 @@ enum capture_point {
 	CAPTURE_AGENT_XDP_UP = 7, /* XDP fast path: decapsulated, to the stack */
 };
 
-/* Bytes of a packet a record holds at most (the command's --snaplen). */
-#define CAPTURE_SNAP_MAX 4096
 /* Bytes read to find the innermost 5-tuple, whatever the snaplen:
  * Ethernet, IPv6 + UDP + GUE with the longest private data, inner IPv6,
  * ports. */
@@ -108,7 +107,7 @@ volatile __u32 capture_on SEC(".data.capture");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20);
+	__uint(max_entries, CAPTURE_RING_BYTES);
 } capture_ring SEC(".maps");
 
 /* The innermost packet's addresses, protocol and ports. */

@@ -20,12 +20,11 @@
 #define BEAMER_NEXTHOP_H
 
 #include "defs.h"
+#include "limits.h"
 
 #ifndef AF_INET
 #define AF_INET 2
 #endif
-
-#define NEXTHOP_CACHE_SLOTS 4096 /* power of two */
 
 enum nexthop_result {
 	NEXTHOP_TX = 0,

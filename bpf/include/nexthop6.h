@@ -8,14 +8,13 @@
 #define BEAMER_NEXTHOP6_H
 
 #include "defs.h"
+#include "limits.h"
 #include "nexthop.h"
 #include "flow6.h"
 
 #ifndef AF_INET6
 #define AF_INET6 10
 #endif
-
-#define NEXTHOP6_CACHE_SLOTS 1024 /* power of two */
 
 struct nexthop6 {
 	struct in6_addr daddr; /* server address this slot answers for */
