@@ -87,7 +87,7 @@ INLINE int transmit_as(struct xdp_md *ctx, struct decision *d, int verdict, stru
 	__be16 frag = ip->frag_off;
 
 	d->encap.saddr = mux_addr;
-	switch (xdp_nexthop(ctx, d->encap.saddr, d->encap.daddr, &nh)) {
+	switch (xdp_nexthop(ctx, &d->encap.saddr, &d->encap.daddr, 0, &nh)) {
 	case NEXTHOP_TX:
 	case NEXTHOP_REDIRECT:
 		break;

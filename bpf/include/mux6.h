@@ -14,7 +14,7 @@
  *               server id in their connection id (quic.h), service ports by
  *               bucket with the bucket's previous owners as 16-byte
  *               addresses;
- *   transmit    next hop by bpf_fib_lookup AF_INET6 (nexthop6.h), size
+ *   transmit    next hop by bpf_fib_lookup AF_INET6 (nexthop.h), size
  *               check (ICMPv6 Packet Too Big back to the client,
  *               icmp6_too_big.h), xdp_encap_gue6, XDP_TX or redirect.
  *
@@ -30,7 +30,7 @@
 #include "parse6.h"
 #include "flow6.h"
 #include "vips6.h"
-#include "nexthop6.h"
+#include "nexthop.h"
 #include "icmp6_too_big.h"
 #include "icmp6_steer.h"
 #include "icmp_steer.h"
@@ -153,7 +153,7 @@ INLINE int transmit6(struct xdp_md *ctx, struct decision6 *d, int verdict, __u32
 		d->encap.saddr[i] = mux_addr6[i];
 	if (!(d->encap.saddr[0] | d->encap.saddr[1] | d->encap.saddr[2] | d->encap.saddr[3]))
 		return drop(MUX_DROP_NO_ADDR6);
-	switch (xdp_nexthop6(ctx, (struct in6_addr *)d->encap.saddr, (struct in6_addr *)d->encap.daddr, &nh)) {
+	switch (xdp_nexthop(ctx, d->encap.saddr, d->encap.daddr, 1, &nh)) {
 	case NEXTHOP_TX:
 	case NEXTHOP_REDIRECT:
 		break;
