@@ -26,6 +26,25 @@ INLINE __u32 unix_seconds(void)
 }
 
 /*
+ * Is the packet's (incarnation, generation) exactly the newest remembered
+ * for the VIP? The XDP fast path's question (agent_xdp.h, agent6_xdp.h):
+ * such a packet has nothing to remember and is not stale. 0 also when the
+ * VIP's words are missing.
+ */
+INLINE int at_newest_epoch(const struct agent_vip *vip, __be32 incarnation, __be32 generation)
+{
+	__u64 epoch = (__u64)bpf_ntohl(incarnation) << 32 | bpf_ntohl(generation);
+	__u32 ka = vip->slot * 2, kb = vip->slot * 2 + 1;
+	__u64 *wa = bpf_map_lookup_elem(&generation_seen, &ka);
+	__u64 *wb = bpf_map_lookup_elem(&generation_seen, &kb);
+
+	if (!wa || !wb)
+		return 0;
+	__u64 a = READ_ONCE_U64(wa), b = READ_ONCE_U64(wb);
+	return epoch == (a > b ? a : b);
+}
+
+/*
  * Remembers the packet's (incarnation, generation) as the VIP's newest
  * unless a bound refuses it, and tells whether the packet is from a mux at
  * the newest state remembered: 1 yes, 0 no (older, or refused), -1 the
