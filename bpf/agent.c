@@ -48,63 +48,15 @@
 #include "include/agent_config.h"
 #include "include/agent_verdict.h"
 #include "include/agent_locality.h"
+#include "include/agent_send.h"
 #include "include/agent_epoch.h"
 #include "include/agent6.h"
 #include "include/agent_xdp.h"
 
-#ifndef AF_INET
-#define AF_INET 2
-#endif
 
 /* Enough linear data for Ethernet, the longest outer headers (GUE's), the
  * inner IPv4 header and a TCP header with options. */
 #define HEADERS_NEEDED (sizeof(struct ethhdr) + GUE4_LEN_MAX + sizeof(struct iphdr) + 60)
-
-INLINE int decap_to_stack(struct __sk_buff *skb, int outer_len, enum agent_counter why)
-{
-	/* Cheetah VIPs: the client's TSecr echoes our cookie, not our clock.
-	 * Without any, no call (cheetah_restore would return at once). */
-	if (cheetah_vips_in_use && cheetah_restore(skb, sizeof(struct ethhdr) + outer_len))
-		return drop(AGENT_DROP_DECAP);
-	if (bpf_skb_adjust_room(skb, -outer_len, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_DECAP_L3_IPV4))
-		return drop(AGENT_DROP_DECAP);
-	agent_count(why);
-	capture_skb(skb, CAPTURE_AGENT_UP);
-	return TC_ACT_OK;
-}
-
-/* Writes the first store_len bytes of hdr (the rewritten outer headers,
- * starting with the IPv4 header ip) over the packet's and sends it to
- * ip->daddr. Pointers into the packet are invalid after this. */
-INLINE int chain_send(struct __sk_buff *skb, const void *hdr, const __u32 store_len, const struct iphdr *ip, __u8 l4)
-{
-	struct bpf_fib_lookup fib = {};
-	fib.family = AF_INET;
-	fib.l4_protocol = l4;
-	fib.tot_len = bpf_ntohs(ip->tot_len);
-	fib.ipv4_src = ip->saddr;
-	fib.ipv4_dst = ip->daddr;
-	fib.ifindex = skb->ifindex; /* at tc ingress: the device it came in on */
-	long rc = bpf_fib_lookup(skb, &fib, sizeof(fib), 0);
-	if (rc != BPF_FIB_LKUP_RET_SUCCESS && rc != BPF_FIB_LKUP_RET_NO_NEIGH)
-		return drop(AGENT_DROP_CHAIN_NO_ROUTE);
-
-	if (bpf_skb_store_bytes(skb, sizeof(struct ethhdr), hdr, store_len, 0))
-		return drop(AGENT_DROP_CHAIN_FAILED);
-
-	agent_count(AGENT_CHAINED);
-	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
-		/* Let the kernel resolve the next hop and queue the packet. */
-		struct bpf_redir_neigh nh = {.nh_family = AF_INET, .ipv4_nh = fib.ipv4_dst};
-		capture_skb(skb, CAPTURE_AGENT_CHAIN);
-		return bpf_redirect_neigh(fib.ifindex, &nh, sizeof(nh), 0);
-	}
-	if (bpf_skb_store_bytes(skb, 0, fib.dmac, ETH_ALEN, 0) ||
-	    bpf_skb_store_bytes(skb, ETH_ALEN, fib.smac, ETH_ALEN, 0))
-		return drop(AGENT_DROP_CHAIN_FAILED);
-	capture_skb(skb, CAPTURE_AGENT_CHAIN);
-	return bpf_redirect(fib.ifindex, 0);
-}
 
 /* The outer headers a chained packet gets, in the encapsulation it came in:
  * one buffer for both, so the program's stack holds one. GUE's holds what
@@ -143,7 +95,8 @@ INLINE int chain_gue(struct __sk_buff *skb, union chain_hdr *hdr, struct iphdr *
 	hdr->gue.ip.check = ipv4_header_csum(&hdr->gue.ip, OUTER_LEN_PLAIN / 2);
 	hdr->gue.udp.check = 0;
 	hdr->gue.opt_head[2] = next + 1;
-	return chain_send(skb, hdr, sizeof(hdr->gue), &hdr->gue.ip, IPPROTO_UDP);
+	return chain_send(skb, hdr, sizeof(hdr->gue), IPPROTO_UDP, bpf_ntohs(hdr->gue.ip.tot_len), &hdr->gue.ip.saddr,
+			  &hdr->gue.ip.daddr, 0);
 }
 
 /* The relay rule (issue 23): a packet is chained only to a previous owner
@@ -191,7 +144,8 @@ INLINE int chain(struct __sk_buff *skb, struct iphdr *outer, void *data_end, int
 			sum += w[i];
 	hdr.ipip.ip.check = csum_fold32(sum);
 	/* Only the IP header and the option's first word (hop) change. */
-	return chain_send(skb, &hdr, sizeof(struct iphdr) + 4, &hdr.ipip.ip, IPPROTO_IPIP);
+	return chain_send(skb, &hdr, sizeof(struct iphdr) + 4, IPPROTO_IPIP, bpf_ntohs(hdr.ipip.ip.tot_len), &hdr.ipip.ip.saddr,
+			  &hdr.ipip.ip.daddr, 0);
 }
 
 SEC("tc")
@@ -310,12 +264,12 @@ int beamer_agent(struct __sk_buff *skb)
 
 	/* A connection request is always this server's to answer. */
 	if (tcp && flow_is_syn(&f))
-		return decap_to_stack(skb, outer_len, AGENT_LOCAL_SYN);
+		return decap_to_stack(skb, outer_len, AGENT_LOCAL_SYN, 0);
 	/* No option: a subflow addressed to this server by id (or a QUIC
 	 * packet by the id in its connection id), never chained; the stack
 	 * serves it or resets it. */
 	if (!opt)
-		return decap_to_stack(skb, outer_len, AGENT_STACK_NO_OPTION);
+		return decap_to_stack(skb, outer_len, AGENT_STACK_NO_OPTION, 0);
 
 	/* The newest (incarnation, generation) remembered for the VIP, raised
 	 * by this packet unless a sanity bound refuses it (agent_epoch.h). */
@@ -341,13 +295,13 @@ int beamer_agent(struct __sk_buff *skb)
 	 * not moved lately — and it needs no socket lookup and no clock.
 	 */
 	if (!chainable && is_newest)
-		return decap_to_stack(skb, outer_len, AGENT_TO_STACK);
+		return decap_to_stack(skb, outer_len, AGENT_TO_STACK, 0);
 
 	switch (locality(skb, ip, &f, tcp)) {
 	case LOCAL_SOCKET:
-		return decap_to_stack(skb, outer_len, AGENT_LOCAL_SOCKET);
+		return decap_to_stack(skb, outer_len, AGENT_LOCAL_SOCKET, 0);
 	case LOCAL_COOKIE:
-		return decap_to_stack(skb, outer_len, AGENT_LOCAL_COOKIE);
+		return decap_to_stack(skb, outer_len, AGENT_LOCAL_COOKIE, 0);
 	default:
 		break;
 	}
