@@ -43,6 +43,7 @@
 #include "capture.h"
 #include "mux_addr.h"
 #include "mux_verdict.h"
+#include "mux_transmit.h"
 
 #define ICMP6_ECHO_REQUEST 128
 #define ICMP6_ECHO_REPLY 129
@@ -153,15 +154,9 @@ INLINE int transmit6(struct xdp_md *ctx, struct decision6 *d, int verdict, __u32
 		d->encap.saddr[i] = mux_addr6[i];
 	if (!(d->encap.saddr[0] | d->encap.saddr[1] | d->encap.saddr[2] | d->encap.saddr[3]))
 		return drop(MUX_DROP_NO_ADDR6);
-	switch (xdp_nexthop(ctx, d->encap.saddr, d->encap.daddr, 1, &nh)) {
-	case NEXTHOP_TX:
-	case NEXTHOP_REDIRECT:
-		break;
-	case NEXTHOP_NO_NEIGH:
-		return drop(MUX_DROP_NO_NEIGH);
-	default:
-		return drop(MUX_DROP_NO_ROUTE);
-	}
+	int why = nexthop_drop(xdp_nexthop(ctx, d->encap.saddr, d->encap.daddr, 1, &nh));
+	if (why)
+		return drop(why);
 	/* Too big once encapsulated: IPv6 routers never fragment and the mux
 	 * cannot, so the client is told the size that fits (RFC 8201). */
 	if (inner_tot + outer_len > nh.mtu) {
@@ -177,17 +172,7 @@ INLINE int transmit6(struct xdp_md *ctx, struct decision6 *d, int verdict, __u32
 	struct ethhdr *eth = xdp_encap_gue6(ctx, &d->encap, outer_len, bpf_htons(GUE_SPORT(hash)), bpf_htons(gue_port));
 	if (!eth)
 		return drop(MUX_DROP_ENCAP);
-	mux_count(MUX_FWD_GUE);
-	mux_count(MUX_FWD_IPV6);
-	__builtin_memcpy(eth->h_dest, nh.dmac, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, nh.smac, ETH_ALEN);
-	mux_count(verdict);
-	if (d->also)
-		mux_count(d->also);
-	vip_traffic_forward(d->vip_stat, d->stat, inner_tot, d->new_flow);
-	if (nh.ifindex == ctx->ingress_ifindex)
-		return XDP_TX;
-	return bpf_redirect(nh.ifindex, 0);
+	return transmit_out(ctx, eth, &nh, verdict, d->also, d->vip_stat, d->stat, inner_tot, d->new_flow, 1, 1);
 }
 
 /* An ICMPv6 echo request answered in place: MACs and addresses swapped,
