@@ -100,7 +100,7 @@ INLINE int transmit_as(struct xdp_md *ctx, struct decision *d, int verdict, stru
 		if (!(frag & bpf_htons(IP_DF)))
 			return drop(MUX_DROP_TOO_BIG);
 		__u32 fits = nh.mtu > outer_len + IPV4_MIN_MTU ? nh.mtu - outer_len : IPV4_MIN_MTU;
-		if (xdp_icmp_frag_needed(ctx, fits))
+		if (xdp_icmp_too_big(ctx, fits, 0))
 			return drop(MUX_DROP_ENCAP);
 		mux_count(MUX_ICMP_TOO_BIG);
 		vip_traffic_drop(MUX_ICMP_TOO_BIG);

@@ -16,7 +16,7 @@
  *               addresses;
  *   transmit    next hop by bpf_fib_lookup AF_INET6 (nexthop.h), size
  *               check (ICMPv6 Packet Too Big back to the client,
- *               icmp6_too_big.h), xdp_encap_gue6, XDP_TX or redirect.
+ *               icmp_too_big.h), xdp_encap_gue6, XDP_TX or redirect.
  *
  * ICMPv6 to a VIP: echo requests by the VIP's echo policy, as for IPv4; a
  * Packet Too Big goes where the connection it quotes goes (icmp6_steer.h,
@@ -31,7 +31,7 @@
 #include "flow6.h"
 #include "vips6.h"
 #include "nexthop.h"
-#include "icmp6_too_big.h"
+#include "icmp_too_big.h"
 #include "icmp6_steer.h"
 #include "icmp_steer.h"
 #include "quic.h"
@@ -162,7 +162,7 @@ INLINE int transmit6(struct xdp_md *ctx, struct decision6 *d, int verdict, __u32
 	if (inner_tot + outer_len > nh.mtu) {
 		__u32 fits = nh.mtu > outer_len + IPV6_MIN_MTU ? nh.mtu - outer_len : IPV6_MIN_MTU;
 		/* Never an ICMPv6 error about an ICMPv6 error (RFC 4443 2.4). */
-		if (d->also == MUX_FWD_ICMP_FRAG_NEEDED || inner_tot < ICMP6_PTB_QUOTE || xdp_icmp6_too_big(ctx, fits))
+		if (d->also == MUX_FWD_ICMP_FRAG_NEEDED || inner_tot < ICMP6_PTB_QUOTE || xdp_icmp_too_big(ctx, fits, 1))
 			return drop(MUX_DROP_TOO_BIG);
 		mux_count(MUX_ICMP_TOO_BIG);
 		vip_traffic_drop(MUX_ICMP_TOO_BIG);
