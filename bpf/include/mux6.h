@@ -265,7 +265,7 @@ int beamer_mux6(struct xdp_md *ctx)
 		mux_count(MUX_PASS_NOT_IPV4);
 		return XDP_PASS;
 	}
-	struct vip_info *vip = vip_find6(&ip6->daddr);
+	struct vip_info *vip = vip_find(ip6->daddr.in6_u.u6_addr32, 1);
 	if (!vip) {
 		mux_count(MUX_PASS_NOT_VIP6);
 		return XDP_PASS;
