@@ -215,7 +215,7 @@ int beamer_mux(struct xdp_md *ctx)
 				if (!icmp_csum_ok(ip, data_end))
 					return drop(MUX_DROP_ICMP_BAD_CHECKSUM);
 				mux_count(MUX_ICMP_ECHO_ANSWERED);
-				return xdp_echo_reply(ctx);
+				return xdp_echo_reply(ctx, 0);
 			}
 			if (vip->flags & VIP_F_ECHO_PASS) {
 				mux_count(MUX_PASS_ICMP_ECHO);
