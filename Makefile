@@ -3,7 +3,7 @@
 GO ?= go
 BIN := bin/beamer
 LAB_BIN := bin/beamer-lab
-BPF_SOURCES := $(wildcard bpf/*.c bpf/include/*.h bpf/strategy/*.h bpf/bench/*.h bpf/probe/*.c)
+BPF_SOURCES := $(wildcard bpf/*.c bpf/include/*.h bpf/strategy/*.h bpf/bench/*.h bpf/bench/*.c bpf/probe/*.c)
 BPF_OBJECTS := pkg/dataplane/mux_bpfel.o pkg/dataplane/agent_bpfel.o pkg/dataplane/hashprobe_bpfel.o pkg/dataplane/gue6probe_bpfel.o pkg/dataplane/muxbench_bpfel.o pkg/dataplane/agentbench_bpfel.o pkg/dataplane/vipstats_bpfel.o
 
 .PHONY: all setup generate generate-api check-generated build test fuzz demo deb clean

@@ -52,29 +52,14 @@
 #include "include/decision.h"
 #include "include/vip_traffic.h"
 #include "include/capture.h"
+#include "include/mux_addr.h"
+#include "include/mux_verdict.h"
+#include "include/mux6.h"
 #include "strategy/beamer.h"
 #include "strategy/maglev.h"
 #include "strategy/prism.h"
 #include "strategy/awfd.h"
 #include "strategy/cheetah.h"
-
-/* The mux's own address: source of every outer header. Set at load time. */
-volatile const __be32 mux_addr;
-
-static const enum mux_counter parse_drop[] = {
-	[PARSE_TRUNCATED] = MUX_DROP_TRUNCATED,
-	[PARSE_BAD_HEADER] = MUX_DROP_BAD_HEADER,
-	[PARSE_IP_OPTIONS] = MUX_DROP_IP_OPTIONS,
-	[PARSE_FRAGMENT] = MUX_DROP_FRAGMENT,
-	[PARSE_NOT_TCP] = MUX_DROP_NOT_TCP, /* neither TCP, UDP nor ICMP */
-};
-
-INLINE int drop(enum mux_counter why)
-{
-	mux_count(why);
-	vip_traffic_drop(why);
-	return XDP_DROP;
-}
 
 /* Bytes the encapsulation adds in front of the packet: IP-in-IP, or for a
  * GUE VIP the same plus its UDP and GUE headers (gue.h: the private data
@@ -102,7 +87,7 @@ INLINE int transmit_as(struct xdp_md *ctx, struct decision *d, int verdict, stru
 	__be16 frag = ip->frag_off;
 
 	d->encap.saddr = mux_addr;
-	switch (xdp_nexthop(ctx, d->encap.saddr, d->encap.daddr, &nh)) {
+	switch (xdp_nexthop(ctx, &d->encap.saddr, &d->encap.daddr, 0, &nh)) {
 	case NEXTHOP_TX:
 	case NEXTHOP_REDIRECT:
 		break;
@@ -215,8 +200,6 @@ INLINE int route(struct xdp_md *ctx, const struct vip_info *vip, void *servers, 
 	return decide(ctx, vip, servers, f, tcp, d);
 }
 
-#include "include/mux6.h"
-
 SEC("xdp")
 int beamer_mux(struct xdp_md *ctx)
 {
@@ -288,8 +271,3 @@ int beamer_mux(struct xdp_md *ctx)
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
-#ifdef BEAMER_BENCH
-#include "bench/mux_bench.h"
-#include "bench/mux6_bench.h"
-#endif

@@ -14,7 +14,7 @@
  *               server id in their connection id (quic.h), service ports by
  *               bucket with the bucket's previous owners as 16-byte
  *               addresses;
- *   transmit    next hop by bpf_fib_lookup AF_INET6 (nexthop6.h), size
+ *   transmit    next hop by bpf_fib_lookup AF_INET6 (nexthop.h), size
  *               check (ICMPv6 Packet Too Big back to the client,
  *               icmp6_too_big.h), xdp_encap_gue6, XDP_TX or redirect.
  *
@@ -30,17 +30,19 @@
 #include "parse6.h"
 #include "flow6.h"
 #include "vips6.h"
-#include "nexthop6.h"
+#include "nexthop.h"
 #include "icmp6_too_big.h"
 #include "icmp6_steer.h"
+#include "icmp_steer.h"
 #include "quic.h"
 #include "gue.h"
 #include "ports.h"
 #include "decision.h"
-
-/* The mux's own IPv6 address: source of every IPv6 outer header; all zero
- * when the mux has none (IPv6 VIPs are then dropped, counted). */
-volatile const __be32 mux_addr6[4];
+#include "mux_maps.h"
+#include "vip_traffic.h"
+#include "capture.h"
+#include "mux_addr.h"
+#include "mux_verdict.h"
 
 #define ICMP6_ECHO_REQUEST 128
 #define ICMP6_ECHO_REPLY 129
@@ -151,7 +153,7 @@ INLINE int transmit6(struct xdp_md *ctx, struct decision6 *d, int verdict, __u32
 		d->encap.saddr[i] = mux_addr6[i];
 	if (!(d->encap.saddr[0] | d->encap.saddr[1] | d->encap.saddr[2] | d->encap.saddr[3]))
 		return drop(MUX_DROP_NO_ADDR6);
-	switch (xdp_nexthop6(ctx, (struct in6_addr *)d->encap.saddr, (struct in6_addr *)d->encap.daddr, &nh)) {
+	switch (xdp_nexthop(ctx, d->encap.saddr, d->encap.daddr, 1, &nh)) {
 	case NEXTHOP_TX:
 	case NEXTHOP_REDIRECT:
 		break;

@@ -26,12 +26,10 @@
 #define BEAMER_VIPS_H
 
 #include "defs.h"
+#include "limits.h"
 #include "mux_maps.h"
 
-#define VIP_FRONT_BITS 11
-#define VIP_FRONT_LINES (1 << VIP_FRONT_BITS) /* 2048 lines for at most MAX_VIPS (1024) */
 #define VIP_FRONT_WAYS 8                      /* words per line: one cache line */
-#define VIP_RECORDS (4 * MAX_VIPS)            /* live ones, and retired ones awaiting a grace period */
 
 struct vip_front_line {
 	__u64 w[VIP_FRONT_WAYS];

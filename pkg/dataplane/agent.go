@@ -307,7 +307,7 @@ type agentBenchExtras struct {
 	CheetahEgress  *ebpf.Program `ebpf:"cheetah_egress_bench"`
 	CheetahIngress *ebpf.Program `ebpf:"cheetah_ingress_bench"`
 	agentXDPBench                // the XDP fast path's (agent_xdp.go)
-	Bench6         *ebpf.Program `ebpf:"beamer_agent6_bench"`     // the IPv6 path's (bpf/bench/agent6_bench.h)
+	Bench6         *ebpf.Program `ebpf:"beamer_agent6_bench"`     // the IPv6 path's (bpf/bench/agent_bench.c)
 	XDPBench6      *ebpf.Program `ebpf:"beamer_agent6_xdp_bench"` // the XDP fast path's IPv6 twin's
 }
 

@@ -45,7 +45,7 @@ type agentXDPBench struct {
 	XDPBench      *ebpf.Program `ebpf:"beamer_agent_xdp_bench"`
 	XDPDecapFloor *ebpf.Program `ebpf:"decap_floor_xdp_bench"`
 	XDPStripFloor *ebpf.Program `ebpf:"strip_floor_xdp_bench"`
-	StripFloor    *ebpf.Program `ebpf:"strip_floor_tc_bench"` // tc's (bpf/bench/agent_bench.h)
+	StripFloor    *ebpf.Program `ebpf:"strip_floor_tc_bench"` // tc's (bpf/bench/agent_bench.c)
 }
 
 func (b *agentXDPBench) close() {

@@ -15,12 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Sizes fixed by bpf/include/mux_maps.h.
-const (
-	maxTables       = 256
-	serverTableSize = 65536
-)
-
 // MuxOptions configure the mux program at load time.
 type MuxOptions struct {
 	// Addr is the mux's own IPv4 address: the source of every IPv4 outer
@@ -60,7 +54,7 @@ type Mux struct {
 	counters  *counterSet
 	cheetah   *counterSet // the cheetah strategy's counters (mux_cheetah.go)
 	instances map[string]*muxInstance
-	slots     [maxTables]bool
+	slots     []bool // instance table slots in use (MAX_TABLES: limits.go)
 
 	pinDir string // "" = nothing pinned
 
@@ -123,6 +117,10 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 	if err != nil {
 		return nil, err
 	}
+	limits, err := muxLimits()
+	if err != nil {
+		return nil, err
+	}
 	if opts.Addr.IsValid() {
 		if err := spec.Variables["mux_addr"].Set(opts.Addr.As4()); err != nil {
 			return nil, err
@@ -144,7 +142,7 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 	if entries <= 0 {
 		entries = 1 << 20
 	}
-	m := &Mux{instances: map[string]*muxInstance{}, awfd: map[string]*awfd.Record{}}
+	m := &Mux{instances: map[string]*muxInstance{}, awfd: map[string]*awfd.Record{}, slots: make([]bool, limits.tables)}
 	if err := m.sizeConnTrack(spec, entries, opts.ConnTrackLRUEntries); err != nil {
 		return nil, err
 	}
@@ -270,7 +268,7 @@ type benchPrograms struct {
 	Live   *ebpf.Program  `ebpf:"encap_floor_live_bench"`
 	Rot    *ebpf.Program  `ebpf:"rotation_bench"`
 	Gen    *ebpf.Program  `ebpf:"traffic_gen_bench"`
-	Bench6 *ebpf.Program  `ebpf:"beamer_mux6_bench"` // the IPv6 path's (bpf/bench/mux6_bench.h)
+	Bench6 *ebpf.Program  `ebpf:"beamer_mux6_bench"` // the IPv6 path's (bpf/bench/mux_bench.c)
 	Flows  *ebpf.Variable `ebpf:"bench_flows"`
 	Key    *ebpf.Variable `ebpf:"bench_key"` // mux_baseline.go
 	Frame  *ebpf.Variable `ebpf:"gen_frame"`
@@ -466,7 +464,7 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 	}
 	slot, ok := m.freeSlot()
 	if !ok {
-		return fmt.Errorf("dataplane: all %d table slots in use", maxTables)
+		return fmt.Errorf("dataplane: all %d table slots in use", len(m.slots))
 	}
 	in := &muxInstance{cfg: cfg, slot: slot, table: &forwarding.Table{}, traffic: m.traffic}
 	if err := in.build(t); err != nil {
@@ -532,7 +530,7 @@ func (in *muxInstance) build(t *forwarding.Table) error {
 	if in.buckets, err = newBucketArray(in.cfg.Buckets); err != nil {
 		return err
 	}
-	if in.servers, err = newWordArray(serverTableSize, false); err != nil {
+	if in.servers, err = newWordArray(uint32(muxLimit().serverTable), false); err != nil {
 		return err
 	}
 	if in.chains, err = newChainTable(chainTableSize(in.cfg)); err != nil {
@@ -678,9 +676,6 @@ func (m *Mux) checkFamily(cfg forwarding.Instance) error {
 	return nil
 }
 
-// maxVIPs is MAX_VIPS in bpf/include/mux_maps.h.
-const maxVIPs = 1024
-
 func (m *Mux) checkVIPsFree(cfg forwarding.Instance) error {
 	n := len(cfg.VIPs)
 	for name, in := range m.instances {
@@ -688,7 +683,7 @@ func (m *Mux) checkVIPsFree(cfg forwarding.Instance) error {
 			n += len(in.cfg.VIPs)
 		}
 	}
-	if n > maxVIPs {
+	if maxVIPs := muxLimit().vips; n > maxVIPs {
 		return fmt.Errorf("dataplane: %d VIPs in all, a mux forwards at most %d", n, maxVIPs)
 	}
 	for name, in := range m.instances {

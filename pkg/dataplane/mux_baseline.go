@@ -33,7 +33,7 @@ func muxBenchOrderVersion() *ebpf.VariableSpec {
 }
 
 // SetBenchOrder selects the benchmark build's visiting order (bench_key in
-// bpf/bench/mux_bench.h): research/bench/dpbench fills connection tables in one order
+// bpf/bench/mux_bench.c): research/bench/dpbench fills connection tables in one order
 // and measures in another.
 func (m *Mux) SetBenchOrder(key uint32) error { return m.bench.Key.Set(key) }
 

@@ -278,6 +278,7 @@ const (
 	muxBenchVarCtPad                  = "ct_pad"
 	muxBenchVarCtSeed                 = "ct_seed"
 	muxBenchVarGenFrame               = "gen_frame"
+	muxBenchVarLimitMaxChain          = "limit_max_chain"
 	muxBenchVarLiveDmac               = "live_dmac"
 	muxBenchVarLiveIfindex            = "live_ifindex"
 	muxBenchVarLiveSmac               = "live_smac"
@@ -402,6 +403,7 @@ type muxBenchVariableSpecs struct {
 	CtPad                  *ebpf.VariableSpec `ebpf:"ct_pad"`
 	CtSeed                 *ebpf.VariableSpec `ebpf:"ct_seed"`
 	GenFrame               *ebpf.VariableSpec `ebpf:"gen_frame"`
+	LimitMaxChain          *ebpf.VariableSpec `ebpf:"limit_max_chain"`
 	LiveDmac               *ebpf.VariableSpec `ebpf:"live_dmac"`
 	LiveIfindex            *ebpf.VariableSpec `ebpf:"live_ifindex"`
 	LiveSmac               *ebpf.VariableSpec `ebpf:"live_smac"`
@@ -522,6 +524,7 @@ type muxBenchVariables struct {
 	CtPad                  *ebpf.Variable `ebpf:"ct_pad"`
 	CtSeed                 *ebpf.Variable `ebpf:"ct_seed"`
 	GenFrame               *ebpf.Variable `ebpf:"gen_frame"`
+	LimitMaxChain          *ebpf.Variable `ebpf:"limit_max_chain"`
 	LiveDmac               *ebpf.Variable `ebpf:"live_dmac"`
 	LiveIfindex            *ebpf.Variable `ebpf:"live_ifindex"`
 	LiveSmac               *ebpf.Variable `ebpf:"live_smac"`
