@@ -54,6 +54,7 @@
 #include "include/capture.h"
 #include "include/mux_addr.h"
 #include "include/mux_verdict.h"
+#include "include/mux_transmit.h"
 #include "include/mux6.h"
 #include "strategy/beamer.h"
 #include "strategy/maglev.h"
@@ -87,15 +88,9 @@ INLINE int transmit_as(struct xdp_md *ctx, struct decision *d, int verdict, stru
 	__be16 frag = ip->frag_off;
 
 	d->encap.saddr = mux_addr;
-	switch (xdp_nexthop(ctx, &d->encap.saddr, &d->encap.daddr, 0, &nh)) {
-	case NEXTHOP_TX:
-	case NEXTHOP_REDIRECT:
-		break;
-	case NEXTHOP_NO_NEIGH:
-		return drop(MUX_DROP_NO_NEIGH);
-	default:
-		return drop(MUX_DROP_NO_ROUTE);
-	}
+	int why = nexthop_drop(xdp_nexthop(ctx, &d->encap.saddr, &d->encap.daddr, 0, &nh));
+	if (why)
+		return drop(why);
 
 	/* Too big once encapsulated. With DF the client does path MTU
 	 * discovery: tell it the size that fits. Without DF it expects a
@@ -105,7 +100,7 @@ INLINE int transmit_as(struct xdp_md *ctx, struct decision *d, int verdict, stru
 		if (!(frag & bpf_htons(IP_DF)))
 			return drop(MUX_DROP_TOO_BIG);
 		__u32 fits = nh.mtu > outer_len + IPV4_MIN_MTU ? nh.mtu - outer_len : IPV4_MIN_MTU;
-		if (xdp_icmp_frag_needed(ctx, fits))
+		if (xdp_icmp_too_big(ctx, fits, 0))
 			return drop(MUX_DROP_ENCAP);
 		mux_count(MUX_ICMP_TOO_BIG);
 		vip_traffic_drop(MUX_ICMP_TOO_BIG);
@@ -119,19 +114,7 @@ INLINE int transmit_as(struct xdp_md *ctx, struct decision *d, int verdict, stru
 		eth = xdp_encap_ipv4(ctx, &d->encap, outer_len);
 	if (!eth)
 		return drop(MUX_DROP_ENCAP);
-	__builtin_memcpy(eth->h_dest, nh.dmac, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, nh.smac, ETH_ALEN);
-
-	if (gue)
-		mux_count(MUX_FWD_GUE);
-	mux_count(verdict);
-	if (d->also)
-		mux_count(d->also);
-	vip_traffic_forward(d->vip_stat, d->stat, inner_tot, d->new_flow);
-	capture_xdp(ctx, CAPTURE_MUX_TX);
-	if (nh.ifindex == ctx->ingress_ifindex)
-		return XDP_TX;
-	return bpf_redirect(nh.ifindex, 0);
+	return transmit_out(ctx, eth, &nh, verdict, d->also, d->vip_stat, d->stat, inner_tot, d->new_flow, gue, 0);
 }
 
 /* The VIP's encapsulation (record field, in the cache line already read)

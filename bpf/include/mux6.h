@@ -16,7 +16,7 @@
  *               addresses;
  *   transmit    next hop by bpf_fib_lookup AF_INET6 (nexthop.h), size
  *               check (ICMPv6 Packet Too Big back to the client,
- *               icmp6_too_big.h), xdp_encap_gue6, XDP_TX or redirect.
+ *               icmp_too_big.h), xdp_encap_gue6, XDP_TX or redirect.
  *
  * ICMPv6 to a VIP: echo requests by the VIP's echo policy, as for IPv4; a
  * Packet Too Big goes where the connection it quotes goes (icmp6_steer.h,
@@ -31,7 +31,7 @@
 #include "flow6.h"
 #include "vips6.h"
 #include "nexthop.h"
-#include "icmp6_too_big.h"
+#include "icmp_too_big.h"
 #include "icmp6_steer.h"
 #include "icmp_steer.h"
 #include "quic.h"
@@ -43,6 +43,7 @@
 #include "capture.h"
 #include "mux_addr.h"
 #include "mux_verdict.h"
+#include "mux_transmit.h"
 
 #define ICMP6_ECHO_REQUEST 128
 #define ICMP6_ECHO_REPLY 129
@@ -153,21 +154,15 @@ INLINE int transmit6(struct xdp_md *ctx, struct decision6 *d, int verdict, __u32
 		d->encap.saddr[i] = mux_addr6[i];
 	if (!(d->encap.saddr[0] | d->encap.saddr[1] | d->encap.saddr[2] | d->encap.saddr[3]))
 		return drop(MUX_DROP_NO_ADDR6);
-	switch (xdp_nexthop(ctx, d->encap.saddr, d->encap.daddr, 1, &nh)) {
-	case NEXTHOP_TX:
-	case NEXTHOP_REDIRECT:
-		break;
-	case NEXTHOP_NO_NEIGH:
-		return drop(MUX_DROP_NO_NEIGH);
-	default:
-		return drop(MUX_DROP_NO_ROUTE);
-	}
+	int why = nexthop_drop(xdp_nexthop(ctx, d->encap.saddr, d->encap.daddr, 1, &nh));
+	if (why)
+		return drop(why);
 	/* Too big once encapsulated: IPv6 routers never fragment and the mux
 	 * cannot, so the client is told the size that fits (RFC 8201). */
 	if (inner_tot + outer_len > nh.mtu) {
 		__u32 fits = nh.mtu > outer_len + IPV6_MIN_MTU ? nh.mtu - outer_len : IPV6_MIN_MTU;
 		/* Never an ICMPv6 error about an ICMPv6 error (RFC 4443 2.4). */
-		if (d->also == MUX_FWD_ICMP_FRAG_NEEDED || inner_tot < ICMP6_PTB_QUOTE || xdp_icmp6_too_big(ctx, fits))
+		if (d->also == MUX_FWD_ICMP_FRAG_NEEDED || inner_tot < ICMP6_PTB_QUOTE || xdp_icmp_too_big(ctx, fits, 1))
 			return drop(MUX_DROP_TOO_BIG);
 		mux_count(MUX_ICMP_TOO_BIG);
 		vip_traffic_drop(MUX_ICMP_TOO_BIG);
@@ -177,17 +172,7 @@ INLINE int transmit6(struct xdp_md *ctx, struct decision6 *d, int verdict, __u32
 	struct ethhdr *eth = xdp_encap_gue6(ctx, &d->encap, outer_len, bpf_htons(GUE_SPORT(hash)), bpf_htons(gue_port));
 	if (!eth)
 		return drop(MUX_DROP_ENCAP);
-	mux_count(MUX_FWD_GUE);
-	mux_count(MUX_FWD_IPV6);
-	__builtin_memcpy(eth->h_dest, nh.dmac, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, nh.smac, ETH_ALEN);
-	mux_count(verdict);
-	if (d->also)
-		mux_count(d->also);
-	vip_traffic_forward(d->vip_stat, d->stat, inner_tot, d->new_flow);
-	if (nh.ifindex == ctx->ingress_ifindex)
-		return XDP_TX;
-	return bpf_redirect(nh.ifindex, 0);
+	return transmit_out(ctx, eth, &nh, verdict, d->also, d->vip_stat, d->stat, inner_tot, d->new_flow, 1, 1);
 }
 
 /* An ICMPv6 echo request answered in place: MACs and addresses swapped,
