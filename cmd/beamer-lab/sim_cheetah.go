@@ -13,10 +13,14 @@ func newSimCheetahCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "cheetah",
-		Short: "PCC violations vs DIP update rate (Beamer, Maglev, Cheetah) and load imbalance (round robin vs hash) as in the Cheetah paper",
+		Short: "PCC violations vs DIP update rate (Beamer as published, this product's Beamer, Maglev, Cheetah) and load imbalance (round robin vs hash) as in the Cheetah paper",
 		Long: `Runs the Cheetah paper's two simulations with the product's own controller code
 (bucket rebalance and histories with holds, Maglev tables) and prints them
-beside the paper's figures. See docs/strategy-cheetah.md.`,
+beside the paper's figures. Beamer runs twice on the same workload: as
+published (one previous owner per bucket, a fixed daisy-chaining window: the
+Beamer the Cheetah paper measured) and as this product builds it (K previous
+owners, holds). See docs/strategy-cheetah.md; scripts/sim-doc.sh writes its
+tables from this command's --json output.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r, err := cheetahsim.Run(c)

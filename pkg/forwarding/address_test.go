@@ -43,7 +43,7 @@ func TestMaglevSizeMessage(t *testing.T) {
 		4:          "maglev table size 4 is not prime (Maglev needs a prime size): the nearest primes are 3 and 5",
 		MaxBuckets: "maglev table size 16777216 is not prime (Maglev needs a prime size): the nearest prime is 16777213",
 	} {
-		err := checkMaglevSize(size)
+		err := CheckMaglevTableSize(size)
 		if (err == nil) != (want == "") || (err != nil && err.Error() != want) {
 			t.Errorf("%d: %v, want %q", size, err, want)
 		}

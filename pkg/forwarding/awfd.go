@@ -19,8 +19,15 @@ const (
 // AWFD: the instance's Buckets array is its Maglev table (prime size), the
 // equal-share fallback muxes use before the first class record and while no
 // server reports capacity; the class record (pkg/strategy/awfd) lives outside the
-// ring.
-func init() { RegisterStrategy(StrategySpec{Name: StrategyAWFD, Check: checkAWFD}) }
+// ring. Muxes keep connection tables (PCC), as Maglev's.
+func init() {
+	RegisterStrategy(StrategySpec{Name: StrategyAWFD, Check: checkAWFD, MaglevTable: true, ConnTable: true,
+		HasOptions: func(in *Instance) bool { return in.AWFD != nil },
+		FillDefaults: func(in *Instance) {
+			o := in.AWFDConfig()
+			in.AWFD = &o
+		}})
+}
 
 // AWFDOptions are the awfd strategy's own settings (issue 14), json "awfd"
 // in the instance configuration, validated by checkAWFD.
@@ -56,7 +63,7 @@ func (in *Instance) AWFDConfig() AWFDOptions {
 // checkAWFD validates an AWFD instance's options: its table is a Maglev
 // table (prime size), m and the poll interval within bounds.
 func checkAWFD(in *Instance) error {
-	if err := CheckPrimeTableSize(StrategyAWFD, in.Buckets); err != nil {
+	if err := checkPrimeSize(in.Buckets, fmt.Sprintf("awfd table size %d is not prime (awfd builds a Maglev table, which needs a prime size)", in.Buckets)); err != nil {
 		return err
 	}
 	if in.AWFD == nil {

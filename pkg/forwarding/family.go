@@ -56,18 +56,17 @@ func (in *Instance) checkFamily() error {
 	if f == IPv4 {
 		return nil
 	}
-	if !strategyForwardsIPv6(in.Strategy) {
-		return fmt.Errorf("strategy %q does not forward IPv6: an IPv6 instance needs strategy beamer", in.Strategy)
+	// Only strategies whose mux and agent paths handle IPv6 packets end to
+	// end (StrategySpec.IPv6). The others (Maglev's connection table,
+	// Prism's MCT signatures, Cheetah's cookies, AWFD's class records) key
+	// their state on IPv4 flows in the data plane; an IPv6 instance of
+	// theirs would be accepted here and then mis-forwarded, so it is
+	// refused.
+	if !in.Strategy.Spec().IPv6 {
+		return fmt.Errorf("strategy %q does not forward IPv6: an IPv6 instance needs strategy %s", in.Strategy, StrategiesWith(func(s StrategySpec) bool { return s.IPv6 }))
 	}
 	return encapCarriesIPv6(in)
 }
-
-// strategyForwardsIPv6 names the strategies whose mux and agent paths
-// handle IPv6 packets end to end. The others (Maglev's connection table,
-// Prism's MCT signatures, Cheetah's cookies, AWFD's class records) key
-// their state on IPv4 flows in the data plane; an IPv6 instance of theirs
-// would be accepted here and then mis-forwarded, so it is refused.
-func strategyForwardsIPv6(s Strategy) bool { return s == StrategyBeamer }
 
 // encapCarriesIPv6 refuses an IPv6 instance whose encapsulation cannot
 // carry its packets. IPv6 travels only in GUE: IP-in-IP's fields ride in

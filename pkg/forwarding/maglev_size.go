@@ -29,21 +29,19 @@ func isPrime(n uint32) bool {
 	return true
 }
 
-// checkMaglevSize is the prime-size rule for a Maglev instance.
-func checkMaglevSize(size uint32) error { return CheckPrimeTableSize(StrategyMaglev, size) }
+// CheckMaglevTableSize says why size is no Maglev table size.
+func CheckMaglevTableSize(size uint32) error {
+	return checkPrimeSize(size, fmt.Sprintf("maglev table size %d is not prime (Maglev needs a prime size)", size))
+}
 
-// CheckPrimeTableSize says why size is no table size for strategy, whose
-// table is a Maglev lookup table (Maglev, AWFD): Maglev's permutations
-// (offset + j·skip mod M) visit every entry only when M is prime. This is
-// the one prime rule: the message names the instance's strategy, and the
-// nearest primes so the operator can pick one.
-func CheckPrimeTableSize(strategy Strategy, size uint32) error {
+// checkPrimeSize says why size is no size of a Maglev lookup table (the
+// table of Maglev and AWFD), what being the strategy's own words:
+// Maglev's permutations (offset + j·skip mod M) visit every entry only when
+// M is prime. This is the one prime rule: the message adds the nearest
+// primes so the operator can pick one.
+func checkPrimeSize(size uint32, what string) error {
 	if isPrime(size) {
 		return nil
-	}
-	what := fmt.Sprintf("%s table size %d is not prime (Maglev needs a prime size)", strategy, size)
-	if strategy != StrategyMaglev {
-		what = fmt.Sprintf("%s table size %d is not prime (%s builds a Maglev table, which needs a prime size)", strategy, size, strategy)
 	}
 	if size < 2 {
 		return fmt.Errorf("%s: the smallest prime is 2", what)

@@ -65,8 +65,10 @@ func checkCheetah(in *Instance) error {
 
 // Cheetah: the Beamer bucket table serves clients without timestamps, so
 // the instance's general rules apply, plus the policy and keys.
+// Its servers take the keys the controller pushes.
 func init() {
-	RegisterStrategy(StrategySpec{Name: StrategyCheetah, Check: checkCheetah, CheckServer: checkCheetahServer})
+	RegisterStrategy(StrategySpec{Name: StrategyCheetah, Check: checkCheetah, CheckServer: checkCheetahServer, ServerKeys: true,
+		HasOptions: func(in *Instance) bool { return in.Cheetah != nil }, OptionsRequired: true})
 }
 
 // checkCheetahServer: a cookie carries 15 bits of server id.

@@ -12,11 +12,11 @@ func TestPrimeRuleNamesStrategy(t *testing.T) {
 		t.Errorf("awfd, 1000 buckets: %v, want %q", err, want)
 	}
 	want = "maglev table size 1000 is not prime (Maglev needs a prime size): the nearest primes are 997 and 1009"
-	if err := CheckPrimeTableSize(StrategyMaglev, 1000); err == nil || err.Error() != want {
+	if err := CheckMaglevTableSize(1000); err == nil || err.Error() != want {
 		t.Errorf("maglev, 1000: %v, want %q", err, want)
 	}
 	for _, size := range []uint32{0, 1} {
-		if err := CheckPrimeTableSize(StrategyMaglev, size); err == nil {
+		if err := CheckMaglevTableSize(size); err == nil {
 			t.Errorf("size %d accepted", size)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Strategy names how muxes of an instance pick servers.
@@ -39,9 +40,11 @@ var strategyCodes = map[Strategy]uint8{
 }
 
 // StrategySpec is what the forwarding layer knows of a strategy: the
-// configuration rules that only it has. Everything else a strategy decides
-// lives in its own type in the controller, the mux loader, the model and the
-// lab.
+// configuration rules and the capabilities that only it has, which shared
+// code (configuration files, ctl, the declarative document, benchmarks)
+// asks instead of comparing names. Everything else a strategy decides
+// lives in its own type in the controller, the mux loader, the model and
+// the lab.
 type StrategySpec struct {
 	Name Strategy
 	// Check returns what is wrong with the strategy's own part of a
@@ -51,6 +54,59 @@ type StrategySpec struct {
 	// this strategy (e.g. a Cheetah cookie carries 15 bits of it), or nil;
 	// Instance.CheckServer asks it.
 	CheckServer func(id ServerID) error
+	// HasOptions tells whether a configuration carries the strategy's own
+	// options block (json "prism", "cheetah", "awfd"); nil: it has none.
+	// Another strategy's instance must not carry it.
+	HasOptions func(in *Instance) bool
+	// OptionsRequired: an instance of the strategy must carry its options
+	// block (Cheetah: its policy and keys have no defaults).
+	OptionsRequired bool
+	// FillDefaults writes the strategy's options block with every default
+	// filled in, as the controller and the muxes read it (nil: nothing).
+	FillDefaults func(in *Instance)
+	// IPv6: its mux and agent paths handle IPv6 packets end to end.
+	IPv6 bool
+	// MaglevTable: the bucket array is a Maglev lookup table (prime size,
+	// filled by assign.MaglevTable; small by default).
+	MaglevTable bool
+	// ConnTable: its muxes keep per-CPU connection tables, so the bucket
+	// entry places only a connection's first packet (what the mux
+	// counts as forwarded is ct_hit plus ct_miss).
+	ConnTable bool
+	// ServerKeys: the servers of its instances take keys the controller
+	// pushes (Cheetah's cookie keys).
+	ServerKeys bool
+	// StaticChainWindow is the chaining window an instance of a static mux
+	// configuration gets when it leaves chain_window out (0: none).
+	StaticChainWindow time.Duration
+}
+
+// DefaultStrategy is the strategy of a configuration that names none (as
+// `ctl create` without --strategy).
+const DefaultStrategy = StrategyBeamer
+
+// OrDefault is s, or DefaultStrategy when s is empty.
+func (s Strategy) OrDefault() Strategy {
+	if s == "" {
+		return DefaultStrategy
+	}
+	return s
+}
+
+// Spec is the registered strategy's spec; the zero spec (no capability)
+// when s is not registered.
+func (s Strategy) Spec() StrategySpec { return registered[s] }
+
+// StrategiesWith lists the registered strategies that have a capability,
+// sorted by their code, as "a or b" for messages.
+func StrategiesWith(has func(StrategySpec) bool) string {
+	var names []string
+	for _, s := range Strategies() {
+		if has(registered[s]) {
+			names = append(names, string(s))
+		}
+	}
+	return joinOr(names)
 }
 
 var registered = map[Strategy]StrategySpec{}
@@ -84,6 +140,11 @@ func StrategyNames() string {
 	for _, s := range Strategies() {
 		names = append(names, string(s))
 	}
+	return joinOr(names)
+}
+
+// joinOr is names as "a, b or c".
+func joinOr(names []string) string {
 	if len(names) < 2 {
 		return strings.Join(names, "")
 	}
@@ -113,9 +174,9 @@ func (in *Instance) checkStrategy() error {
 		}
 		return fmt.Errorf("strategy %q is unknown; want %s", in.Strategy, StrategyNames())
 	}
-	for name, set := range map[Strategy]bool{StrategyPrism: in.Prism != nil, StrategyCheetah: in.Cheetah != nil, StrategyAWFD: in.AWFD != nil} {
-		if set && name != in.Strategy {
-			return fmt.Errorf("options for strategy %q given to a %q instance", name, in.Strategy)
+	for _, other := range Strategies() {
+		if o := registered[other]; other != in.Strategy && o.HasOptions != nil && o.HasOptions(in) {
+			return fmt.Errorf("options for strategy %q given to a %q instance", other, in.Strategy)
 		}
 	}
 	if spec.Check != nil {

@@ -1,7 +1,8 @@
 package forwarding
 
 // Maglev: the bucket array is the Maglev lookup table, whose size must be
-// prime (maglev_size.go).
+// prime (maglev_size.go); muxes keep connection tables.
 func init() {
-	RegisterStrategy(StrategySpec{Name: StrategyMaglev, Check: func(in *Instance) error { return checkMaglevSize(in.Buckets) }})
+	RegisterStrategy(StrategySpec{Name: StrategyMaglev, MaglevTable: true, ConnTable: true,
+		Check: func(in *Instance) error { return CheckMaglevTableSize(in.Buckets) }})
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"strings"
 	"time"
 )
 
@@ -163,8 +162,14 @@ func runAWFDVariant(ctx context.Context, e AWFDExperiment, v AWFDVariant, flow F
 	defer os.RemoveAll(dir)
 	o := Options{Beamer: e.Beamer, Dir: dir, Clients: e.Clients, Muxes: e.Muxes, Servers: e.Servers, Buckets: 1009,
 		FileSize: 1 << 10, Strategy: v.Strategy, Store: "embedded", Seed: 1, ServerRates: e.Rates}
-	if v.Strategy == "beamer" || strings.HasPrefix(v.Strategy, "cheetah") {
-		o.Window = 4 * time.Minute // Cheetah's fallback for clients without timestamps is Beamer's
+	strat, err := StrategyOf(v.Strategy)
+	if err != nil {
+		return nil, err
+	}
+	if strat.AgentWindow(4*time.Minute) > 0 {
+		// Servers that chain (Beamer; Cheetah, whose fallback for clients
+		// without timestamps is Beamer's) chain for the paper's window.
+		o.Window = 4 * time.Minute
 	}
 	if v.Classes > 0 {
 		o.CreateArgs = []string{"--classes", fmt.Sprint(v.Classes), "--poll", v.Poll.String()}
@@ -203,10 +208,10 @@ func runAWFDVariant(ctx context.Context, e AWFDExperiment, v AWFDVariant, flow F
 	}
 	time.Sleep(2 * time.Second) // health checks pass, the first class records arrive
 	run = &AWFDRun{Variant: v, Flows: l.RunFlows(ctx, flow)}
-	if v.Strategy == "awfd" {
+	if dc, ok := strat.(decisionCounters); ok {
 		run.AWFD = map[string]uint64{}
 		for _, m := range l.muxes {
-			c, err := scrapeCounters(m.ns, "beamer_mux_awfd_packets_total")
+			c, err := scrapeCounters(m.ns, dc.decisionCounters())
 			if err != nil {
 				return nil, err
 			}

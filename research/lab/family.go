@@ -3,6 +3,8 @@ package lab
 import (
 	"fmt"
 	"net/netip"
+
+	"github.com/beamer-lb/beamer/pkg/forwarding"
 )
 
 // The lab's IPv6 plan (Params.Family 6), in 2001:db8::/32 (RFC 3849), laid
@@ -51,14 +53,19 @@ func (o *Options) checkFamily() error {
 		return fmt.Errorf("lab: family %d: want 4 or 6", o.Family)
 	case o.Family != 6:
 		return nil
-	case o.Strategy != "beamer":
-		return fmt.Errorf("lab: family 6 needs strategy beamer (the only one that forwards IPv6), not %q", o.Strategy)
+	case !forwarding.Strategy(o.Strategy).Spec().IPv6:
+		return fmt.Errorf("lab: family 6 needs strategy %s (the ones that forward IPv6), not %q", ipv6Strategies(), o.Strategy)
 	case o.Encap == "ipip":
 		return fmt.Errorf("lab: family 6 travels in GUE only, not encap ipip")
 	case o.UDP || o.QUIC:
 		return fmt.Errorf("lab: family 6 runs the TCP load only (the lab's UDP and QUIC services are IPv4)")
 	}
 	return nil
+}
+
+// ipv6Strategies names the strategies that forward IPv6.
+func ipv6Strategies() string {
+	return forwarding.StrategiesWith(func(s forwarding.StrategySpec) bool { return s.IPv6 })
 }
 
 // familyNote names an IPv6 run in its first line.

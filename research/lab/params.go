@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/beamer-lb/beamer/pkg/forwarding"
 )
 
 // Duration is a time.Duration that reads and writes as "30s" in JSON.
@@ -125,8 +127,8 @@ func (p *Params) Validate() error {
 		return errors.New("seed: must not be negative")
 	case p.Family != 0 && p.Family != 4 && p.Family != 6:
 		return fmt.Errorf("family %d: want 4 or 6", p.Family)
-	case p.Family == 6 && p.Strategy != "beamer":
-		return fmt.Errorf("family 6: only strategy beamer forwards IPv6, not %q", p.Strategy)
+	case p.Family == 6 && !forwarding.Strategy(p.Strategy).Spec().IPv6:
+		return fmt.Errorf("family 6: only strategy %s forwards IPv6, not %q", ipv6Strategies(), p.Strategy)
 	case p.Family == 6 && p.FloodRate > 0:
 		return errors.New("family 6: the lab's SYN flood is IPv4 only")
 	case p.Family == 6 && p.Encap == "ipip":

@@ -35,7 +35,7 @@ func (l *Lab) MCTEntries() (int, bool) {
 
 // mctPlot draws the Prism MCT's size over a run (nil for other strategies).
 func mctPlot(r *Result) (*plot.Plot, error) {
-	if r.Strategy != "prism" {
+	if _, ok := strategies[r.Strategy].(mctKeeper); !ok {
 		return nil, nil
 	}
 	p := timePlot(r, "Prism MCT entries", "entries in the migrated-connection table")

@@ -67,7 +67,7 @@ func (s *sampler) run() {
 		if hops, err := r.lab.VIPNextHops(); err == nil {
 			smp.Muxes = len(hops)
 		}
-		if r.p.Strategy == "prism" {
+		if _, ok := strategies[r.p.Strategy].(mctKeeper); ok {
 			smp.MCT, _ = r.lab.MCTEntries()
 		}
 		snap := r.load.brokenCount()

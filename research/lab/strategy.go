@@ -19,6 +19,16 @@ type Strategy interface {
 	AgentWindow(window time.Duration) time.Duration
 }
 
+// mctKeeper is implemented by strategies whose muxes keep a
+// migrated-connection table: the sampler reads its size every second and
+// the report plots it (prism.go).
+type mctKeeper interface{ keepsMCT() }
+
+// decisionCounters is implemented by strategies whose muxes count their
+// decisions in a counter family of their own (the AWFD experiment sums
+// it).
+type decisionCounters interface{ decisionCounters() string }
+
 var strategies = map[string]Strategy{}
 
 func registerStrategy(s Strategy) { strategies[s.Name()] = s }

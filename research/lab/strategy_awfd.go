@@ -13,3 +13,4 @@ func init() { registerStrategy(awfdStrategy{}) }
 
 func (awfdStrategy) Name() string                            { return "awfd" }
 func (awfdStrategy) AgentWindow(time.Duration) time.Duration { return 0 }
+func (awfdStrategy) decisionCounters() string                { return "beamer_mux_awfd_packets_total" }

@@ -12,3 +12,4 @@ func init() { registerStrategy(prismStrategy{}) }
 func (prismStrategy) Name() string                            { return "prism" }
 func (prismStrategy) Check(uint32) error                      { return nil }
 func (prismStrategy) AgentWindow(time.Duration) time.Duration { return 0 }
+func (prismStrategy) keepsMCT()                               {}

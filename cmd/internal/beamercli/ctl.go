@@ -110,11 +110,11 @@ func parsePorts(s string) (lo, hi uint16, err error) {
 type createFlags struct {
 	vips                                    *[]string
 	ports, strategy, healthKind, healthPath *string
-	buckets, mctEntries                     *uint32
+	buckets                                 *uint32
 	window                                  *time.Duration
 	maxChain                                *int
 	healthPort, agentPort                   *uint16
-	cheetah                                 *cheetahCreateFlags
+	strategyFlags                           map[forwarding.Strategy]strategyFlags // ctl_strategy.go
 	portOpts                                *portFlags
 	encapOpts                               *encapFlags
 }
@@ -143,14 +143,12 @@ func registerCreateFlags(create *cobra.Command) *createFlags {
 	f.buckets = create.Flags().Uint32("buckets", 0, fmt.Sprintf("beamer (required): bucket count B, larger than the most DIPs the instance will have (paper: 100 per DIP); maglev: the lookup table size M, a prime ≥ 100 per backend, %d when not given", assign.MaglevSmallTable))
 	f.window = create.Flags().Duration("chain-window", forwarding.DefaultChainWindow, fmt.Sprintf("daisy-chaining window, at most %v (agents of beamer and cheetah instances are given the same: --vip VIP:BUCKETS:WINDOW)", forwarding.MaxChainWindow))
 	f.maxChain = create.Flags().Int("max-chain", forwarding.DefaultMaxChainLen, fmt.Sprintf("K: previous owners a bucket's history keeps, 1–%d (a connection survives K moves of its bucket inside the window)", forwarding.MaxChain))
-	addAWFDCreateFlags(create)
+	f.strategyFlags = addStrategyFlags(create)
 	f.strategy = create.Flags().String("strategy", string(forwarding.StrategyBeamer), "forwarding strategy: "+forwarding.StrategyNames()+" (beamer: stable hashing, daisy chaining; maglev: Maglev hashing, connection tables in the muxes)")
 	f.healthKind = create.Flags().String("health", string(forwarding.HealthAgent), "how the controller probes servers: agent (the server's agent connects to VIP:port on the server; works for services bound only to the VIP), tcp (connect to DIP:port), http (GET http://DIP:port/PATH, 2xx), none")
 	f.healthPort = create.Flags().Uint16("health-port", 0, "port probed (default: the first service port)")
 	f.healthPath = create.Flags().String("health-path", "", "path of the http probe (default /)")
 	f.agentPort = create.Flags().Uint16("agent-port", 0, "port of the agent API on the servers (default 9300)")
-	f.mctEntries = create.Flags().Uint32("mct-entries", 0, fmt.Sprintf("prism: size of the migrated-connection table (default %d, at most %d)", forwarding.DefaultMCTEntries, forwarding.MaxMCTEntries))
-	f.cheetah = addCheetahFlags(create)
 	f.portOpts = addPortFlags(create)
 	f.encapOpts = addEncapFlags(create) // ctl_encap.go
 	return f
@@ -160,20 +158,12 @@ func registerCreateFlags(create *cobra.Command) *createFlags {
 // will check it.
 func (f *createFlags) instance(cmd *cobra.Command, name string) (*forwarding.Instance, error) {
 	in := &forwarding.Instance{Name: name, Strategy: forwarding.Strategy(*f.strategy), Buckets: *f.buckets, ChainWindow: *f.window, MaxChainLen: *f.maxChain}
-	if err := f.cheetah.apply(cmd, in); err != nil {
+	if err := applyStrategyFlags(cmd, in, f.strategyFlags); err != nil {
 		return nil, err
-	}
-	if err := awfdCreateOptions(cmd, in); err != nil {
-		return nil, err
-	}
-	if cmd.Flags().Changed("mct-entries") {
-		if in.Strategy != forwarding.StrategyPrism {
-			return nil, fmt.Errorf("--mct-entries is a prism option; this instance is %s", in.Strategy)
-		}
-		in.Prism = &forwarding.PrismOptions{MCTEntries: *f.mctEntries}
 	}
 	if !cmd.Flags().Changed("buckets") {
-		if in.Strategy != forwarding.StrategyMaglev && in.Strategy != forwarding.StrategyAWFD {
+		// A Maglev lookup table has a size to assume; B has none.
+		if !in.Strategy.Spec().MaglevTable {
 			return nil, errMissingBuckets
 		}
 		in.Buckets = assign.MaglevSmallTable

@@ -24,15 +24,17 @@ func addCheetahFlags(cmd *cobra.Command) *cheetahCreateFlags {
 	}
 }
 
-// apply fills the instance's cheetah options when the strategy is cheetah,
-// and refuses cheetah flags given to another strategy.
-func (f *cheetahCreateFlags) apply(cmd *cobra.Command, in *forwarding.Instance) error {
-	if in.Strategy != forwarding.StrategyCheetah {
-		if cmd.Flags().Changed("policy") || cmd.Flags().Changed("cheetah-keys-file") {
-			return fmt.Errorf("--policy and --cheetah-keys-file are options of --strategy cheetah")
-		}
-		return nil
+// refuse: cheetah flags given to another strategy.
+func (f *cheetahCreateFlags) refuse(cmd *cobra.Command, _ *forwarding.Instance) error {
+	if cmd.Flags().Changed("policy") || cmd.Flags().Changed("cheetah-keys-file") {
+		return fmt.Errorf("--policy and --cheetah-keys-file are options of --strategy cheetah")
 	}
+	return nil
+}
+
+// apply fills the instance's cheetah options: the policy, and the keys
+// from the file or the environment (drawn at random when neither).
+func (f *cheetahCreateFlags) apply(cmd *cobra.Command, in *forwarding.Instance) error {
 	text, err := cheetahKeysText("cheetah-keys-file", *f.key)
 	if err != nil {
 		return err

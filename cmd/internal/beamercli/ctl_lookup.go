@@ -98,8 +98,8 @@ func lookupProto(tab *forwarding.Table, in *forwarding.Instance, proto forwardin
 		v.ChainOpenUntil = b.Changed + uint32(in.ChainWindow.Seconds())
 		v.ChainOpen = uint32(now.Unix()) < v.ChainOpenUntil
 	}
-	if in.Strategy == forwarding.StrategyMaglev {
-		v.Note = "maglev: this is the table entry for a new connection; an established one follows the mux's connection table (see bpf/mux.c)"
+	if in.Strategy.Spec().ConnTable {
+		v.Note = fmt.Sprintf("%s: this is the table entry for a new connection; an established one follows the mux's connection table (see bpf/mux.c)", in.Strategy)
 	}
 	return v, nil
 }

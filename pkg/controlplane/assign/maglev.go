@@ -84,7 +84,7 @@ func CheckMaglevSize(size uint32) error {
 	if size == 0 || size > MaxTableSize {
 		return fmt.Errorf("%w: size %d outside 1–%d", ErrTable, size, MaxTableSize)
 	}
-	if err := forwarding.CheckPrimeTableSize(forwarding.StrategyMaglev, size); err != nil {
+	if err := forwarding.CheckMaglevTableSize(size); err != nil {
 		return fmt.Errorf("%w: %v", ErrTable, err) // the one prime rule, shared with instance validation
 	}
 	return nil

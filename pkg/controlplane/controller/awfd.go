@@ -171,7 +171,7 @@ func (p *AWFDPoller) instance(ctx context.Context, name string) error {
 		p.inst[name] = ai
 		p.mu.Unlock()
 	}
-	if ai.cfg.Strategy != forwarding.StrategyAWFD {
+	if !strategyHas[capacityPoller](ai.cfg) {
 		return nil
 	}
 	o := ai.cfg.AWFDConfig()
@@ -232,7 +232,7 @@ func (p *AWFDPoller) load(ctx context.Context, k ring.Keys, old *awfdInstance) (
 	if old != nil {
 		ai.tracker, ai.last, ai.written, ai.lastPoll, ai.failures = old.tracker, old.last, old.written, old.lastPoll, old.failures
 	}
-	if cfg.Strategy != forwarding.StrategyAWFD {
+	if !strategyHas[capacityPoller](&cfg) {
 		return ai, nil
 	}
 	o := cfg.AWFDConfig()

@@ -214,7 +214,7 @@ func (c *Controller) cheetahInstanceRound(ctx context.Context, name string) erro
 	if errors.Is(err, ring.ErrNoInstance) {
 		return nil // deleted since the listing
 	}
-	if err != nil || in.config.Strategy != forwarding.StrategyCheetah || in.config.Cheetah == nil {
+	if err != nil || !strategyHas[cookieKeeper](in.config) || in.config.Cheetah == nil {
 		return err
 	}
 	now := c.now()
@@ -393,7 +393,7 @@ func (c *Controller) RotateCheetahKey(ctx context.Context, name string, rot Chee
 	if err != nil {
 		return "", err
 	}
-	if in.config.Strategy != forwarding.StrategyCheetah || in.config.Cheetah == nil {
+	if !strategyHas[cookieKeeper](in.config) || in.config.Cheetah == nil {
 		return "", badf("instance %q uses strategy %s, not cheetah", name, in.config.Strategy)
 	}
 	if rot.Settle < 0 || rot.MinAge < 0 {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
-	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/beamer-lb/beamer/pkg/strategy/prism"
 )
@@ -197,7 +196,7 @@ func (p *prismKeepAlivePoller) round(ctx context.Context) []keepAliveRound {
 	var out []keepAliveRound
 	for _, name := range names {
 		cfg, err := ring.ReadInstance(ctx, p.st, ring.InstanceKeys(p.root, name))
-		if err != nil || cfg.Strategy != forwarding.StrategyPrism {
+		if err != nil || !strategyHas[mctSweeper](cfg) {
 			continue
 		}
 		out = append(out, p.collect(ctx, name, muxes))

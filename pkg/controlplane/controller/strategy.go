@@ -70,6 +70,31 @@ type extraState interface {
 	extraState(c *Controller, in *instance, t *forwarding.Table, d *forwarding.Delta)
 }
 
+// Capabilities of a strategy's own background work (in its own file),
+// which asks them of each instance it lists instead of its name:
+//
+// cookieKeeper: its instances hold cookie keys the controller switches and
+// pushes to the agents (Cheetah, cheetah.go).
+type cookieKeeper interface{ keepsCookieKeys() }
+
+// capacityPoller: the controller polls its servers' spare capacity and
+// writes class records (AWFD, awfd.go).
+type capacityPoller interface{ pollsCapacity() }
+
+// mctSweeper: the controller collects the muxes' keep-alive bits of its
+// migrated-connection table (Prism, prism_keepalive.go).
+type mctSweeper interface{ sweepsMCT() }
+
+// strategyHas tells whether cfg's strategy has capability C.
+func strategyHas[C any](cfg *forwarding.Instance) bool {
+	s, err := strategyOf(cfg)
+	if err != nil {
+		return false
+	}
+	_, ok := s.(C)
+	return ok
+}
+
 var strategies = map[forwarding.Strategy]Strategy{}
 
 func registerStrategy(s Strategy) {

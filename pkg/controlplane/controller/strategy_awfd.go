@@ -24,6 +24,8 @@ type awfdStrategy struct{ maglevStrategy }
 
 func init() { registerStrategy(awfdStrategy{}) }
 
+func (awfdStrategy) pollsCapacity() {}
+
 func (awfdStrategy) Name() forwarding.Strategy { return forwarding.StrategyAWFD }
 
 // readShow reads what `ctl show` adds for the strategy from the store.

@@ -21,6 +21,8 @@ type cheetahStrategy struct{ beamerStrategy }
 
 func init() { registerStrategy(cheetahStrategy{}) }
 
+func (cheetahStrategy) keepsCookieKeys() {}
+
 func (cheetahStrategy) Name() forwarding.Strategy { return forwarding.StrategyCheetah }
 
 // A down server stays in the table: connections whose cookies name it

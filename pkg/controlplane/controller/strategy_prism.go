@@ -21,6 +21,8 @@ type prismStrategy struct{}
 
 func init() { registerStrategy(prismStrategy{}) }
 
+func (prismStrategy) sweepsMCT() {}
+
 func (prismStrategy) Name() forwarding.Strategy { return forwarding.StrategyPrism }
 
 func (prismStrategy) Moves(p *planning) ([]forwarding.BucketChange, error) {

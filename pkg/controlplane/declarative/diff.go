@@ -242,13 +242,8 @@ func effective(in *Instance) forwarding.Instance {
 	c.Health = &h
 	ids := c.ServerIDs()
 	c.ServerIDRange = &ids
-	if c.Strategy == forwarding.StrategyAWFD {
-		a := c.AWFDConfig()
-		c.AWFD = &a
-	}
-	if c.Strategy == forwarding.StrategyPrism {
-		p := c.PrismSettings()
-		c.Prism = &p
+	if fill := c.Strategy.Spec().FillDefaults; fill != nil {
+		fill(&c)
 	}
 	if c.Encap == "" {
 		c.Encap = forwarding.EncapIPIP

@@ -84,8 +84,8 @@ func (in *Instance) validate() error {
 		// The keys are not part of the document; a placeholder lets the
 		// controller's own checks run on the rest.
 		c.Cheetah.Keys.Keys[0] = cheetah.Key{1}
-	} else if c.Strategy == forwarding.StrategyCheetah {
-		return errors.New("cheetah: strategy cheetah needs its cheetah: block (policy)")
+	} else if spec := c.Strategy.Spec(); spec.OptionsRequired && !spec.HasOptions(c) {
+		return fmt.Errorf("%s: strategy %s needs its %s: block", c.Strategy, c.Strategy, c.Strategy)
 	}
 	if err := controller.CheckInstance(c); err != nil {
 		return fmt.Errorf("configuration: %w", err)

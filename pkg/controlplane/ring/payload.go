@@ -1,11 +1,9 @@
 package ring
 
 import (
-	"cmp"
 	"encoding/binary"
 	"fmt"
 	"net/netip"
-	"slices"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 )
@@ -34,12 +32,8 @@ import (
 // Blob: u32 S, S server records (sorted by id), u32 B, bucket columns of
 // the B buckets.
 //
-// Both may end with Prism's MCT section (forwarding/mct.go), present only
-// when the delta changes MCT entries or the blob's table has some, so
-// payloads of the other strategies are byte for byte what they were:
-// u32 M, M MCT records of 12 bytes: u64 signature, u16 server id, u8 op
-// (0 set, 1 remove; 0 in blobs), u8 zero. Blob records are sorted by
-// signature. Cheetah's section may follow (payload_cheetah.go).
+// Both may end with strategies' own sections (tailSections), each in its
+// strategy's file (payload_NAME.go).
 
 const serverRecord = 8
 
@@ -55,52 +49,6 @@ func serverRecordSize(s forwarding.Server) int {
 		return serverRecord6
 	}
 	return serverRecord
-}
-
-const mctRecord = 12
-
-func mctSize(n int, always bool) int {
-	if n == 0 && !always {
-		return 0
-	}
-	return 4 + n*mctRecord
-}
-
-func putMCT(b []byte, cs []forwarding.MCTChange, always bool) {
-	if len(cs) == 0 && !always {
-		return
-	}
-	binary.LittleEndian.PutUint32(b, uint32(len(cs)))
-	for i, c := range cs {
-		r := b[4+i*mctRecord:]
-		binary.LittleEndian.PutUint64(r, c.Sig)
-		binary.LittleEndian.PutUint16(r[8:], uint16(c.Server))
-		if c.Remove {
-			r[10] = 1
-		}
-	}
-}
-
-// mct reads the optional MCT section: nothing when the payload ends here.
-func (r *reader) mct() []forwarding.MCTChange {
-	if r.err != nil || len(r.b) == 0 {
-		return nil
-	}
-	n := r.count(mctRecord)
-	raw := r.take(n * mctRecord)
-	if r.err != nil || n == 0 {
-		return nil
-	}
-	out := make([]forwarding.MCTChange, n)
-	for i := range out {
-		rec := raw[i*mctRecord:]
-		if rec[10] > 1 || rec[11] != 0 {
-			r.err = fmt.Errorf("%w: MCT record %d: op %d, pad %d", ErrCorrupt, i, rec[10], rec[11])
-			return nil
-		}
-		out[i] = forwarding.MCTChange{Sig: binary.LittleEndian.Uint64(rec), Server: forwarding.ServerID(binary.LittleEndian.Uint16(rec[8:])), Remove: rec[10] == 1}
-	}
-	return out
 }
 
 // putServer writes one server record and returns its size.
@@ -289,18 +237,83 @@ func putBucketColumns(b []byte, buckets func(i int) forwarding.Bucket, n int) {
 	}
 }
 
+// tailSection is a strategy's own section at the end of payloads, after
+// the bucket columns (payload_NAME.go). Sections follow each other in the
+// order of tailSections; one is written when it or a later one holds
+// something (in its empty form then), so the payloads of strategies
+// without a section are byte for byte what they were before it existed,
+// and a reader stops at the payload's end.
+type tailSection struct {
+	// delta and table say what the section of d or t is to write.
+	delta func(d *forwarding.Delta) sectionBytes
+	table func(t *forwarding.Table) sectionBytes
+	// readDelta and readTable read the section into d or t; a corrupt
+	// section sets r.err.
+	readDelta func(r *reader, d *forwarding.Delta)
+	readTable func(r *reader, t *forwarding.Table)
+}
+
+// sectionBytes is one section of one payload: its size when written and
+// its writer; empty sections are written only before a non-empty one, in
+// their empty form (size and put stand for that form then).
+type sectionBytes struct {
+	empty bool
+	size  int
+	put   func(b []byte)
+}
+
+// tailSections are the strategies' sections in payload order: one line
+// per strategy that keeps state of its own in the table.
+var tailSections = []tailSection{prismMCTSection, cheetahSection}
+
+// tailBytes is the size of one payload's sections and their writer: the
+// sections up to the last non-empty one.
+func tailBytes(parts []sectionBytes) (size int, put func(b []byte)) {
+	last := -1
+	for i, p := range parts {
+		if !p.empty {
+			last = i
+		}
+	}
+	parts = parts[:last+1]
+	for _, p := range parts {
+		size += p.size
+	}
+	return size, func(b []byte) {
+		for _, p := range parts {
+			p.put(b)
+			b = b[p.size:]
+		}
+	}
+}
+
+func deltaTail(d *forwarding.Delta) (int, func([]byte)) {
+	parts := make([]sectionBytes, len(tailSections))
+	for i, s := range tailSections {
+		parts[i] = s.delta(d)
+	}
+	return tailBytes(parts)
+}
+
+func tableTail(t *forwarding.Table) (int, func([]byte)) {
+	parts := make([]sectionBytes, len(tailSections))
+	for i, s := range tailSections {
+		parts[i] = s.table(t)
+	}
+	return tailBytes(parts)
+}
+
 // marshalDelta encodes d's raw payload.
 func marshalDelta(d *forwarding.Delta) []byte {
 	s, c := len(d.Servers), len(d.Buckets)
 	bucket := func(i int) forwarding.Bucket { return d.Buckets[i].Bucket }
 	cols := bucketColumnsSize(c, historyEntries(c, bucket))
-	chee := d.Cheetah != nil
-	mcts := mctSize(len(d.MCT), chee)
+	tail, putTail := deltaTail(d)
 	recs := 0
 	for _, sc := range d.Servers {
 		recs += serverRecordSize(sc.Server)
 	}
-	b := make([]byte, 4+recs+4+4*c+cols+mcts+cheetahSize(d.Cheetah))
+	b := make([]byte, 4+recs+4+4*c+cols+tail)
 	binary.LittleEndian.PutUint32(b, uint32(s))
 	off := 4
 	for _, sc := range d.Servers {
@@ -313,8 +326,7 @@ func marshalDelta(d *forwarding.Delta) []byte {
 	}
 	off += 4 * c
 	putBucketColumns(b[off:], bucket, c)
-	putMCT(b[off+cols:], d.MCT, chee)
-	putCheetah(b[off+cols+mcts:], d.Cheetah)
+	putTail(b[off+cols:])
 	return b
 }
 
@@ -325,8 +337,9 @@ func unmarshalDelta(gen uint32, raw []byte) (*forwarding.Delta, error) {
 	idx := r.take(4 * c)
 	buckets := make([]forwarding.Bucket, c)
 	r.bucketColumns(buckets)
-	d.MCT = r.mct()
-	d.Cheetah = r.cheetah()
+	for _, s := range tailSections {
+		s.readDelta(r, d)
+	}
 	if err := r.end(); err != nil {
 		return nil, err
 	}
@@ -343,18 +356,12 @@ func marshalBlob(t *forwarding.Table) []byte {
 	n := len(t.Buckets)
 	bucket := func(i int) forwarding.Bucket { return t.Buckets[i] }
 	cols := bucketColumnsSize(n, historyEntries(n, bucket))
-	mct := make([]forwarding.MCTChange, 0, len(t.MCT))
-	for sig, id := range t.MCT {
-		mct = append(mct, forwarding.MCTChange{Sig: sig, Server: id})
-	}
-	slices.SortFunc(mct, func(a, b forwarding.MCTChange) int { return cmp.Compare(a.Sig, b.Sig) })
-	chee := t.Cheetah != nil
-	mcts := mctSize(len(mct), chee)
+	tail, putTail := tableTail(t)
 	recs := 0
 	for _, id := range ids {
 		recs += serverRecordSize(t.Servers[id])
 	}
-	b := make([]byte, 4+recs+4+cols+mcts+cheetahSize(t.Cheetah))
+	b := make([]byte, 4+recs+4+cols+tail)
 	binary.LittleEndian.PutUint32(b, uint32(len(ids)))
 	off := 4
 	for _, id := range ids {
@@ -362,8 +369,7 @@ func marshalBlob(t *forwarding.Table) []byte {
 	}
 	binary.LittleEndian.PutUint32(b[off:], uint32(n))
 	putBucketColumns(b[off+4:], bucket, n)
-	putMCT(b[off+4+cols:], mct, chee)
-	putCheetah(b[off+4+cols+mcts:], t.Cheetah)
+	putTail(b[off+4+cols:])
 	return b
 }
 
@@ -373,22 +379,11 @@ func unmarshalBlob(gen uint32, raw []byte) (*forwarding.Table, error) {
 	n := r.count(bucketFixed)
 	t := &forwarding.Table{Generation: gen, Buckets: make([]forwarding.Bucket, n), Servers: make(map[forwarding.ServerID]forwarding.Server, len(servers))}
 	r.bucketColumns(t.Buckets)
-	mct := r.mct()
-	t.Cheetah = r.cheetah()
+	for _, s := range tailSections {
+		s.readTable(r, t)
+	}
 	if err := r.end(); err != nil {
 		return nil, err
-	}
-	for _, c := range mct {
-		if c.Remove {
-			return nil, fmt.Errorf("%w: blob has an MCT removal", ErrCorrupt)
-		}
-		if t.MCT == nil {
-			t.MCT = make(map[uint64]forwarding.ServerID, len(mct))
-		}
-		if _, dup := t.MCT[c.Sig]; dup {
-			return nil, fmt.Errorf("%w: MCT entry %#x twice in blob", ErrCorrupt, c.Sig)
-		}
-		t.MCT[c.Sig] = c.Server
 	}
 	for _, s := range servers {
 		if s.Remove {

@@ -22,17 +22,23 @@ const (
 	cheetahRecord = 8
 )
 
-func cheetahSize(s *forwarding.CheetahState) int {
+// cheetahSection is the last tail section: it has no empty form, as
+// nothing follows it.
+var cheetahSection = tailSection{
+	delta:     func(d *forwarding.Delta) sectionBytes { return cheetahBytes(d.Cheetah) },
+	table:     func(t *forwarding.Table) sectionBytes { return cheetahBytes(t.Cheetah) },
+	readDelta: func(r *reader, d *forwarding.Delta) { d.Cheetah = r.cheetah() },
+	readTable: func(r *reader, t *forwarding.Table) { t.Cheetah = r.cheetah() },
+}
+
+func cheetahBytes(s *forwarding.CheetahState) sectionBytes {
 	if s == nil {
-		return 0
+		return sectionBytes{empty: true}
 	}
-	return cheetahFixed + len(s.Loads)*cheetahRecord
+	return sectionBytes{size: cheetahFixed + len(s.Loads)*cheetahRecord, put: func(b []byte) { putCheetah(b, s) }}
 }
 
 func putCheetah(b []byte, s *forwarding.CheetahState) {
-	if s == nil {
-		return
-	}
 	binary.LittleEndian.PutUint32(b, cheetahMagic)
 	b[4] = s.Keys.Current
 	for i, k := range s.Keys.Keys {

@@ -3,23 +3,25 @@ package config
 import (
 	"fmt"
 	"os"
-
-	"github.com/beamer-lb/beamer/pkg/forwarding"
 )
 
 // IsCheetah reports whether the VIP belongs to a Cheetah instance: its
-// strategy says so, or it has keys by hand. Only such a VIP takes keys
-// pushed by the controller: a push for any other VIP is refused before
-// anything attaches (a Beamer VIP's replies must never get cookies).
+// strategy takes keys from the controller (forwarding.StrategySpec.
+// ServerKeys), or it has keys by hand. Only such a VIP takes keys pushed by
+// the controller: a push for any other VIP is refused before anything
+// attaches (a Beamer VIP's replies must never get cookies).
 func (v AgentVIP) IsCheetah() bool {
-	return v.Strategy == forwarding.StrategyCheetah || v.Cheetah != nil
+	return v.Strategy.Spec().ServerKeys || v.Cheetah != nil
 }
 
+// checkStrategy: a VIP names its strategy only when it matters to the
+// agent (empty is fine), and keys only go with a strategy that takes them.
 func (v AgentVIP) checkStrategy() error {
-	if v.Strategy != "" && !v.Strategy.Known() {
+	named := v.Strategy != ""
+	if named && !v.Strategy.Known() {
 		return fmt.Errorf("vip %v: strategy %q is not a strategy", v.VIP, v.Strategy)
 	}
-	if v.Cheetah != nil && v.Strategy != "" && v.Strategy != forwarding.StrategyCheetah {
+	if v.Cheetah != nil && named && !v.Strategy.Spec().ServerKeys {
 		return fmt.Errorf("vip %v: cheetah keys for a %s VIP", v.VIP, v.Strategy)
 	}
 	return nil

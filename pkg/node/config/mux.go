@@ -86,11 +86,9 @@ func (c *Mux) Validate() error {
 	claims := forwarding.NewClaims()
 	for i := range c.Instances {
 		in := &c.Instances[i]
-		if in.Strategy == "" {
-			in.Strategy = forwarding.StrategyBeamer // as `ctl create` without --strategy
-		}
-		if in.ChainWindow == 0 && in.Strategy == forwarding.StrategyBeamer {
-			in.ChainWindow = forwarding.DefaultChainWindow
+		in.Strategy = in.Strategy.OrDefault() // as `ctl create` without --strategy
+		if in.ChainWindow == 0 {
+			in.ChainWindow = in.Strategy.Spec().StaticChainWindow
 		}
 		if err := in.Validate(); err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
 	"github.com/beamer-lb/beamer/pkg/dataplane"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,6 +46,10 @@ func (d *Daemon) countAWFD(name, result string) {
 	if d.awfdm.records != nil {
 		d.awfdm.records.WithLabelValues(name, result).Inc()
 	}
+}
+
+func init() {
+	registerDaemonStrategy(forwarding.StrategyAWFD, daemonStrategy{follow: (*Daemon).followAWFD})
 }
 
 // followAWFD keeps an AWFD instance's class record loaded until ctx ends.

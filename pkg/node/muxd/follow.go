@@ -96,8 +96,8 @@ func (d *Daemon) Follow(ctx context.Context, st store.Store, root, name string, 
 		inc, gen, ok := d.mux.Version(name)
 		return ring.Pair{Incarnation: inc, Generation: gen}, ok
 	})
-	if cfg.Strategy == forwarding.StrategyAWFD {
-		go d.followAWFD(ctx, st, k, name, log)
+	if follow := daemonStrategyOf(cfg).follow; follow != nil {
+		go follow(d, ctx, st, k, name, log)
 	}
 	t, err := d.load(ctx, f, *cfg, log)
 	if err == nil {

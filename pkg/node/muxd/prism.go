@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+func init() { registerDaemonStrategy(forwarding.StrategyPrism, daemonStrategy{sweepsMCT: true}) }
+
 // prismSweep is the period of beamer_mux_prism_mct_idle: entries no packet
 // hit through this mux for that long.
 const prismSweep = 30 * time.Second
@@ -111,7 +113,7 @@ func (p *prismBits) Collect(ch chan<- prometheus.Metric) {
 	p.d.mu.Lock()
 	var names []string
 	for name, cfg := range p.d.instances {
-		if cfg.Strategy == forwarding.StrategyPrism {
+		if daemonStrategyOf(&cfg).sweepsMCT {
 			names = append(names, name)
 		}
 	}

@@ -193,7 +193,7 @@ func liveInstance(strategy forwarding.Strategy, size uint32) (forwarding.Instanc
 		t.Servers[id] = forwarding.Server{Addr: liveServer(i), State: forwarding.Active}
 		backends = append(backends, assign.Server{ID: id, Weight: 1})
 	}
-	if strategy == forwarding.StrategyMaglev || strategy == forwarding.StrategyAWFD {
+	if strategy.Spec().MaglevTable {
 		entries, err := assign.MaglevTable(backends, size)
 		if err != nil {
 			return forwarding.Instance{}, nil, err
@@ -402,7 +402,7 @@ func (n *liveNet) measure(s forwarding.Strategy, size uint32, o LiveOptions) (Li
 		return LiveRow{}, err
 	}
 	counter := "fwd_bucket"
-	stateful := s == forwarding.StrategyMaglev || s == forwarding.StrategyAWFD
+	stateful := s.Spec().ConnTable
 	if stateful {
 		counter = "ct_hit"
 	}
@@ -470,17 +470,15 @@ func (n *liveNet) loadInstance(m *dataplane.Mux, s forwarding.Strategy, size uin
 	if err := m.SetInstance(cfg, table); err != nil {
 		return err
 	}
-	if s == forwarding.StrategyAWFD {
-		// Every server in a class (weights 1–4): a miss takes the whole
-		// Algorithm 1 path, not the no-record fallback.
-		rec, err := liveAWFDRecord(table)
-		if err != nil {
-			return err
-		}
-		return m.SetAWFDRecord(cfg.Name, rec)
+	if extra := liveExtra[s]; extra != nil {
+		return extra(m, cfg, table)
 	}
 	return nil
 }
+
+// liveExtra loads what a strategy's live instance needs besides its table
+// (live_NAME.go), by strategy.
+var liveExtra = map[forwarding.Strategy]func(m *dataplane.Mux, cfg forwarding.Instance, t *forwarding.Table) error{}
 
 // setLiveFloor points the floor program at the sink: the mux's eth1, its
 // MAC as source, the sink's as destination.

@@ -3,9 +3,22 @@ package dpbench
 import (
 	"slices"
 
+	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
 )
+
+// Every server in a class (weights 1–4): a miss takes the whole Algorithm 1
+// path, not the no-record fallback.
+func init() {
+	liveExtra[forwarding.StrategyAWFD] = func(m *dataplane.Mux, cfg forwarding.Instance, t *forwarding.Table) error {
+		rec, err := liveAWFDRecord(t)
+		if err != nil {
+			return err
+		}
+		return m.SetAWFDRecord(cfg.Name, rec)
+	}
+}
 
 // liveAWFDRecord puts the table's servers in classes 1–4 in turn.
 func liveAWFDRecord(t *forwarding.Table) (*awfd.Record, error) {

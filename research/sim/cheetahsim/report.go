@@ -56,9 +56,9 @@ func Run(c Config) (*Result, error) {
 func (r *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "PCC: %d servers, %d active connections (mean life %gs), %gs per rate\n",
 		r.Config.PCC.Servers, r.Config.PCC.Active, r.Config.PCC.MeanLife, r.Config.PCC.Duration)
-	fmt.Fprintf(w, "%-8s %10s %12s %8s %9s\n", "design", "updates/m", "connections", "broken", "broken %")
+	fmt.Fprintf(w, "%-16s %10s %12s %8s %9s %10s\n", "design", "updates/m", "connections", "broken", "broken %", "by window")
 	for _, p := range r.PCC {
-		fmt.Fprintf(w, "%-8s %10g %12d %8d %9.3f\n", p.Design, p.PerMinute, p.Connections, p.Broken, p.BrokenPct)
+		fmt.Fprintf(w, "%-16s %10g %12d %8d %9.3f %10d\n", p.Design, p.PerMinute, p.Connections, p.Broken, p.BrokenPct, p.BrokenByWindow)
 	}
 	fmt.Fprintf(w, "paper: Beamer/Faild ~%g%% at the highest rate, Cheetah 0\n\n", r.Paper.BeamerBrokenPctAtHighest)
 	fmt.Fprintf(w, "Imbalance (max/mean active per server)\n%-13s %8s %8s %10s\n", "policy", "servers", "active", "imbalance")

@@ -3,8 +3,9 @@ package cheetahsim
 import "testing"
 
 // At a small size: Cheetah breaks nothing, Beamer's breakage grows with the
-// update rate (it stays 0 at the lowest), and round robin balances better
-// than hashing.
+// update rate (it stays 0 at the lowest), the published Beamer breaks more
+// than this product's at a high rate, and round robin balances better than
+// hashing.
 func TestSmallRuns(t *testing.T) {
 	rows := PCC(PCCConfig{Seed: 1, Servers: 16, Active: 2000, MeanLife: 5, Duration: 60, PerMinute: []float64{1, 120},
 		ChainLen: 4, WindowSecs: 240})
@@ -21,6 +22,9 @@ func TestSmallRuns(t *testing.T) {
 	}
 	if got["beamer"][120].Broken < got["beamer"][1].Broken {
 		t.Errorf("beamer breaks less at 120 updates/min than at 1")
+	}
+	if pub, prod := got[DesignBeamerPublished][120].Broken, got[DesignBeamer][120].Broken; pub <= prod {
+		t.Errorf("published Beamer broke %d connections at 120 updates/min, this product's %d: want more", pub, prod)
 	}
 	if got["maglev"][120].Broken == 0 {
 		t.Errorf("maglev entries never moved at 120 updates/min")
