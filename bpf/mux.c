@@ -197,7 +197,7 @@ int beamer_mux(struct xdp_md *ctx)
 
 	if (!ip)
 		return mux_not_ipv4(ctx); /* bpf/include/mux6.h: IPv6, or passed on */
-	struct vip_info *vip = vip_find(ip->daddr);
+	struct vip_info *vip = vip_find(&ip->daddr, 0);
 	if (!vip) {
 		mux_count(MUX_PASS_NOT_VIP);
 		return XDP_PASS;
@@ -215,7 +215,7 @@ int beamer_mux(struct xdp_md *ctx)
 				if (!icmp_csum_ok(ip, data_end))
 					return drop(MUX_DROP_ICMP_BAD_CHECKSUM);
 				mux_count(MUX_ICMP_ECHO_ANSWERED);
-				return xdp_echo_reply(ctx);
+				return xdp_echo_reply(ctx, 0);
 			}
 			if (vip->flags & VIP_F_ECHO_PASS) {
 				mux_count(MUX_PASS_ICMP_ECHO);

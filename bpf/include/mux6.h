@@ -45,8 +45,6 @@
 #include "mux_verdict.h"
 #include "mux_transmit.h"
 
-#define ICMP6_ECHO_REQUEST 128
-#define ICMP6_ECHO_REPLY 129
 
 /* What the IPv6 decision fills: the outer header's addresses and the
  * private data (struct beamer_opt6). */
@@ -175,35 +173,6 @@ INLINE int transmit6(struct xdp_md *ctx, struct decision6 *d, int verdict, __u32
 	return transmit_out(ctx, eth, &nh, verdict, d->also, d->vip_stat, d->stat, inner_tot, d->new_flow, 1, 1);
 }
 
-/* An ICMPv6 echo request answered in place: MACs and addresses swapped,
- * type 129, hop limit 64. Swapping the addresses leaves the pseudo-header
- * sum unchanged, so only the type byte's change is folded into the
- * checksum (RFC 1624). */
-INLINE int xdp_echo6_reply(struct xdp_md *ctx)
-{
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
-	struct ethhdr *eth = data;
-	struct ipv6hdr *ip6 = (void *)(eth + 1);
-	struct icmp_hdr *icmp = (void *)(ip6 + 1);
-
-	if ((void *)(icmp + 1) > data_end)
-		return XDP_DROP;
-	__u8 mac[ETH_ALEN];
-	__builtin_memcpy(mac, eth->h_source, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, eth->h_dest, ETH_ALEN);
-	__builtin_memcpy(eth->h_dest, mac, ETH_ALEN);
-	struct in6_addr a = ip6->saddr;
-	ip6->saddr = ip6->daddr;
-	ip6->daddr = a;
-	ip6->hop_limit = 64;
-	__u16 old = *(__u16 *)icmp;
-	icmp->type = ICMP6_ECHO_REPLY;
-	__u16 new = *(__u16 *)icmp;
-	icmp->check = csum_fold32((__u16)~icmp->check + (__u16)~old + new);
-	return XDP_TX;
-}
-
 /* Is an ICMPv6 message's checksum right (issue 23)? Over the pseudo-header
  * (addresses, upper-layer length, next header 58) and the message at l4_off
  * from ip6 to the end of the payload. An echo request with a wrong one is
@@ -241,7 +210,7 @@ INLINE int mux6_icmp(struct xdp_md *ctx, const struct vip_info *vip, struct ipv6
 		if (!icmp6_csum_ok(ip6, data_end, f->l4_off))
 			return drop(MUX_DROP_ICMP_BAD_CHECKSUM);
 		mux_count(MUX_ICMP_ECHO_ANSWERED);
-		return xdp_echo6_reply(ctx);
+		return xdp_echo_reply(ctx, 1);
 	}
 	if (vip->flags & VIP_F_ECHO_PASS) {
 		mux_count(MUX_PASS_ICMP_ECHO);
@@ -265,7 +234,7 @@ int beamer_mux6(struct xdp_md *ctx)
 		mux_count(MUX_PASS_NOT_IPV4);
 		return XDP_PASS;
 	}
-	struct vip_info *vip = vip_find6(&ip6->daddr);
+	struct vip_info *vip = vip_find(ip6->daddr.in6_u.u6_addr32, 1);
 	if (!vip) {
 		mux_count(MUX_PASS_NOT_VIP6);
 		return XDP_PASS;
