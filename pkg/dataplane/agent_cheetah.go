@@ -124,7 +124,7 @@ func (a *Agent) DropCheetahEgress() error {
 	if a.pinDir == "" {
 		return nil
 	}
-	return os.RemoveAll(filepath.Join(a.pinDir, "cheetah-egress"))
+	return DetachPinned(filepath.Join(a.pinDir, "cheetah-egress"))
 }
 
 // CheetahCounters returns the cookie writer's and restorer's counters
