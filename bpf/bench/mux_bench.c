@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * The mux's benchmark build (research/bench/dpbench, pkg/dataplane's
- * benchmarks, bench dataplane --compare): the production program, the same
- * source (mux.c, compiled with BEAMER_BENCH), plus the wrappers below that
- * let BPF_PROG_TEST_RUN repeat its whole path.
+ * The mux's benchmark build (research/bench/dpbench, loaded by its Go code
+ * as a dataplane.MuxOptions.Spec; bench dataplane --compare): the
+ * production program, the same source (mux.c, compiled with BEAMER_BENCH),
+ * plus the wrappers below that let BPF_PROG_TEST_RUN repeat its whole path.
  */
 #ifndef BEAMER_BENCH
 #define BEAMER_BENCH
@@ -12,7 +12,7 @@
 
 
 /*
- * Benchmark build only (research/bench/dpbench, pkg/dataplane's benchmarks).
+ * Benchmark build only (research/bench/dpbench and its tests).
  * BPF_PROG_TEST_RUN with repeat runs a program again on the packet as the
  * previous run left it, so the wrapper undoes the encapsulation after each
  * forwarded packet — shrinking the head back and restoring the Ethernet

@@ -130,11 +130,3 @@ func (a *Agent) DropCheetahEgress() error {
 // CheetahCounters returns the cookie writer's and restorer's counters
 // summed over CPUs.
 func (a *Agent) CheetahCounters() (map[string]uint64, error) { return a.cheetah.Read() }
-
-// CheetahEgressBench is the cookie writer wrapped to undo its rewrite after
-// each run (benchmark build).
-func (a *Agent) CheetahEgressBench() *ebpf.Program { return a.bench.CheetahEgress }
-
-// CheetahIngressBench is the agent wrapped to put back the outer header and
-// the echo after each run (benchmark build).
-func (a *Agent) CheetahIngressBench() *ebpf.Program { return a.bench.CheetahIngress }
