@@ -3,8 +3,10 @@
 GO ?= go
 BIN := bin/beamer
 LAB_BIN := bin/beamer-lab
-BPF_SOURCES := $(wildcard bpf/*.c bpf/include/*.h bpf/strategy/*.h bpf/bench/*.h bpf/probe/*.c)
-BPF_OBJECTS := pkg/dataplane/mux_bpfel.o pkg/dataplane/agent_bpfel.o pkg/dataplane/hashprobe_bpfel.o pkg/dataplane/gue6probe_bpfel.o pkg/dataplane/muxbench_bpfel.o pkg/dataplane/agentbench_bpfel.o pkg/dataplane/vipstats_bpfel.o
+BPF_SOURCES := $(wildcard bpf/*.c bpf/include/*.h bpf/strategy/*.h bpf/bench/*.h bpf/bench/*.c bpf/probe/*.c)
+BPF_OBJECTS := pkg/dataplane/mux_bpfel.o pkg/dataplane/agent_bpfel.o pkg/dataplane/hashprobe_bpfel.o pkg/dataplane/gue6probe_bpfel.o pkg/dataplane/vipstats_bpfel.o
+# The benchmark builds of the mux and agent: the research wing's (dpbench), not in the beamer binary.
+BENCH_OBJECTS := research/bench/dpbench/muxbench_bpfel.o research/bench/dpbench/agentbench_bpfel.o
 
 .PHONY: all setup generate generate-api check-generated build test fuzz demo deb clean
 
@@ -18,7 +20,10 @@ setup:
 $(BPF_OBJECTS) &: $(BPF_SOURCES) pkg/dataplane/generate.go
 	cd pkg/dataplane && $(GO) generate ./...
 
-generate: $(BPF_OBJECTS)
+$(BENCH_OBJECTS) &: $(BPF_SOURCES) research/bench/dpbench/generate.go
+	cd research/bench/dpbench && $(GO) generate ./...
+
+generate: $(BPF_OBJECTS) $(BENCH_OBJECTS)
 
 # The management API's Go code from its schema (pkg/controlplane/mgmtapi/proto).
 generate-api:

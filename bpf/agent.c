@@ -45,135 +45,18 @@
 #include "include/capture.h"
 #include "include/gue_agent.h"
 #include "strategy/cheetah_agent.h"
+#include "include/agent_config.h"
+#include "include/agent_verdict.h"
+#include "include/agent_locality.h"
+#include "include/agent_send.h"
+#include "include/agent_epoch.h"
+#include "include/agent6.h"
+#include "include/agent_xdp.h"
 
-#ifndef AF_INET
-#define AF_INET 2
-#endif
-
-/* This server's own address (its DIP). Set at load time. */
-volatile const __be32 local_addr;
-/* Sanity bounds, set at load time (pkg/dataplane AgentOptions). */
-volatile const __u32 max_skew = 60;          /* seconds the controller's clock may lead ours */
-volatile const __u32 max_gen_jump = 1 << 16; /* generations a mux may lead what we remember */
 
 /* Enough linear data for Ethernet, the longest outer headers (GUE's), the
  * inner IPv4 header and a TCP header with options. */
 #define HEADERS_NEEDED (sizeof(struct ethhdr) + GUE4_LEN_MAX + sizeof(struct iphdr) + 60)
-
-enum locality {
-	NOT_LOCAL = 0,
-	LOCAL_SOCKET,
-	LOCAL_COOKIE,
-};
-
-static const enum agent_counter parse_drop[] = {
-	[PARSE_TRUNCATED] = AGENT_DROP_TRUNCATED,
-	[PARSE_BAD_HEADER] = AGENT_DROP_BAD_HEADER,
-	[PARSE_IP_OPTIONS] = AGENT_DROP_INNER_OPTIONS,
-	[PARSE_FRAGMENT] = AGENT_DROP_FRAGMENT,
-	[PARSE_NOT_TCP] = AGENT_DROP_NOT_TCP, /* neither TCP, UDP nor ICMP */
-};
-
-INLINE int drop(enum agent_counter why)
-{
-	agent_count(why);
-	return TC_ACT_SHOT;
-}
-
-/*
- * Does a non-SYN inner packet belong to this server? TCP: a local socket
- * other than a listener, or an ACK with a valid SYN cookie for a listener.
- * UDP: a socket connected to the client (an unconnected socket would take
- * any datagram, so it proves nothing: docs/wire-format.md, "UDP"). tcp is
- * the TCP header, NULL for UDP and for an ICMP message, whose flow is the
- * connection it quotes. tuple is filled for the packet's family (tuple_len
- * bytes of it), iph is its IP header (iph_len bytes), for the cookie check.
- * Both families call it: locality below, locality6 in agent6.h.
- */
-INLINE enum locality sock_locality(struct __sk_buff *skb, struct bpf_sock_tuple *tuple, const __u32 tuple_len,
-				   void *iph, const __u32 iph_len, const struct flow *f, struct tcphdr *tcp)
-{
-	struct bpf_sock *sk;
-	enum locality l = NOT_LOCAL;
-
-	if (f->proto == IPPROTO_UDP) {
-		sk = bpf_sk_lookup_udp(skb, tuple, tuple_len, BPF_F_CURRENT_NETNS, 0);
-		if (!sk)
-			return NOT_LOCAL;
-		if (sk->dst_port)
-			l = LOCAL_SOCKET;
-		bpf_sk_release(sk);
-		return l;
-	}
-	sk = bpf_skc_lookup_tcp(skb, tuple, tuple_len, BPF_F_CURRENT_NETNS, 0);
-	if (!sk)
-		return NOT_LOCAL;
-	if (sk->state != BPF_TCP_LISTEN)
-		l = LOCAL_SOCKET;
-	else if (tcp && tcp->ack && !tcp->syn && !tcp->rst &&
-		 bpf_tcp_check_syncookie(sk, iph, iph_len, tcp, sizeof(*tcp)) == 0)
-		l = LOCAL_COOKIE;
-	bpf_sk_release(sk);
-	return l;
-}
-
-/* sock_locality of an IPv4 packet. */
-INLINE enum locality locality(struct __sk_buff *skb, struct iphdr *ip, const struct flow *f, struct tcphdr *tcp)
-{
-	struct bpf_sock_tuple tuple = {};
-
-	tuple.ipv4.saddr = f->saddr;
-	tuple.ipv4.daddr = f->daddr;
-	tuple.ipv4.sport = f->sport;
-	tuple.ipv4.dport = f->dport;
-	return sock_locality(skb, &tuple, sizeof(tuple.ipv4), ip, sizeof(*ip), f, tcp);
-}
-
-INLINE int decap_to_stack(struct __sk_buff *skb, int outer_len, enum agent_counter why)
-{
-	/* Cheetah VIPs: the client's TSecr echoes our cookie, not our clock.
-	 * Without any, no call (cheetah_restore would return at once). */
-	if (cheetah_vips_in_use && cheetah_restore(skb, sizeof(struct ethhdr) + outer_len))
-		return drop(AGENT_DROP_DECAP);
-	if (bpf_skb_adjust_room(skb, -outer_len, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_DECAP_L3_IPV4))
-		return drop(AGENT_DROP_DECAP);
-	agent_count(why);
-	capture_skb(skb, CAPTURE_AGENT_UP);
-	return TC_ACT_OK;
-}
-
-/* Writes the first store_len bytes of hdr (the rewritten outer headers,
- * starting with the IPv4 header ip) over the packet's and sends it to
- * ip->daddr. Pointers into the packet are invalid after this. */
-INLINE int chain_send(struct __sk_buff *skb, const void *hdr, const __u32 store_len, const struct iphdr *ip, __u8 l4)
-{
-	struct bpf_fib_lookup fib = {};
-	fib.family = AF_INET;
-	fib.l4_protocol = l4;
-	fib.tot_len = bpf_ntohs(ip->tot_len);
-	fib.ipv4_src = ip->saddr;
-	fib.ipv4_dst = ip->daddr;
-	fib.ifindex = skb->ifindex; /* at tc ingress: the device it came in on */
-	long rc = bpf_fib_lookup(skb, &fib, sizeof(fib), 0);
-	if (rc != BPF_FIB_LKUP_RET_SUCCESS && rc != BPF_FIB_LKUP_RET_NO_NEIGH)
-		return drop(AGENT_DROP_CHAIN_NO_ROUTE);
-
-	if (bpf_skb_store_bytes(skb, sizeof(struct ethhdr), hdr, store_len, 0))
-		return drop(AGENT_DROP_CHAIN_FAILED);
-
-	agent_count(AGENT_CHAINED);
-	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
-		/* Let the kernel resolve the next hop and queue the packet. */
-		struct bpf_redir_neigh nh = {.nh_family = AF_INET, .ipv4_nh = fib.ipv4_dst};
-		capture_skb(skb, CAPTURE_AGENT_CHAIN);
-		return bpf_redirect_neigh(fib.ifindex, &nh, sizeof(nh), 0);
-	}
-	if (bpf_skb_store_bytes(skb, 0, fib.dmac, ETH_ALEN, 0) ||
-	    bpf_skb_store_bytes(skb, ETH_ALEN, fib.smac, ETH_ALEN, 0))
-		return drop(AGENT_DROP_CHAIN_FAILED);
-	capture_skb(skb, CAPTURE_AGENT_CHAIN);
-	return bpf_redirect(fib.ifindex, 0);
-}
 
 /* The outer headers a chained packet gets, in the encapsulation it came in:
  * one buffer for both, so the program's stack holds one. GUE's holds what
@@ -212,7 +95,8 @@ INLINE int chain_gue(struct __sk_buff *skb, union chain_hdr *hdr, struct iphdr *
 	hdr->gue.ip.check = ipv4_header_csum(&hdr->gue.ip, OUTER_LEN_PLAIN / 2);
 	hdr->gue.udp.check = 0;
 	hdr->gue.opt_head[2] = next + 1;
-	return chain_send(skb, hdr, sizeof(hdr->gue), &hdr->gue.ip, IPPROTO_UDP);
+	return chain_send(skb, hdr, sizeof(hdr->gue), IPPROTO_UDP, bpf_ntohs(hdr->gue.ip.tot_len), &hdr->gue.ip.saddr,
+			  &hdr->gue.ip.daddr, 0);
 }
 
 /* The relay rule (issue 23): a packet is chained only to a previous owner
@@ -260,22 +144,9 @@ INLINE int chain(struct __sk_buff *skb, struct iphdr *outer, void *data_end, int
 			sum += w[i];
 	hdr.ipip.ip.check = csum_fold32(sum);
 	/* Only the IP header and the option's first word (hop) change. */
-	return chain_send(skb, &hdr, sizeof(struct iphdr) + 4, &hdr.ipip.ip, IPPROTO_IPIP);
+	return chain_send(skb, &hdr, sizeof(struct iphdr) + 4, IPPROTO_IPIP, bpf_ntohs(hdr.ipip.ip.tot_len), &hdr.ipip.ip.saddr,
+			  &hdr.ipip.ip.daddr, 0);
 }
-
-INLINE __u32 unix_seconds(void)
-{
-	__u32 key = 0;
-	__u64 *offset = bpf_map_lookup_elem(&agent_clock, &key);
-	__u64 now = bpf_ktime_get_boot_ns();
-
-	if (offset)
-		now += READ_ONCE_U64(offset);
-	return (__u32)(now / 1000000000ULL);
-}
-
-#include "include/agent_epoch.h"
-#include "include/agent6.h"
 
 SEC("tc")
 int beamer_agent(struct __sk_buff *skb)
@@ -393,12 +264,12 @@ int beamer_agent(struct __sk_buff *skb)
 
 	/* A connection request is always this server's to answer. */
 	if (tcp && flow_is_syn(&f))
-		return decap_to_stack(skb, outer_len, AGENT_LOCAL_SYN);
+		return decap_to_stack(skb, outer_len, AGENT_LOCAL_SYN, 0);
 	/* No option: a subflow addressed to this server by id (or a QUIC
 	 * packet by the id in its connection id), never chained; the stack
 	 * serves it or resets it. */
 	if (!opt)
-		return decap_to_stack(skb, outer_len, AGENT_STACK_NO_OPTION);
+		return decap_to_stack(skb, outer_len, AGENT_STACK_NO_OPTION, 0);
 
 	/* The newest (incarnation, generation) remembered for the VIP, raised
 	 * by this packet unless a sanity bound refuses it (agent_epoch.h). */
@@ -424,13 +295,13 @@ int beamer_agent(struct __sk_buff *skb)
 	 * not moved lately — and it needs no socket lookup and no clock.
 	 */
 	if (!chainable && is_newest)
-		return decap_to_stack(skb, outer_len, AGENT_TO_STACK);
+		return decap_to_stack(skb, outer_len, AGENT_TO_STACK, 0);
 
 	switch (locality(skb, ip, &f, tcp)) {
 	case LOCAL_SOCKET:
-		return decap_to_stack(skb, outer_len, AGENT_LOCAL_SOCKET);
+		return decap_to_stack(skb, outer_len, AGENT_LOCAL_SOCKET, 0);
 	case LOCAL_COOKIE:
-		return decap_to_stack(skb, outer_len, AGENT_LOCAL_COOKIE);
+		return decap_to_stack(skb, outer_len, AGENT_LOCAL_COOKIE, 0);
 	default:
 		break;
 	}
@@ -439,12 +310,4 @@ int beamer_agent(struct __sk_buff *skb)
 	return drop(AGENT_DROP_STALE_GENERATION);
 }
 
-#include "include/agent_xdp.h"
-
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
-#ifdef BEAMER_BENCH
-#include "bench/agent_bench.h"
-#include "bench/agent6_bench.h"
-#include "bench/cheetah_agent_bench.h"
-#endif

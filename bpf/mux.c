@@ -52,29 +52,15 @@
 #include "include/decision.h"
 #include "include/vip_traffic.h"
 #include "include/capture.h"
+#include "include/mux_addr.h"
+#include "include/mux_verdict.h"
+#include "include/mux_transmit.h"
+#include "include/mux6.h"
 #include "strategy/beamer.h"
 #include "strategy/maglev.h"
 #include "strategy/prism.h"
 #include "strategy/awfd.h"
 #include "strategy/cheetah.h"
-
-/* The mux's own address: source of every outer header. Set at load time. */
-volatile const __be32 mux_addr;
-
-static const enum mux_counter parse_drop[] = {
-	[PARSE_TRUNCATED] = MUX_DROP_TRUNCATED,
-	[PARSE_BAD_HEADER] = MUX_DROP_BAD_HEADER,
-	[PARSE_IP_OPTIONS] = MUX_DROP_IP_OPTIONS,
-	[PARSE_FRAGMENT] = MUX_DROP_FRAGMENT,
-	[PARSE_NOT_TCP] = MUX_DROP_NOT_TCP, /* neither TCP, UDP nor ICMP */
-};
-
-INLINE int drop(enum mux_counter why)
-{
-	mux_count(why);
-	vip_traffic_drop(why);
-	return XDP_DROP;
-}
 
 /* Bytes the encapsulation adds in front of the packet: IP-in-IP, or for a
  * GUE VIP the same plus its UDP and GUE headers (gue.h: the private data
@@ -102,15 +88,9 @@ INLINE int transmit_as(struct xdp_md *ctx, struct decision *d, int verdict, stru
 	__be16 frag = ip->frag_off;
 
 	d->encap.saddr = mux_addr;
-	switch (xdp_nexthop(ctx, d->encap.saddr, d->encap.daddr, &nh)) {
-	case NEXTHOP_TX:
-	case NEXTHOP_REDIRECT:
-		break;
-	case NEXTHOP_NO_NEIGH:
-		return drop(MUX_DROP_NO_NEIGH);
-	default:
-		return drop(MUX_DROP_NO_ROUTE);
-	}
+	int why = nexthop_drop(xdp_nexthop(ctx, &d->encap.saddr, &d->encap.daddr, 0, &nh));
+	if (why)
+		return drop(why);
 
 	/* Too big once encapsulated. With DF the client does path MTU
 	 * discovery: tell it the size that fits. Without DF it expects a
@@ -120,7 +100,7 @@ INLINE int transmit_as(struct xdp_md *ctx, struct decision *d, int verdict, stru
 		if (!(frag & bpf_htons(IP_DF)))
 			return drop(MUX_DROP_TOO_BIG);
 		__u32 fits = nh.mtu > outer_len + IPV4_MIN_MTU ? nh.mtu - outer_len : IPV4_MIN_MTU;
-		if (xdp_icmp_frag_needed(ctx, fits))
+		if (xdp_icmp_too_big(ctx, fits, 0))
 			return drop(MUX_DROP_ENCAP);
 		mux_count(MUX_ICMP_TOO_BIG);
 		vip_traffic_drop(MUX_ICMP_TOO_BIG);
@@ -134,19 +114,7 @@ INLINE int transmit_as(struct xdp_md *ctx, struct decision *d, int verdict, stru
 		eth = xdp_encap_ipv4(ctx, &d->encap, outer_len);
 	if (!eth)
 		return drop(MUX_DROP_ENCAP);
-	__builtin_memcpy(eth->h_dest, nh.dmac, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, nh.smac, ETH_ALEN);
-
-	if (gue)
-		mux_count(MUX_FWD_GUE);
-	mux_count(verdict);
-	if (d->also)
-		mux_count(d->also);
-	vip_traffic_forward(d->vip_stat, d->stat, inner_tot, d->new_flow);
-	capture_xdp(ctx, CAPTURE_MUX_TX);
-	if (nh.ifindex == ctx->ingress_ifindex)
-		return XDP_TX;
-	return bpf_redirect(nh.ifindex, 0);
+	return transmit_out(ctx, eth, &nh, verdict, d->also, d->vip_stat, d->stat, inner_tot, d->new_flow, gue, 0);
 }
 
 /* The VIP's encapsulation (record field, in the cache line already read)
@@ -215,8 +183,6 @@ INLINE int route(struct xdp_md *ctx, const struct vip_info *vip, void *servers, 
 	return decide(ctx, vip, servers, f, tcp, d);
 }
 
-#include "include/mux6.h"
-
 SEC("xdp")
 int beamer_mux(struct xdp_md *ctx)
 {
@@ -231,7 +197,7 @@ int beamer_mux(struct xdp_md *ctx)
 
 	if (!ip)
 		return mux_not_ipv4(ctx); /* bpf/include/mux6.h: IPv6, or passed on */
-	struct vip_info *vip = vip_find(ip->daddr);
+	struct vip_info *vip = vip_find(&ip->daddr, 0);
 	if (!vip) {
 		mux_count(MUX_PASS_NOT_VIP);
 		return XDP_PASS;
@@ -249,7 +215,7 @@ int beamer_mux(struct xdp_md *ctx)
 				if (!icmp_csum_ok(ip, data_end))
 					return drop(MUX_DROP_ICMP_BAD_CHECKSUM);
 				mux_count(MUX_ICMP_ECHO_ANSWERED);
-				return xdp_echo_reply(ctx);
+				return xdp_echo_reply(ctx, 0);
 			}
 			if (vip->flags & VIP_F_ECHO_PASS) {
 				mux_count(MUX_PASS_ICMP_ECHO);
@@ -288,8 +254,3 @@ int beamer_mux(struct xdp_md *ctx)
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
-#ifdef BEAMER_BENCH
-#include "bench/mux_bench.h"
-#include "bench/mux6_bench.h"
-#endif

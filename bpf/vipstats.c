@@ -19,6 +19,7 @@
  * packets cost one parse.
  */
 #include "include/defs.h"
+#include "include/limits.h"
 #include <linux/ipv6.h>
 
 #ifndef TCX_NEXT
@@ -39,7 +40,7 @@ struct vip_stats_val {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 2048); /* 1024 VIPs (AGENT_MAX_VIPS), two keys each */
+	__uint(max_entries, 2 * AGENT_MAX_VIPS); /* two keys each */
 	__type(key, struct vip_stats_key);
 	__type(value, struct vip_stats_val);
 } vip_stats SEC(".maps");
@@ -52,7 +53,7 @@ struct vip_stats6_key {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 2048);
+	__uint(max_entries, 2 * AGENT_MAX_VIPS);
 	__type(key, struct vip_stats6_key);
 	__type(value, struct vip_stats_val);
 } vip_stats6 SEC(".maps");

@@ -66,13 +66,14 @@ func TestDebianPackage(t *testing.T) {
 	}
 	// go install …/cmd/beamer@latest needs the generated eBPF objects and
 	// bindings in the repository (make test checks they match bpf/).
-	ls, err := exec.Command("git", "-C", "..", "ls-files", "pkg/dataplane").Output()
+	ls, err := exec.Command("git", "-C", "..", "ls-files", "pkg/dataplane", "research/bench/dpbench").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []string{"mux", "agent", "muxbench", "agentbench", "hashprobe"} {
+	for _, n := range []string{"pkg/dataplane/mux", "pkg/dataplane/agent", "pkg/dataplane/hashprobe",
+		"research/bench/dpbench/muxbench", "research/bench/dpbench/agentbench"} {
 		for _, ext := range []string{".o", ".go"} {
-			if f := "pkg/dataplane/" + n + "_bpfel" + ext; !strings.Contains(string(ls), f+"\n") {
+			if f := n + "_bpfel" + ext; !strings.Contains(string(ls), f+"\n") {
 				t.Errorf("%s is not committed: go install cannot build", f)
 			}
 		}

@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # Checks that the committed eBPF objects and Go bindings
-# (pkg/dataplane/*_bpfel.{o,go}) are exactly what `go generate` makes from
-# bpf/ now: clang's output is deterministic (same bytes in any directory,
-# checked when this was written), so any difference means bpf/ changed
-# without `make generate` and a commit of its output.
+# (pkg/dataplane/*_bpfel.{o,go}, and the benchmark builds'
+# research/bench/dpbench/*_bpfel.{o,go}) are exactly what `go generate`
+# makes from bpf/ now: clang's output is deterministic (same bytes in any
+# directory, checked when this was written), so any difference means bpf/
+# changed without `make generate` and a commit of its output.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 saved=$(mktemp -d)
 trap 'rm -rf "$saved"' EXIT
-cp pkg/dataplane/*_bpfel.o pkg/dataplane/*_bpfel.go "$saved"/
-(cd pkg/dataplane && "$GO" generate ./...)
 bad=()
-for f in "$saved"/*; do
-	cmp -s "$f" "pkg/dataplane/$(basename "$f")" || bad+=("pkg/dataplane/$(basename "$f")")
+for dir in pkg/dataplane research/bench/dpbench; do
+	mkdir -p "$saved/$dir"
+	cp "$dir"/*_bpfel.o "$dir"/*_bpfel.go "$saved/$dir"/
+	(cd "$dir" && "$GO" generate ./...)
+	for f in "$saved/$dir"/*; do
+		cmp -s "$f" "$dir/$(basename "$f")" || bad+=("$dir/$(basename "$f")")
+	done
 done
 if [ ${#bad[@]} -gt 0 ]; then
 	echo "check-generated: ${bad[*]} differ from what bpf/ compiles to now: run make generate and commit them" >&2

@@ -15,7 +15,7 @@ import sys
 # stage -> (file, the source text it replaces, what is put in front of it, what it means)
 ABLATIONS = {
     "nexthop": ("include/nexthop.h",
-                "\t__u32 slot = (bpf_ntohl(daddr) * 2654435761u) >> (32 - 12);",
+                "\t\t__u32 slot = (bpf_ntohl(daddr4) * 2654435761u) >> (32 - 12);",
                 "#ifdef STAGE_OFF_NEXTHOP\n\tout->ifindex = ctx->ingress_ifindex;\n\tout->mtu = 1500;\n"
                 "\t__builtin_memset(out->dmac, 0x02, ETH_ALEN);\n\t__builtin_memset(out->smac, 0x04, ETH_ALEN);\n"
                 "\treturn NEXTHOP_TX;\n#endif\n",
@@ -42,7 +42,7 @@ ABLATIONS = {
              "#ifdef STAGE_OFF_HASH\n\treturn (saddr ^ sport) * 2654435761u;\n#endif\n",
              "flow hash: jhash of the 5-tuple replaced by one multiply"),
     "vip": ("include/vips.h",
-            "\t__u32 line = vip_line(daddr);",
+            "\t__u32 line = vip_line(key);",
             "#ifdef STAGE_OFF_VIP\n\t{\n\t\t__u32 r0 = 0;\n\t\tunion vip_record *r = bpf_map_lookup_elem(&vip_records, &r0);\n"
             "\t\treturn r ? &r->info : NULL;\n\t}\n#endif\n",
             "VIP lookup: the front line's scan left out (record 0 read directly)"),

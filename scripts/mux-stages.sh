@@ -33,7 +33,7 @@ for stage in nexthop counters capture bucket bucket-helper hash vip all; do
 	fi
 	# shellcheck disable=SC2086 # flags is a list
 	clang -mcpu=v3 -O2 -g -Wall -Werror -DBEAMER_BENCH $flags \
-		-I/usr/include/x86_64-linux-gnu -target bpfel -c "$work/src/mux.c" -o "$work/$stage.o"
+		-I/usr/include/x86_64-linux-gnu -target bpfel -c "$work/src/bench/mux_bench.c" -o "$work/$stage.o"
 	echo "measuring without: $stage" >&2
 	"$work/beamer-lab" bench dataplane --no-live --beamer-only --json --compare "$work/$stage.o" "$@" >"$work/$stage.json"
 done

@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* Included by strategy/maglev.h in the benchmark build only (-DBEAMER_BENCH). */
+/* Included by strategy/maglev.h in the benchmark build only (-DBEAMER_BENCH, bench/mux_bench.c). */
 #ifndef BEAMER_CONNTRACK_LRU_BENCH_H
 #define BEAMER_CONNTRACK_LRU_BENCH_H
+
+#include "../include/defs.h"
+#include "../include/flow.h"
+#include "../include/decision.h"
+#include "../include/conntrack.h"
 
 /*
  * The reference the connection table (include/conntrack.h) is measured
  * against, in the same process (issue 27): the design it replaced, kept
  * only here. An LRU hash from the 5-tuple (16-byte key) to the server
  * (8-byte value), one LRU list per CPU (BPF_F_NO_COMMON_LRU), behind a
- * one-slot map-in-map; pkg/dataplane creates it beside the new table in
- * the benchmark build. The programs of bench/maglev_lru_bench.h set
+ * one-slot map-in-map; research/bench/dpbench creates it (bench_lru.go)
+ * in the benchmark build. The programs maglev_lru_* of bench/mux_bench.c set
  * bench_ct_lru around the mux, and decide_maglev then takes this path,
  * which is the old decide_maglev line by line.
  */

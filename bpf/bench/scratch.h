@@ -10,7 +10,7 @@
  * Memory the benchmark owns, in a plain array whose lookups the verifier
  * turns into address arithmetic (no helper call, no map header read):
  *
- *   - lines_bench (mux_bench.h) reads bench_lines distinct cache lines of
+ *   - lines_bench (mux_bench.c) reads bench_lines distinct cache lines of
  *     it per run: what each line a program touches costs, by method;
  *   - scripts/mux-stages.sh's "bucket-inline" build reads an instance's
  *     bucket table from here instead of through bucket_tables (research/bench/dpbench

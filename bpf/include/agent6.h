@@ -26,19 +26,13 @@
 #include "gue_agent.h"
 #include "agent_maps.h"
 #include "icmp6_steer.h"
+#include "agent_config.h"
+#include "agent_verdict.h"
+#include "agent_locality.h"
+#include "agent_send.h"
 #include "agent_epoch.h"
 #include "capture.h"
 
-#ifndef AF_INET6
-#define AF_INET6 10
-#endif
-
-#ifndef BPF_F_ADJ_ROOM_DECAP_L3_IPV6
-#define BPF_F_ADJ_ROOM_DECAP_L3_IPV6 (1ULL << 8) /* Linux 6.3 */
-#endif
-
-/* This server's own IPv6 address; all zero: none (IPv6 GUE is passed). */
-volatile const __be32 local_addr6[4];
 
 /* Linear data for Ethernet, the longest IPv6 GUE headers, the inner IPv6
  * header, its extension headers at their bound and a TCP header. */
@@ -69,18 +63,7 @@ INLINE int is_local6(const __be32 *a)
 	return a[0] == local_addr6[0] && a[1] == local_addr6[1] && a[2] == local_addr6[2] && a[3] == local_addr6[3];
 }
 
-/* Strips the outer IPv6 + UDP + GUE (+ private data) headers. */
-INLINE int decap6_to_stack(struct __sk_buff *skb, int outer_len, enum agent_counter why)
-{
-	if (bpf_skb_adjust_room(skb, -outer_len, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_DECAP_L3_IPV6))
-		return drop(AGENT_DROP_DECAP);
-	agent_count(why);
-	agent_count(AGENT_IPV6);
-	capture_skb6(skb, CAPTURE_AGENT_UP);
-	return TC_ACT_OK;
-}
-
-/* Does the inner IPv6 packet belong to this server (agent.c sock_locality
+/* Does the inner IPv6 packet belong to this server (agent_locality.h sock_locality
  * with an IPv6 tuple)? client and vip are the connection's addresses: the
  * packet's, or for a Packet Too Big those of the reply it quotes. */
 INLINE enum locality locality6(struct __sk_buff *skb, struct ipv6hdr *ip6, const struct in6_addr *client,
@@ -123,32 +106,9 @@ INLINE int chain6(struct __sk_buff *skb, void *outer, int next)
 	hdr.hop = next + 1;
 	hdr.udp.check = 0; /* as the mux sends it: the addresses and hop changed (RFC 6935) */
 
-	struct bpf_fib_lookup fib = {};
-	fib.family = AF_INET6;
-	fib.l4_protocol = IPPROTO_UDP;
-	fib.tot_len = bpf_ntohs(hdr.ip.payload_len) + sizeof(hdr.ip);
-	__builtin_memcpy(fib.ipv6_src, &hdr.ip.saddr, 16);
-	__builtin_memcpy(fib.ipv6_dst, &hdr.ip.daddr, 16);
-	fib.ifindex = skb->ifindex;
-	long rc = bpf_fib_lookup(skb, &fib, sizeof(fib), 0);
-	if (rc != BPF_FIB_LKUP_RET_SUCCESS && rc != BPF_FIB_LKUP_RET_NO_NEIGH)
-		return drop(AGENT_DROP_CHAIN_NO_ROUTE);
 	/* The IPv6 header, UDP, GUE and the private data's first word (hop). */
-	if (bpf_skb_store_bytes(skb, sizeof(struct ethhdr), &hdr, sizeof(hdr), 0))
-		return drop(AGENT_DROP_CHAIN_FAILED);
-	agent_count(AGENT_CHAINED);
-	agent_count(AGENT_IPV6);
-	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
-		struct bpf_redir_neigh nh = {.nh_family = AF_INET6};
-		__builtin_memcpy(nh.ipv6_nh, fib.ipv6_dst, 16);
-		capture_skb6(skb, CAPTURE_AGENT_CHAIN);
-		return bpf_redirect_neigh(fib.ifindex, &nh, sizeof(nh), 0);
-	}
-	if (bpf_skb_store_bytes(skb, 0, fib.dmac, ETH_ALEN, 0) ||
-	    bpf_skb_store_bytes(skb, ETH_ALEN, fib.smac, ETH_ALEN, 0))
-		return drop(AGENT_DROP_CHAIN_FAILED);
-	capture_skb6(skb, CAPTURE_AGENT_CHAIN);
-	return bpf_redirect(fib.ifindex, 0);
+	return chain_send(skb, &hdr, sizeof(hdr), IPPROTO_UDP, bpf_ntohs(hdr.ip.payload_len) + sizeof(hdr.ip),
+			  hdr.ip.saddr.in6_u.u6_addr32, hdr.ip.daddr.in6_u.u6_addr32, 1);
 }
 
 /* The IPv6 path: a program of its own, tail-called by beamer_agent for
@@ -269,9 +229,9 @@ int beamer_agent6(struct __sk_buff *skb)
 		return drop(AGENT_DROP_UNKNOWN_VIP);
 
 	if (tcp && flow_is_syn(&f))
-		return decap6_to_stack(skb, outer_len, AGENT_LOCAL_SYN);
+		return decap_to_stack(skb, outer_len, AGENT_LOCAL_SYN, 1);
 	if (!opt)
-		return decap6_to_stack(skb, outer_len, AGENT_STACK_NO_OPTION);
+		return decap_to_stack(skb, outer_len, AGENT_STACK_NO_OPTION, 1);
 
 	/* The newest (incarnation, generation), as for IPv4 (agent_epoch.h). */
 	__u32 now = 0;
@@ -294,13 +254,13 @@ int beamer_agent6(struct __sk_buff *skb)
 	}
 	int chainable = next >= 0 && window_open(vip, opt->changed, &f, &now);
 	if (!chainable && is_newest)
-		return decap6_to_stack(skb, outer_len, AGENT_TO_STACK);
+		return decap_to_stack(skb, outer_len, AGENT_TO_STACK, 1);
 
 	switch (locality6(skb, ip6, client, vaddr, &f, tcp)) {
 	case LOCAL_SOCKET:
-		return decap6_to_stack(skb, outer_len, AGENT_LOCAL_SOCKET);
+		return decap_to_stack(skb, outer_len, AGENT_LOCAL_SOCKET, 1);
 	case LOCAL_COOKIE:
-		return decap6_to_stack(skb, outer_len, AGENT_LOCAL_COOKIE);
+		return decap_to_stack(skb, outer_len, AGENT_LOCAL_COOKIE, 1);
 	default:
 		break;
 	}

@@ -13,31 +13,17 @@
 #ifndef BEAMER_AGENT6_XDP_H
 #define BEAMER_AGENT6_XDP_H
 
-/* Strips the outer IPv6 + UDP + GUE (+ private data) headers. */
-INLINE int xdp_decap6(struct xdp_md *ctx, int outer_len, enum agent_counter why)
-{
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
-	struct ethhdr *eth = data;
-
-	if ((void *)(eth + 1) > data_end || outer_len < GUE6_LEN_PLAIN || outer_len > GUE6_LEN_MAX)
-		return XDP_PASS;
-	struct ethhdr copy = *eth;
-	capture_xdp6(ctx, CAPTURE_AGENT_XDP_RX);
-	if (bpf_xdp_adjust_head(ctx, outer_len))
-		return XDP_PASS; /* tc decapsulates it instead */
-	data = (void *)(long)ctx->data;
-	data_end = (void *)(long)ctx->data_end;
-	eth = data;
-	if ((void *)(eth + 1) > data_end)
-		return XDP_DROP; /* cannot happen: the inner headers were there */
-	*eth = copy;
-	capture_xdp6(ctx, CAPTURE_AGENT_XDP_UP);
-	agent_count(why);
-	agent_count(AGENT_XDP_DECAP);
-	agent_count(AGENT_IPV6);
-	return XDP_PASS;
-}
+#include "defs.h"
+#include "parse6.h"
+#include "flow6.h"
+#include "gue.h"
+#include "gue_agent.h"
+#include "agent_maps.h"
+#include "agent_config.h"
+#include "capture.h"
+#include "agent6.h"
+#include "agent_epoch.h"
+#include "agent_decap_xdp.h"
 
 SEC("xdp")
 int beamer_agent6_xdp(struct xdp_md *ctx)
@@ -93,19 +79,12 @@ int beamer_agent6_xdp(struct xdp_md *ctx)
 		return XDP_PASS;
 
 	if (flow_is_syn(&f))
-		return xdp_decap6(ctx, outer_len, AGENT_LOCAL_SYN);
+		return xdp_decap(ctx, outer_len, AGENT_LOCAL_SYN, 0, 1);
 	if (!opt)
-		return xdp_decap6(ctx, outer_len, AGENT_STACK_NO_OPTION);
+		return xdp_decap(ctx, outer_len, AGENT_STACK_NO_OPTION, 0, 1);
 
 	/* Exactly the newest remembered: nothing to remember, not stale. */
-	__u64 epoch = (__u64)bpf_ntohl(opt->incarnation) << 32 | bpf_ntohl(opt->generation);
-	__u32 ka = vip->slot * 2, kb = vip->slot * 2 + 1;
-	__u64 *wa = bpf_map_lookup_elem(&generation_seen, &ka);
-	__u64 *wb = bpf_map_lookup_elem(&generation_seen, &kb);
-	if (!wa || !wb)
-		return XDP_PASS;
-	__u64 a = READ_ONCE_U64(wa), b = READ_ONCE_U64(wb);
-	if (epoch != (a > b ? a : b))
+	if (!at_newest_epoch(vip, opt->incarnation, opt->generation))
 		return XDP_PASS;
 	/* A previous owner that could take it: the tc path decides. */
 	__u8 hop = opt->hop;
@@ -118,7 +97,7 @@ int beamer_agent6_xdp(struct xdp_md *ctx)
 			}
 		}
 	}
-	return xdp_decap6(ctx, outer_len, AGENT_TO_STACK);
+	return xdp_decap(ctx, outer_len, AGENT_TO_STACK, 0, 1);
 }
 
 struct {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The agent's two time checks, shared by its IPv4 and IPv6 paths (agent.c,
- * agent6.h), with the sanity bounds of agent.c's header comment. Included
- * by agent.c after unix_seconds, max_skew and max_gen_jump.
+ * agent6.h), with the sanity bounds of agent.c's header comment
+ * (agent_config.h), and the clock they read.
  */
 #ifndef BEAMER_AGENT_EPOCH_H
 #define BEAMER_AGENT_EPOCH_H
@@ -10,6 +10,39 @@
 #include "defs.h"
 #include "agent_maps.h"
 #include "flow.h"
+#include "agent_config.h"
+
+/* The controller's clock as this server knows it: boot time plus the
+ * offset the daemon keeps in agent_clock, in seconds. */
+INLINE __u32 unix_seconds(void)
+{
+	__u32 key = 0;
+	__u64 *offset = bpf_map_lookup_elem(&agent_clock, &key);
+	__u64 now = bpf_ktime_get_boot_ns();
+
+	if (offset)
+		now += READ_ONCE_U64(offset);
+	return (__u32)(now / 1000000000ULL);
+}
+
+/*
+ * Is the packet's (incarnation, generation) exactly the newest remembered
+ * for the VIP? The XDP fast path's question (agent_xdp.h, agent6_xdp.h):
+ * such a packet has nothing to remember and is not stale. 0 also when the
+ * VIP's words are missing.
+ */
+INLINE int at_newest_epoch(const struct agent_vip *vip, __be32 incarnation, __be32 generation)
+{
+	__u64 epoch = (__u64)bpf_ntohl(incarnation) << 32 | bpf_ntohl(generation);
+	__u32 ka = vip->slot * 2, kb = vip->slot * 2 + 1;
+	__u64 *wa = bpf_map_lookup_elem(&generation_seen, &ka);
+	__u64 *wb = bpf_map_lookup_elem(&generation_seen, &kb);
+
+	if (!wa || !wb)
+		return 0;
+	__u64 a = READ_ONCE_U64(wa), b = READ_ONCE_U64(wb);
+	return epoch == (a > b ? a : b);
+}
 
 /*
  * Remembers the packet's (incarnation, generation) as the VIP's newest

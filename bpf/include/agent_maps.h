@@ -22,10 +22,8 @@
 #define BEAMER_AGENT_MAPS_H
 
 #include "defs.h"
+#include "limits.h"
 #include "counters.h"
-
-#define AGENT_MAX_VIPS 1024
-#define AGENT_MAX_PREFIXES 1024
 
 struct agent_vip {
 	__u32 buckets;      /* B of the VIP's instance */

@@ -29,41 +29,19 @@
 #ifndef BEAMER_AGENT_XDP_H
 #define BEAMER_AGENT_XDP_H
 
+#include "defs.h"
+#include "parse.h"
+#include "wire.h"
+#include "gue.h"
+#include "gue_agent.h"
+#include "agent_csum.h"
+#include "agent_maps.h"
+#include "agent_config.h"
+#include "capture.h"
+#include "../strategy/cheetah_agent.h"
+#include "agent_epoch.h"
+#include "agent_decap_xdp.h"
 #include "agent6_xdp.h"
-
-/* Strips the outer header: the Ethernet header moves forward over it. */
-INLINE int xdp_decap(struct xdp_md *ctx, int outer_len, enum agent_counter why, int gue)
-{
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
-	struct ethhdr *eth = data;
-
-	if ((void *)(eth + 1) > data_end)
-		return XDP_PASS; /* checked by the caller; keeps the verifier sure */
-	if (outer_len < OUTER_LEN_PLAIN || outer_len > GUE4_LEN_MAX)
-		return XDP_PASS;
-	struct ethhdr copy = *eth;
-	capture_xdp(ctx, CAPTURE_AGENT_XDP_RX);
-	if (bpf_xdp_adjust_head(ctx, outer_len))
-		return XDP_PASS; /* tc decapsulates it instead */
-	data = (void *)(long)ctx->data;
-	data_end = (void *)(long)ctx->data_end;
-	eth = data;
-	if ((void *)(eth + 1) > data_end)
-		return XDP_DROP; /* cannot happen: the inner headers were there */
-	*eth = copy;
-	capture_xdp(ctx, CAPTURE_AGENT_XDP_UP);
-	/* The counters, written through one lookup. */
-	__u32 zero = 0;
-	__u64 *c = bpf_map_lookup_elem(&agent_counters, &zero);
-	if (c && why < AGENT_COUNTER_MAX) {
-		c[why] += 1;
-		c[AGENT_XDP_DECAP] += 1;
-		if (gue)
-			c[AGENT_GUE] += 1;
-	}
-	return XDP_PASS;
-}
 
 /* The IPv4 path of the fast path (beamer_agent_xdp below; the benchmark
  * build measures it alone). */
@@ -133,19 +111,12 @@ INLINE int agent_xdp4(struct xdp_md *ctx)
 		return XDP_PASS; /* the echo is rewritten in tc */
 
 	if (tcp->syn && !tcp->ack)
-		return xdp_decap(ctx, outer_len, AGENT_LOCAL_SYN, udp != NULL);
+		return xdp_decap(ctx, outer_len, AGENT_LOCAL_SYN, udp != NULL, 0);
 	if (!opt)
-		return xdp_decap(ctx, outer_len, AGENT_STACK_NO_OPTION, udp != NULL);
+		return xdp_decap(ctx, outer_len, AGENT_STACK_NO_OPTION, udp != NULL, 0);
 
 	/* Exactly the newest remembered: nothing to remember, not stale. */
-	__u64 epoch = (__u64)bpf_ntohl(opt->incarnation) << 32 | bpf_ntohl(opt->generation);
-	__u32 ka = vip->slot * 2, kb = vip->slot * 2 + 1;
-	__u64 *wa = bpf_map_lookup_elem(&generation_seen, &ka);
-	__u64 *wb = bpf_map_lookup_elem(&generation_seen, &kb);
-	if (!wa || !wb)
-		return XDP_PASS;
-	__u64 a = READ_ONCE_U64(wa), b = READ_ONCE_U64(wb);
-	if (epoch != (a > b ? a : b))
+	if (!at_newest_epoch(vip, opt->incarnation, opt->generation))
 		return XDP_PASS;
 	/* A previous owner that could take it: the tc path decides. */
 	if (vip->window && opt->hop < n) {
@@ -154,7 +125,7 @@ INLINE int agent_xdp4(struct xdp_md *ctx)
 			if (i >= opt->hop && i < n && opt->prev[i] != local_addr)
 				return XDP_PASS;
 	}
-	return xdp_decap(ctx, outer_len, AGENT_TO_STACK, udp != NULL);
+	return xdp_decap(ctx, outer_len, AGENT_TO_STACK, udp != NULL, 0);
 }
 
 /* IPv4 here; every other frame to the IPv6 twin (agent6_xdp.h) by a tail

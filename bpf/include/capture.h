@@ -40,6 +40,7 @@
 #define BEAMER_CAPTURE_H
 
 #include "defs.h"
+#include "limits.h"
 
 /* Capture points; pkg/dataplane capture.go names them. */
 enum capture_point {
@@ -52,8 +53,6 @@ enum capture_point {
 	CAPTURE_AGENT_XDP_UP = 7, /* XDP fast path: decapsulated, to the stack */
 };
 
-/* Bytes of a packet a record holds at most (the command's --snaplen). */
-#define CAPTURE_SNAP_MAX 4096
 /* Bytes read to find the innermost 5-tuple, whatever the snaplen:
  * Ethernet, IPv6 + UDP + GUE with the longest private data, inner IPv6,
  * ports. */
@@ -108,7 +107,7 @@ volatile __u32 capture_on SEC(".data.capture");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20);
+	__uint(max_entries, CAPTURE_RING_BYTES);
 } capture_ring SEC(".maps");
 
 /* The innermost packet's addresses, protocol and ports. */
@@ -371,7 +370,7 @@ INLINE void capture_skb(struct __sk_buff *skb, __u32 point)
  * leaves less room than the capture function's frame needs under the
  * verifier's 512 bytes for a call chain (its packets are captured at
  * mux-rx, as they arrive). The IPv6 agent's points. Its benchmark builds call its programs from a
- * wrapper (bpf/bench/agent6_bench.h), whose frame and theirs leave no room
+ * wrapper (bpf/bench/agent_bench.c), whose frame and theirs leave no room
  * for the capture function's under the verifier's 512 bytes for a call
  * chain: there the points are left out. The production programs, reached by
  * a tail call (no caller frame), have them. */

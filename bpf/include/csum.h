@@ -9,6 +9,7 @@
 #define BEAMER_CSUM_H
 
 #include "defs.h"
+#include "limits.h"
 
 INLINE __u16 csum_fold32(__u32 sum)
 {
@@ -58,10 +59,9 @@ INLINE int ipv4_csum_wrong(const struct iphdr *ip, void *data_end)
 	return csum_fold32(sum) != 0;
 }
 
-/* The most payload a checksum is verified over: ICMP echo requests and GUE
- * packets with a nonzero UDP checksum longer than this are refused as
- * unverifiable (neither a mux nor an agent sends such GUE: theirs carry 0). */
-#define CSUM_MAX_BYTES 4096
+/* CSUM_MAX_BYTES (limits.h): ICMP echo requests and GUE packets with a
+ * nonzero UDP checksum longer than it are refused as unverifiable (neither
+ * a mux nor an agent sends such GUE: theirs carry 0). */
 
 /* Adds the len bytes at p, a packet pointer, to sum: 32-bit words, then a
  * 16-bit word and a last byte padded with zero. -1 when they go past

@@ -48,40 +48,56 @@ INLINE __u16 flow_dport(const struct flow *f)
 	return bpf_ntohs(f->dport);
 }
 
-/* Fills f from a validated 20-byte IPv4 header (check_ipv4_plain) and the
- * TCP or UDP header after it; *tcpp is the TCP header for the few who need
- * more than the flow (NULL for UDP). */
-INLINE enum parse_verdict parse_flow(struct iphdr *ip, void *data_end, struct flow *f, struct tcphdr **tcpp)
+/* Fills f's transport part from the TCP or UDP header (proto) at offset off
+ * from the IP header l3, of either family: checked against the packet
+ * (data_end) and the IP packet's end (end bytes from l3: the data offset or
+ * the UDP length must fit). *tcpp is the TCP header for the few who need
+ * more than the flow (NULL for UDP). The addresses are the caller's. */
+INLINE enum parse_verdict parse_l4(void *l3, __u32 off, __u32 end, __u8 proto, void *data_end, struct flow *f,
+				   struct tcphdr **tcpp)
 {
-	struct tcphdr *tcp;
-	enum parse_verdict pv;
-
-	if (ip->protocol == IPPROTO_UDP) {
-		struct udphdr *udp;
-		pv = parse_udp_after(ip, data_end, &udp);
-		if (pv != PARSE_OK)
-			return pv;
-		f->saddr = ip->saddr;
-		f->daddr = ip->daddr;
+	if (proto == IPPROTO_UDP) {
+		struct udphdr *udp = l3 + off;
+		if ((void *)(udp + 1) > data_end)
+			return PARSE_TRUNCATED;
+		__u16 len = bpf_ntohs(udp->len);
+		if (len < sizeof(*udp))
+			return PARSE_BAD_HEADER;
+		if (off + len > end)
+			return PARSE_TRUNCATED;
 		f->sport = udp->source;
 		f->dport = udp->dest;
-		f->proto = IPPROTO_UDP;
 		f->tcp_flags = 0;
-		f->l4_off = sizeof(*ip);
 		*tcpp = NULL;
-		return PARSE_OK;
+	} else {
+		struct tcphdr *tcp = l3 + off;
+		if ((void *)(tcp + 1) > data_end)
+			return PARSE_TRUNCATED;
+		if (tcp->doff < 5)
+			return PARSE_BAD_HEADER;
+		if (off + tcp->doff * 4 > end)
+			return PARSE_TRUNCATED;
+		f->sport = tcp->source;
+		f->dport = tcp->dest;
+		f->tcp_flags = ((__u8 *)tcp)[13];
+		*tcpp = tcp;
 	}
-	pv = parse_tcp_after(ip, data_end, &tcp);
+	f->proto = proto;
+	f->l4_off = off;
+	return PARSE_OK;
+}
+
+/* Fills f from a validated 20-byte IPv4 header (check_ipv4_plain) and the
+ * TCP or UDP header after it (parse_l4). */
+INLINE enum parse_verdict parse_flow(struct iphdr *ip, void *data_end, struct flow *f, struct tcphdr **tcpp)
+{
+	if (ip->protocol != IPPROTO_TCP && ip->protocol != IPPROTO_UDP)
+		return PARSE_NOT_TCP;
+	enum parse_verdict pv = parse_l4(ip, sizeof(*ip), bpf_ntohs(ip->tot_len), ip->protocol, data_end, f, tcpp);
 	if (pv != PARSE_OK)
 		return pv;
 	f->saddr = ip->saddr;
 	f->daddr = ip->daddr;
-	f->sport = tcp->source;
-	f->dport = tcp->dest;
-	f->proto = IPPROTO_TCP;
-	f->tcp_flags = ((__u8 *)tcp)[13];
-	f->l4_off = sizeof(*ip);
-	*tcpp = tcp;
 	return PARSE_OK;
 }
 

@@ -31,7 +31,8 @@ INLINE int addr6_eq(const struct in6_addr *a, const struct in6_addr *b)
 
 /* Fills f from the IPv6 packet ip6 (avail bytes from ip6 on, some maybe
  * beyond data_end in tc): extension headers walked as parse6.h says, then
- * the TCP or UDP header checked against the payload length. *tcpp is the
+ * the TCP or UDP header checked against the payload length (parse_l4,
+ * flow.h), the addresses folded. *tcpp is the
  * TCP header (NULL for UDP). ICMPv6 returns PARSE_ICMP6 with only
  * f->l4_off set (the ICMPv6 header's offset). */
 INLINE int parse_flow6(struct ipv6hdr *ip6, void *data_end, __u32 avail, struct flow *f, struct tcphdr **tcpp)
@@ -45,36 +46,11 @@ INLINE int parse_flow6(struct ipv6hdr *ip6, void *data_end, __u32 avail, struct 
 		return pv;
 	__u32 end = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);
 	off &= 0x1ff; /* at most 40 + IPV6_MAX_EXT_BYTES: tells the verifier */
-	if (proto == IPPROTO_UDP) {
-		struct udphdr *udp = (void *)ip6 + off;
-		if ((void *)(udp + 1) > data_end)
-			return PARSE_TRUNCATED;
-		__u16 len = bpf_ntohs(udp->len);
-		if (len < sizeof(*udp))
-			return PARSE_BAD_HEADER;
-		if (off + len > end)
-			return PARSE_TRUNCATED;
-		f->sport = udp->source;
-		f->dport = udp->dest;
-		f->tcp_flags = 0;
-		*tcpp = NULL;
-	} else {
-		struct tcphdr *tcp = (void *)ip6 + off;
-		if ((void *)(tcp + 1) > data_end)
-			return PARSE_TRUNCATED;
-		if (tcp->doff < 5)
-			return PARSE_BAD_HEADER;
-		if (off + tcp->doff * 4 > end)
-			return PARSE_TRUNCATED;
-		f->sport = tcp->source;
-		f->dport = tcp->dest;
-		f->tcp_flags = ((__u8 *)tcp)[13];
-		*tcpp = tcp;
-	}
+	pv = parse_l4(ip6, off, end, proto, data_end, f, tcpp);
+	if (pv != PARSE_OK)
+		return pv;
 	f->saddr = addr6_fold(&ip6->saddr);
 	f->daddr = addr6_fold(&ip6->daddr);
-	f->proto = proto;
-	f->l4_off = off;
 	return PARSE_OK;
 }
 

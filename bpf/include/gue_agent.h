@@ -11,6 +11,7 @@
 
 #include <linux/ipv6.h>
 #include "defs.h"
+#include "limits.h"
 #include "gue.h"
 #include "csum.h"
 
@@ -20,7 +21,7 @@
  * packet to the server. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 65536);
+	__uint(max_entries, PORT_SPACE);
 	__type(key, __u32);
 	__type(value, __u8);
 } gue_ports SEC(".maps");

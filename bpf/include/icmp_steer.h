@@ -24,11 +24,14 @@
 #include "defs.h"
 #include "csum.h"
 #include "flow.h"
+#include <linux/ipv6.h>
 
 #define ICMP_ECHO_REPLY 0
 #define ICMP_ECHO_REQUEST 8
 #define ICMP_UNREACH 3
 #define ICMP_UNREACH_NEEDFRAG 4
+#define ICMP6_ECHO_REQUEST 128
+#define ICMP6_ECHO_REPLY 129
 
 struct icmp_hdr {
 	__u8 type;
@@ -94,15 +97,20 @@ INLINE int icmp_csum_ok(struct iphdr *ip, void *data_end)
 }
 
 /* Turns an echo request into its reply in place and sends it back the way
- * it came: MACs and addresses swapped, type 0, TTL 64, both checksums
- * updated. The request's IPv4 header has no options (checked). */
-INLINE int xdp_echo_reply(struct xdp_md *ctx)
+ * it came, for both families (is_ipv6 a constant at each call): MACs and
+ * addresses swapped, type echo reply, TTL or hop limit 64, the checksums
+ * updated — IPv4's header sum recomputed (the request's IPv4 header has no
+ * options: checked); the ICMP sum by RFC 1624 for the type byte alone,
+ * which is all that changes for ICMPv6 too (swapping the addresses leaves
+ * its pseudo-header sum unchanged). */
+INLINE int xdp_echo_reply(struct xdp_md *ctx, const int is_ipv6)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 	struct iphdr *ip = (void *)(eth + 1);
-	struct icmp_hdr *icmp = (void *)(ip + 1);
+	struct ipv6hdr *ip6 = (void *)(eth + 1);
+	struct icmp_hdr *icmp = is_ipv6 ? (void *)(ip6 + 1) : (void *)(ip + 1);
 
 	if ((void *)(icmp + 1) > data_end)
 		return XDP_DROP;
@@ -111,16 +119,23 @@ INLINE int xdp_echo_reply(struct xdp_md *ctx)
 	__builtin_memcpy(eth->h_source, eth->h_dest, ETH_ALEN);
 	__builtin_memcpy(eth->h_dest, mac, ETH_ALEN);
 
-	__be32 a = ip->saddr;
-	ip->saddr = ip->daddr;
-	ip->daddr = a;
-	ip->ttl = 64;
-	ip->check = 0;
-	ip->check = ipv4_header_csum(ip, sizeof(*ip) / 2);
+	if (is_ipv6) {
+		struct in6_addr a = ip6->saddr;
+		ip6->saddr = ip6->daddr;
+		ip6->daddr = a;
+		ip6->hop_limit = 64;
+	} else {
+		__be32 a = ip->saddr;
+		ip->saddr = ip->daddr;
+		ip->daddr = a;
+		ip->ttl = 64;
+		ip->check = 0;
+		ip->check = ipv4_header_csum(ip, sizeof(*ip) / 2);
+	}
 
-	/* RFC 1624: the type byte goes 8 -> 0 in the first 16-bit word. */
+	/* RFC 1624: the type byte changes in the first 16-bit word. */
 	__u16 old = *(__u16 *)icmp;
-	icmp->type = ICMP_ECHO_REPLY;
+	icmp->type = is_ipv6 ? ICMP6_ECHO_REPLY : ICMP_ECHO_REPLY;
 	__u16 new = *(__u16 *)icmp;
 	__u32 sum = (__u16)~icmp->check + (__u16)~old + new;
 	icmp->check = csum_fold32(sum);

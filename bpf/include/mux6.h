@@ -14,9 +14,9 @@
  *               server id in their connection id (quic.h), service ports by
  *               bucket with the bucket's previous owners as 16-byte
  *               addresses;
- *   transmit    next hop by bpf_fib_lookup AF_INET6 (nexthop6.h), size
+ *   transmit    next hop by bpf_fib_lookup AF_INET6 (nexthop.h), size
  *               check (ICMPv6 Packet Too Big back to the client,
- *               icmp6_too_big.h), xdp_encap_gue6, XDP_TX or redirect.
+ *               icmp_too_big.h), xdp_encap_gue6, XDP_TX or redirect.
  *
  * ICMPv6 to a VIP: echo requests by the VIP's echo policy, as for IPv4; a
  * Packet Too Big goes where the connection it quotes goes (icmp6_steer.h,
@@ -30,20 +30,21 @@
 #include "parse6.h"
 #include "flow6.h"
 #include "vips6.h"
-#include "nexthop6.h"
-#include "icmp6_too_big.h"
+#include "nexthop.h"
+#include "icmp_too_big.h"
 #include "icmp6_steer.h"
+#include "icmp_steer.h"
 #include "quic.h"
 #include "gue.h"
 #include "ports.h"
 #include "decision.h"
+#include "mux_maps.h"
+#include "vip_traffic.h"
+#include "capture.h"
+#include "mux_addr.h"
+#include "mux_verdict.h"
+#include "mux_transmit.h"
 
-/* The mux's own IPv6 address: source of every IPv6 outer header; all zero
- * when the mux has none (IPv6 VIPs are then dropped, counted). */
-volatile const __be32 mux_addr6[4];
-
-#define ICMP6_ECHO_REQUEST 128
-#define ICMP6_ECHO_REPLY 129
 
 /* What the IPv6 decision fills: the outer header's addresses and the
  * private data (struct beamer_opt6). */
@@ -151,21 +152,15 @@ INLINE int transmit6(struct xdp_md *ctx, struct decision6 *d, int verdict, __u32
 		d->encap.saddr[i] = mux_addr6[i];
 	if (!(d->encap.saddr[0] | d->encap.saddr[1] | d->encap.saddr[2] | d->encap.saddr[3]))
 		return drop(MUX_DROP_NO_ADDR6);
-	switch (xdp_nexthop6(ctx, (struct in6_addr *)d->encap.saddr, (struct in6_addr *)d->encap.daddr, &nh)) {
-	case NEXTHOP_TX:
-	case NEXTHOP_REDIRECT:
-		break;
-	case NEXTHOP_NO_NEIGH:
-		return drop(MUX_DROP_NO_NEIGH);
-	default:
-		return drop(MUX_DROP_NO_ROUTE);
-	}
+	int why = nexthop_drop(xdp_nexthop(ctx, d->encap.saddr, d->encap.daddr, 1, &nh));
+	if (why)
+		return drop(why);
 	/* Too big once encapsulated: IPv6 routers never fragment and the mux
 	 * cannot, so the client is told the size that fits (RFC 8201). */
 	if (inner_tot + outer_len > nh.mtu) {
 		__u32 fits = nh.mtu > outer_len + IPV6_MIN_MTU ? nh.mtu - outer_len : IPV6_MIN_MTU;
 		/* Never an ICMPv6 error about an ICMPv6 error (RFC 4443 2.4). */
-		if (d->also == MUX_FWD_ICMP_FRAG_NEEDED || inner_tot < ICMP6_PTB_QUOTE || xdp_icmp6_too_big(ctx, fits))
+		if (d->also == MUX_FWD_ICMP_FRAG_NEEDED || inner_tot < ICMP6_PTB_QUOTE || xdp_icmp_too_big(ctx, fits, 1))
 			return drop(MUX_DROP_TOO_BIG);
 		mux_count(MUX_ICMP_TOO_BIG);
 		vip_traffic_drop(MUX_ICMP_TOO_BIG);
@@ -175,46 +170,7 @@ INLINE int transmit6(struct xdp_md *ctx, struct decision6 *d, int verdict, __u32
 	struct ethhdr *eth = xdp_encap_gue6(ctx, &d->encap, outer_len, bpf_htons(GUE_SPORT(hash)), bpf_htons(gue_port));
 	if (!eth)
 		return drop(MUX_DROP_ENCAP);
-	mux_count(MUX_FWD_GUE);
-	mux_count(MUX_FWD_IPV6);
-	__builtin_memcpy(eth->h_dest, nh.dmac, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, nh.smac, ETH_ALEN);
-	mux_count(verdict);
-	if (d->also)
-		mux_count(d->also);
-	vip_traffic_forward(d->vip_stat, d->stat, inner_tot, d->new_flow);
-	if (nh.ifindex == ctx->ingress_ifindex)
-		return XDP_TX;
-	return bpf_redirect(nh.ifindex, 0);
-}
-
-/* An ICMPv6 echo request answered in place: MACs and addresses swapped,
- * type 129, hop limit 64. Swapping the addresses leaves the pseudo-header
- * sum unchanged, so only the type byte's change is folded into the
- * checksum (RFC 1624). */
-INLINE int xdp_echo6_reply(struct xdp_md *ctx)
-{
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
-	struct ethhdr *eth = data;
-	struct ipv6hdr *ip6 = (void *)(eth + 1);
-	struct icmp_hdr *icmp = (void *)(ip6 + 1);
-
-	if ((void *)(icmp + 1) > data_end)
-		return XDP_DROP;
-	__u8 mac[ETH_ALEN];
-	__builtin_memcpy(mac, eth->h_source, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, eth->h_dest, ETH_ALEN);
-	__builtin_memcpy(eth->h_dest, mac, ETH_ALEN);
-	struct in6_addr a = ip6->saddr;
-	ip6->saddr = ip6->daddr;
-	ip6->daddr = a;
-	ip6->hop_limit = 64;
-	__u16 old = *(__u16 *)icmp;
-	icmp->type = ICMP6_ECHO_REPLY;
-	__u16 new = *(__u16 *)icmp;
-	icmp->check = csum_fold32((__u16)~icmp->check + (__u16)~old + new);
-	return XDP_TX;
+	return transmit_out(ctx, eth, &nh, verdict, d->also, d->vip_stat, d->stat, inner_tot, d->new_flow, 1, 1);
 }
 
 /* Is an ICMPv6 message's checksum right (issue 23)? Over the pseudo-header
@@ -254,7 +210,7 @@ INLINE int mux6_icmp(struct xdp_md *ctx, const struct vip_info *vip, struct ipv6
 		if (!icmp6_csum_ok(ip6, data_end, f->l4_off))
 			return drop(MUX_DROP_ICMP_BAD_CHECKSUM);
 		mux_count(MUX_ICMP_ECHO_ANSWERED);
-		return xdp_echo6_reply(ctx);
+		return xdp_echo_reply(ctx, 1);
 	}
 	if (vip->flags & VIP_F_ECHO_PASS) {
 		mux_count(MUX_PASS_ICMP_ECHO);
@@ -278,7 +234,7 @@ int beamer_mux6(struct xdp_md *ctx)
 		mux_count(MUX_PASS_NOT_IPV4);
 		return XDP_PASS;
 	}
-	struct vip_info *vip = vip_find6(&ip6->daddr);
+	struct vip_info *vip = vip_find(ip6->daddr.in6_u.u6_addr32, 1);
 	if (!vip) {
 		mux_count(MUX_PASS_NOT_VIP6);
 		return XDP_PASS;

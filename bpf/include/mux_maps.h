@@ -27,13 +27,9 @@
 #define BEAMER_MUX_MAPS_H
 
 #include "defs.h"
+#include "limits.h"
 #include "counters.h"
 #include "wire.h"
-
-#define MAX_VIPS 1024
-#define MAX_TABLES 256
-#define SERVER_TABLE_SIZE 65536
-#define MAX_SERVER_STATS 16384 /* servers counted apart (all instances): bpf/include/vip_traffic.h */
 
 /* The strategy of a VIP: fixed values (forwarding.Strategy.Code), each
  * strategy's decision in bpf/strategy/NAME.h. */
@@ -50,9 +46,6 @@ struct port_range {
 	__u16 low;
 	__u16 high;
 };
-
-#define VIP_RECORD_RANGES 4  /* service port ranges the record holds */
-#define PORT_SET_RANGES 15   /* ... and one overflow entry (bpf/include/ports.h) */
 
 /* vip_info.flags */
 #define VIP_F_QUIC 0x01        /* UDP: route QUIC packets by the server id in their CID */
@@ -226,6 +219,11 @@ struct chain_entry {
 };
 
 _Static_assert(sizeof(struct chain_entry) == 16, "chain entry is 16 bytes");
+
+/* BEAMER_MAX_CHAIN for Go (pkg/dataplane limits.go), which reads the other
+ * limits from map sizes and value types: no map says this one (chain_table's
+ * value is a plain array). Read-only data no program reads. */
+volatile const __u32 limit_max_chain = BEAMER_MAX_CHAIN;
 
 struct chain_table {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Sending an encapsulated packet on its way from XDP: the kernel's FIB gives
+ * Sending an encapsulated packet on its way from XDP, for both families:
+ * the kernel's FIB gives
  * the egress device and the next hop's MAC (from the real neighbour table,
  * which the mux daemon keeps resolved with managed neighbour entries). The
  * packet leaves by XDP_TX when the egress device is the one it came in on,
@@ -20,12 +21,15 @@
 #define BEAMER_NEXTHOP_H
 
 #include "defs.h"
+#include "limits.h"
+#include "flow6.h"
 
 #ifndef AF_INET
 #define AF_INET 2
 #endif
-
-#define NEXTHOP_CACHE_SLOTS 4096 /* power of two */
+#ifndef AF_INET6
+#define AF_INET6 10
+#endif
 
 enum nexthop_result {
 	NEXTHOP_TX = 0,
@@ -58,7 +62,24 @@ struct {
 	__type(value, struct nexthop);
 } nexthop_cache SEC(".maps");
 
-/* Word 0: the current epoch of the cache. Written by the loader (mmap). */
+/* The IPv6 answers: the same fields after a 16-byte address. */
+struct nexthop6 {
+	struct in6_addr daddr; /* server address this slot answers for */
+	__u32 ifindex;
+	__u32 mtu;
+	__u64 epoch;
+	__u8 dmac[ETH_ALEN];
+	__u8 smac[ETH_ALEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NEXTHOP6_CACHE_SLOTS);
+	__type(key, __u32);
+	__type(value, struct nexthop6);
+} nexthop6_cache SEC(".maps");
+
+/* Word 0: the current epoch of both caches. Written by the loader (mmap). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -67,41 +88,104 @@ struct {
 	__type(value, __u64);
 } nexthop_epoch SEC(".maps");
 
-/* Looks up the route to daddr: egress device, MACs and MTU. The FIB is
- * asked with tot_len 0 so that it never refuses for size: on success the
- * kernel (5.13+) returns the path MTU in mtu_result, and the caller compares
- * the packet with it — the same check for cached and fresh answers. */
-INLINE enum nexthop_result xdp_nexthop(struct xdp_md *ctx, __be32 saddr, __be32 daddr, struct nexthop_answer *out)
+/* Only global unicast and unique-local IPv6 servers: never the unspecified,
+ * loopback, link-local (it needs a device, the FIB cannot choose one) or
+ * multicast address a hand-written store could name. */
+INLINE int addr6_routable(const struct in6_addr *a)
 {
-	__u32 slot = (bpf_ntohl(daddr) * 2654435761u) >> (32 - 12);
+	__u32 w0 = bpf_ntohl(a->in6_u.u6_addr32[0]);
+
+	if ((w0 >> 24) == 0xff || (w0 >> 22) == (0xfe80 >> 6))
+		return 0;
+	if (w0 == 0 && a->in6_u.u6_addr32[1] == 0 && a->in6_u.u6_addr32[2] == 0 &&
+	    (a->in6_u.u6_addr32[3] == 0 || a->in6_u.u6_addr32[3] == bpf_htonl(1)))
+		return 0;
+	return 1;
+}
+
+/* Never send to an IPv4 address that is not unicast (0/8's 0.0.0.0, 127/8,
+ * 224/4 multicast, 240/4 with the broadcast address): a store written by
+ * hand can name one, and the FIB would route it by the default route. */
+INLINE int addr4_routable(__be32 a)
+{
+	__u32 host = bpf_ntohl(a);
+
+	return !(host == 0 || (host >> 24) == 127 || (host >> 28) >= 0xe);
+}
+
+/* A cache entry's answer (either family's entry: the fields are named alike). */
+#define NEXTHOP_ANSWER(out, nh)                                      \
+	do {                                                         \
+		__builtin_memcpy((out)->dmac, (nh)->dmac, ETH_ALEN); \
+		__builtin_memcpy((out)->smac, (nh)->smac, ETH_ALEN); \
+		(out)->ifindex = (nh)->ifindex;                      \
+		(out)->mtu = (nh)->mtu;                              \
+	} while (0)
+
+/* The FIB's answer remembered in a cache entry of either family. */
+#define NEXTHOP_REMEMBER(nh, fib, now)                              \
+	do {                                                        \
+		(nh)->ifindex = (fib)->ifindex;                     \
+		(nh)->epoch = (now);                                \
+		(nh)->mtu = (fib)->mtu_result;                      \
+		__builtin_memcpy((nh)->dmac, (fib)->dmac, ETH_ALEN); \
+		__builtin_memcpy((nh)->smac, (fib)->smac, ETH_ALEN); \
+	} while (0)
+
+/* Looks up the route to daddr from saddr: egress device, MACs and MTU.
+ * One path for both families: an IPv4 address is word 0 of saddr and
+ * daddr, an IPv6 one all four; is_ipv6 is a constant at each call, so each
+ * family is compiled as if the other did not exist. IPv6 answers have a
+ * cache of their own so that IPv4 entries stay as small as they are. The
+ * FIB is asked with tot_len 0 so that it never refuses for size: on
+ * success the kernel (5.13+) returns the path MTU in mtu_result, and the
+ * caller compares the packet with it — the same check for cached and
+ * fresh answers. */
+INLINE enum nexthop_result xdp_nexthop(struct xdp_md *ctx, const __be32 *saddr, const __be32 *daddr, const int is_ipv6,
+				       struct nexthop_answer *out)
+{
+	const struct in6_addr *daddr6 = (const struct in6_addr *)daddr;
+	/* IPv4: both addresses read once, before any helper call. */
+	const __be32 saddr4 = is_ipv6 ? 0 : saddr[0], daddr4 = is_ipv6 ? 0 : daddr[0];
+	struct nexthop *nh = NULL;
+	struct nexthop6 *nh6 = NULL;
 	__u32 zero = 0;
-	struct nexthop *nh = bpf_map_lookup_elem(&nexthop_cache, &slot);
+
+	if (is_ipv6) {
+		__u32 slot = (bpf_ntohl(addr6_fold(daddr6)) * 2654435761u) >> (32 - 10);
+		nh6 = bpf_map_lookup_elem(&nexthop6_cache, &slot);
+	} else {
+		__u32 slot = (bpf_ntohl(daddr4) * 2654435761u) >> (32 - 12);
+		nh = bpf_map_lookup_elem(&nexthop_cache, &slot);
+	}
 	__u64 *epoch = bpf_map_lookup_elem(&nexthop_epoch, &zero);
 	__u64 now = epoch ? READ_ONCE_U64(epoch) : 0;
 
-	if (nh && nh->daddr == daddr && nh->epoch == now && now) {
-		__builtin_memcpy(out->dmac, nh->dmac, ETH_ALEN);
-		__builtin_memcpy(out->smac, nh->smac, ETH_ALEN);
-		out->ifindex = nh->ifindex;
-		out->mtu = nh->mtu;
+	if (is_ipv6 && nh6 && now && nh6->epoch == now && addr6_eq(&nh6->daddr, daddr6)) {
+		NEXTHOP_ANSWER(out, nh6);
+		return nh6->ifindex == ctx->ingress_ifindex ? NEXTHOP_TX : NEXTHOP_REDIRECT;
+	}
+	if (!is_ipv6 && nh && nh->daddr == daddr4 && nh->epoch == now && now) {
+		NEXTHOP_ANSWER(out, nh);
 		return nh->ifindex == ctx->ingress_ifindex ? NEXTHOP_TX : NEXTHOP_REDIRECT;
 	}
-
-	/* Never send to an address that is not unicast (0/8's 0.0.0.0,
-	 * 127/8, 224/4 multicast, 240/4 with the broadcast address): a store
-	 * written by hand can name one, and the FIB would route it by the
-	 * default route. Checked on a miss only: the cache holds unicast
-	 * addresses alone. */
-	__u32 host = bpf_ntohl(daddr);
-	if (host == 0 || (host >> 24) == 127 || (host >> 28) >= 0xe)
+	/* Checked on a miss only: the caches hold routable addresses alone. */
+	if (is_ipv6 ? !addr6_routable(daddr6) : !addr4_routable(daddr4))
 		return NEXTHOP_NO_ROUTE;
 
 	struct bpf_fib_lookup fib = {};
-	fib.family = AF_INET;
-	fib.l4_protocol = IPPROTO_IPIP;
+	if (is_ipv6) {
+		fib.family = AF_INET6;
+		fib.l4_protocol = IPPROTO_UDP;
+		__builtin_memcpy(fib.ipv6_src, saddr, 16);
+		__builtin_memcpy(fib.ipv6_dst, daddr, 16);
+	} else {
+		fib.family = AF_INET;
+		fib.l4_protocol = IPPROTO_IPIP;
+		fib.ipv4_src = saddr4;
+		fib.ipv4_dst = daddr4;
+	}
 	fib.tot_len = 0;
-	fib.ipv4_src = saddr;
-	fib.ipv4_dst = daddr;
 	fib.ifindex = ctx->ingress_ifindex;
 
 	int rc = bpf_fib_lookup(ctx, &fib, sizeof(fib), 0);
@@ -113,13 +197,13 @@ INLINE enum nexthop_result xdp_nexthop(struct xdp_md *ctx, __be32 saddr, __be32 
 	__builtin_memcpy(out->smac, fib.smac, ETH_ALEN);
 	out->ifindex = fib.ifindex;
 	out->mtu = fib.mtu_result;
-	if (nh) {
-		nh->daddr = daddr;
-		nh->ifindex = fib.ifindex;
-		nh->epoch = now;
-		nh->mtu = fib.mtu_result;
-		__builtin_memcpy(nh->dmac, fib.dmac, ETH_ALEN);
-		__builtin_memcpy(nh->smac, fib.smac, ETH_ALEN);
+	if (is_ipv6 && nh6) {
+		__builtin_memcpy(&nh6->daddr, daddr, 16);
+		NEXTHOP_REMEMBER(nh6, &fib, now);
+	}
+	if (!is_ipv6 && nh) {
+		nh->daddr = daddr4;
+		NEXTHOP_REMEMBER(nh, &fib, now);
 	}
 	return fib.ifindex == ctx->ingress_ifindex ? NEXTHOP_TX : NEXTHOP_REDIRECT;
 }

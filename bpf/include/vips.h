@@ -26,12 +26,11 @@
 #define BEAMER_VIPS_H
 
 #include "defs.h"
+#include "limits.h"
 #include "mux_maps.h"
+#include "flow6.h"
 
-#define VIP_FRONT_BITS 11
-#define VIP_FRONT_LINES (1 << VIP_FRONT_BITS) /* 2048 lines for at most MAX_VIPS (1024) */
 #define VIP_FRONT_WAYS 8                      /* words per line: one cache line */
-#define VIP_RECORDS (4 * MAX_VIPS)            /* live ones, and retired ones awaiting a grace period */
 
 struct vip_front_line {
 	__u64 w[VIP_FRONT_WAYS];
@@ -64,6 +63,23 @@ struct {
 	__type(value, union vip_record);
 } vip_records SEC(".maps");
 
+/* The IPv6 VIPs: their own front, keyed by the address's fold, and each
+ * record's full address (vips6.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, VIP_FRONT_LINES);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct vip_front_line);
+} vip6_front SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, VIP_RECORDS);
+	__type(key, __u32);
+	__type(value, struct in6_addr);
+} vip6_addrs SEC(".maps");
+
 /* The line of a VIP: a multiplicative (Fibonacci) hash of the host-order
  * address, which spreads the consecutive addresses of a prefix over lines
  * (pkg/dataplane vipLine is its twin). */
@@ -72,12 +88,19 @@ INLINE __u32 vip_line(__be32 addr)
 	return (bpf_ntohl(addr) * 2654435761u) >> (32 - VIP_FRONT_BITS);
 }
 
-/* The record of the VIP daddr, or NULL when daddr is no VIP. A VIP is
- * usually in the first word of its line: the scan stops at its word. */
-INLINE struct vip_info *vip_find(__be32 daddr)
+/* The record of the VIP daddr, or NULL when daddr is no VIP; one path for
+ * both families (is_ipv6 a constant at each call): an IPv4 address is word
+ * 0 of daddr, an IPv6 one all four. A VIP is usually in the first word of
+ * its line: the scan stops at its word. IPv6 lines are keyed by the
+ * address's fold (flow6.h), and folds of distinct VIPs may collide: a
+ * matching word names a candidate record, the one whose address
+ * (vip6_addrs) is daddr is the VIP's. */
+INLINE struct vip_info *vip_find(const __be32 *daddr, const int is_ipv6)
 {
-	__u32 line = vip_line(daddr);
-	struct vip_front_line *l = bpf_map_lookup_elem(&vip_front, &line);
+	const struct in6_addr *daddr6 = (const struct in6_addr *)daddr;
+	__be32 key = is_ipv6 ? addr6_fold(daddr6) : daddr[0];
+	__u32 line = vip_line(key);
+	struct vip_front_line *l = bpf_map_lookup_elem(is_ipv6 ? (void *)&vip6_front : (void *)&vip_front, &line);
 	__u32 rec = 0;
 
 	if (!l)
@@ -85,9 +108,13 @@ INLINE struct vip_info *vip_find(__be32 daddr)
 #pragma unroll
 	for (int i = 0; i < VIP_FRONT_WAYS; i++) {
 		__u64 w = READ_ONCE_U64(&l->w[i]);
-		if ((__u32)w == (__u32)daddr && (w >> 32)) {
+		if ((__u32)w == (__u32)key && (w >> 32)) {
 			rec = ((__u32)(w >> 32) & 0xffff) - 1;
-			break;
+			if (!is_ipv6)
+				break;
+			struct in6_addr *a = bpf_map_lookup_elem(&vip6_addrs, &rec);
+			if (a && addr6_eq(a, daddr6))
+				break;
 		}
 		if (i == VIP_FRONT_WAYS - 1)
 			return NULL;

@@ -3,14 +3,15 @@
  * IPv6 VIPs and servers in the mux, kept apart from the IPv4 ones so that
  * an IPv4 packet reads nothing more than before (vips.h, issue 18):
  *
- *   vip6_front     the IPv4 front's twin (vips.h): VIP_FRONT_LINES lines of
+ *   vip6_front     the IPv4 front's twin: VIP_FRONT_LINES lines of
  *                  8 words, a VIP in one word of line hash(fold), the word
  *                  holding the fold of its address (flow6.h, bits 0-31)
  *                  and its record + 1 (bits 32-47). The records are the
  *                  IPv4 VIPs' array, published under the same rules.
  *   vip6_addrs     by record: the VIP's 16-byte address, written before a
  *                  front word names the record, which the lookup compares
- *                  (two VIPs' folds may be equal).
+ *                  (two VIPs' folds may be equal). Both maps are declared
+ *                  in vips.h, whose vip_find reads them for IPv6.
  *   server6_tables slot -> 65536 16-byte server addresses, by server id,
  *                  for an IPv6 instance. The server word (server_tables) is
  *                  as for IPv4 — bits 0-31 the address's last four bytes,
@@ -27,21 +28,6 @@
 #include "vips.h"
 #include "flow6.h"
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, VIP_FRONT_LINES);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__type(key, __u32);
-	__type(value, struct vip_front_line);
-} vip6_front SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, VIP_RECORDS);
-	__type(key, __u32);
-	__type(value, struct in6_addr);
-} vip6_addrs SEC(".maps");
-
 struct server6_table {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, SERVER_TABLE_SIZE);
@@ -56,32 +42,6 @@ struct {
 	__type(key, __u32);
 	__array(values, struct server6_table);
 } server6_tables SEC(".maps");
-
-/* The record of the IPv6 VIP daddr, or NULL when it is no VIP: the words
- * of its line whose fold matches name candidate records, and the one whose
- * address is daddr is its (folds of distinct VIPs may collide). */
-INLINE struct vip_info *vip_find6(const struct in6_addr *daddr)
-{
-	__be32 fold = addr6_fold(daddr);
-	__u32 line = vip_line(fold);
-	struct vip_front_line *l = bpf_map_lookup_elem(&vip6_front, &line);
-
-	if (!l)
-		return NULL;
-#pragma unroll
-	for (int i = 0; i < VIP_FRONT_WAYS; i++) {
-		__u64 w = READ_ONCE_U64(&l->w[i]);
-		if ((__u32)w == (__u32)fold && (w >> 32)) {
-			__u32 rec = ((__u32)(w >> 32) & 0xffff) - 1;
-			struct in6_addr *a = bpf_map_lookup_elem(&vip6_addrs, &rec);
-			if (a && addr6_eq(a, daddr)) {
-				union vip_record *r = bpf_map_lookup_elem(&vip_records, &rec);
-				return r ? &r->info : NULL;
-			}
-		}
-	}
-	return NULL;
-}
 
 /* Copies the IPv6 address of the server word w (server id id) into out;
  * 0 when the table lacks it or its last word does not match the word. */

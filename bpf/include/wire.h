@@ -12,11 +12,11 @@
 #define BEAMER_WIRE_H
 
 #include "defs.h"
+#include "limits.h"
 
 /* RFC 4727 experimental IP option: copy flag 1, class 0, number 30. The copy
  * flag keeps the option on every fragment should a router fragment us. */
 #define BEAMER_OPT_TYPE 0x9e
-#define BEAMER_MAX_CHAIN 6 /* previous owners an option carries at most */
 #define BEAMER_OPT_FIXED 16
 #define BEAMER_OPT_MAX (BEAMER_OPT_FIXED + 4 * BEAMER_MAX_CHAIN) /* 40: all of IPv4's option room */
 

@@ -6,6 +6,7 @@
  */
 #include "../include/defs.h"
 #include "../include/flow_hash.h"
+#include "../include/flow6.h"
 
 struct probe {
 	__be32 saddr, daddr;
@@ -31,7 +32,6 @@ int flow_hash_probe(struct xdp_md *ctx)
 
 /* The IPv6 flow hash (include/flow6.h): addresses folded, then the same
  * hash; checked against pkg/wire by TestFlowHash6Probe. */
-#include "../include/flow6.h"
 
 struct probe6 {
 	struct in6_addr saddr, daddr;

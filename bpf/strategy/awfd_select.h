@@ -17,9 +17,8 @@
 #define BEAMER_AWFD_SELECT_H
 
 #include "../include/defs.h"
+#include "../include/limits.h"
 
-#define AWFD_MAX_CLASSES 16
-#define AWFD_MAX_SERVERS 1024 /* awfd.MaxServers */
 #define AWFD_GOLDEN 0x9E3779B1u
 
 /* One instance's record, as pkg/dataplane packs it (awfd_record.go). */

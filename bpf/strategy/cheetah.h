@@ -21,11 +21,10 @@
 #define BEAMER_STRATEGY_CHEETAH_H
 
 #include "../include/decision.h"
+#include "../include/limits.h"
 #include "../include/tcp_ts.h"
 #include "../include/cheetah_cookie.h"
 #include "beamer.h"
-
-#define CHEETAH_MAX_PICKS 1024
 
 enum cheetah_policy {
 	CHEETAH_RR = 1,
@@ -75,7 +74,7 @@ struct {
 /* Server loads for power of two choices: slot << 16 | id -> load. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, CHEETAH_LOAD_ENTRIES);
 	__type(key, __u32);
 	__type(value, __u32);
 } cheetah_load SEC(".maps");

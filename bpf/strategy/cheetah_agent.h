@@ -44,6 +44,7 @@
 #define BEAMER_CHEETAH_AGENT_H
 
 #include "../include/defs.h"
+#include "../include/limits.h"
 #include "../include/parse.h"
 #include "../include/tcp_ts.h"
 #include "../include/cheetah_cookie.h"
@@ -75,7 +76,7 @@ enum cheetah_agent_counter {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
+	__uint(max_entries, AGENT_MAX_VIPS);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __be32);
 	__type(value, struct cheetah_vip);

@@ -26,6 +26,7 @@
 #define BEAMER_STRATEGY_PRISM_H
 
 #include "../include/decision.h"
+#include "../include/limits.h"
 
 #define PRISM_SIG_SEED 0x50524953 /* "PRIS" */
 
@@ -74,7 +75,7 @@ struct learned_value {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, PRISM_LEARNED_ENTRIES);
 	__uint(map_flags, BPF_F_NO_COMMON_LRU);
 	__type(key, __u64);
 	__type(value, struct learned_value);

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/research/bench/dpbench"
 	"github.com/spf13/cobra"
 )
@@ -48,7 +47,8 @@ of an empty program per trial (median) and quiet (quickest trial minus the empty
 quickest: the cost without a shared machine's bursts of other load). With
 --compare FILE a saved baseline mux object (bench save-baseline) runs beside the current
 one on the same maps; --compare-agent FILE does the same for an agent object (an earlier
-commit's pkg/dataplane/agentbench_bpfel.o), batched and per packet. Then sends minimum-size packets through a mux on veth and reports
+commit's research/bench/dpbench/agentbench_bpfel.o, pkg/dataplane/agentbench_bpfel.o before
+the benchmark builds moved there), batched and per packet. Then sends minimum-size packets through a mux on veth and reports
 the forwarded rate, where packets were lost, and the CPU time of generator, mux and sink
 (each on its own CPU where there are enough). docs/performance.md is generated from
 these figures by 'beamer-lab bench doc' (scripts/perf-doc.sh). Needs root.`,
@@ -63,8 +63,8 @@ these figures by 'beamer-lab bench doc' (scripts/perf-doc.sh). Needs root.`,
 	dp.Flags().IntVar(&f.repeat, "repeat", 0, fmt.Sprintf("repetitions per trial (default %s; quick %s)", n(dpbench.Full.Repeat), n(dpbench.Quick.Repeat)))
 	dp.Flags().IntVar(&f.trials, "trials", 0, fmt.Sprintf("trials per figure, median and quickest reported (default %d; quick %d)", dpbench.Full.Trials, dpbench.Quick.Trials))
 	dp.Flags().IntVar(&f.perPacket, "per-packet", 0, fmt.Sprintf("per-packet method: test runs of repeat 1 per trial (default %s; quick %s; 0 skips it)", n(dpbench.Full.PerPacket), n(dpbench.Quick.PerPacket)))
-	dp.Flags().StringVar(&f.compare, "compare", "", "also measure this baseline mux object (benchmark build, from `beamer-lab bench save-baseline` or git show REV:pkg/dataplane/muxbench_bpfel.o) on the same maps, in alternation")
-	dp.Flags().StringVar(&f.compareAgent, "compare-agent", "", "also measure this baseline agent object (benchmark build, git show REV:pkg/dataplane/agentbench_bpfel.o) on the current agent's maps, in alternation, batched and per packet")
+	dp.Flags().StringVar(&f.compare, "compare", "", "also measure this baseline mux object (benchmark build, from `beamer-lab bench save-baseline` or git show REV:research/bench/dpbench/muxbench_bpfel.o, REV:pkg/dataplane/muxbench_bpfel.o for older commits) on the same maps, in alternation")
+	dp.Flags().StringVar(&f.compareAgent, "compare-agent", "", "also measure this baseline agent object (benchmark build, git show REV:research/bench/dpbench/agentbench_bpfel.o, REV:pkg/dataplane/agentbench_bpfel.o for older commits) on the current agent's maps, in alternation, batched and per packet")
 	return dp
 }
 
@@ -142,13 +142,13 @@ func benchSaveBaselineCmd() *cobra.Command {
 		Use:   "save-baseline FILE",
 		Short: "Write this build's mux benchmark object, for a later `bench dataplane --compare FILE`",
 		Long: `Writes the benchmark build of the mux compiled into this binary (the same bytes as
-pkg/dataplane/muxbench_bpfel.o of its commit). After changing the mux, run
+research/bench/dpbench/muxbench_bpfel.o of its commit). After changing the mux, run
 'beamer-lab bench dataplane --compare FILE' with the new binary: both objects run in the
 same process on the same maps, in alternation. A baseline whose maps the current
 build lays out differently is refused with the differences named.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			return os.WriteFile(args[0], dataplane.MuxBenchObject(), 0o644)
+			return os.WriteFile(args[0], dpbench.MuxBenchObject(), 0o644)
 		},
 	}
 }

@@ -50,10 +50,12 @@ type AgentOptions struct {
 	// PinDir, when set, is the bpffs directory where the attachment and the
 	// maps whose content outlives a daemon are pinned (pins.go).
 	PinDir string
-	// Benchmark loads the benchmark build: the same program plus
-	// BenchProgram, which restores the packet after each run, and
-	// EmptyProgram.
-	Benchmark bool
+	// Spec, when set, is a build of bpf/agent.c to load instead of the one
+	// embedded here, such as one compiled with more programs in it.
+	// LoadAgent sets its constants and sizes its maps as for its own build
+	// (on a copy: Spec itself is not changed) and loads all of it;
+	// Collection hands out what it loaded (build.go).
+	Spec *ebpf.CollectionSpec
 }
 
 // Defaults of the agent's sanity bounds (docs/wire-format.md).
@@ -73,8 +75,9 @@ const (
 // Agent is the loaded server agent program and its maps.
 type Agent struct {
 	objs     agentObjects
-	bench    agentBenchExtras
-	capture  captureData // capture_on's data section (capture.go)
+	coll     *ebpf.Collection // AgentOptions.Spec as loaded (nil: the embedded build)
+	extra    *ebpf.Collection // what of it the agent does not use itself
+	capture  captureData      // capture_on's data section (capture.go)
 	counters *counterSet
 	cheetah  *counterSet // Cheetah's egress/ingress counters (agent_cheetah.go)
 	clock    *wordArray  // word 0: Unix − boot time (ns); word 1: current generation word (0/1)
@@ -121,11 +124,7 @@ func LoadAgent(opts AgentOptions) (*Agent, error) {
 		return nil, fmt.Errorf("VIPs have %d buckets in all; at most %d", total, 1<<26)
 	}
 
-	load := loadAgent
-	if opts.Benchmark {
-		load = loadAgentBench
-	}
-	spec, err := load()
+	spec, err := agentSpec(opts.Spec)
 	if err != nil {
 		return nil, err
 	}
@@ -162,22 +161,16 @@ func LoadAgent(opts AgentOptions) (*Agent, error) {
 	adopted := agentPinnedMaps(a.pinDir, spec, opts.VIPs)
 	defer closeMaps(adopted)
 	copts := &ebpf.CollectionOptions{MapReplacements: adopted}
-	if opts.Benchmark {
-		all := struct {
-			agentObjects
-			agentBenchExtras
-			captureData
-		}{}
-		err = spec.LoadAndAssign(&all, copts)
-		a.objs, a.bench, a.capture = all.agentObjects, all.agentBenchExtras, all.captureData
+	all := struct {
+		agentObjects
+		captureData
+	}{}
+	if opts.Spec != nil {
+		a.coll, a.extra, err = loadWhole(spec, copts, &all)
 	} else {
-		all := struct {
-			agentObjects
-			captureData
-		}{}
 		err = spec.LoadAndAssign(&all, copts)
-		a.objs, a.capture = all.agentObjects, all.captureData
 	}
+	a.objs, a.capture = all.agentObjects, all.captureData
 	if err != nil {
 		return nil, fmt.Errorf("loading agent program: %w", err)
 	}
@@ -298,36 +291,21 @@ func (a *Agent) SyncClock(now time.Time) {
 // Program is the tc program, for attaching or test runs.
 func (a *Agent) Program() *ebpf.Program { return a.objs.BeamerAgent }
 
-// agentBenchExtras are the extra programs of the benchmark build.
-type agentBenchExtras struct {
-	Bench *ebpf.Program `ebpf:"beamer_agent_bench"`
-	Empty *ebpf.Program `ebpf:"empty_tc_bench"`
-	Decap *ebpf.Program `ebpf:"decap_floor_bench"`
-	// Cheetah's rewrites, restored after each run (agent_cheetah.go).
-	CheetahEgress  *ebpf.Program `ebpf:"cheetah_egress_bench"`
-	CheetahIngress *ebpf.Program `ebpf:"cheetah_ingress_bench"`
-	agentXDPBench                // the XDP fast path's (agent_xdp.go)
-	Bench6         *ebpf.Program `ebpf:"beamer_agent6_bench"`     // the IPv6 path's (bpf/bench/agent6_bench.h)
-	XDPBench6      *ebpf.Program `ebpf:"beamer_agent6_xdp_bench"` // the XDP fast path's IPv6 twin's
+// agentSpec is the build LoadAgent loads: a copy of the caller's, or the
+// embedded one.
+func agentSpec(other *ebpf.CollectionSpec) (*ebpf.CollectionSpec, error) {
+	if other != nil {
+		return other.Copy(), nil
+	}
+	return loadAgent()
 }
 
-// XDPBench6Program is the XDP fast path's IPv6 twin wrapped to restore the
-// packet (benchmark build).
-func (a *Agent) XDPBench6Program() *ebpf.Program { return a.bench.XDPBench6 }
-
-// Bench6Program is the agent's IPv6 path wrapped to restore the packet
-// (benchmark build).
-func (a *Agent) Bench6Program() *ebpf.Program { return a.bench.Bench6 }
-
-// BenchProgram is the agent wrapped to restore the packet (benchmark build).
-func (a *Agent) BenchProgram() *ebpf.Program { return a.bench.Bench }
-
-// EmptyProgram returns TC_ACT_OK and nothing else (benchmark build).
-func (a *Agent) EmptyProgram() *ebpf.Program { return a.bench.Empty }
-
-// DecapFloorProgram strips the outer header and puts it back: the cost of
-// decapsulation alone (benchmark build).
-func (a *Agent) DecapFloorProgram() *ebpf.Program { return a.bench.Decap }
+// Collection is everything LoadAgent loaded from AgentOptions.Spec, by
+// the object's names: the agent's own programs, maps and variables and
+// what that build adds (nil without AgentOptions.Spec). All of it belongs
+// to the Agent and is closed by Close: do not close it, nor write the maps
+// the agent keeps itself.
+func (a *Agent) Collection() *ebpf.Collection { return a.coll }
 
 // Counters returns every decision counter summed over CPUs.
 func (a *Agent) Counters() (map[string]uint64, error) { return a.counters.Read() }
@@ -378,15 +356,8 @@ func (a *Agent) Close() error {
 	if a.seen != nil {
 		unix.Munmap(a.seen.mem)
 	}
-	if a.bench.Bench != nil {
-		a.bench.Bench.Close()
-		a.bench.Empty.Close()
-		a.bench.Decap.Close()
-		a.bench.CheetahEgress.Close()
-		a.bench.CheetahIngress.Close()
-		a.bench.agentXDPBench.close()
-		a.bench.Bench6.Close()
-		a.bench.XDPBench6.Close()
+	if a.extra != nil {
+		a.extra.Close()
 	}
 	return a.objs.Close()
 }

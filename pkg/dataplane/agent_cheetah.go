@@ -124,17 +124,9 @@ func (a *Agent) DropCheetahEgress() error {
 	if a.pinDir == "" {
 		return nil
 	}
-	return os.RemoveAll(filepath.Join(a.pinDir, "cheetah-egress"))
+	return DetachPinned(filepath.Join(a.pinDir, "cheetah-egress"))
 }
 
 // CheetahCounters returns the cookie writer's and restorer's counters
 // summed over CPUs.
 func (a *Agent) CheetahCounters() (map[string]uint64, error) { return a.cheetah.Read() }
-
-// CheetahEgressBench is the cookie writer wrapped to undo its rewrite after
-// each run (benchmark build).
-func (a *Agent) CheetahEgressBench() *ebpf.Program { return a.bench.CheetahEgress }
-
-// CheetahIngressBench is the agent wrapped to put back the outer header and
-// the echo after each run (benchmark build).
-func (a *Agent) CheetahIngressBench() *ebpf.Program { return a.bench.CheetahIngress }

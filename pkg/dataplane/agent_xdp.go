@@ -39,37 +39,3 @@ func (a *Agent) AttachXDP(iface string, mode XDPMode) (link.Link, error) {
 	}
 	return l, nil
 }
-
-// agentXDPBench are the XDP programs of the agent's benchmark build.
-type agentXDPBench struct {
-	XDPBench      *ebpf.Program `ebpf:"beamer_agent_xdp_bench"`
-	XDPDecapFloor *ebpf.Program `ebpf:"decap_floor_xdp_bench"`
-	XDPStripFloor *ebpf.Program `ebpf:"strip_floor_xdp_bench"`
-	StripFloor    *ebpf.Program `ebpf:"strip_floor_tc_bench"` // tc's (bpf/bench/agent_bench.h)
-}
-
-func (b *agentXDPBench) close() {
-	for _, p := range []*ebpf.Program{b.XDPBench, b.XDPDecapFloor, b.XDPStripFloor, b.StripFloor} {
-		if p != nil {
-			p.Close()
-		}
-	}
-}
-
-// XDPBenchProgram is the XDP fast path wrapped to put the outer header back
-// after each run (benchmark build).
-func (a *Agent) XDPBenchProgram() *ebpf.Program { return a.bench.XDPBench }
-
-// XDPDecapFloorProgram strips a 36-byte outer header in XDP and puts it
-// back: the floor of decapsulation in XDP (benchmark build).
-func (a *Agent) XDPDecapFloorProgram() *ebpf.Program { return a.bench.XDPDecapFloor }
-
-// XDPStripFloorProgram strips a 36-byte outer header in XDP and passes the
-// packet up, nothing else and no undo: the honest floor of the XDP fast
-// path, for the per-packet method only (benchmark build).
-func (a *Agent) XDPStripFloorProgram() *ebpf.Program { return a.bench.XDPStripFloor }
-
-// StripFloorProgram strips a 36-byte outer header with
-// bpf_skb_adjust_room and passes the packet up, no undo: the honest floor
-// of the tc fast path, for the per-packet method only (benchmark build).
-func (a *Agent) StripFloorProgram() *ebpf.Program { return a.bench.StripFloor }

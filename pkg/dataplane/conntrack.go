@@ -77,17 +77,10 @@ func ctSpec() *ebpf.MapSpec {
 
 // sizeConnTrack shapes the connection table in spec (before pinned maps
 // are matched against it: the outer map's size is the chunk count).
-func (m *Mux) sizeConnTrack(spec *ebpf.CollectionSpec, entries, lruEntries int) error {
+func (m *Mux) sizeConnTrack(spec *ebpf.CollectionSpec, entries int) error {
 	m.ct = ctLayoutFor(entries)
 	spec.Maps["conntrack"].MaxEntries = m.ct.chunks
 	spec.Maps["conntrack"].InnerMap = ctSpec()
-	if lru := spec.Maps["conntrack_lru_bench"]; lru != nil { // the benchmark's reference (conntrack_bench.go)
-		if lruEntries <= 0 {
-			lruEntries = entries
-		}
-		m.ctLRUEntries = uint32(max(lruEntries, ctLRUMinPerCPU*possibleCPUs()))
-		lru.InnerMap.MaxEntries = m.ctLRUEntries
-	}
 	for name, v := range map[string]uint32{"ct_chunks": m.ct.chunks, "ct_chunk_buckets": m.ct.buckets, "ct_pad": m.ct.pad} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return err
@@ -202,9 +195,6 @@ func (m *Mux) ensureConnTrack() error {
 	if m.ctReady {
 		return nil
 	}
-	if err := m.ensureConnTrackLRU(); err != nil {
-		return err
-	}
 	chunks := make([]*ebpf.Map, 0, m.ct.chunks)
 	defer func() {
 		for _, t := range chunks {
@@ -270,13 +260,3 @@ func ctOccupied(mem []byte, buckets uint32) int {
 
 // ConnTrackCapacity is how many connections the table can hold.
 func (m *Mux) ConnTrackCapacity() int { return int(m.ct.chunks*m.ct.buckets) * ctWays }
-
-func possibleCPUs() int {
-	n, err := ebpf.PossibleCPU()
-	if err != nil {
-		return 1
-	}
-	return n
-}
-
-var errNoLRU = errors.New("dataplane: not a benchmark build: no reference connection table")

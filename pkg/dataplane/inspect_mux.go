@@ -173,11 +173,11 @@ func (p *pinnedProgram) muxTables(spec *ebpf.CollectionSpec) ([]MuxTable, error)
 				continue
 			}
 			r := uint32(word>>32) - 1
-			if r >= vipRecords {
+			if int(r) >= muxLimit().vipRecords {
 				unix.Munmap(front.mem)
-				return nil, fmt.Errorf("VIP front word %d names record %d of %d", w, r, vipRecords)
+				return nil, fmt.Errorf("VIP front word %d names record %d of %d", w, r, muxLimit().vipRecords)
 			}
-			rec := *(*muxVipInfo)(unsafe.Pointer(&records.mem[int(r)*vipRecordLen]))
+			rec := *(*muxVipInfo)(unsafe.Pointer(&records.mem[int(r)*muxLimit().vipRecordLen]))
 			vip, err := frontVIP(word, r, maps["vip6_addrs"], family == "vip6_front")
 			if err != nil {
 				unix.Munmap(front.mem)

@@ -15,12 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Sizes fixed by bpf/include/mux_maps.h.
-const (
-	maxTables       = 256
-	serverTableSize = 65536
-)
-
 // MuxOptions configure the mux program at load time.
 type MuxOptions struct {
 	// Addr is the mux's own IPv4 address: the source of every IPv4 outer
@@ -34,10 +28,6 @@ type MuxOptions struct {
 	// has that many 4-slot buckets (conntrack.go: 64 bytes a bucket); the
 	// memory is taken when the first Maglev or AWFD instance is set.
 	ConnTrackEntries int
-	// ConnTrackLRUEntries sizes the benchmark build's reference table (the
-	// LRU hash of before, conntrack_bench.go); 0: ConnTrackEntries, at
-	// least 16 a CPU.
-	ConnTrackLRUEntries int
 	// MaxNewConnsPerSecond caps the connection entries the Maglev strategy
 	// inserts per second, over all CPUs (SYN-flood guard); 0 = no cap.
 	MaxNewConnsPerSecond uint64
@@ -45,31 +35,33 @@ type MuxOptions struct {
 	// maps whose content outlives a daemon are pinned (pins.go); a program
 	// pinned there by an earlier daemon is adopted: Attach swaps in this one.
 	PinDir string
-	// Benchmark loads the benchmark build instead: the same program plus
-	// BenchProgram, which undoes each encapsulation so repeated test runs
-	// take the full path every time, and EmptyProgram, the floor.
-	Benchmark bool
+	// Spec, when set, is a build of bpf/mux.c to load instead of the one
+	// embedded here, such as one compiled with more programs in it. LoadMux
+	// sets its constants and sizes its maps as for its own build (on a
+	// copy: Spec itself is not changed) and loads all of it; Collection
+	// hands out what it loaded (build.go).
+	Spec *ebpf.CollectionSpec
 }
 
 // Mux is the loaded mux program and its maps.
 type Mux struct {
 	mu        sync.Mutex
 	objs      muxObjects
-	bench     benchPrograms
-	capture   captureData // capture_on's data section (capture.go)
+	coll      *ebpf.Collection // MuxOptions.Spec as loaded (nil: the embedded build)
+	extra     *ebpf.Collection // what of it the mux does not use itself
+	capture   captureData      // capture_on's data section (capture.go)
 	counters  *counterSet
 	cheetah   *counterSet // the cheetah strategy's counters (mux_cheetah.go)
 	instances map[string]*muxInstance
-	slots     [maxTables]bool
+	slots     []bool // instance table slots in use (MAX_TABLES: limits.go)
 
 	pinDir string // "" = nothing pinned
 
 	addr, addr6 netip.Addr // the outer sources: an instance needs its family's
 
-	ct           ctLayout // the connection table's shape (conntrack.go)
-	ctSeed       uint32   // its hash seed
-	ctReady      bool     // the connection table exists
-	ctLRUEntries uint32   // the benchmark's reference table's size (conntrack_bench.go)
+	ct      ctLayout // the connection table's shape (conntrack.go)
+	ctSeed  uint32   // its hash seed
+	ctReady bool     // the connection table exists
 
 	awfd         map[string]*classes.Record // AWFD class records loaded, by instance (mux_awfd.go)
 	awfdCounters *counterSet                // the awfd strategy's decision counters
@@ -115,11 +107,11 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 	if opts.Addr.IsValid() && (!opts.Addr.Is4() || opts.Addr.IsUnspecified()) {
 		return nil, fmt.Errorf("mux address %v is not a unicast IPv4 address", opts.Addr)
 	}
-	load := loadMux
-	if opts.Benchmark {
-		load = loadMuxBench
+	spec, err := muxSpec(opts.Spec)
+	if err != nil {
+		return nil, err
 	}
-	spec, err := load()
+	limits, err := muxLimits()
 	if err != nil {
 		return nil, err
 	}
@@ -144,8 +136,8 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 	if entries <= 0 {
 		entries = 1 << 20
 	}
-	m := &Mux{instances: map[string]*muxInstance{}, awfd: map[string]*classes.Record{}}
-	if err := m.sizeConnTrack(spec, entries, opts.ConnTrackLRUEntries); err != nil {
+	m := &Mux{instances: map[string]*muxInstance{}, awfd: map[string]*classes.Record{}, slots: make([]bool, limits.tables)}
+	if err := m.sizeConnTrack(spec, entries); err != nil {
 		return nil, err
 	}
 	perCPU := (opts.MaxNewConnsPerSecond + uint64(cpus) - 1) / uint64(cpus)
@@ -165,65 +157,59 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 		return nil, err
 	}
 	copts := &ebpf.CollectionOptions{MapReplacements: adopted}
-	if opts.Benchmark {
-		all := struct {
-			muxObjects
-			benchPrograms
-			captureData
-		}{}
-		err = spec.LoadAndAssign(&all, copts)
-		m.objs, m.bench, m.capture = all.muxObjects, all.benchPrograms, all.captureData
+	all := struct {
+		muxObjects
+		captureData
+	}{}
+	if opts.Spec != nil {
+		m.coll, m.extra, err = loadWhole(spec, copts, &all)
 	} else {
-		all := struct {
-			muxObjects
-			captureData
-		}{}
 		err = spec.LoadAndAssign(&all, copts)
-		m.objs, m.capture = all.muxObjects, all.captureData
 	}
+	m.objs, m.capture = all.muxObjects, all.captureData
 	if err != nil {
 		return nil, fmt.Errorf("loading mux program: %w", err)
 	}
 	if m.counters, err = newCounterSet(spec, m.objs.MuxCounters, "mux_counter", "MUX_"); err != nil {
-		m.objs.Close()
+		m.closeLoaded()
 		return nil, err
 	}
 	if m.cheetah, err = newCounterSet(spec, m.objs.CheetahMuxCounters, "cheetah_mux_counter", "CHEETAH_MUX_"); err != nil {
-		m.objs.Close()
+		m.closeLoaded()
 		return nil, err
 	}
 	if m.awfdCounters, err = newCounterSet(spec, m.objs.AwfdCounters, "awfd_counter", "AWFD_"); err != nil {
-		m.objs.Close()
+		m.closeLoaded()
 		return nil, err
 	}
 	if m.traffic, err = newMuxTraffic(&m.objs); err != nil {
-		m.objs.Close()
+		m.closeLoaded()
 		return nil, err
 	}
 	if err := m.adoptState(adopted); err != nil {
-		m.objs.Close()
+		m.closeLoaded()
 		return nil, err
 	}
 	if m.epoch, err = mapWords(m.objs.NexthopEpoch); err != nil {
-		m.objs.Close()
+		m.closeLoaded()
 		return nil, err
 	}
 	front, err := mapWords(m.objs.VipFront)
 	if err != nil {
-		m.objs.Close()
+		m.closeLoaded()
 		return nil, err
 	}
 	records, err := mapWords(m.objs.VipRecords)
 	if err != nil {
 		unix.Munmap(front.mem)
-		m.objs.Close()
+		m.closeLoaded()
 		return nil, err
 	}
 	m.vips = newVIPTable(front, records)
 	if m.vips.front6, err = mapWords(m.objs.Vip6Front); err != nil {
 		unix.Munmap(front.mem)
 		unix.Munmap(records.mem)
-		m.objs.Close()
+		m.closeLoaded()
 		return nil, err
 	}
 	m.vips.addrs6 = m.objs.Vip6Addrs
@@ -257,96 +243,32 @@ func (m *Mux) tickEpoch() {
 	}
 }
 
+// closeLoaded closes what LoadMux loaded, when it fails after loading.
+func (m *Mux) closeLoaded() {
+	if m.extra != nil {
+		m.extra.Close()
+	}
+	m.objs.Close()
+}
+
+// muxSpec is the build LoadMux loads: a copy of the caller's, or the
+// embedded one.
+func muxSpec(other *ebpf.CollectionSpec) (*ebpf.CollectionSpec, error) {
+	if other != nil {
+		return other.Copy(), nil
+	}
+	return loadMux()
+}
+
 // Program is the XDP program, for attaching or test runs.
 func (m *Mux) Program() *ebpf.Program { return m.objs.BeamerMux }
 
-// benchPrograms are the extra programs of the benchmark build.
-type benchPrograms struct {
-	Bench  *ebpf.Program  `ebpf:"beamer_mux_bench"`
-	Empty  *ebpf.Program  `ebpf:"empty_bench"`
-	Floor  *ebpf.Program  `ebpf:"floor_bench"`
-	Encap  *ebpf.Program  `ebpf:"encap_floor_bench"`
-	Plain  *ebpf.Program  `ebpf:"encap_floor_plain_bench"`
-	Live   *ebpf.Program  `ebpf:"encap_floor_live_bench"`
-	Rot    *ebpf.Program  `ebpf:"rotation_bench"`
-	Gen    *ebpf.Program  `ebpf:"traffic_gen_bench"`
-	Bench6 *ebpf.Program  `ebpf:"beamer_mux6_bench"` // the IPv6 path's (bpf/bench/mux6_bench.h)
-	Flows  *ebpf.Variable `ebpf:"bench_flows"`
-	Key    *ebpf.Variable `ebpf:"bench_key"` // mux_baseline.go
-	Frame  *ebpf.Variable `ebpf:"gen_frame"`
-	LiveIf *ebpf.Variable `ebpf:"live_ifindex"`
-	LiveD  *ebpf.Variable `ebpf:"live_dmac"`
-	LiveS  *ebpf.Variable `ebpf:"live_smac"`
-	Lines  *ebpf.Program  `ebpf:"lines_bench"`
-	NLines *ebpf.Variable `ebpf:"bench_lines"`
-	Stride *ebpf.Variable `ebpf:"bench_line_stride"`
-	// Scratch is bpf/bench/scratch.h's array (mux_scratch.go).
-	Scratch *ebpf.Map `ebpf:"bench_scratch"`
-	// The Maglev rows' reference connection table (conntrack_bench.go).
-	CtLRU        *ebpf.Map     `ebpf:"conntrack_lru_bench"`
-	MaglevLRU    *ebpf.Program `ebpf:"maglev_lru_bench"`
-	MaglevLRUOne *ebpf.Program `ebpf:"maglev_lru_single"`
-}
-
-// BenchProgram is the mux wrapped to undo its encapsulation (benchmark build).
-func (m *Mux) BenchProgram() *ebpf.Program { return m.bench.Bench }
-
-// Bench6Program is the mux's IPv6 path wrapped to undo its GUE-over-IPv6
-// encapsulation (benchmark build).
-func (m *Mux) Bench6Program() *ebpf.Program { return m.bench.Bench6 }
-
-// EmptyProgram returns XDP_TX and nothing else (benchmark build).
-func (m *Mux) EmptyProgram() *ebpf.Program { return m.bench.Empty }
-
-// FloorProgram swaps the MACs and returns XDP_TX: the floor of XDP
-// forwarding (benchmark build).
-func (m *Mux) FloorProgram() *ebpf.Program { return m.bench.Floor }
-
-// EncapFloorProgram encapsulates with fixed headers and undoes it: the cost
-// of encapsulation alone (benchmark build).
-func (m *Mux) EncapFloorProgram() *ebpf.Program { return m.bench.Encap }
-
-// EncapPlainFloorProgram encapsulates with fixed headers and does nothing
-// else, no undo: the honest floor of an IP-in-IP mux (issue 27), run by
-// the per-packet method only.
-func (m *Mux) EncapPlainFloorProgram() *ebpf.Program { return m.bench.Plain }
-
-// LiveFloorProgram is the encapsulation floor for live traffic: fixed
-// outer header and option, redirected to the device SetLiveFloor names.
-func (m *Mux) LiveFloorProgram() *ebpf.Program { return m.bench.Live }
-
-// SetLiveFloor sets where LiveFloorProgram sends: the egress device and
-// the Ethernet addresses it writes.
-func (m *Mux) SetLiveFloor(ifindex int, dst, src net.HardwareAddr) error {
-	if len(dst) != 6 || len(src) != 6 {
-		return fmt.Errorf("live floor: MACs of 6 bytes, got %d and %d", len(dst), len(src))
-	}
-	if err := m.bench.LiveD.Set([6]byte(dst)); err != nil {
-		return err
-	}
-	if err := m.bench.LiveS.Set([6]byte(src)); err != nil {
-		return err
-	}
-	return m.bench.LiveIf.Set(uint32(ifindex))
-}
-
-// RotationProgram moves the packet to the next bench flow, as
-// BenchProgram does before the mux runs, and does nothing else: the share
-// of a batched mux figure that EncapFloorProgram and the per-packet method
-// do not pay.
-func (m *Mux) RotationProgram() *ebpf.Program { return m.bench.Rot }
-
-// TrafficGenProgram sends its packet out again as another of the bench
-// flows each time; run in live-frames mode it is a packet generator
-// (benchmark build).
-func (m *Mux) TrafficGenProgram() *ebpf.Program { return m.bench.Gen }
-
-// SetGenFrame sets the 60-byte frame TrafficGenProgram sends.
-func (m *Mux) SetGenFrame(f [60]byte) error { return m.bench.Frame.Set(f) }
-
-// SetBenchFlows makes BenchProgram give each repetition another of n
-// connections (0: leave the packet's own).
-func (m *Mux) SetBenchFlows(n uint32) error { return m.bench.Flows.Set(n) }
+// Collection is everything LoadMux loaded from MuxOptions.Spec, by the
+// object's names: the mux's own programs, maps and variables and what
+// that build adds (nil without MuxOptions.Spec). All of it belongs to the
+// Mux and is closed by Close: do not close it, nor write the maps the mux
+// keeps itself.
+func (m *Mux) Collection() *ebpf.Collection { return m.coll }
 
 // Counters returns every decision counter summed over CPUs.
 func (m *Mux) Counters() (map[string]uint64, error) { return m.counters.Read() }
@@ -403,21 +325,8 @@ func (m *Mux) Close() error {
 		in.close()
 	}
 	m.instances = nil
-	if m.bench.Bench != nil {
-		m.bench.Bench.Close()
-		m.bench.Empty.Close()
-		m.bench.Floor.Close()
-		m.bench.Encap.Close()
-		m.bench.Plain.Close()
-		m.bench.Live.Close()
-		m.bench.Lines.Close()
-		m.bench.Scratch.Close()
-		m.bench.Rot.Close()
-		m.bench.Gen.Close()
-		m.bench.Bench6.Close()
-		m.bench.MaglevLRU.Close()
-		m.bench.MaglevLRUOne.Close()
-		m.bench.CtLRU.Close()
+	if m.extra != nil {
+		m.extra.Close()
 	}
 	return m.objs.Close()
 }
@@ -466,7 +375,7 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 	}
 	slot, ok := m.freeSlot()
 	if !ok {
-		return fmt.Errorf("dataplane: all %d table slots in use", maxTables)
+		return fmt.Errorf("dataplane: all %d table slots in use", len(m.slots))
 	}
 	in := &muxInstance{cfg: cfg, slot: slot, table: &forwarding.Table{}, traffic: m.traffic}
 	if err := in.build(t); err != nil {
@@ -532,7 +441,7 @@ func (in *muxInstance) build(t *forwarding.Table) error {
 	if in.buckets, err = newBucketArray(in.cfg.Buckets); err != nil {
 		return err
 	}
-	if in.servers, err = newWordArray(serverTableSize, false); err != nil {
+	if in.servers, err = newWordArray(uint32(muxLimit().serverTable), false); err != nil {
 		return err
 	}
 	if in.chains, err = newChainTable(chainTableSize(in.cfg)); err != nil {
@@ -678,9 +587,6 @@ func (m *Mux) checkFamily(cfg forwarding.Instance) error {
 	return nil
 }
 
-// maxVIPs is MAX_VIPS in bpf/include/mux_maps.h.
-const maxVIPs = 1024
-
 func (m *Mux) checkVIPsFree(cfg forwarding.Instance) error {
 	n := len(cfg.VIPs)
 	for name, in := range m.instances {
@@ -688,7 +594,7 @@ func (m *Mux) checkVIPsFree(cfg forwarding.Instance) error {
 			n += len(in.cfg.VIPs)
 		}
 	}
-	if n > maxVIPs {
+	if maxVIPs := muxLimit().vips; n > maxVIPs {
 		return fmt.Errorf("dataplane: %d VIPs in all, a mux forwards at most %d", n, maxVIPs)
 	}
 	for name, in := range m.instances {

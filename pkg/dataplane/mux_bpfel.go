@@ -308,6 +308,7 @@ const (
 	muxVarCtChunks               = "ct_chunks"
 	muxVarCtPad                  = "ct_pad"
 	muxVarCtSeed                 = "ct_seed"
+	muxVarLimitMaxChain          = "limit_max_chain"
 	muxVarMaxInsertsPerCpuSecond = "max_inserts_per_cpu_second"
 	muxVarMuxAddr                = "mux_addr"
 	muxVarMuxAddr6               = "mux_addr6"
@@ -407,6 +408,7 @@ type muxVariableSpecs struct {
 	CtChunks               *ebpf.VariableSpec `ebpf:"ct_chunks"`
 	CtPad                  *ebpf.VariableSpec `ebpf:"ct_pad"`
 	CtSeed                 *ebpf.VariableSpec `ebpf:"ct_seed"`
+	LimitMaxChain          *ebpf.VariableSpec `ebpf:"limit_max_chain"`
 	MaxInsertsPerCpuSecond *ebpf.VariableSpec `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.VariableSpec `ebpf:"mux_addr"`
 	MuxAddr6               *ebpf.VariableSpec `ebpf:"mux_addr6"`
@@ -512,6 +514,7 @@ type muxVariables struct {
 	CtChunks               *ebpf.Variable `ebpf:"ct_chunks"`
 	CtPad                  *ebpf.Variable `ebpf:"ct_pad"`
 	CtSeed                 *ebpf.Variable `ebpf:"ct_seed"`
+	LimitMaxChain          *ebpf.Variable `ebpf:"limit_max_chain"`
 	MaxInsertsPerCpuSecond *ebpf.Variable `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.Variable `ebpf:"mux_addr"`
 	MuxAddr6               *ebpf.Variable `ebpf:"mux_addr6"`

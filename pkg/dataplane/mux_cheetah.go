@@ -40,8 +40,6 @@ func strategyReleased(m *Mux, in *muxInstance) {
 	}
 }
 
-const cheetahMaxPicks = 1024
-
 var cheetahPolicyCode = map[forwarding.CheetahPolicy]uint8{
 	forwarding.CheetahRR: 1, forwarding.CheetahWRR: 2, forwarding.CheetahP2C: 3, forwarding.CheetahHash: 4,
 }
@@ -58,6 +56,7 @@ func cheetahPicks(t *forwarding.Table, weighted bool) []uint16 {
 		}
 	}
 	slices.Sort(ids)
+	cheetahMaxPicks := muxLimit().cheetahPicks // CHEETAH_MAX_PICKS
 	if len(ids) > cheetahMaxPicks {
 		ids = ids[:cheetahMaxPicks]
 	}

@@ -14,9 +14,6 @@ const (
 	vipFlagEchoPass   = 0x04
 )
 
-// maxPortSets is the size of port_sets (MAX_VIPS in bpf/include/mux_maps.h).
-const maxPortSets = 1024
-
 // portSets hands out the mux's port_sets entries (bpf/include/ports.h):
 // the ranges of VIPs with more than the record holds. A VIP whose ranges
 // change gets a new entry, written before the record that names it; the
@@ -105,13 +102,13 @@ func (m *Mux) vipRecord(in *muxInstance, vip netip.Addr) (muxVipInfo, func(), er
 	}
 	var idx uint16
 	switch {
-	case ps.next < maxPortSets:
+	case int(ps.next) < muxLimit().portSets:
 		idx = ps.next // never-used entries first: freed ones age meanwhile
 		ps.next++
 	case len(ps.free) > 0:
 		idx, ps.free = ps.free[0], ps.free[1:] // the one freed longest ago
 	default:
-		return rec, nil, fmt.Errorf("VIP %v: no free port set (%d in use)", vip, maxPortSets)
+		return rec, nil, fmt.Errorf("VIP %v: no free port set (%d in use)", vip, muxLimit().portSets)
 	}
 	var set muxPortSet
 	set.N = uint8(len(all))

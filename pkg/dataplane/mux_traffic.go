@@ -24,8 +24,7 @@ import (
 
 // Sizes fixed by bpf/include/mux_maps.h.
 const (
-	maxServerStats  = 16384 // MAX_SERVER_STATS
-	serverStatShift = 48    // SERVER_STAT: the server word's bits 48-63
+	serverStatShift = 48 // SERVER_STAT: the server word's bits 48-63
 )
 
 // statSlots hands out the slots of one per-CPU counter array.

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -163,6 +164,46 @@ func Unpin(dir string, l link.Link) error {
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// DetachPinned detaches every link pinned under dir (an agent's ingress
+// link, its Cheetah cookie writer's) and then removes dir. Removing a pin
+// alone does detach, but only once the kernel frees the pin's inode, after
+// an RCU grace period: an uninstall that returned with its programs still
+// attached for a moment would make the next step (a check, a new daemon
+// attaching in another mode) see them. A missing dir is nothing to do.
+func DetachPinned(dir string) error {
+	var errs []error
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() || d.Name() != linkPin {
+			return nil
+		}
+		l, err := link.LoadPinnedLink(path, nil)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pinned link %s: %w", path, err))
+			return nil
+		}
+		defer l.Close()
+		// A link whose device went away is detached already (EOPNOTSUPP
+		// for kinds without explicit detach: its pin's removal does it).
+		if err := l.Detach(); err != nil && !errors.Is(err, ebpf.ErrNotSupported) && !errors.Is(err, unix.ENOLINK) {
+			errs = append(errs, fmt.Errorf("detaching %s: %w", path, err))
+		}
+		return nil
+	})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

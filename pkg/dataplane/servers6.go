@@ -24,7 +24,7 @@ func is6(a netip.Addr) bool { return a.Is6() && !a.Is4In6() }
 func family6(cfg forwarding.Instance) bool { return cfg.Family() == forwarding.IPv6 }
 
 func newServer6Array() (*ebpf.Map, error) {
-	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 16, MaxEntries: serverTableSize,
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 16, MaxEntries: uint32(muxLimit().serverTable),
 		Flags: unix.BPF_F_INNER_MAP})
 	if err != nil {
 		return nil, fmt.Errorf("creating the IPv6 server array: %w", err)

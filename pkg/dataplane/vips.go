@@ -11,13 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Sizes fixed by bpf/include/vips.h.
-const (
-	vipFrontBits = 11
-	vipFrontWays = 8
-	vipRecords   = 4 * 1024
-	vipRecordLen = 64
-)
+// The VIP front's and records' shape (bpf/include/vips.h, limits.h) is
+// read from the program: muxLimit().vipFrontBits, .vipFrontWays,
+// .vipRecords and .muxLimit().vipRecordLen (limits.go).
 
 // vipTable writes the mux's VIP front and records (bpf/include/vips.h): a
 // VIP is one 64-bit word in the front line its address hashes to, naming
@@ -47,17 +43,17 @@ type vipSlot struct {
 }
 
 func newVIPTable(front, records *wordArray) *vipTable {
-	return &vipTable{front: front, records: records, where: map[netip.Addr]vipSlot{}, graceSlots: newGraceSlots(vipRecords)}
+	return &vipTable{front: front, records: records, where: map[netip.Addr]vipSlot{}, graceSlots: newGraceSlots(muxLimit().vipRecords)}
 }
 
 // vipLine is vip_line in bpf/include/vips.h (of an IPv6 VIP's fold,
 // vips6.go).
 func vipLine(v netip.Addr) uint32 {
 	if is6(v) {
-		return (foldHost(v) * 2654435761) >> (32 - vipFrontBits)
+		return (foldHost(v) * 2654435761) >> (32 - muxLimit().vipFrontBits)
 	}
 	a := v.As4()
-	return (binary.BigEndian.Uint32(a[:]) * 2654435761) >> (32 - vipFrontBits)
+	return (binary.BigEndian.Uint32(a[:]) * 2654435761) >> (32 - muxLimit().vipFrontBits)
 }
 
 // frontWord is a VIP's front word: its address as the packet holds it
@@ -93,20 +89,21 @@ func (t *vipTable) fits(vips []netip.Addr) error {
 			need[frontLine{is6(v), vipLine(v)}]++
 		}
 	}
+	ways := muxLimit().vipFrontWays
 	for fl, n := range need {
 		line, front := fl.line, t.front
 		if fl.six {
 			front = t.front6
 		}
 		used := 0
-		for way := range uint32(vipFrontWays) {
-			if front.load(line*vipFrontWays+way) != 0 {
+		for way := range uint32(ways) {
+			if front.load(line*uint32(ways)+way) != 0 {
 				used++
 			}
 		}
-		if used+n > vipFrontWays {
+		if used+n > ways {
 			return fmt.Errorf("dataplane: %d VIPs hash to front line %d, which has room for %d more (a line holds %d; choose other VIP addresses)",
-				n, line, vipFrontWays-used, vipFrontWays)
+				n, line, ways-used, ways)
 		}
 	}
 	return nil
@@ -120,7 +117,7 @@ func (t *vipTable) set(v netip.Addr, rec muxVipInfo) error {
 	if err != nil {
 		return err
 	}
-	mem := t.records.mem[int(r)*vipRecordLen : (int(r)+1)*vipRecordLen]
+	mem := t.records.mem[int(r)*muxLimit().vipRecordLen : (int(r)+1)*muxLimit().vipRecordLen]
 	clear(mem)
 	*(*muxVipInfo)(unsafe.Pointer(&mem[0])) = rec
 	if is6(v) {
@@ -137,8 +134,9 @@ func (t *vipTable) set(v netip.Addr, rec muxVipInfo) error {
 		return nil
 	}
 	line := vipLine(v)
-	for way := range uint32(vipFrontWays) {
-		w := line*vipFrontWays + way
+	ways := uint32(muxLimit().vipFrontWays)
+	for way := range ways {
+		w := line*ways + way
 		if front.load(w) == 0 {
 			front.store(w, frontWord(v, r))
 			t.where[v] = vipSlot{word: w, record: r}
@@ -146,7 +144,7 @@ func (t *vipTable) set(v netip.Addr, rec muxVipInfo) error {
 		}
 	}
 	t.putBack(r)
-	return fmt.Errorf("dataplane: VIP %v: its front line already holds %d VIPs", v, vipFrontWays)
+	return fmt.Errorf("dataplane: VIP %v: its front line already holds %d VIPs", v, ways)
 }
 
 // setVersion stores a published VIP's version word in place.
@@ -155,7 +153,7 @@ func (t *vipTable) setVersion(v netip.Addr, generation, incarnation uint32) erro
 	if !ok {
 		return fmt.Errorf("dataplane: VIP %v is not published", v)
 	}
-	p := (*uint64)(unsafe.Pointer(&t.records.mem[int(s.record)*vipRecordLen]))
+	p := (*uint64)(unsafe.Pointer(&t.records.mem[int(s.record)*muxLimit().vipRecordLen]))
 	atomic.StoreUint64(p, uint64(incarnation)<<32|uint64(generation))
 	return nil
 }
@@ -176,7 +174,7 @@ func (t *vipTable) remove(v netip.Addr) {
 func (t *vipTable) alloc() (uint16, error) {
 	r, ok, err := t.take()
 	if err == nil && !ok {
-		err = fmt.Errorf("dataplane: all %d VIP records in use", vipRecords)
+		err = fmt.Errorf("dataplane: all %d VIP records in use", muxLimit().vipRecords)
 	}
 	return r, err
 }

@@ -28,6 +28,7 @@ func collidingVIPs(v netip.Addr, n int) []netip.Addr {
 // was forwarding keeps forwarding; a full line still finds each of its
 // VIPs.
 func TestVIPFrontLineFull(t *testing.T) {
+	vipFrontWays := muxLimit().vipFrontWays // VIP_FRONT_WAYS, from the program
 	v, m := loadVectorMux(t)
 	b := newMuxBench(t, &v.Mux)
 	syn := caseNamed(t, v, "syn to bucket owned by on-link server")
@@ -67,7 +68,7 @@ func TestVIPFrontLineFull(t *testing.T) {
 		t.Fatalf("after the line emptied the VIP's packet was %s", a)
 	}
 	for w := range uint32(vipFrontWays) {
-		x := m.vips.front.load(vipLine(vip)*vipFrontWays + w)
+		x := m.vips.front.load(vipLine(vip)*uint32(vipFrontWays) + w)
 		if x != 0 && x != frontWord(vip, m.vips.where[vip].record) {
 			t.Fatalf("front word %d still names %#x after its VIP left", w, x)
 		}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -59,5 +60,35 @@ func TestArchitectureMapNamesEveryPackage(t *testing.T) {
 			continue
 		}
 		t.Errorf("docs/architecture.md does not name %s", rel)
+	}
+}
+
+// TestBPFMapNamesEveryFile fails when a C file of bpf/ is missing from
+// bpf/README.md's file map (by its path below bpf/, or its name in a
+// section of its folder).
+func TestBPFMapNamesEveryFile(t *testing.T) {
+	b, err := os.ReadFile("../../bpf/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	var files []string
+	for _, pattern := range []string{"*.c", "*/*.c", "*/*.h"} {
+		m, err := filepath.Glob(filepath.Join("../../bpf", pattern))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	if len(files) < 40 {
+		t.Fatalf("found %d C files under bpf/: the patterns are wrong", len(files))
+	}
+	for _, f := range files {
+		rel := strings.TrimPrefix(f, "../../bpf/")
+		dir, name := path.Split(rel)
+		if strings.Contains(doc, "`"+rel+"`") || (dir != "" && strings.Contains(doc, "## "+dir) && strings.Contains(doc, "`"+name+"`")) {
+			continue
+		}
+		t.Errorf("bpf/README.md does not name %s", rel)
 	}
 }

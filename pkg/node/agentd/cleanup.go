@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/node/nodestate"
 	"golang.org/x/sys/unix"
 )
@@ -70,8 +71,9 @@ func Cleanup(iface string, opts Options) error {
 	var errs []error
 	if opts.PinDir != "" {
 		// The pins are the only references a stopped agent's links have
-		// left: removing them detaches its programs.
-		if err := os.RemoveAll(opts.PinDir); err != nil {
+		// left: detach each explicitly (a removed pin alone detaches only
+		// after an RCU grace period), then remove them.
+		if err := dataplane.DetachPinned(opts.PinDir); err != nil {
 			errs = append(errs, fmt.Errorf("removing the pins in %s: %w", opts.PinDir, err))
 		}
 	}

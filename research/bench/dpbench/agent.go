@@ -116,7 +116,7 @@ func agentRows(r *rig, rep *Report, o Options, add func(string, int, int, trial,
 	}
 	defer conn.Close()
 
-	a, err := dataplane.LoadAgent(dataplane.AgentOptions{Addr: agentAddr, Benchmark: true,
+	a, err := loadBenchAgent(dataplane.AgentOptions{Addr: agentAddr,
 		Trusted:          []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
 		VIPs:             []dataplane.AgentVIP{{VIP: beamerVIP, Buckets: 1000, ChainWindow: 4 * time.Minute}},
 		GenerationMemory: -1})
@@ -124,9 +124,9 @@ func agentRows(r *rig, rep *Report, o Options, add func(string, int, int, trial,
 		return err
 	}
 	defer a.Close()
-	var base *dataplane.AgentBaseline // the compare mode's (--compare-agent)
+	var base *agentBaseline // the compare mode's (--compare-agent)
 	if o.AgentBaseline != nil {
-		if base, err = a.LoadBaseline(o.AgentBaseline); err != nil {
+		if base, err = a.loadBaseline(o.AgentBaseline); err != nil {
 			return err
 		}
 		defer base.Close()

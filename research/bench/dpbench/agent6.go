@@ -88,7 +88,7 @@ func agent6Rows(r *rig, o Options, add func(string, int, int, trial, string) err
 	}
 	defer conn.Close()
 
-	a, err := dataplane.LoadAgent(dataplane.AgentOptions{Addr6: agentAddr6, Benchmark: true,
+	a, err := loadBenchAgent(dataplane.AgentOptions{Addr6: agentAddr6,
 		Trusted:          []netip.Prefix{netip.MustParsePrefix("2001:db8::/64")},
 		VIPs:             []dataplane.AgentVIP{{VIP: beamerVIP6, Buckets: 1000, ChainWindow: 4 * time.Minute}},
 		GenerationMemory: -1})

@@ -1,7 +1,6 @@
 package dpbench
 
 import (
-	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/research/netlab"
 )
 
@@ -12,7 +11,7 @@ const xdpPass = 2
 // XDP, the floor of decapsulation in XDP, and what the XDP program adds to a
 // packet it leaves for the tc program (a chainable one). XDP rows are netted
 // against the empty XDP program.
-func agentXDPRows(ns *netlab.Namespace, a *dataplane.Agent, base *dataplane.AgentBaseline, ifindex int, steady, chainable []byte, o Options, add func(string, int, int, trial, string) error) error {
+func agentXDPRows(ns *netlab.Namespace, a *benchAgent, base *agentBaseline, ifindex int, steady, chainable []byte, o Options, add func(string, int, int, trial, string) error) error {
 	ctx := func(f []byte) any { return xdpMD{DataEnd: uint32(len(f)), IngressIfindex: uint32(ifindex)} }
 	for _, r := range []struct {
 		name, counter, unmoved, method string

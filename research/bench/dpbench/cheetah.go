@@ -71,7 +71,7 @@ func cheetahMuxRows(r *rig, o Options, ctx func([]byte) any, add func(string, in
 // cheetahAgentRows measures the server side: the egress cookie writer on a
 // reply from the VIP, and the agent's ingress on a segment whose echo it
 // replaces before the stack (both restored after each run).
-func cheetahAgentRows(ns *netlab.Namespace, a *dataplane.Agent, ctx []byte, o Options, add func(string, int, int, trial, string) error) error {
+func cheetahAgentRows(ns *netlab.Namespace, a *benchAgent, ctx []byte, o Options, add func(string, int, int, trial, string) error) error {
 	if err := a.SetCheetahVIP(dataplane.CheetahVIP{VIP: beamerVIP, ID: 1026, Keys: benchKeys}); err != nil {
 		return err
 	}

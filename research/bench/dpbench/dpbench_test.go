@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 )
 
@@ -45,8 +44,8 @@ func TestQuickRun(t *testing.T) {
 func TestCompareLoadsBaseline(t *testing.T) {
 	netlabtest.RequireRoot(t)
 	o := Quick
-	o.Baseline, o.BaselineName = dataplane.MuxBenchObject(), "self"
-	o.AgentBaseline, o.AgentBaselineName = dataplane.AgentBenchObject(), "self"
+	o.Baseline, o.BaselineName = MuxBenchObject(), "self"
+	o.AgentBaseline, o.AgentBaselineName = AgentBenchObject(), "self"
 	rep, err := Run(o, io.Discard)
 	if err != nil {
 		t.Fatal(err)

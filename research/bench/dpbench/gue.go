@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
@@ -50,7 +49,7 @@ func gueMuxRows(r *rig, o Options, ctx func([]byte) any, add func(string, int, i
 // gueAgentRows measures the agent on GUE packets (default port) beside its
 // IP-in-IP rows, on the same agent and connection: the tc fast path, the XDP
 // fast path and a chained packet (which leaves in GUE).
-func gueAgentRows(ns *netlab.Namespace, a *dataplane.Agent, ifindex int, o Options, add func(string, int, int, trial, string) error) error {
+func gueAgentRows(ns *netlab.Namespace, a *benchAgent, ifindex int, o Options, add func(string, int, int, trial, string) error) error {
 	now := time.Now()
 	encap := func(sport uint16, opt *wire.Option) []byte {
 		f := wire.Flow{Src: clientAddr, Dst: beamerVIP, SrcPort: sport, DstPort: 80, Proto: wire.ProtoTCP}

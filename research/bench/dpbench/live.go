@@ -272,7 +272,16 @@ const liveFloor forwarding.Strategy = "encap-floor"
 
 func (n *liveNet) measure(s forwarding.Strategy, size uint32, o LiveOptions) (LiveRow, error) {
 	floor := s == liveFloor
-	m, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: netip.MustParseAddr("198.18.2.1"), ConnTrackEntries: 4 * o.Flows, Benchmark: floor})
+	opts := dataplane.MuxOptions{Addr: netip.MustParseAddr("198.18.2.1"), ConnTrackEntries: 4 * o.Flows}
+	var m *benchMux
+	var err error
+	if floor {
+		m, err = loadBenchMux(opts, 0)
+	} else {
+		var mux *dataplane.Mux
+		mux, err = dataplane.LoadMux(opts)
+		m = &benchMux{Mux: mux}
+	}
 	if err != nil {
 		return LiveRow{}, err
 	}
@@ -283,7 +292,7 @@ func (n *liveNet) measure(s forwarding.Strategy, size uint32, o LiveOptions) (Li
 		if err := n.setLiveFloor(m); err != nil {
 			return LiveRow{}, err
 		}
-	} else if err := n.loadInstance(m, s, size); err != nil {
+	} else if err := n.loadInstance(m.Mux, s, size); err != nil {
 		return LiveRow{}, err
 	}
 	napi, err := napiThreads()
@@ -312,7 +321,7 @@ func (n *liveNet) measure(s forwarding.Strategy, size uint32, o LiveOptions) (Li
 			return LiveRow{}, err
 		}
 	}
-	gen, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: netip.MustParseAddr("198.18.1.2"), Benchmark: true})
+	gen, err := loadBenchMux(dataplane.MuxOptions{Addr: netip.MustParseAddr("198.18.1.2")}, 0)
 	if err != nil {
 		return LiveRow{}, err
 	}
@@ -473,7 +482,7 @@ var liveExtra = map[forwarding.Strategy]func(m *dataplane.Mux, cfg forwarding.In
 
 // setLiveFloor points the floor program at the sink: the mux's eth1, its
 // MAC as source, the sink's as destination.
-func (n *liveNet) setLiveFloor(m *dataplane.Mux) error {
+func (n *liveNet) setLiveFloor(m *benchMux) error {
 	sinkMAC, err := n.sink.LinkMAC("eth0")
 	if err != nil {
 		return err

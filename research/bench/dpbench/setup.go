@@ -9,7 +9,6 @@ import (
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/research/netlab"
-	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
 )
 
@@ -148,13 +147,6 @@ func maglevInstance() (forwarding.Instance, *forwarding.Table, error) {
 		PortLow: 80, PortHigh: 80, Buckets: size}, t, nil
 }
 
-// benchMux is the benchmark build of the mux, and in the compare mode the
-// baseline build loaded on its maps.
-type benchMux struct {
-	*dataplane.Mux
-	base *dataplane.MuxBaseline
-}
-
 // loadMux loads the benchmark build of the mux with one instance (and the
 // baseline object of o on its maps, if any).
 func loadMux(cfg forwarding.Instance, t *forwarding.Table, ctEntries int, o Options) (*benchMux, error) {
@@ -162,72 +154,28 @@ func loadMux(cfg forwarding.Instance, t *forwarding.Table, ctEntries int, o Opti
 }
 
 // loadMuxCT is loadMux with the size of the Maglev rows' reference
-// connection table (the LRU hash) apart from the connection table's.
+// connection table (the LRU hash) apart from the connection table's; the
+// reference table is installed only when lruEntries is set.
 func loadMuxCT(cfg forwarding.Instance, t *forwarding.Table, ctEntries, lruEntries int, o Options) (*benchMux, error) {
-	m, err := dataplane.LoadMux(dataplane.MuxOptions{Addr: muxAddr, Addr6: mux6Addr, Benchmark: true, ConnTrackEntries: ctEntries,
-		ConnTrackLRUEntries: lruEntries})
+	b, err := loadBenchMux(dataplane.MuxOptions{Addr: muxAddr, Addr6: mux6Addr, ConnTrackEntries: ctEntries}, lruEntries)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.SetInstance(cfg, t); err != nil {
-		m.Close()
+	if err := b.SetInstance(cfg, t); err != nil {
+		b.Close()
 		return nil, err
 	}
 	// For scripts/mux-stages.sh's measuring build that reads the table
 	// without a helper call (bpf/bench/scratch.h).
-	if err := m.CopyBucketsToScratch(cfg.Name); err != nil {
-		m.Close()
+	if err := b.copyBucketsToScratch(); err != nil {
+		b.Close()
 		return nil, err
 	}
-	b := &benchMux{Mux: m}
 	if o.Baseline != nil {
-		if b.base, err = m.LoadBaseline(o.Baseline); err != nil {
-			m.Close()
+		if b.base, err = b.loadBaseline(o.Baseline); err != nil {
+			b.Close()
 			return nil, err
 		}
 	}
 	return b, nil
-}
-
-// SetBenchFlows sets the flows both builds rotate over.
-func (b *benchMux) SetBenchFlows(n uint32) error {
-	if b.base != nil {
-		if err := b.base.SetBenchFlows(n); err != nil {
-			return err
-		}
-	}
-	return b.Mux.SetBenchFlows(n)
-}
-
-// SetBenchOrder selects the visiting order of both builds.
-func (b *benchMux) SetBenchOrder(key uint32) error {
-	if b.base != nil {
-		if err := b.base.SetBenchOrder(key); err != nil {
-			return err
-		}
-	}
-	return b.Mux.SetBenchOrder(key)
-}
-
-// baseBench is the baseline's benchmark program (nil without one).
-func (b *benchMux) baseBench() *ebpf.Program {
-	if b.base == nil {
-		return nil
-	}
-	return b.base.BenchProgram()
-}
-
-// baseProgram is the baseline's production program (nil without one).
-func (b *benchMux) baseProgram() *ebpf.Program {
-	if b.base == nil {
-		return nil
-	}
-	return b.base.Program()
-}
-
-func (b *benchMux) Close() error {
-	if b.base != nil {
-		b.base.Close()
-	}
-	return b.Mux.Close()
 }

@@ -1,10 +1,18 @@
-/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* Included by mux.c in its benchmark build only (-DBEAMER_BENCH). */
-#ifndef BEAMER_MUX_BENCH_H
-#define BEAMER_MUX_BENCH_H
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * The mux's benchmark build (research/bench/dpbench, loaded by its Go code
+ * as a dataplane.MuxOptions.Spec; bench dataplane --compare): the
+ * production program, the same source (mux.c, compiled with BEAMER_BENCH),
+ * plus the wrappers below that let BPF_PROG_TEST_RUN repeat its whole path.
+ */
+#ifndef BEAMER_BENCH
+#define BEAMER_BENCH
+#endif
+#include "../mux.c"
+
 
 /*
- * Benchmark build only (research/bench/dpbench, pkg/dataplane's benchmarks).
+ * Benchmark build only (research/bench/dpbench and its tests).
  * BPF_PROG_TEST_RUN with repeat runs a program again on the packet as the
  * previous run left it, so the wrapper undoes the encapsulation after each
  * forwarded packet — shrinking the head back and restoring the Ethernet
@@ -311,8 +319,6 @@ int lines_bench(struct xdp_md *ctx)
 	}
 	return sum == 0x5eed ? XDP_PASS : XDP_TX; /* never 0x5eed: the reads are kept */
 }
-/* The Maglev rows' reference: the connection table of before (issue 27). */
-#include "maglev_lru_bench.h"
 
 /* An empty program: what a test run costs by itself. */
 SEC("xdp")
@@ -321,4 +327,85 @@ int empty_bench(struct xdp_md *ctx)
 	return XDP_TX;
 }
 
-#endif
+/* ---- The IPv6 path ---- */
+
+/*
+ * The IPv6 path's benchmark wrapper (research/bench/dpbench ipv6.go): as
+ * beamer_mux_bench, it gives each repetition another flow (bench_flows,
+ * bench_order: the source address's last word and the source port, as
+ * research/bench/dpbench benchFlow6 mirrors) and undoes the GUE-over-IPv6
+ * encapsulation after each forwarded packet, so every repetition takes the
+ * whole path. It calls the IPv6 program directly, where production frames
+ * reach it by the IPv4 path's tail call (that call is in the per-packet
+ * figure, not in this one).
+ */
+
+INLINE void rotate_flow6(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ipv6hdr *ip6 = data + sizeof(struct ethhdr);
+	struct tcphdr *tcp = (void *)(ip6 + 1);
+
+	if (!bench_flows || (void *)(tcp + 1) > data_end)
+		return;
+	__u32 seq = bench_seq++;
+	if (seq >= bench_flows)
+		seq = bench_seq = 0, bench_seq++;
+	__u32 i = bench_order(seq, bench_flows);
+	ip6->saddr.in6_u.u6_addr32[3] = bpf_htonl(i >> 14);
+	tcp->source = bpf_htons(1024 + (i & 0x3fff));
+}
+
+/* Strips IPv6 + UDP + GUE + private data (strip_outer above). */
+INLINE int undo_gue6(struct xdp_md *ctx, const struct ethhdr *saved, int action)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct guehdr *g = data + sizeof(struct ethhdr) + GUE6_LEN_PLAIN - sizeof(struct guehdr);
+
+	if ((void *)(g + 1) > data_end)
+		return XDP_ABORTED;
+	return strip_outer(ctx, saved, GUE6_LEN_PLAIN + (g->hlen & GUE_HLEN_MASK) * 4, action);
+}
+
+SEC("xdp")
+int beamer_mux6_bench(struct xdp_md *ctx)
+{
+	struct ethhdr saved;
+
+	if (save_eth(ctx, &saved))
+		return XDP_ABORTED;
+	rotate_flow6(ctx);
+	int action = beamer_mux6(ctx);
+	if (action != XDP_TX && action != XDP_REDIRECT)
+		return action;
+	return undo_gue6(ctx, &saved, action);
+}
+
+/* ---- The Maglev rows' reference: the connection table of before (issue 27) ---- */
+
+/*
+ * The mux with the Maglev strategy's former connection table (the LRU
+ * hash of bench/conntrack_lru_bench.h) instead of the current one, for the
+ * bench rows maglev-lru beside maglev: everything else is the same
+ * program. maglev_lru_bench is beamer_mux_bench (rotation, undo);
+ * maglev_lru_single is beamer_mux for the per-packet method.
+ */
+SEC("xdp")
+int maglev_lru_bench(struct xdp_md *ctx)
+{
+	bench_ct_lru = 1;
+	int action = beamer_mux_bench(ctx);
+	bench_ct_lru = 0;
+	return action;
+}
+
+SEC("xdp")
+int maglev_lru_single(struct xdp_md *ctx)
+{
+	bench_ct_lru = 1;
+	int action = beamer_mux(ctx);
+	bench_ct_lru = 0;
+	return action;
+}

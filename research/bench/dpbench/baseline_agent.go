@@ -1,8 +1,7 @@
-package dataplane
+package dpbench
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -11,19 +10,23 @@ import (
 
 // The agent's compare mode of `beamer-lab bench dataplane --compare-agent`: a
 // baseline benchmark build of the agent (an earlier commit's
-// agentbench_bpfel.o) is loaded beside the current one on its maps, as the
-// mux's baseline is (mux_baseline.go), so both read the same state and
+// research/bench/dpbench/agentbench_bpfel.o, before that commit
+// pkg/dataplane/agentbench_bpfel.o) is loaded beside the current one on its maps, as the
+// mux's baseline is (baseline_mux.go), so both read the same state and
 // only the code differs. A baseline whose counters differ is refused; maps
 // this build lacks or lays out otherwise are the baseline's own
 // (baselineMaps).
 
 // AgentBenchObject is the benchmark build of the agent compiled into this
-// binary (the bytes of pkg/dataplane/agentbench_bpfel.o of its commit).
+// binary (the bytes of agentBenchFile of its commit).
 func AgentBenchObject() []byte { return bytes.Clone(_AgentBenchBytes) }
 
-// AgentBaseline is a baseline benchmark build of the agent loaded on an
-// Agent's maps.
-type AgentBaseline struct {
+// agentBenchFile is where the benchmark build of the agent is committed.
+const agentBenchFile = "research/bench/dpbench/agentbench_bpfel.o"
+
+// agentBaseline is a baseline benchmark build of the agent loaded on an
+// agent's maps.
+type agentBaseline struct {
 	// Private names the baseline's maps this build does not have, or lays
 	// out otherwise: the baseline's own, empty (baselineMaps).
 	Private []string
@@ -38,14 +41,10 @@ func agentBaselineOwn(name string, ms *ebpf.MapSpec) bool {
 	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "bench_") || ms.Type == ebpf.ProgramArray
 }
 
-// LoadBaseline loads obj, a benchmark build of the agent, on a's maps (a
-// must be a benchmark build too). Its constants (addresses, bounds) are
-// copied from a.
-func (a *Agent) LoadBaseline(obj []byte) (*AgentBaseline, error) {
-	if a.bench.Bench == nil {
-		return nil, errors.New("the agent compare mode needs the benchmark build of the current agent")
-	}
-	spec, err := baselineSpec(obj, "agent", "pkg/dataplane/agentbench_bpfel.o", "beamer_agent", "beamer_agent_bench", "beamer_agent_xdp", "beamer_agent_xdp_bench")
+// loadBaseline loads obj, a benchmark build of the agent, on a's maps. Its
+// constants (addresses, bounds) are copied from a.
+func (a *benchAgent) loadBaseline(obj []byte) (*agentBaseline, error) {
+	spec, err := baselineSpec(obj, "agent", agentBenchFile, "beamer_agent", "beamer_agent_bench", "beamer_agent_xdp", "beamer_agent_xdp_bench")
 	if err != nil {
 		return nil, err
 	}
@@ -53,11 +52,12 @@ func (a *Agent) LoadBaseline(obj []byte) (*AgentBaseline, error) {
 	if err != nil {
 		return nil, err
 	}
-	repl, private := baselineMaps(spec, cur, taggedFields[*ebpf.Map](&a.objs.agentMaps), agentBaselineOwn)
+	loaded := a.Collection()
+	repl, private := baselineMaps(spec, cur, loaded.Maps, agentBaselineOwn)
 	if err := baselineCounters(spec, cur, "agent_counter"); err != nil {
 		return nil, err
 	}
-	if err := baselineConstants(spec, taggedFields[*ebpf.Variable](&a.objs.agentVariables)); err != nil {
+	if err := baselineConstants(spec, loaded.Variables); err != nil {
 		return nil, err
 	}
 	// Only the IPv4 programs are measured: the others are not loaded, nor
@@ -79,22 +79,22 @@ func (a *Agent) LoadBaseline(obj []byte) (*AgentBaseline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the baseline object: %w", err)
 	}
-	return &AgentBaseline{Private: private, coll: coll}, nil
+	return &agentBaseline{Private: private, coll: coll}, nil
 }
 
 // Program is the baseline's tc program (production build).
-func (b *AgentBaseline) Program() *ebpf.Program { return b.coll.Programs["beamer_agent"] }
+func (b *agentBaseline) Program() *ebpf.Program { return b.coll.Programs["beamer_agent"] }
 
 // BenchProgram is the baseline's tc program wrapped to restore the packet.
-func (b *AgentBaseline) BenchProgram() *ebpf.Program { return b.coll.Programs["beamer_agent_bench"] }
+func (b *agentBaseline) BenchProgram() *ebpf.Program { return b.coll.Programs["beamer_agent_bench"] }
 
 // XDPProgram is the baseline's XDP fast path (production build).
-func (b *AgentBaseline) XDPProgram() *ebpf.Program { return b.coll.Programs["beamer_agent_xdp"] }
+func (b *agentBaseline) XDPProgram() *ebpf.Program { return b.coll.Programs["beamer_agent_xdp"] }
 
 // XDPBenchProgram is the baseline's XDP fast path wrapped to restore the packet.
-func (b *AgentBaseline) XDPBenchProgram() *ebpf.Program {
+func (b *agentBaseline) XDPBenchProgram() *ebpf.Program {
 	return b.coll.Programs["beamer_agent_xdp_bench"]
 }
 
-// Close unloads the baseline (the shared maps stay with their Agent).
-func (b *AgentBaseline) Close() { b.coll.Close() }
+// Close unloads the baseline (the shared maps stay with their agent).
+func (b *agentBaseline) Close() { b.coll.Close() }

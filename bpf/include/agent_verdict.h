@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The agent's drop, shared by both of its paths (agent.c for IPv4, agent6.h
+ * for IPv6): a dropped packet is counted once, by reason.
+ */
+#ifndef BEAMER_AGENT_VERDICT_H
+#define BEAMER_AGENT_VERDICT_H
+
+#include "defs.h"
+#include "parse.h"
+#include "agent_maps.h"
+
+static const enum agent_counter parse_drop[] = {
+	[PARSE_TRUNCATED] = AGENT_DROP_TRUNCATED,
+	[PARSE_BAD_HEADER] = AGENT_DROP_BAD_HEADER,
+	[PARSE_IP_OPTIONS] = AGENT_DROP_INNER_OPTIONS,
+	[PARSE_FRAGMENT] = AGENT_DROP_FRAGMENT,
+	[PARSE_NOT_TCP] = AGENT_DROP_NOT_TCP, /* neither TCP, UDP nor ICMP */
+};
+
+INLINE int drop(enum agent_counter why)
+{
+	agent_count(why);
+	return TC_ACT_SHOT;
+}
+
+#endif

@@ -1,0 +1,272 @@
+package dpbench
+
+import (
+	"fmt"
+	"maps"
+	"net"
+
+	"github.com/beamer-lb/beamer/pkg/dataplane"
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// The benchmark build of the mux (bpf/bench/mux_bench.c, muxbench_bpfel.o
+// here): the production program plus wrappers that undo each
+// encapsulation, floors, probes and the Maglev rows' reference table.
+// dataplane.LoadMux loads it as its own build (MuxOptions.Spec), so every
+// program here runs on the mux's maps; its extra programs and variables
+// are read from the loaded collection by their names in the object.
+
+// muxExtras are the programs, variables and maps the benchmark build adds.
+type muxExtras struct {
+	Bench  *ebpf.Program  `ebpf:"beamer_mux_bench"`
+	Empty  *ebpf.Program  `ebpf:"empty_bench"`
+	Floor  *ebpf.Program  `ebpf:"floor_bench"`
+	Encap  *ebpf.Program  `ebpf:"encap_floor_bench"`
+	Plain  *ebpf.Program  `ebpf:"encap_floor_plain_bench"`
+	Live   *ebpf.Program  `ebpf:"encap_floor_live_bench"`
+	Rot    *ebpf.Program  `ebpf:"rotation_bench"`
+	Gen    *ebpf.Program  `ebpf:"traffic_gen_bench"`
+	Bench6 *ebpf.Program  `ebpf:"beamer_mux6_bench"` // the IPv6 path's
+	Flows  *ebpf.Variable `ebpf:"bench_flows"`
+	Key    *ebpf.Variable `ebpf:"bench_key"` // baseline_mux.go
+	Frame  *ebpf.Variable `ebpf:"gen_frame"`
+	LiveIf *ebpf.Variable `ebpf:"live_ifindex"`
+	LiveD  *ebpf.Variable `ebpf:"live_dmac"`
+	LiveS  *ebpf.Variable `ebpf:"live_smac"`
+	Lines  *ebpf.Program  `ebpf:"lines_bench"`
+	NLines *ebpf.Variable `ebpf:"bench_lines"`
+	Stride *ebpf.Variable `ebpf:"bench_line_stride"`
+	// Scratch is bpf/bench/scratch.h's array (copyBucketsToScratch).
+	Scratch *ebpf.Map `ebpf:"bench_scratch"`
+	// The Maglev rows' reference connection table (bench_lru.go).
+	CtLRU        *ebpf.Map     `ebpf:"conntrack_lru_bench"`
+	MaglevLRU    *ebpf.Program `ebpf:"maglev_lru_bench"`
+	MaglevLRUOne *ebpf.Program `ebpf:"maglev_lru_single"`
+}
+
+// benchMux is the benchmark build of the mux, and in the compare mode the
+// baseline build loaded on its maps.
+type benchMux struct {
+	*dataplane.Mux
+	x    muxExtras
+	lru  *ebpf.Map // the reference connection table installed (nil: none)
+	base *muxBaseline
+}
+
+// loadBenchMux loads the benchmark build with opts; lruEntries sizes the
+// Maglev rows' reference table (0: ConnTrackEntries, at least 16 a CPU),
+// which is installed only when lruEntries is set.
+func loadBenchMux(opts dataplane.MuxOptions, lruEntries int) (*benchMux, error) {
+	spec, err := loadMuxBench()
+	if err != nil {
+		return nil, err
+	}
+	size, err := sizeConnTrackLRU(spec, opts.ConnTrackEntries, lruEntries)
+	if err != nil {
+		return nil, err
+	}
+	opts.Spec = spec
+	m, err := dataplane.LoadMux(opts)
+	if err != nil {
+		return nil, err
+	}
+	b := &benchMux{Mux: m}
+	if err := assignFrom(m.Collection(), &b.x); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("the mux's benchmark build: %w", err)
+	}
+	if lruEntries > 0 {
+		if err := b.installConnTrackLRU(size); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// assignFrom fills to's `ebpf:"name"` fields from c, leaving c as it was
+// (Collection.Assign takes what it assigns out of the collection; c is the
+// loader's view, which the loader's owner closes).
+func assignFrom(c *ebpf.Collection, to any) error {
+	if c == nil {
+		return fmt.Errorf("not loaded from a spec")
+	}
+	view := &ebpf.Collection{Programs: maps.Clone(c.Programs), Maps: maps.Clone(c.Maps), Variables: maps.Clone(c.Variables)}
+	return view.Assign(to)
+}
+
+// BenchProgram is the mux wrapped to undo its encapsulation.
+func (b *benchMux) BenchProgram() *ebpf.Program { return b.x.Bench }
+
+// Bench6Program is the mux's IPv6 path wrapped to undo its GUE-over-IPv6
+// encapsulation.
+func (b *benchMux) Bench6Program() *ebpf.Program { return b.x.Bench6 }
+
+// EmptyProgram returns XDP_TX and nothing else.
+func (b *benchMux) EmptyProgram() *ebpf.Program { return b.x.Empty }
+
+// FloorProgram swaps the MACs and returns XDP_TX: the floor of XDP
+// forwarding.
+func (b *benchMux) FloorProgram() *ebpf.Program { return b.x.Floor }
+
+// EncapFloorProgram encapsulates with fixed headers and undoes it: the
+// cost of encapsulation alone.
+func (b *benchMux) EncapFloorProgram() *ebpf.Program { return b.x.Encap }
+
+// EncapPlainFloorProgram encapsulates with fixed headers and does nothing
+// else, no undo: the honest floor of an IP-in-IP mux (issue 27), run by
+// the per-packet method only.
+func (b *benchMux) EncapPlainFloorProgram() *ebpf.Program { return b.x.Plain }
+
+// LiveFloorProgram is the encapsulation floor for live traffic: fixed
+// outer header and option, redirected to the device SetLiveFloor names.
+func (b *benchMux) LiveFloorProgram() *ebpf.Program { return b.x.Live }
+
+// SetLiveFloor sets where LiveFloorProgram sends: the egress device and
+// the Ethernet addresses it writes.
+func (b *benchMux) SetLiveFloor(ifindex int, dst, src net.HardwareAddr) error {
+	if len(dst) != 6 || len(src) != 6 {
+		return fmt.Errorf("live floor: MACs of 6 bytes, got %d and %d", len(dst), len(src))
+	}
+	if err := b.x.LiveD.Set([6]byte(dst)); err != nil {
+		return err
+	}
+	if err := b.x.LiveS.Set([6]byte(src)); err != nil {
+		return err
+	}
+	return b.x.LiveIf.Set(uint32(ifindex))
+}
+
+// RotationProgram moves the packet to the next bench flow, as
+// BenchProgram does before the mux runs, and does nothing else: the share
+// of a batched mux figure that EncapFloorProgram and the per-packet method
+// do not pay.
+func (b *benchMux) RotationProgram() *ebpf.Program { return b.x.Rot }
+
+// TrafficGenProgram sends its packet out again as another of the bench
+// flows each time; run in live-frames mode it is a packet generator.
+func (b *benchMux) TrafficGenProgram() *ebpf.Program { return b.x.Gen }
+
+// SetGenFrame sets the 60-byte frame TrafficGenProgram sends.
+func (b *benchMux) SetGenFrame(f [60]byte) error { return b.x.Frame.Set(f) }
+
+// SetBenchFlows makes BenchProgram, and the baseline's, give each
+// repetition another of n connections (0: leave the packet's own).
+func (b *benchMux) SetBenchFlows(n uint32) error {
+	if b.base != nil {
+		if err := b.base.SetBenchFlows(n); err != nil {
+			return err
+		}
+	}
+	return b.x.Flows.Set(n)
+}
+
+// SetBenchOrder selects the visiting order of both builds (bench_key in
+// bpf/bench/mux_bench.c): connection tables are filled in one order and
+// measured in another.
+func (b *benchMux) SetBenchOrder(key uint32) error {
+	if b.base != nil {
+		if err := b.base.SetBenchOrder(key); err != nil {
+			return err
+		}
+	}
+	return b.x.Key.Set(key)
+}
+
+// LinesProgram reads SetBenchLines distinct cache lines of the scratch
+// array (bpf/bench/scratch.h) and changes nothing: what a touched cache
+// line costs.
+func (b *benchMux) LinesProgram() *ebpf.Program { return b.x.Lines }
+
+// SetBenchLines sets how many lines LinesProgram reads (at most 16) and
+// how many lines apart (131: a page each; 2: all in one page).
+func (b *benchMux) SetBenchLines(n, stride uint32) error {
+	if n > 16 || stride == 0 || uint64(16*8)*uint64(stride) > uint64(b.x.Scratch.MaxEntries()) {
+		return fmt.Errorf("lines_bench reads at most 16 lines within its array, not %d lines %d apart", n, stride)
+	}
+	if err := b.x.Stride.Set(stride); err != nil {
+		return err
+	}
+	return b.x.NLines.Set(n)
+}
+
+// copyBucketsToScratch copies the bucket table of the mux's one instance,
+// word for word, to the start of the scratch array, where a measuring
+// build (scripts/mux-stages.sh, "bucket-inline") reads it without a helper
+// call. The table is found where the program finds it: the one slot of
+// bucket_tables in use.
+func (b *benchMux) copyBucketsToScratch() error {
+	outer := b.Collection().Maps["bucket_tables"]
+	if outer == nil {
+		return fmt.Errorf("the mux has no bucket_tables")
+	}
+	var table *ebpf.Map
+	defer func() {
+		if table != nil {
+			table.Close()
+		}
+	}()
+	for slot := range outer.MaxEntries() {
+		var id ebpf.MapID
+		if err := outer.Lookup(slot, &id); err != nil {
+			continue // an empty slot
+		}
+		if table != nil {
+			return fmt.Errorf("more than one bucket table installed: the bench mux has one instance")
+		}
+		t, err := ebpf.NewMapFromID(id)
+		if err != nil {
+			return fmt.Errorf("bucket table of slot %d: %w", slot, err)
+		}
+		table = t
+	}
+	if table == nil {
+		return fmt.Errorf("no bucket table installed")
+	}
+	n, room := words(table), words(b.x.Scratch)
+	if n > room {
+		return fmt.Errorf("bucket table of %d words, scratch array of %d", n, room)
+	}
+	src, err := unix.Mmap(table.FD(), 0, int(n)*8, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("mapping the bucket table: %w", err)
+	}
+	defer unix.Munmap(src)
+	dst, err := unix.Mmap(b.x.Scratch.FD(), 0, int(room)*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("mapping the scratch array: %w", err)
+	}
+	defer unix.Munmap(dst)
+	copy(dst, src)
+	return nil
+}
+
+// words is how many 64-bit words an array of such values holds.
+func words(m *ebpf.Map) uint32 { return m.MaxEntries() * (m.ValueSize() / 8) }
+
+// baseBench is the baseline's benchmark program (nil without one).
+func (b *benchMux) baseBench() *ebpf.Program {
+	if b.base == nil {
+		return nil
+	}
+	return b.base.BenchProgram()
+}
+
+// baseProgram is the baseline's production program (nil without one).
+func (b *benchMux) baseProgram() *ebpf.Program {
+	if b.base == nil {
+		return nil
+	}
+	return b.base.Program()
+}
+
+func (b *benchMux) Close() error {
+	if b.base != nil {
+		b.base.Close()
+	}
+	if b.lru != nil {
+		b.lru.Close()
+	}
+	return b.Mux.Close()
+}
