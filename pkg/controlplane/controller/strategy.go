@@ -1,11 +1,15 @@
 package controller
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/assign"
 	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
+	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/store"
 )
 
 // Strategy is what the controller does differently per forwarding strategy.
@@ -78,10 +82,6 @@ type extraState interface {
 // pushes to the agents (Cheetah, cheetah.go).
 type cookieKeeper interface{ keepsCookieKeys() }
 
-// capacityPoller: the controller polls its servers' spare capacity and
-// writes class records (AWFD, awfd.go).
-type capacityPoller interface{ pollsCapacity() }
-
 // mctSweeper: the controller collects the muxes' keep-alive bits of its
 // migrated-connection table (Prism, prism_keepalive.go).
 type mctSweeper interface{ sweepsMCT() }
@@ -139,6 +139,15 @@ func (a spiStrategy) DownState() forwarding.ServerState { return a.s.DownState()
 func (a spiStrategy) DrainsRemoved() bool               { return a.s.DrainsRemoved() }
 func (a spiStrategy) Histories() bool                   { return a.s.Histories() }
 func (a spiStrategy) Show(v *View, live int)            { a.s.Show(&v.View, live) }
+
+// readShow: a strategy of its own package reads its part of `ctl show`
+// from the store if it is a ctlstrategy.ShowReader (show.go's showReader).
+func (a spiStrategy) readShow(ctx context.Context, st store.Store, k ring.Keys, v *View, now time.Time) error {
+	if r, ok := a.s.(ctlstrategy.ShowReader); ok {
+		return r.ReadShow(ctx, st, k, &v.View, now)
+	}
+	return nil
+}
 
 func (a spiStrategy) Moves(p *planning) ([]forwarding.BucketChange, error) {
 	sp := &ctlstrategy.Planning{Config: p.in.config, Buckets: p.buckets, Servers: p.servers, Down: p.down, Now: p.now,

@@ -1,19 +1,23 @@
-package controller
+package awfd
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"net/netip"
-
+	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/node/agentapi"
+	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
 	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,11 +50,35 @@ func (f *fakeCapacity) set(id forwarding.ServerID, a float64, down bool) {
 	f.down[dipAddr(id)] = down
 }
 
+// The poller's tests run the real controller on an embedded store.
+var shared store.Store
+
+func TestMain(m *testing.M) { os.Exit(storetest.MainWithEmbedded(m, &shared)) }
+
+var rootSeq atomic.Int64
+
+func newRoot() string { return fmt.Sprintf("/awfdtest%d", rootSeq.Add(1)) }
+
+func webInstance(buckets uint32) *forwarding.Instance {
+	return &forwarding.Instance{Name: "web", Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{netip.MustParseAddr("192.0.2.1")},
+		PortLow: 80, PortHigh: 80, Buckets: buckets, ChainWindow: forwarding.DefaultChainWindow}
+}
+
+func dipAddr(id forwarding.ServerID) netip.Addr {
+	return netip.AddrFrom4([4]byte{10, 0, byte(id >> 8), byte(id)})
+}
+
+// pollerOn is a poller over st under root as the elected controller makes
+// it (controller.NewHost).
+func pollerOn(st store.Store, root string, o controller.HostOptions) *poller {
+	return newPoller(controller.NewHost(st, root, forwarding.StrategyAWFD, o), pollOptions{})
+}
+
 // awfdRig: an AWFD instance of 4 active servers and a poller with a
 // settable clock (ms resolution).
-func awfdRig(t *testing.T) (*AWFDPoller, *fakeCapacity, *time.Time, string) {
+func awfdRig(t *testing.T) (*poller, *fakeCapacity, *time.Time, string) {
 	root := newRoot()
-	c := New(shared, root, Options{})
+	c := controller.New(shared, root, controller.Options{})
 	in := webInstance(307)
 	in.Strategy = forwarding.StrategyAWFD
 	in.AWFD = &forwarding.AWFDOptions{Classes: 4, Poll: 250 * time.Millisecond}
@@ -59,9 +87,9 @@ func awfdRig(t *testing.T) (*AWFDPoller, *fakeCapacity, *time.Time, string) {
 		t.Fatal(err)
 	}
 	ids := []forwarding.ServerID{1025, 1026, 1027, 1028}
-	var add []NewDIP
+	var add []controller.NewDIP
 	for _, id := range ids {
-		add = append(add, NewDIP{id, dipAddr(id), 1})
+		add = append(add, controller.NewDIP{ID: id, Addr: dipAddr(id), Weight: 1})
 	}
 	if err := c.AddDIPs(ctx, "web", add); err != nil {
 		t.Fatal(err)
@@ -71,8 +99,8 @@ func awfdRig(t *testing.T) (*AWFDPoller, *fakeCapacity, *time.Time, string) {
 	}
 	caps := &fakeCapacity{avail: map[netip.Addr]float64{}, down: map[netip.Addr]bool{}}
 	now := time.UnixMilli(1_700_000_000_000)
-	p := NewAWFDPoller(shared, root, AWFDPollOptions{Client: caps, Now: func() time.Time { return now },
-		Metrics: NewMetrics(prometheus.NewRegistry())})
+	p := pollerOn(shared, root, controller.HostOptions{Agents: caps, Now: func() time.Time { return now },
+		Metrics: controller.NewMetrics(prometheus.NewRegistry())})
 	return p, caps, &now, root
 }
 
@@ -116,7 +144,7 @@ func TestAWFDPollerClassesAndMissedPolls(t *testing.T) {
 		t.Fatalf("record %+v", r)
 	}
 	// ctl show prints the classes the muxes run.
-	v, err := Show(ctx, shared, root, "web", *now)
+	v, err := controller.Show(ctx, shared, root, "web", *now)
 	if err != nil || v.AWFD == nil || v.AWFD.Seq != r.Seq {
 		t.Fatalf("show: %v %+v", err, v)
 	}
@@ -149,9 +177,9 @@ func TestAWFDPollerClassesAndMissedPolls(t *testing.T) {
 		t.Fatalf("after the agent answered again: %v", w)
 	}
 	var fails, writes, class4 dto.Metric
-	p.o.Metrics.awfd.failures.WithLabelValues("web").Write(&fails)
-	p.o.Metrics.awfd.writes.WithLabelValues("web").Write(&writes)
-	p.o.Metrics.awfd.classes.WithLabelValues("web", "4").Write(&class4)
+	p.metrics.failures.WithLabelValues("web").Write(&fails)
+	p.metrics.writes.WithLabelValues("web").Write(&writes)
+	p.metrics.classes.WithLabelValues("web", "4").Write(&class4)
 	if fails.GetCounter().GetValue() != 15 || writes.GetCounter().GetValue() < 3 || class4.GetGauge().GetValue() != 1 {
 		t.Fatalf("metrics: %v poll failures (want 15), %v records written, %v servers in class 4",
 			fails.GetCounter().GetValue(), writes.GetCounter().GetValue(), class4.GetGauge().GetValue())
@@ -159,7 +187,7 @@ func TestAWFDPollerClassesAndMissedPolls(t *testing.T) {
 	// A new leader whose clock is 10 s behind continues the sequence.
 	seq = readRecord(t, root).Seq
 	back := now.Add(-10 * time.Second)
-	p2 := NewAWFDPoller(shared, root, AWFDPollOptions{Client: caps, Now: func() time.Time { return back }})
+	p2 := pollerOn(shared, root, controller.HostOptions{Agents: caps, Now: func() time.Time { return back }})
 	caps.set(1026, 100, false) // a change, so the record is written
 	if err := p2.Round(ctx); err != nil {
 		t.Fatal(err)
@@ -198,7 +226,7 @@ func TestAWFDPollerWritesOnChange(t *testing.T) {
 	if r := readRecord(t, root); r.Seq == first.Seq {
 		t.Fatal("no heartbeat write after 5 s")
 	}
-	c := New(shared, root, Options{})
+	c := controller.New(shared, root, controller.Options{})
 	if err := c.RemoveDIP(ctx, "web", 1028); err != nil {
 		t.Fatal(err)
 	}

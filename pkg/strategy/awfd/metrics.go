@@ -1,4 +1,4 @@
-package controller
+package awfd
 
 import (
 	"strconv"
@@ -7,15 +7,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// awfdMetrics: what the capacity poller saw (awfd.go).
-type awfdMetrics struct {
+// metrics: what the capacity poller saw (poller.go).
+type metrics struct {
 	classes  *prometheus.GaugeVec   // servers per class of the latest record
 	failures *prometheus.CounterVec // capacity polls that failed
 	writes   *prometheus.CounterVec // records written
 }
 
-func newAWFDMetrics(reg prometheus.Registerer) *awfdMetrics {
-	m := &awfdMetrics{
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
 		classes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_controller_awfd_class_servers",
 			Help: "Servers in each AWFD class of the latest record (class 0: no new connections)."}, []string{"lb_instance", "class"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beamer_controller_awfd_poll_failures_total",
@@ -27,19 +27,19 @@ func newAWFDMetrics(reg prometheus.Registerer) *awfdMetrics {
 	return m
 }
 
-func (m *Metrics) awfdFailed(instance string) {
-	if m != nil && m.awfd != nil {
-		m.awfd.failures.WithLabelValues(instance).Inc()
+func (m *metrics) failed(instance string) {
+	if m != nil {
+		m.failures.WithLabelValues(instance).Inc()
 	}
 }
 
-func (m *Metrics) awfdWritten(instance string, r *classes.Record) {
-	if m == nil || m.awfd == nil {
+func (m *metrics) written(instance string, r *classes.Record) {
+	if m == nil {
 		return
 	}
-	m.awfd.writes.WithLabelValues(instance).Inc()
-	m.awfd.classes.WithLabelValues(instance, "0").Set(float64(len(r.Idle)))
+	m.writes.WithLabelValues(instance).Inc()
+	m.classes.WithLabelValues(instance, "0").Set(float64(len(r.Idle)))
 	for k, c := range r.Classes {
-		m.awfd.classes.WithLabelValues(instance, strconv.Itoa(k+1)).Set(float64(len(c)))
+		m.classes.WithLabelValues(instance, strconv.Itoa(k+1)).Set(float64(len(c)))
 	}
 }

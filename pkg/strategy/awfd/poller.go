@@ -1,4 +1,4 @@
-package controller
+package awfd
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/httpserver"
@@ -31,36 +32,18 @@ import (
 // writes reads the newest one at its next watch event; until then it
 // dispatches by the last record it has, which is still a valid record.
 
-// CapacityAsker asks one agent for its capacity (agentapi.Client; tests
-// give a fake).
-type CapacityAsker interface {
-	Capacity(ctx context.Context, agent netip.AddrPort) (*agentapi.CapacityReport, error)
-}
-
-// AWFDPollOptions configure the capacity poller.
-type AWFDPollOptions struct {
-	Client CapacityAsker
-	Now    func() time.Time
-	// Logger receives failed rounds and polls; nil discards.
-	Logger *slog.Logger
+// pollOptions configure the capacity poller; the agents' client, the
+// clock, the logger and the metrics are the controller's (Host).
+type pollOptions struct {
 	// Refresh is how often instance configurations and DIPs are re-read
 	// (default 1 s).
 	Refresh time.Duration
 	// Heartbeat rewrites an unchanged record this often so that ctl show
 	// and the muxes' age metric see the poller alive (default 5 s).
 	Heartbeat time.Duration
-	// Metrics receives the poller's counters (nil: none).
-	Metrics *Metrics
 }
 
-func (o *AWFDPollOptions) fill() {
-	if o.Client == nil {
-		o.Client = &agentapi.Client{}
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	o.Logger = loggerOr(o.Logger)
+func (o *pollOptions) fill() {
 	if o.Refresh <= 0 {
 		o.Refresh = time.Second
 	}
@@ -69,13 +52,15 @@ func (o *AWFDPollOptions) fill() {
 	}
 }
 
-// AWFDPoller polls the capacity of the servers of every AWFD instance.
-type AWFDPoller struct {
-	st   store.Store // fenced by the leadership
-	root string
-	o    AWFDPollOptions
-	mu   sync.Mutex
-	inst map[string]*awfdInstance
+// poller polls the capacity of the servers of every AWFD instance.
+type poller struct {
+	h       ctlstrategy.Host
+	st      store.Store // fenced by the leadership
+	root    string
+	o       pollOptions
+	metrics *metrics // nil: none
+	mu      sync.Mutex
+	inst    map[string]*awfdInstance
 	// names lists the instances, re-read every Refresh: a deployment
 	// without AWFD instances costs one listing a second, not 20.
 	names  []string
@@ -99,16 +84,18 @@ type awfdServer struct {
 	agent netip.AddrPort
 }
 
-// NewAWFDPoller polls the AWFD instances under root, writing through st
-// (give it the leadership's fenced store).
-func NewAWFDPoller(st store.Store, root string, o AWFDPollOptions) *AWFDPoller {
+// newPoller polls the AWFD instances under the host's root, writing
+// through its store (the leadership's fenced store).
+func newPoller(h ctlstrategy.Host, o pollOptions) *poller {
 	o.fill()
-	return &AWFDPoller{st: st, root: root, o: o, inst: map[string]*awfdInstance{}, lines: httpserver.NewLineLimiter(10 * time.Second)}
+	m, _ := h.Metrics().(*metrics)
+	return &poller{h: h, st: h.Store(), root: h.Root(), o: o, metrics: m, inst: map[string]*awfdInstance{},
+		lines: httpserver.NewLineLimiter(10 * time.Second)}
 }
 
 // Run polls until ctx ends; it returns the first store conflict (the
 // leadership is gone) or ctx's error.
-func (p *AWFDPoller) Run(ctx context.Context) error {
+func (p *poller) Run(ctx context.Context) error {
 	t := time.NewTicker(forwarding.MinAWFDPoll)
 	defer t.Stop()
 	for {
@@ -123,16 +110,16 @@ func (p *AWFDPoller) Run(ctx context.Context) error {
 			}
 			// A round runs every few hundred milliseconds: a lasting
 			// failure is reported once per interval, with a count.
-			p.lines.Log(p.o.Logger, slog.LevelError, "round", "awfd: capacity round failed", "error", err)
+			p.lines.Log(p.h.Logger(), slog.LevelError, "round", "awfd: capacity round failed", "error", err)
 		}
 	}
 }
 
 // Round polls every AWFD instance that is due, and writes its record when
 // the classes changed (or the heartbeat is due).
-func (p *AWFDPoller) Round(ctx context.Context) error {
-	if now := p.o.Now(); p.listed.IsZero() || now.Sub(p.listed) >= p.o.Refresh {
-		names, err := listInstances(ctx, p.st, p.root)
+func (p *poller) Round(ctx context.Context) error {
+	if now := p.h.Now(); p.listed.IsZero() || now.Sub(p.listed) >= p.o.Refresh {
+		names, err := p.h.Instances(ctx)
 		if err != nil {
 			return err
 		}
@@ -154,8 +141,8 @@ func (p *AWFDPoller) Round(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (p *AWFDPoller) instance(ctx context.Context, name string) error {
-	now := p.o.Now()
+func (p *poller) instance(ctx context.Context, name string) error {
+	now := p.h.Now()
 	p.mu.Lock()
 	ai := p.inst[name]
 	p.mu.Unlock()
@@ -171,7 +158,7 @@ func (p *AWFDPoller) instance(ctx context.Context, name string) error {
 		p.inst[name] = ai
 		p.mu.Unlock()
 	}
-	if !strategyHas[capacityPoller](ai.cfg) {
+	if ai.cfg.Strategy != forwarding.StrategyAWFD {
 		return nil
 	}
 	o := ai.cfg.AWFDConfig()
@@ -205,7 +192,7 @@ func (p *AWFDPoller) instance(ctx context.Context, name string) error {
 		return err
 	}
 	ai.last, ai.written = rec, now
-	p.o.Metrics.awfdWritten(ai.cfg.Name, rec)
+	p.metrics.written(ai.cfg.Name, rec)
 	return nil
 }
 
@@ -216,7 +203,7 @@ func sameClasses(a, b *classes.Record) bool {
 // load reads an instance's configuration and eligible servers, keeping
 // what old knew (tracker, last record); on a new poller the stored record
 // gives the sequence to continue from.
-func (p *AWFDPoller) load(ctx context.Context, k ring.Keys, old *awfdInstance) (*awfdInstance, error) {
+func (p *poller) load(ctx context.Context, k ring.Keys, old *awfdInstance) (*awfdInstance, error) {
 	it, err := p.st.Get(ctx, k.Config())
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil // being created or deleted
@@ -232,7 +219,7 @@ func (p *AWFDPoller) load(ctx context.Context, k ring.Keys, old *awfdInstance) (
 	if old != nil {
 		ai.tracker, ai.last, ai.written, ai.lastPoll, ai.failures = old.tracker, old.last, old.written, old.lastPoll, old.failures
 	}
-	if !strategyHas[capacityPoller](&cfg) {
+	if cfg.Strategy != forwarding.StrategyAWFD {
 		return ai, nil
 	}
 	o := cfg.AWFDConfig()
@@ -244,16 +231,16 @@ func (p *AWFDPoller) load(ctx context.Context, k ring.Keys, old *awfdInstance) (
 		if rec, err := classes.Read(ctx, p.st, k); err == nil && rec != nil {
 			ai.last = rec
 		} else if err != nil {
-			p.o.Logger.Warn("awfd: stored record unreadable, writing a new one", "instance", cfg.Name, "error", err)
+			p.h.Logger().Warn("awfd: stored record unreadable, writing a new one", "instance", cfg.Name, "error", err)
 		}
 	}
-	dips, err := readDIPs(ctx, p.st, k)
+	dips, err := p.h.Servers(ctx, k)
 	if err != nil {
 		return nil, err
 	}
 	port := cfg.HealthProbe().AgentPort
 	for id, d := range dips {
-		if d.State == Active && d.EffectiveWeight() > 0 {
+		if d.Active && d.EffectiveWeight > 0 {
 			ai.servers = append(ai.servers, awfdServer{id: id, agent: netip.AddrPortFrom(d.Addr, port)})
 		}
 	}
@@ -266,7 +253,7 @@ func (p *AWFDPoller) load(ctx context.Context, k ring.Keys, old *awfdInstance) (
 }
 
 // poll asks every server's agent in parallel, within 80% of the interval.
-func (p *AWFDPoller) poll(ctx context.Context, ai *awfdInstance, o forwarding.AWFDOptions) {
+func (p *poller) poll(ctx context.Context, ai *awfdInstance, o forwarding.AWFDOptions) {
 	ctx, cancel := context.WithTimeout(ctx, o.Poll*4/5)
 	defer cancel()
 	type answer struct {
@@ -278,16 +265,16 @@ func (p *AWFDPoller) poll(ctx context.Context, ai *awfdInstance, o forwarding.AW
 	answers := make(chan answer, len(ai.servers))
 	for _, s := range ai.servers {
 		go func() {
-			rep, err := p.o.Client.Capacity(ctx, s.agent)
-			answers <- answer{s.id, rep, err, p.o.Now()}
+			rep, err := p.h.Agents().Capacity(ctx, s.agent)
+			answers <- answer{s.id, rep, err, p.h.Now()}
 		}()
 	}
 	for range ai.servers {
 		a := <-answers
 		if a.err != nil {
-			p.o.Metrics.awfdFailed(ai.cfg.Name)
+			p.metrics.failed(ai.cfg.Name)
 			if ai.failures[a.id] == "" {
-				p.o.Logger.Warn("awfd: capacity poll failed; last value kept, then decays", "instance", ai.cfg.Name, "server", a.id,
+				p.h.Logger().Warn("awfd: capacity poll failed; last value kept, then decays", "instance", ai.cfg.Name, "server", a.id,
 					"hold", o.Hold, "error", a.err)
 			}
 			ai.failures[a.id] = a.err.Error()

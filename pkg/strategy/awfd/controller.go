@@ -1,4 +1,4 @@
-package controller
+package awfd
 
 import (
 	"context"
@@ -6,30 +6,40 @@ import (
 	"strings"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
+	"github.com/beamer-lb/beamer/pkg/strategy/maglev"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
-// awfdStrategy (Spotlight, issue 14): the ring carries a Maglev table —
-// the equal-share fallback muxes use before the first class record and
-// while no server reports capacity — and the server table, whose states
-// the muxes check before following a record. Servers are treated as
-// Maglev's: a down server is marked down (muxes stop sending it the
-// connections they remember), a removed one drains for the window. What
-// is AWFD's own — capacity polls, classes, the record beside the ring — is
-// awfd.go.
-type awfdStrategy struct{ baseStrategy }
+// Controller is the controller's side of AWFD (Spotlight, issue 14): the
+// ring carries a Maglev table — the equal-share fallback muxes use before
+// the first class record and while no server reports capacity — and the
+// server table, whose states the muxes check before following a record.
+// Servers are treated as Maglev's: a down server is marked down (muxes
+// stop sending it the connections they remember), a removed one drains
+// for the window. What is AWFD's own — capacity polls, classes, the record
+// beside the ring — is the poller (poller.go), its background work.
+type Controller struct{ maglev.Controller }
 
-func init() { registerStrategy(awfdStrategy{baseStrategy{forwarding.StrategyMaglev}}) }
+func init() { ctlstrategy.Register(Controller{}) }
 
-func (awfdStrategy) pollsCapacity() {}
+func (Controller) Name() forwarding.Strategy { return forwarding.StrategyAWFD }
 
-func (awfdStrategy) Name() forwarding.Strategy { return forwarding.StrategyAWFD }
+// RunBackground polls the capacity of the servers of every AWFD instance
+// while the controller leads.
+func (Controller) RunBackground(ctx context.Context, h ctlstrategy.Host) error {
+	return newPoller(h, pollOptions{}).Run(ctx)
+}
 
-// readShow reads what `ctl show` adds for the strategy from the store.
-func (awfdStrategy) readShow(ctx context.Context, st store.Store, k ring.Keys, v *View, now time.Time) error {
+// NewMetrics registers the poller's metrics (metrics.go).
+func (Controller) NewMetrics(reg prometheus.Registerer) any { return newMetrics(reg) }
+
+// ReadShow reads what `ctl show` adds for the strategy from the store.
+func (Controller) ReadShow(ctx context.Context, st store.Store, k ring.Keys, v *ctlstrategy.View, now time.Time) error {
 	rec, err := classes.Read(ctx, st, k)
 	if err != nil {
 		v.Warnings = append(v.Warnings, fmt.Sprintf("AWFD class record unreadable (muxes keep their last good one): %v", err))
@@ -42,8 +52,8 @@ func (awfdStrategy) readShow(ctx context.Context, st store.Store, k ring.Keys, v
 	return nil
 }
 
-func (s awfdStrategy) Show(v *View, live int) {
-	s.baseStrategy.Show(v, live)
+func (s Controller) Show(v *ctlstrategy.View, live int) {
+	s.Controller.Show(v, live)
 	o := v.Instance.AWFDConfig()
 	v.Details = append(v.Details, fmt.Sprintf("strategy awfd: m = %d classes, capacity polled every %v, a silent agent's last value kept %v then halved every %v",
 		o.Classes, o.Poll, o.Hold, o.Poll))
