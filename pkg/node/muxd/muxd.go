@@ -19,6 +19,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/httpserver"
 	"github.com/beamer-lb/beamer/pkg/metrics"
+	"github.com/beamer-lb/beamer/pkg/node/muxd/daemonspi"
 	"github.com/beamer-lb/beamer/pkg/node/nodestate"
 	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
@@ -83,8 +84,11 @@ type Daemon struct {
 	vethPeer *vethPeer
 	takeover takeover
 
-	mu             sync.Mutex
-	instances      map[string]forwarding.Instance
+	mu        sync.Mutex
+	instances map[string]forwarding.Instance
+	// strategyHosts are the daemon sides' hosts with their metrics
+	// (strategy_host.go), made when metrics are served.
+	strategyHosts  map[forwarding.Strategy]daemonspi.Host
 	ipv6Forwarding bool    // set once an IPv6 instance arrived (enableIPv6)
 	health         *health // store reachability and lag of followed instances (health.go)
 
@@ -94,7 +98,6 @@ type Daemon struct {
 
 	servers servers     // reachability of the servers (servers.go)
 	ring    ringMetrics // ring follower events (follow.go)
-	awfdm   awfdMetrics // AWFD class records (awfd.go)
 }
 
 // InterfaceAddr is the first IPv4 address of an interface.
@@ -225,7 +228,7 @@ func (d *Daemon) serveMetrics() error {
 	d.bgpUp = newBGPSessionGauge() // bgp_metrics.go
 	reg.MustRegister(d.bgpUp)
 	d.registerFollowMetrics(reg)
-	d.registerAWFDMetrics(reg)
+	d.makeStrategyHosts(reg) // each strategy's own metrics (daemonspi)
 	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors, d.health, d.prism, newVIPTraffic(d.mux),
 		metrics.NewCounterCollector("beamer_mux_packets_total", "Packets by decision of the XDP mux.", "decision", d.mux.Counters),
 		metrics.NewCounterCollector("beamer_mux_cheetah_packets_total", "Segments of Cheetah VIPs by how the server was found (cookie hits, bad cookies, fallbacks to buckets).", "decision", d.mux.CheetahCounters),

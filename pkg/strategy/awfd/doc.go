@@ -1,8 +1,8 @@
 // Package awfd is the AWFD strategy's own code on the Go side (Spotlight's
 // adaptive weighted flow dispatching): its controller side and background
 // work (capacity polls, class records, their metrics), registered into
-// ctlstrategy, and its reference-model decision, registered into modelspi,
-// in init(); its algorithms are classes. Its mux loader and mux daemon
-// sides are still files of those layers (docs/architecture.md, "A new
-// strategy").
+// ctlstrategy; the mux daemon's class record follower, registered into
+// daemonspi; and its reference-model decision, registered into modelspi;
+// all in init(). Its algorithms are classes. Its mux loader side is still
+// a file of pkg/dataplane (docs/architecture.md, "A new strategy").
 package awfd

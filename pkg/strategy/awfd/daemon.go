@@ -1,14 +1,15 @@
-package muxd
+package awfd
 
 import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
-	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/node/muxd/daemonspi"
 	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,15 +23,21 @@ import (
 // next record it receives); a broken or hostile record is refused and the
 // last good one kept; an older sequence (a delayed write) is refused.
 
-// awfdMetrics count what the record follower does.
-type awfdMetrics struct {
+// daemon is the mux daemon's side of AWFD: the class record follower.
+type daemon struct{}
+
+func init() { daemonspi.Register(forwarding.StrategyAWFD, daemon{}) }
+
+// daemonMetrics count what the record follower does.
+type daemonMetrics struct {
 	records *prometheus.CounterVec // by result
 	age     *prometheus.GaugeVec
 	servers *prometheus.GaugeVec // per class
 }
 
-func (d *Daemon) registerAWFDMetrics(reg *prometheus.Registry) {
-	d.awfdm = awfdMetrics{
+// NewMetrics registers the follower's metrics with the daemon's registerer.
+func (daemon) NewMetrics(reg prometheus.Registerer) any {
+	m := &daemonMetrics{
 		records: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beamer_mux_awfd_records_total",
 			Help: "AWFD class records seen, by result: loaded, refused_old (sequence below the running one), invalid (kept the last good one), failed (data plane)."},
 			[]string{"lb_instance", "result"}),
@@ -39,23 +46,21 @@ func (d *Daemon) registerAWFDMetrics(reg *prometheus.Registry) {
 		servers: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_mux_awfd_class_servers",
 			Help: "Servers in each AWFD class of the loaded record (class 0: idle, gets no new connection)."}, []string{"lb_instance", "class"}),
 	}
-	reg.MustRegister(d.awfdm.records, d.awfdm.age, d.awfdm.servers)
+	reg.MustRegister(m.records, m.age, m.servers)
+	return m
 }
 
-func (d *Daemon) countAWFD(name, result string) {
-	if d.awfdm.records != nil {
-		d.awfdm.records.WithLabelValues(name, result).Inc()
+func (m *daemonMetrics) count(name, result string) {
+	if m != nil {
+		m.records.WithLabelValues(name, result).Inc()
 	}
 }
 
-func init() {
-	registerDaemonStrategy(forwarding.StrategyAWFD, daemonStrategy{follow: (*Daemon).followAWFD})
-}
-
-// followAWFD keeps an AWFD instance's class record loaded until ctx ends.
+// Follow keeps an AWFD instance's class record loaded until ctx ends.
 // Besides watch events it re-reads every second: a record that arrived
 // before the instance's table was loaded is applied then.
-func (d *Daemon) followAWFD(ctx context.Context, st store.Store, k ring.Keys, name string, log *slog.Logger) {
+func (daemon) Follow(ctx context.Context, h daemonspi.Host, st store.Store, k ring.Keys, name string, log *slog.Logger) {
+	m, _ := h.Metrics().(*daemonMetrics)
 	bell := st.Watch(ctx, classes.Key(k))
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -64,7 +69,7 @@ func (d *Daemon) followAWFD(ctx context.Context, st store.Store, k ring.Keys, na
 		select {
 		case <-ctx.Done():
 			return
-		case <-d.stop:
+		case <-h.Stopping():
 			return
 		case _, ok := <-bell:
 			if !ok {
@@ -81,38 +86,30 @@ func (d *Daemon) followAWFD(ctx context.Context, st store.Store, k ring.Keys, na
 		}
 		rec, err := classes.Decode(it.Value)
 		if err != nil {
-			d.countAWFD(name, "invalid")
+			m.count(name, "invalid")
 			log.Warn("awfd record refused, keeping the last good one", "instance", name, "error", err)
 			continue
 		}
 		if rec.Seq == lastSeq {
 			continue
 		}
-		if err := d.mux.SetAWFDRecord(name, rec); err != nil {
-			if errors.Is(err, dataplane.ErrAWFDOld) {
-				d.countAWFD(name, "refused_old")
+		if old, err := h.SetAWFDRecord(name, rec); err != nil {
+			if old {
+				m.count(name, "refused_old")
 				lastSeq = rec.Seq
 			} else {
-				d.countAWFD(name, "failed")
+				m.count(name, "failed")
 			}
 			continue
 		}
 		lastSeq = rec.Seq
-		d.countAWFD(name, "loaded")
-		if d.awfdm.age != nil {
-			d.awfdm.age.WithLabelValues(name).Set(time.Since(time.UnixMilli(rec.AtMillis)).Seconds())
-			d.awfdm.servers.WithLabelValues(name, "0").Set(float64(len(rec.Idle)))
+		m.count(name, "loaded")
+		if m != nil {
+			m.age.WithLabelValues(name).Set(time.Since(time.UnixMilli(rec.AtMillis)).Seconds())
+			m.servers.WithLabelValues(name, "0").Set(float64(len(rec.Idle)))
 			for c, members := range rec.Classes {
-				d.awfdm.servers.WithLabelValues(name, itoa(c+1)).Set(float64(len(members)))
+				m.servers.WithLabelValues(name, strconv.Itoa(c+1)).Set(float64(len(members)))
 			}
 		}
 	}
-}
-
-func itoa(i int) string {
-	const digits = "0123456789"
-	if i < 10 {
-		return digits[i : i+1]
-	}
-	return itoa(i/10) + digits[i%10:i%10+1]
 }

@@ -1,4 +1,4 @@
-package muxd
+package awfd
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/node/muxd"
+	"github.com/beamer-lb/beamer/pkg/node/muxd/daemonspi"
 	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
 	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
@@ -89,16 +91,15 @@ func TestAWFDRecordFollower(t *testing.T) {
 		}
 		t.Fatalf("mux runs record %d, want %d", running(), want)
 	}
-	follow := func(from store.Store) (*Daemon, context.CancelFunc) {
-		d := &Daemon{mux: m, stop: make(chan struct{})}
-		d.registerAWFDMetrics(prometheus.NewRegistry())
+	follow := func(from store.Store) (daemonspi.Host, context.CancelFunc) {
+		d := muxd.StrategyHost(m, make(chan struct{}), prometheus.NewRegistry(), forwarding.StrategyAWFD)
 		c, cancel := context.WithCancel(ctx)
-		go d.followAWFD(c, from, k, "web", slog.Default())
+		go daemon{}.Follow(c, d, from, k, "web", slog.Default())
 		return d, cancel
 	}
-	count := func(d *Daemon, result string) float64 {
+	count := func(d daemonspi.Host, result string) float64 {
 		var out dto.Metric
-		if err := d.awfdm.records.WithLabelValues("web", result).Write(&out); err != nil {
+		if err := d.Metrics().(*daemonMetrics).records.WithLabelValues("web", result).Write(&out); err != nil {
 			t.Fatal(err)
 		}
 		return out.GetCounter().GetValue()
