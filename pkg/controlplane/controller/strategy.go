@@ -13,9 +13,11 @@ import (
 )
 
 // Strategy is what the controller does differently per forwarding strategy.
-// Each strategy is one type in its own file (strategy_NAME.go), registered
-// by name; the rest of the controller asks the instance's strategy instead
-// of switching on its name.
+// A strategy of its own package (pkg/strategy/NAME) implements
+// ctlstrategy.Strategy and is seen here through spiStrategy; Prism and
+// Cheetah, not moved yet, are types in files of this package
+// (strategy_NAME.go), registered by name. The rest of the controller asks
+// the instance's strategy instead of switching on its name.
 type Strategy interface {
 	Name() forwarding.Strategy
 	// Moves decides the bucket changes of the next generation from the
