@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"slices"
@@ -18,7 +17,6 @@ import (
 	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
-	"github.com/vishvananda/netlink"
 )
 
 // The benchmark builds as loaded through dataplane.MuxOptions.Spec: the
@@ -42,43 +40,8 @@ type vectorNet struct {
 }
 
 func newVectorNet(t testing.TB, s *wiretest.MuxScenario) *vectorNet {
-	rig := netlabtest.NewRig(t, "mux")
-	ns, peer := rig.Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "net", netip.MustParsePrefix("198.18.0.2/24"), 0)
-	rig.Link(ns, "eth1", netip.MustParsePrefix("198.18.3.1/24"), peer, "eth1", netip.MustParsePrefix("198.18.3.2/24"), 0)
-	nl := ns.Netlink()
-	setMAC := func(dev, mac string) {
-		l, err := nl.LinkByName(dev)
-		must(t, err)
-		hw, _ := net.ParseMAC(mac)
-		must(t, nl.LinkSetHardwareAddr(l, hw))
-	}
-	setMAC("eth0", "02:be:a0:00:00:02")
-	setMAC("eth1", "02:be:a0:00:00:04")
-	must(t, ns.Sysctl("net.ipv4.ip_forward", "1"))
-	eth0, err := nl.LinkByName("eth0")
-	must(t, err)
-	gw := netip.MustParseAddr("198.18.0.2")
-	_, dst, _ := net.ParseCIDR("198.18.2.0/24")
-	must(t, nl.RouteAdd(&netlink.Route{LinkIndex: eth0.Attrs().Index, Dst: dst, Gw: net.IP(gw.AsSlice())}))
-	for _, h := range s.NextHops {
-		if h.Result != "tx" && h.Result != "redirect" {
-			continue
-		}
-		neigh := h.Addr
-		if netip.MustParsePrefix("198.18.2.0/24").Contains(neigh) {
-			neigh = gw
-		}
-		dev := "eth0"
-		if h.Result == "redirect" {
-			dev = "eth1"
-		}
-		l, err := nl.LinkByName(dev)
-		must(t, err)
-		hw, _ := net.ParseMAC(h.DstMAC)
-		must(t, nl.NeighSet(&netlink.Neigh{LinkIndex: l.Attrs().Index, IP: net.IP(neigh.AsSlice()), HardwareAddr: hw,
-			State: netlink.NUD_PERMANENT, Family: netlink.FAMILY_V4}))
-	}
-	return &vectorNet{ns: ns, ifindex: eth0.Attrs().Index}
+	v := netlabtest.NewVectorNet(t, s)
+	return &vectorNet{ns: v.NS, ifindex: v.Ifindex}
 }
 
 // vectorBenchMux loads the benchmark build with the vectors' instance, in
