@@ -17,6 +17,13 @@ run() {
 		echo "fuzz $pkg $target ($FUZZTIME)"
 		for attempt in 1 2; do
 			if $GO test -run '^$' -fuzz "^$target\$" -fuzztime "$FUZZTIME" "$pkg" >"$out" 2>&1; then
+				# A target that moved away leaves go test with nothing to
+				# fuzz, and it says so but succeeds.
+				if grep -q "no fuzz tests to fuzz\|no test files" "$out"; then
+					echo "fuzz $pkg $target: no such fuzz target in $pkg" >&2
+					cat "$out" >&2
+					exit 1
+				fi
 				break
 			fi
 			tail -n 30 "$out"
@@ -33,4 +40,4 @@ run ./pkg/node/config FuzzLoadMux FuzzLoadAgent
 run ./pkg/wire FuzzParseOption FuzzDecapsulate FuzzDecapsulateGUE
 run ./pkg/strategy/awfd/classes FuzzDecode
 run ./pkg/controlplane/declarative FuzzParse
-run ./cmd/beamer FuzzDecodeCapture
+run ./cmd/internal/beamercli FuzzDecodeCapture

