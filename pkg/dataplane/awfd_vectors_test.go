@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
 	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
 	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 )
@@ -19,9 +20,11 @@ func TestAWFDVectors(t *testing.T) {
 	var objs awfdProbeObjects
 	must(t, loadAwfdProbeObjects(&objs, nil))
 	defer objs.Close()
+	spec, err := loadMux()
+	must(t, err)
 	checked := 0
 	for _, c := range v.Cases {
-		rec, err := packAWFD(c.Record)
+		rec, err := awfd.PackRecord(spec, c.Record)
 		must(t, err)
 		must(t, objs.Record.Put(uint32(0), rec))
 		for _, p := range c.Picks {

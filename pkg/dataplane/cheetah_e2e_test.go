@@ -149,7 +149,7 @@ func TestCheetahEndToEnd(t *testing.T) {
 		}
 	}
 
-	c, err := e.mux.CheetahCounters()
+	c, err := e.mux.CountersOf(forwarding.StrategyCheetah)
 	must(t, err)
 	if c["bad_cookie"] != 0 || c["cookie_hit"] == 0 || c["syn"] < 29 || c["fast_parse"] == 0 {
 		t.Fatalf("mux cheetah counters %v", c)
@@ -173,7 +173,7 @@ func TestCheetahEndToEnd(t *testing.T) {
 		t.Fatalf("client without timestamps: %v", err)
 	}
 	must(t, e.client.Sysctl("net.ipv4.tcp_timestamps", "1"))
-	c, err = e.mux.CheetahCounters()
+	c, err = e.mux.CountersOf(forwarding.StrategyCheetah)
 	must(t, err)
 	if c["fallback"] <= before {
 		t.Fatalf("no fallback counted for a client without timestamps: %v", c)
@@ -266,7 +266,7 @@ func floodReport(e *e2eNet) string {
 	}
 	out, err := e.client.Run("nstat", append([]string{"-az"}, counters...)...)
 	fmt.Fprintf(&b, "client: %s%v\n", out, err)
-	if mc, err := e.mux.CheetahCounters(); err == nil {
+	if mc, err := e.mux.CountersOf(forwarding.StrategyCheetah); err == nil {
 		fmt.Fprintf(&b, "mux cheetah counters: %v\n", mc)
 	}
 	out, _ = e.fabric.Run("ip", "-s", "link")

@@ -50,7 +50,7 @@ func TestCheetahKeyRotationEndToEnd(t *testing.T) {
 		}
 	}
 	counters := func() map[string]uint64 {
-		c, err := e.mux.CheetahCounters()
+		c, err := e.mux.CountersOf(forwarding.StrategyCheetah)
 		must(t, err)
 		return c
 	}

@@ -77,7 +77,7 @@ func TestCheetahMuxVectors(t *testing.T) {
 			}
 		}
 	}
-	c, err := r.m.CheetahCounters()
+	c, err := r.m.CountersOf(forwarding.StrategyCheetah)
 	must(t, err)
 	if c["cookie_hit"] != uint64(2*len(vec.Cookies)) || c["fast_parse"] != uint64(len(vec.Cookies)) {
 		t.Errorf("counters %v", c)
@@ -114,7 +114,7 @@ func TestCheetahMuxForgedCookies(t *testing.T) {
 	if hits > 2 || dropped < n-5 {
 		t.Fatalf("replayed cookie: %d of %d reached the target, %d dropped", hits, n, dropped)
 	}
-	c, err := r.m.CheetahCounters()
+	c, err := r.m.CountersOf(forwarding.StrategyCheetah)
 	must(t, err)
 	if c["bad_cookie"] != uint64(dropped) {
 		t.Fatalf("bad cookies counted %d, dropped %d", c["bad_cookie"], dropped)

@@ -377,7 +377,7 @@ func testAgentRestart(t *testing.T, strategy forwarding.Strategy) {
 		t.Fatalf("connections broke: %v\nagent:\n%s", broken, agent.output())
 	}
 	if strategy == forwarding.StrategyCheetah {
-		c, err := r.mux.CheetahCounters()
+		c, err := r.mux.CountersOf(forwarding.StrategyCheetah)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -98,7 +98,9 @@ func (d *Daemon) Follow(ctx context.Context, st store.Store, root, name string, 
 		return ring.Pair{Incarnation: inc, Generation: gen}, ok
 	})
 	if s, ok := daemonspi.Lookup(cfg.Strategy); ok {
-		go s.Follow(ctx, d.strategyHost(cfg.Strategy), st, k, name, log)
+		if fl, ok := s.(daemonspi.Follower); ok {
+			go fl.Follow(ctx, d.strategyHost(cfg.Strategy), st, k, name, log)
+		}
 	}
 	t, err := d.load(ctx, f, *cfg, log)
 	if err == nil {

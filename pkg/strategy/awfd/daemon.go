@@ -93,8 +93,8 @@ func (daemon) Follow(ctx context.Context, h daemonspi.Host, st store.Store, k ri
 		if rec.Seq == lastSeq {
 			continue
 		}
-		if old, err := h.SetAWFDRecord(name, rec); err != nil {
-			if old {
+		if err := SetRecord(h.WithInstance, name, rec); err != nil {
+			if errors.Is(err, ErrOldRecord) { // a delayed write
 				m.count(name, "refused_old")
 				lastSeq = rec.Seq
 			} else {

@@ -77,7 +77,7 @@ func TestAWFDRecordFollower(t *testing.T) {
 		return b
 	}
 	running := func() uint64 {
-		if r := m.AWFDRecord("web"); r != nil {
+		if r := RecordOf(m.WithInstance, "web"); r != nil {
 			return r.Seq
 		}
 		return 0
@@ -133,7 +133,7 @@ func TestAWFDRecordFollower(t *testing.T) {
 	}
 	put(rec(20, 0, 0, 4))
 	waitSeq(20)
-	if got := m.AWFDRecord("web"); !slices.Equal(got.Classes[3], []forwarding.ServerID{1027}) || count(d, "loaded") != 2 {
+	if got := RecordOf(m.WithInstance, "web"); !slices.Equal(got.Classes[3], []forwarding.ServerID{1027}) || count(d, "loaded") != 2 {
 		t.Fatalf("record %+v, loaded %v", got, count(d, "loaded"))
 	}
 	stop()

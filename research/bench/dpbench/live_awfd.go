@@ -5,6 +5,7 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
 	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
 )
 
@@ -16,7 +17,7 @@ func init() {
 		if err != nil {
 			return err
 		}
-		return m.SetAWFDRecord(cfg.Name, rec)
+		return awfd.SetRecord(m.WithInstance, cfg.Name, rec)
 	}
 }
 

@@ -13,20 +13,42 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
+	"github.com/beamer-lb/beamer/pkg/dataplane/muxspi"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store"
-	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Strategy is the mux daemon's side of a strategy.
-type Strategy interface {
+// Strategy is the mux daemon's side of a strategy: a Follower, a Server,
+// a MetricsMaker, or several of them.
+type Strategy any
+
+// Follower is a strategy that reads something per instance from the store
+// outside the ring.
+type Follower interface {
 	// Follow keeps what an instance reads from the store outside the ring
 	// loaded (AWFD's class record) until ctx ends or the daemon stops.
 	Follow(ctx context.Context, h Host, st store.Store, k ring.Keys, name string, log *slog.Logger)
+}
+
+// Server is a strategy with state of its own in the daemon that the node
+// API and the metrics read (Prism's keep-alive bits): made once per daemon
+// with its host.
+type Server interface {
+	Serve(h Host) Service
+}
+
+// Service is what a Server offers: handlers the daemon mounts on the mux
+// node API (which admits only the controller role), by pattern such as
+// "POST /v1/prism/keepalive", and a collector for the daemon's metrics
+// (nil: none).
+type Service struct {
+	Routes    map[string]http.HandlerFunc
+	Collector prometheus.Collector
 }
 
 // MetricsMaker is a strategy with metrics of its own in the daemon: made
@@ -40,9 +62,12 @@ type Host interface {
 	// Stopping is closed when the daemon stops (Close, or an upgrade's
 	// Abandon): watches end.
 	Stopping() <-chan struct{}
-	// SetAWFDRecord loads an AWFD instance's class record into the data
-	// plane; old: refused as older than the running one (a delayed write).
-	SetAWFDRecord(name string, r *classes.Record) (old bool, err error)
+	// WithInstance runs f on a loaded instance's strategy state in the
+	// data plane, under the mux's lock (muxspi.WithInstance).
+	WithInstance(name string, f func(h muxspi.MuxHost, slot, generation uint32, st muxspi.InstanceState) error) error
+	// Instances are the names of this strategy's instances loaded in the
+	// data plane.
+	Instances() []string
 	// Metrics is what the strategy's NewMetrics made, or nil: none.
 	Metrics() any
 }

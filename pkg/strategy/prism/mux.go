@@ -1,27 +1,28 @@
-package dataplane
+package prism
 
 import (
 	"errors"
 	"fmt"
 
+	"github.com/beamer-lb/beamer/pkg/dataplane/muxspi"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 )
 
-// prismMux: Prism's migrated-connection table, one BPF hash map per
+// muxLoader: Prism's migrated-connection table, one BPF hash map per
 // instance in the instance's slot of mct_tables (bpf/strategy/prism.h).
-type prismMux struct{}
+type muxLoader struct{}
 
-func init() { registerMuxStrategy(forwarding.StrategyPrism, prismMux{}) }
+func init() { muxspi.Register(forwarding.StrategyPrism, muxLoader{}) }
 
-func (prismMux) prepare(*Mux) error { return nil }
-func (prismMux) histories() bool    { return false }
+func (muxLoader) Prepare(muxspi.MuxHost) error { return nil }
+func (muxLoader) Histories() bool              { return false }
 
 // mctValue is struct mct_value: u16 server, u8 alive, 5 bytes pad.
 func mctValue(id forwarding.ServerID) uint64 { return uint64(id) }
 
-func (prismMux) newState(cfg forwarding.Instance, t *forwarding.Table) (instanceState, error) {
+func (muxLoader) NewState(cfg forwarding.Instance, t *forwarding.Table) (muxspi.InstanceState, error) {
 	size := cfg.PrismSettings().MCTEntries
 	if uint32(len(t.MCT)) > size {
 		return nil, fmt.Errorf("dataplane: instance %q: %d MCT entries, the MCT holds %d", cfg.Name, len(t.MCT), size)
@@ -53,8 +54,12 @@ type mctState struct {
 	installed bool
 }
 
-func (s *mctState) install(m *Mux, slot uint32) error {
-	s.tables, s.slot = m.objs.MctTables, slot
+func (s *mctState) Install(h muxspi.MuxHost, slot uint32) error {
+	tables, err := h.Map("mct_tables")
+	if err != nil {
+		return err
+	}
+	s.tables, s.slot = tables, slot
 	return s.show()
 }
 
@@ -76,15 +81,17 @@ func (s *mctState) show() error {
 	return nil
 }
 
-func (s *mctState) uninstall(m *Mux, slot uint32) {
-	m.objs.MctTables.Delete(slot)
+func (s *mctState) Uninstall(h muxspi.MuxHost, slot uint32) {
+	if tables, err := h.Map("mct_tables"); err == nil {
+		tables.Delete(slot)
+	}
 	s.installed = false
 }
 
-// before writes the delta's new MCT entries, and shows the map if it was
+// Before writes the delta's new MCT entries, and shows the map if it was
 // empty: the entries must be where packets look before any bucket word of
 // the delta (the move they protect) is.
-func (s *mctState) before(d *forwarding.Delta) error {
+func (s *mctState) Before(d *forwarding.Delta) error {
 	for _, c := range d.MCT {
 		if !c.Remove {
 			if err := s.m.Put(c.Sig, mctValue(c.Server)); err != nil {
@@ -95,9 +102,9 @@ func (s *mctState) before(d *forwarding.Delta) error {
 	return s.show()
 }
 
-// after removes the entries the delta drops (dead connections), once the
+// After removes the entries the delta drops (dead connections), once the
 // generation is published; an MCT left empty leaves its slot.
-func (s *mctState) after(d *forwarding.Delta) {
+func (s *mctState) After(d *forwarding.Delta) {
 	removed := false
 	for _, c := range d.MCT {
 		if c.Remove {
@@ -115,7 +122,7 @@ func (s *mctState) after(d *forwarding.Delta) {
 	}
 }
 
-func (s *mctState) close() { s.m.Close() }
+func (s *mctState) Close() { s.m.Close() }
 
 // MCTBits is what one read of an instance's MCT found.
 type MCTBits struct {
@@ -126,21 +133,27 @@ type MCTBits struct {
 	Idle       []uint64 // signatures whose bit was clear
 }
 
-// MCTStats reads the named Prism instance's MCT and its keep-alive bits.
-// With sweep, the set bits are cleared (the paper's periodic check), so
-// the next sweep's Hit lists the entries a packet hit in between.
-func (m *Mux) MCTStats(name string, sweep bool) (MCTBits, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	in, ok := m.instances[name]
-	if !ok {
-		return MCTBits{}, fmt.Errorf("%w %q", ErrUnknownInstance, name)
-	}
-	s, ok := in.state.(*mctState)
-	if !ok {
-		return MCTBits{}, fmt.Errorf("dataplane: instance %q is not a prism instance", name)
-	}
-	out := MCTBits{Size: s.size, Generation: in.table.Generation}
+// MCTStats reads the named Prism instance's MCT and its keep-alive bits
+// through the loaded mux's WithInstance. With sweep, the set bits are
+// cleared (the paper's periodic check), so the next sweep's Hit lists the
+// entries a packet hit in between.
+func MCTStats(with muxspi.WithInstance, name string, sweep bool) (MCTBits, error) {
+	var out MCTBits
+	err := with(name, func(_ muxspi.MuxHost, _, generation uint32, st muxspi.InstanceState) error {
+		s, ok := st.(*mctState)
+		if !ok {
+			return fmt.Errorf("prism: instance %q is not a prism instance", name)
+		}
+		var err error
+		out, err = s.stats(generation, sweep)
+		return err
+	})
+	return out, err
+}
+
+// stats reads the map (the mux's lock held: no generation changes it).
+func (s *mctState) stats(generation uint32, sweep bool) (MCTBits, error) {
+	out := MCTBits{Size: s.size, Generation: generation}
 	var sig, v uint64
 	cleared := map[uint64]uint64{} // hit signature -> its value without the bit
 	it := s.m.Iterate()
@@ -157,7 +170,7 @@ func (m *Mux) MCTStats(name string, sweep bool) (MCTBits, error) {
 		return MCTBits{}, err
 	}
 	if sweep {
-		// m.mu keeps the generations out (the entry's server cannot
+		// The mux's lock keeps the generations out (the entry's server cannot
 		// change under us); a packet racing with the write sets the bit
 		// again, or its hit is lost for this one period — which is why
 		// the controller needs several idle periods before it suspects

@@ -1,4 +1,4 @@
-package muxd
+package prism
 
 import (
 	"encoding/json"
@@ -7,13 +7,23 @@ import (
 	"sync"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/dataplane"
+	"github.com/beamer-lb/beamer/pkg/dataplane/muxspi"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/node/muxd/daemonspi"
 	"github.com/beamer-lb/beamer/pkg/strategy/prism/migration"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-func init() { registerDaemonStrategy(forwarding.StrategyPrism, daemonStrategy{sweepsMCT: true}) }
+// daemonSide: the mux daemon keeps the keep-alive bits it sweeps and
+// serves them to the controller and the metrics (daemonspi.Server).
+type daemonSide struct{}
+
+func init() { daemonspi.Register(forwarding.StrategyPrism, daemonSide{}) }
+
+func (daemonSide) Serve(h daemonspi.Host) daemonspi.Service {
+	p := newPrismBits(h)
+	return daemonspi.Service{Routes: map[string]http.HandlerFunc{"POST " + migration.KeepAlivePath: p.serveKeepAlive}, Collector: p}
+}
 
 // prismSweep is the period of beamer_mux_prism_mct_idle: entries no packet
 // hit through this mux for that long.
@@ -29,7 +39,7 @@ const prismSweep = 30 * time.Second
 // the bits of every mux and the servers' socket lists
 // (docs/strategy-prism.md, "Pruning").
 type prismBits struct {
-	d       *Daemon
+	h       daemonspi.Host
 	mu      sync.Mutex
 	pending map[string]map[uint64]struct{}
 	seen    map[string]map[uint64]struct{}
@@ -39,9 +49,9 @@ type prismBits struct {
 	entries, capacity, idleDesc *prometheus.Desc
 }
 
-func newPrismBits(d *Daemon) *prismBits {
+func newPrismBits(h daemonspi.Host) *prismBits {
 	l := []string{"lb_instance"}
-	return &prismBits{d: d, pending: map[string]map[uint64]struct{}{}, seen: map[string]map[uint64]struct{}{},
+	return &prismBits{h: h, pending: map[string]map[uint64]struct{}{}, seen: map[string]map[uint64]struct{}{},
 		last: map[string]time.Time{}, idle: map[string]int{},
 		entries:  prometheus.NewDesc("beamer_mux_prism_mct_entries", "Entries in the Prism migrated-connection table.", l, nil),
 		capacity: prometheus.NewDesc("beamer_mux_prism_mct_capacity", "Size of the Prism migrated-connection table map.", l, nil),
@@ -50,8 +60,8 @@ func newPrismBits(d *Daemon) *prismBits {
 
 // sweep reads and clears the bits of one instance and records the hits
 // for both consumers. p.mu is held.
-func (p *prismBits) sweep(name string) (dataplane.MCTBits, error) {
-	b, err := p.d.mux.MCTStats(name, true)
+func (p *prismBits) sweep(name string) (MCTBits, error) {
+	b, err := MCTStats(p.h.WithInstance, name, true)
 	if err != nil {
 		return b, err
 	}
@@ -92,7 +102,7 @@ func (p *prismBits) serveKeepAlive(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("instance")
 	rep, err := p.collect(name)
 	switch {
-	case errors.Is(err, dataplane.ErrUnknownInstance):
+	case errors.Is(err, muxspi.ErrUnknownInstance):
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return
 	case err != nil:
@@ -110,14 +120,7 @@ func (p *prismBits) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (p *prismBits) Collect(ch chan<- prometheus.Metric) {
-	p.d.mu.Lock()
-	var names []string
-	for name, cfg := range p.d.instances {
-		if daemonStrategyOf(&cfg).sweepsMCT {
-			names = append(names, name)
-		}
-	}
-	p.d.mu.Unlock()
+	names := p.h.Instances()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
