@@ -171,3 +171,8 @@ func strategyPinnedState() map[string][]string {
 	}
 	return out
 }
+
+// AgentSpec is the embedded agent build's collection spec (a fresh copy):
+// what the strategies' tests read their layouts from, as LoadAgent's
+// hosts give them.
+func AgentSpec() (*ebpf.CollectionSpec, error) { return loadAgent() }
