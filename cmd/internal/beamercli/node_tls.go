@@ -108,9 +108,11 @@ func useNodeClients(o *controller.RunOptions, f *nodeauth.Files) error {
 	if o.Cheetah != nil {
 		o.Cheetah.Client = agents
 	}
-	o.Signatures, o.Capacity = agents, agents
-	if o.PrismKeepAlive != nil {
-		o.PrismKeepAlive.Client = n.muxes(10 * time.Second)
+	o.Capacity = agents
+	po := prismOptions(o)
+	po.Signatures = agents
+	if po.KeepAlive != nil {
+		po.KeepAlive.Client = n.muxes(10 * time.Second)
 	}
 	return nil
 }

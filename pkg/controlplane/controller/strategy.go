@@ -84,10 +84,6 @@ type extraState interface {
 // pushes to the agents (Cheetah, cheetah.go).
 type cookieKeeper interface{ keepsCookieKeys() }
 
-// mctSweeper: the controller collects the muxes' keep-alive bits of its
-// migrated-connection table (Prism, prism_keepalive.go).
-type mctSweeper interface{ sweepsMCT() }
-
 // strategyHas tells whether cfg's strategy has capability C.
 func strategyHas[C any](cfg *forwarding.Instance) bool {
 	s, err := strategyOf(cfg)
@@ -155,7 +151,8 @@ func (a spiStrategy) Moves(p *planning) ([]forwarding.BucketChange, error) {
 	sp := &ctlstrategy.Planning{Config: p.in.config, Buckets: p.buckets, Servers: p.servers, Down: p.down, Now: p.now,
 		Histories: func(moves []forwarding.BucketChange) []forwarding.BucketChange {
 			return p.c.histories(p.in, p.down, p.now).Plan(p.buckets, moves)
-		}}
+		},
+		Ctl: p.c.Ctl(a.s.Name()), In: inst{p.c, p.in}}
 	moves, err := a.s.Moves(sp)
 	p.mct = sp.MCT
 	return moves, err
@@ -209,3 +206,30 @@ func (b baseStrategy) DownState() forwarding.ServerState                    { re
 func (b baseStrategy) DrainsRemoved() bool                                  { return b.base().DrainsRemoved() }
 func (b baseStrategy) Histories() bool                                      { return b.base().Histories() }
 func (b baseStrategy) Show(v *View, live int)                               { b.base().Show(v, live) }
+
+// The optional hooks of a strategy of its own package, seen through this
+// package's interfaces.
+
+func (a spiStrategy) Finish(c *Controller, in *instance) (*forwarding.Delta, error) {
+	f, ok := a.s.(ctlstrategy.Finisher)
+	if !ok {
+		return nil, nil
+	}
+	return f.Finish(context.Background(), c.Ctl(a.s.Name()), inst{c, in})
+}
+
+func (a spiStrategy) held(c *Controller, in *instance, t *forwarding.Table, id forwarding.ServerID) bool {
+	g, ok := a.s.(ctlstrategy.Gater)
+	return ok && g.Held(c.Ctl(a.s.Name()), inst{c, in}, t, id)
+}
+
+func (a spiStrategy) holdsSlot(c *Controller, in *instance, id forwarding.ServerID) bool {
+	h, ok := a.s.(ctlstrategy.SlotHolder)
+	return ok && h.HoldsSlot(c.Ctl(a.s.Name()), inst{c, in}, id)
+}
+
+func (a spiStrategy) extraState(c *Controller, in *instance, t *forwarding.Table, d *forwarding.Delta) {
+	if x, ok := a.s.(ctlstrategy.ExtraState); ok {
+		x.ExtraState(c.Ctl(a.s.Name()), inst{c, in}, t, d)
+	}
+}
