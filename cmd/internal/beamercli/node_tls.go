@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/node/agentapi"
 	"github.com/beamer-lb/beamer/pkg/node/nodeauth"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	"github.com/beamer-lb/beamer/pkg/strategy/prism/migration"
 	"github.com/spf13/cobra"
 )
@@ -105,8 +107,8 @@ func useNodeClients(o *controller.RunOptions, f *nodeauth.Files) error {
 	if o.Holds != nil {
 		o.Holds.Client = agents
 	}
-	if o.Cheetah != nil {
-		o.Cheetah.Client = agents
+	if co, ok := o.Strategies[forwarding.StrategyCheetah].(*cheetah.ControllerOptions); ok {
+		co.Client = agents
 	}
 	o.Capacity = agents
 	po := prismOptions(o)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store"
@@ -35,9 +36,6 @@ type Options struct {
 	// even if one known to hold nothing could (the rule before issue 28);
 	// evictions of holders are still reported.
 	EvictOldest bool
-	// Cheetah, when set, pushes Cheetah keys to the agents and collects
-	// their loads (cheetah.go); nil: agents have their keys by hand.
-	Cheetah *CheetahOptions
 	// Strategies are the strategies' own controller options, by name (the
 	// type is the strategy package's, e.g. *prism.ControllerOptions);
 	// a strategy reads its own through ctlstrategy.Ctl.Options.
@@ -84,8 +82,6 @@ type Controller struct {
 	// strategyState is each strategy's own state in this controller
 	// (ctlstrategy.StateMaker), made on first use (ctl_host.go).
 	strategyState map[forwarding.Strategy]any
-	// cheetah is the Cheetah strategy's agent state (cheetah.go).
-	cheetah *cheetahRuntime
 }
 
 // New returns a Controller writing through st under root.
@@ -98,14 +94,6 @@ func New(st store.Store, root string, opts Options) *Controller {
 		opts.Ring.Now = now
 	}
 	opts.Logger = loggerOr(opts.Logger)
-	if opts.Cheetah != nil {
-		o := *opts.Cheetah
-		if o.Logger == nil {
-			o.Logger = opts.Logger
-		}
-		o.fill()
-		opts.Cheetah = &o
-	}
 	return &Controller{st: st, root: root, opts: opts, now: now, log: opts.Logger, cache: map[string]*instance{},
 		seen: map[string]ring.Pair{}, started: map[string]bool{}, repairs: map[string]string{}, metrics: opts.Metrics,
 		last: map[string]*ring.Writer{}, strategyState: map[forwarding.Strategy]any{}}
@@ -113,7 +101,7 @@ func New(st store.Store, root string, opts Options) *Controller {
 
 // Errors for bad requests; the message says what exactly is wrong.
 var (
-	ErrBadRequest = errors.New("bad request")
+	ErrBadRequest = ctlstrategy.ErrBadRequest
 	ErrNotFound   = errors.New("not found")
 )
 

@@ -66,6 +66,14 @@ func (x ctl) Instances(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
+func (x ctl) Loaded() []string {
+	out := make([]string, 0, len(x.c.cache))
+	for n := range x.c.cache {
+		out = append(out, n)
+	}
+	return out
+}
+
 func (x ctl) Load(ctx context.Context, name string) (ctlstrategy.Instance, error) {
 	in, err := x.c.load(ctx, name)
 	if err != nil {

@@ -157,10 +157,11 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 		defer t.Stop()
 		healthTick = t.C
 	}
-	// Cheetah: due key switches and, with the push on, keys to the agents
-	// and their loads back (cheetah.go); each instance at its interval.
-	cheetahTick := time.NewTicker(time.Second)
-	defer cheetahTick.Stop()
+	// The strategies' work on the loop (ctlstrategy.Ticker; Cheetah: due
+	// key switches and, with the push on, keys to the agents and their
+	// loads back), each at its own interval within.
+	strategyTick := time.NewTicker(time.Second)
+	defer strategyTick.Stop()
 	var defragTick <-chan time.Time
 	if o.Defrag != nil {
 		t := time.NewTicker(o.DefragEvery)
@@ -190,11 +191,8 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 			what, err = "ring check", c.checkRings(ctx)
 		case <-holdTick:
 			what, err = "hold round", hd.round(ctx, c)
-		case <-cheetahTick.C:
-			what, err = "cheetah round", c.cheetahRound(ctx)
-			if err == nil {
-				what, err = "strategy rounds", c.strategyTicks(ctx)
-			}
+		case <-strategyTick.C:
+			what, err = "strategy rounds", c.strategyTicks(ctx)
 		case w := <-work:
 			what, err = w.what, w.f(ctx, c.Ctl(w.name))
 			w.done <- err

@@ -2,6 +2,8 @@ package ctlstrategy
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -26,6 +28,9 @@ type Ctl interface {
 	// Instances lists the instances in the store and those this
 	// controller has loaded since.
 	Instances(ctx context.Context) ([]string, error)
+	// Loaded are the instances this controller holds loaded: a cheap
+	// list (no store read) of those it worked on lately.
+	Loaded() []string
 	// Load is the named instance, from the controller's cache or the store.
 	Load(ctx context.Context, name string) (Instance, error)
 	// Reconcile plans the named instance's next generation and publishes
@@ -84,4 +89,34 @@ type ExtraState interface {
 // (Cheetah: due key switches, keys pushed to the agents).
 type Ticker interface {
 	Tick(ctx context.Context, c Ctl) error
+}
+
+// KeyRotation is what a key rotation asks (`ctl cheetah rotate-key`).
+type KeyRotation struct {
+	// Settle is how long muxes get to load the new key before servers use
+	// it: longer than a mux may lag without being withdrawn from BGP
+	// (muxd's WithdrawBehindAfter, 30 s by default).
+	Settle time.Duration `json:"settle"`
+	// MinAge refuses a rotation when the current key became current less
+	// than MinAge ago: the rotation overwrites the other slot, whose key
+	// the connections opened before that switch still carry.
+	MinAge time.Duration `json:"min_age"`
+	// Force skips MinAge and the check that every active server's agent
+	// confirmed the current keys.
+	Force bool `json:"force,omitempty"`
+}
+
+// KeyRotator is a strategy whose instances hold keys an operator rotates
+// (Cheetah's cookie keys); it reports what it did.
+type KeyRotator interface {
+	RotateKey(ctx context.Context, c Ctl, in Instance, r KeyRotation) (string, error)
+}
+
+// ErrBadRequest marks a request the strategy refuses; the message says
+// what exactly is wrong (the controller's ErrBadRequest).
+var ErrBadRequest = errors.New("bad request")
+
+// BadRequest is an ErrBadRequest with its reason.
+func BadRequest(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, a...))
 }
