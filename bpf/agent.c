@@ -158,7 +158,7 @@ int beamer_agent(struct __sk_buff *skb)
 
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
-	struct iphdr *outer = ipv4_after_eth(data, data_end);
+	struct iphdr *outer = l3_after_eth(data, data_end, 0);
 	struct udphdr *udp = NULL; /* GUE: its UDP header (gue_agent.h) */
 
 	if (outer && outer->protocol == IPPROTO_UDP)
@@ -210,7 +210,7 @@ int beamer_agent(struct __sk_buff *skb)
 				return drop(AGENT_DROP_BAD_UDP_CHECKSUM);
 			data = (void *)(long)skb->data;
 			data_end = (void *)(long)skb->data_end;
-			outer = ipv4_after_eth(data, data_end);
+			outer = l3_after_eth(data, data_end, 0);
 			if (!outer)
 				return drop(AGENT_DROP_TRUNCATED);
 		}
@@ -247,13 +247,13 @@ int beamer_agent(struct __sk_buff *skb)
 	 * connection it quotes (a mux steered it by that flow's bucket). */
 	struct tcphdr *tcp = NULL;
 	struct flow f = {};
-	enum parse_verdict pv = check_ipv4_plain(ip, outer_tot - outer_len);
-	if (pv == PARSE_OK && ip->protocol == IPPROTO_ICMP) {
-		if (icmp_classify(ip, data_end, &f) != ICMP_KIND_FRAG_NEEDED)
+	enum parse_verdict pv = parse_flow(ip, data_end, outer_tot - outer_len, &f, &tcp, 0);
+	if (pv == PARSE_ICMP) {
+		void *quote;
+		if (icmp_classify(ip, data_end, f.l4_off, &f, &quote, 0) != ICMP_KIND_TOO_BIG)
 			return drop(AGENT_DROP_ICMP);
 		agent_count(AGENT_ICMP_FRAG_NEEDED);
-	} else if (pv == PARSE_OK) {
-		pv = parse_flow(ip, data_end, &f, &tcp);
+		pv = PARSE_OK;
 	}
 	if (pv != PARSE_OK)
 		return drop(parse_drop[pv]);

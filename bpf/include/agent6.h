@@ -12,7 +12,7 @@
  * encapsulation, GUE over IPv6, with the outer addresses and the hop byte
  * rewritten; a stale mux's packet is dropped. Outer extension headers are
  * never sent by a mux or agent and are not accepted; the inner packet's are
- * walked as parse6.h bounds them.
+ * walked as parse.h bounds them.
  *
  * The XDP fast path's IPv6 twin is agent6_xdp.h.
  */
@@ -20,12 +20,12 @@
 #define BEAMER_AGENT6_H
 
 #include "defs.h"
-#include "parse6.h"
-#include "flow6.h"
+#include "parse.h"
+#include "flow.h"
 #include "gue.h"
 #include "gue_agent.h"
 #include "agent_maps.h"
-#include "icmp6_steer.h"
+#include "icmp_steer.h"
 #include "agent_config.h"
 #include "agent_verdict.h"
 #include "agent_locality.h"
@@ -122,7 +122,7 @@ int beamer_agent6(struct __sk_buff *skb)
 
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
-	struct ipv6hdr *outer = ipv6_after_eth(data, data_end);
+	struct ipv6hdr *outer = l3_after_eth(data, data_end, 1);
 	struct udphdr *udp = (void *)(outer + 1);
 
 	if (!outer || outer->nexthdr != IPPROTO_UDP || (void *)(udp + 1) > data_end) {
@@ -161,7 +161,7 @@ int beamer_agent6(struct __sk_buff *skb)
 			return drop(AGENT_DROP_BAD_UDP_CHECKSUM);
 		data = (void *)(long)skb->data;
 		data_end = (void *)(long)skb->data_end;
-		outer = ipv6_after_eth(data, data_end);
+		outer = l3_after_eth(data, data_end, 1);
 		if (!outer)
 			return drop(AGENT_DROP_TRUNCATED);
 		udp = (void *)(outer + 1);
@@ -198,12 +198,12 @@ int beamer_agent6(struct __sk_buff *skb)
 
 	struct tcphdr *tcp = NULL;
 	struct flow f = {};
-	int pv = parse_flow6(ip6, data_end, outer_tot - outer_len, &f, &tcp);
+	int pv = parse_flow(ip6, data_end, outer_tot - outer_len, &f, &tcp, 1);
 	struct in6_addr *client = &ip6->saddr, *vaddr = &ip6->daddr;
-	if (pv == PARSE_ICMP6) {
+	if (pv == PARSE_ICMP) {
 		/* A Packet Too Big is decided as the connection it quotes. */
 		struct ipv6hdr *quote;
-		if (icmp6_classify(ip6, data_end, f.l4_off, &f, &quote) != ICMP6_KIND_TOO_BIG)
+		if (icmp_classify(ip6, data_end, f.l4_off, &f, (void **)&quote, 1) != ICMP_KIND_TOO_BIG)
 			return drop(AGENT_DROP_ICMP);
 		agent_count(AGENT_ICMP_FRAG_NEEDED);
 		client = &quote->daddr;

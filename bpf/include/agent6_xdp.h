@@ -14,8 +14,8 @@
 #define BEAMER_AGENT6_XDP_H
 
 #include "defs.h"
-#include "parse6.h"
-#include "flow6.h"
+#include "parse.h"
+#include "flow.h"
 #include "gue.h"
 #include "gue_agent.h"
 #include "agent_maps.h"
@@ -30,7 +30,7 @@ int beamer_agent6_xdp(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	struct ipv6hdr *outer = ipv6_after_eth(data, data_end);
+	struct ipv6hdr *outer = l3_after_eth(data, data_end, 1);
 	struct udphdr *udp = outer ? (void *)(outer + 1) : NULL;
 
 	if (!outer || outer->nexthdr != IPPROTO_UDP || (void *)(udp + 1) > data_end ||
@@ -72,7 +72,7 @@ int beamer_agent6_xdp(struct xdp_md *ctx)
 		return XDP_PASS;
 	struct tcphdr *tcp = NULL;
 	struct flow f = {};
-	if (parse_flow6(ip6, data_end, outer_tot - outer_len, &f, &tcp) != PARSE_OK || !tcp)
+	if (parse_flow(ip6, data_end, outer_tot - outer_len, &f, &tcp, 1) != PARSE_OK || !tcp)
 		return XDP_PASS;
 	struct agent_vip *vip = bpf_map_lookup_elem(&agent_vips6, &ip6->daddr);
 	if (!vip)

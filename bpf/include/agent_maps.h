@@ -68,7 +68,7 @@ enum agent_counter {
 	AGENT_DROP_ICMP,            /* inner ICMP other than a frag needed quoting a VIP's TCP/UDP packet */
 	AGENT_GUE,                  /* of the above: arrived in GUE (bpf/include/gue_agent.h) */
 	AGENT_IPV6,                 /* of the above: kept or chained over IPv6 (bpf/include/agent6.h) */
-	AGENT_DROP_EXT_HEADERS,     /* inner IPv6 extension headers beyond the bound (parse6.h) */
+	AGENT_DROP_EXT_HEADERS,     /* inner IPv6 extension headers beyond the bound (parse.h) */
 	AGENT_DROP_BAD_CHECKSUM,    /* outer IPv4 header checksum wrong (issue 23) */
 	AGENT_DROP_BAD_UDP_CHECKSUM,/* GUE whose nonzero UDP checksum is wrong (or too long to verify) */
 	AGENT_DROP_UNTRUSTED_OWNER, /* chainable, but to a previous owner outside the trusted prefixes */

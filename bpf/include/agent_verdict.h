@@ -10,12 +10,13 @@
 #include "parse.h"
 #include "agent_maps.h"
 
-static const enum agent_counter parse_drop[] = {
+static const enum agent_counter parse_drop[PARSE_ICMP] = {
 	[PARSE_TRUNCATED] = AGENT_DROP_TRUNCATED,
 	[PARSE_BAD_HEADER] = AGENT_DROP_BAD_HEADER,
 	[PARSE_IP_OPTIONS] = AGENT_DROP_INNER_OPTIONS,
 	[PARSE_FRAGMENT] = AGENT_DROP_FRAGMENT,
 	[PARSE_NOT_TCP] = AGENT_DROP_NOT_TCP, /* neither TCP, UDP nor ICMP */
+	[PARSE_EXT_CHAIN] = AGENT_DROP_EXT_HEADERS,
 };
 
 INLINE int drop(enum agent_counter why)

@@ -31,6 +31,7 @@
 
 #include "defs.h"
 #include "parse.h"
+#include "flow.h"
 #include "wire.h"
 #include "gue.h"
 #include "gue_agent.h"
@@ -49,7 +50,7 @@ INLINE int agent_xdp4(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	struct iphdr *outer = ipv4_after_eth(data, data_end);
+	struct iphdr *outer = l3_after_eth(data, data_end, 0);
 	struct udphdr *udp = NULL; /* GUE: its UDP header (gue_agent.h) */
 
 	if (!outer || outer->daddr != local_addr)
@@ -101,8 +102,9 @@ INLINE int agent_xdp4(struct xdp_md *ctx)
 	struct iphdr *ip = (void *)outer + outer_len;
 	if ((void *)(ip + 1) > data_end || outer_tot < outer_len)
 		return XDP_PASS;
-	struct tcphdr *tcp;
-	if (check_ipv4_plain(ip, outer_tot - outer_len) != PARSE_OK || parse_tcp_after(ip, data_end, &tcp) != PARSE_OK)
+	struct tcphdr *tcp = NULL;
+	struct flow f = {};
+	if (parse_flow(ip, data_end, outer_tot - outer_len, &f, &tcp, 0) != PARSE_OK || !tcp)
 		return XDP_PASS;
 	const struct agent_vip *vip = agent_vip_of(ip->daddr);
 	if (!vip)
