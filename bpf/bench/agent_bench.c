@@ -75,7 +75,7 @@ int decap_floor_bench(struct __sk_buff *skb)
 }
 
 /*
- * The XDP fast path (agent_xdp.h) under repeated test runs: the outer header
+ * The XDP fast path (agent.c agent_path, hook AGENT_XDP) under repeated test runs: the outer header
  * it stripped is put back (the head grown again and the saved bytes
  * written), so every repetition decapsulates again.
  */
@@ -205,7 +205,7 @@ int beamer_agent6_bench(struct __sk_buff *skb)
 	return action;
 }
 
-/* The XDP fast path's IPv6 twin (agent6_xdp.h) under repeated test runs:
+/* The XDP fast path's IPv6 program (beamer_agent6_xdp) under repeated test runs:
  * the outer headers it stripped are put back. Called directly, as the tc
  * wrapper above calls its program. */
 #define XDP6_BENCH_SAVED AGENT6_BENCH_SAVED

@@ -63,7 +63,7 @@ enum agent_counter {
 	AGENT_FUTURE_INCARNATION,   /* of the above: incarnation ahead of clock + skew, not remembered */
 	AGENT_SUSPICIOUS_GENERATION,/* of the above: generation jump too large, not remembered */
 	AGENT_CLAMPED_CHANGE,       /* of the above: change time ahead of clock + skew, clamped */
-	AGENT_XDP_DECAP,            /* of the above: kept by the XDP fast path (agent_xdp.h) */
+	AGENT_XDP_DECAP,            /* of the above: kept by the XDP fast path (agent.c beamer_agent_xdp) */
 	AGENT_ICMP_FRAG_NEEDED,     /* of the above: an ICMP frag needed, decided as the connection it quotes */
 	AGENT_DROP_ICMP,            /* inner ICMP other than a frag needed quoting a VIP's TCP/UDP packet */
 	AGENT_GUE,                  /* of the above: arrived in GUE (bpf/include/gue_agent.h) */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The agent's drop, shared by both of its paths (agent.c for IPv4, agent6.h
- * for IPv6): a dropped packet is counted once, by reason.
+ * The tc program's drop, for both families (agent.c agent_path): a dropped
+ * packet is counted once, by reason. The XDP fast path never drops: its
+ * ctx_drop (agent_ctx.h) passes the packet on to tc.
  */
 #ifndef BEAMER_AGENT_VERDICT_H
 #define BEAMER_AGENT_VERDICT_H
