@@ -38,6 +38,6 @@ run ./pkg/controlplane/ring/ringfuzz FuzzObject FuzzPointer FuzzGenName
 run ./pkg/store FuzzValidKey
 run ./pkg/node/config FuzzLoadMux FuzzLoadAgent
 run ./pkg/wire FuzzParseOption FuzzDecapsulate FuzzDecapsulateGUE
-run ./pkg/strategy/awfd FuzzDecode
+run ./pkg/strategy/awfd/classes FuzzDecode
 run ./pkg/controlplane/declarative FuzzParse
 run ./cmd/internal/beamercli FuzzDecodeCapture

@@ -8,7 +8,7 @@ import (
 	"github.com/beamer-lb/beamer/cmd/internal/beamercli"
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
 	"github.com/beamer-lb/beamer/pkg/store"
-	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
 	"github.com/beamer-lb/beamer/research/faults/storeloss"
 	"github.com/spf13/cobra"
 )
@@ -45,6 +45,6 @@ func newMuxCommand() *cobra.Command {
 	return cmd
 }
 
-// isAWFDRecord is an instance's class record key: what awfd.Key appends
+// isAWFDRecord is an instance's class record key: what classes.Key appends
 // to any instance's key.
-func isAWFDRecord(key string) bool { return strings.HasSuffix(key, awfd.Key(ring.Keys{})) }
+func isAWFDRecord(key string) bool { return strings.HasSuffix(key, classes.Key(ring.Keys{})) }

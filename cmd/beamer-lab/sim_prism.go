@@ -3,25 +3,25 @@ package main
 import (
 	"encoding/json"
 
-	"github.com/beamer-lb/beamer/pkg/strategy/prism"
+	"github.com/beamer-lb/beamer/pkg/strategy/prism/migration"
 	"github.com/spf13/cobra"
 )
 
 // newSimPrismCommand is `beamer-lab sim prism`.
 func newSimPrismCommand() *cobra.Command {
-	o := prism.DefaultSimOptions()
+	o := migration.DefaultSimOptions()
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "prism",
 		Short: "Reproduce the Prism paper's simulations (Fig. 6, Table 1, Fig. 7, Appendix A, §5.3)",
-		Long: `Runs the Prism strategy's algorithms (pkg/strategy/prism: Algorithm 1 as the controller
+		Long: `Runs the Prism strategy's algorithms (pkg/strategy/prism/migration: Algorithm 1 as the controller
 runs it, Algorithm 2's bin choice) on the paper's synthetic workloads, scaled by
 the SYN rate where the paper's connection counts do not fit (--scale): shares
 are unchanged by it, per-update counts are reported measured and multiplied
 back. See docs/strategy-prism.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			r := prism.Simulate(o)
+			r := migration.Simulate(o)
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")

@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 )
@@ -20,7 +20,7 @@ import (
 type CheetahVIP struct {
 	VIP  netip.Addr
 	ID   uint16
-	Keys cheetah.Keys
+	Keys cookie.Keys
 }
 
 // SetCheetahVIP starts (or updates: a key rotation) the cookie for a VIP.
@@ -30,8 +30,8 @@ func (a *Agent) SetCheetahVIP(v CheetahVIP) error {
 	if !v.VIP.Is4() {
 		return fmt.Errorf("cheetah VIP %v is not IPv4", v.VIP)
 	}
-	if v.ID == 0 || v.ID > cheetah.MaxID {
-		return fmt.Errorf("cheetah VIP %v: server slot %d must be in 1–%d", v.VIP, v.ID, cheetah.MaxID)
+	if v.ID == 0 || v.ID > cookie.MaxID {
+		return fmt.Errorf("cheetah VIP %v: server slot %d must be in 1–%d", v.VIP, v.ID, cookie.MaxID)
 	}
 	if v.Keys.Current > 1 {
 		return fmt.Errorf("cheetah VIP %v: key id %d must be 0 or 1", v.VIP, v.Keys.Current)
@@ -54,7 +54,7 @@ func (a *Agent) CheetahVIPs() ([]CheetahVIP, error) {
 	var v agentCheetahVip
 	it := a.objs.CheetahVips.Iterate()
 	for it.Next(&k, &v) {
-		c := CheetahVIP{VIP: netip.AddrFrom4(k), ID: v.Id, Keys: cheetah.Keys{Current: v.Kid}}
+		c := CheetahVIP{VIP: netip.AddrFrom4(k), ID: v.Id, Keys: cookie.Keys{Current: v.Kid}}
 		for i := range c.Keys.Keys {
 			c.Keys.Keys[i] = v.Keys[i].K
 		}

@@ -7,7 +7,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
 	"github.com/beamer-lb/beamer/research/netlab"
@@ -72,13 +72,13 @@ func newCheetahAgentRig(t *testing.T, vip netip.Addr) *cheetahAgentRig {
 // exactly the TSecr the model says, for data echoes, SYN-cookie ACKs to a
 // real listener and handshake echoes to no listener.
 func TestCheetahAgentVectors(t *testing.T) {
-	vec, err := cheetah.LoadVectors()
+	vec, err := cookie.LoadVectors()
 	must(t, err)
 	vip := vec.Cookies[0].VIP
 	r := newCheetahAgentRig(t, vip)
 
 	for _, v := range vec.Cookies {
-		must(t, r.agent.SetCheetahVIP(CheetahVIP{VIP: v.VIP, ID: v.ID, Keys: cheetah.Keys{Current: v.KID, Keys: v.Keys}}))
+		must(t, r.agent.SetCheetahVIP(CheetahVIP{VIP: v.VIP, ID: v.ID, Keys: cookie.Keys{Current: v.KID, Keys: v.Keys}}))
 		seg := tsSegment(netip.AddrPortFrom(v.VIP, v.VPort), netip.AddrPortFrom(v.Client, v.CPort), v.SynAck, true, v.TSval, 777, v.SynAck)
 		act, out := runTC(t, r.ns, r.ifindex, r.agent.CheetahEgress(), wiretest.Frame(wiretest.MuxMAC, wiretest.ClientMAC, seg))
 		if act != "pass" {

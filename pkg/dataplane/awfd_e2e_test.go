@@ -8,6 +8,7 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
 )
@@ -35,14 +36,14 @@ func newAWFDRig(t *testing.T) *awfdRig {
 }
 
 func (r *awfdRig) counters() map[string]uint64 {
-	c, err := r.m.AWFDCounters()
+	c, err := r.m.CountersOf(forwarding.StrategyAWFD)
 	must(r.t, err)
 	return c
 }
 
 func (r *awfdRig) addr(id forwarding.ServerID) netip.Addr { return r.table.Servers[id].Addr }
 
-func (r *awfdRig) record(seq uint64, weights map[forwarding.ServerID]int) *awfd.Record {
+func (r *awfdRig) record(seq uint64, weights map[forwarding.ServerID]int) *classes.Record {
 	var ids []forwarding.ServerID
 	for id := range r.table.Servers {
 		ids = append(ids, id)
@@ -52,7 +53,7 @@ func (r *awfdRig) record(seq uint64, weights map[forwarding.ServerID]int) *awfd.
 	for i, id := range ids {
 		w[i] = weights[id]
 	}
-	rec, err := awfd.Build(seq, 0, 4, ids, w)
+	rec, err := classes.Build(seq, 0, 4, ids, w)
 	must(r.t, err)
 	return rec
 }
@@ -84,7 +85,7 @@ func TestAWFDMux(t *testing.T) {
 
 	// One server alone in a class: every new connection goes to it.
 	only := ids[1]
-	must(t, r.m.SetAWFDRecord(r.cfg.Name, r.record(10, map[forwarding.ServerID]int{only: 4})))
+	must(t, awfd.SetRecord(r.m.WithInstance, r.cfg.Name, r.record(10, map[forwarding.ServerID]int{only: 4})))
 	for p := uint16(43000); p < 43040; p++ {
 		if dst, _ := r.send(r.flow(p), wiretest.SYN); dst != r.addr(only) {
 			t.Fatalf("flow %d went to %v, the record names only %v", p, dst, r.addr(only))
@@ -93,7 +94,7 @@ func TestAWFDMux(t *testing.T) {
 
 	// Several classes: each SYN where Go's selection says.
 	rec := r.record(11, map[forwarding.ServerID]int{ids[0]: 4, ids[1]: 1, ids[2]: 2})
-	must(t, r.m.SetAWFDRecord(r.cfg.Name, rec))
+	must(t, awfd.SetRecord(r.m.WithInstance, r.cfg.Name, rec))
 	seen := map[netip.Addr]int{}
 	for p := uint16(44000); p < 44200; p++ {
 		fl := r.flow(p)
@@ -117,7 +118,7 @@ func TestAWFDMux(t *testing.T) {
 		}
 	}
 	r.send(pinned, wiretest.SYN)
-	must(t, r.m.SetAWFDRecord(r.cfg.Name, r.record(12, map[forwarding.ServerID]int{ids[2]: 4})))
+	must(t, awfd.SetRecord(r.m.WithInstance, r.cfg.Name, r.record(12, map[forwarding.ServerID]int{ids[2]: 4})))
 	// A retransmitted SYN keeps the first SYN's server although the record
 	// now sends every new connection elsewhere.
 	if dst, c := r.send(pinned, wiretest.SYN); dst != r.addr(ids[0]) || c != "ct_hit" {
@@ -152,15 +153,15 @@ func TestAWFDMux(t *testing.T) {
 	}
 
 	// An older record (a delayed write) is refused; the running one stays.
-	if err := r.m.SetAWFDRecord(r.cfg.Name, r.record(5, map[forwarding.ServerID]int{ids[0]: 4})); !errors.Is(err, ErrAWFDOld) {
+	if err := awfd.SetRecord(r.m.WithInstance, r.cfg.Name, r.record(5, map[forwarding.ServerID]int{ids[0]: 4})); !errors.Is(err, awfd.ErrOldRecord) {
 		t.Fatalf("older record: %v", err)
 	}
-	if got := r.m.AWFDRecord(r.cfg.Name); got.Seq != 12 {
+	if got := awfd.RecordOf(r.m.WithInstance, r.cfg.Name); got.Seq != 12 {
 		t.Fatalf("running record seq %d, want 12", got.Seq)
 	}
 
 	// A whole-table reload (new slot) keeps dispatching by the record.
-	must(t, r.m.SetAWFDRecord(r.cfg.Name, r.record(13, map[forwarding.ServerID]int{only: 4})))
+	must(t, awfd.SetRecord(r.m.WithInstance, r.cfg.Name, r.record(13, map[forwarding.ServerID]int{only: 4})))
 	t2 := r.table.Clone()
 	t2.Generation++
 	must(t, r.m.SetInstance(r.cfg, t2))
@@ -172,7 +173,7 @@ func TestAWFDMux(t *testing.T) {
 	}
 
 	// A record for a non-AWFD or unknown instance is refused.
-	if err := r.m.SetAWFDRecord("nope", rec); err == nil {
+	if err := awfd.SetRecord(r.m.WithInstance, "nope", rec); err == nil {
 		t.Fatal("record for an unknown instance accepted")
 	}
 }

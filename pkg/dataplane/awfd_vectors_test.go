@@ -5,23 +5,26 @@ import (
 	"testing"
 
 	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
 	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 )
 
 // TestAWFDVectors runs every case of testdata/awfd-vectors.json through
 // the C selection (strategy/awfd_select.h, the mux's code) with the record
-// packed as the mux loader packs it; pkg/strategy/awfd checks the Go side against
+// packed as the mux loader packs it; pkg/strategy/awfd/classes checks the Go side against
 // the same file.
 func TestAWFDVectors(t *testing.T) {
-	v, err := awfd.LoadVectors("../../testdata/awfd-vectors.json")
+	v, err := classes.LoadVectors("../../testdata/awfd-vectors.json")
 	must(t, err)
 	netlabtest.RequireRoot(t)
 	var objs awfdProbeObjects
 	must(t, loadAwfdProbeObjects(&objs, nil))
 	defer objs.Close()
+	spec, err := loadMux()
+	must(t, err)
 	checked := 0
 	for _, c := range v.Cases {
-		rec, err := packAWFD(c.Record)
+		rec, err := awfd.PackRecord(spec, c.Record)
 		must(t, err)
 		must(t, objs.Record.Put(uint32(0), rec))
 		for _, p := range c.Picks {

@@ -49,7 +49,7 @@ type freed struct {
 // bucket may be named at once, so 2B+1 references (0 is "none") always
 // suffice; a reference has 16 bits.
 func chainTableSize(cfg forwarding.Instance) uint32 {
-	if !muxStrategyOf(cfg).histories() {
+	if !muxStrategyOf(cfg).Histories() {
 		return 1 // no histories
 	}
 	return uint32(min(uint64(cfg.Buckets)*2+1, 1<<16))

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
 	"golang.org/x/sys/unix"
 )
@@ -53,11 +53,11 @@ func (e *e2eNet) setState(t *testing.T, name string, st forwarding.ServerState) 
 }
 
 func cheetahOptions(t *testing.T, policy forwarding.CheetahPolicy) *forwarding.CheetahOptions {
-	k0, err := cheetah.NewKey()
+	k0, err := cookie.NewKey()
 	must(t, err)
-	k1, err := cheetah.NewKey()
+	k1, err := cookie.NewKey()
 	must(t, err)
-	return &forwarding.CheetahOptions{Policy: policy, Keys: cheetah.Keys{Current: 0, Keys: [2]cheetah.Key{k0, k1}}}
+	return &forwarding.CheetahOptions{Policy: policy, Keys: cookie.Keys{Current: 0, Keys: [2]cookie.Key{k0, k1}}}
 }
 
 // TestCheetahEndToEnd carries real Linux TCP connections (timestamps on, as
@@ -149,7 +149,7 @@ func TestCheetahEndToEnd(t *testing.T) {
 		}
 	}
 
-	c, err := e.mux.CheetahCounters()
+	c, err := e.mux.CountersOf(forwarding.StrategyCheetah)
 	must(t, err)
 	if c["bad_cookie"] != 0 || c["cookie_hit"] == 0 || c["syn"] < 29 || c["fast_parse"] == 0 {
 		t.Fatalf("mux cheetah counters %v", c)
@@ -173,7 +173,7 @@ func TestCheetahEndToEnd(t *testing.T) {
 		t.Fatalf("client without timestamps: %v", err)
 	}
 	must(t, e.client.Sysctl("net.ipv4.tcp_timestamps", "1"))
-	c, err = e.mux.CheetahCounters()
+	c, err = e.mux.CountersOf(forwarding.StrategyCheetah)
 	must(t, err)
 	if c["fallback"] <= before {
 		t.Fatalf("no fallback counted for a client without timestamps: %v", c)
@@ -266,7 +266,7 @@ func floodReport(e *e2eNet) string {
 	}
 	out, err := e.client.Run("nstat", append([]string{"-az"}, counters...)...)
 	fmt.Fprintf(&b, "client: %s%v\n", out, err)
-	if mc, err := e.mux.CheetahCounters(); err == nil {
+	if mc, err := e.mux.CountersOf(forwarding.StrategyCheetah); err == nil {
 		fmt.Fprintf(&b, "mux cheetah counters: %v\n", mc)
 	}
 	out, _ = e.fabric.Run("ip", "-s", "link")

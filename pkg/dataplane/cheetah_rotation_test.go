@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
 	"golang.org/x/sys/unix"
 )
@@ -50,21 +50,21 @@ func TestCheetahKeyRotationEndToEnd(t *testing.T) {
 		}
 	}
 	counters := func() map[string]uint64 {
-		c, err := e.mux.CheetahCounters()
+		c, err := e.mux.CountersOf(forwarding.StrategyCheetah)
 		must(t, err)
 		return c
 	}
-	setKeys := func(ks cheetah.Keys) {
+	setKeys := func(ks cookie.Keys) {
 		for name, a := range e.agents {
 			must(t, a.SetCheetahVIP(CheetahVIP{VIP: e2eVIP, ID: uint16(e2eID[name]), Keys: ks}))
 		}
 	}
 
 	old := dial(6, "before")
-	k2, err := cheetah.NewKey()
+	k2, err := cookie.NewKey()
 	must(t, err)
 	// Phase 1: the new key in slot 1, key id 0 still current.
-	rotated := cheetah.Keys{Current: 0, Keys: [2]cheetah.Key{opts.Keys.Keys[0], k2}}
+	rotated := cookie.Keys{Current: 0, Keys: [2]cookie.Key{opts.Keys.Keys[0], k2}}
 	e.publish(t, &forwarding.Delta{Cheetah: &forwarding.CheetahState{Keys: rotated}})
 	setKeys(rotated)
 	check(old, "after the new key")
@@ -146,9 +146,9 @@ func TestCheetahKeyRotationEndToEnd(t *testing.T) {
 	// is recent prevent. (Such a connection may still recover if its
 	// server retransmits with a cookie under the new key 0 and the
 	// client's PAWS takes it: not something to rely on.)
-	k3, err := cheetah.NewKey()
+	k3, err := cookie.NewKey()
 	must(t, err)
-	next := cheetah.Keys{Current: 1, Keys: [2]cheetah.Key{k3, k2}}
+	next := cookie.Keys{Current: 1, Keys: [2]cookie.Key{k3, k2}}
 	e.publish(t, &forwarding.Delta{Cheetah: &forwarding.CheetahState{Keys: next}})
 	setKeys(next)
 	check(fresh, "after slot 0 was overwritten")
@@ -164,14 +164,14 @@ func TestCheetahKeyRotationEndToEnd(t *testing.T) {
 // shares follow the published loads, and a new generation's loads move
 // them at once.
 func TestCheetahMuxP2CLoads(t *testing.T) {
-	k, err := cheetah.NewKey()
+	k, err := cookie.NewKey()
 	must(t, err)
-	r := newCheetahMuxRig(t, cheetah.Keys{Keys: [2]cheetah.Key{k, k}}, forwarding.CheetahP2C)
+	r := newCheetahMuxRig(t, cookie.Keys{Keys: [2]cookie.Key{k, k}}, forwarding.CheetahP2C)
 	client := netip.MustParseAddr("198.18.1.78")
 	port := uint16(10000)
 	shares := func(loads map[forwarding.ServerID]uint32) map[forwarding.ServerID]float64 {
 		inst := r.m.instances["cz"]
-		d := &forwarding.Delta{Generation: inst.table.Generation + 1, Cheetah: &forwarding.CheetahState{Keys: cheetah.Keys{Keys: [2]cheetah.Key{k, k}}, Loads: loads}}
+		d := &forwarding.Delta{Generation: inst.table.Generation + 1, Cheetah: &forwarding.CheetahState{Keys: cookie.Keys{Keys: [2]cookie.Key{k, k}}, Loads: loads}}
 		must(t, r.m.ApplyDelta("cz", d))
 		const n = 1800
 		got := map[forwarding.ServerID]float64{}

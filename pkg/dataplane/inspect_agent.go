@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 )
@@ -41,9 +41,9 @@ type AgentVIPInspect struct {
 // CheetahVIPInspect is a VIP the agent writes Cheetah cookies for: its
 // server slot and its keys by id and fingerprint, never the key bytes.
 type CheetahVIPInspect struct {
-	VIP  netip.Addr        `json:"vip"`
-	ID   uint16            `json:"id"`
-	Keys []cheetah.KeyView `json:"keys"`
+	VIP  netip.Addr       `json:"vip"`
+	ID   uint16           `json:"id"`
+	Keys []cookie.KeyView `json:"keys"`
 }
 
 // InspectAgent reads the agent pinned at dir (its --pin-dir) at time now
@@ -182,7 +182,7 @@ func inspectCheetahVIPs(m *ebpf.Map) ([]CheetahVIPInspect, error) {
 	var v agentCheetahVip
 	it := m.Iterate()
 	for it.Next(&k, &v) {
-		keys := cheetah.Keys{Current: v.Kid}
+		keys := cookie.Keys{Current: v.Kid}
 		for i := range keys.Keys {
 			keys.Keys[i] = v.Keys[i].K
 		}

@@ -1,15 +1,14 @@
 package dataplane
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"sync"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/dataplane/muxspi"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
@@ -51,7 +50,6 @@ type Mux struct {
 	extra     *ebpf.Collection // what of it the mux does not use itself
 	capture   captureData      // capture_on's data section (capture.go)
 	counters  *counterSet
-	cheetah   *counterSet // the cheetah strategy's counters (mux_cheetah.go)
 	instances map[string]*muxInstance
 	slots     []bool // instance table slots in use (MAX_TABLES: limits.go)
 
@@ -63,8 +61,8 @@ type Mux struct {
 	ctSeed  uint32   // its hash seed
 	ctReady bool     // the connection table exists
 
-	awfd         map[string]*awfd.Record // AWFD class records loaded, by instance (mux_awfd.go)
-	awfdCounters *counterSet             // the awfd strategy's decision counters
+	spec             *ebpf.CollectionSpec // as loaded: where strategies read their layouts (muxspi.MuxHost)
+	strategyCounters []StrategyCounters   // the strategies' decision counters (mux_strategy.go)
 
 	vips  *vipTable // the VIP front and records (vips.go)
 	ports portSets  // port_sets entries of VIPs with many port ranges (mux_ports.go)
@@ -93,7 +91,7 @@ type muxInstance struct {
 	table    *forwarding.Table
 	// state is the strategy's own per-instance maps (nil: none), see
 	// mux_strategy.go.
-	state instanceState
+	state muxspi.InstanceState
 	// traffic hands out the servers' counter slots (mux_traffic.go; nil:
 	// servers are not counted apart).
 	traffic *muxTraffic
@@ -136,7 +134,7 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 	if entries <= 0 {
 		entries = 1 << 20
 	}
-	m := &Mux{instances: map[string]*muxInstance{}, awfd: map[string]*awfd.Record{}, slots: make([]bool, limits.tables)}
+	m := &Mux{instances: map[string]*muxInstance{}, slots: make([]bool, limits.tables)}
 	if err := m.sizeConnTrack(spec, entries); err != nil {
 		return nil, err
 	}
@@ -174,11 +172,8 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 		m.closeLoaded()
 		return nil, err
 	}
-	if m.cheetah, err = newCounterSet(spec, m.objs.CheetahMuxCounters, "cheetah_mux_counter", "CHEETAH_MUX_"); err != nil {
-		m.closeLoaded()
-		return nil, err
-	}
-	if m.awfdCounters, err = newCounterSet(spec, m.objs.AwfdCounters, "awfd_counter", "AWFD_"); err != nil {
+	m.spec = spec
+	if err := m.loadStrategyCounters(); err != nil {
 		m.closeLoaded()
 		return nil, err
 	}
@@ -343,7 +338,7 @@ func (m *Mux) Generation(name string) (uint32, bool) {
 }
 
 // ErrUnknownInstance is returned for deltas to an instance not loaded.
-var ErrUnknownInstance = errors.New("dataplane: unknown instance")
+var ErrUnknownInstance = muxspi.ErrUnknownInstance
 
 // SetInstance loads a complete table for an instance (at start, or to resync
 // from a snapshot), replacing what the instance had. The new table is built
@@ -370,7 +365,7 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 	if err := m.vips.fits(cfg.VIPs); err != nil {
 		return err
 	}
-	if err := muxStrategyOf(cfg).prepare(m); err != nil {
+	if err := muxStrategyOf(cfg).Prepare(muxHost{m}); err != nil {
 		return err
 	}
 	slot, ok := m.freeSlot()
@@ -406,32 +401,47 @@ func (m *Mux) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error {
 			return fmt.Errorf("installing IPv6 server table: %w", err)
 		}
 	}
-	if in.state != nil {
-		if err := in.state.install(m, slot); err != nil {
-			m.objs.BucketTables.Delete(slot)
-			m.objs.ChainTables.Delete(slot)
-			m.objs.ServerTables.Delete(slot)
-			in.close()
-			return err
+	old := m.instances[cfg.Name]
+	if err := m.installState(in, old); err != nil {
+		m.objs.BucketTables.Delete(slot)
+		m.objs.ChainTables.Delete(slot)
+		m.objs.ServerTables.Delete(slot)
+		if in.servers6 != nil {
+			m.objs.Server6Tables.Delete(slot)
 		}
+		in.close()
+		return err
 	}
 	m.slots[slot] = true
-	if err := strategyInstalled(m, in); err != nil {
-		return err
-	}
-	if err := m.awfdMoved(cfg.Name, slot); err != nil {
-		return err
-	}
 	if err := m.publish(in); err != nil {
 		return err
 	}
-	old := m.instances[cfg.Name]
 	m.instances[cfg.Name] = in
 	if old != nil {
 		m.unpublishStale(old, cfg)
 		m.release(old)
 	}
 	m.traffic.keepServers(cfg.Name, in.table.Servers)
+	return nil
+}
+
+// installState puts the strategy's per-instance maps in the new slot,
+// carrying over what the strategy keeps from the instance it replaces
+// (muxspi.Inheritor), and tells it the table is there (muxspi.TableWatcher).
+func (m *Mux) installState(in, old *muxInstance) error {
+	if in.state == nil {
+		return nil
+	}
+	if h, ok := in.state.(muxspi.Inheritor); ok && old != nil && old.state != nil {
+		h.Inherit(old.state)
+	}
+	if err := in.state.Install(muxHost{m}, in.slot); err != nil {
+		return err
+	}
+	if err := m.stateApplied(in); err != nil {
+		in.state.Uninstall(muxHost{m}, in.slot)
+		return err
+	}
 	return nil
 }
 
@@ -465,7 +475,7 @@ func (in *muxInstance) build(t *forwarding.Table) error {
 		in.buckets.set(uint32(i), b, ref, in.keepChanged())
 	}
 	in.buckets.settle()
-	in.state, err = muxStrategyOf(in.cfg).newState(in.cfg, t)
+	in.state, err = muxStrategyOf(in.cfg).NewState(in.cfg, t)
 	in.table = t.Clone()
 	return err
 }
@@ -473,7 +483,7 @@ func (in *muxInstance) build(t *forwarding.Table) error {
 // keepChanged: the strategy reads the change time of buckets without
 // history (Prism marks migrating bins by it); Beamer's option carries the
 // change time only with a history.
-func (in *muxInstance) keepChanged() bool { return !muxStrategyOf(in.cfg).histories() }
+func (in *muxInstance) keepChanged() bool { return !muxStrategyOf(in.cfg).Histories() }
 
 func (in *muxInstance) close() {
 	in.buckets.close()
@@ -483,7 +493,7 @@ func (in *muxInstance) close() {
 	}
 	in.chains.close()
 	if in.state != nil {
-		in.state.close()
+		in.state.Close()
 	}
 }
 
@@ -513,7 +523,7 @@ func (m *Mux) ApplyDelta(name string, d *forwarding.Delta) error {
 	if in.state != nil {
 		// The strategy's entries a moved bucket needs (Prism: the MCT
 		// entries protecting its connections) before the bucket words.
-		if err := in.state.before(d); err != nil {
+		if err := in.state.Before(d); err != nil {
 			return err
 		}
 	}
@@ -533,7 +543,7 @@ func (m *Mux) ApplyDelta(name string, d *forwarding.Delta) error {
 	if err := in.table.Apply(d); err != nil {
 		return err // cannot happen after Check
 	}
-	if err := strategyInstalled(m, in); err != nil {
+	if err := m.stateApplied(in); err != nil {
 		return err
 	}
 	if err := m.publishVersion(in); err != nil {
@@ -543,7 +553,7 @@ func (m *Mux) ApplyDelta(name string, d *forwarding.Delta) error {
 		in.chains.release(r)
 	}
 	if in.state != nil {
-		in.state.after(d)
+		in.state.After(d)
 	}
 	for _, c := range d.Servers {
 		if c.Remove {
@@ -568,7 +578,6 @@ func (m *Mux) RemoveInstance(name string) error {
 		m.traffic.forgetVIP(v)
 	}
 	delete(m.instances, name)
-	delete(m.awfd, name)
 	m.release(in)
 	m.traffic.keepServers(name, nil)
 	return nil
@@ -675,12 +684,10 @@ func (m *Mux) release(in *muxInstance) {
 	if in.servers6 != nil {
 		m.objs.Server6Tables.Delete(in.slot)
 	}
-	strategyReleased(m, in)
 	if in.state != nil {
-		in.state.uninstall(m, in.slot)
+		in.state.Uninstall(muxHost{m}, in.slot)
 	}
 	m.slots[in.slot] = false
-	m.awfdReleased(in.slot)
 	in.close()
 }
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
 )
@@ -20,7 +20,7 @@ type cheetahMuxRig struct {
 	addr  map[forwarding.ServerID]netip.Addr
 }
 
-func newCheetahMuxRig(t *testing.T, keys cheetah.Keys, policy forwarding.CheetahPolicy) *cheetahMuxRig {
+func newCheetahMuxRig(t *testing.T, keys cookie.Keys, policy forwarding.CheetahPolicy) *cheetahMuxRig {
 	v, err := wiretest.LoadVectors()
 	must(t, err)
 	m, err := LoadMux(MuxOptions{Addr: v.Mux.MuxAddr})
@@ -66,9 +66,9 @@ func (r *cheetahMuxRig) send(seg []byte) netip.Addr {
 // largest id) reaches exactly the server the vector names — in the common
 // option layout and in a SYN-style layout that needs the general parse.
 func TestCheetahMuxVectors(t *testing.T) {
-	vec, err := cheetah.LoadVectors()
+	vec, err := cookie.LoadVectors()
 	must(t, err)
-	r := newCheetahMuxRig(t, cheetah.Keys{Keys: vec.Cookies[0].Keys}, forwarding.CheetahRR)
+	r := newCheetahMuxRig(t, cookie.Keys{Keys: vec.Cookies[0].Keys}, forwarding.CheetahRR)
 	for _, v := range vec.Cookies {
 		for _, general := range []bool{false, true} {
 			seg := tsSegment(netip.AddrPortFrom(v.Client, v.CPort), netip.AddrPortFrom(v.VIP, v.VPort), false, true, 99, v.Out, general)
@@ -77,7 +77,7 @@ func TestCheetahMuxVectors(t *testing.T) {
 			}
 		}
 	}
-	c, err := r.m.CheetahCounters()
+	c, err := r.m.CountersOf(forwarding.StrategyCheetah)
 	must(t, err)
 	if c["cookie_hit"] != uint64(2*len(vec.Cookies)) || c["fast_parse"] != uint64(len(vec.Cookies)) {
 		t.Errorf("counters %v", c)
@@ -90,14 +90,14 @@ func TestCheetahMuxVectors(t *testing.T) {
 // and cookies naming no server are dropped and counted, never sent on.
 // Round robin spreads SYNs over the active servers only.
 func TestCheetahMuxForgedCookies(t *testing.T) {
-	k0, err := cheetah.NewKey()
+	k0, err := cookie.NewKey()
 	must(t, err)
-	ks := cheetah.Keys{Keys: [2]cheetah.Key{k0, k0}}
+	ks := cookie.Keys{Keys: [2]cookie.Key{k0, k0}}
 	r := newCheetahMuxRig(t, ks, forwarding.CheetahRR)
 	client := netip.MustParseAddr("198.18.1.77")
 	const target = 1025
 	learnt := ks.Encode(target, 0, wire.Flow{Src: client, Dst: r.vip, SrcPort: 5000, DstPort: 80, Proto: 6})
-	tsecr := cheetah.TSval(0x12345678, learnt, false)
+	tsecr := cookie.TSval(0x12345678, learnt, false)
 	hits, dropped := 0, 0
 	const n = 2000
 	for p := 0; p < n; p++ {
@@ -114,7 +114,7 @@ func TestCheetahMuxForgedCookies(t *testing.T) {
 	if hits > 2 || dropped < n-5 {
 		t.Fatalf("replayed cookie: %d of %d reached the target, %d dropped", hits, n, dropped)
 	}
-	c, err := r.m.CheetahCounters()
+	c, err := r.m.CountersOf(forwarding.StrategyCheetah)
 	must(t, err)
 	if c["bad_cookie"] != uint64(dropped) {
 		t.Fatalf("bad cookies counted %d, dropped %d", c["bad_cookie"], dropped)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/strategy/prism"
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
 )
@@ -108,21 +109,21 @@ func TestPrismMCTForwarding(t *testing.T) {
 		t.Fatalf("new connection of the flipped bin: to %v (%s), want the new owner", got, c)
 	}
 
-	b, err := r.m.MCTStats("shop", true)
+	b, err := prism.MCTStats(r.m.WithInstance, "shop", true)
 	must(t, err)
 	if b.Entries != 1 || len(b.Hit) != 1 || b.Hit[0] != f.Signature() || len(b.Idle) != 0 || b.Size != forwarding.DefaultMCTEntries {
 		t.Fatalf("after traffic: %+v", b)
 	}
-	b, err = r.m.MCTStats("shop", true)
+	b, err = prism.MCTStats(r.m.WithInstance, "shop", true)
 	must(t, err)
 	if len(b.Hit) != 0 || len(b.Idle) != 1 || b.Idle[0] != f.Signature() {
 		t.Fatalf("sweep without traffic: %+v", b)
 	}
 	r.send(f, wiretest.ACK)
-	if b, err = r.m.MCTStats("shop", false); err != nil || len(b.Hit) != 1 {
+	if b, err = prism.MCTStats(r.m.WithInstance, "shop", false); err != nil || len(b.Hit) != 1 {
 		t.Fatalf("traffic after a sweep: %+v (%v)", b, err)
 	}
-	if b, err = r.m.MCTStats("shop", false); err != nil || len(b.Hit) != 1 {
+	if b, err = prism.MCTStats(r.m.WithInstance, "shop", false); err != nil || len(b.Hit) != 1 {
 		t.Fatalf("a read without sweep cleared the bit: %+v (%v)", b, err)
 	}
 

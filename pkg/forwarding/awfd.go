@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// AWFD bounds (pkg/strategy/awfd has the same class bounds; forwarding cannot import
+// AWFD bounds (pkg/strategy/awfd/classes has the same class bounds; forwarding cannot import
 // it). A poll faster than 50 ms would poll agents faster than they sample
 // (agentapi.SampleEvery); slower than 10 s is no longer adaptive.
 const (
@@ -18,7 +18,7 @@ const (
 
 // AWFD: the instance's Buckets array is its Maglev table (prime size), the
 // equal-share fallback muxes use before the first class record and while no
-// server reports capacity; the class record (pkg/strategy/awfd) lives outside the
+// server reports capacity; the class record (pkg/strategy/awfd/classes) lives outside the
 // ring. Muxes keep connection tables (PCC), as Maglev's.
 func init() {
 	RegisterStrategy(StrategySpec{Name: StrategyAWFD, Check: checkAWFD, MaglevTable: true, ConnTable: true,

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"maps"
 
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 )
 
 // CheetahState is the Cheetah strategy's part of an instance's forwarding
@@ -13,7 +13,7 @@ import (
 // load update reach every mux without a restart, in generation order
 // (docs/strategy-cheetah.md, "Keys and rotation", "Power of two choices").
 type CheetahState struct {
-	Keys cheetah.Keys
+	Keys cookie.Keys
 	// Loads are the servers' established connections of the instance's
 	// VIPs, as their agents last reported them; a server not listed counts
 	// 0. Only p2c reads them.
@@ -57,7 +57,7 @@ func (s *CheetahState) Check() error {
 	if s.Keys.Current > 1 {
 		return fmt.Errorf("%w: cheetah current key id %d is not 0 or 1", ErrInvalid, s.Keys.Current)
 	}
-	if s.Keys.Keys[s.Keys.Current] == (cheetah.Key{}) {
+	if s.Keys.Keys[s.Keys.Current] == (cookie.Key{}) {
 		return fmt.Errorf("%w: cheetah current key is all zero", ErrInvalid)
 	}
 	for id := range s.Loads {

@@ -11,7 +11,7 @@ import (
 // it up before the bucket (bpf/strategy/prism.h). It is part of the table
 // so that it travels with the generations: a delta's MCT changes are
 // applied by a mux before the delta's bucket changes and before the VIP
-// record naming the generation (pkg/dataplane/mux_prism.go), and a mux
+// record naming the generation (pkg/strategy/prism/mux.go), and a mux
 // applies generations in order, so a bucket that moves in generation g is
 // never visible on any mux before the MCT entries published in g or before
 // (docs/strategy-prism.md, "Ordering").

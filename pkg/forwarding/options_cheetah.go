@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 )
 
 // CheetahPolicy is how a Cheetah mux picks the server of a new connection.
@@ -35,7 +35,7 @@ type CheetahOptions struct {
 	// stays for the connections that carry it. Never zero in a valid
 	// instance (the current key is set); read APIs zero it after taking
 	// its fingerprints (controller.Show), and omitzero leaves it out then.
-	Keys cheetah.Keys `json:"keys,omitzero" yaml:"keys"`
+	Keys cookie.Keys `json:"keys,omitzero" yaml:"keys"`
 	// SwitchAt, when set, is when the controller makes the other key slot
 	// current: a rotation (`ctl cheetah rotate-key`) wrote a new key there
 	// and gives every mux time to load it before any server uses it.
@@ -57,7 +57,7 @@ func checkCheetah(in *Instance) error {
 	if o.Keys.Current > 1 {
 		return fmt.Errorf("cheetah current key id %d is not 0 or 1", o.Keys.Current)
 	}
-	if o.Keys.Keys[o.Keys.Current] == (cheetah.Key{}) {
+	if o.Keys.Keys[o.Keys.Current] == (cookie.Key{}) {
 		return fmt.Errorf("cheetah current key is all zero: a client could compute cookies")
 	}
 	return nil
@@ -73,8 +73,8 @@ func init() {
 
 // checkCheetahServer: a cookie carries 15 bits of server id.
 func checkCheetahServer(id ServerID) error {
-	if id > cheetah.MaxID {
-		return fmt.Errorf("server id %d does not fit a Cheetah cookie (at most %d)", id, cheetah.MaxID)
+	if id > cookie.MaxID {
+		return fmt.Errorf("server id %d does not fit a Cheetah cookie (at most %d)", id, cookie.MaxID)
 	}
 	return nil
 }

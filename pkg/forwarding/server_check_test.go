@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 )
 
 // TestCheckServer: one method says whether a server can be an instance's,
@@ -18,7 +18,7 @@ func TestCheckServer(t *testing.T) {
 	ranged.ServerIDRange = &ServerIDRange{PortRange: PortRange{Low: 20000, High: 29999}}
 	ch := *beamer
 	ch.Strategy = StrategyCheetah
-	ch.Cheetah = &CheetahOptions{Policy: CheetahRR, Keys: cheetah.Keys{Keys: [2]cheetah.Key{{1, 2, 3, 4}}}}
+	ch.Cheetah = &CheetahOptions{Policy: CheetahRR, Keys: cookie.Keys{Keys: [2]cookie.Key{{1, 2, 3, 4}}}}
 	a := netip.MustParseAddr("198.18.0.10")
 	for _, c := range []struct {
 		in     *Instance

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
 )
@@ -15,7 +15,7 @@ import (
 // reaches the server the vector names; a segment without timestamps takes
 // the Beamer path; an echo naming no server is a bad cookie.
 func TestCheetahModelVectors(t *testing.T) {
-	vec, err := cheetah.LoadVectors()
+	vec, err := cookie.LoadVectors()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestCheetahModelVectors(t *testing.T) {
 	}
 	m := &Mux{Addr: netip.MustParseAddr("198.18.0.1"), VIPs: map[netip.Addr]*VIP{vipAddr: {
 		Instance: forwarding.Instance{Name: "cz", Strategy: forwarding.StrategyCheetah, VIPs: []netip.Addr{vipAddr}, PortLow: 80, PortHigh: 443,
-			Buckets: 16, Cheetah: &forwarding.CheetahOptions{Policy: forwarding.CheetahRR, Keys: cheetah.Keys{Keys: vec.Cookies[0].Keys}}},
+			Buckets: 16, Cheetah: &forwarding.CheetahOptions{Policy: forwarding.CheetahRR, Keys: cookie.Keys{Keys: vec.Cookies[0].Keys}}},
 		Table: table}},
 		NextHops: func(netip.Addr) NextHop { return NextHop{Result: "tx"} }}
 	for _, v := range vec.Cookies {

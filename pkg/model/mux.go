@@ -6,7 +6,7 @@ import (
 	"net/netip"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
+	"github.com/beamer-lb/beamer/pkg/model/modelspi"
 	"github.com/beamer-lb/beamer/pkg/wire"
 )
 
@@ -35,15 +35,7 @@ type Result struct {
 }
 
 // VIP is one VIP as the mux sees it.
-type VIP struct {
-	Instance    forwarding.Instance
-	Table       *forwarding.Table
-	Generation  uint32 // published generation (the VIP record's)
-	Incarnation uint32 // the table's incarnation (the VIP record's)
-	// AWFD is the class record an awfd VIP dispatches new connections by
-	// (nil: none loaded yet).
-	AWFD *awfd.Record
-}
+type VIP = modelspi.VIP
 
 // Mux is the reference mux.
 type Mux struct {

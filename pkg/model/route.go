@@ -5,6 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/model/modelspi"
 	"github.com/beamer-lb/beamer/pkg/wire"
 )
 
@@ -27,7 +28,7 @@ func (m *Mux) route(vip *VIP, p packet, ip []byte, quic bool) (forwarding.Server
 	if !in.PortsOf(p.flow.Dst).Open(proto, p.flow.DstPort) {
 		return forwarding.Server{}, nil, "drop_closed_port", false
 	}
-	strat, ok := strategies[in.Strategy]
+	strat, ok := modelspi.Lookup(in.Strategy)
 	if !ok {
 		return forwarding.Server{}, nil, "drop_bad_strategy", false
 	}
@@ -38,7 +39,7 @@ func (m *Mux) route(vip *VIP, p packet, ip []byte, quic bool) (forwarding.Server
 			}
 		}
 	}
-	return strat.decide(m, vip, p)
+	return decide(strat, m, vip, p)
 }
 
 // quicServerID mirrors quic_server_id (bpf/include/quic.h): the server id

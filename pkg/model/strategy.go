@@ -2,6 +2,7 @@ package model
 
 import (
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/model/modelspi"
 	"github.com/beamer-lb/beamer/pkg/wire"
 )
 
@@ -14,28 +15,51 @@ type packet struct {
 	udp  []byte // the UDP header and payload; nil for TCP
 }
 
-// strategy is one forwarding strategy of the reference mux, mirroring its
-// bpf/strategy/NAME.h: the server for the packet and the option to carry
-// (nil: none), with the verdict counter; ok false means drop, counted by
-// counter. Each strategy is one type in its own file (strategy_NAME.go).
-type strategy interface {
-	decide(m *Mux, vip *VIP, p packet) (server forwarding.Server, opt *wire.Option, counter string, ok bool)
+// decide is the decision of vip's strategy on p: each strategy mirrors its
+// bpf/strategy/NAME.h from its own package (pkg/strategy/NAME/model.go),
+// registered in modelspi. ok false means drop, counted by counter.
+func decide(strat modelspi.Strategy, m *Mux, vip *VIP, p packet) (forwarding.Server, *wire.Option, string, bool) {
+	return strat.Decide(spiMux{m}, vip, modelspi.Packet{Flow: p.flow, SYN: p.syn, TCP: p.tcp, UDP: p.udp})
 }
 
-var strategies = map[forwarding.Strategy]strategy{}
+// spiMux is the mux's state a strategy keeps (modelspi.Mux).
+type spiMux struct{ m *Mux }
 
-func registerStrategy(name forwarding.Strategy, s strategy) { strategies[name] = s }
+func (h spiMux) Conns() map[wire.Flow]forwarding.ServerID {
+	if h.m.ConnTrack == nil {
+		h.m.ConnTrack = map[wire.Flow]forwarding.ServerID{}
+	}
+	return h.m.ConnTrack
+}
 
-// owner is the bucket (or table entry) of flow and its current server, or
-// the drop counter when there is none.
-func owner(vip *VIP, flow wire.Flow) (forwarding.Bucket, forwarding.Server, string, bool) {
-	b := vip.Table.Buckets[flow.Bucket(uint32(len(vip.Table.Buckets)))]
-	if b.Current == forwarding.NoServer {
-		return b, forwarding.Server{}, "drop_no_owner", false
+func (h spiMux) TakeInsert() bool {
+	if h.m.InsertBudget == nil {
+		return true
 	}
-	s, ok := vip.Table.Servers[b.Current]
-	if !ok {
-		return b, forwarding.Server{}, "drop_unknown_server", false
+	if *h.m.InsertBudget <= 0 {
+		return false
 	}
-	return b, s, "", true
+	*h.m.InsertBudget--
+	return true
+}
+
+func (h spiMux) RoundRobin(instance string, n int) int {
+	if h.m.RoundRobin == nil {
+		h.m.RoundRobin = map[string]int{}
+	}
+	i := h.m.RoundRobin[instance] % n
+	h.m.RoundRobin[instance] = i + 1
+	return i
+}
+
+func (h spiMux) Learned(sig uint64) (forwarding.ServerID, bool) {
+	id, ok := h.m.PrismLearned[sig]
+	return id, ok
+}
+
+func (h spiMux) Learn(sig uint64, id forwarding.ServerID) {
+	if h.m.PrismLearned == nil {
+		h.m.PrismLearned = map[uint64]forwarding.ServerID{}
+	}
+	h.m.PrismLearned[sig] = id
 }

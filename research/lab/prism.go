@@ -12,7 +12,7 @@ import (
 	"gonum.org/v1/plot/plotutil"
 )
 
-// mctFamily is the mux gauge of the Prism MCT's entries (pkg/node/muxd/prism.go).
+// mctFamily is the mux gauge of the Prism MCT's entries (pkg/strategy/prism/daemon.go).
 const mctFamily = "beamer_mux_prism_mct_entries"
 
 // MCTEntries reads the Prism MCT size from the first running mux (every mux

@@ -14,7 +14,7 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 	"github.com/beamer-lb/beamer/research/netlab"
 	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 	"github.com/cilium/ebpf"
@@ -39,7 +39,7 @@ var (
 const arBuckets = 67
 
 // arKeys are the Cheetah instance's cookie keys.
-var arKeys = cheetah.Keys{Current: 0, Keys: [2]cheetah.Key{{0x01234567, 0x89abcdef, 0xfedcba98, 0x76543210}, {0xdeadbeef, 0x0badf00d, 0x12345678, 0x9e3779b9}}}
+var arKeys = cookie.Keys{Current: 0, Keys: [2]cookie.Key{{0x01234567, 0x89abcdef, 0xfedcba98, 0x76543210}, {0xdeadbeef, 0x0badf00d, 0x12345678, 0x9e3779b9}}}
 
 // agentRestartRig is client — bridge — mux (XDP) and the server whose
 // daemon restarts, and for beamer a second server. One of the mux and the
@@ -377,7 +377,7 @@ func testAgentRestart(t *testing.T, strategy forwarding.Strategy) {
 		t.Fatalf("connections broke: %v\nagent:\n%s", broken, agent.output())
 	}
 	if strategy == forwarding.StrategyCheetah {
-		c, err := r.mux.CheetahCounters()
+		c, err := r.mux.CountersOf(forwarding.StrategyCheetah)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 	"github.com/spf13/cobra"
 )
 
@@ -50,8 +50,8 @@ func (f *cheetahCreateFlags) apply(cmd *cobra.Command, in *forwarding.Instance) 
 // parseCheetahKeys reads KEY0[,KEY1[,CURRENT]]; keys not given are drawn
 // at random (the second slot gets its own key: rotation writes the next
 // key there and makes it current).
-func parseCheetahKeys(s string) (cheetah.Keys, error) {
-	var ks cheetah.Keys
+func parseCheetahKeys(s string) (cookie.Keys, error) {
+	var ks cookie.Keys
 	parts := []string{}
 	if s != "" {
 		parts = strings.Split(s, ",")
@@ -62,9 +62,9 @@ func parseCheetahKeys(s string) (cheetah.Keys, error) {
 	for i := range ks.Keys {
 		var err error
 		if i < len(parts) {
-			ks.Keys[i], err = cheetah.ParseKey(parts[i])
+			ks.Keys[i], err = cookie.ParseKey(parts[i])
 		} else {
-			ks.Keys[i], err = cheetah.NewKey()
+			ks.Keys[i], err = cookie.NewKey()
 		}
 		if err != nil {
 			return ks, err

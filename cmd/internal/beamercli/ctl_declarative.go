@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/declarative"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 	"github.com/spf13/cobra"
 )
 
@@ -70,10 +70,10 @@ func runApply(ctx context.Context, op declarative.Operator, desired *declarative
 	if !opts.DryRun {
 		opts.Progress = func(c declarative.Change) { fmt.Fprintln(out, c.String()) }
 	}
-	opts.CheetahKeys = func(_, file string) (cheetah.Keys, error) {
+	opts.CheetahKeys = func(_, file string) (cookie.Keys, error) {
 		text, err := cheetahKeysText("cheetah keys_file", file)
 		if err != nil {
-			return cheetah.Keys{}, err
+			return cookie.Keys{}, err
 		}
 		return parseCheetahKeys(text)
 	}

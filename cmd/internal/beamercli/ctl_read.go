@@ -13,7 +13,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
 	"github.com/beamer-lb/beamer/pkg/controlplane/mgmtapi"
 	"github.com/beamer-lb/beamer/pkg/store"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 	"github.com/spf13/cobra"
 )
 
@@ -44,7 +44,7 @@ type listInstance struct {
 	FailOpen           bool         `json:"fail_open"`
 	Servers            []listServer `json:"servers"`
 	// CheetahKeys (cheetah): key ids and fingerprints, never the keys.
-	CheetahKeys []cheetah.KeyView `json:"cheetah_keys,omitempty"`
+	CheetahKeys []cookie.KeyView `json:"cheetah_keys,omitempty"`
 	// Error: the instance exists but its state could not be read.
 	Error string `json:"error,omitempty"`
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
 	"github.com/beamer-lb/beamer/pkg/node/agentapi"
 	"github.com/beamer-lb/beamer/pkg/node/nodeauth"
-	"github.com/beamer-lb/beamer/pkg/strategy/prism"
+	"github.com/beamer-lb/beamer/pkg/strategy/prism/migration"
 	"github.com/spf13/cobra"
 )
 
@@ -81,8 +81,8 @@ func (n *nodeClients) agents(timeout time.Duration) *agentapi.Client {
 	return &agentapi.Client{HTTP: n.http(timeout), Scheme: nodeauth.Scheme(n.tls)}
 }
 
-func (n *nodeClients) muxes(timeout time.Duration) *prism.KeepAliveClient {
-	return &prism.KeepAliveClient{HTTP: n.http(timeout), Scheme: nodeauth.Scheme(n.tls)}
+func (n *nodeClients) muxes(timeout time.Duration) *migration.KeepAliveClient {
+	return &migration.KeepAliveClient{HTTP: n.http(timeout), Scheme: nodeauth.Scheme(n.tls)}
 }
 
 // useNodeClients makes every call of the controller to an agent or a mux

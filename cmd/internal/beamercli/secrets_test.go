@@ -14,10 +14,10 @@ import (
 	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 )
 
-var secretKeys = cheetah.Keys{Current: 1, Keys: [2]cheetah.Key{{0x01234567, 0x89abcdef, 0xfedcba98, 0x76543210}, {0xdeadbeef, 0x0badf00d, 0x12345678, 0x9e3779b9}}}
+var secretKeys = cookie.Keys{Current: 1, Keys: [2]cookie.Key{{0x01234567, 0x89abcdef, 0xfedcba98, 0x76543210}, {0xdeadbeef, 0x0badf00d, 0x12345678, 0x9e3779b9}}}
 
 // keyLeaks finds the forms a key could leak in: its hex, its first 8 hex
 // digits (what `ctl show` used to print) and its last 8.

@@ -14,7 +14,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/node/nodestate"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 )
 
@@ -152,9 +152,9 @@ func TestAgentInspectCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
-	var keys cheetah.Keys
+	var keys cookie.Keys
 	for i := range keys.Keys {
-		if keys.Keys[i], err = cheetah.NewKey(); err != nil {
+		if keys.Keys[i], err = cookie.NewKey(); err != nil {
 			t.Fatal(err)
 		}
 	}

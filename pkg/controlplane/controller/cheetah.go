@@ -15,7 +15,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/node/agentapi"
 	"github.com/beamer-lb/beamer/pkg/store"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 )
 
 // Cheetah's keys and loads (docs/strategy-cheetah.md, "Keys and rotation",
@@ -66,8 +66,8 @@ func (o *CheetahOptions) fill() {
 // cheetahServer is what the controller knows of one server's agent.
 type cheetahServer struct {
 	addr  netip.Addr
-	keys  cheetah.Keys // the keys it last confirmed
-	at    time.Time    // when
+	keys  cookie.Keys // the keys it last confirmed
+	at    time.Time   // when
 	load  uint32
 	err   error // the last push failed
 	known bool  // a load was reported once
@@ -95,7 +95,7 @@ func (c *Controller) cheetahState() *cheetahRuntime {
 }
 
 // confirmed: the agent of id at addr confirmed keys within three rounds.
-func (c *Controller) confirmed(name string, id forwarding.ServerID, addr netip.Addr, keys cheetah.Keys) bool {
+func (c *Controller) confirmed(name string, id forwarding.ServerID, addr netip.Addr, keys cookie.Keys) bool {
 	r := c.cheetahState()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -422,7 +422,7 @@ func (c *Controller) RotateCheetahKey(ctx context.Context, name string, rot Chee
 			}
 		}
 	}
-	k, err := cheetah.NewKey()
+	k, err := cookie.NewKey()
 	if err != nil {
 		return "", err
 	}

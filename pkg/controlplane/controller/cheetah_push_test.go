@@ -13,21 +13,21 @@ import (
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/node/agentapi"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 )
 
 // fakeKeyAgents stands for the servers' agent APIs: what keys each took, what
 // load it reports, which do not answer and which have another server id.
 type fakeKeyAgents struct {
 	mu     sync.Mutex
-	keys   map[netip.Addr]cheetah.Keys
+	keys   map[netip.Addr]cookie.Keys
 	load   map[netip.Addr]uint32
 	dead   map[netip.Addr]bool
 	realID map[netip.Addr]uint16
 }
 
 func newFakeKeyAgents() *fakeKeyAgents {
-	return &fakeKeyAgents{keys: map[netip.Addr]cheetah.Keys{}, load: map[netip.Addr]uint32{}, dead: map[netip.Addr]bool{}, realID: map[netip.Addr]uint16{}}
+	return &fakeKeyAgents{keys: map[netip.Addr]cookie.Keys{}, load: map[netip.Addr]uint32{}, dead: map[netip.Addr]bool{}, realID: map[netip.Addr]uint16{}}
 }
 
 func (f *fakeKeyAgents) PushCheetah(_ context.Context, agent netip.AddrPort, p agentapi.CheetahPush) (*agentapi.CheetahReport, error) {
@@ -45,7 +45,7 @@ func (f *fakeKeyAgents) PushCheetah(_ context.Context, agent netip.AddrPort, p a
 }
 
 func (f *fakeKeyAgents) set(fn func(f *fakeKeyAgents)) { f.mu.Lock(); fn(f); f.mu.Unlock() }
-func (f *fakeKeyAgents) keysOf(a netip.Addr) cheetah.Keys {
+func (f *fakeKeyAgents) keysOf(a netip.Addr) cookie.Keys {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.keys[a]
@@ -154,7 +154,7 @@ func TestCheetahKeyPushLoadsAndRotation(t *testing.T) {
 	}
 	clk.advance(10 * time.Second)
 	round()
-	want := cheetah.Keys{Current: 1, Keys: [2]cheetah.Key{cfg.Cheetah.Keys.Keys[0], newKey}}
+	want := cookie.Keys{Current: 1, Keys: [2]cookie.Key{cfg.Cheetah.Keys.Keys[0], newKey}}
 	for id := forwarding.ServerID(1025); id <= 1027; id++ {
 		if k := agents.keysOf(dipAddr(id)); k != want {
 			t.Fatalf("agent %d has %+v after the switch, want %+v", id, k, want)

@@ -7,14 +7,14 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 )
 
 func cheetahInstance(buckets uint32) *forwarding.Instance {
 	in := webInstance(buckets)
 	in.Strategy = forwarding.StrategyCheetah
 	in.Cheetah = &forwarding.CheetahOptions{Policy: forwarding.CheetahRR,
-		Keys: cheetah.Keys{Keys: [2]cheetah.Key{{1, 2, 3, 4}, {5, 6, 7, 8}}}}
+		Keys: cookie.Keys{Keys: [2]cookie.Key{{1, 2, 3, 4}, {5, 6, 7, 8}}}}
 	return in
 }
 
@@ -72,7 +72,7 @@ func TestCheetahOptionsChecked(t *testing.T) {
 	for _, mod := range []func(*forwarding.Instance){
 		func(in *forwarding.Instance) { in.Cheetah = nil },
 		func(in *forwarding.Instance) { in.Cheetah.Policy = "random" },
-		func(in *forwarding.Instance) { in.Cheetah.Keys.Keys[0] = cheetah.Key{} },
+		func(in *forwarding.Instance) { in.Cheetah.Keys.Keys[0] = cookie.Key{} },
 	} {
 		in := cheetahInstance(64)
 		mod(in)

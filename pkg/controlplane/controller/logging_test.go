@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 )
 
 // lockedBuffer is a bytes.Buffer a logger and the test share.
@@ -92,7 +92,7 @@ func TestControllerLogsWithFields(t *testing.T) {
 	t.Cleanup(stop)
 
 	in := cheetahInstance(64)
-	secret := [2]cheetah.Key{{0x5ec2e7a1, 0x5ec2e7a2, 0x5ec2e7a3, 0x5ec2e7a4}, {0x0badc0de, 0x0badc0df, 0x0badc0e0, 0x0badc0e1}}
+	secret := [2]cookie.Key{{0x5ec2e7a1, 0x5ec2e7a2, 0x5ec2e7a3, 0x5ec2e7a4}, {0x0badc0de, 0x0badc0df, 0x0badc0e0, 0x0badc0e1}}
 	in.Cheetah.Keys.Keys = secret
 	sctx := storetest.Context(t)
 	if err := Submit(sctx, shared, root, Request{Op: OpCreateInstance, Instance: "web", Config: in}, 20*time.Second); err != nil {

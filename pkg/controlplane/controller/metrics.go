@@ -3,6 +3,7 @@ package controller
 import (
 	"strconv"
 
+	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -15,8 +16,10 @@ type Metrics struct {
 	// The K limit (history_limit.go).
 	cuts, evictions, evictedConns *prometheus.CounterVec
 	prism                         *prismMetrics
-	awfd                          *awfdMetrics
 	ops                           *opsMetrics
+	// strategies are the metrics of strategies with their own
+	// (ctlstrategy.MetricsMaker), by name.
+	strategies map[forwarding.Strategy]any
 }
 
 // NewMetrics registers the controller's gauges with reg.
@@ -37,9 +40,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Help: "Connections the servers pushed out of bucket histories by the max_chain limit held there (as their agents last reported): they break."}, []string{"lb_instance", "server"})
 	reg.MustRegister(m.failOpen, m.servers, m.held, m.cuts, m.evictions, m.evictedConns)
 	m.prism = newPrismMetrics(reg)
-	m.awfd = newAWFDMetrics(reg)
+	m.strategies = map[forwarding.Strategy]any{}
+	for _, s := range ctlstrategy.All() {
+		if mm, ok := s.(ctlstrategy.MetricsMaker); ok {
+			m.strategies[s.Name()] = mm.NewMetrics(reg)
+		}
+	}
 	m.ops = newOpsMetrics(reg)
 	return m
+}
+
+// strategy is the metrics strategy name made for itself, or nil.
+func (m *Metrics) strategy(name forwarding.Strategy) any {
+	if m == nil {
+		return nil
+	}
+	return m.strategies[name]
 }
 
 func (m *Metrics) observeHealth(instance string, dips map[forwarding.ServerID]*DIP) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/node/agentapi"
-	"github.com/beamer-lb/beamer/pkg/strategy/prism"
+	"github.com/beamer-lb/beamer/pkg/strategy/prism/migration"
 )
 
 // SignatureLister asks one agent for the Prism signatures of its live
@@ -34,7 +34,7 @@ type PrismStats struct {
 // for the final round.
 type prismRuntime struct {
 	mu    sync.Mutex
-	sct   map[string]*prism.SCT
+	sct   map[string]*migration.SCT
 	stats map[string]*PrismStats
 	// flipped: bins moved by the last publication and their old owners,
 	// with the signatures already copied, until the final round ran.
@@ -50,7 +50,7 @@ type flip struct {
 
 func (c *Controller) prismState() *prismRuntime {
 	if c.prism == nil {
-		c.prism = &prismRuntime{sct: map[string]*prism.SCT{}, stats: map[string]*PrismStats{}, flipped: map[string]*flip{},
+		c.prism = &prismRuntime{sct: map[string]*migration.SCT{}, stats: map[string]*PrismStats{}, flipped: map[string]*flip{},
 			keepAlive: map[string]*keepAliveState{}}
 	}
 	return c.prism
@@ -69,10 +69,10 @@ func (c *Controller) PrismStats(name string) PrismStats {
 	return PrismStats{}
 }
 
-func (r *prismRuntime) of(in *instance) (*prism.SCT, *PrismStats) {
+func (r *prismRuntime) of(in *instance) (*migration.SCT, *PrismStats) {
 	name := in.config.Name
 	if r.sct[name] == nil || r.sct[name].Buckets != in.config.Buckets {
-		r.sct[name] = prism.NewSCT(in.config.Buckets)
+		r.sct[name] = migration.NewSCT(in.config.Buckets)
 		r.stats[name] = &PrismStats{}
 	}
 	return r.sct[name], r.stats[name]
@@ -81,7 +81,7 @@ func (r *prismRuntime) of(in *instance) (*prism.SCT, *PrismStats) {
 // poll asks the agents of ids for their signatures (every VIP of the
 // instance) and records the answers in the SCT. It returns the servers
 // whose agent did not answer.
-func (c *Controller) pollSignatures(ctx context.Context, in *instance, sct *prism.SCT, ids map[forwarding.ServerID]bool) map[forwarding.ServerID]error {
+func (c *Controller) pollSignatures(ctx context.Context, in *instance, sct *migration.SCT, ids map[forwarding.ServerID]bool) map[forwarding.ServerID]error {
 	lister := c.opts.Signatures
 	if lister == nil {
 		lister = &agentapi.Client{}
@@ -133,7 +133,7 @@ func (c *Controller) pollSignatures(ctx context.Context, in *instance, sct *pris
 
 // affected lists, for bins moving away from owners that are up, the SCT's
 // signatures of those bins on their (old) owners.
-func affected(sct *prism.SCT, bins map[uint32]forwarding.ServerID) map[uint64]forwarding.ServerID {
+func affected(sct *migration.SCT, bins map[uint32]forwarding.ServerID) map[uint64]forwarding.ServerID {
 	out := map[uint64]forwarding.ServerID{}
 	byOwner := map[forwarding.ServerID]map[uint32]bool{}
 	for b, id := range bins {
@@ -169,7 +169,7 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 	// Which bins move, first by what the SCT knows; then ask the servers
 	// giving bins away, and choose again by their fresh answers.
 	load := func(owner forwarding.ServerID) map[uint32]float64 { return sct.Load(owner, opts.Lifetime, now) }
-	moves := prism.Moves(p.buckets, p.servers, load, prism.ByLoad, nil)
+	moves := migration.Moves(p.buckets, p.servers, load, migration.ByLoad, nil)
 	// Givers include servers marked down: a failed health check means dead,
 	// or alive and refusing new connections only (its established ones
 	// still live). Its agent tells which: one that answers keeps its
@@ -211,7 +211,7 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 		in.log.Warn("prism: agent did not list its signatures; its SCT entries are from before", "server", id, "error", err)
 	}
 	if len(givers) > 0 {
-		moves = prism.Moves(p.buckets, p.servers, load, prism.ByLoad, nil)
+		moves = migration.Moves(p.buckets, p.servers, load, migration.ByLoad, nil)
 	}
 
 	// Pruning: an entry whose server is gone or down has no live
@@ -275,7 +275,7 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 		}
 		return affected(sct, bins), nil
 	}
-	got, rounds, err := prism.Migrate(poll, opts.MaxRounds)
+	got, rounds, err := migration.Migrate(poll, opts.MaxRounds)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -324,7 +324,7 @@ func (c *Controller) prismFinal(ctx context.Context, in *instance) (*forwarding.
 	for _, id := range f.bins {
 		owners[id] = true
 	}
-	late, err := prism.Final(func() (map[uint64]forwarding.ServerID, error) {
+	late, err := migration.Final(func() (map[uint64]forwarding.ServerID, error) {
 		c.pollSignatures(ctx, in, sct, owners)
 		return affected(sct, f.bins), nil
 	}, f.copied)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
 	"github.com/beamer-lb/beamer/pkg/store"
-	"github.com/beamer-lb/beamer/pkg/strategy/prism"
+	"github.com/beamer-lb/beamer/pkg/strategy/prism/migration"
 )
 
 // PrismKeepAlive configures dead-connection pruning from the keep-alive
@@ -41,13 +41,13 @@ type PrismKeepAlive struct {
 	// entry however long it is idle.
 	IdleMax int
 	Timeout time.Duration // per mux (default 2 s)
-	// Client collects one mux's bits (nil: HTTP, prism.KeepAliveClient).
+	// Client collects one mux's bits (nil: HTTP, migration.KeepAliveClient).
 	Client KeepAliveCollector
 }
 
 // KeepAliveCollector collects (and clears) one mux's keep-alive bits.
 type KeepAliveCollector interface {
-	KeepAlive(ctx context.Context, addr, instance string) (*prism.KeepAliveReport, error)
+	KeepAlive(ctx context.Context, addr, instance string) (*migration.KeepAliveReport, error)
 }
 
 func (o *PrismKeepAlive) fill() {
@@ -61,7 +61,7 @@ func (o *PrismKeepAlive) fill() {
 		o.Timeout = 2 * time.Second
 	}
 	if o.Client == nil {
-		o.Client = &prism.KeepAliveClient{}
+		o.Client = &migration.KeepAliveClient{}
 	}
 }
 
@@ -208,7 +208,7 @@ func (p *prismKeepAlivePoller) collect(ctx context.Context, name string, muxes [
 	r := keepAliveRound{instance: name, hits: map[uint64]bool{}, muxes: len(muxes), failed: map[string]error{}}
 	type answer struct {
 		mux string
-		rep *prism.KeepAliveReport
+		rep *migration.KeepAliveReport
 		err error
 	}
 	ch := make(chan answer, len(muxes))

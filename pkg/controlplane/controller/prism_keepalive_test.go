@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
-	"github.com/beamer-lb/beamer/pkg/strategy/prism"
+	"github.com/beamer-lb/beamer/pkg/strategy/prism/migration"
 	"github.com/beamer-lb/beamer/pkg/wire"
 )
 
@@ -26,13 +26,13 @@ type fakeMuxes struct {
 	down map[string]bool
 }
 
-func (m *fakeMuxes) KeepAlive(_ context.Context, addr, instance string) (*prism.KeepAliveReport, error) {
+func (m *fakeMuxes) KeepAlive(_ context.Context, addr, instance string) (*migration.KeepAliveReport, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.down[addr] {
 		return nil, errors.New("connection refused")
 	}
-	r := &prism.KeepAliveReport{Instance: instance}
+	r := &migration.KeepAliveReport{Instance: instance}
 	for f := range m.busy {
 		r.Hit = append(r.Hit, f.Signature())
 	}

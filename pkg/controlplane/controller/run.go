@@ -109,9 +109,9 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 		holdTick = t.C
 	}
 	c := New(store.Fenced(st, l), root, o.Options)
-	// AWFD capacity polls run beside the loop: a round of agents answering
-	// within 80% of a 250 ms interval must not wait behind a reconcile.
-	go NewAWFDPoller(store.Fenced(st, l), root, AWFDPollOptions{Logger: o.Logger, Metrics: o.Options.Metrics, Client: o.Capacity}).Run(ctx)
+	// The strategies' own work (AWFD's capacity polls) runs beside the
+	// loop.
+	runBackgrounds(ctx, store.Fenced(st, l), root, HostOptions{Logger: o.Logger, Metrics: o.Options.Metrics, Agents: o.Capacity})
 	if hd != nil {
 		hd.now = c.now
 	}

@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/assign"
+	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store"
-	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 )
 
 // DIPView is one DIP as `beamer ctl show` prints it.
@@ -28,43 +28,21 @@ type DIPView struct {
 	PenaltyNow float64 `json:"penalty_now,omitempty"`
 }
 
-// View is the state of an instance.
+// View is the state of an instance: the strategy's part (ctlstrategy.View:
+// the configuration, fragmentation, the strategy's own lines, warnings) and
+// the controller's.
 type View struct {
-	Instance      forwarding.Instance `json:"instance"`
-	Generation    uint32              `json:"generation"`
-	Load          ring.LoadStats      `json:"load"`
-	Fragmentation float64             `json:"fragmentation"`
-	Unowned       int                 `json:"unowned_buckets"`
-	DIPs          []DIPView           `json:"dips"`
+	ctlstrategy.View
+	Generation uint32         `json:"generation"`
+	Load       ring.LoadStats `json:"load"`
+	DIPs       []DIPView      `json:"dips"`
 	// Retired are server ids kept in the ring only for daisy chaining.
 	Retired []forwarding.ServerID `json:"retired"`
-	// EntriesPerBackend (maglev): table entries per backend with a positive
-	// effective weight; Maglev wants at least MaglevEntriesPerBackend.
-	EntriesPerBackend float64 `json:"entries_per_backend,omitempty"`
-	// Unit is what the strategy calls a bucket (BUCKETS, ENTRIES, ...),
-	// Histories whether its buckets name previous owners (the CHAINED
-	// column), Details the strategy's own lines of `ctl show`
-	// (Strategy.Show).
-	// MCTSize (prism): entries in the migrated-connection table.
-	MCTSize int `json:"mct_size,omitempty"`
-	// CheetahLoads (cheetah, p2c): the servers' loads the muxes run with.
-	CheetahLoads map[forwarding.ServerID]uint32 `json:"cheetah_loads,omitempty"`
-	// CheetahKeys (cheetah): each key slot's id and fingerprint, which
-	// one is current; the keys themselves are never shown.
-	CheetahKeys []cheetah.KeyView `json:"cheetah_keys,omitempty"`
-	Unit        string            `json:"unit"`
-	Histories   bool              `json:"histories"`
-	Details     []string          `json:"details,omitempty"`
-	// AWFD (awfd): the class record the muxes dispatch by and its age.
-	AWFD    *awfd.Record  `json:"awfd,omitempty"`
-	AWFDAge time.Duration `json:"awfd_age,omitempty"`
 	// FailOpen: every server is down; buckets stay with their last owners.
 	FailOpen bool `json:"fail_open,omitempty"`
 	// HistoryEvictions: servers pushed out of bucket histories by the K
 	// limit while they held connections there (history_limit.go).
 	HistoryEvictions *HistoryEvictions `json:"history_evictions,omitempty"`
-	// Warnings an operator should act on.
-	Warnings []string `json:"warnings,omitempty"`
 }
 
 // showReader is a strategy whose part of `ctl show` reads more of the
@@ -89,7 +67,7 @@ func Show(ctx context.Context, st store.Store, root, name string, now time.Time)
 	if err != nil {
 		return nil, err
 	}
-	v := &View{Instance: *cfg, Generation: tab.Generation, Load: ls, Fragmentation: assign.Fragmentation(tab.Buckets), MCTSize: len(tab.MCT)}
+	v := &View{View: ctlstrategy.View{Instance: *cfg, Fragmentation: assign.Fragmentation(tab.Buckets), MCTSize: len(tab.MCT)}, Generation: tab.Generation, Load: ls}
 	if tab.Cheetah != nil {
 		v.CheetahLoads = tab.Cheetah.Loads
 	}
@@ -157,7 +135,7 @@ func (v *View) redactSecrets() {
 	}
 	c := *v.Instance.Cheetah
 	v.CheetahKeys = c.Keys.View()
-	c.Keys = cheetah.Keys{}
+	c.Keys = cookie.Keys{}
 	v.Instance.Cheetah = &c
 }
 

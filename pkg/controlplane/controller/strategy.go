@@ -1,16 +1,23 @@
 package controller
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/assign"
+	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
+	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/store"
 )
 
 // Strategy is what the controller does differently per forwarding strategy.
-// Each strategy is one type in its own file (strategy_NAME.go), registered
-// by name; the rest of the controller asks the instance's strategy instead
-// of switching on its name.
+// A strategy of its own package (pkg/strategy/NAME) implements
+// ctlstrategy.Strategy and is seen here through spiStrategy; Prism and
+// Cheetah, not moved yet, are types in files of this package
+// (strategy_NAME.go), registered by name. The rest of the controller asks
+// the instance's strategy instead of switching on its name.
 type Strategy interface {
 	Name() forwarding.Strategy
 	// Moves decides the bucket changes of the next generation from the
@@ -77,10 +84,6 @@ type extraState interface {
 // pushes to the agents (Cheetah, cheetah.go).
 type cookieKeeper interface{ keepsCookieKeys() }
 
-// capacityPoller: the controller polls its servers' spare capacity and
-// writes class records (AWFD, awfd.go).
-type capacityPoller interface{ pollsCapacity() }
-
 // mctSweeper: the controller collects the muxes' keep-alive bits of its
 // migrated-connection table (Prism, prism_keepalive.go).
 type mctSweeper interface{ sweepsMCT() }
@@ -98,7 +101,7 @@ func strategyHas[C any](cfg *forwarding.Instance) bool {
 var strategies = map[forwarding.Strategy]Strategy{}
 
 func registerStrategy(s Strategy) {
-	if _, dup := strategies[s.Name()]; dup {
+	if _, dup := strategyNamed(s.Name()); dup {
 		panic(fmt.Sprintf("controller: strategy %q registered twice", s.Name()))
 	}
 	strategies[s.Name()] = s
@@ -110,11 +113,52 @@ func registerStrategy(s Strategy) {
 // has a controller side in this package; the fallback covers a build that
 // forgot one, loudly in the logs of whoever reads the error.
 func strategyOf(cfg *forwarding.Instance) (Strategy, error) {
-	s, ok := strategies[cfg.Strategy]
+	s, ok := strategyNamed(cfg.Strategy)
 	if !ok {
 		return nil, fmt.Errorf("%w %q: strategy %q has no controller in this build", forwarding.ErrConfig, cfg.Name, cfg.Strategy)
 	}
 	return s, nil
+}
+
+// strategyNamed is the strategy registered here or, for a strategy of its
+// own package (pkg/strategy/NAME), in ctlstrategy.
+func strategyNamed(name forwarding.Strategy) (Strategy, bool) {
+	if s, ok := strategies[name]; ok {
+		return s, true
+	}
+	if s, ok := ctlstrategy.Lookup(name); ok {
+		return spiStrategy{s}, true
+	}
+	return nil, false
+}
+
+// spiStrategy is a strategy of its own package seen through this
+// package's interface, which the strategies still written here share.
+type spiStrategy struct{ s ctlstrategy.Strategy }
+
+func (a spiStrategy) Name() forwarding.Strategy         { return a.s.Name() }
+func (a spiStrategy) DownState() forwarding.ServerState { return a.s.DownState() }
+func (a spiStrategy) DrainsRemoved() bool               { return a.s.DrainsRemoved() }
+func (a spiStrategy) Histories() bool                   { return a.s.Histories() }
+func (a spiStrategy) Show(v *View, live int)            { a.s.Show(&v.View, live) }
+
+// readShow: a strategy of its own package reads its part of `ctl show`
+// from the store if it is a ctlstrategy.ShowReader (show.go's showReader).
+func (a spiStrategy) readShow(ctx context.Context, st store.Store, k ring.Keys, v *View, now time.Time) error {
+	if r, ok := a.s.(ctlstrategy.ShowReader); ok {
+		return r.ReadShow(ctx, st, k, &v.View, now)
+	}
+	return nil
+}
+
+func (a spiStrategy) Moves(p *planning) ([]forwarding.BucketChange, error) {
+	sp := &ctlstrategy.Planning{Config: p.in.config, Buckets: p.buckets, Servers: p.servers, Down: p.down, Now: p.now,
+		Histories: func(moves []forwarding.BucketChange) []forwarding.BucketChange {
+			return p.c.histories(p.in, p.down, p.now).Plan(p.buckets, moves)
+		}}
+	moves, err := a.s.Moves(sp)
+	p.mct = sp.MCT
+	return moves, err
 }
 
 // CheckInstance validates a configuration for creation. Every rule on one
@@ -144,3 +188,24 @@ func hasHistories(cfg *forwarding.Instance) bool {
 	s, err := strategyOf(cfg)
 	return err == nil && s.Histories()
 }
+
+// baseStrategy is the strategy another one builds on (Cheetah on Beamer,
+// AWFD on Maglev), looked up when asked: the base registers from its own
+// package (pkg/strategy/NAME), whose init may run after this package's.
+type baseStrategy struct{ name forwarding.Strategy }
+
+func (b baseStrategy) base() Strategy {
+	s, ok := strategyNamed(b.name)
+	if !ok {
+		// A build mistake, like a strategy registered twice: the binary
+		// lacks pkg/strategy/all (or the base's own package).
+		panic(fmt.Sprintf("controller: strategy %q is not in this build", b.name))
+	}
+	return s
+}
+
+func (b baseStrategy) Moves(p *planning) ([]forwarding.BucketChange, error) { return b.base().Moves(p) }
+func (b baseStrategy) DownState() forwarding.ServerState                    { return b.base().DownState() }
+func (b baseStrategy) DrainsRemoved() bool                                  { return b.base().DrainsRemoved() }
+func (b baseStrategy) Histories() bool                                      { return b.base().Histories() }
+func (b baseStrategy) Show(v *View, live int)                               { b.base().Show(v, live) }

@@ -17,9 +17,9 @@ import (
 // it: a removed server stays retired for the chain window after its removal
 // and while any bucket history names it, and checkNewDIP refuses its id to
 // another address meanwhile. Ids above cheetah.MaxID cannot be carried.
-type cheetahStrategy struct{ beamerStrategy }
+type cheetahStrategy struct{ baseStrategy }
 
-func init() { registerStrategy(cheetahStrategy{}) }
+func init() { registerStrategy(cheetahStrategy{baseStrategy{forwarding.StrategyBeamer}}) }
 
 func (cheetahStrategy) keepsCookieKeys() {}
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 )
 
 // Options are Apply's.
@@ -24,7 +24,7 @@ type Options struct {
 	// CheetahKeys gives a cheetah instance created by Apply its cookie
 	// keys from the document's keys_file ("" when none is named). Nil:
 	// random keys, and a keys_file is refused.
-	CheetahKeys func(instance, keysFile string) (cheetah.Keys, error)
+	CheetahKeys func(instance, keysFile string) (cookie.Keys, error)
 	// Progress, when set, is told of each change before it is made.
 	Progress func(Change)
 }
@@ -62,7 +62,7 @@ func Apply(ctx context.Context, op Operator, desired *Document, opts Options) ([
 	}
 	// Fetch every key before the first change, so a bad keys file stops
 	// apply before it did anything.
-	keys := map[string]cheetah.Keys{}
+	keys := map[string]cookie.Keys{}
 	for _, c := range changes {
 		if (c.Kind == CreateInstance || c.Kind == RecreateInstance) && c.desired.Cheetah != nil {
 			k, err := cheetahKeys(opts, c.desired)
@@ -89,7 +89,7 @@ func Apply(ctx context.Context, op Operator, desired *Document, opts Options) ([
 }
 
 // requests are the controller requests making one change.
-func requests(c Change, keys map[string]cheetah.Keys) []controller.Request {
+func requests(c Change, keys map[string]cookie.Keys) []controller.Request {
 	r := controller.Request{Instance: c.Instance}
 	switch c.Kind {
 	case CreateInstance, RecreateInstance:
@@ -127,16 +127,16 @@ func requests(c Change, keys map[string]cheetah.Keys) []controller.Request {
 }
 
 // cheetahKeys are the keys of a cheetah instance Apply creates.
-func cheetahKeys(opts Options, in *Instance) (cheetah.Keys, error) {
+func cheetahKeys(opts Options, in *Instance) (cookie.Keys, error) {
 	if opts.CheetahKeys != nil {
 		return opts.CheetahKeys(in.Name, in.Cheetah.KeysFile)
 	}
 	if in.Cheetah.KeysFile != "" {
-		return cheetah.Keys{}, errors.New("keys_file given but this caller reads no key files")
+		return cookie.Keys{}, errors.New("keys_file given but this caller reads no key files")
 	}
-	var ks cheetah.Keys
+	var ks cookie.Keys
 	for i := range ks.Keys {
-		k, err := cheetah.NewKey()
+		k, err := cookie.NewKey()
 		if err != nil {
 			return ks, err
 		}

@@ -6,8 +6,9 @@ import (
 	"slices"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
+	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 )
 
 // fakeOperator keeps instances in memory and records every request, so
@@ -37,7 +38,7 @@ func (f *fakeOperator) Show(_ context.Context, name string) (*controller.View, e
 	c.DIPs = slices.Clone(v.DIPs)
 	if c.Instance.Cheetah != nil { // as controller.Show redacts
 		ch := *c.Instance.Cheetah
-		ch.Keys = cheetah.Keys{}
+		ch.Keys = cookie.Keys{}
 		c.Instance.Cheetah = &ch
 	}
 	return &c, nil
@@ -66,7 +67,7 @@ func (f *fakeOperator) Submit(_ context.Context, r controller.Request) (string, 
 		if err := controller.CheckInstance(r.Config); err != nil {
 			return "", err
 		}
-		f.views[r.Instance] = &controller.View{Instance: *r.Config}
+		f.views[r.Instance] = &controller.View{View: ctlstrategy.View{Instance: *r.Config}}
 	case controller.OpDeleteInstance:
 		delete(f.views, r.Instance)
 	case controller.OpAddDIP:

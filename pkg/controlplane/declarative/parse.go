@@ -10,7 +10,7 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -83,7 +83,7 @@ func (in *Instance) validate() error {
 	if c.Cheetah != nil {
 		// The keys are not part of the document; a placeholder lets the
 		// controller's own checks run on the rest.
-		c.Cheetah.Keys.Keys[0] = cheetah.Key{1}
+		c.Cheetah.Keys.Keys[0] = cookie.Key{1}
 	} else if spec := c.Strategy.Spec(); spec.OptionsRequired && !spec.HasOptions(c) {
 		return fmt.Errorf("%s: strategy %s needs its %s: block", c.Strategy, c.Strategy, c.Strategy)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 )
 
 // Cheetah's section (keys and loads) round-trips in blobs and deltas, also
@@ -18,7 +18,7 @@ func TestCheetahSectionRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 0))
 	tab := randomTable(rng, 300, 5, 7)
 	plain := marshalBlob(tab)
-	st := &forwarding.CheetahState{Keys: cheetah.Keys{Current: 1, Keys: [2]cheetah.Key{{1, 2, 3, 4}, {0xdeadbeef, 6, 7, 0xffffffff}}},
+	st := &forwarding.CheetahState{Keys: cookie.Keys{Current: 1, Keys: [2]cookie.Key{{1, 2, 3, 4}, {0xdeadbeef, 6, 7, 0xffffffff}}},
 		Loads: map[forwarding.ServerID]uint32{1025: 7, 1027: 0, 1026: 1 << 31}}
 	tab.Cheetah = st
 	raw := marshalBlob(tab)

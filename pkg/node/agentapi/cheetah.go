@@ -12,7 +12,7 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 )
 
 // CheetahPath takes the cookie keys of a Cheetah VIP (PUT) from the
@@ -29,8 +29,8 @@ type CheetahPush struct {
 	// ID is the server's slot in the instance as the controller knows it:
 	// the agent refuses keys for another id than its own, which would make
 	// it write cookies naming another server.
-	ID   uint16       `json:"id"`
-	Keys cheetah.Keys `json:"keys"`
+	ID   uint16      `json:"id"`
+	Keys cookie.Keys `json:"keys"`
 }
 
 // CheetahReport answers a push: the key id new connections now use and the
@@ -86,7 +86,7 @@ func (s *Server) cheetahPush(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "vip %v is not served by this agent (its VIPs: %v)", p.VIP, s.vips)
 		return
 	}
-	if p.Keys.Current > 1 || p.Keys.Keys[p.Keys.Current] == (cheetah.Key{}) {
+	if p.Keys.Current > 1 || p.Keys.Keys[p.Keys.Current] == (cookie.Key{}) {
 		fail(w, http.StatusBadRequest, "cheetah keys: current key id must be 0 or 1 and its key set")
 		return
 	}

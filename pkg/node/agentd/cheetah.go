@@ -9,7 +9,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/node/agentapi"
 	"github.com/beamer-lb/beamer/pkg/node/config"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 )
 
 // startCheetah gives the program the keys of every Cheetah VIP it knows
@@ -77,8 +77,8 @@ func (d *Daemon) takeCheetahKeys(p agentapi.CheetahPush) error {
 	if p.ID != uint16(d.cfg.ServerID) {
 		return fmt.Errorf("keys pushed for server id %d, this agent is server %d: the controller's DIP record and the agent's --id disagree", p.ID, d.cfg.ServerID)
 	}
-	if d.cfg.ServerID > cheetah.MaxID {
-		return fmt.Errorf("server id %d does not fit a Cheetah cookie (at most %d)", d.cfg.ServerID, cheetah.MaxID)
+	if d.cfg.ServerID > cookie.MaxID {
+		return fmt.Errorf("server id %d does not fit a Cheetah cookie (at most %d)", d.cfg.ServerID, cookie.MaxID)
 	}
 	d.cheetahMu.Lock()
 	defer d.cheetahMu.Unlock()

@@ -13,7 +13,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/node/agentapi"
 	"github.com/beamer-lb/beamer/pkg/node/nodeauth"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -36,7 +36,7 @@ func TestAgentCheetahKeyPush(t *testing.T) {
 	cfg.VIPs[0].Strategy = forwarding.StrategyCheetah // agent --cheetah
 	vip := cfg.VIPs[0].VIP
 	agent := netip.MustParseAddrPort("198.18.0.10:9300")
-	keys := cheetah.Keys{Current: 1, Keys: [2]cheetah.Key{{1, 2, 3, 4}, {5, 6, 7, 8}}}
+	keys := cookie.Keys{Current: 1, Keys: [2]cookie.Key{{1, 2, 3, 4}, {5, 6, 7, 8}}}
 	egress := func() int { return egressPrograms(ns) }
 	push := func(from interface{ Do(func() error) error }, p agentapi.CheetahPush) (*agentapi.CheetahReport, error) {
 		// The connection is opened inside the caller's namespace (a socket
@@ -75,7 +75,7 @@ func TestAgentCheetahKeyPush(t *testing.T) {
 	if n := egress(); n != 1 {
 		t.Fatalf("%d programs at egress after the push, want the cookie writer", n)
 	}
-	have := func(d *Daemon) cheetah.Keys {
+	have := func(d *Daemon) cookie.Keys {
 		vs, err := d.Agent().CheetahVIPs()
 		must(t, err)
 		if len(vs) != 1 || vs[0].VIP != vip || vs[0].ID != 1030 {
@@ -170,7 +170,7 @@ func TestAgentCheetahPushRefusedForBeamerVIP(t *testing.T) {
 		}}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	keys := cheetah.Keys{Keys: [2]cheetah.Key{{1, 2, 3, 4}, {5, 6, 7, 8}}}
+	keys := cookie.Keys{Keys: [2]cookie.Key{{1, 2, 3, 4}, {5, 6, 7, 8}}}
 	_, err = c.PushCheetah(ctx, netip.MustParseAddrPort("198.18.0.10:9300"), agentapi.CheetahPush{VIP: vip, ID: 1030, Keys: keys})
 	if err == nil || !strings.Contains(err.Error(), "403") || !strings.Contains(err.Error(), "not a cheetah VIP") {
 		t.Fatalf("push for a Beamer VIP: %v, want 403 not a cheetah VIP", err)

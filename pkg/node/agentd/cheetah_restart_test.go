@@ -6,7 +6,7 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/node/config"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 )
 
 // Keys the agent holds (pushed by the controller, newer than its file's)
@@ -20,8 +20,8 @@ func TestAgentCheetahKeysSurviveLayoutChange(t *testing.T) {
 	opts := testOptions(t)
 	cfg := lifecycleConfig()
 	vip := cfg.VIPs[0].VIP
-	given := cheetah.Keys{Keys: [2]cheetah.Key{{9, 9, 9, 9}, {}}}
-	keys := cheetah.Keys{Current: 1, Keys: [2]cheetah.Key{{1, 2, 3, 4}, {5, 6, 7, 8}}}
+	given := cookie.Keys{Keys: [2]cookie.Key{{9, 9, 9, 9}, {}}}
+	keys := cookie.Keys{Current: 1, Keys: [2]cookie.Key{{1, 2, 3, 4}, {5, 6, 7, 8}}}
 	start := func(c config.Agent) *Daemon {
 		t.Helper()
 		var d *Daemon

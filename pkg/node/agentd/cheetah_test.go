@@ -4,7 +4,7 @@ import (
 	"net"
 	"testing"
 
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 	"github.com/beamer-lb/beamer/research/netlab"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -17,7 +17,7 @@ func TestAgentCheetahEgressLifecycle(t *testing.T) {
 	ns := agentLab(t)
 	opts := testOptions(t)
 	cfg := lifecycleConfig()
-	cfg.VIPs[0].Cheetah = &cheetah.Keys{Keys: [2]cheetah.Key{{1, 2, 3, 4}, {5, 6, 7, 8}}}
+	cfg.VIPs[0].Cheetah = &cookie.Keys{Keys: [2]cookie.Key{{1, 2, 3, 4}, {5, 6, 7, 8}}}
 	egress := func() int { return egressPrograms(ns) }
 	var first, second *Daemon
 	if err := ns.Do(func() (err error) { first, err = Start(cfg, opts); return err }); err != nil {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 )
 
 // Agent is a server agent's static configuration.
@@ -51,7 +51,7 @@ type AgentVIP struct {
 	// keys (the instance's, as `ctl create --cheetah-keys-file` took them; the
 	// file holding them must be mode 600); the agent writes the cookie
 	// naming server_id into every segment the server sends from the VIP.
-	Cheetah *cheetah.Keys `yaml:"cheetah,omitempty"`
+	Cheetah *cookie.Keys `yaml:"cheetah,omitempty"`
 	// Strategy is the VIP's instance's strategy when it matters to the
 	// agent: "cheetah" takes the keys the controller pushes (agent_cheetah.go).
 	Strategy forwarding.Strategy `yaml:"strategy,omitempty"`
@@ -171,10 +171,10 @@ func (c *Agent) Validate() error {
 			return fmt.Errorf("vip %v: cheetah does not forward IPv6 (an IPv6 instance needs strategy beamer)", v.VIP)
 		}
 		if v.Cheetah != nil {
-			if c.ServerID > cheetah.MaxID {
-				return fmt.Errorf("vip %v: server_id %d does not fit a Cheetah cookie (at most %d)", v.VIP, c.ServerID, cheetah.MaxID)
+			if c.ServerID > cookie.MaxID {
+				return fmt.Errorf("vip %v: server_id %d does not fit a Cheetah cookie (at most %d)", v.VIP, c.ServerID, cookie.MaxID)
 			}
-			if v.Cheetah.Current > 1 || v.Cheetah.Keys[v.Cheetah.Current] == (cheetah.Key{}) {
+			if v.Cheetah.Current > 1 || v.Cheetah.Keys[v.Cheetah.Current] == (cookie.Key{}) {
 				return fmt.Errorf("vip %v: cheetah keys: current key id must be 0 or 1 and its key set", v.VIP)
 			}
 		}

@@ -6,19 +6,23 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/httpserver"
 	"github.com/beamer-lb/beamer/pkg/node/nodeauth"
-	"github.com/beamer-lb/beamer/pkg/strategy/prism"
 )
 
-// serveAPI starts the mux node API on Options.API: POST
-// /v1/prism/keepalive (prism.go), which hands out and clears the keep-alive
-// bits, so only the controller may call it (nodeauth.Only). It is apart
-// from --metrics, which stays plaintext and read-only.
+// serveAPI starts the mux node API on Options.API: the routes strategies
+// serve (daemonspi.Server; Prism's POST /v1/prism/keepalive, which hands
+// out and clears the keep-alive bits), so only the controller may call it
+// (nodeauth.Only). It is apart from --metrics, which stays plaintext and
+// read-only.
 func (d *Daemon) serveAPI() error {
 	if d.opts.API == "" {
 		return nil
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+prism.KeepAlivePath, d.prism.serveKeepAlive)
+	for _, svc := range d.services { // the strategies' own routes (daemonspi.Server)
+		for pattern, h := range svc.Routes {
+			mux.HandleFunc(pattern, h)
+		}
+	}
 	lim := httpserver.Defaults()
 	lim.MaxBodyBytes = 1 << 10 // the request is its query
 	d.api = httpserver.New("mux API", nodeauth.Only(mux, nodeauth.RoleController), lim, d.opts.APITLS)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/node/muxd/daemonspi"
 	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -96,8 +97,10 @@ func (d *Daemon) Follow(ctx context.Context, st store.Store, root, name string, 
 		inc, gen, ok := d.mux.Version(name)
 		return ring.Pair{Incarnation: inc, Generation: gen}, ok
 	})
-	if follow := daemonStrategyOf(cfg).follow; follow != nil {
-		go follow(d, ctx, st, k, name, log)
+	if s, ok := daemonspi.Lookup(cfg.Strategy); ok {
+		if fl, ok := s.(daemonspi.Follower); ok {
+			go fl.Follow(ctx, d.strategyHost(cfg.Strategy), st, k, name, log)
+		}
 	}
 	t, err := d.load(ctx, f, *cfg, log)
 	if err == nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/httpserver"
 	"github.com/beamer-lb/beamer/pkg/metrics"
+	"github.com/beamer-lb/beamer/pkg/node/muxd/daemonspi"
 	"github.com/beamer-lb/beamer/pkg/node/nodestate"
 	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
@@ -70,7 +71,9 @@ type Daemon struct {
 	nl      *netlink.Handle
 	metrics *metrics.Server
 	api     *httpserver.Server // the node API (api.go), nil without Options.API
-	prism   *prismBits         // Prism keep-alive bits (prism.go)
+	// services are the strategies' own state the node API and the
+	// metrics read (daemonspi.Server: Prism's keep-alive bits).
+	services []daemonspi.Service
 
 	stop     chan struct{} // closed once by Close or Abandon (halt): ends the watches
 	stopOnce sync.Once
@@ -83,8 +86,11 @@ type Daemon struct {
 	vethPeer *vethPeer
 	takeover takeover
 
-	mu             sync.Mutex
-	instances      map[string]forwarding.Instance
+	mu        sync.Mutex
+	instances map[string]forwarding.Instance
+	// strategyHosts are the daemon sides' hosts with their metrics
+	// (strategy_host.go), made at start.
+	strategyHosts  map[forwarding.Strategy]daemonspi.Host
 	ipv6Forwarding bool    // set once an IPv6 instance arrived (enableIPv6)
 	health         *health // store reachability and lag of followed instances (health.go)
 
@@ -94,7 +100,6 @@ type Daemon struct {
 
 	servers servers     // reachability of the servers (servers.go)
 	ring    ringMetrics // ring follower events (follow.go)
-	awfdm   awfdMetrics // AWFD class records (awfd.go)
 }
 
 // InterfaceAddr is the first IPv4 address of an interface.
@@ -205,17 +210,17 @@ func (d *Daemon) start() error {
 	if err := d.watchNextHops(); err != nil {
 		return fmt.Errorf("watching neighbours and routes: %w", err)
 	}
-	d.prism = newPrismBits(d)
+	reg := prometheus.NewRegistry() // served only with Options.Metrics
+	d.makeStrategyHosts(reg)        // each strategy's own metrics and services (daemonspi)
 	if opts.Metrics != "" {
-		if err := d.serveMetrics(); err != nil {
+		if err := d.serveMetrics(reg); err != nil {
 			return err
 		}
 	}
 	return d.serveAPI() // api.go
 }
 
-func (d *Daemon) serveMetrics() error {
-	reg := prometheus.NewRegistry()
+func (d *Daemon) serveMetrics(reg *prometheus.Registry) error {
 	d.applySeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "beamer_mux_apply_seconds",
 		Help: "Time to apply one generation or table to the BPF maps.", Buckets: prometheus.ExponentialBuckets(1e-5, 4, 10)})
 	d.generation = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_mux_generation",
@@ -225,11 +230,16 @@ func (d *Daemon) serveMetrics() error {
 	d.bgpUp = newBGPSessionGauge() // bgp_metrics.go
 	reg.MustRegister(d.bgpUp)
 	d.registerFollowMetrics(reg)
-	d.registerAWFDMetrics(reg)
-	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors, d.health, d.prism, newVIPTraffic(d.mux),
-		metrics.NewCounterCollector("beamer_mux_packets_total", "Packets by decision of the XDP mux.", "decision", d.mux.Counters),
-		metrics.NewCounterCollector("beamer_mux_cheetah_packets_total", "Segments of Cheetah VIPs by how the server was found (cookie hits, bad cookies, fallbacks to buckets).", "decision", d.mux.CheetahCounters),
-		metrics.NewCounterCollector("beamer_mux_awfd_packets_total", "Packets of AWFD VIPs by the awfd strategy's decision (by_class: new connection placed by its class record).", "decision", d.mux.AWFDCounters))
+	reg.MustRegister(d.applySeconds, d.generation, d.applyErrors, d.health, newVIPTraffic(d.mux),
+		metrics.NewCounterCollector("beamer_mux_packets_total", "Packets by decision of the XDP mux.", "decision", d.mux.Counters))
+	for _, c := range d.mux.StrategyCounters() { // each strategy's decision counters (muxspi.Counted)
+		reg.MustRegister(metrics.NewCounterCollector(c.Metric, c.Help, "decision", c.Read))
+	}
+	for _, svc := range d.services {
+		if svc.Collector != nil {
+			reg.MustRegister(svc.Collector)
+		}
+	}
 	s, err := metrics.Serve(d.opts.Metrics, reg, d.Healthy)
 	d.metrics = s
 	if err == nil {

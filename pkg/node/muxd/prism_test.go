@@ -19,7 +19,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/node/config"
 	"github.com/beamer-lb/beamer/pkg/node/nodeauth"
-	"github.com/beamer-lb/beamer/pkg/strategy/prism"
+	"github.com/beamer-lb/beamer/pkg/strategy/prism/migration"
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 )
@@ -125,18 +125,18 @@ instances:
 	refused := func() {
 		t.Helper()
 		for _, who := range []string{"mux1", "agent1"} {
-			if code, body, err := asWho(who, http.MethodPost, prism.KeepAlivePath+"?instance=web"); err != nil || code != http.StatusForbidden {
+			if code, body, err := asWho(who, http.MethodPost, migration.KeepAlivePath+"?instance=web"); err != nil || code != http.StatusForbidden {
 				t.Errorf("keep-alive bits collected as %s: %d %s %v, want 403", who, code, body, err)
 			}
 		}
-		if code, _, err := asWho("", http.MethodPost, prism.KeepAlivePath+"?instance=web"); err == nil {
+		if code, _, err := asWho("", http.MethodPost, migration.KeepAlivePath+"?instance=web"); err == nil {
 			t.Errorf("keep-alive bits without a certificate: answered %d, want the handshake refused", code)
 		}
 	}
-	collect := func() prism.KeepAliveReport {
+	collect := func() migration.KeepAliveReport {
 		t.Helper()
-		code, body := do(http.MethodPost, prism.KeepAlivePath+"?instance=web")
-		var r prism.KeepAliveReport
+		code, body := do(http.MethodPost, migration.KeepAlivePath+"?instance=web")
+		var r migration.KeepAliveReport
 		if code != 200 || json.Unmarshal([]byte(body), &r) != nil {
 			t.Fatalf("keep-alive collection: %d %s", code, body)
 		}
@@ -169,10 +169,10 @@ instances:
 	if r := collect(); len(r.Hit) != 0 {
 		t.Fatalf("a second collection with no packet in between: hits %x", r.Hit)
 	}
-	if code, body := do(http.MethodPost, prism.KeepAlivePath+"?instance=nope"); code != http.StatusNotFound {
+	if code, body := do(http.MethodPost, migration.KeepAlivePath+"?instance=nope"); code != http.StatusNotFound {
 		t.Errorf("unknown instance: %d %s", code, body)
 	}
-	if code, _ := do(http.MethodGet, prism.KeepAlivePath+"?instance=web"); code != http.StatusMethodNotAllowed {
+	if code, _ := do(http.MethodGet, migration.KeepAlivePath+"?instance=web"); code != http.StatusMethodNotAllowed {
 		t.Errorf("GET (reading clears the bits): %d, want 405", code)
 	}
 }

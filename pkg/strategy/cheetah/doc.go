@@ -1,6 +1,7 @@
-// Package cheetah is the Go model of the Cheetah cookie (docs/strategy-cheetah.md):
-// how a server id is obfuscated per connection, where it sits in the server's
-// TCP timestamp, how the mux reads it back from the client's echo and what the
-// server's stack is shown instead of the echo. bpf/include/cheetah_cookie.h is
-// the C side; both are checked against testdata/cheetah-vectors.json.
+// Package cheetah is the Cheetah strategy's own code on the Go side: its
+// mux loader side (the instance's record of keys, policy and picks,
+// muxspi) and its reference-model decision (modelspi), registered in
+// init(); its cookie is cookie. Its controller, ring payload and agent
+// sides are still files of those layers (docs/architecture.md, "A new
+// strategy").
 package cheetah

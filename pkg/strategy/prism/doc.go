@@ -1,9 +1,7 @@
-// Package prism holds the Prism strategy's algorithms (Cohen et al., "LB
-// Scalability: Achieving the Right Balance Between Being Stateful and
-// Stateless"): Algorithm 1, iterative migration of a pool update's
-// signatures into the migrated-connection table (MCT) in rounds; Algorithm
-// 2, the choice of the bins to move by least expected MCT load; and the
-// software connection table (SCT) they read. The controller runs them on
-// real agents' answers (pkg/controlplane/controller/strategy_prism.go); the simulation
-// (sim.go, `beamer-lab sim prism`) runs the same code on a synthetic workload.
+// Package prism is the Prism strategy's own code on the Go side: its mux
+// loader side (the migrated-connection table, muxspi), the mux daemon's
+// keep-alive bits and their node API route (daemonspi.Server), and its
+// reference-model decision (modelspi), registered in init(); its
+// algorithms are migration. Its controller and ring payload sides are
+// still files of those layers (docs/architecture.md, "A new strategy").
 package prism

@@ -7,7 +7,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/controlplane/assign"
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
 	"github.com/beamer-lb/beamer/research/netlab"
@@ -17,7 +17,7 @@ import (
 var cheetahVIP = netip.MustParseAddr("198.18.100.3")
 
 // benchKeys are fixed so that runs are comparable; any key costs the same.
-var benchKeys = cheetah.Keys{Keys: [2]cheetah.Key{{0x01234567, 0x89abcdef, 0xfedcba98, 0x76543210}, {1, 2, 3, 4}}}
+var benchKeys = cookie.Keys{Keys: [2]cookie.Key{{0x01234567, 0x89abcdef, 0xfedcba98, 0x76543210}, {1, 2, 3, 4}}}
 
 // cheetahMuxRows measures the Cheetah mux beside Beamer's rows: a segment
 // whose echo carries a valid cookie (decode: option parse, keyed hash,
@@ -43,7 +43,7 @@ func cheetahMuxRows(r *rig, o Options, ctx func([]byte) any, add func(string, in
 	client := netip.AddrPortFrom(netip.MustParseAddr("198.19.0.1"), 1024)
 	vip := netip.AddrPortFrom(cheetahVIP, 80)
 	flow := wire.Flow{Src: client.Addr(), Dst: cheetahVIP, SrcPort: client.Port(), DstPort: 80, Proto: wire.ProtoTCP}
-	tsecr := cheetah.TSval(0x12345678, benchKeys.Encode(1030, 0, flow), false)
+	tsecr := cookie.TSval(0x12345678, benchKeys.Encode(1030, 0, flow), false)
 	rows := []struct {
 		name, counter, what string
 		seg                 []byte

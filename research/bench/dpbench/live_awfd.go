@@ -6,6 +6,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
 )
 
 // Every server in a class (weights 1–4): a miss takes the whole Algorithm 1
@@ -16,12 +17,12 @@ func init() {
 		if err != nil {
 			return err
 		}
-		return m.SetAWFDRecord(cfg.Name, rec)
+		return awfd.SetRecord(m.WithInstance, cfg.Name, rec)
 	}
 }
 
 // liveAWFDRecord puts the table's servers in classes 1–4 in turn.
-func liveAWFDRecord(t *forwarding.Table) (*awfd.Record, error) {
+func liveAWFDRecord(t *forwarding.Table) (*classes.Record, error) {
 	var ids []forwarding.ServerID
 	for id := range t.Servers {
 		ids = append(ids, id)
@@ -31,5 +32,5 @@ func liveAWFDRecord(t *forwarding.Table) (*awfd.Record, error) {
 	for i := range w {
 		w[i] = 1 + i%4
 	}
-	return awfd.Build(1, 0, 4, ids, w)
+	return classes.Build(1, 0, 4, ids, w)
 }

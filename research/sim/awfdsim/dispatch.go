@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/strategy/awfd"
+	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
 )
 
 // dispatcher places new flows on one VIP's DIPs.
@@ -85,11 +85,11 @@ func argmax(a []float64) int {
 }
 
 // awfdDispatch is the product's AWFD: quantisation, record and Algorithm 1
-// of pkg/strategy/awfd; an empty record falls back to equal shares as the mux does.
+// of pkg/strategy/awfd/classes; an empty record falls back to equal shares as the mux does.
 type awfdDispatch struct {
 	m   int
 	ids []forwarding.ServerID
-	rec *awfd.Record
+	rec *classes.Record
 	seq uint64
 }
 
@@ -103,7 +103,7 @@ func newAWFD(m, n int) *awfdDispatch {
 
 func (d *awfdDispatch) update(avail []float64) {
 	d.seq++
-	rec, err := awfd.Build(d.seq, 0, d.m, d.ids, awfd.Weights(avail, d.m))
+	rec, err := classes.Build(d.seq, 0, d.m, d.ids, classes.Weights(avail, d.m))
 	if err != nil {
 		panic(err) // Build of Weights' output cannot fail: a bug
 	}
