@@ -86,7 +86,7 @@ func parseCheetahKeys(s string) (cookie.Keys, error) {
 
 // `ctl cheetah rotate-key NAME`: a new key in the slot new connections do
 // not use, published to the muxes, made current --settle later
-// (controller.RotateCheetahKey); the controller pushes it to the agents.
+// (controller.RotateKey, pkg/strategy/cheetah); the controller pushes it to the agents.
 // newCtlCheetahCommand is `ctl cheetah` and its `rotate-key`.
 func newCtlCheetahCommand() *cobra.Command {
 	group := &cobra.Command{Use: "cheetah", Short: "Operations of cheetah instances"}

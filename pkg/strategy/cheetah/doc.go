@@ -1,7 +1,7 @@
 // Package cheetah is the Cheetah strategy's own code on the Go side: its
-// mux loader side (the instance's record of keys, policy and picks,
-// muxspi) and its reference-model decision (modelspi), registered in
-// init(); its cookie is cookie. Its controller, ring payload and agent
-// sides are still files of those layers (docs/architecture.md, "A new
-// strategy").
+// controller side (Beamer's buckets plus the keys: pushed to the agents
+// with their loads read back, switched and rotated, carried in the table;
+// ctlstrategy), its mux loader side (the instance's record of keys, policy
+// and picks, muxspi) and its reference-model decision (modelspi), all
+// registered in init(); its cookie is cookie.
 package cheetah

@@ -40,7 +40,7 @@ type runtime struct {
 	// flipped: bins moved by the last publication and their old owners,
 	// with the signatures already copied, until the final round ran.
 	flipped map[string]*flip
-	// keepAlive: what the muxes' keep-alive bits said (prism_keepalive.go).
+	// keepAlive: what the muxes' keep-alive bits said (keepalive.go).
 	keepAlive map[string]*keepAliveState
 }
 
