@@ -1,7 +1,8 @@
 // Package prism is the Prism strategy's own code on the Go side: its mux
 // loader side (the migrated-connection table, muxspi), the mux daemon's
-// keep-alive bits and their node API route (daemonspi.Server), and its
-// reference-model decision (modelspi), registered in init(); its
-// algorithms are migration. Its controller and ring payload sides are
-// still files of those layers (docs/architecture.md, "A new strategy").
+// keep-alive bits and their node API route (daemonspi.Server), its
+// reference-model decision (modelspi) and its section of the ring's
+// payloads (the MCT, ringspi), registered in init(); its algorithms are
+// migration. Its controller side is still files of that layer
+// (docs/architecture.md, "A new strategy").
 package prism
