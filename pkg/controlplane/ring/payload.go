@@ -278,7 +278,7 @@ func readTail(r *reader, secs []ringspi.Registered, read func(s ringspi.Section,
 		sr := ringspi.NewReader(r.b)
 		read(s.Section, sr)
 		if err := sr.Err(); err != nil {
-			r.err = fmt.Errorf("%w: payload %v: %v", ErrCorrupt, s, err)
+			r.err = fmt.Errorf("%w: payload %v: %w", ErrCorrupt, s, err)
 			return
 		}
 		r.b = r.b[len(r.b)-sr.Len():]
