@@ -1,7 +1,8 @@
 // Package cheetah is the Cheetah strategy's own code on the Go side: its
-// controller side (Beamer's buckets plus the keys: pushed to the agents
-// with their loads read back, switched and rotated, carried in the table;
+// controller side (key push and loads, held servers, key rotation;
 // ctlstrategy), its mux loader side (the instance's record of keys, policy
-// and picks, muxspi) and its reference-model decision (modelspi), all
-// registered in init(); its cookie is cookie.
+// and picks, muxspi), its reference-model decision (modelspi) and its
+// section of the ring's payloads (keys and loads, ringspi), registered in
+// init(); its cookie is cookie. Its agent side is still files of that
+// layer (docs/architecture.md, "A new strategy").
 package cheetah
