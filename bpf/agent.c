@@ -32,6 +32,38 @@
  *
  * Packets without the option (MPTCP secondary subflows, addressed by server
  * id) are never chained: they are kept, and the stack answers them.
+ *
+ * One body, agent_path, for both families and both hooks (is_ipv6 and hook
+ * constants at each call, so each program is compiled as if the others did
+ * not exist): the outer headers are read by the family's own reader
+ * (agent_outer.h), the chaining is the family's own (chain here, chain6 in
+ * agent6.h), everything between is shared. Four programs run it:
+ *
+ *   beamer_agent        tc, IPv4; tail-calls beamer_agent6 for IPv6 frames
+ *   beamer_agent6       tc, GUE over IPv6 (issue 16)
+ *   beamer_agent_xdp    XDP, IPv4; tail-calls beamer_agent6_xdp for IPv6
+ *   beamer_agent6_xdp   XDP, IPv6
+ *
+ * The XDP programs are the fast path for servers whose NIC runs XDP
+ * natively (pkg/dataplane Agent.AttachXDP; the tc program stays attached
+ * behind it). Decapsulating in tc costs bpf_skb_adjust_room on a socket
+ * buffer already built; in XDP it is moving the Ethernet header forward by
+ * the outer header's length before the kernel builds the buffer. So the
+ * common case is decided there, and only it: a packet the XDP path
+ * decapsulates is one the tc path would have decapsulated with the same
+ * state — a TCP SYN, a packet without the option, or a packet from a mux at
+ * exactly the newest (incarnation, generation) whose option names no
+ * previous owner that could take it (no chaining possible, so no socket
+ * lookup needed) — with every check of the tc path passed and a GUE UDP
+ * checksum of 0. Everything else — a newer generation (which must be
+ * remembered), an older one (socket lookup, maybe a drop), a chainable
+ * packet (clock, window, redirect), Cheetah VIPs (their echo is rewritten),
+ * UDP, ICMP, anything malformed or untrusted — goes on untouched
+ * (XDP_PASS) to the tc program, which decides and counts it as before
+ * (agent_ctx.h ctx_drop). The XDP path changes no state but its counters,
+ * so what the tc path guarantees (daisy chaining, SYN cookies, generation
+ * checks) holds unchanged. A packet decapsulated there reaches the tc
+ * program as a plain packet and is counted there as pass_not_encap too.
  */
 #include "include/defs.h"
 #include "include/parse.h"
@@ -51,12 +83,9 @@
 #include "include/agent_send.h"
 #include "include/agent_epoch.h"
 #include "include/agent6.h"
-#include "include/agent_xdp.h"
+#include "include/agent_ctx.h"
+#include "include/agent_outer.h"
 
-
-/* Enough linear data for Ethernet, the longest outer headers (GUE's), the
- * inner IPv4 header and a TCP header with options. */
-#define HEADERS_NEEDED (sizeof(struct ethhdr) + GUE4_LEN_MAX + sizeof(struct iphdr) + 60)
 
 /* The outer headers a chained packet gets, in the encapsulation it came in:
  * one buffer for both, so the program's stack holds one. GUE's holds what
@@ -148,145 +177,122 @@ INLINE int chain(struct __sk_buff *skb, struct iphdr *outer, void *data_end, int
 			  &hdr.ipip.ip.daddr, 0);
 }
 
-SEC("tc")
-int beamer_agent(struct __sk_buff *skb)
+/*
+ * The first previous owner at or after hop that is not this server, when
+ * the VIP chains at all: -1 none, -2 an owner the packet is too short to
+ * hold (IPv6 owners are checked where they are read).
+ */
+INLINE int next_owner(const struct agent_vip *vip, const struct outer_frame *o, const int is_ipv6)
 {
-	if (skb->protocol == bpf_htons(ETH_P_IPV6))
-		return agent_ipv6(skb); /* bpf/include/agent6.h */
-	if (skb->len > HEADERS_NEEDED && (long)skb->data_end - (long)skb->data < (long)HEADERS_NEEDED)
-		bpf_skb_pull_data(skb, HEADERS_NEEDED);
+	const struct beamer_opt *opt = o->opt;
+	__u8 hop = opt->hop;
+	int next = -1;
 
-	void *data = (void *)(long)skb->data;
-	void *data_end = (void *)(long)skb->data_end;
-	struct iphdr *outer = ipv4_after_eth(data, data_end);
-	struct udphdr *udp = NULL; /* GUE: its UDP header (gue_agent.h) */
-
-	if (outer && outer->protocol == IPPROTO_UDP)
-		udp = gue4_udp(outer, data_end);
-	if (!outer || (outer->protocol != IPPROTO_IPIP && !udp)) {
-		agent_count(AGENT_PASS_NOT_ENCAP);
-		return TC_ACT_OK;
-	}
-	if (outer->daddr != local_addr) {
-		agent_count(AGENT_PASS_NOT_FOR_US);
-		return TC_ACT_OK;
-	}
-
-	/* Encapsulated for us: from here on kept, chained, or dropped. */
-	capture_skb(skb, CAPTURE_AGENT_RX);
-	if (!ipv4_trusted(outer->saddr))
-		return drop(AGENT_DROP_UNTRUSTED);
-
-	/* Before any field of it is believed (issue 23): a corrupted
-	 * previous owner must not become a valid packet to a wrong address. */
-	if (outer_csum_wrong(outer, data_end))
-		return drop(AGENT_DROP_BAD_CHECKSUM);
-	__u32 avail = skb->len - sizeof(struct ethhdr);
-	if (outer->version != 4)
-		return drop(AGENT_DROP_BAD_HEADER);
-	if (outer->frag_off & bpf_htons(IP_MF | IP_OFFSET))
-		return drop(AGENT_DROP_FRAGMENT);
-	__u16 outer_tot = bpf_ntohs(outer->tot_len);
-	if (outer_tot > avail)
-		return drop(AGENT_DROP_TRUNCATED);
-
-	struct beamer_opt *opt = NULL;
-	struct iphdr *ip;
-	int outer_len = outer->ihl * 4;
-	int n = 0; /* previous owners in the option */
-	if (udp) {
-		/* GUE: the private data is the option (gue.h). */
-		outer_len = gue4_parse(outer, udp, data_end, outer_tot);
-		if (outer_len == -GUE_TRUNCATED)
-			return drop(AGENT_DROP_TRUNCATED);
-		if (outer_len == -GUE_BAD_HEADER)
-			return drop(AGENT_DROP_BAD_HEADER);
-		if (outer_len < GUE4_LEN_PLAIN || outer_len > GUE4_LEN_MAX)
-			return drop(AGENT_DROP_BAD_OPTION);
-		if (udp->check) {
-			/* Rare (muxes and agents send 0): verified over the
-			 * whole packet, pulled in, so the headers move. */
-			if (!gue_udp_csum_ok(skb, 0))
-				return drop(AGENT_DROP_BAD_UDP_CHECKSUM);
-			data = (void *)(long)skb->data;
-			data_end = (void *)(long)skb->data_end;
-			outer = ipv4_after_eth(data, data_end);
-			if (!outer)
-				return drop(AGENT_DROP_TRUNCATED);
+	if (!vip->window || hop >= o->n)
+		return -1;
+#pragma unroll
+	for (int i = 0; i < BEAMER_MAX_CHAIN; i++) {
+		if (next < 0 && i >= hop && i < o->n) {
+			if (is_ipv6) {
+				const struct beamer_opt6 *opt6 = (const void *)o->opt;
+				if ((void *)opt6->prev[i] + 16 > o->data_end)
+					return -2;
+				if (!is_local6(opt6->prev[i]))
+					next = i;
+			} else if (opt->prev[i] != local_addr) {
+				next = i;
+			}
 		}
-		if (outer_len > GUE4_LEN_PLAIN) {
-			opt = (void *)outer + GUE4_LEN_PLAIN;
-			if ((void *)(opt + 1) > data_end)
-				return drop(AGENT_DROP_TRUNCATED);
-			n = (outer_len - GUE4_LEN_OPT) >> 2;
-		}
-		agent_count(AGENT_GUE);
-	} else if (outer_len > OUTER_LEN_PLAIN) {
-		/* Valid packets hold the inner IPv4 and TCP headers after the
-		 * outer one, so OUTER_LEN_MAX bytes are there whatever n is. */
-		opt = (void *)(outer + 1);
-		if ((void *)(opt + 1) > data_end)
-			return drop(AGENT_DROP_TRUNCATED);
-		if (outer_len < OUTER_LEN_OPT || opt->type != BEAMER_OPT_TYPE || opt->len != outer_len - OUTER_LEN_PLAIN)
-			return drop(AGENT_DROP_BAD_OPTION);
-		n = (outer_len - OUTER_LEN_OPT) >> 2;
-		if (opt->hop > n)
-			return drop(AGENT_DROP_BAD_OPTION);
-	} else if (outer_len != OUTER_LEN_PLAIN) {
-		return drop(AGENT_DROP_BAD_OPTION);
 	}
-	if (outer_len > GUE4_LEN_MAX)
-		return drop(AGENT_DROP_BAD_OPTION); /* cannot happen: IHL is 4 bits, GUE's checked */
-	ip = (void *)outer + outer_len;
-	if ((void *)(ip + 1) > data_end)
-		return drop(AGENT_DROP_TRUNCATED);
-	if (outer_tot < outer_len)
-		return drop(AGENT_DROP_BAD_HEADER);
+	return next;
+}
 
-	/* The inner packet's flow: TCP, UDP, or for an ICMP frag needed the
-	 * connection it quotes (a mux steered it by that flow's bucket). */
+/*
+ * The agent's decision (this file's header comment), for both families
+ * and both hooks: the outer headers (agent_outer.h), then the inner
+ * packet's flow — TCP, UDP, or for an ICMP frag needed or Packet Too Big
+ * the connection it quotes (a mux steered it by that flow's bucket) — its
+ * VIP, and kept, chained or dropped.
+ */
+INLINE int agent_path(void *ctx, const int hook, const int is_ipv6)
+{
+	struct outer_frame o = {};
+	int action = is_ipv6 ? outer6(ctx, hook, &o) : outer4(ctx, hook, &o);
+
+	if (action >= 0)
+		return action;
+	void *data_end = o.data_end;
+	void *l3 = o.outer + o.len;
+	struct iphdr *ip = l3;
+	struct ipv6hdr *ip6 = l3;
+	if (l3 + L3_LEN(is_ipv6) > data_end)
+		return ctx_drop(hook, AGENT_DROP_TRUNCATED);
+	if (o.tot < (__u32)o.len)
+		return ctx_drop(hook, AGENT_DROP_BAD_HEADER);
+
 	struct tcphdr *tcp = NULL;
 	struct flow f = {};
-	enum parse_verdict pv = check_ipv4_plain(ip, outer_tot - outer_len);
-	if (pv == PARSE_OK && ip->protocol == IPPROTO_ICMP) {
-		if (icmp_classify(ip, data_end, &f) != ICMP_KIND_FRAG_NEEDED)
+	/* The connection's addresses for an IPv6 socket lookup: the packet's,
+	 * or those of the reply an ICMPv6 message quotes. */
+	struct in6_addr *client = &ip6->saddr, *vaddr = &ip6->daddr;
+	enum parse_verdict pv = parse_flow(l3, data_end, o.tot - o.len, &f, &tcp, is_ipv6);
+	if (pv == PARSE_ICMP) {
+		if (hook == AGENT_XDP)
+			return XDP_PASS;
+		void *quote;
+		if (icmp_classify(l3, data_end, f.l4_off, &f, &quote, is_ipv6) != ICMP_KIND_TOO_BIG)
 			return drop(AGENT_DROP_ICMP);
 		agent_count(AGENT_ICMP_FRAG_NEEDED);
-	} else if (pv == PARSE_OK) {
-		pv = parse_flow(ip, data_end, &f, &tcp);
+		if (is_ipv6) {
+			client = &((struct ipv6hdr *)quote)->daddr;
+			vaddr = &((struct ipv6hdr *)quote)->saddr;
+		}
+		pv = PARSE_OK;
 	}
 	if (pv != PARSE_OK)
-		return drop(parse_drop[pv]);
+		return ctx_drop(hook, parse_drop[pv]);
+	if (hook == AGENT_XDP && !tcp)
+		return XDP_PASS;
 
-	const struct agent_vip *vip = agent_vip_of(ip->daddr);
+	const struct agent_vip *vip =
+		is_ipv6 ? bpf_map_lookup_elem(&agent_vips6, &ip6->daddr) : agent_vip_of(ip->daddr);
 	if (!vip)
-		return drop(AGENT_DROP_UNKNOWN_VIP);
+		return ctx_drop(hook, AGENT_DROP_UNKNOWN_VIP);
+	if (hook == AGENT_XDP && !is_ipv6 && cheetah_vips_in_use && bpf_map_lookup_elem(&cheetah_vips, &ip->daddr))
+		return XDP_PASS; /* the echo is rewritten in tc */
 
 	/* A connection request is always this server's to answer. */
 	if (tcp && flow_is_syn(&f))
-		return decap_to_stack(skb, outer_len, AGENT_LOCAL_SYN, 0);
+		return ctx_decap(ctx, hook, o.len, AGENT_LOCAL_SYN, o.gue, is_ipv6);
 	/* No option: a subflow addressed to this server by id (or a QUIC
 	 * packet by the id in its connection id), never chained; the stack
 	 * serves it or resets it. */
-	if (!opt)
-		return decap_to_stack(skb, outer_len, AGENT_STACK_NO_OPTION, 0);
+	if (!o.opt)
+		return ctx_decap(ctx, hook, o.len, AGENT_STACK_NO_OPTION, o.gue, is_ipv6);
 
 	/* The newest (incarnation, generation) remembered for the VIP, raised
-	 * by this packet unless a sanity bound refuses it (agent_epoch.h). */
+	 * by this packet unless a sanity bound refuses it (agent_epoch.h).
+	 * XDP remembers nothing: only a packet at exactly the newest is its. */
 	__u32 now = 0; /* read from the clock only when needed */
-	int is_newest = remember_epoch(vip, opt->incarnation, opt->generation, &now);
-	if (is_newest < 0)
-		return drop(AGENT_DROP_UNKNOWN_VIP);
-
-	/* The first previous owner at or after hop that is not this server. */
-	int next = -1;
-	if (vip->window && opt->hop < n) {
-#pragma unroll
-		for (int i = 0; i < BEAMER_MAX_CHAIN; i++)
-			if (next < 0 && i >= opt->hop && i < n && opt->prev[i] != local_addr)
-				next = i;
+	int is_newest = 1;
+	if (hook == AGENT_XDP) {
+		if (!at_newest_epoch(vip, o.opt->incarnation, o.opt->generation))
+			return XDP_PASS;
+	} else {
+		is_newest = remember_epoch(vip, o.opt->incarnation, o.opt->generation, &now);
+		if (is_newest < 0)
+			return drop(AGENT_DROP_UNKNOWN_VIP);
 	}
-	int chainable = next >= 0 && window_open(vip, opt->changed, &f, &now);
+
+	int next = next_owner(vip, &o, is_ipv6);
+	if (hook == AGENT_XDP) {
+		if (next != -1)
+			return XDP_PASS; /* a previous owner could take it: tc decides */
+		return xdp_decap(ctx, o.len, AGENT_TO_STACK, o.gue, is_ipv6);
+	}
+	if (next == -2)
+		return drop(AGENT_DROP_TRUNCATED);
+	int chainable = next >= 0 && window_open(vip, o.opt->changed, &f, &now);
 
 	/*
 	 * Nothing to daisy-chain and a mux at the newest state: whether the
@@ -295,19 +301,86 @@ int beamer_agent(struct __sk_buff *skb)
 	 * not moved lately — and it needs no socket lookup and no clock.
 	 */
 	if (!chainable && is_newest)
-		return decap_to_stack(skb, outer_len, AGENT_TO_STACK, 0);
+		return decap_to_stack(ctx, o.len, AGENT_TO_STACK, is_ipv6);
 
-	switch (locality(skb, ip, &f, tcp)) {
+	enum locality l = is_ipv6 ? locality6(ctx, ip6, client, vaddr, &f, tcp) : locality(ctx, ip, &f, tcp);
+	switch (l) {
 	case LOCAL_SOCKET:
-		return decap_to_stack(skb, outer_len, AGENT_LOCAL_SOCKET, 0);
+		return decap_to_stack(ctx, o.len, AGENT_LOCAL_SOCKET, is_ipv6);
 	case LOCAL_COOKIE:
-		return decap_to_stack(skb, outer_len, AGENT_LOCAL_COOKIE, 0);
+		return decap_to_stack(ctx, o.len, AGENT_LOCAL_COOKIE, is_ipv6);
 	default:
 		break;
 	}
-	if (chainable)
-		return chain(skb, outer, data_end, outer_len, next, outer->protocol == IPPROTO_UDP);
+	if (chainable) {
+		if (is_ipv6)
+			return chain6(ctx, o.outer, next);
+		return chain(ctx, o.outer, data_end, o.len, next, o.gue);
+	}
 	return drop(AGENT_DROP_STALE_GENERATION);
+}
+
+/* The IPv6 path: a program of its own, tail-called by beamer_agent for
+ * IPv6 frames (agent6_prog), so the IPv4 path and its stack are as before. */
+SEC("tc")
+int beamer_agent6(struct __sk_buff *skb)
+{
+	return agent_path(skb, AGENT_TC, 1);
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, int(struct __sk_buff *));
+} agent6_prog SEC(".maps") = {
+	.values = {[0] = (void *)&beamer_agent6},
+};
+
+SEC("tc")
+int beamer_agent(struct __sk_buff *skb)
+{
+	if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		/* Should the tail call fail, the frame goes on to the stack
+		 * untouched, as any frame that is not ours. */
+		bpf_tail_call(skb, &agent6_prog, 0);
+		agent_count(AGENT_PASS_NOT_ENCAP);
+		return TC_ACT_OK;
+	}
+	return agent_path(skb, AGENT_TC, 0);
+}
+
+/* The XDP fast path's IPv6 program, tail-called by beamer_agent_xdp for
+ * frames that are not IPv4. */
+SEC("xdp")
+int beamer_agent6_xdp(struct xdp_md *ctx)
+{
+	return agent_path(ctx, AGENT_XDP, 1);
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, int(struct xdp_md *));
+} agent6_xdp_prog SEC(".maps") = {
+	.values = {[0] = (void *)&beamer_agent6_xdp},
+};
+
+/* IPv4 here; IPv6 frames to beamer_agent6_xdp by a tail call, which leaves
+ * the IPv4 path's code as it was (should it fail, they go on to the tc
+ * program untouched). */
+SEC("xdp")
+int beamer_agent_xdp(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+
+	if (data + sizeof(struct ethhdr) <= (void *)(long)ctx->data_end &&
+	    ((struct ethhdr *)data)->h_proto == bpf_htons(ETH_P_IPV6)) {
+		bpf_tail_call(ctx, &agent6_xdp_prog, 0);
+		return XDP_PASS;
+	}
+	return agent_path(ctx, AGENT_XDP, 0);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -75,7 +75,7 @@ int decap_floor_bench(struct __sk_buff *skb)
 }
 
 /*
- * The XDP fast path (agent_xdp.h) under repeated test runs: the outer header
+ * The XDP fast path (agent.c agent_path, hook AGENT_XDP) under repeated test runs: the outer header
  * it stripped is put back (the head grown again and the saved bytes
  * written), so every repetition decapsulates again.
  */
@@ -102,7 +102,7 @@ int beamer_agent_xdp_bench(struct xdp_md *ctx)
 		return XDP_ABORTED;
 	__builtin_memcpy(saved, data, XDP_BENCH_SAVED);
 	__u32 len = ctx->data_end - ctx->data;
-	int action = agent_xdp4(ctx); /* the IPv4 path (no tail call under a bpf-to-bpf call) */
+	int action = agent_path(ctx, AGENT_XDP, 0); /* the IPv4 path (no tail call under a bpf-to-bpf call) */
 	__u32 now = ctx->data_end - ctx->data;
 	int grow = len > now ? (int)(len - now) : 0;
 	if (grow > GUE4_LEN_MAX)
@@ -205,7 +205,7 @@ int beamer_agent6_bench(struct __sk_buff *skb)
 	return action;
 }
 
-/* The XDP fast path's IPv6 twin (agent6_xdp.h) under repeated test runs:
+/* The XDP fast path's IPv6 program (beamer_agent6_xdp) under repeated test runs:
  * the outer headers it stripped are put back. Called directly, as the tc
  * wrapper above calls its program. */
 #define XDP6_BENCH_SAVED AGENT6_BENCH_SAVED

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * What the agent is told at load time (pkg/dataplane AgentOptions): its own
- * addresses and the sanity bounds of agent.c's header comment. Both of its
- * paths (agent.c, agent6.h) and both hooks (tc, XDP) read them.
+ * addresses and the sanity bounds of agent.c's header comment. Both families
+ * and both hooks (tc, XDP) read them (agent.c agent_path).
  */
 #ifndef BEAMER_AGENT_CONFIG_H
 #define BEAMER_AGENT_CONFIG_H

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The agent's two time checks, shared by its IPv4 and IPv6 paths (agent.c,
- * agent6.h), with the sanity bounds of agent.c's header comment
+ * The agent's two time checks, shared by both families and both hooks
+ * (agent.c agent_path), with the sanity bounds of agent.c's header comment
  * (agent_config.h), and the clock they read.
  */
 #ifndef BEAMER_AGENT_EPOCH_H
@@ -27,7 +27,7 @@ INLINE __u32 unix_seconds(void)
 
 /*
  * Is the packet's (incarnation, generation) exactly the newest remembered
- * for the VIP? The XDP fast path's question (agent_xdp.h, agent6_xdp.h):
+ * for the VIP? The XDP fast path's question (agent.c, hook AGENT_XDP):
  * such a packet has nothing to remember and is not stale. 0 also when the
  * VIP's words are missing.
  */

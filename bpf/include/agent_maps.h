@@ -63,12 +63,12 @@ enum agent_counter {
 	AGENT_FUTURE_INCARNATION,   /* of the above: incarnation ahead of clock + skew, not remembered */
 	AGENT_SUSPICIOUS_GENERATION,/* of the above: generation jump too large, not remembered */
 	AGENT_CLAMPED_CHANGE,       /* of the above: change time ahead of clock + skew, clamped */
-	AGENT_XDP_DECAP,            /* of the above: kept by the XDP fast path (agent_xdp.h) */
+	AGENT_XDP_DECAP,            /* of the above: kept by the XDP fast path (agent.c beamer_agent_xdp) */
 	AGENT_ICMP_FRAG_NEEDED,     /* of the above: an ICMP frag needed, decided as the connection it quotes */
 	AGENT_DROP_ICMP,            /* inner ICMP other than a frag needed quoting a VIP's TCP/UDP packet */
 	AGENT_GUE,                  /* of the above: arrived in GUE (bpf/include/gue_agent.h) */
 	AGENT_IPV6,                 /* of the above: kept or chained over IPv6 (bpf/include/agent6.h) */
-	AGENT_DROP_EXT_HEADERS,     /* inner IPv6 extension headers beyond the bound (parse6.h) */
+	AGENT_DROP_EXT_HEADERS,     /* inner IPv6 extension headers beyond the bound (parse.h) */
 	AGENT_DROP_BAD_CHECKSUM,    /* outer IPv4 header checksum wrong (issue 23) */
 	AGENT_DROP_BAD_UDP_CHECKSUM,/* GUE whose nonzero UDP checksum is wrong (or too long to verify) */
 	AGENT_DROP_UNTRUSTED_OWNER, /* chainable, but to a previous owner outside the trusted prefixes */

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Where the agent's tc program sends a packet it does not drop, for both
- * families (agent.c for IPv4, agent6.h for IPv6; is_ipv6 is a constant at
- * each call, so each family is compiled as if the other did not exist):
- * to the local stack without its outer headers (decap_to_stack), or on to
- * a previous owner with rewritten outer headers (chain_send).
+ * families (agent.c agent_path and chain, agent6.h chain6; is_ipv6 is a
+ * constant at each call, so each family is compiled as if the other did
+ * not exist): to the local stack without its outer headers
+ * (decap_to_stack), or on to a previous owner with rewritten outer headers
+ * (chain_send).
  */
 #ifndef BEAMER_AGENT_SEND_H
 #define BEAMER_AGENT_SEND_H

@@ -6,6 +6,15 @@
  * whether the packet is TCP or UDP: the 5-tuple, the protocol and, for
  * TCP, the flags byte are all it needs. (Cheetah alone also reads the TCP
  * timestamp option; it gets the header pointer beside the flow.)
+ *
+ * IPv6 packets fill the same struct flow: each 128-bit address is folded to
+ * 32 bits (the XOR of its four words) and the flow hash is then the IPv4
+ * one, unchanged (flow_hash.h; pkg/wire FlowHash6 is the Go twin). Folding
+ * keeps struct flow, the strategies and the IPv4 path exactly as they are;
+ * the hash still mixes every address bit, and the 5-tuple's ports spread
+ * one client's connections as for IPv4. Whoever needs the full addresses
+ * (the agent's socket lookup, the mux's outer header) reads them from the
+ * IPv6 header.
  */
 #ifndef BEAMER_FLOW_H
 #define BEAMER_FLOW_H
@@ -27,7 +36,7 @@ struct flow {
 	__be16 dport;
 	__u8 proto;     /* IPPROTO_TCP or IPPROTO_UDP */
 	__u8 tcp_flags; /* TCP: byte 13 of the header (TCPF_*); 0 otherwise */
-	__u16 l4_off;   /* offset of the transport header from the IPv4 header */
+	__u16 l4_off;   /* offset of the transport header from the IP header */
 };
 
 /* A connection request: SYN without ACK. Never true for UDP. */
@@ -87,17 +96,51 @@ INLINE enum parse_verdict parse_l4(void *l3, __u32 off, __u32 end, __u8 proto, v
 	return PARSE_OK;
 }
 
-/* Fills f from a validated 20-byte IPv4 header (check_ipv4_plain) and the
- * TCP or UDP header after it (parse_l4). */
-INLINE enum parse_verdict parse_flow(struct iphdr *ip, void *data_end, struct flow *f, struct tcphdr **tcpp)
+/* XOR of the four words: byte order commutes with XOR, so the fold of the
+ * network-order words is the network-order fold of the host-order ones. */
+INLINE __be32 addr6_fold(const struct in6_addr *a)
 {
-	if (ip->protocol != IPPROTO_TCP && ip->protocol != IPPROTO_UDP)
-		return PARSE_NOT_TCP;
-	enum parse_verdict pv = parse_l4(ip, sizeof(*ip), bpf_ntohs(ip->tot_len), ip->protocol, data_end, f, tcpp);
+	return a->in6_u.u6_addr32[0] ^ a->in6_u.u6_addr32[1] ^ a->in6_u.u6_addr32[2] ^ a->in6_u.u6_addr32[3];
+}
+
+INLINE int addr6_eq(const struct in6_addr *a, const struct in6_addr *b)
+{
+	return ((a->in6_u.u6_addr32[0] ^ b->in6_u.u6_addr32[0]) | (a->in6_u.u6_addr32[1] ^ b->in6_u.u6_addr32[1]) |
+		(a->in6_u.u6_addr32[2] ^ b->in6_u.u6_addr32[2]) | (a->in6_u.u6_addr32[3] ^ b->in6_u.u6_addr32[3])) == 0;
+}
+
+/*
+ * Fills f from the IP packet at l3 of either family (avail bytes from l3
+ * on, some maybe beyond data_end in tc): the IP header checked as parse.h
+ * says (parse_l3), then the TCP or UDP header checked against the IP
+ * packet's length (parse_l4), the addresses copied (IPv4) or folded
+ * (IPv6). *tcpp is the TCP header (NULL for UDP). ICMP and ICMPv6 return
+ * PARSE_ICMP with only f->l4_off set (the ICMP header's offset).
+ */
+INLINE enum parse_verdict parse_flow(void *l3, void *data_end, __u32 avail, struct flow *f, struct tcphdr **tcpp,
+				     const int is_ipv6)
+{
+	__u8 proto = 0;
+	__u32 off = 0;
+	enum parse_verdict pv = parse_l3(l3, data_end, avail, &proto, &off, is_ipv6);
+
+	f->l4_off = off; /* for ICMP: where its header is */
 	if (pv != PARSE_OK)
 		return pv;
-	f->saddr = ip->saddr;
-	f->daddr = ip->daddr;
+	if (is_ipv6)
+		off &= 0x1ff; /* at most 40 + IPV6_MAX_EXT_BYTES: tells the verifier */
+	pv = parse_l4(l3, off, l3_tot_len(l3, is_ipv6), proto, data_end, f, tcpp);
+	if (pv != PARSE_OK)
+		return pv;
+	if (is_ipv6) {
+		struct ipv6hdr *ip6 = l3;
+		f->saddr = addr6_fold(&ip6->saddr);
+		f->daddr = addr6_fold(&ip6->daddr);
+	} else {
+		struct iphdr *ip = l3;
+		f->saddr = ip->saddr;
+		f->daddr = ip->daddr;
+	}
 	return PARSE_OK;
 }
 

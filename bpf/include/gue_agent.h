@@ -4,7 +4,7 @@
  * ports carry GUE to this server, and the checks that turn a GUE packet
  * into what the IP-in-IP path sees — an outer length to strip and, when
  * present, a Beamer option (the private data is the option's bytes). The tc
- * program (agent.c) and its XDP fast path (agent_xdp.h) both call these.
+ * program and its XDP fast path (agent.c, agent_outer.h) both call these.
  */
 #ifndef BEAMER_GUE_AGENT_H
 #define BEAMER_GUE_AGENT_H

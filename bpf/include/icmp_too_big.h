@@ -29,7 +29,7 @@
 
 #include "defs.h"
 #include "csum.h"
-#include "flow6.h"
+#include "flow.h"
 
 #define ICMP_DEST_UNREACH 3
 #define ICMP_FRAG_NEEDED 4

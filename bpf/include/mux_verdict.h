@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The mux's drop, shared by both of its paths (mux.c for IPv4, mux6.h for
- * IPv6): a dropped packet is counted once, by reason, and in the VIP's
- * traffic counters (vip_traffic.h).
+ * The mux's drop, shared by both of its programs (mux.c: beamer_mux for
+ * IPv4, beamer_mux6 for IPv6): a dropped packet is counted once, by
+ * reason, and in the VIP's traffic counters (vip_traffic.h).
  */
 #ifndef BEAMER_MUX_VERDICT_H
 #define BEAMER_MUX_VERDICT_H
@@ -12,13 +12,14 @@
 #include "mux_maps.h"
 #include "vip_traffic.h"
 
-/* The drop reason of a parse verdict (parse.h, parse6.h). */
-static const enum mux_counter parse_drop[] = {
+/* The drop reason of a parse verdict (parse.h), for both families. */
+static const enum mux_counter parse_drop[PARSE_ICMP] = {
 	[PARSE_TRUNCATED] = MUX_DROP_TRUNCATED,
 	[PARSE_BAD_HEADER] = MUX_DROP_BAD_HEADER,
 	[PARSE_IP_OPTIONS] = MUX_DROP_IP_OPTIONS,
 	[PARSE_FRAGMENT] = MUX_DROP_FRAGMENT,
 	[PARSE_NOT_TCP] = MUX_DROP_NOT_TCP, /* neither TCP, UDP nor ICMP */
+	[PARSE_EXT_CHAIN] = MUX_DROP_EXT_HEADERS,
 };
 
 INLINE int drop(enum mux_counter why)

@@ -22,7 +22,7 @@
 
 #include "defs.h"
 #include "limits.h"
-#include "flow6.h"
+#include "flow.h"
 
 #ifndef AF_INET
 #define AF_INET 2

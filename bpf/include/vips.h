@@ -28,7 +28,7 @@
 #include "defs.h"
 #include "limits.h"
 #include "mux_maps.h"
-#include "flow6.h"
+#include "flow.h"
 
 #define VIP_FRONT_WAYS 8                      /* words per line: one cache line */
 
@@ -92,7 +92,7 @@ INLINE __u32 vip_line(__be32 addr)
  * both families (is_ipv6 a constant at each call): an IPv4 address is word
  * 0 of daddr, an IPv6 one all four. A VIP is usually in the first word of
  * its line: the scan stops at its word. IPv6 lines are keyed by the
- * address's fold (flow6.h), and folds of distinct VIPs may collide: a
+ * address's fold (flow.h), and folds of distinct VIPs may collide: a
  * matching word names a candidate record, the one whose address
  * (vip6_addrs) is daddr is the VIP's. */
 INLINE struct vip_info *vip_find(const __be32 *daddr, const int is_ipv6)

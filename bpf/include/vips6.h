@@ -5,7 +5,7 @@
  *
  *   vip6_front     the IPv4 front's twin: VIP_FRONT_LINES lines of
  *                  8 words, a VIP in one word of line hash(fold), the word
- *                  holding the fold of its address (flow6.h, bits 0-31)
+ *                  holding the fold of its address (flow.h, bits 0-31)
  *                  and its record + 1 (bits 32-47). The records are the
  *                  IPv4 VIPs' array, published under the same rules.
  *   vip6_addrs     by record: the VIP's 16-byte address, written before a
@@ -26,7 +26,7 @@
 #include "defs.h"
 #include "mux_maps.h"
 #include "vips.h"
-#include "flow6.h"
+#include "flow.h"
 
 struct server6_table {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

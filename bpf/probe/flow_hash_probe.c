@@ -6,7 +6,7 @@
  */
 #include "../include/defs.h"
 #include "../include/flow_hash.h"
-#include "../include/flow6.h"
+#include "../include/flow.h"
 
 struct probe {
 	__be32 saddr, daddr;
@@ -30,7 +30,7 @@ int flow_hash_probe(struct xdp_md *ctx)
 }
 
 
-/* The IPv6 flow hash (include/flow6.h): addresses folded, then the same
+/* The IPv6 flow hash (include/flow.h): addresses folded, then the same
  * hash; checked against pkg/wire by TestFlowHash6Probe. */
 
 struct probe6 {

@@ -239,7 +239,7 @@ int cheetah_egress(struct __sk_buff *skb)
 
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
-	struct iphdr *ip = ipv4_after_eth(data, data_end);
+	struct iphdr *ip = l3_after_eth(data, data_end, 0);
 
 	if (!ip || ip->ihl != 5 || ip->protocol != IPPROTO_TCP)
 		return TC_ACT_OK;

@@ -8,7 +8,7 @@ import (
 	"github.com/cilium/ebpf/link"
 )
 
-// The agent's XDP fast path (bpf/include/agent_xdp.h): on a server whose
+// The agent's XDP fast path (bpf/agent.c beamer_agent_xdp): on a server whose
 // NIC runs XDP natively it decapsulates the common case — SYNs, packets
 // without the option, and packets from a mux at the newest generation with
 // no previous owner to chain to — before the kernel builds a socket

@@ -141,7 +141,7 @@ func (e *e2eNet) dial6(t *testing.T, mptcp bool) *echoConn {
 // connection's second subflow reaches C by its server-id port.
 //
 // The xdp run has each server's agent also attached in native XDP (the
-// IPv6 fast path, agent6_xdp.h), as on a server whose NIC runs XDP: the
+// IPv6 fast path, beamer_agent6_xdp), as on a server whose NIC runs XDP: the
 // same must hold, with the common packets decapsulated in XDP.
 func TestEndToEnd6(t *testing.T) {
 	t.Run("tc", func(t *testing.T) { endToEnd6(t, false) })

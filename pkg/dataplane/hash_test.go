@@ -44,7 +44,7 @@ func TestFlowHashVectors(t *testing.T) {
 }
 
 // TestFlowHash6Probe checks the C IPv6 flow hash (addresses folded, then
-// the IPv4 hash: bpf/include/flow6.h) and bucket against the Go model
+// the IPv4 hash: bpf/include/flow.h) and bucket against the Go model
 // (pkg/wire) on pseudo-random IPv6 tuples under 2001:db8::/32.
 func TestFlowHash6Probe(t *testing.T) {
 	netlabtest.RequireRoot(t)

@@ -8,7 +8,7 @@ import (
 )
 
 // parse6Model is the documented IPv6 parse of docs/wire-format.md
-// ("Extension headers, bounded"; bpf/include/parse6.h, flow6.h) written
+// ("Extension headers, bounded"; bpf/include/parse.h, flow.h) written
 // again from the table, for the frame after its Ethernet header: the drop
 // counter it ends in, or "" when the packet parses.
 func parse6Model(ip []byte) string {

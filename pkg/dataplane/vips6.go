@@ -7,7 +7,7 @@ import (
 )
 
 // IPv6 VIPs (bpf/include/vips6.h): their front is the IPv4 front's twin,
-// keyed by the fold of the address (the XOR of its four words, flow6.h),
+// keyed by the fold of the address (the XOR of its four words, flow.h),
 // and their records are the IPv4 VIPs' kind, in the same array under the
 // same rules. Since two addresses may fold alike, each record's address is
 // kept in vip6_addrs, written before a front word names the record (and,

@@ -18,7 +18,9 @@ import (
 // and agent registries need a loaded BPF program to build, so their names
 // are read from the code that builds them), checked against a real
 // registry where one can be built without BPF (the controller's).
-var registration = regexp.MustCompile(`(?:Name:\s*|NewDesc\(\s*|NewCounterCollector\(\s*)"(beamer_[a-z0-9_]+)"`)
+// Metric: is a strategy's decision counters (muxspi.CounterSet), which the
+// mux daemon registers under that name.
+var registration = regexp.MustCompile(`(?:Name:\s*|Metric:\s*|NewDesc\(\s*|NewCounterCollector\(\s*)"(beamer_[a-z0-9_]+)"`)
 
 func sourceNames(t *testing.T) map[string]bool {
 	t.Helper()

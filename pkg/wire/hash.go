@@ -39,7 +39,7 @@ type Flow struct {
 func addrWord(a netip.Addr) uint32 {
 	if a.Is6() && !a.Is4In6() {
 		// IPv6: the XOR of the address's four host-order words
-		// (bpf/include/flow6.h addr6_fold).
+		// (bpf/include/flow.h addr6_fold).
 		b := a.As16()
 		var w uint32
 		for i := 0; i < 16; i += 4 {

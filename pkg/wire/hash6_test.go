@@ -6,7 +6,7 @@ import (
 )
 
 // TestFlowHashIPv6Folds checks the IPv6 flow hash is the IPv4 one over each
-// address folded to the XOR of its four words (bpf/include/flow6.h), and
+// address folded to the XOR of its four words (bpf/include/flow.h), and
 // that every word of the address counts.
 func TestFlowHashIPv6Folds(t *testing.T) {
 	v6 := Flow{Src: netip.MustParseAddr("2001:db8:1:2::3"), Dst: netip.MustParseAddr("2001:db8::80"),

@@ -13,6 +13,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/node/nodeauth"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/spf13/cobra"
 )
@@ -113,7 +114,10 @@ func (f *controllerFlags) options(cmd *cobra.Command, logger *slog.Logger) (cont
 		o.Defrag, o.DefragEvery = &controller.AutoDefrag{Params: f.defrag}, *f.defragPeriod
 	}
 	if *f.cheetahEvery > 0 {
-		o.Cheetah = &controller.CheetahOptions{Every: *f.cheetahEvery}
+		if o.Strategies == nil {
+			o.Strategies = map[forwarding.Strategy]any{}
+		}
+		o.Strategies[forwarding.StrategyCheetah] = &cheetah.ControllerOptions{Every: *f.cheetahEvery}
 	}
 	return o, useNodeClients(&o, f.nodeFiles)
 }

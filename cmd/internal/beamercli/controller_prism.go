@@ -4,13 +4,15 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/strategy/prism"
 	"github.com/spf13/cobra"
 )
 
 // addPrismFlags adds the flags of Prism's keep-alive pruning to `beamer
 // controller` and returns what applies them to the run options.
 func addPrismFlags(cmd *cobra.Command) func(*controller.RunOptions) error {
-	var k controller.PrismKeepAlive
+	var k prism.KeepAlive
 	cmd.Flags().StringSliceVar(&k.Muxes, "prism-muxes", nil, "muxes' node API addresses (mux --api, host:port): prune Prism MCT entries no mux has hit for --prism-idle-rounds (their servers' socket lists as the second opinion); without a mux list, the servers' socket lists alone decide")
 	cmd.Flags().StringVar(&k.MuxesFile, "prism-muxes-file", "", "file listing more mux addresses, one host:port a line, read again every round (name every mux: a mux left out makes its connections look idle)")
 	cmd.Flags().DurationVar(&k.Every, "prism-keepalive-every", 10*time.Second, "how often the muxes' MCT keep-alive bits are collected (one round)")
@@ -24,7 +26,20 @@ func addPrismFlags(cmd *cobra.Command) func(*controller.RunOptions) error {
 		if err := k.Validate(); err != nil {
 			return err
 		}
-		o.PrismKeepAlive = &k
+		prismOptions(o).KeepAlive = &k
 		return nil
 	}
+}
+
+// prismOptions are Prism's controller options in o, made on first use.
+func prismOptions(o *controller.RunOptions) *prism.ControllerOptions {
+	if o.Strategies == nil {
+		o.Strategies = map[forwarding.Strategy]any{}
+	}
+	p, ok := o.Strategies[forwarding.StrategyPrism].(*prism.ControllerOptions)
+	if !ok {
+		p = &prism.ControllerOptions{}
+		o.Strategies[forwarding.StrategyPrism] = p
+	}
+	return p
 }

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
+	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 	"github.com/spf13/cobra"
 )
@@ -84,18 +86,18 @@ func parseCheetahKeys(s string) (cookie.Keys, error) {
 
 // `ctl cheetah rotate-key NAME`: a new key in the slot new connections do
 // not use, published to the muxes, made current --settle later
-// (controller.RotateCheetahKey); the controller pushes it to the agents.
+// (controller.RotateKey, pkg/strategy/cheetah); the controller pushes it to the agents.
 // newCtlCheetahCommand is `ctl cheetah` and its `rotate-key`.
 func newCtlCheetahCommand() *cobra.Command {
 	group := &cobra.Command{Use: "cheetah", Short: "Operations of cheetah instances"}
 	rot, f := newCtl(group, "rotate-key NAME [--settle D] [--min-age D] [--force]",
 		"Rotate a cheetah instance's cookie key: connections keep the key id they started with, new ones take the new key after --settle", cobra.ExactArgs(1))
-	settle := rot.Flags().Duration("settle", controller.DefaultCheetahSettle, "time the muxes get to load the new key before servers use it (longer than a mux may lag the store without being withdrawn)")
+	settle := rot.Flags().Duration("settle", cheetah.DefaultSettle, "time the muxes get to load the new key before servers use it (longer than a mux may lag the store without being withdrawn)")
 	minAge := rot.Flags().Duration("min-age", time.Hour, "refuse when the current key became current less than this ago: connections older than that carry the key this rotation overwrites")
 	force := rot.Flags().Bool("force", false, "rotate even when --min-age or an agent that did not confirm the current keys says not to (their connections may break)")
 	rot.RunE = func(_ *cobra.Command, args []string) error {
 		res, err := f.submitResult(controller.Request{Op: controller.OpCheetahRotate, Instance: args[0],
-			Rotation: &controller.CheetahRotation{Settle: *settle, MinAge: *minAge, Force: *force}})
+			Rotation: &ctlstrategy.KeyRotation{Settle: *settle, MinAge: *minAge, Force: *force}})
 		if err != nil {
 			return err
 		}

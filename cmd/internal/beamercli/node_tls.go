@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/node/agentapi"
 	"github.com/beamer-lb/beamer/pkg/node/nodeauth"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	"github.com/beamer-lb/beamer/pkg/strategy/prism/migration"
 	"github.com/spf13/cobra"
 )
@@ -105,12 +107,14 @@ func useNodeClients(o *controller.RunOptions, f *nodeauth.Files) error {
 	if o.Holds != nil {
 		o.Holds.Client = agents
 	}
-	if o.Cheetah != nil {
-		o.Cheetah.Client = agents
+	if co, ok := o.Strategies[forwarding.StrategyCheetah].(*cheetah.ControllerOptions); ok {
+		co.Client = agents
 	}
-	o.Signatures, o.Capacity = agents, agents
-	if o.PrismKeepAlive != nil {
-		o.PrismKeepAlive.Client = n.muxes(10 * time.Second)
+	o.Capacity = agents
+	po := prismOptions(o)
+	po.Signatures = agents
+	if po.KeepAlive != nil {
+		po.KeepAlive.Client = n.muxes(10 * time.Second)
 	}
 	return nil
 }

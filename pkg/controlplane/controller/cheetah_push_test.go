@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/node/agentapi"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 )
 
@@ -64,7 +66,7 @@ func TestCheetahKeyPushLoadsAndRotation(t *testing.T) {
 	ctx := storetest.Context(t)
 	root, clk := newRoot(), newClock()
 	agents := newFakeKeyAgents()
-	c := New(shared, root, Options{Now: clk.now, Cheetah: &CheetahOptions{Every: time.Second, Client: agents}})
+	c := New(shared, root, Options{Now: clk.now, Strategies: map[forwarding.Strategy]any{forwarding.StrategyCheetah: &cheetah.ControllerOptions{Every: time.Second, Client: agents}}})
 	cfg := cheetahInstance(64)
 	cfg.Cheetah.Policy = forwarding.CheetahP2C
 	if err := c.CreateInstance(ctx, cfg); err != nil {
@@ -101,7 +103,7 @@ func TestCheetahKeyPushLoadsAndRotation(t *testing.T) {
 	round := func() {
 		t.Helper()
 		clk.advance(time.Second)
-		if err := c.cheetahRound(ctx); err != nil {
+		if err := c.strategyTicks(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -133,8 +135,8 @@ func TestCheetahKeyPushLoadsAndRotation(t *testing.T) {
 	}
 
 	// Rotation.
-	rot := CheetahRotation{Settle: 10 * time.Second, MinAge: time.Hour}
-	res, err := c.RotateCheetahKey(ctx, "web", rot)
+	rot := ctlstrategy.KeyRotation{Settle: 10 * time.Second, MinAge: time.Hour}
+	res, err := c.RotateKey(ctx, "web", rot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +147,7 @@ func TestCheetahKeyPushLoadsAndRotation(t *testing.T) {
 	if newKey == cfg.Cheetah.Keys.Keys[1] || tab.Cheetah.Keys.Keys[1] != newKey || tab.Cheetah.Keys.Keys[0] != cfg.Cheetah.Keys.Keys[0] || tab.Cheetah.Keys.Current != 0 {
 		t.Fatalf("after rotate-key the muxes have %+v: want key 0 kept, a new key 1, key id 0 current", tab.Cheetah.Keys)
 	}
-	if _, err := c.RotateCheetahKey(ctx, "web", rot); err == nil || !strings.Contains(err.Error(), "in progress") {
+	if _, err := c.RotateKey(ctx, "web", rot); err == nil || !strings.Contains(err.Error(), "in progress") {
 		t.Fatalf("second rotation during the settle time: %v", err)
 	}
 	round()
@@ -163,7 +165,7 @@ func TestCheetahKeyPushLoadsAndRotation(t *testing.T) {
 	if tab := table(); tab.Cheetah.Keys != want {
 		t.Fatalf("muxes have %+v after the switch", tab.Cheetah.Keys)
 	}
-	if _, err := c.RotateCheetahKey(ctx, "web", rot); err == nil || !strings.Contains(err.Error(), "min-age") {
+	if _, err := c.RotateKey(ctx, "web", rot); err == nil || !strings.Contains(err.Error(), "min-age") {
 		t.Fatalf("rotation right after a switch: %v", err)
 	}
 	// An active server whose agent stops answering stays active, but a
@@ -177,11 +179,11 @@ func TestCheetahKeyPushLoadsAndRotation(t *testing.T) {
 	}
 	clk.advance(2 * time.Hour)
 	round()
-	if _, err := c.RotateCheetahKey(ctx, "web", rot); err == nil || !strings.Contains(err.Error(), "[1026]") {
+	if _, err := c.RotateKey(ctx, "web", rot); err == nil || !strings.Contains(err.Error(), "[1026]") {
 		t.Fatalf("rotation with 1026's agent unreachable: %v", err)
 	}
 	rot.Force = true
-	if _, err := c.RotateCheetahKey(ctx, "web", rot); err != nil {
+	if _, err := c.RotateKey(ctx, "web", rot); err != nil {
 		t.Fatalf("forced rotation: %v", err)
 	}
 	// Without the push (agents keyed by hand), nothing is held.
@@ -202,7 +204,7 @@ func TestCheetahSlotHeldWhileConnections(t *testing.T) {
 	ctx := storetest.Context(t)
 	root, clk := newRoot(), newClock()
 	agents := newFakeKeyAgents()
-	c := New(shared, root, Options{Now: clk.now, Cheetah: &CheetahOptions{Every: time.Second, Client: agents}})
+	c := New(shared, root, Options{Now: clk.now, Strategies: map[forwarding.Strategy]any{forwarding.StrategyCheetah: &cheetah.ControllerOptions{Every: time.Second, Client: agents}}})
 	if err := c.CreateInstance(ctx, cheetahInstance(64)); err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +217,7 @@ func TestCheetahSlotHeldWhileConnections(t *testing.T) {
 	round := func(d time.Duration) *forwarding.Table {
 		t.Helper()
 		clk.advance(d)
-		if err := c.cheetahRound(ctx); err != nil {
+		if err := c.strategyTicks(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if err := c.Reconcile(ctx, "web"); err != nil {

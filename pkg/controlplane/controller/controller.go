@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store"
@@ -35,16 +36,10 @@ type Options struct {
 	// even if one known to hold nothing could (the rule before issue 28);
 	// evictions of holders are still reported.
 	EvictOldest bool
-	// Signatures asks agents for their Prism signatures (the SCT); nil:
-	// HTTP to DIP:agent_port.
-	Signatures SignatureLister
-	// Cheetah, when set, pushes Cheetah keys to the agents and collects
-	// their loads (cheetah.go); nil: agents have their keys by hand.
-	Cheetah *CheetahOptions
-	// PrismKeepAlive, if set, prunes Prism MCT entries from the muxes'
-	// keep-alive bits, the servers' socket lists as the second opinion
-	// (prism_keepalive.go); nil: from the servers' socket lists alone.
-	PrismKeepAlive *PrismKeepAlive
+	// Strategies are the strategies' own controller options, by name (the
+	// type is the strategy package's, e.g. *prism.ControllerOptions);
+	// a strategy reads its own through ctlstrategy.Ctl.Options.
+	Strategies map[forwarding.Strategy]any
 	// Logger receives what the controller does (Info), refuses or finds
 	// degraded (Warn) and fails at (Error), with fields (instance,
 	// generation, server, dip, reason, error); nil discards. Children
@@ -84,10 +79,9 @@ type Controller struct {
 	// last is the writer of the last publication per instance: its table
 	// is what muxes run, the best content for a repair.
 	last map[string]*ring.Writer
-	// prism is the Prism strategy's state (prism.go), made on first use.
-	prism *prismRuntime
-	// cheetah is the Cheetah strategy's agent state (cheetah.go).
-	cheetah *cheetahRuntime
+	// strategyState is each strategy's own state in this controller
+	// (ctlstrategy.StateMaker), made on first use (ctl_host.go).
+	strategyState map[forwarding.Strategy]any
 }
 
 // New returns a Controller writing through st under root.
@@ -99,28 +93,15 @@ func New(st store.Store, root string, opts Options) *Controller {
 	if opts.Ring.Now == nil {
 		opts.Ring.Now = now
 	}
-	if opts.PrismKeepAlive != nil {
-		o := *opts.PrismKeepAlive
-		o.fill()
-		opts.PrismKeepAlive = &o
-	}
 	opts.Logger = loggerOr(opts.Logger)
-	if opts.Cheetah != nil {
-		o := *opts.Cheetah
-		if o.Logger == nil {
-			o.Logger = opts.Logger
-		}
-		o.fill()
-		opts.Cheetah = &o
-	}
 	return &Controller{st: st, root: root, opts: opts, now: now, log: opts.Logger, cache: map[string]*instance{},
 		seen: map[string]ring.Pair{}, started: map[string]bool{}, repairs: map[string]string{}, metrics: opts.Metrics,
-		last: map[string]*ring.Writer{}}
+		last: map[string]*ring.Writer{}, strategyState: map[forwarding.Strategy]any{}}
 }
 
 // Errors for bad requests; the message says what exactly is wrong.
 var (
-	ErrBadRequest = errors.New("bad request")
+	ErrBadRequest = ctlstrategy.ErrBadRequest
 	ErrNotFound   = errors.New("not found")
 )
 

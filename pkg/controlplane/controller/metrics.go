@@ -15,7 +15,6 @@ type Metrics struct {
 	held     *prometheus.GaugeVec
 	// The K limit (history_limit.go).
 	cuts, evictions, evictedConns *prometheus.CounterVec
-	prism                         *prismMetrics
 	ops                           *opsMetrics
 	// strategies are the metrics of strategies with their own
 	// (ctlstrategy.MetricsMaker), by name.
@@ -39,7 +38,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.evictedConns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beamer_controller_history_evicted_connections_total",
 		Help: "Connections the servers pushed out of bucket histories by the max_chain limit held there (as their agents last reported): they break."}, []string{"lb_instance", "server"})
 	reg.MustRegister(m.failOpen, m.servers, m.held, m.cuts, m.evictions, m.evictedConns)
-	m.prism = newPrismMetrics(reg)
 	m.strategies = map[forwarding.Strategy]any{}
 	for _, s := range ctlstrategy.All() {
 		if mm, ok := s.(ctlstrategy.MetricsMaker); ok {

@@ -3,16 +3,13 @@ package controller
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net/netip"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
+	"github.com/beamer-lb/beamer/pkg/strategy/prism"
 	"github.com/beamer-lb/beamer/pkg/strategy/prism/migration"
 	"github.com/beamer-lb/beamer/pkg/wire"
 )
@@ -50,7 +47,7 @@ func (m *fakeMuxes) KeepAlive(_ context.Context, addr, instance string) (*migrat
 func TestPrismKeepAlivePruning(t *testing.T) {
 	servers := &prismServers{conns: map[netip.Addr]map[wire.Flow]bool{}}
 	muxes := &fakeMuxes{busy: map[wire.Flow]bool{}, down: map[string]bool{}}
-	ka := &PrismKeepAlive{Muxes: []string{"mux1:9100", "mux2:9100"}, IdleRounds: 2, IdleMax: 8, Client: muxes}
+	ka := &prism.KeepAlive{Muxes: []string{"mux1:9100", "mux2:9100"}, IdleRounds: 2, IdleMax: 8, Client: muxes}
 	c, fol, mux := prismRigWith(t, servers, ka, 1, 1)
 	ctx := storetest.Context(t)
 	openFlows(mux, servers, 10000, 200)
@@ -89,11 +86,9 @@ func TestPrismKeepAlivePruning(t *testing.T) {
 		delete(servers.conns[dipAddr(1026)], f)
 	}
 	servers.mu.Unlock()
-	poller := &prismKeepAlivePoller{o: *c.opts.PrismKeepAlive, log: slog.New(slog.NewTextHandler(t.Output(), nil))}
 	round := func() {
 		t.Helper()
-		list, _ := poller.o.muxes()
-		if err := c.prismKeepAliveRound(ctx, poller.collect(ctx, "web", list)); err != nil {
+		if err := prism.CollectRound(ctx, c.Ctl(forwarding.StrategyPrism), "web"); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := fol.CatchUp(ctx, mux); err != nil {
@@ -140,7 +135,7 @@ func TestPrismKeepAlivePruning(t *testing.T) {
 	if has(busy) != len(busy) || has(idle) != len(idle) {
 		t.Fatalf("live entries pruned: busy %d/%d, idle-but-open %d/%d", has(busy), len(busy), has(idle), len(idle))
 	}
-	st := c.PrismStats("web")
+	st := prism.StatsOf(c.Ctl(forwarding.StrategyPrism), "web")
 	if st.Pruned != len(dead) {
 		t.Fatalf("pruned %d, want the %d dead", st.Pruned, len(dead))
 	}
@@ -176,7 +171,7 @@ func TestPrismKeepAlivePruning(t *testing.T) {
 			t.Fatalf("busy connection %v misrouted at generation %d", f, g)
 		}
 	}
-	t.Logf("%d busy, %d idle-open, %d dead migrated connections; stats %+v", len(busy), len(idle), len(dead), c.PrismStats("web"))
+	t.Logf("%d busy, %d idle-open, %d dead migrated connections; stats %+v", len(busy), len(idle), len(dead), prism.StatsOf(c.Ctl(forwarding.StrategyPrism), "web"))
 }
 
 // TestPrismDownServerAlive: a server marked down by its health checks but
@@ -235,35 +230,4 @@ func TestPrismDownServerAlive(t *testing.T) {
 		}
 	}
 	t.Logf("%d connections of the down server kept through the MCT", n)
-}
-
-// TestPrismKeepAliveOptions: a mux list with a bad line or limits that
-// contradict each other are refused with the reason; comments and blank
-// lines are fine.
-func TestPrismKeepAliveOptions(t *testing.T) {
-	dir := t.TempDir()
-	good := filepath.Join(dir, "good")
-	os.WriteFile(good, []byte("# muxes\n198.18.0.1:9100\n\n  [2001:db8::1]:9100  # v6\n"), 0o644)
-	o := &PrismKeepAlive{MuxesFile: good, Muxes: []string{"198.18.0.3:9100"}}
-	if err := o.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := o.muxes(); err != nil || len(got) != 3 || got[2] != "[2001:db8::1]:9100" {
-		t.Fatalf("muxes %v, %v", got, err)
-	}
-	bad := filepath.Join(dir, "bad")
-	os.WriteFile(bad, []byte("198.18.0.1:9100\n198.18.0.2\n"), 0o644)
-	for _, c := range []struct {
-		o    PrismKeepAlive
-		want string
-	}{
-		{PrismKeepAlive{MuxesFile: bad}, "line 2"},
-		{PrismKeepAlive{MuxesFile: filepath.Join(dir, "none")}, "no such file"},
-		{PrismKeepAlive{Muxes: []string{"x:1"}, IdleRounds: 5, IdleMax: 2}, "idle max 2 below idle rounds 5"},
-		{PrismKeepAlive{Muxes: []string{"x:1"}, Every: -time.Second}, "negative"},
-	} {
-		if err := c.o.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%+v: %v, want %q", c.o, err, c.want)
-		}
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/node/agentapi"
 	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
+	"github.com/beamer-lb/beamer/pkg/strategy/prism"
 	"github.com/beamer-lb/beamer/pkg/wire"
 )
 
@@ -153,14 +154,14 @@ func prismRig(t *testing.T, servers *prismServers, weights ...uint32) (*Controll
 	return prismRigWith(t, servers, nil, weights...)
 }
 
-func prismRigWith(t *testing.T, servers *prismServers, ka *PrismKeepAlive, weights ...uint32) (*Controller, *ring.Follower, *muxView) {
+func prismRigWith(t *testing.T, servers *prismServers, ka *prism.KeepAlive, weights ...uint32) (*Controller, *ring.Follower, *muxView) {
 	t.Helper()
 	in := webInstance(64)
 	in.Strategy = forwarding.StrategyPrism
 	in.Prism = &forwarding.PrismOptions{Settle: time.Millisecond}
 	root, clk := newRoot(), newClock()
 	fs := &followingStore{Store: shared}
-	c := New(fs, root, Options{Now: clk.now, Signatures: servers, PrismKeepAlive: ka})
+	c := New(fs, root, Options{Now: clk.now, Strategies: map[forwarding.Strategy]any{forwarding.StrategyPrism: &prism.ControllerOptions{Signatures: servers, KeepAlive: ka}}})
 	ctx := storetest.Context(t)
 	if err := c.CreateInstance(ctx, in); err != nil {
 		t.Fatal(err)
@@ -232,7 +233,7 @@ func TestPrismMCTOrdering(t *testing.T) {
 		}
 		t.Fatalf("%d connections misrouted in some generation", len(mux.broken))
 	}
-	st := c.PrismStats("web")
+	st := prism.StatsOf(c.Ctl(forwarding.StrategyPrism), "web")
 	if st.Updates < 3 || st.Migrated == 0 || len(mux.table.MCT) == 0 {
 		t.Fatalf("no migration happened: %+v, MCT %d", st, len(mux.table.MCT))
 	}
@@ -321,7 +322,7 @@ func TestPrismSYNsDuringMigration(t *testing.T) {
 	if _, err := fol.CatchUp(ctx, mux); err != nil {
 		t.Fatal(err)
 	}
-	st := c.PrismStats("web")
+	st := prism.StatsOf(c.Ctl(forwarding.StrategyPrism), "web")
 	if len(st.Rounds) < 3 || st.Rounds[1] == 0 || st.Rounds[len(st.Rounds)-1] != 0 {
 		t.Fatalf("rounds %v: want the SYNs of the first rounds found by later ones, and a last round with none", st.Rounds)
 	}

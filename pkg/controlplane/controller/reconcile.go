@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/assign"
+	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store"
@@ -162,7 +163,7 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 		// A strategy may hold a server back from new connections (Cheetah:
 		// until its agent has the keys); it is then planned as down.
 		held := false
-		if g, ok := strat.(gater); ok && !down[id] && g.held(c, in, t, id) {
+		if g, ok := strat.(ctlstrategy.Gater); ok && !down[id] && g.Held(c.Ctl(strat.Name()), inst{c, in}, t, id) {
 			down[id], held = true, true
 		}
 		want := forwarding.Server{Addr: dip.Addr, State: forwarding.Active}
@@ -182,12 +183,16 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 		servers = append(servers, assign.Server{ID: id, Weight: w})
 	}
 	in.cut = nil
-	pl := &planning{c: c, in: in, buckets: t.Buckets, servers: servers, down: down, now: now}
+	pl := &ctlstrategy.Planning{Config: in.config, Buckets: t.Buckets, Servers: servers, Down: down, Now: now,
+		Histories: func(moves []forwarding.BucketChange) []forwarding.BucketChange {
+			return c.histories(in, down, now).Plan(t.Buckets, moves)
+		},
+		Ctl: c.Ctl(strat.Name()), In: inst{c, in}}
 	moves, err := strat.Moves(pl)
 	if err != nil {
 		return nil, err
 	}
-	d.MCT = pl.mct
+	d.MCT = pl.MCT
 	// A strategy may have published a generation of its own meanwhile
 	// (Prism announces the bins about to move); it changed no server.
 	t = in.w.Table()
@@ -237,8 +242,8 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 			continue
 		}
 		keep := chaining[id] || (strat.DrainsRemoved() && c.draining(in, id, window, now))
-		if h, ok := strat.(slotHolder); ok && !keep {
-			keep = h.holdsSlot(c, in, id)
+		if h, ok := strat.(ctlstrategy.SlotHolder); ok && !keep {
+			keep = h.HoldsSlot(c.Ctl(strat.Name()), inst{c, in}, id)
 		}
 		switch {
 		case keep && s.State != forwarding.Retired:
@@ -248,24 +253,24 @@ func (c *Controller) plan(in *instance) (*forwarding.Delta, error) {
 			d.Servers = append(d.Servers, forwarding.ServerChange{ID: id, Remove: true})
 		}
 	}
-	if x, ok := strat.(extraState); ok {
-		x.extraState(c, in, t, d)
+	if x, ok := strat.(ctlstrategy.ExtraState); ok {
+		x.ExtraState(c.Ctl(strat.Name()), inst{c, in}, t, d)
 	}
 	return d, nil
 }
 
-// finish runs the strategy's work after a publication (finisher) and
+// finish runs the strategy's work after a publication (Finisher) and
 // publishes what it asks for.
 func (c *Controller) finish(ctx context.Context, in *instance) error {
 	strat, err := strategyOf(in.config)
 	if err != nil {
 		return err
 	}
-	f, ok := strat.(finisher)
+	f, ok := strat.(ctlstrategy.Finisher)
 	if !ok {
 		return nil
 	}
-	d, err := f.Finish(c, in)
+	d, err := f.Finish(ctx, c.Ctl(strat.Name()), inst{c, in})
 	if err != nil || d == nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/assign"
+	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store"
 )
@@ -57,9 +58,9 @@ type Request struct {
 	Steps  int                  `json:"steps,omitempty"`
 	Defrag *assign.DefragParams `json:"defrag,omitempty"`
 	// Rotation: cheetah-rotate-key's parameters.
-	Rotation *CheetahRotation `json:"rotation,omitempty"`
-	Status   string           `json:"status"`
-	Error    string           `json:"error,omitempty"`
+	Rotation *ctlstrategy.KeyRotation `json:"rotation,omitempty"`
+	Status   string                   `json:"status"`
+	Error    string                   `json:"error,omitempty"`
 	// LastError is why the latest attempt of a running request failed
 	// (store trouble); the controller retries it.
 	LastError string `json:"last_error,omitempty"`
@@ -329,7 +330,7 @@ func (c *Controller) execute(ctx context.Context, r *Request) (string, error) {
 		if r.Rotation == nil {
 			return "", badf("cheetah-rotate-key without parameters")
 		}
-		return c.RotateCheetahKey(ctx, r.Instance, *r.Rotation)
+		return c.RotateKey(ctx, r.Instance, *r.Rotation)
 	case OpDefrag:
 		if r.Defrag == nil {
 			return "", badf("defrag without parameters")

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/httpserver"
 	"github.com/beamer-lb/beamer/pkg/store"
@@ -111,17 +112,12 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 	c := New(store.Fenced(st, l), root, o.Options)
 	// The strategies' own work (AWFD's capacity polls) runs beside the
 	// loop.
-	runBackgrounds(ctx, store.Fenced(st, l), root, HostOptions{Logger: o.Logger, Metrics: o.Options.Metrics, Agents: o.Capacity})
+	// Their work on the loop (Host.Do) comes in on loopWork.
+	work := make(chan loopWork)
+	runBackgrounds(ctx, store.Fenced(st, l), root, HostOptions{Logger: o.Logger, Metrics: o.Options.Metrics, Agents: o.Capacity,
+		Strategies: o.Options.Strategies, Loop: work})
 	if hd != nil {
 		hd.now = c.now
-	}
-	// Prism keep-alive bits are collected beside the loop too: a mux that
-	// does not answer must not hold up requests or health checks.
-	var keepAlive <-chan keepAliveRound
-	if ko := c.opts.PrismKeepAlive; ko != nil {
-		kp := &prismKeepAlivePoller{st: store.Fenced(st, l), root: root, o: *ko, log: o.Logger, out: make(chan keepAliveRound)}
-		go kp.run(ctx)
-		keepAlive = kp.out
 	}
 	fatal := func(err error) bool { return errors.Is(err, store.ErrConflict) && !c.leading(ctx) }
 	if hd != nil {
@@ -161,10 +157,11 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 		defer t.Stop()
 		healthTick = t.C
 	}
-	// Cheetah: due key switches and, with the push on, keys to the agents
-	// and their loads back (cheetah.go); each instance at its interval.
-	cheetahTick := time.NewTicker(time.Second)
-	defer cheetahTick.Stop()
+	// The strategies' work on the loop (ctlstrategy.Ticker; Cheetah: due
+	// key switches and, with the push on, keys to the agents and their
+	// loads back), each at its own interval within.
+	strategyTick := time.NewTicker(time.Second)
+	defer strategyTick.Stop()
 	var defragTick <-chan time.Time
 	if o.Defrag != nil {
 		t := time.NewTicker(o.DefragEvery)
@@ -194,10 +191,11 @@ func lead(ctx context.Context, st store.Store, l store.Leadership, root string, 
 			what, err = "ring check", c.checkRings(ctx)
 		case <-holdTick:
 			what, err = "hold round", hd.round(ctx, c)
-		case <-cheetahTick.C:
-			what, err = "cheetah round", c.cheetahRound(ctx)
-		case kr := <-keepAlive:
-			what, err = "prism keep-alive round", c.prismKeepAliveRound(ctx, kr)
+		case <-strategyTick.C:
+			what, err = "strategy rounds", c.strategyTicks(ctx)
+		case w := <-work:
+			what, err = w.what, w.f(ctx, c.Ctl(w.name))
+			w.done <- err
 		case <-defragTick:
 			what, err = "defragmentation", c.autoDefrag(ctx, *o.Defrag)
 		}
@@ -219,6 +217,20 @@ func (c *Controller) reconcileAll(ctx context.Context) error {
 	for _, n := range names {
 		if err := c.Reconcile(ctx, n); err != nil {
 			errs = append(errs, fmt.Errorf("instance %s: %w", n, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// strategyTicks runs the strategies' work on the loop each second
+// (ctlstrategy.Ticker).
+func (c *Controller) strategyTicks(ctx context.Context) error {
+	var errs []error
+	for _, s := range ctlstrategy.All() {
+		if t, ok := s.(ctlstrategy.Ticker); ok {
+			if err := t.Tick(ctx, c.Ctl(s.Name())); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", s.Name(), err))
+			}
 		}
 	}
 	return errors.Join(errs...)

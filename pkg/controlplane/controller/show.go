@@ -45,12 +45,6 @@ type View struct {
 	HistoryEvictions *HistoryEvictions `json:"history_evictions,omitempty"`
 }
 
-// showReader is a strategy whose part of `ctl show` reads more of the
-// store (Strategy.Show then prints it).
-type showReader interface {
-	readShow(ctx context.Context, st store.Store, k ring.Keys, v *View, now time.Time) error
-}
-
 // Show reads the state of an instance. It only reads, so `beamer ctl show`
 // calls it directly, without going through the elected controller.
 func Show(ctx context.Context, st store.Store, root, name string, now time.Time) (*View, error) {
@@ -92,13 +86,13 @@ func Show(ctx context.Context, st store.Store, root, name string, now time.Time)
 		}
 	}
 	if strat, err := strategyOf(cfg); err == nil {
-		if r, ok := strat.(showReader); ok {
-			if err := r.readShow(ctx, st, k, v, now); err != nil {
+		if r, ok := strat.(ctlstrategy.ShowReader); ok {
+			if err := r.ReadShow(ctx, st, k, &v.View, now); err != nil {
 				return nil, err
 			}
 		}
 		v.Unit, v.Histories = "BUCKETS", strat.Histories()
-		strat.Show(v, live)
+		strat.Show(&v.View, live)
 	}
 	for _, id := range sortedKeys(dips) {
 		d := dips[id]

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -27,6 +28,19 @@ type HostOptions struct {
 	// Metrics are the controller's (nil: none); each strategy's own are
 	// made with them (ctlstrategy.MetricsMaker).
 	Metrics *Metrics
+	// Strategies are the strategies' own controller options
+	// (Options.Strategies), handed out by Host.Options.
+	Strategies map[forwarding.Strategy]any
+	// Loop takes work to the controller's loop (Host.Do); nil: none.
+	Loop chan<- loopWork
+}
+
+// loopWork is background work run on the controller's loop (Host.Do).
+type loopWork struct {
+	what string
+	name forwarding.Strategy
+	f    func(ctx context.Context, c ctlstrategy.Ctl) error
+	done chan error
 }
 
 // NewHost is what the controller gives the background work of strategy
@@ -57,6 +71,25 @@ func (h *strategyHost) Logger() *slog.Logger              { return h.o.Logger }
 func (h *strategyHost) Now() time.Time                    { return h.o.Now() }
 func (h *strategyHost) Agents() ctlstrategy.CapacityAsker { return h.o.Agents }
 func (h *strategyHost) Metrics() any                      { return h.o.Metrics.strategy(h.name) }
+func (h *strategyHost) Options() any                      { return h.o.Strategies[h.name] }
+
+func (h *strategyHost) Do(ctx context.Context, what string, f func(context.Context, ctlstrategy.Ctl) error) error {
+	if h.o.Loop == nil {
+		return fmt.Errorf("%s: no controller loop to run it on", what)
+	}
+	w := loopWork{what: what, name: h.name, f: f, done: make(chan error, 1)}
+	select {
+	case h.o.Loop <- w:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-w.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 func (h *strategyHost) Instances(ctx context.Context) ([]string, error) {
 	return listInstances(ctx, h.st, h.root)

@@ -41,6 +41,14 @@ type Host interface {
 	// Metrics is what the strategy's NewMetrics made for this
 	// controller's metrics (MetricsMaker), or nil: none.
 	Metrics() any
+	// Options are the strategy's controller options
+	// (controller.Options.Strategies), nil if none were given.
+	Options() any
+	// Do runs f on the controller's loop, between its other operations,
+	// and returns f's error; what names the work in the loop's log. It
+	// fails when ctx ends first or when there is no loop (a host made
+	// outside controller.Run).
+	Do(ctx context.Context, what string, f func(ctx context.Context, c Ctl) error) error
 }
 
 // Server is one DIP as background work sees it.

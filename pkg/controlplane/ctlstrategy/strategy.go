@@ -42,6 +42,10 @@ type Planning struct {
 	// generation under the controller's history rules (down DIPs last,
 	// holds kept, the K limit): the instance's own rules at this moment.
 	Histories func(moves []forwarding.BucketChange) []forwarding.BucketChange
+	// Ctl and In are the controller and the instance, for strategies that
+	// ask the servers or publish while they plan (Prism).
+	Ctl Ctl
+	In  Instance
 }
 
 var (

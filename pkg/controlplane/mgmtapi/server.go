@@ -13,6 +13,7 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/assign"
 	"github.com/beamer-lb/beamer/pkg/controlplane/controller"
+	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
 	"github.com/beamer-lb/beamer/pkg/controlplane/mgmtapi/mgmtv1"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/httpserver"
@@ -244,7 +245,7 @@ func (s *Server) Defrag(ctx context.Context, r *mgmtv1.DefragRequest) (*mgmtv1.C
 }
 
 func (s *Server) CheetahRotateKey(ctx context.Context, r *mgmtv1.CheetahRotateKeyRequest) (*mgmtv1.ChangeResponse, error) {
-	rot := &controller.CheetahRotation{Force: r.GetForce()}
+	rot := &ctlstrategy.KeyRotation{Force: r.GetForce()}
 	if r.GetSettle() != nil {
 		rot.Settle = r.GetSettle().AsDuration()
 	}

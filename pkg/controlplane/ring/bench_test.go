@@ -35,7 +35,7 @@ func BenchmarkColdStart(b *testing.B) {
 	ctx := storetest.Context(b)
 	st := storetest.EmbeddedT(b)
 	tab := paperTable(servers, 1)
-	obj, err := encodeObject(meta{kind: KindBlob, generation: 1}, marshalBlob(tab), 1)
+	obj, err := encodeObject(meta{kind: KindBlob, generation: 1}, blobBytes(tab), 1)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func BenchmarkColdStart(b *testing.B) {
 // choice of default level rests on this.
 func BenchmarkBlobCodec(b *testing.B) {
 	tab := paperTable(64000, 1)
-	raw := marshalBlob(tab)
+	raw := blobBytes(tab)
 	for _, level := range []int{1, 6, 9} {
 		b.Run(fmt.Sprintf("level=%d", level), func(b *testing.B) {
 			var obj []byte

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+
+	"github.com/beamer-lb/beamer/pkg/controlplane/ring/ringspi"
 )
 
 // Kind says whether an object is a delta or a blob.
@@ -160,7 +162,7 @@ type limits struct {
 const (
 	maxBucketBytes = 48
 	maxServers     = 1 << 16
-	maxServerBytes = serverRecord6 + 8 // an IPv6 server's record and its Cheetah load
+	maxServerBytes = serverRecord6 + ringspi.MaxServerBytes // an IPv6 server's record and what sections keep per server
 )
 
 // instanceLimits returns the bounds for an instance of b buckets on a store

@@ -31,4 +31,10 @@
 // all its chunks first and moving latest-gen (and latest-blob) last, in one
 // atomic commit, and deletes generations older than the latest blob.
 // Follower is the mux's side. The byte layout is in docs/control-plane.md.
+//
+// A strategy that keeps state of its own in the table (forwarding.Table
+// beside buckets and servers) carries it in a section at the end of the
+// payloads, registered from its folder through ringspi at a fixed
+// position; a binary that writes or reads payloads builds every strategy
+// in (pkg/strategy/all), or it refuses what it cannot read whole.
 package ring

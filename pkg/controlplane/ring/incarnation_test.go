@@ -100,7 +100,7 @@ func TestDeltaOfAnotherIncarnationRefused(t *testing.T) {
 	f, r := startFollower(t, k, FollowerOptions{Poll: 50 * time.Millisecond, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	good := w.Table().Clone()
 	d := nextDelta(rng, good)
-	obj, err := encodeObject(meta{kind: KindDelta, incarnation: w.Pair().Incarnation - 1, generation: d.Generation}, marshalDelta(d), 1)
+	obj, err := encodeObject(meta{kind: KindDelta, incarnation: w.Pair().Incarnation - 1, generation: d.Generation}, deltaBytes(d), 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,11 @@ package ring
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
 
+	"github.com/beamer-lb/beamer/pkg/controlplane/ring/ringspi"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 )
 
@@ -32,8 +34,9 @@ import (
 // Blob: u32 S, S server records (sorted by id), u32 B, bucket columns of
 // the B buckets.
 //
-// Both may end with strategies' own sections (tailSections), each in its
-// strategy's file (payload_NAME.go).
+// Both may end with strategies' own sections, in the order of their fixed
+// positions (ringspi), each in its strategy's folder
+// (pkg/strategy/NAME/payload.go).
 
 const serverRecord = 8
 
@@ -237,78 +240,86 @@ func putBucketColumns(b []byte, buckets func(i int) forwarding.Bucket, n int) {
 	}
 }
 
-// tailSection is a strategy's own section at the end of payloads, after
-// the bucket columns (payload_NAME.go). Sections follow each other in the
-// order of tailSections; one is written when it or a later one holds
-// something (in its empty form then), so the payloads of strategies
-// without a section are byte for byte what they were before it existed,
-// and a reader stops at the payload's end.
-type tailSection struct {
-	// delta and table say what the section of d or t is to write.
-	delta func(d *forwarding.Delta) sectionBytes
-	table func(t *forwarding.Table) sectionBytes
-	// readDelta and readTable read the section into d or t; a corrupt
-	// section sets r.err.
-	readDelta func(r *reader, d *forwarding.Delta)
-	readTable func(r *reader, t *forwarding.Table)
-}
-
-// sectionBytes is one section of one payload: its size when written and
-// its writer; empty sections are written only before a non-empty one, in
-// their empty form (size and put stand for that form then).
-type sectionBytes struct {
-	empty bool
-	size  int
-	put   func(b []byte)
-}
-
-// tailSections are the strategies' sections in payload order: one line
-// per strategy that keeps state of its own in the table.
-var tailSections = []tailSection{prismMCTSection, cheetahSection}
-
 // tailBytes is the size of one payload's sections and their writer: the
-// sections up to the last non-empty one.
-func tailBytes(parts []sectionBytes) (size int, put func(b []byte)) {
+// sections up to the last non-empty one (ringspi: an empty section is
+// written, in its empty form, only before a non-empty one).
+func tailBytes(secs []ringspi.Registered, part func(s ringspi.Section) ringspi.Bytes) (size int, put func(b []byte), err error) {
+	parts := make([]ringspi.Bytes, len(secs))
 	last := -1
-	for i, p := range parts {
-		if !p.empty {
+	for i, s := range secs {
+		parts[i] = part(s.Section)
+		if !parts[i].Empty {
 			last = i
 		}
 	}
-	parts = parts[:last+1]
-	for _, p := range parts {
-		size += p.size
+	for i, p := range parts[:last+1] {
+		if p.Put == nil {
+			return 0, nil, fmt.Errorf("ring: payload %v has no empty form and cannot come before %v", secs[i], secs[last])
+		}
+		size += p.Size
 	}
+	parts = parts[:last+1]
 	return size, func(b []byte) {
 		for _, p := range parts {
-			p.put(b)
-			b = b[p.size:]
+			p.Put(b[:p.Size])
+			b = b[p.Size:]
 		}
+	}, nil
+}
+
+// readTail reads the sections into the payload read so far: each one the
+// payload carries, in order, and refuses bytes after the last section this
+// build knows (ErrUnknownSection).
+func readTail(r *reader, secs []ringspi.Registered, read func(s ringspi.Section, sr *ringspi.Reader)) {
+	for _, s := range secs {
+		if r.err != nil || len(r.b) == 0 {
+			return
+		}
+		sr := ringspi.NewReader(r.b)
+		read(s.Section, sr)
+		if err := sr.Err(); err != nil {
+			r.err = fmt.Errorf("%w: payload %v: %w", ErrCorrupt, s, err)
+			return
+		}
+		r.b = r.b[len(r.b)-sr.Len():]
+	}
+	if r.err == nil && len(r.b) != 0 {
+		known := "none"
+		if len(secs) > 0 {
+			known = fmt.Sprint(secs[len(secs)-1])
+		}
+		r.err = fmt.Errorf("%w: %w: %d bytes after the last section this build reads (%s): a section of a strategy this build does not have, or damage",
+			ErrCorrupt, ErrUnknownSection, len(r.b), known)
 	}
 }
 
-func deltaTail(d *forwarding.Delta) (int, func([]byte)) {
-	parts := make([]sectionBytes, len(tailSections))
-	for i, s := range tailSections {
-		parts[i] = s.delta(d)
-	}
-	return tailBytes(parts)
-}
+// ErrUnknownSection is a payload that goes on past the strategies'
+// sections this build knows (ringspi). It comes wrapped in ErrCorrupt,
+// as the reader cannot tell it from damage.
+var ErrUnknownSection = errors.New("unknown payload section")
 
-func tableTail(t *forwarding.Table) (int, func([]byte)) {
-	parts := make([]sectionBytes, len(tailSections))
-	for i, s := range tailSections {
-		parts[i] = s.table(t)
+// sections are the strategies' payload sections in payload order.
+func sections() ([]ringspi.Registered, error) {
+	secs, err := ringspi.Sections()
+	if err != nil {
+		return nil, fmt.Errorf("ring: %w", err)
 	}
-	return tailBytes(parts)
+	return secs, nil
 }
 
 // marshalDelta encodes d's raw payload.
-func marshalDelta(d *forwarding.Delta) []byte {
+func marshalDelta(d *forwarding.Delta) ([]byte, error) {
+	secs, err := sections()
+	if err != nil {
+		return nil, err
+	}
+	tail, putTail, err := tailBytes(secs, func(s ringspi.Section) ringspi.Bytes { return s.Delta(d) })
+	if err != nil {
+		return nil, err
+	}
 	s, c := len(d.Servers), len(d.Buckets)
 	bucket := func(i int) forwarding.Bucket { return d.Buckets[i].Bucket }
 	cols := bucketColumnsSize(c, historyEntries(c, bucket))
-	tail, putTail := deltaTail(d)
 	recs := 0
 	for _, sc := range d.Servers {
 		recs += serverRecordSize(sc.Server)
@@ -327,19 +338,21 @@ func marshalDelta(d *forwarding.Delta) []byte {
 	off += 4 * c
 	putBucketColumns(b[off:], bucket, c)
 	putTail(b[off+cols:])
-	return b
+	return b, nil
 }
 
 func unmarshalDelta(gen uint32, raw []byte) (*forwarding.Delta, error) {
+	secs, err := sections()
+	if err != nil {
+		return nil, err
+	}
 	r := &reader{b: raw}
 	d := &forwarding.Delta{Generation: gen, Servers: r.servers()}
 	c := r.count(4 + bucketFixed)
 	idx := r.take(4 * c)
 	buckets := make([]forwarding.Bucket, c)
 	r.bucketColumns(buckets)
-	for _, s := range tailSections {
-		s.readDelta(r, d)
-	}
+	readTail(r, secs, func(s ringspi.Section, sr *ringspi.Reader) { s.ReadDelta(sr, d) })
 	if err := r.end(); err != nil {
 		return nil, err
 	}
@@ -351,12 +364,19 @@ func unmarshalDelta(gen uint32, raw []byte) (*forwarding.Delta, error) {
 }
 
 // marshalBlob encodes t's raw payload.
-func marshalBlob(t *forwarding.Table) []byte {
+func marshalBlob(t *forwarding.Table) ([]byte, error) {
+	secs, err := sections()
+	if err != nil {
+		return nil, err
+	}
+	tail, putTail, err := tailBytes(secs, func(s ringspi.Section) ringspi.Bytes { return s.Table(t) })
+	if err != nil {
+		return nil, err
+	}
 	ids := sortedIDs(t.Servers)
 	n := len(t.Buckets)
 	bucket := func(i int) forwarding.Bucket { return t.Buckets[i] }
 	cols := bucketColumnsSize(n, historyEntries(n, bucket))
-	tail, putTail := tableTail(t)
 	recs := 0
 	for _, id := range ids {
 		recs += serverRecordSize(t.Servers[id])
@@ -370,18 +390,20 @@ func marshalBlob(t *forwarding.Table) []byte {
 	binary.LittleEndian.PutUint32(b[off:], uint32(n))
 	putBucketColumns(b[off+4:], bucket, n)
 	putTail(b[off+4+cols:])
-	return b
+	return b, nil
 }
 
 func unmarshalBlob(gen uint32, raw []byte) (*forwarding.Table, error) {
+	secs, err := sections()
+	if err != nil {
+		return nil, err
+	}
 	r := &reader{b: raw}
 	servers := r.servers()
 	n := r.count(bucketFixed)
 	t := &forwarding.Table{Generation: gen, Buckets: make([]forwarding.Bucket, n), Servers: make(map[forwarding.ServerID]forwarding.Server, len(servers))}
 	r.bucketColumns(t.Buckets)
-	for _, s := range tailSections {
-		s.readTable(r, t)
-	}
+	readTail(r, secs, func(s ringspi.Section, sr *ringspi.Reader) { s.ReadTable(sr, t) })
 	if err := r.end(); err != nil {
 		return nil, err
 	}

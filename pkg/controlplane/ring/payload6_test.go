@@ -25,7 +25,7 @@ func v6Table() *forwarding.Table {
 // whole (20-byte records), and removals of IPv6 servers.
 func TestIPv6ServersRoundTrip(t *testing.T) {
 	want := v6Table()
-	raw := marshalBlob(want)
+	raw := blobBytes(want)
 	if len(raw) != 4+3*serverRecord6+4+bucketColumnsSize(4, 1) {
 		t.Fatalf("blob of %d bytes", len(raw))
 	}
@@ -43,7 +43,7 @@ func TestIPv6ServersRoundTrip(t *testing.T) {
 			{ID: 1029, Remove: true, Server: forwarding.Server{Addr: netip.MustParseAddr("2001:db8::14")}},
 		},
 		Buckets: []forwarding.BucketChange{{Index: 1, Bucket: forwarding.Bucket{Current: 1028, History: forwarding.Chain{1026}, Changed: 78}}}}
-	back, err := unmarshalDelta(10, marshalDelta(d))
+	back, err := unmarshalDelta(10, deltaBytes(d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestIPv4PayloadUnchanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := marshalBlob(tab); !bytes.Equal(got, raw) {
+	if got := blobBytes(tab); !bytes.Equal(got, raw) {
 		t.Fatalf("IPv4 blob changed:\n got %x\nwant %s", got, old)
 	}
 	back, err := unmarshalBlob(3, raw)
@@ -82,7 +82,7 @@ func TestIPv4PayloadUnchanged(t *testing.T) {
 	d := &forwarding.Delta{Generation: 4,
 		Servers: []forwarding.ServerChange{{ID: 1027, Server: forwarding.Server{Addr: netip.MustParseAddr("198.18.0.12"), State: forwarding.Active}}, {ID: 1026, Remove: true}},
 		Buckets: []forwarding.BucketChange{{Index: 1, Bucket: forwarding.Bucket{Current: 1027, History: forwarding.Chain{1025}, Changed: 400}}}}
-	if got := hex.EncodeToString(marshalDelta(d)); got != oldDelta {
+	if got := hex.EncodeToString(deltaBytes(d)); got != oldDelta {
 		t.Fatalf("IPv4 delta changed:\n got %s\nwant %s", got, oldDelta)
 	}
 	raw, _ = hex.DecodeString(oldDelta)
@@ -94,7 +94,7 @@ func TestIPv4PayloadUnchanged(t *testing.T) {
 // TestIPv6RecordsCorrupt: a truncated IPv6 record, an unknown op bit and a
 // mapped address in an IPv6 record are refused as corrupt, never read.
 func TestIPv6RecordsCorrupt(t *testing.T) {
-	raw := marshalBlob(v6Table())
+	raw := blobBytes(v6Table())
 	for name, b := range map[string][]byte{
 		"truncated in the address": raw[:4+serverRecord6+10],
 		"count beyond the payload": append([]byte{200, 0, 0, 0}, raw[4:]...),
@@ -126,7 +126,7 @@ func TestIPv6TableWithinLimits(t *testing.T) {
 		tab.Servers[id] = forwarding.Server{Addr: netip.AddrFrom16(a), State: forwarding.Active}
 		tab.Buckets[i] = forwarding.Bucket{Current: id}
 	}
-	raw := marshalBlob(tab)
+	raw := blobBytes(tab)
 	if lim := instanceLimits(uint32(len(tab.Buckets)), 1<<20); len(raw) > int(lim.raw) {
 		t.Fatalf("a blob of %d IPv6 servers takes %d bytes, above the reader's bound %d", n, len(raw), lim.raw)
 	}

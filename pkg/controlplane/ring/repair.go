@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/controlplane/ring/ringspi"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store"
 )
@@ -202,10 +203,14 @@ func Repair(ctx context.Context, st store.Store, k Keys, opts WriterOptions, flo
 	}
 	t.Incarnation, t.Generation = inc, gen
 	r.To = Pair{inc, gen}
+	raw, err := marshalBlob(t)
+	if err != nil {
+		return nil, r, err
+	}
 	if err := store.DeleteTree(ctx, st, k.Gen(gen)); err != nil {
 		return nil, r, err
 	}
-	obj, err := encodeObject(meta{kind: KindBlob, incarnation: inc, generation: gen, resync: true}, marshalBlob(t), opts.Level)
+	obj, err := encodeObject(meta{kind: KindBlob, incarnation: inc, generation: gen, resync: true}, raw, opts.Level)
 	if err != nil {
 		return nil, r, err
 	}
@@ -375,8 +380,21 @@ func (w *Writer) Verify(ctx context.Context, full bool) error {
 	return nil
 }
 
+// sameTable compares what the payload carries, the strategies' sections
+// that can compare their state (ringspi.Comparer) included.
 func sameTable(a, b *forwarding.Table) bool {
-	return a.Incarnation == b.Incarnation && a.Generation == b.Generation &&
-		slices.Equal(a.Buckets, b.Buckets) && maps.Equal(a.Servers, b.Servers) &&
-		a.Cheetah.Equal(b.Cheetah)
+	if a.Incarnation != b.Incarnation || a.Generation != b.Generation ||
+		!slices.Equal(a.Buckets, b.Buckets) || !maps.Equal(a.Servers, b.Servers) {
+		return false
+	}
+	secs, err := sections()
+	if err != nil {
+		return false // nothing was loaded to compare: the payload cannot be read
+	}
+	for _, s := range secs {
+		if c, ok := s.Section.(ringspi.Comparer); ok && !c.Same(a, b) {
+			return false
+		}
+	}
+	return true
 }

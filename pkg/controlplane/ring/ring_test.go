@@ -277,7 +277,7 @@ func TestCorruptDeltaNotApplied(t *testing.T) {
 	// Publish the next generation as the controller would, but with a
 	// damaged second chunk of its delta.
 	d := nextDelta(rng, w.Table())
-	obj, err := encodeObject(meta{kind: KindDelta, incarnation: w.Pair().Incarnation, generation: d.Generation}, marshalDelta(d), 1)
+	obj, err := encodeObject(meta{kind: KindDelta, incarnation: w.Pair().Incarnation, generation: d.Generation}, deltaBytes(d), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +329,7 @@ func TestCorruptDeltaNotApplied(t *testing.T) {
 // the repair an operator (or a controller that still has the table) makes.
 func writeBlobFor(t *testing.T, k Keys, tab *forwarding.Table, g uint32) {
 	t.Helper()
-	obj, err := encodeObject(meta{kind: KindBlob, incarnation: tab.Incarnation, generation: g}, marshalBlob(tab), 1)
+	obj, err := encodeObject(meta{kind: KindBlob, incarnation: tab.Incarnation, generation: g}, blobBytes(tab), 1)
 	if err != nil {
 		t.Fatal(err)
 	}

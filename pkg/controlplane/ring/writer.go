@@ -88,10 +88,14 @@ func Create(ctx context.Context, st store.Store, k Keys, in *forwarding.Instance
 	if t.Incarnation, err = nextIncarnation(opts.Now(), 0); err != nil {
 		return nil, err
 	}
+	raw, err := marshalBlob(t) // before anything is deleted
+	if err != nil {
+		return nil, err
+	}
 	if err := store.DeleteTree(ctx, st, k.Ring()); err != nil {
 		return nil, err
 	}
-	obj, err := encodeObject(meta{kind: KindBlob, incarnation: t.Incarnation, resync: true}, marshalBlob(t), opts.Level)
+	obj, err := encodeObject(meta{kind: KindBlob, incarnation: t.Incarnation, resync: true}, raw, opts.Level)
 	if err != nil {
 		return nil, err
 	}
@@ -177,12 +181,16 @@ func (w *Writer) Publish(ctx context.Context, d *forwarding.Delta) (PublishStats
 func (w *Writer) publish(ctx context.Context, d *forwarding.Delta) (PublishStats, error) {
 	ps := PublishStats{Generation: d.Generation}
 	gen := d.Generation
+	raw, err := marshalDelta(d)
+	if err != nil {
+		return ps, err
+	}
 	// A crashed predecessor may have left part of this generation behind.
 	if err := store.DeleteTree(ctx, w.st, w.k.Gen(gen)); err != nil {
 		return ps, err
 	}
 	inc := w.table.Incarnation
-	obj, err := encodeObject(meta{kind: KindDelta, incarnation: inc, generation: gen}, marshalDelta(d), w.opts.Level)
+	obj, err := encodeObject(meta{kind: KindDelta, incarnation: inc, generation: gen}, raw, w.opts.Level)
 	if err != nil {
 		return ps, err
 	}
@@ -194,7 +202,11 @@ func (w *Writer) publish(ctx context.Context, d *forwarding.Delta) (PublishStats
 	if blobDue {
 		next = w.table.Clone()
 		next.ApplyChecked(d) // Publish checked d
-		obj, err := encodeObject(meta{kind: KindBlob, incarnation: inc, generation: gen}, marshalBlob(next), w.opts.Level)
+		raw, err := marshalBlob(next)
+		if err != nil {
+			return ps, err
+		}
+		obj, err := encodeObject(meta{kind: KindBlob, incarnation: inc, generation: gen}, raw, w.opts.Level)
 		if err != nil {
 			return ps, err
 		}

@@ -7,7 +7,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 )
 
-// The XDP fast path (bpf/include/agent_xdp.h) decapsulates the common case
+// The XDP fast path (bpf/agent.c beamer_agent_xdp) decapsulates the common case
 // before the kernel builds a socket buffer; the tc program stays attached
 // and decides everything else. It needs a NIC whose driver runs XDP.
 const (

@@ -4,6 +4,6 @@
 // signatures into the migrated-connection table (MCT) in rounds; Algorithm
 // 2, the choice of the bins to move by least expected MCT load; and the
 // software connection table (SCT) they read. The controller runs them on
-// real agents' answers (pkg/controlplane/controller/strategy_prism.go); the simulation
+// real agents' answers (pkg/strategy/prism/migrate.go); the simulation
 // (sim.go, `beamer-lab sim prism`) runs the same code on a synthetic workload.
 package migration

@@ -1,9 +1,13 @@
-package controller
+package prism
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
+	"github.com/prometheus/client_golang/prometheus"
+)
 
-// prismMetrics are the Prism strategy's controller figures.
-type prismMetrics struct {
+// metrics are the Prism strategy's controller figures; a nil *metrics
+// records nothing.
+type metrics struct {
 	mct      *prometheus.GaugeVec
 	migrated *prometheus.CounterVec
 	rounds   *prometheus.GaugeVec
@@ -13,9 +17,9 @@ type prismMetrics struct {
 	suspects *prometheus.GaugeVec
 }
 
-func newPrismMetrics(reg prometheus.Registerer) *prismMetrics {
+func newMetrics(reg prometheus.Registerer) *metrics {
 	l := []string{"lb_instance"}
-	p := &prismMetrics{
+	p := &metrics{
 		mct: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "beamer_controller_prism_mct_entries",
 			Help: "Entries of the Prism migrated-connection table as published."}, l),
 		migrated: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beamer_controller_prism_migrated_total",
@@ -38,32 +42,38 @@ func newPrismMetrics(reg prometheus.Registerer) *prismMetrics {
 	return p
 }
 
-// observePrism records one publication of a Prism instance: the MCT size
-// after it, and what the update migrated (pruning: observePrismPruned).
-func (m *Metrics) observePrism(instance string, mct, migrated, late, rounds int) {
-	if m == nil || m.prism == nil {
+// metricsOf is controller c's Prism metrics, or nil.
+func metricsOf(c ctlstrategy.Ctl) *metrics {
+	m, _ := c.Metrics().(*metrics)
+	return m
+}
+
+// observe records one publication of a Prism instance: the MCT size
+// after it, and what the update migrated (pruning: observePruned).
+func (m *metrics) observe(instance string, mct, migrated, late, rounds int) {
+	if m == nil {
 		return
 	}
-	m.prism.mct.WithLabelValues(instance).Set(float64(mct))
-	m.prism.migrated.WithLabelValues(instance, "rounds").Add(float64(migrated))
-	m.prism.migrated.WithLabelValues(instance, "late").Add(float64(late))
+	m.mct.WithLabelValues(instance).Set(float64(mct))
+	m.migrated.WithLabelValues(instance, "rounds").Add(float64(migrated))
+	m.migrated.WithLabelValues(instance, "late").Add(float64(late))
 	if rounds > 0 {
-		m.prism.rounds.WithLabelValues(instance).Set(float64(rounds))
+		m.rounds.WithLabelValues(instance).Set(float64(rounds))
 	}
 }
 
-func (m *Metrics) observePrismPruned(instance, reason string) {
-	if m == nil || m.prism == nil {
+func (m *metrics) observePruned(instance, reason string) {
+	if m == nil {
 		return
 	}
-	m.prism.reasons.WithLabelValues(instance, reason).Inc()
+	m.reasons.WithLabelValues(instance, reason).Inc()
 }
 
-func (m *Metrics) observePrismKeepAlive(instance string, complete bool, failures, suspects int) {
-	if m == nil || m.prism == nil {
+func (m *metrics) observeKeepAlive(instance string, complete bool, failures, suspects int) {
+	if m == nil {
 		return
 	}
-	m.prism.rounds2.WithLabelValues(instance, map[bool]string{true: "complete", false: "incomplete"}[complete]).Inc()
-	m.prism.muxFails.WithLabelValues(instance).Add(float64(failures))
-	m.prism.suspects.WithLabelValues(instance).Set(float64(suspects))
+	m.rounds2.WithLabelValues(instance, map[bool]string{true: "complete", false: "incomplete"}[complete]).Inc()
+	m.muxFails.WithLabelValues(instance).Add(float64(failures))
+	m.suspects.WithLabelValues(instance).Set(float64(suspects))
 }

@@ -1,4 +1,4 @@
-package controller
+package prism
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/node/agentapi"
 	"github.com/beamer-lb/beamer/pkg/strategy/prism/migration"
@@ -17,9 +18,9 @@ type SignatureLister interface {
 	Signatures(ctx context.Context, agent netip.AddrPort, vip netip.Addr, buckets uint32) (*agentapi.SignaturesReport, error)
 }
 
-// PrismStats is what the controller did for one Prism instance, for ctl
+// Stats is what the controller did for one Prism instance, for ctl
 // show, the metrics and the lab.
-type PrismStats struct {
+type Stats struct {
 	Updates   int   `json:"updates"`     // pool updates that moved bins
 	Migrated  int   `json:"migrated"`    // signatures copied into the MCT by Algorithm 1
 	Late      int   `json:"late"`        // found by the final round after a flip
@@ -28,18 +29,18 @@ type PrismStats struct {
 	Unreached int   `json:"unreached"`   // agent polls that failed (their bins moved without SCT)
 }
 
-// prismRuntime is the controller's Prism state per instance: the SCT (built
+// runtime is the controller's Prism state per instance: the SCT (built
 // from the agents' answers, rebuilt after a controller restart by asking
 // again: servers are the source of truth) and the migration just flipped,
 // for the final round.
-type prismRuntime struct {
+type runtime struct {
 	mu    sync.Mutex
 	sct   map[string]*migration.SCT
-	stats map[string]*PrismStats
+	stats map[string]*Stats
 	// flipped: bins moved by the last publication and their old owners,
 	// with the signatures already copied, until the final round ran.
 	flipped map[string]*flip
-	// keepAlive: what the muxes' keep-alive bits said (prism_keepalive.go).
+	// keepAlive: what the muxes' keep-alive bits said (keepalive.go).
 	keepAlive map[string]*keepAliveState
 }
 
@@ -48,17 +49,23 @@ type flip struct {
 	copied map[uint64]forwarding.ServerID
 }
 
-func (c *Controller) prismState() *prismRuntime {
-	if c.prism == nil {
-		c.prism = &prismRuntime{sct: map[string]*migration.SCT{}, stats: map[string]*PrismStats{}, flipped: map[string]*flip{},
-			keepAlive: map[string]*keepAliveState{}}
-	}
-	return c.prism
+func newRuntime() *runtime {
+	return &runtime{sct: map[string]*migration.SCT{}, stats: map[string]*Stats{}, flipped: map[string]*flip{},
+		keepAlive: map[string]*keepAliveState{}}
 }
 
-// PrismStats reports the Prism bookkeeping of an instance (zero for others).
-func (c *Controller) PrismStats(name string) PrismStats {
-	r := c.prismState()
+// stateOf is the Prism state of controller c (ctlstrategy.StateMaker).
+func stateOf(c ctlstrategy.Ctl) *runtime {
+	if r, ok := c.State().(*runtime); ok {
+		return r
+	}
+	return newRuntime() // not registered: nothing to remember
+}
+
+// StatsOf reports the Prism bookkeeping of an instance in controller c
+// (zero for others).
+func StatsOf(c ctlstrategy.Ctl, name string) Stats {
+	r := stateOf(c)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if s, ok := r.stats[name]; ok {
@@ -66,14 +73,14 @@ func (c *Controller) PrismStats(name string) PrismStats {
 		out.Rounds = append([]int(nil), s.Rounds...)
 		return out
 	}
-	return PrismStats{}
+	return Stats{}
 }
 
-func (r *prismRuntime) of(in *instance) (*migration.SCT, *PrismStats) {
-	name := in.config.Name
-	if r.sct[name] == nil || r.sct[name].Buckets != in.config.Buckets {
-		r.sct[name] = migration.NewSCT(in.config.Buckets)
-		r.stats[name] = &PrismStats{}
+func (r *runtime) of(in ctlstrategy.Instance) (*migration.SCT, *Stats) {
+	name := in.Config().Name
+	if r.sct[name] == nil || r.sct[name].Buckets != in.Config().Buckets {
+		r.sct[name] = migration.NewSCT(in.Config().Buckets)
+		r.stats[name] = &Stats{}
 	}
 	return r.sct[name], r.stats[name]
 }
@@ -81,14 +88,12 @@ func (r *prismRuntime) of(in *instance) (*migration.SCT, *PrismStats) {
 // poll asks the agents of ids for their signatures (every VIP of the
 // instance) and records the answers in the SCT. It returns the servers
 // whose agent did not answer.
-func (c *Controller) pollSignatures(ctx context.Context, in *instance, sct *migration.SCT, ids map[forwarding.ServerID]bool) map[forwarding.ServerID]error {
-	lister := c.opts.Signatures
-	if lister == nil {
-		lister = &agentapi.Client{}
-	}
-	port := in.config.HealthProbe().AgentPort
-	t := in.w.Table()
-	now := c.now()
+func pollSignatures(ctx context.Context, c ctlstrategy.Ctl, in ctlstrategy.Instance, sct *migration.SCT, ids map[forwarding.ServerID]bool) map[forwarding.ServerID]error {
+	lister := optionsOf(c).Signatures
+	cfg := in.Config()
+	port := cfg.HealthProbe().AgentPort
+	t := in.Table()
+	now := c.Now()
 	failed := map[forwarding.ServerID]error{}
 	type answer struct {
 		id   forwarding.ServerID
@@ -105,9 +110,9 @@ func (c *Controller) pollSignatures(ctx context.Context, in *instance, sct *migr
 		n++
 		go func() {
 			sigs := map[uint64]uint32{}
-			for _, vip := range in.config.VIPs {
+			for _, vip := range cfg.VIPs {
 				qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-				rep, err := lister.Signatures(qctx, netip.AddrPortFrom(s.Addr, port), vip, in.config.Buckets)
+				rep, err := lister.Signatures(qctx, netip.AddrPortFrom(s.Addr, port), vip, cfg.Buckets)
 				cancel()
 				if err != nil {
 					out <- answer{id: id, err: err}
@@ -152,24 +157,27 @@ func affected(sct *migration.SCT, bins map[uint32]forwarding.ServerID) map[uint6
 	return out
 }
 
-// prismMoves is the Prism strategy's generation: prune dead MCT entries,
+// moves is the Prism strategy's generation: prune dead MCT entries,
 // choose the bins to move (Algorithm 2), migrate their signatures
 // (Algorithm 1) into the same delta as the flip.
-func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwarding.MCTChange, error) {
+func moves(p *ctlstrategy.Planning) ([]forwarding.BucketChange, []forwarding.MCTChange, error) {
 	ctx := context.Background()
-	in, t := p.in, p.in.w.Table()
-	opts := in.config.PrismSettings()
-	r := c.prismState()
+	c, in := p.Ctl, p.In
+	t := in.Table()
+	name := in.Config().Name
+	opts := in.Config().PrismSettings()
+	m := metricsOf(c)
+	r := stateOf(c)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	sct, st := r.of(in)
-	now := c.now()
+	now := c.Now()
 	var mct []forwarding.MCTChange
 
 	// Which bins move, first by what the SCT knows; then ask the servers
 	// giving bins away, and choose again by their fresh answers.
 	load := func(owner forwarding.ServerID) map[uint32]float64 { return sct.Load(owner, opts.Lifetime, now) }
-	moves := migration.Moves(p.buckets, p.servers, load, migration.ByLoad, nil)
+	moves := migration.Moves(p.Buckets, p.Servers, load, migration.ByLoad, nil)
 	// Givers include servers marked down: a failed health check means dead,
 	// or alive and refusing new connections only (its established ones
 	// still live). Its agent tells which: one that answers keeps its
@@ -177,14 +185,14 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 	// that does not is dead, its bins move at once with no entries.
 	givers := map[forwarding.ServerID]bool{}
 	for _, m := range moves {
-		if old := p.buckets[m.Index].Current; old != forwarding.NoServer {
+		if old := p.Buckets[m.Index].Current; old != forwarding.NoServer {
 			givers[old] = true
 		}
 	}
 	// Servers the suspected MCT entries name (with keep-alive bits: idle on
 	// every mux for some rounds; without: all): their answers prune dead
 	// entries.
-	suspect, expired := c.prismSuspects(r, in.config.Name)
+	suspect, expired := suspects(c, r, name)
 	named := map[forwarding.ServerID]bool{}
 	for sig, id := range t.MCT {
 		if suspect(sig) {
@@ -196,22 +204,22 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 		ask[id] = true
 	}
 	for _, id := range t.MCT {
-		if named[id] || p.down[id] { // a down server's entries: is it dead?
+		if named[id] || p.Down[id] { // a down server's entries: is it dead?
 			ask[id] = true
 		}
 	}
-	failed := c.pollSignatures(ctx, in, sct, ask)
+	failed := pollSignatures(ctx, c, in, sct, ask)
 	// alive: up, or down but its agent answered just now.
 	alive := func(id forwarding.ServerID) bool {
 		_, f := failed[id]
-		return !p.down[id] || (ask[id] && !f)
+		return !p.Down[id] || (ask[id] && !f)
 	}
 	st.Unreached += len(failed)
 	for id, err := range failed {
-		in.log.Warn("prism: agent did not list its signatures; its SCT entries are from before", "server", id, "error", err)
+		in.Logger().Warn("prism: agent did not list its signatures; its SCT entries are from before", "server", id, "error", err)
 	}
 	if len(givers) > 0 {
-		moves = migration.Moves(p.buckets, p.servers, load, migration.ByLoad, nil)
+		moves = migration.Moves(p.Buckets, p.Servers, load, migration.ByLoad, nil)
 	}
 
 	// Pruning: an entry whose server is gone or down has no live
@@ -233,20 +241,20 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 		if reason != "" {
 			mct = append(mct, forwarding.MCTChange{Sig: sig, Remove: true})
 			st.Pruned++
-			c.metrics.observePrismPruned(in.config.Name, reason)
+			m.observePruned(name, reason)
 		}
 	}
 	if len(moves) == 0 {
-		c.metrics.observePrism(in.config.Name, mctAfter(t, mct), 0, 0, 0)
+		m.observe(name, mctAfter(t, mct), 0, 0, 0)
 		return nil, mct, nil
 	}
 	// Algorithm 1 over the bins that move away from servers that are alive.
 	bins := map[uint32]forwarding.ServerID{}
 	var announce []forwarding.BucketChange
 	for _, m := range moves {
-		if old := p.buckets[m.Index].Current; old != forwarding.NoServer && alive(old) {
+		if old := p.Buckets[m.Index].Current; old != forwarding.NoServer && alive(old) {
 			bins[m.Index] = old
-			announce = append(announce, forwarding.BucketChange{Index: m.Index, Bucket: forwarding.Bucket{Current: old, Changed: p.now}})
+			announce = append(announce, forwarding.BucketChange{Index: m.Index, Bucket: forwarding.Bucket{Current: old, Changed: p.Now}})
 		}
 	}
 	// Announce them first (owner unchanged, Changed set: "migrating"), so
@@ -256,12 +264,11 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 	// by its mux until the final round puts it in the MCT.
 	if len(announce) > 0 {
 		a := &forwarding.Delta{Generation: t.Generation + 1, Buckets: announce, MCT: mct}
-		if _, err := in.w.Publish(ctx, a); err != nil {
+		if err := in.Publish(ctx, a); err != nil {
 			return nil, nil, err
 		}
-		c.published(in)
 		mct = nil
-		t = in.w.Table()
+		t = in.Table()
 		time.Sleep(opts.Settle)
 	}
 	owners := map[forwarding.ServerID]bool{}
@@ -269,9 +276,9 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 		owners[id] = true
 	}
 	poll := func() (map[uint64]forwarding.ServerID, error) {
-		for id, err := range c.pollSignatures(ctx, in, sct, owners) {
+		for id, err := range pollSignatures(ctx, c, in, sct, owners) {
 			st.Unreached++
-			in.log.Warn("prism: agent did not list its signatures during migration", "server", id, "error", err)
+			in.Logger().Warn("prism: agent did not list its signatures during migration", "server", id, "error", err)
 		}
 		return affected(sct, bins), nil
 	}
@@ -281,8 +288,8 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 	}
 	room := int(opts.MCTEntries) - len(t.MCT)
 	if len(got) > room {
-		in.log.Warn("prism: more signatures to migrate than room in the MCT; bins stay where they are", "signatures", len(got), "room", room)
-		c.metrics.observePrism(in.config.Name, mctAfter(t, mct), 0, 0, 0)
+		in.Logger().Warn("prism: more signatures to migrate than room in the MCT; bins stay where they are", "signatures", len(got), "room", room)
+		m.observe(name, mctAfter(t, mct), 0, 0, 0)
 		var back []forwarding.BucketChange // no longer migrating
 		for _, m := range announce {
 			back = append(back, forwarding.BucketChange{Index: m.Index, Bucket: forwarding.Bucket{Current: m.Bucket.Current}})
@@ -301,37 +308,38 @@ func (c *Controller) prismMoves(p *planning) ([]forwarding.BucketChange, []forwa
 	for _, rd := range rounds {
 		st.Rounds = append(st.Rounds, rd.New)
 	}
-	r.flipped[in.config.Name] = &flip{bins: bins, copied: got}
-	c.metrics.observePrism(in.config.Name, mctAfter(t, mct), len(got), 0, len(rounds))
-	in.log.Info("prism: bins move", "bins", len(moves), "signatures", len(got), "rounds", len(rounds), "round_sizes", st.Rounds)
+	r.flipped[name] = &flip{bins: bins, copied: got}
+	m.observe(name, mctAfter(t, mct), len(got), 0, len(rounds))
+	in.Logger().Info("prism: bins move", "bins", len(moves), "signatures", len(got), "rounds", len(rounds), "round_sizes", st.Rounds)
 	return moves, mct, nil
 }
 
-// prismFinal is Algorithm 1's final round, after the flip is published:
+// final is Algorithm 1's final round, after the flip is published:
 // the signatures of the moved bins that reached their old owners after the
 // last round get their MCT entries in the next generation.
-func (c *Controller) prismFinal(ctx context.Context, in *instance) (*forwarding.Delta, error) {
-	r := c.prismState()
+func final(ctx context.Context, c ctlstrategy.Ctl, in ctlstrategy.Instance) (*forwarding.Delta, error) {
+	name := in.Config().Name
+	r := stateOf(c)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	f := r.flipped[in.config.Name]
+	f := r.flipped[name]
 	if f == nil {
 		return nil, nil
 	}
-	delete(r.flipped, in.config.Name)
+	delete(r.flipped, name)
 	sct, st := r.of(in)
 	owners := map[forwarding.ServerID]bool{}
 	for _, id := range f.bins {
 		owners[id] = true
 	}
 	late, err := migration.Final(func() (map[uint64]forwarding.ServerID, error) {
-		c.pollSignatures(ctx, in, sct, owners)
+		pollSignatures(ctx, c, in, sct, owners)
 		return affected(sct, f.bins), nil
 	}, f.copied)
 	if err != nil || len(late) == 0 {
 		return nil, err
 	}
-	t := in.w.Table()
+	t := in.Table()
 	d := &forwarding.Delta{Generation: t.Generation + 1}
 	for sig, id := range late {
 		if _, ok := t.Servers[id]; ok {
@@ -339,8 +347,8 @@ func (c *Controller) prismFinal(ctx context.Context, in *instance) (*forwarding.
 		}
 	}
 	st.Late += len(d.MCT)
-	c.metrics.observePrism(in.config.Name, mctAfter(t, d.MCT), 0, len(d.MCT), 0)
-	in.log.Info("prism: final round", "late_signatures", len(d.MCT))
+	metricsOf(c).observe(name, mctAfter(t, d.MCT), 0, len(d.MCT), 0)
+	in.Logger().Info("prism: final round", "late_signatures", len(d.MCT))
 	return d, nil
 }
 

@@ -1,4 +1,4 @@
-package controller
+package cheetah
 
 import (
 	"fmt"
@@ -7,30 +7,36 @@ import (
 	"strings"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/strategy/beamer"
 )
 
-// cheetahStrategy: the bucket table is Beamer's (moves, histories, holds),
+// Controller is the controller's side of Cheetah: the bucket table is Beamer's (moves, histories, holds),
 // for the clients without timestamps; clients with timestamps carry the
 // server id in a cookie, so a server id is a slot in the server table that
 // must never be given to another server while a connection may still name
 // it: a removed server stays retired for the chain window after its removal
 // and while any bucket history names it, and checkNewDIP refuses its id to
 // another address meanwhile. Ids above cheetah.MaxID cannot be carried.
-type cheetahStrategy struct{ baseStrategy }
+// Its own work is the keys: pushed to the agents with the loads read back
+// (Tick, keys.go), switched and rotated (rotate.go), carried in the table
+// (ExtraState), and servers held back until their agent has them (Held).
+type Controller struct{ beamer.Controller }
 
-func init() { registerStrategy(cheetahStrategy{baseStrategy{forwarding.StrategyBeamer}}) }
+func init() { ctlstrategy.Register(Controller{}) }
 
-func (cheetahStrategy) keepsCookieKeys() {}
+// NewState is the controller's memory of the agents (keys.go).
+func (Controller) NewState() any { return newRuntime() }
 
-func (cheetahStrategy) Name() forwarding.Strategy { return forwarding.StrategyCheetah }
+func (Controller) Name() forwarding.Strategy { return forwarding.StrategyCheetah }
 
 // A down server stays in the table: connections whose cookies name it
 // still reach it (only it has them); it gets no new ones (not active).
-func (cheetahStrategy) DownState() forwarding.ServerState { return forwarding.Down }
-func (cheetahStrategy) DrainsRemoved() bool               { return true }
+func (Controller) DownState() forwarding.ServerState { return forwarding.Down }
+func (Controller) DrainsRemoved() bool               { return true }
 
-func (cheetahStrategy) Show(v *View, live int) {
+func (Controller) Show(v *ctlstrategy.View, live int) {
 	o := v.Instance.Cheetah
 	if o == nil {
 		return

@@ -1,8 +1,7 @@
-package controller
+package cheetah
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,10 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/node/agentapi"
-	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 )
 
@@ -29,14 +28,16 @@ import (
 // (gets new connections) only once its agent confirmed the current keys:
 // before, its replies would carry no cookie.
 
-// CheetahPusher pushes keys to one agent (agentapi.Client; tests give a
+// Pusher pushes keys to one agent (agentapi.Client; tests give a
 // fake).
-type CheetahPusher interface {
+type Pusher interface {
 	PushCheetah(ctx context.Context, agent netip.AddrPort, p agentapi.CheetahPush) (*agentapi.CheetahReport, error)
 }
 
-// CheetahOptions turn on the key push and load collection.
-type CheetahOptions struct {
+// ControllerOptions turn on the key push and load collection
+// (controller.Options.Strategies[forwarding.StrategyCheetah]; nil: agents
+// have their keys by hand).
+type ControllerOptions struct {
 	// Every is how often each Cheetah instance's agents are pushed the keys
 	// and asked their load, and so how often new loads are published at
 	// most (default 2 s).
@@ -44,13 +45,28 @@ type CheetahOptions struct {
 	// Timeout of one push (default 1 s).
 	Timeout time.Duration
 	// Client pushes; nil: HTTP to DIP:agent_port.
-	Client CheetahPusher
+	Client Pusher
 	// Logger receives pushes failing (Warn) and working again (Info),
 	// never the keys; nil: the controller's.
 	Logger *slog.Logger
 }
 
-func (o *CheetahOptions) fill() {
+// optionsOf is c's Cheetah options with defaults filled in, or nil: the
+// push is off.
+func optionsOf(c ctlstrategy.Ctl) *ControllerOptions {
+	p, ok := c.Options().(*ControllerOptions)
+	if !ok || p == nil {
+		return nil
+	}
+	o := *p
+	if o.Logger == nil {
+		o.Logger = c.Logger()
+	}
+	o.fill()
+	return &o
+}
+
+func (o *ControllerOptions) fill() {
 	if o.Every <= 0 {
 		o.Every = 2 * time.Second
 	}
@@ -60,7 +76,6 @@ func (o *CheetahOptions) fill() {
 	if o.Client == nil {
 		o.Client = &agentapi.Client{}
 	}
-	o.Logger = loggerOr(o.Logger)
 }
 
 // cheetahServer is what the controller knows of one server's agent.
@@ -87,16 +102,21 @@ type cheetahRuntime struct {
 	listed time.Time
 }
 
-func (c *Controller) cheetahState() *cheetahRuntime {
-	if c.cheetah == nil {
-		c.cheetah = &cheetahRuntime{inst: map[string]*cheetahInstanceState{}}
+func newRuntime() *cheetahRuntime {
+	return &cheetahRuntime{inst: map[string]*cheetahInstanceState{}}
+}
+
+// stateOf is controller c's Cheetah state (ctlstrategy.StateMaker).
+func stateOf(c ctlstrategy.Ctl) *cheetahRuntime {
+	if r, ok := c.State().(*cheetahRuntime); ok {
+		return r
 	}
-	return c.cheetah
+	return newRuntime()
 }
 
 // confirmed: the agent of id at addr confirmed keys within three rounds.
-func (c *Controller) confirmed(name string, id forwarding.ServerID, addr netip.Addr, keys cookie.Keys) bool {
-	r := c.cheetahState()
+func confirmed(c ctlstrategy.Ctl, o *ControllerOptions, name string, id forwarding.ServerID, addr netip.Addr, keys cookie.Keys) bool {
+	r := stateOf(c)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ci := r.inst[name]
@@ -104,47 +124,49 @@ func (c *Controller) confirmed(name string, id forwarding.ServerID, addr netip.A
 		return false
 	}
 	s := ci.servers[id]
-	return s != nil && s.addr == addr && s.keys == keys && c.now().Sub(s.at) <= 3*c.opts.Cheetah.Every
+	return s != nil && s.addr == addr && s.keys == keys && c.Now().Sub(s.at) <= 3*o.Every
 }
 
-// held: with the push on, a server that is not active yet gets no new
+// Held: with the push on, a server that is not active yet gets no new
 // connection before its agent confirmed the current keys.
-func (cheetahStrategy) held(c *Controller, in *instance, t *forwarding.Table, id forwarding.ServerID) bool {
-	if c.opts.Cheetah == nil {
+func (Controller) Held(c ctlstrategy.Ctl, in ctlstrategy.Instance, t *forwarding.Table, id forwarding.ServerID) bool {
+	o := optionsOf(c)
+	if o == nil {
 		return false // keys configured by hand on the agents
 	}
 	if s, ok := t.Servers[id]; ok && s.State == forwarding.Active {
 		return false // serving already: a missed push must not take it out
 	}
-	dip := in.dips[id]
-	return !c.confirmed(in.config.Name, id, dip.Addr, in.config.Cheetah.Keys)
+	cfg := in.Config()
+	return !confirmed(c, o, cfg.Name, id, in.DIPs()[id].Addr, cfg.Cheetah.Keys)
 }
 
-// holdsSlot keeps a removed server's slot (retired, its id refused to
+// HoldsSlot keeps a removed server's slot (retired, its id refused to
 // any other address) while its agent reports live connections to the
 // instance's VIPs: their cookies name the slot, however old they are. An
 // agent that stops answering holds it for three more rounds, then the
 // chain window alone decides (docs/strategy-cheetah.md, "Server table
 // slots").
-func (cheetahStrategy) holdsSlot(c *Controller, in *instance, id forwarding.ServerID) bool {
-	if c.opts.Cheetah == nil {
+func (Controller) HoldsSlot(c ctlstrategy.Ctl, in ctlstrategy.Instance, id forwarding.ServerID) bool {
+	o := optionsOf(c)
+	if o == nil {
 		return false
 	}
-	r := c.cheetahState()
+	r := stateOf(c)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ci := r.inst[in.config.Name]
+	ci := r.inst[in.Config().Name]
 	if ci == nil {
 		return false
 	}
 	s := ci.servers[id]
-	return s != nil && s.known && s.load > 0 && c.now().Sub(s.at) <= 3*c.opts.Cheetah.Every
+	return s != nil && s.known && s.load > 0 && c.Now().Sub(s.at) <= 3*o.Every
 }
 
-// extraState adds the keys of the instance record and, for p2c, the loads
+// ExtraState adds the keys of the instance record and, for p2c, the loads
 // of the active servers, when they differ from what t carries.
-func (cheetahStrategy) extraState(c *Controller, in *instance, t *forwarding.Table, d *forwarding.Delta) {
-	o := in.config.Cheetah
+func (Controller) ExtraState(c ctlstrategy.Ctl, in ctlstrategy.Instance, t *forwarding.Table, d *forwarding.Delta) {
+	o := in.Config().Cheetah
 	if o == nil {
 		return
 	}
@@ -159,9 +181,9 @@ func (cheetahStrategy) extraState(c *Controller, in *instance, t *forwarding.Tab
 			s, ok := t.Servers[id]
 			return ok && s.State == forwarding.Active
 		}
-		r := c.cheetahState()
+		r := stateOf(c)
 		r.mu.Lock()
-		if ci := r.inst[in.config.Name]; ci != nil {
+		if ci := r.inst[in.Config().Name]; ci != nil {
 			for id, s := range ci.servers {
 				if s.known && s.load > 0 && active(id) {
 					if want.Loads == nil {
@@ -178,15 +200,15 @@ func (cheetahStrategy) extraState(c *Controller, in *instance, t *forwarding.Tab
 	}
 }
 
-// cheetahRound makes due key switches and, with the push on, pushes the
+// Tick makes due key switches and, with the push on, pushes the
 // keys to every agent of every Cheetah instance whose interval passed,
 // then publishes what changed (keys, loads, servers now confirmed).
-func (c *Controller) cheetahRound(ctx context.Context) error {
+func (Controller) Tick(ctx context.Context, c ctlstrategy.Ctl) error {
 	// The store is listed every 10 s only (a listing reads every key of
 	// every instance); an instance this controller just worked on is in
 	// its cache meanwhile.
-	r := c.cheetahState()
-	now := c.now()
+	r := stateOf(c)
+	now := c.Now()
 	if r.names == nil || now.Sub(r.listed) >= 10*time.Second || now.Before(r.listed) {
 		names, err := c.Instances(ctx)
 		if err != nil {
@@ -195,52 +217,52 @@ func (c *Controller) cheetahRound(ctx context.Context) error {
 		r.names, r.listed = names, now
 	}
 	names := slices.Clone(r.names)
-	for n := range c.cache {
+	for _, n := range c.Loaded() {
 		if !slices.Contains(names, n) {
 			names = append(names, n)
 		}
 	}
 	var errs []error
 	for _, n := range names {
-		if err := c.cheetahInstanceRound(ctx, n); err != nil {
+		if err := instanceRound(ctx, c, n); err != nil {
 			errs = append(errs, fmt.Errorf("instance %s: %w", n, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (c *Controller) cheetahInstanceRound(ctx context.Context, name string) error {
-	in, err := c.load(ctx, name)
+func instanceRound(ctx context.Context, c ctlstrategy.Ctl, name string) error {
+	in, err := c.Load(ctx, name)
 	if errors.Is(err, ring.ErrNoInstance) {
 		return nil // deleted since the listing
 	}
-	if err != nil || !strategyHas[cookieKeeper](in.config) || in.config.Cheetah == nil {
+	if err != nil || in.Config().Strategy != forwarding.StrategyCheetah || in.Config().Cheetah == nil {
 		return err
 	}
-	now := c.now()
+	now := c.Now()
 	switched := false
-	if o := in.config.Cheetah; !o.SwitchAt.IsZero() && !now.Before(o.SwitchAt) {
-		if err := c.switchKey(ctx, in, now); err != nil {
+	if o := in.Config().Cheetah; !o.SwitchAt.IsZero() && !now.Before(o.SwitchAt) {
+		if err := switchKey(ctx, c, in, now); err != nil {
 			return err
 		}
 		switched = true
 	}
 	changed := false
-	if c.opts.Cheetah != nil {
-		r := c.cheetahState()
+	if po := optionsOf(c); po != nil {
+		r := stateOf(c)
 		r.mu.Lock()
 		ci := r.inst[name]
 		if ci == nil {
 			ci = &cheetahInstanceState{servers: map[forwarding.ServerID]*cheetahServer{}}
 			r.inst[name] = ci
 		}
-		due := switched || now.Sub(ci.last) >= c.opts.Cheetah.Every
+		due := switched || now.Sub(ci.last) >= po.Every
 		if due {
 			ci.last = now
 		}
 		r.mu.Unlock()
 		if due {
-			changed = c.pushKeys(ctx, in, ci)
+			changed = pushKeys(ctx, c, po, in, ci)
 		}
 	}
 	if switched || changed {
@@ -253,15 +275,15 @@ func (c *Controller) cheetahInstanceRound(ctx context.Context, name string) erro
 // (in the pool, or retired with connections left), in parallel, and
 // records the answers. It reports whether anything the next generation
 // depends on changed: a load (p2c), or a server held back now confirmed.
-func (c *Controller) pushKeys(ctx context.Context, in *instance, ci *cheetahInstanceState) bool {
-	o := c.opts.Cheetah
-	cfg := in.config
+func pushKeys(ctx context.Context, c ctlstrategy.Ctl, o *ControllerOptions, in ctlstrategy.Instance, ci *cheetahInstanceState) bool {
+	cfg := in.Config()
 	port := cfg.HealthProbe().AgentPort
+	dips := in.DIPs()
 	targets := map[forwarding.ServerID]netip.Addr{}
-	for id, s := range in.w.Table().Servers {
+	for id, s := range in.Table().Servers {
 		targets[id] = s.Addr
 	}
-	for id, d := range in.dips {
+	for id, d := range dips {
 		targets[id] = d.Addr
 	}
 	type answer struct {
@@ -293,11 +315,11 @@ func (c *Controller) pushKeys(ctx context.Context, in *instance, ci *cheetahInst
 	}
 	wg.Wait()
 	close(answers)
-	r := c.cheetahState()
+	r := stateOf(c)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := c.now()
-	t := in.w.Table()
+	now := c.Now()
+	t := in.Table()
 	changed := false
 	for a := range answers {
 		s := ci.servers[a.id]
@@ -316,7 +338,7 @@ func (c *Controller) pushKeys(ctx context.Context, in *instance, ci *cheetahInst
 			o.Logger.Info("cheetah: keys pushed to the server's agent again", "instance", cfg.Name, "server", a.id, "dip", a.addr)
 		}
 		if ts, ok := t.Servers[a.id]; !ok || ts.State != forwarding.Active {
-			if d := in.dips[a.id]; d != nil && d.EffectiveWeight() > 0 && s.keys != cfg.Cheetah.Keys {
+			if d, ok := dips[a.id]; ok && d.EffectiveWeight > 0 && s.keys != cfg.Cheetah.Keys {
 				changed = true // held back until now
 			}
 		}
@@ -336,111 +358,16 @@ func (c *Controller) pushKeys(ctx context.Context, in *instance, ci *cheetahInst
 	return changed
 }
 
-// writeConfig stores the instance record as in.config now says.
-func (c *Controller) writeConfig(ctx context.Context, in *instance) error {
-	b, err := json.Marshal(in.config)
-	if err != nil {
-		return err
-	}
-	return c.commit(ctx, in, store.Put(in.k.Config(), b))
-}
-
 // switchKey makes the key slot a rotation filled current.
-func (c *Controller) switchKey(ctx context.Context, in *instance, now time.Time) error {
-	o := *in.config.Cheetah
+func switchKey(ctx context.Context, c ctlstrategy.Ctl, in ctlstrategy.Instance, now time.Time) error {
+	o := *in.Config().Cheetah
 	o.Keys.Current ^= 1
 	o.SwitchAt, o.Switched = time.Time{}, now.UTC().Truncate(time.Second)
-	cfg := *in.config
+	cfg := *in.Config()
 	cfg.Cheetah = &o
-	old := in.config
-	in.config = &cfg
-	if err := c.writeConfig(ctx, in); err != nil {
-		in.config = old
+	if err := in.WriteConfig(ctx, &cfg); err != nil {
 		return err
 	}
-	c.log.Info("cheetah: key id is current for new connections", "instance", cfg.Name, "key_id", o.Keys.Current)
+	c.Logger().Info("cheetah: key id is current for new connections", "instance", cfg.Name, "key_id", o.Keys.Current)
 	return nil
-}
-
-// CheetahRotation is what `ctl cheetah rotate-key` asks.
-type CheetahRotation struct {
-	// Settle is how long muxes get to load the new key before servers use
-	// it: longer than a mux may lag without being withdrawn from BGP
-	// (muxd's WithdrawBehindAfter, 30 s by default).
-	Settle time.Duration `json:"settle"`
-	// MinAge refuses a rotation when the current key became current less
-	// than MinAge ago: the rotation overwrites the other slot, whose key
-	// the connections opened before that switch still carry.
-	MinAge time.Duration `json:"min_age"`
-	// Force skips MinAge and the check that every active server's agent
-	// confirmed the current keys.
-	Force bool `json:"force,omitempty"`
-}
-
-// DefaultCheetahSettle is Settle's default: muxd withdraws a mux that lags
-// more than 30 s behind the store, so every mux still announcing the VIP
-// has the new key by then.
-const DefaultCheetahSettle = 40 * time.Second
-
-// RotateCheetahKey starts a key rotation: a new random key goes into the
-// slot new connections do not use, the muxes get it in the next
-// generation, and Settle later the controller makes it current (the round,
-// cheetahRound), pushing the switch to the agents. Connections keep the key
-// id they started with, so nothing breaks as long as no connection is older
-// than the switch before this one (MinAge).
-func (c *Controller) RotateCheetahKey(ctx context.Context, name string, rot CheetahRotation) (string, error) {
-	in, err := c.instance(ctx, name)
-	if err != nil {
-		return "", err
-	}
-	if !strategyHas[cookieKeeper](in.config) || in.config.Cheetah == nil {
-		return "", badf("instance %q uses strategy %s, not cheetah", name, in.config.Strategy)
-	}
-	if rot.Settle < 0 || rot.MinAge < 0 {
-		return "", badf("settle and min-age must not be negative")
-	}
-	o := *in.config.Cheetah
-	now := c.now()
-	if !o.SwitchAt.IsZero() {
-		return "", badf("a rotation is in progress: key id %d becomes current at %s", o.Keys.Current^1, o.SwitchAt.UTC().Format(time.RFC3339))
-	}
-	if !rot.Force {
-		if !o.Switched.IsZero() && now.Sub(o.Switched) < rot.MinAge {
-			return "", badf("key id %d became current %v ago: connections opened before then still carry key id %d, which this rotation would overwrite; wait until %s or lower --min-age (or --force)",
-				o.Keys.Current, now.Sub(o.Switched).Round(time.Second), o.Keys.Current^1, o.Switched.Add(rot.MinAge).UTC().Format(time.RFC3339))
-		}
-		if c.opts.Cheetah != nil {
-			var missing []forwarding.ServerID
-			for _, id := range sortedKeys(in.dips) {
-				d := in.dips[id]
-				if s, ok := in.w.Table().Servers[id]; ok && s.State == forwarding.Active && !c.confirmed(name, id, d.Addr, o.Keys) {
-					missing = append(missing, id)
-				}
-			}
-			if len(missing) > 0 {
-				return "", badf("the agents of servers %v have not confirmed the current keys: after this rotation they would write cookies with a key the muxes no longer have (fix the agents' API, or --force)", missing)
-			}
-		}
-	}
-	k, err := cookie.NewKey()
-	if err != nil {
-		return "", err
-	}
-	spare := o.Keys.Current ^ 1
-	o.Keys.Keys[spare] = k
-	o.SwitchAt = now.Add(rot.Settle).UTC()
-	cfg := *in.config
-	cfg.Cheetah = &o
-	old := in.config
-	in.config = &cfg
-	if err := c.writeConfig(ctx, in); err != nil {
-		in.config = old
-		return "", err
-	}
-	if err := c.reconcile(ctx, in); err != nil {
-		c.forget(in)
-		return "", err
-	}
-	return fmt.Sprintf("new key in slot %d published to the muxes (generation %d); new connections take key id %d from %s (settle %v); key id %d stays valid for the connections that carry it",
-		spare, in.w.Table().Generation, spare, o.SwitchAt.Format(time.RFC3339), rot.Settle, o.Keys.Current), nil
 }

@@ -1,23 +1,24 @@
-package controller
+package prism
 
 import (
 	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/beamer-lb/beamer/pkg/controlplane/ctlstrategy"
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/store"
 	"github.com/beamer-lb/beamer/pkg/strategy/prism/migration"
 )
 
-// PrismKeepAlive configures dead-connection pruning from the keep-alive
+// KeepAlive configures dead-connection pruning from the keep-alive
 // bits of the Prism MCT (docs/strategy-prism.md, "Pruning"). Every Every,
 // the controller collects from each mux it is told about the MCT entries
 // a packet hit through that mux since the last collection (reading clears
@@ -27,7 +28,7 @@ import (
 // answered: a mux that cannot be reached never makes a live entry look
 // idle. Without this configuration the servers' answers alone decide, at
 // every reconcile.
-type PrismKeepAlive struct {
+type KeepAlive struct {
 	Muxes     []string // mux daemons' --metrics addresses (host:port)
 	MuxesFile string   // read again every round: one host:port a line, '#' comments; adds to Muxes
 	Every     time.Duration
@@ -50,7 +51,7 @@ type KeepAliveCollector interface {
 	KeepAlive(ctx context.Context, addr, instance string) (*migration.KeepAliveReport, error)
 }
 
-func (o *PrismKeepAlive) fill() {
+func (o *KeepAlive) fill() {
 	if o.Every <= 0 {
 		o.Every = 10 * time.Second
 	}
@@ -66,7 +67,7 @@ func (o *PrismKeepAlive) fill() {
 }
 
 // Validate checks the options a person gave.
-func (o *PrismKeepAlive) Validate() error {
+func (o *KeepAlive) Validate() error {
 	switch {
 	case o.Every < 0 || o.Timeout < 0 || o.IdleRounds < 0 || o.IdleMax < 0:
 		return errors.New("prism keep-alive: negative interval, timeout or round count")
@@ -102,7 +103,7 @@ func checkMuxAddr(s string) error {
 }
 
 // muxes is the list for this round.
-func (o *PrismKeepAlive) muxes() ([]string, error) {
+func (o *KeepAlive) muxes() ([]string, error) {
 	out := append([]string(nil), o.Muxes...)
 	if o.MuxesFile != "" {
 		more, err := readMuxList(o.MuxesFile)
@@ -152,51 +153,49 @@ type keepAliveState struct {
 	idle map[uint64]int
 }
 
-// prismKeepAlivePoller collects the bits beside the controller's loop
-// (a mux that does not answer must not hold up requests or health
-// checks) and hands each round to the loop.
-type prismKeepAlivePoller struct {
-	st   store.Store
-	root string
-	o    PrismKeepAlive
-	log  *slog.Logger
-	out  chan keepAliveRound
+// keepAlivePoller collects the bits beside the controller's loop (a mux
+// that does not answer must not hold up requests or health checks) and
+// hands each round to the loop (Host.Do).
+type keepAlivePoller struct {
+	h ctlstrategy.Host
+	o KeepAlive
 }
 
-func (p *prismKeepAlivePoller) run(ctx context.Context) {
+// run collects a round every o.Every until ctx ends or the leadership is
+// lost.
+func (p *keepAlivePoller) run(ctx context.Context) error {
 	t := time.NewTicker(p.o.Every)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return ctx.Err()
 		case <-t.C:
 		}
 		for _, r := range p.round(ctx) {
-			select {
-			case p.out <- r:
-			case <-ctx.Done():
-				return
+			err := p.h.Do(ctx, "prism keep-alive round", func(ctx context.Context, c ctlstrategy.Ctl) error { return recordRound(ctx, c, r) })
+			if errors.Is(err, store.ErrConflict) || ctx.Err() != nil {
+				return err
 			}
 		}
 	}
 }
 
 // round collects the bits of every Prism instance from every mux.
-func (p *prismKeepAlivePoller) round(ctx context.Context) []keepAliveRound {
-	names, err := listInstances(ctx, p.st, p.root)
+func (p *keepAlivePoller) round(ctx context.Context) []keepAliveRound {
+	names, err := p.h.Instances(ctx)
 	if err != nil {
-		p.log.Error("prism keep-alive: listing instances", "error", err)
+		p.h.Logger().Error("prism keep-alive: listing instances", "error", err)
 		return nil
 	}
 	muxes, err := p.o.muxes()
 	if err != nil {
-		p.log.Warn("prism keep-alive: no mux list; this round counts for nothing", "error", err)
+		p.h.Logger().Warn("prism keep-alive: no mux list; this round counts for nothing", "error", err)
 	}
 	var out []keepAliveRound
 	for _, name := range names {
-		cfg, err := ring.ReadInstance(ctx, p.st, ring.InstanceKeys(p.root, name))
-		if err != nil || !strategyHas[mctSweeper](cfg) {
+		cfg, err := ring.ReadInstance(ctx, p.h.Store(), ring.InstanceKeys(p.h.Root(), name))
+		if err != nil || cfg.Strategy != forwarding.StrategyPrism {
 			continue
 		}
 		out = append(out, p.collect(ctx, name, muxes))
@@ -204,7 +203,7 @@ func (p *prismKeepAlivePoller) round(ctx context.Context) []keepAliveRound {
 	return out
 }
 
-func (p *prismKeepAlivePoller) collect(ctx context.Context, name string, muxes []string) keepAliveRound {
+func (p *keepAlivePoller) collect(ctx context.Context, name string, muxes []string) keepAliveRound {
 	r := keepAliveRound{instance: name, hits: map[uint64]bool{}, muxes: len(muxes), failed: map[string]error{}}
 	type answer struct {
 		mux string
@@ -233,29 +232,29 @@ func (p *prismKeepAlivePoller) collect(ctx context.Context, name string, muxes [
 	return r
 }
 
-// prismKeepAliveRound records one round's bits and, when some entry has
-// been idle long enough, reconciles the instance: prismMoves asks the
+// recordRound records one round's bits and, when some entry has
+// been idle long enough, reconciles the instance: moves asks the
 // servers of the suspects and prunes the dead ones.
-func (c *Controller) prismKeepAliveRound(ctx context.Context, kr keepAliveRound) error {
-	o := c.opts.PrismKeepAlive
+func recordRound(ctx context.Context, c ctlstrategy.Ctl, kr keepAliveRound) error {
+	o := optionsOf(c).KeepAlive
 	if o == nil {
 		return nil
 	}
 	for m, err := range kr.failed {
-		c.log.Warn("prism keep-alive: mux did not answer; this round counts for no entry", "instance", kr.instance, "mux", m, "error", err)
+		c.Logger().Warn("prism keep-alive: mux did not answer; this round counts for no entry", "instance", kr.instance, "mux", m, "error", err)
 	}
 	if kr.muxes == 0 {
-		c.log.Warn("prism keep-alive: no mux to collect bits from; this round counts for no entry", "instance", kr.instance)
+		c.Logger().Warn("prism keep-alive: no mux to collect bits from; this round counts for no entry", "instance", kr.instance)
 	}
-	in, err := c.load(ctx, kr.instance)
-	if errors.Is(err, store.ErrNotFound) {
+	in, err := c.Load(ctx, kr.instance)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, ring.ErrNoInstance) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	t := in.w.Table()
-	r := c.prismState()
+	t := in.Table()
+	r := stateOf(c)
 	r.mu.Lock()
 	ka := r.keepAlive[kr.instance]
 	if ka == nil {
@@ -285,18 +284,18 @@ func (c *Controller) prismKeepAliveRound(ctx context.Context, kr keepAliveRound)
 		}
 	}
 	r.mu.Unlock()
-	c.metrics.observePrismKeepAlive(kr.instance, kr.complete(), len(kr.failed), suspects)
+	metricsOf(c).observeKeepAlive(kr.instance, kr.complete(), len(kr.failed), suspects)
 	if suspects == 0 {
 		return nil
 	}
 	return c.Reconcile(ctx, kr.instance)
 }
 
-// prismSuspects tells prismMoves which entries to check with their
+// suspects tells moves which entries to check with their
 // servers: with keep-alive bits, those idle on every mux for IdleRounds
 // rounds (expired: past IdleMax too); without, every entry. r.mu is held.
-func (c *Controller) prismSuspects(r *prismRuntime, name string) (suspect, expired func(uint64) bool) {
-	o := c.opts.PrismKeepAlive
+func suspects(c ctlstrategy.Ctl, r *runtime, name string) (suspect, expired func(uint64) bool) {
+	o := optionsOf(c).KeepAlive
 	if o == nil {
 		return func(uint64) bool { return true }, func(uint64) bool { return false }
 	}
@@ -309,4 +308,21 @@ func (c *Controller) prismSuspects(r *prismRuntime, name string) (suspect, expir
 	}
 	return func(sig uint64) bool { return idle(sig) >= o.IdleRounds },
 		func(sig uint64) bool { return o.IdleMax > 0 && idle(sig) >= o.IdleMax }
+}
+
+// CollectRound collects one round of the named instance's keep-alive bits
+// from the muxes now and records it, as the background poller does every
+// KeepAlive.Every (tests drive rounds with it). Without KeepAlive it does
+// nothing.
+func CollectRound(ctx context.Context, c ctlstrategy.Ctl, instance string) error {
+	o := optionsOf(c).KeepAlive
+	if o == nil {
+		return nil
+	}
+	muxes, err := o.muxes()
+	if err != nil {
+		c.Logger().Warn("prism keep-alive: no mux list; this round counts for nothing", "error", err)
+	}
+	p := &keepAlivePoller{o: *o}
+	return recordRound(ctx, c, p.collect(ctx, instance, muxes))
 }
