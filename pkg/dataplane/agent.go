@@ -75,15 +75,18 @@ const (
 // Agent is the loaded server agent program and its maps.
 type Agent struct {
 	objs     agentObjects
-	coll     *ebpf.Collection // AgentOptions.Spec as loaded (nil: the embedded build)
-	extra    *ebpf.Collection // what of it the agent does not use itself
-	capture  captureData      // capture_on's data section (capture.go)
+	coll     *ebpf.Collection     // AgentOptions.Spec as loaded (nil: the embedded build)
+	extra    *ebpf.Collection     // what of it the agent does not use itself
+	capture  captureData          // capture_on's data section (capture.go)
+	spec     *ebpf.CollectionSpec // as loaded, for the strategies' layouts
 	counters *counterSet
-	cheetah  *counterSet // Cheetah's egress/ingress counters (agent_cheetah.go)
-	clock    *wordArray  // word 0: Unix − boot time (ns); word 1: current generation word (0/1)
-	seen     *wordArray  // generation_seen: two words per VIP slot
-	vips     int
-	pinDir   string
+	// strategyCounters: the built-in strategies' counters
+	// (agent_strategy.go).
+	strategyCounters []AgentStrategyCounters
+	clock            *wordArray // word 0: Unix − boot time (ns); word 1: current generation word (0/1)
+	seen             *wordArray // generation_seen: two words per VIP slot
+	vips             int
+	pinDir           string
 
 	stopRotate chan struct{}
 	rotateDone chan struct{}
@@ -152,7 +155,7 @@ func LoadAgent(opts AgentOptions) (*Agent, error) {
 		return nil, err
 	}
 	spec.Maps["bucket_changed"].MaxEntries = uint32(total)
-	a := &Agent{vips: len(opts.VIPs), pinDir: opts.PinDir}
+	a := &Agent{vips: len(opts.VIPs), pinDir: opts.PinDir, spec: spec}
 	if a.pinDir != "" {
 		if err := ensureBPFFS(a.pinDir); err != nil {
 			return nil, err
@@ -182,9 +185,9 @@ func LoadAgent(opts AgentOptions) (*Agent, error) {
 		a.Close()
 		return nil, err
 	}
-	// Cheetah keys adopted from a predecessor are used by this program
-	// from its first packet, before the daemon looks at them.
-	if err := a.countCheetahVIPs(); err != nil {
+	// State a strategy adopted from a predecessor (Cheetah's keys) is used
+	// by this program from its first packet, before the daemon looks at it.
+	if err := a.strategiesLoaded(); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -230,7 +233,7 @@ func (a *Agent) configure(spec *ebpf.CollectionSpec, opts AgentOptions) error {
 	if a.counters, err = newCounterSet(spec, a.objs.AgentCounters, "agent_counter", "AGENT_"); err != nil {
 		return err
 	}
-	if a.cheetah, err = newCounterSet(spec, a.objs.CheetahAgentCounters, "cheetah_agent_counter", "CHEETAH_"); err != nil {
+	if err := a.loadStrategyCounters(); err != nil {
 		return err
 	}
 	if a.clock, err = mapWords(a.objs.AgentClock); err != nil {

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"context"
 	"encoding/binary"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	"net"
 	"net/netip"
 	"testing"
@@ -78,9 +79,11 @@ func TestCheetahAgentVectors(t *testing.T) {
 	r := newCheetahAgentRig(t, vip)
 
 	for _, v := range vec.Cookies {
-		must(t, r.agent.SetCheetahVIP(CheetahVIP{VIP: v.VIP, ID: v.ID, Keys: cookie.Keys{Current: v.KID, Keys: v.Keys}}))
+		must(t, cheetah.SetVIP(r.agent, cheetah.AgentVIP{VIP: v.VIP, ID: v.ID, Keys: cookie.Keys{Current: v.KID, Keys: v.Keys}}))
 		seg := tsSegment(netip.AddrPortFrom(v.VIP, v.VPort), netip.AddrPortFrom(v.Client, v.CPort), v.SynAck, true, v.TSval, 777, v.SynAck)
-		act, out := runTC(t, r.ns, r.ifindex, r.agent.CheetahEgress(), wiretest.Frame(wiretest.MuxMAC, wiretest.ClientMAC, seg))
+		egress, err := cheetah.Egress(r.agent)
+		must(t, err)
+		act, out := runTC(t, r.ns, r.ifindex, egress, wiretest.Frame(wiretest.MuxMAC, wiretest.ClientMAC, seg))
 		if act != "pass" {
 			t.Fatalf("%s: egress %s", v.Name, act)
 		}
@@ -89,7 +92,7 @@ func TestCheetahAgentVectors(t *testing.T) {
 			t.Errorf("%s: TSval %#x TSecr %d, want %#x 777", v.Name, tsval, tsecr, v.Out)
 		}
 	}
-	c, err := r.agent.CheetahCounters()
+	c, err := cheetah.AgentCounters(r.agent)
 	must(t, err)
 	if c["egress_cookie"] != uint64(len(vec.Cookies)) || c["egress_synack"] != 2 || c["egress_fast"] != uint64(len(vec.Cookies)-2) {
 		t.Errorf("egress counters %v", c)

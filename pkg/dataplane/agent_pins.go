@@ -15,36 +15,33 @@ import (
 // of a bucket that moved before the restart).
 var agentStateMaps = []string{"agent_counters", "generation_seen", "bucket_changed"}
 
-// agentCheetahMaps are Cheetah's keys per VIP and key id per socket: a
-// restarted agent writes cookies from its first packet, with the key id
-// each connection started with. They are keyed by VIP address and by
-// socket, not by VIP slot, so they are kept across any restart, also one
-// that changes the VIPs or bucket counts (agentCheetahDir): a server never
-// sends a client of a Cheetah instance a timestamp the mux cannot decode.
-var agentCheetahMaps = []string{"cheetah_vips", "cheetah_kid"}
-
-// agentCheetahDir is the pin directory of agentCheetahMaps.
-func agentCheetahDir(pinDir string) string {
-	if pinDir == "" {
-		return ""
-	}
-	return filepath.Join(pinDir, "cheetah-state")
-}
+// A strategy's pinned state (agentspi.PinnedState, Cheetah's keys per VIP
+// and key id per socket) is keyed by VIP address and by socket, not by VIP
+// slot, so it is kept across any restart, also one that changes the VIPs
+// or bucket counts: it is pinned in the strategy's own directory, apart
+// from the layout's (a Cheetah server never sends a client a timestamp the
+// mux cannot decode).
 
 // agentPinnedMaps opens every pinned map the agent can adopt: the state of
-// the same VIP layout, and Cheetah's maps whatever the layout (also where
-// an agent of an earlier version pinned them, in the layout's directory).
+// the same VIP layout, and the strategies' pinned state whatever the
+// layout (also where an agent of an earlier version pinned it, in the
+// layout's directory).
 func agentPinnedMaps(pinDir string, spec *ebpf.CollectionSpec, vips []AgentVIP) map[string]*ebpf.Map {
 	state := agentStateDir(pinDir, vips)
 	out := pinnedMaps(state, spec, agentStateMaps)
-	for name, m := range pinnedMaps(agentCheetahDir(pinDir), spec, agentCheetahMaps) {
-		out[name] = m
+	if pinDir == "" {
+		return out
 	}
-	for name, m := range pinnedMaps(state, spec, agentCheetahMaps) {
-		if out[name] == nil {
+	for dir, names := range strategyPinnedState() {
+		for name, m := range pinnedMaps(filepath.Join(pinDir, dir), spec, names) {
 			out[name] = m
-		} else {
-			m.Close()
+		}
+		for name, m := range pinnedMaps(state, spec, names) {
+			if out[name] == nil {
+				out[name] = m
+			} else {
+				m.Close()
+			}
 		}
 	}
 	return out
@@ -90,15 +87,25 @@ func (a *Agent) pinState(vips []AgentVIP) error {
 	}); err != nil {
 		return err
 	}
-	cheetahDir := agentCheetahDir(a.pinDir)
-	if err := os.MkdirAll(cheetahDir, 0o700); err != nil {
-		return fmt.Errorf("pin directory: %w", err)
-	}
-	if err := pinMaps(cheetahDir, map[string]*ebpf.Map{"cheetah_vips": a.objs.CheetahVips, "cheetah_kid": a.objs.CheetahKid}); err != nil {
-		return err
-	}
-	for _, name := range agentCheetahMaps {
-		os.Remove(filepath.Join(dir, name)) // where an earlier version pinned them
+	for sub, names := range strategyPinnedState() {
+		sdir := filepath.Join(a.pinDir, sub)
+		if err := os.MkdirAll(sdir, 0o700); err != nil {
+			return fmt.Errorf("pin directory: %w", err)
+		}
+		maps := map[string]*ebpf.Map{}
+		for _, name := range names {
+			m, err := a.Map(name)
+			if err != nil {
+				return err
+			}
+			maps[name] = m
+		}
+		if err := pinMaps(sdir, maps); err != nil {
+			return err
+		}
+		for _, name := range names {
+			os.Remove(filepath.Join(dir, name)) // where an earlier version pinned them
+		}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"fmt"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	"net/netip"
 	"os"
 	"runtime"
@@ -156,7 +157,7 @@ func TestCheetahEndToEnd(t *testing.T) {
 	}
 	var cookies, echoes uint64
 	for name := range e.servers {
-		ac, err := e.agents[name].CheetahCounters()
+		ac, err := cheetah.AgentCounters(e.agents[name])
 		must(t, err)
 		cookies += ac["egress_cookie"]
 		echoes += ac["ingress_no_echo"]
@@ -206,7 +207,7 @@ func TestCheetahEndToEnd(t *testing.T) {
 	}
 	var syncookies uint64
 	for name := range e.servers {
-		ac, err := e.agents[name].CheetahCounters()
+		ac, err := cheetah.AgentCounters(e.agents[name])
 		must(t, err)
 		syncookies += ac["ingress_syncookie"]
 	}
@@ -260,7 +261,7 @@ func floodReport(e *e2eNet) string {
 	for _, name := range []string{"a", "b", "c"} {
 		out, err := e.servers[name].Run("nstat", append([]string{"-az"}, counters...)...)
 		fmt.Fprintf(&b, "server %s: %s%v\n", name, out, err)
-		if ac, err := e.agents[name].CheetahCounters(); err == nil {
+		if ac, err := cheetah.AgentCounters(e.agents[name]); err == nil {
 			fmt.Fprintf(&b, "agent %s cheetah counters: %v\n", name, ac)
 		}
 	}

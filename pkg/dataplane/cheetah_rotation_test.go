@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"fmt"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	"math/rand/v2"
 	"net/netip"
 	"testing"
@@ -56,7 +57,7 @@ func TestCheetahKeyRotationEndToEnd(t *testing.T) {
 	}
 	setKeys := func(ks cookie.Keys) {
 		for name, a := range e.agents {
-			must(t, a.SetCheetahVIP(CheetahVIP{VIP: e2eVIP, ID: uint16(e2eID[name]), Keys: ks}))
+			must(t, cheetah.SetVIP(a, cheetah.AgentVIP{VIP: e2eVIP, ID: uint16(e2eID[name]), Keys: ks}))
 		}
 	}
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	"net"
 	"net/netip"
 	"strings"
@@ -152,8 +153,8 @@ func newE2EWith(t *testing.T, cfg e2eConfig) *e2eNet {
 		e.agents[name] = a
 		must(t, s.Do(func() error { l, err := a.Attach("eth0"); hold(l, err); return nil }))
 		if cfg.cheetah != nil {
-			must(t, a.SetCheetahVIP(CheetahVIP{VIP: e2eVIP, ID: uint16(e2eID[name]), Keys: cfg.cheetah.Keys}))
-			must(t, s.Do(func() error { l, err := a.AttachCheetahEgress("eth0"); hold(l, err); return nil }))
+			must(t, cheetah.SetVIP(a, cheetah.AgentVIP{VIP: e2eVIP, ID: uint16(e2eID[name]), Keys: cfg.cheetah.Keys}))
+			must(t, s.Do(func() error { l, err := cheetah.AttachEgress(a, "eth0"); hold(l, err); return nil }))
 		}
 		serveEcho(t, s, name)
 	}

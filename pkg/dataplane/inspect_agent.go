@@ -6,22 +6,33 @@ import (
 	"sort"
 	"time"
 
-	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
-	"github.com/cilium/ebpf"
+	"github.com/beamer-lb/beamer/pkg/dataplane/agentspi"
+	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"golang.org/x/sys/unix"
 )
 
 // AgentInspection is what an agent's pinned program holds, read from its
 // maps (inspect_maps.go): `beamer agent inspect`.
 type AgentInspection struct {
-	PinDir  string              `json:"pin_dir"`
-	Program ProgramView         `json:"program"`
-	VIPs    []AgentVIPInspect   `json:"vips"`
-	Cheetah []CheetahVIPInspect `json:"cheetah,omitempty"`
-	// Counters are the agent's decision counters; CheetahCounters those of
-	// Cheetah's cookies (both summed over CPUs).
-	Counters        Counters `json:"counters"`
-	CheetahCounters Counters `json:"cheetah_counters,omitempty"`
+	PinDir  string            `json:"pin_dir"`
+	Program ProgramView       `json:"program"`
+	VIPs    []AgentVIPInspect `json:"vips"`
+	// Counters are the agent's decision counters (summed over CPUs).
+	Counters Counters `json:"counters"`
+	// Strategies are the built-in strategies' parts (agentspi.Inspected
+	// and their counters), whose JSON fields stand beside the ones above
+	// (inspect_agent_json.go): Cheetah's "cheetah", its VIPs with key
+	// fingerprints, and "cheetah_counters".
+	Strategies []StrategyInspection `json:"-"`
+}
+
+// StrategyInspection is one strategy's part of an AgentInspection.
+type StrategyInspection struct {
+	Strategy forwarding.Strategy
+	agentspi.Inspection
+	// Counters are its counter sets (agentspi.Counted), by their JSON
+	// key, summed over CPUs.
+	Counters map[string]Counters
 }
 
 // AgentVIPInspect is a VIP the agent serves, the newest version it has
@@ -38,27 +49,12 @@ type AgentVIPInspect struct {
 	Chaining    int        `json:"buckets_chaining"`
 }
 
-// CheetahVIPInspect is a VIP the agent writes Cheetah cookies for: its
-// server slot and its keys by id and fingerprint, never the key bytes.
-type CheetahVIPInspect struct {
-	VIP  netip.Addr       `json:"vip"`
-	ID   uint16           `json:"id"`
-	Keys []cookie.KeyView `json:"keys"`
-}
-
 // InspectAgent reads the agent pinned at dir (its --pin-dir) at time now
 // (for the chaining windows).
 func InspectAgent(dir string, now time.Time) (*AgentInspection, error) {
 	spec, err := loadAgent()
 	if err != nil {
 		return nil, err
-	}
-	cheetahVIPs, err := pinnedMap(agentCheetahDir(dir), "cheetah_vips", spec)
-	if err != nil {
-		return nil, err
-	}
-	if cheetahVIPs != nil {
-		defer cheetahVIPs.Close()
 	}
 	p, err := openPinnedProgram(dir, spec, "beamer_agent")
 	if err != nil {
@@ -69,24 +65,18 @@ func InspectAgent(dir string, now time.Time) (*AgentInspection, error) {
 	if out.Counters, err = p.counters(spec, "agent_counters", "agent_counter", "AGENT_"); err != nil {
 		return nil, err
 	}
-	if m, err := p.mapNamed("cheetah_agent_counters", true); err != nil {
-		return nil, err
-	} else if m != nil {
-		if out.CheetahCounters, err = p.counters(spec, "cheetah_agent_counters", "cheetah_agent_counter", "CHEETAH_"); err != nil {
-			return nil, err
-		}
-	}
 	if out.VIPs, err = p.agentVIPs(now); err != nil {
 		return nil, err
 	}
-	if cheetahVIPs == nil {
-		if cheetahVIPs, err = p.mapNamed("cheetah_vips", true); err != nil {
-			return nil, err
+	for _, name := range agentspi.All() {
+		s, _ := agentspi.Lookup(name)
+		si, err := inspectStrategy(p, spec, s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-	}
-	if cheetahVIPs != nil {
-		if out.Cheetah, err = inspectCheetahVIPs(cheetahVIPs); err != nil {
-			return nil, err
+		si.Strategy = name
+		if len(si.Fields) > 0 || len(si.Counters) > 0 {
+			out.Strategies = append(out.Strategies, si)
 		}
 	}
 	return out, nil
@@ -170,26 +160,6 @@ func (p *pinnedProgram) agentVIPs(now time.Time) ([]AgentVIPInspect, error) {
 		if err := it.Err(); err != nil {
 			return nil, fmt.Errorf("reading agent_vips6: %w", err)
 		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].VIP.Less(out[j].VIP) })
-	return out, nil
-}
-
-// inspectCheetahVIPs lists Cheetah's VIPs with key fingerprints only.
-func inspectCheetahVIPs(m *ebpf.Map) ([]CheetahVIPInspect, error) {
-	var out []CheetahVIPInspect
-	var k [4]byte
-	var v agentCheetahVip
-	it := m.Iterate()
-	for it.Next(&k, &v) {
-		keys := cookie.Keys{Current: v.Kid}
-		for i := range keys.Keys {
-			keys.Keys[i] = v.Keys[i].K
-		}
-		out = append(out, CheetahVIPInspect{VIP: netip.AddrFrom4(k), ID: v.Id, Keys: keys.View()})
-	}
-	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("reading cheetah_vips: %w", err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].VIP.Less(out[j].VIP) })
 	return out, nil

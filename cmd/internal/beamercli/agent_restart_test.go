@@ -2,6 +2,7 @@ package beamercli
 
 import (
 	"fmt"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	"net"
 	"net/netip"
 	"os"
@@ -179,8 +180,8 @@ func (r *agentRestartRig) agentHere(t *testing.T, ns *netlab.Namespace, addr net
 	}
 	err = ns.Do(func() error { return hold(a.Attach("eth0")) })
 	if err == nil && r.strategy == forwarding.StrategyCheetah {
-		if err = a.SetCheetahVIP(dataplane.CheetahVIP{VIP: arVIP, ID: id, Keys: arKeys}); err == nil {
-			err = ns.Do(func() error { return hold(a.AttachCheetahEgress("eth0")) })
+		if err = cheetah.SetVIP(a, cheetah.AgentVIP{VIP: arVIP, ID: id, Keys: arKeys}); err == nil {
+			err = ns.Do(func() error { return hold(cheetah.AttachEgress(a, "eth0")) })
 		}
 	}
 	if err != nil {

@@ -3,7 +3,9 @@ package beamercli
 import (
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -167,24 +169,22 @@ func printAgentInspection(out io.Writer, in *dataplane.AgentInspection) {
 		fmt.Fprintf(w, "%s\t%d\t%s\t%d\t%d\t%d\t%d\n", v.VIP, v.Buckets, v.Window, v.Incarnation, v.Generation, v.Moved, v.Chaining)
 	}
 	w.Flush()
-	if len(in.Cheetah) > 0 {
-		fmt.Fprintln(out, "\ncheetah (key ids and fingerprints, never the keys):")
-		for _, c := range in.Cheetah {
-			var keys []string
-			for _, k := range c.Keys {
-				cur := ""
-				if k.Current {
-					cur = " (current)"
-				}
-				keys = append(keys, fmt.Sprintf("%d %s%s", k.ID, k.Fingerprint, cur))
-			}
-			fmt.Fprintf(out, "  %s  slot %d  keys %s\n", c.VIP, c.ID, strings.Join(keys, ", "))
+	for _, st := range in.Strategies {
+		if st.Text != nil {
+			st.Text(out)
 		}
 	}
 	fmt.Fprintln(out)
 	printCounters(out, in.Counters)
-	if len(in.Cheetah) > 0 {
-		fmt.Fprint(out, "cheetah ")
-		printCounters(out, in.CheetahCounters)
+	// A strategy's counters, when it has something to show.
+	for _, st := range in.Strategies {
+		if len(st.Fields) == 0 {
+			continue
+		}
+		keys := slices.Sorted(maps.Keys(st.Counters))
+		for _, k := range keys {
+			fmt.Fprintf(out, "%s ", st.Strategy)
+			printCounters(out, st.Counters[k])
+		}
 	}
 }

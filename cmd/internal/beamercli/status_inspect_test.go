@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -159,7 +160,7 @@ func TestAgentInspectCommand(t *testing.T) {
 		}
 	}
 	keys.Current = 1
-	if err := a.SetCheetahVIP(dataplane.CheetahVIP{VIP: vip, ID: 3, Keys: keys}); err != nil {
+	if err := cheetah.SetVIP(a, cheetah.AgentVIP{VIP: vip, ID: 3, Keys: keys}); err != nil {
 		t.Fatal(err)
 	}
 	if err := ns.Do(func() error {
@@ -177,7 +178,10 @@ func TestAgentInspectCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc dataplane.AgentInspection
+	var doc struct { // the agent's fields and Cheetah's beside them
+		dataplane.AgentInspection
+		Cheetah []cheetah.VIPInspect `json:"cheetah"`
+	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v in %s", err, out)
 	}

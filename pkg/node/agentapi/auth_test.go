@@ -65,7 +65,12 @@ func TestAgentAPIRefusesNonControllers(t *testing.T) {
 	var pushed atomic.Int32
 	e, err := Serve("127.0.0.1:0", Options{VIPs: []netip.Addr{vip}, TLS: srvTLS,
 		PushFrom: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		Cheetah:  func(CheetahPush) error { pushed.Add(1); return nil }})
+		Routes: map[string]Route{"PUT " + CheetahPath: func(s *Server, w http.ResponseWriter, r *http.Request) {
+			if s.PushAllowed(r, "cheetah keys") == nil {
+				pushed.Add(1)
+			}
+			WriteJSON(w, http.StatusOK, CheetahReport{})
+		}}})
 	if err != nil {
 		t.Fatal(err)
 	}

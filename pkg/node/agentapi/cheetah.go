@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/netip"
-	"slices"
 
 	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 )
@@ -42,77 +40,11 @@ type CheetahReport struct {
 }
 
 // ErrNotCheetah is a push for a VIP the agent does not serve as Cheetah's:
-// answered 403, nothing attached.
+// answered 403, nothing attached. The agent's side of the push is
+// Cheetah's route (pkg/strategy/cheetah/agent_api.go); the messages and
+// the client stay here, where the controller reads them without the
+// agent daemon.
 var ErrNotCheetah = errors.New("refused")
-
-// maxPush bounds a push body (a push is ~200 bytes).
-const maxPush = 4 << 10
-
-// pushAllowed: only callers from the Options.PushFrom prefixes may push
-// keys (the peer of an accepted TCP connection: not spoofable off path).
-func (s *Server) pushAllowed(r *http.Request) error {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return err
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return err
-	}
-	a = a.Unmap()
-	if slices.ContainsFunc(s.pushFrom, func(p netip.Prefix) bool { return p.Contains(a) }) {
-		return nil
-	}
-	return fmt.Errorf("%v may not push cheetah keys (allowed: %v)", a, s.pushFrom)
-}
-
-func (s *Server) cheetahPush(w http.ResponseWriter, r *http.Request) {
-	if s.cheetah == nil {
-		fail(w, http.StatusNotFound, "this agent takes no cheetah keys (agent API without a cheetah handler)")
-		return
-	}
-	if err := s.pushAllowed(r); err != nil {
-		fail(w, http.StatusForbidden, "%v", err)
-		return
-	}
-	var p CheetahPush
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxPush))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		fail(w, http.StatusBadRequest, "bad cheetah push: %v", err)
-		return
-	}
-	if !slices.Contains(s.vips, p.VIP) {
-		fail(w, http.StatusBadRequest, "vip %v is not served by this agent (its VIPs: %v)", p.VIP, s.vips)
-		return
-	}
-	if p.Keys.Current > 1 || p.Keys.Keys[p.Keys.Current] == (cookie.Key{}) {
-		fail(w, http.StatusBadRequest, "cheetah keys: current key id must be 0 or 1 and its key set")
-		return
-	}
-	// In the server's namespace: the handler attaches the cookie writer to
-	// the server's interface, found by name.
-	if err := inNamespace(s.ns, func() error { return s.cheetah(p) }); err != nil {
-		code := http.StatusConflict
-		if errors.Is(err, ErrNotCheetah) {
-			code = http.StatusForbidden
-		}
-		fail(w, code, "%v", err)
-		return
-	}
-	select {
-	case s.dumps <- struct{}{}:
-		defer func() { <-s.dumps }()
-	case <-r.Context().Done():
-		return
-	}
-	rep, err := countConnections(s.ns, p.VIP, 1)
-	if err != nil {
-		fail(w, http.StatusServiceUnavailable, "keys taken; counting connections: %v", err)
-		return
-	}
-	writeJSON(w, http.StatusOK, CheetahReport{VIP: p.VIP, KeyID: p.Keys.Current, Connections: rep.Total})
-}
 
 // PushCheetah gives the agent its Cheetah keys for a VIP and returns the
 // server's load.
@@ -135,7 +67,7 @@ func (c *Client) PushCheetah(ctx context.Context, agent netip.AddrPort, p Cheeta
 		return nil, fmt.Errorf("agent %v: %w", agent, err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxPush))
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, MaxPush))
 	if resp.StatusCode != http.StatusOK {
 		var e ErrorReport
 		if json.Unmarshal(b, &e) != nil || e.Error == "" {

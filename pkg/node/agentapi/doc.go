@@ -17,7 +17,10 @@
 //     keys; the agent answers with its live connections to the VIP (the
 //     load p2c compares). Only callers in the controllers' prefixes may
 //     push, only for the agent's Cheetah VIPs, and the keys are never
-//     answered back (cheetah.go).
+//     answered back. The messages and the client are here (cheetah.go);
+//     the agent's handler is Cheetah's own route
+//     (pkg/strategy/cheetah/agent_api.go), mounted from Options.Routes
+//     (routes.go: what every strategy's route is given).
 //
 // Every endpoint is the controller's: with Options.TLS the API is mutual
 // TLS and answers a certificate of the controller role only (pkg/node/nodeauth);

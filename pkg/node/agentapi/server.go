@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -39,9 +40,10 @@ type Options struct {
 	// Capacity says what GET /v1/capacity measures; nil (or no Iface):
 	// the endpoint answers 404.
 	Capacity *CapacityOptions
-	// Cheetah takes the keys the controller pushes (PUT /v1/cheetah,
-	// cheetah.go) from callers in PushFrom; nil: the endpoint answers 404.
-	Cheetah  func(CheetahPush) error
+	// Routes are the strategies' own paths (agentdspi), by pattern such as
+	// "PUT /v1/cheetah" (routes.go); a write among them takes pushes from
+	// callers in PushFrom only (Server.PushAllowed).
+	Routes   map[string]Route
 	PushFrom []netip.Prefix
 	// ServerID and Params are the agent's configuration, checked against
 	// what a health probe expects (Expect); zero/absent are not checked.
@@ -64,8 +66,8 @@ type Server struct {
 	dumps  chan struct{}
 	// sampler measures capacity (capacity.go); nil when not configured.
 	sampler *sampler
-	// cheetah and pushFrom take pushed keys (cheetah.go).
-	cheetah    func(CheetahPush) error
+	// routes and pushFrom: the strategies' paths (routes.go).
+	routes     map[string]Route
 	pushFrom   []netip.Prefix
 	serverID   uint16
 	params     map[netip.Addr]VIPParams
@@ -81,7 +83,7 @@ func NewServer(o Options) (*Server, error) {
 		o.MaxProbes = 32
 	}
 	s := &Server{vips: slices.Clone(o.VIPs), ns: o.Netns, probes: make(chan struct{}, o.MaxProbes), dumps: make(chan struct{}, 2),
-		cheetah: o.Cheetah, pushFrom: slices.Clone(o.PushFrom),
+		routes: maps.Clone(o.Routes), pushFrom: slices.Clone(o.PushFrom),
 		serverID: o.ServerID, params: o.Params, onMismatch: o.OnMismatch}
 	if s.ns <= 0 { // unset (fd 0 is never a namespace)
 		h, err := netns.Get()
@@ -105,15 +107,18 @@ func (s *Server) Close() error {
 }
 
 // Handler serves the API paths. Every one is the controller's: probes,
-// connection lists, signatures, capacity and the key push
-// (nodeauth.Only; docs/operations.md, "Trust boundaries").
+// connection lists, signatures, capacity and the strategies' routes, such
+// as Cheetah's key push (nodeauth.Only; docs/operations.md, "Trust
+// boundaries").
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+HealthPath, s.health)
 	mux.HandleFunc("GET "+ConnectionsPath, s.connections)
 	mux.HandleFunc("GET "+CapacityPath, s.capacity)
 	mux.HandleFunc("GET "+SignaturesPath, s.signatures)
-	mux.HandleFunc("PUT "+CheetahPath, s.cheetahPush)
+	for pattern, route := range s.routes {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) { route(s, w, r) })
+	}
 	return nodeauth.Only(mux, nodeauth.RoleController)
 }
 
@@ -121,7 +126,7 @@ func (s *Server) Handler() http.Handler {
 // probing every VIP port of the server every few seconds.
 func Limits() httpserver.Limits {
 	l := httpserver.Defaults()
-	l.MaxBodyBytes = maxPush
+	l.MaxBodyBytes = MaxPush
 	return l
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/metrics"
 	"github.com/beamer-lb/beamer/pkg/node/agentapi"
+	"github.com/beamer-lb/beamer/pkg/node/agentd/agentdspi"
 	"github.com/beamer-lb/beamer/pkg/node/config"
 	"github.com/beamer-lb/beamer/pkg/node/mptcp"
 	"github.com/beamer-lb/beamer/pkg/node/nodestate"
@@ -29,21 +30,19 @@ import (
 
 // Daemon is a running agent.
 type Daemon struct {
-	cfg    config.Agent
-	opts   Options
-	node   *nodestate.Record
-	lock   *os.File // the interface's agent lock (cleanup.go)
-	agent  *dataplane.Agent
-	link   link.Link
-	egress link.Link // cheetah's cookie writer (cheetah.go), nil without a Cheetah VIP
-	// cheetahMu guards egress and cheetahVIPs (the VIPs with keys) against
-	// the API's key pushes.
-	cheetahMu   sync.Mutex
-	cheetahVIPs []netip.Addr
-	xdp         link.Link           // the XDP fast path (xdp.go), nil without one
-	vipStats    *dataplane.VIPStats // per-VIP counters (vipstats.go), nil without --metrics
-	metrics     *metrics.Server
-	api         *agentapi.Endpoint
+	cfg   config.Agent
+	opts  Options
+	node  *nodestate.Record
+	lock  *os.File // the interface's agent lock (cleanup.go)
+	agent *dataplane.Agent
+	link  link.Link
+	// services are the started strategies' sides (strategies.go: Cheetah's
+	// keys and cookie writer).
+	services []agentdspi.Service
+	xdp      link.Link           // the XDP fast path (xdp.go), nil without one
+	vipStats *dataplane.VIPStats // per-VIP counters (vipstats.go), nil without --metrics
+	metrics  *metrics.Server
+	api      *agentapi.Endpoint
 
 	stop     chan struct{}
 	stopOnce sync.Once // Close after Abandon (or twice) must not panic
@@ -159,7 +158,7 @@ func (d *Daemon) start() error {
 	if err := d.startXDP(); err != nil {
 		return err
 	}
-	if err := d.startCheetah(); err != nil {
+	if err := d.startStrategies(); err != nil {
 		return err
 	}
 	if config.Flag(cfg.MPTCP) {
@@ -175,7 +174,7 @@ func (d *Daemon) start() error {
 	if cfg.Metrics != "" {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(metrics.NewCounterCollector("beamer_agent_packets_total", "Packets by decision of the server agent.", "decision", d.agent.Counters))
-		reg.MustRegister(metrics.NewCounterCollector("beamer_agent_cheetah_packets_total", "Segments of Cheetah VIPs by what the agent did to their timestamps.", "decision", d.agent.CheetahCounters))
+		d.registerStrategyMetrics(reg)
 		if err := d.startVIPStats(); err != nil {
 			return err
 		}
@@ -336,9 +335,7 @@ func (d *Daemon) release(unpin bool) []error {
 	} else if unpin && d.opts.PinDir != "" {
 		dataplane.Unpin(d.opts.PinDir, nil) // state maps pinned by a start that failed
 	}
-	if d.egress != nil {
-		d.egress.Close()
-	}
+	d.closeStrategies()
 	if d.xdp != nil {
 		d.xdp.Close()
 	}

@@ -12,8 +12,8 @@ import (
 )
 
 // serveAPI starts the agent API (health probes of VIP:port from this
-// server, connection counts per bucket, Cheetah keys pushed by the
-// controllers: cheetah.go) unless the configuration turns it off. It runs in the namespace Start runs in, and probes from there.
+// server, connection counts per bucket, the strategies' paths such as
+// Cheetah's key push: strategies.go) unless the configuration turns it off. It runs in the namespace Start runs in, and probes from there.
 func (d *Daemon) serveAPI() error {
 	addr := d.cfg.APIAddr()
 	if addr == "" {
@@ -51,7 +51,7 @@ func (d *Daemon) serveAPI() error {
 	var err error
 	d.api, err = agentapi.Serve(addr, agentapi.Options{VIPs: vips,
 		Capacity: &agentapi.CapacityOptions{Iface: d.cfg.Interface, RateBps: d.cfg.CapacityBps},
-		Cheetah:  d.takeCheetahKeys, PushFrom: d.cfg.PushFrom(),
+		Routes:   d.strategyRoutes(), PushFrom: d.cfg.PushFrom(),
 		ServerID: uint16(d.cfg.ServerID), Params: params, OnMismatch: mismatchLogger(), TLS: d.opts.APITLS})
 	for _, a := range listenAddrs(dips[min(1, len(dips)):]) {
 		if err == nil {

@@ -2,6 +2,7 @@ package agentd
 
 import (
 	"context"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	"io"
 	"net"
 	"net/http"
@@ -76,7 +77,7 @@ func TestAgentCheetahKeyPush(t *testing.T) {
 		t.Fatalf("%d programs at egress after the push, want the cookie writer", n)
 	}
 	have := func(d *Daemon) cookie.Keys {
-		vs, err := d.Agent().CheetahVIPs()
+		vs, err := cheetah.VIPs(d.Agent())
 		must(t, err)
 		if len(vs) != 1 || vs[0].VIP != vip || vs[0].ID != 1030 {
 			t.Fatalf("agent's cheetah VIPs %+v", vs)
@@ -98,7 +99,7 @@ func TestAgentCheetahKeyPush(t *testing.T) {
 		t.Fatalf("%d programs at egress after the stop", n)
 	}
 	d = start()
-	if vs, err := d.Agent().CheetahVIPs(); err != nil || len(vs) != 0 || egress() != 0 {
+	if vs, err := cheetah.VIPs(d.Agent()); err != nil || len(vs) != 0 || egress() != 0 {
 		t.Fatalf("after a stop and a start the agent still has keys %+v (%v)", vs, err)
 	}
 	must(t, ns.Do(d.Close))
@@ -175,7 +176,7 @@ func TestAgentCheetahPushRefusedForBeamerVIP(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "403") || !strings.Contains(err.Error(), "not a cheetah VIP") {
 		t.Fatalf("push for a Beamer VIP: %v, want 403 not a cheetah VIP", err)
 	}
-	if vs, err := d.Agent().CheetahVIPs(); err != nil || len(vs) != 0 {
+	if vs, err := cheetah.VIPs(d.Agent()); err != nil || len(vs) != 0 {
 		t.Fatalf("after the refused push the agent has cheetah VIPs %+v (%v)", vs, err)
 	}
 	n := 0

@@ -1,10 +1,10 @@
 package agentd
 
 import (
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	"net/netip"
 	"testing"
 
-	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/node/config"
 	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 )
@@ -32,14 +32,14 @@ func TestAgentCheetahKeysSurviveLayoutChange(t *testing.T) {
 	cfg.VIPs[0].Cheetah = &given
 	d := start(cfg)
 	// A push (however keys arrive, they land in the same map).
-	must(t, d.Agent().SetCheetahVIP(dataplane.CheetahVIP{VIP: vip, ID: 1030, Keys: keys}))
+	must(t, cheetah.SetVIP(d.Agent(), cheetah.AgentVIP{VIP: vip, ID: 1030, Keys: keys}))
 	must(t, d.Abandon())
 
 	wider := lifecycleConfig()
 	wider.VIPs[0].Buckets = 200
 	wider.VIPs = append(wider.VIPs, config.AgentVIP{VIP: netip.MustParseAddr("198.18.100.2"), Buckets: 50})
 	d = start(wider)
-	vs, err := d.Agent().CheetahVIPs()
+	vs, err := cheetah.VIPs(d.Agent())
 	must(t, err)
 	if len(vs) != 1 || vs[0].VIP != vip || vs[0].Keys != keys || vs[0].ID != 1030 {
 		t.Fatalf("after a restart with another VIP layout the agent has keys %+v, want the pushed %+v for %v", vs, keys, vip)
@@ -53,7 +53,7 @@ func TestAgentCheetahKeysSurviveLayoutChange(t *testing.T) {
 	other := lifecycleConfig()
 	other.VIPs[0].VIP = netip.MustParseAddr("198.18.100.3")
 	d = start(other)
-	if vs, err := d.Agent().CheetahVIPs(); err != nil || len(vs) != 0 {
+	if vs, err := cheetah.VIPs(d.Agent()); err != nil || len(vs) != 0 {
 		t.Fatalf("keys of a VIP no longer served: %+v (%v)", vs, err)
 	}
 	if n := egress(); n != 0 {

@@ -3,6 +3,7 @@ package agentd
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	"io"
 	"net/netip"
 	"testing"
@@ -71,7 +72,10 @@ func TestInspectStoppedAgent(t *testing.T) {
 	must(t, err)
 	raw, err := json.Marshal(in) // what `beamer agent inspect -o json` prints
 	must(t, err)
-	var doc dataplane.AgentInspection
+	var doc struct { // the agent's fields and Cheetah's beside them
+		dataplane.AgentInspection
+		Cheetah []cheetah.VIPInspect `json:"cheetah"`
+	}
 	must(t, json.Unmarshal(raw, &doc))
 	if len(doc.VIPs) != 1 {
 		t.Fatalf("VIPs %+v, want one", doc.VIPs)

@@ -5,8 +5,8 @@ import (
 	"net/netip"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/assign"
-	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
 	"github.com/beamer-lb/beamer/pkg/strategy/cheetah/cookie"
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
@@ -72,10 +72,14 @@ func cheetahMuxRows(r *rig, o Options, ctx func([]byte) any, add func(string, in
 // reply from the VIP, and the agent's ingress on a segment whose echo it
 // replaces before the stack (both restored after each run).
 func cheetahAgentRows(ns *netlab.Namespace, a *benchAgent, ctx []byte, o Options, add func(string, int, int, trial, string) error) error {
-	if err := a.SetCheetahVIP(dataplane.CheetahVIP{VIP: beamerVIP, ID: 1026, Keys: benchKeys}); err != nil {
+	if err := cheetah.SetVIP(a, cheetah.AgentVIP{VIP: beamerVIP, ID: 1026, Keys: benchKeys}); err != nil {
 		return err
 	}
-	defer a.DeleteCheetahVIP(beamerVIP)
+	defer cheetah.DeleteVIP(a, beamerVIP)
+	egress, err := cheetah.Egress(a)
+	if err != nil {
+		return err
+	}
 	vip := netip.AddrPortFrom(beamerVIP, 80)
 	client := netip.AddrPortFrom(clientAddr, 41000)
 	reply := wiretest.Frame(net.HardwareAddr{2, 0xbe, 0xa0, 0, 0, 0x11}, wiretest.ClientMAC,
@@ -91,11 +95,11 @@ func cheetahAgentRows(ns *netlab.Namespace, a *benchAgent, ctx []byte, o Options
 		prog, single        *ebpf.Program
 		frame               []byte
 	}{
-		{"agent-cheetah-egress", "egress_cookie", "reply from the VIP: cookie written into TSval, checksum fixed", a.CheetahEgressBench(), a.CheetahEgress(), reply},
+		{"agent-cheetah-egress", "egress_cookie", "reply from the VIP: cookie written into TSval, checksum fixed", a.CheetahEgressBench(), egress, reply},
 		{"agent-cheetah-ingress", "ingress_no_echo", "encapsulated segment echoing a cookie: decapsulated, TSecr replaced, checksum fixed", a.CheetahIngressBench(), a.Program(), in},
 	}
 	for _, row := range rows {
-		t := trial{ns: ns, prog: row.prog, frame: row.frame, ctx: ctx, want: tcOK, repeat: o.Repeat, counter: row.counter, read: a.CheetahCounters,
+		t := trial{ns: ns, prog: row.prog, frame: row.frame, ctx: ctx, want: tcOK, repeat: o.Repeat, counter: row.counter, read: func() (map[string]uint64, error) { return cheetah.AgentCounters(a) },
 			single: row.single, packets: o.PerPacket}
 		if err := add(row.name, 1, 0, t, "test run, repeat; "+row.what+" (restored after each run)"); err != nil {
 			return err
