@@ -2,13 +2,20 @@ package etcdstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
+
+// addRetry bounds how long AddMember waits for etcd to count the members
+// as running (etcd's health interval is 5 s).
+const addRetry = 12 * time.Second
 
 // Member is one member of the etcd cluster, as etcd's member list says.
 type Member struct {
@@ -17,6 +24,9 @@ type Member struct {
 	PeerURLs   []string
 	ClientURLs []string // empty until the member first starts
 }
+
+// HexID is the member's ID as etcd prints it (RemoveMember takes it).
+func (m Member) HexID() string { return strconv.FormatUint(m.ID, 16) }
 
 // Started tells whether the member has run since it was added.
 func (m Member) Started() bool { return m.Name != "" }
@@ -70,6 +80,19 @@ func (s *Store) AddMember(ctx context.Context, name, peer string) (initialCluste
 		return "", fmt.Errorf("etcdstore: peer URL %q: %w", peer, err)
 	}
 	r, err := s.cli.MemberAdd(ctx, []string{peer})
+	// etcd counts a member as running once it has been connected for 5 s:
+	// just after a start or a removal it refuses, so try again a while.
+	for wait := time.Now().Add(addRetry); errors.Is(err, rpctypes.ErrUnhealthy) && time.Now().Before(wait); {
+		select {
+		case <-ctx.Done():
+			return "", wrap("member add", name, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+		r, err = s.cli.MemberAdd(ctx, []string{peer})
+	}
+	if errors.Is(err, rpctypes.ErrUnhealthy) {
+		return "", fmt.Errorf("etcdstore: member add %s: %w (etcd adds a member only while the members already there would still have a quorum running: start the stopped ones or remove the dead ones first)", name, err)
+	}
 	if err != nil {
 		return "", wrap("member add", name, err)
 	}
