@@ -107,7 +107,12 @@ func (t *Target) checkSecure(o Options) error {
 		if remote(client) != "" && (t.query.Get("server-cert") == "" || t.query.Get("client-ca") == "") {
 			return fmt.Errorf("%w: the embedded etcd would serve clients on %s, which is not a loopback address, without mutual TLS: anyone on the network could read and rewrite the store; give server-cert=, server-key= and client-ca= (%s) or pass --insecure", ErrInsecure, client, secureHint)
 		}
-		peers := append([]string{t.query.Get("peer"), t.query.Get("peer-advertise")}, etcdstore.InitialClusterHosts(t.query.Get("initial-cluster"))...)
+		var peers []string // the default peer port is on loopback
+		for _, p := range append([]string{t.query.Get("peer"), t.query.Get("peer-advertise")}, etcdstore.InitialClusterHosts(t.query.Get("initial-cluster"))...) {
+			if p != "" {
+				peers = append(peers, p)
+			}
+		}
 		if p := remote(peers...); p != "" && t.embedConfig().PeerTLS == nil {
 			return fmt.Errorf("%w: the embedded etcd's peer traffic would go to %s, which is not a loopback address, without mutual TLS: anyone on the network could join the cluster or read its replication; give peer-cert=, peer-key= and peer-ca= (%s) or pass --insecure", ErrInsecure, p, secureHint)
 		}
