@@ -112,21 +112,35 @@ func (s *Store) AddMember(ctx context.Context, name, peer string) (initialCluste
 	return strings.Join(list, ","), nil
 }
 
-// RemoveMember removes the member named nameOrID (its name, or its ID in
-// hexadecimal as Members shows it: an added member that never started has
-// no name) from the cluster.
+// RemoveMember removes the member named nameOrID (its name, its ID in
+// hexadecimal as Members shows it, or its peer address: an added member
+// that never started has no name) from the cluster.
 func (s *Store) RemoveMember(ctx context.Context, nameOrID string) (Member, error) {
 	ms, err := s.Members(ctx)
 	if err != nil {
 		return Member{}, err
 	}
 	id, idErr := strconv.ParseUint(nameOrID, 16, 64)
-	for _, m := range ms {
-		if m.Name == nameOrID || (idErr == nil && m.ID == id) {
-			if _, err := s.cli.MemberRemove(ctx, m.ID); err != nil {
-				return Member{}, wrap("member remove", nameOrID, err)
+	peer := func(m Member) bool {
+		for _, u := range m.PeerURLs {
+			if u == nameOrID || strings.HasSuffix(u, "://"+nameOrID) {
+				return true
 			}
-			return m, nil
+		}
+		return false
+	}
+	// A name wins over another member's ID or address.
+	for _, match := range []func(Member) bool{
+		func(m Member) bool { return m.Name == nameOrID },
+		func(m Member) bool { return (idErr == nil && m.ID == id) || peer(m) },
+	} {
+		for _, m := range ms {
+			if match(m) {
+				if _, err := s.cli.MemberRemove(ctx, m.ID); err != nil {
+					return Member{}, wrap("member remove", nameOrID, err)
+				}
+				return m, nil
+			}
 		}
 	}
 	return Member{}, fmt.Errorf("etcdstore: no member named %s", nameOrID)
