@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -109,6 +110,7 @@ func (s *Store) AddMember(ctx context.Context, name, peer string) (initialCluste
 			list = append(list, n+"="+u)
 		}
 	}
+	slices.Sort(list) // by name: the same list whichever member answered
 	return strings.Join(list, ","), nil
 }
 
