@@ -95,7 +95,7 @@ func mustParse(t *testing.T, raw string) *Target {
 // member (peer and client mutual TLS), form a cluster; another process's
 // embed:// on a member's directory (ConnectOnly, as `beamer store members`)
 // lists every member from the endpoint file and keeps writing once that
-// member is stopped.
+// member is stopped, as does an etcd:// URL listing every member (a mux's).
 func TestEmbeddedClusterByURL(t *testing.T) {
 	c := storetest.MakeCerts(t, net.ParseIP("127.0.0.1"))
 	names := []string{"a", "b", "c"}
@@ -146,6 +146,15 @@ func TestEmbeddedClusterByURL(t *testing.T) {
 	defer wcancel()
 	if err := other.Commit(wctx, store.Put("/c/k", []byte("2"))); err != nil {
 		t.Fatalf("write through the endpoint file's list with a stopped: %v", err)
+	}
+	// A mux's URL lists every member; the first is the stopped one.
+	mux, _, err := Open(ctx, fmt.Sprintf("etcd://%s,%s,%s?%s", ms[0].ClientAddr, ms[1].ClientAddr, ms[2].ClientAddr, client))
+	if err != nil {
+		t.Fatalf("etcd:// listing a stopped member first: %v", err)
+	}
+	defer mux.Close()
+	if err := mux.Commit(wctx, store.Put("/c/m", []byte("m"))); err != nil {
+		t.Fatalf("write through etcd:// with a stopped: %v", err)
 	}
 	if it, err := stores[2].Get(ctx, "/c/k"); err != nil || string(it.Value) != "2" {
 		t.Fatalf("read through c: %q, %v", it.Value, err)
