@@ -78,8 +78,9 @@ func (m *ClusterMember) Stop() {
 func StartCluster(t testing.TB, c *Certs, names ...string) []*ClusterMember {
 	t.Helper()
 	ms := make([]*ClusterMember, len(names))
+	addrs := FreeAddrs(t, 2*len(names)) // all at once: none repeats
 	for i, n := range names {
-		ms[i] = NewClusterMember(t, n)
+		ms[i] = &ClusterMember{Name: n, Dir: t.TempDir(), PeerAddr: addrs[2*i], ClientAddr: addrs[2*i+1]}
 	}
 	initial := InitialCluster(ms...)
 	errs := make([]error, len(ms))

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/store"
+	"github.com/beamer-lb/beamer/pkg/store/etcdstore"
 	"github.com/beamer-lb/beamer/pkg/store/storetest"
 )
 
@@ -99,9 +102,10 @@ func mustParse(t *testing.T, raw string) *Target {
 func TestEmbeddedClusterByURL(t *testing.T) {
 	c := storetest.MakeCerts(t, net.ParseIP("127.0.0.1"))
 	names := []string{"a", "b", "c"}
+	addrs := storetest.FreeAddrs(t, 2*len(names))
 	var ms []*storetest.ClusterMember
-	for _, n := range names {
-		ms = append(ms, storetest.NewClusterMember(t, n))
+	for i, n := range names {
+		ms = append(ms, &storetest.ClusterMember{Name: n, Dir: t.TempDir(), PeerAddr: addrs[2*i], ClientAddr: addrs[2*i+1]})
 	}
 	initial := storetest.InitialCluster(ms...)
 	client := fmt.Sprintf("ca=%s&cert=%s&key=%s", c.CA, c.ClientCert, c.ClientKey)
@@ -163,5 +167,25 @@ func TestEmbeddedClusterByURL(t *testing.T) {
 	if s, _, err := OpenWith(ctx, "embed://"+ms[0].Dir+"?timeout=2s&"+client, Options{ConnectOnly: true}); err == nil {
 		s.Close()
 		t.Fatal("ConnectOnly started or reached a stopped member")
+	}
+	// a's controller was killed: its endpoint file stayed, naming a first.
+	// Started again with the same URL, it serves a again (restarted from
+	// its data) rather than only connecting to b and c, which answer.
+	stale := strings.Join([]string{"https://" + ms[0].ClientAddr, "https://" + ms[1].ClientAddr, "https://" + ms[2].ClientAddr}, "\n") + "\n"
+	if err := os.WriteFile(filepath.Join(ms[0].Dir, etcdstore.EndpointFile), []byte(stale), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	again, _, err := Open(ctx, url(ms[0]))
+	if err != nil {
+		t.Fatalf("a restarted: %v", err)
+	}
+	defer again.Close()
+	onlyA, _, err := Open(ctx, fmt.Sprintf("etcd://%s?%s", ms[0].ClientAddr, client))
+	if err != nil {
+		t.Fatalf("a's own client port after the restart: %v", err)
+	}
+	defer onlyA.Close()
+	if it, err := onlyA.Get(ctx, "/c/m"); err != nil || string(it.Value) != "m" {
+		t.Fatalf("read through the restarted a: %q, %v", it.Value, err)
 	}
 }
