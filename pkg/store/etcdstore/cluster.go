@@ -23,11 +23,6 @@ import (
 // none: the single-member store of a newcomer.
 const DefaultMemberName = "beamer"
 
-// clustered tells whether cfg asks for more than the single-member default.
-func (cfg *EmbedConfig) clustered() bool {
-	return cfg.Name != "" || cfg.InitialCluster != "" || cfg.Join || cfg.PeerTLS != nil || cfg.PeerAdvertiseAddr != ""
-}
-
 // peerTLSInfo is etcd's description of the peer certificates: mutual TLS
 // always, the same certificate serving and dialling (so it needs the
 // extended key usages serverAuth and clientAuth), and etcd checks that a
