@@ -30,6 +30,7 @@ func newRootCommand() *cobra.Command {
 		newAgentCommand(),
 		newControllerCommand(),
 		newCtlCommand(),
+		newStoreCommand(), // store_members.go
 		newDecodeCommand(),
 		newDecodePcapCommand(),
 		newVersionCommand(),

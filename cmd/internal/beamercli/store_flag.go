@@ -19,7 +19,7 @@ func addStoreFlag(cmd *cobra.Command) *string {
 	cmd.Flags().BoolVar(&insecureStore, "insecure", false,
 		"allow a store on a non-loopback address without TLS (etcd://, zk://) or an embedded store serving one without mutual TLS: anyone on that network could rewrite it")
 	return cmd.Flags().String("store", storeurl.Default,
-		"control store: embed:///DIR (etcd embedded in a beamer process; ?client=HOST:PORT is where it listens for muxes on other hosts, default 127.0.0.1:2379, &advertise=HOST:PORT the address written for clients; mutual TLS: server-cert=, server-key=, client-ca=), etcd://HOST:PORT,…, zk://HOST:PORT,… (see docs/control-plane.md)")
+		"control store: embed:///DIR (etcd embedded in a beamer process; ?client=HOST:PORT is where it listens for muxes on other hosts, default 127.0.0.1:2379, &advertise=HOST:PORT the address written for clients; mutual TLS: server-cert=, server-key=, client-ca=; one member of a replicated cluster: name=, initial-cluster=, peer-cert=, peer-key=, peer-ca=), etcd://HOST:PORT,…, zk://HOST:PORT,… (see docs/control-plane.md)")
 }
 
 // insecureStore is --insecure.

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -40,15 +41,42 @@ type EmbedConfig struct {
 	// Logger receives the server's warnings and errors (zaplog.go); nil
 	// discards them.
 	Logger *slog.Logger
+	// ConnectOnly: OpenEmbedded connects to the server another process
+	// runs for Dir, and fails rather than start one (`beamer store members`).
+	ConnectOnly bool
+
+	// A member of a replicated cluster (cluster.go); all empty is the
+	// single-member store named DefaultMemberName.
+
+	// Name is this member's name, unique in the cluster.
+	Name string
+	// PeerAdvertiseAddr is the peer host:port the other members dial;
+	// empty means PeerAddr.
+	PeerAdvertiseAddr string
+	// InitialCluster lists every member at bootstrap, etcd's
+	// NAME=https://HOST:PORT,… (the scheme may be left out). A member
+	// restarted with data ignores it.
+	InitialCluster string
+	// Join makes a new member join a running cluster (etcd's cluster
+	// state "existing"), after it was added (Store.AddMember).
+	Join bool
+	// ClusterToken tells clusters bootstrapped with the same members
+	// apart; empty is etcd's default.
+	ClusterToken string
+	// PeerTLS, if set, is the members' mutual TLS to each other: its
+	// ClientCAFile is required and signs every member's certificate.
+	PeerTLS *ServerTLS
 }
 
-// Embedded is a running single-member etcd server.
+// Embedded is a running etcd server: the single-member store, or one
+// member of a cluster.
 type Embedded struct {
-	etcd     *embed.Etcd
-	endpoint string
-	dir      string
-	lock     *os.File     // holds LockFile's lock while the server runs
-	stopping *atomic.Bool // set by Close: etcd's errors from then on are the close's (zaplog.go)
+	etcd      *embed.Etcd
+	endpoint  string
+	endpoints []string // endpoint, then the other members' client URLs at start
+	dir       string
+	lock      *os.File     // holds LockFile's lock while the server runs
+	stopping  *atomic.Bool // set by Close: etcd's errors from then on are the close's (zaplog.go)
 }
 
 // EndpointFile is written in the data directory while an embedded server
@@ -120,12 +148,7 @@ func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: advertised client address: %w", err)
 	}
-	peerURL, err := listenURL("http", cfg.PeerAddr)
-	if err != nil {
-		return nil, fmt.Errorf("etcdstore: peer address: %w", err)
-	}
 	ec := embed.NewConfig()
-	ec.Name = "beamer"
 	ec.Dir = filepath.Join(cfg.Dir, "etcd")
 	ec.ListenClientUrls = []url.URL{*clientURL}
 	ec.AdvertiseClientUrls = []url.URL{*advertiseURL}
@@ -134,9 +157,9 @@ func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
 			return nil, err
 		}
 	}
-	ec.ListenPeerUrls = []url.URL{*peerURL}
-	ec.AdvertisePeerUrls = []url.URL{*peerURL}
-	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+	if err := configureMember(cfg, ec); err != nil { // cluster.go
+		return nil, err
+	}
 	stopping := new(atomic.Bool)
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zapLogger(cfg.Logger, stopping))
 	// Keep history short: the ring is rewritten by generations, and old
@@ -155,13 +178,18 @@ func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
 	case <-time.After(cfg.StartTimeout):
 		e.Server.Stop()
 		e.Close()
-		return nil, fmt.Errorf("etcdstore: embedded etcd in %s not ready after %v", cfg.Dir, cfg.StartTimeout)
+		why := ""
+		if cfg.InitialCluster != "" {
+			why = fmt.Sprintf(" (a member is ready once a majority of %s runs and reaches it)", ec.InitialCluster)
+		}
+		return nil, fmt.Errorf("etcdstore: embedded etcd in %s not ready after %v%s", cfg.Dir, cfg.StartTimeout, why)
 	}
 	ep := advertiseURL.String()
+	eps := append([]string{ep}, otherClientURLs(e)...)
 	// Written whole or not at all (a rename): another process reads it
-	// at any moment.
+	// at any moment. This server's URL first, then the other members'.
 	tmp := filepath.Join(cfg.Dir, EndpointFile+".tmp")
-	err = os.WriteFile(tmp, []byte(ep+"\n"), 0o600)
+	err = os.WriteFile(tmp, []byte(strings.Join(eps, "\n")+"\n"), 0o600)
 	if err == nil {
 		err = os.Rename(tmp, filepath.Join(cfg.Dir, EndpointFile))
 	}
@@ -170,7 +198,20 @@ func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
 		return nil, fmt.Errorf("etcdstore: %w", err)
 	}
 	started = true
-	return &Embedded{etcd: e, endpoint: ep, dir: cfg.Dir, lock: lock, stopping: stopping}, nil
+	return &Embedded{etcd: e, endpoint: ep, endpoints: eps, dir: cfg.Dir, lock: lock, stopping: stopping}, nil
+}
+
+// otherClientURLs are the client URLs the cluster's other members
+// published (none for a single member).
+func otherClientURLs(e *embed.Etcd) []string {
+	var urls []string
+	self := e.Server.MemberID()
+	for _, m := range e.Server.Cluster().Members() {
+		if m.ID != self {
+			urls = append(urls, m.ClientURLs...)
+		}
+	}
+	return urls
 }
 
 // listenURL resolves port 0 to a free port now: etcd must advertise the
@@ -211,6 +252,10 @@ func advertise(scheme string, listen *url.URL, addr string) (*url.URL, error) {
 // Endpoint is the client URL of the server.
 func (e *Embedded) Endpoint() string { return e.endpoint }
 
+// Endpoints is Endpoint, then the client URLs of the cluster's other
+// members known when it started: what a client lists to fail over.
+func (e *Embedded) Endpoints() []string { return slices.Clone(e.endpoints) }
+
 // Close stops the server and removes the endpoint file.
 func (e *Embedded) Close() error {
 	os.Remove(filepath.Join(e.dir, EndpointFile))
@@ -230,19 +275,25 @@ func OpenEmbedded(ctx context.Context, cfg EmbedConfig, client Config) (*Store, 
 	waitUntil := time.Now().Add(cfg.WaitForServer)
 	for {
 		var running error // why the server named in the endpoint file was not used
-		if b, err := os.ReadFile(filepath.Join(cfg.Dir, EndpointFile)); err == nil && strings.TrimSpace(string(b)) != "" {
-			c := client
-			ep := strings.TrimSpace(string(b))
-			c.Endpoints = []string{ep}
-			c.DialTimeout = 2 * time.Second
-			if strings.HasPrefix(ep, "https://") && c.TLS == nil {
+		if b, err := os.ReadFile(filepath.Join(cfg.Dir, EndpointFile)); err == nil && len(strings.Fields(string(b))) > 0 {
+			eps := strings.Fields(string(b))
+			ep := eps[0]
+			if strings.HasPrefix(ep, "https://") && client.TLS == nil {
 				return nil, fmt.Errorf("etcdstore: the embedded etcd of %s serves TLS (%s): this process needs the CA and a client certificate (store URL ca=, cert=, key=)", cfg.Dir, ep)
 			}
-			s, err := Open(ctx, c)
+			s, err := openServed(ctx, eps, client)
 			if err == nil {
 				return s, nil
 			}
 			running = fmt.Errorf("the server named in %s (%s) did not answer: %w", filepath.Join(cfg.Dir, EndpointFile), ep, err)
+		}
+		if cfg.ConnectOnly {
+			if running != nil {
+				return nil, fmt.Errorf("etcdstore: %w", running)
+			}
+			if !time.Now().Before(waitUntil) {
+				return nil, fmt.Errorf("etcdstore: no beamer process serves %s (no %s in it): start the controller, or name the members' client addresses (etcd://HOST:PORT,…)", cfg.Dir, EndpointFile)
+			}
 		}
 		if running == nil && time.Now().Before(waitUntil) {
 			select {
@@ -275,9 +326,42 @@ func OpenEmbedded(ctx context.Context, cfg EmbedConfig, client Config) (*Store, 
 	}
 }
 
-// openOn connects to the server this process started.
+// openServed connects to the server another process runs, eps[0], the
+// first line of its endpoint file: that server must answer, not only
+// another member (else this host's member is down and this process
+// should serve it). The client lists every member, to fail over.
+func openServed(ctx context.Context, eps []string, client Config) (*Store, error) {
+	client.DialTimeout = 2 * time.Second
+	client.Endpoints = eps
+	if len(eps) > 1 {
+		client.AutoSync = clusterSync
+	}
+	s, err := Open(ctx, client)
+	if err != nil {
+		return nil, err
+	}
+	if len(eps) > 1 {
+		sctx, cancel := context.WithTimeout(ctx, client.DialTimeout)
+		defer cancel()
+		if _, err := s.cli.Status(sctx, eps[0]); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// clusterSync is how often a client of a cluster of embedded members
+// refreshes its endpoints from the member list (joins, removals).
+const clusterSync = 30 * time.Second
+
+// openOn connects to the server this process started, listing the other
+// members too: a client of a cluster fails over when its own member dies.
 func openOn(ctx context.Context, e *Embedded, client Config) (*Store, error) {
-	client.Endpoints = []string{e.Endpoint()}
+	client.Endpoints = e.Endpoints()
+	if len(client.Endpoints) > 1 {
+		client.AutoSync = clusterSync
+	}
 	s, err := Open(ctx, client)
 	if err != nil {
 		e.Close()

@@ -44,6 +44,10 @@ type Config struct {
 	// Logger receives the etcd client's warnings and errors (zaplog.go);
 	// nil discards them.
 	Logger *slog.Logger
+	// AutoSync, if not 0, refreshes the endpoints from the cluster's member
+	// list this often (etcd's own client sync), so members added later are
+	// dialled too.
+	AutoSync time.Duration
 }
 
 // Store is a store.Store on etcd.
@@ -69,13 +73,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		cfg.MaxValueSize = 1 << 20
 	}
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   cfg.Endpoints,
-		TLS:         cfg.TLS,
-		Username:    cfg.Username,
-		Password:    cfg.Password,
-		DialTimeout: cfg.DialTimeout,
-		Logger:      zapLogger(cfg.Logger, nil),
-		Context:     context.Background(),
+		Endpoints:        cfg.Endpoints,
+		TLS:              cfg.TLS,
+		Username:         cfg.Username,
+		Password:         cfg.Password,
+		DialTimeout:      cfg.DialTimeout,
+		AutoSyncInterval: cfg.AutoSync,
+		Logger:           zapLogger(cfg.Logger, nil),
+		Context:          context.Background(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: connect %v: %w", cfg.Endpoints, err)

@@ -26,7 +26,11 @@ type Certs struct {
 	ServerCert, ServerKey string
 	ClientCert, ClientKey string
 	RogueCert, RogueKey   string // client pair signed by an unrelated CA
-	dir                   string
+	// RogueCA signed RoguePeerCert, a member certificate (serverAuth and
+	// clientAuth, naming the same IPs as ServerCert) of another cluster.
+	RogueCA                     string
+	RoguePeerCert, RoguePeerKey string
+	dir                         string
 }
 
 type issuer struct {
@@ -45,6 +49,9 @@ func MakeCerts(t testing.TB, ips ...net.IP) *Certs {
 	c.ClientCert, c.ClientKey = c.leaf(t, ca, "client", "mux", nil, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth})
 	rogue := c.newCA(t, "some other CA", "rogue-ca")
 	c.RogueCert, c.RogueKey = c.leaf(t, rogue, "rogue", "mux", nil, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth})
+	c.RogueCA = filepath.Join(c.dir, "rogue-ca.pem")
+	c.RoguePeerCert, c.RoguePeerKey = c.leaf(t, rogue, "rogue-peer", "store", ips,
+		[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth})
 	return c
 }
 

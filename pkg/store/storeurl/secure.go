@@ -20,8 +20,10 @@ import (
 //   - zk:// to a non-loopback host without TLS (ZooKeeper's digest
 //     authentication sends the password in clear);
 //   - embed:// serving clients on a non-loopback address without mutual
-//     TLS (server-cert=, server-key= and client-ca=), or its peer port on a
-//     non-loopback address (a single-member etcd has no peer to talk to).
+//     TLS (server-cert=, server-key= and client-ca=), or whose peer port,
+//     advertised peer address or any member of initial-cluster is off
+//     loopback without peer mutual TLS (peer-cert=, peer-key=, peer-ca=):
+//     a member accepts any peer its CA signed, and only those.
 //
 // Loopback stays plaintext by default: reaching it already takes an account
 // on the host.
@@ -40,6 +42,9 @@ type Options struct {
 	// Logger receives the store client's warnings and errors (and the
 	// embedded etcd server's); nil discards them.
 	Logger *slog.Logger
+	// ConnectOnly: embed:// connects to the server another process runs
+	// and never starts one (etcdstore.EmbedConfig.ConnectOnly).
+	ConnectOnly bool
 }
 
 // Check parses raw and applies the rules above without connecting, so a
@@ -102,8 +107,14 @@ func (t *Target) checkSecure(o Options) error {
 		if remote(client) != "" && (t.query.Get("server-cert") == "" || t.query.Get("client-ca") == "") {
 			return fmt.Errorf("%w: the embedded etcd would serve clients on %s, which is not a loopback address, without mutual TLS: anyone on the network could read and rewrite the store; give server-cert=, server-key= and client-ca= (%s) or pass --insecure", ErrInsecure, client, secureHint)
 		}
-		if p := t.query.Get("peer"); p != "" && remote(p) != "" {
-			return fmt.Errorf("%w: the embedded etcd's peer port %s is not a loopback address: a single-member etcd needs no peer, and its peer port is plaintext; leave peer= out or pass --insecure", ErrInsecure, p)
+		var peers []string // the default peer port is on loopback
+		for _, p := range append([]string{t.query.Get("peer"), t.query.Get("peer-advertise")}, etcdstore.InitialClusterHosts(t.query.Get("initial-cluster"))...) {
+			if p != "" {
+				peers = append(peers, p)
+			}
+		}
+		if p := remote(peers...); p != "" && t.embedConfig().PeerTLS == nil {
+			return fmt.Errorf("%w: the embedded etcd's peer traffic would go to %s, which is not a loopback address, without mutual TLS: anyone on the network could join the cluster or read its replication; give peer-cert=, peer-key= and peer-ca= (%s) or pass --insecure", ErrInsecure, p, secureHint)
 		}
 	}
 	return nil
@@ -115,6 +126,13 @@ func (t *Target) embedConfig() etcdstore.EmbedConfig {
 	c := etcdstore.EmbedConfig{Dir: t.Dir, ClientAddr: q.Get("client"), PeerAddr: q.Get("peer"), AdvertiseAddr: q.Get("advertise")}
 	if q.Get("server-cert") != "" || q.Get("server-key") != "" || q.Get("client-ca") != "" {
 		c.TLS = &etcdstore.ServerTLS{CertFile: q.Get("server-cert"), KeyFile: q.Get("server-key"), ClientCAFile: q.Get("client-ca")}
+	}
+	c.Name, c.PeerAdvertiseAddr, c.InitialCluster = q.Get("name"), q.Get("peer-advertise"), q.Get("initial-cluster")
+	c.Join, c.ClusterToken = q.Get("cluster-state") == "existing", q.Get("cluster-token")
+	// Peer TLS counts only whole (Parse refuses a part of it): mutual, so
+	// the CA is part of it.
+	if q.Get("peer-cert") != "" && q.Get("peer-key") != "" && q.Get("peer-ca") != "" {
+		c.PeerTLS = &etcdstore.ServerTLS{CertFile: q.Get("peer-cert"), KeyFile: q.Get("peer-key"), ClientCAFile: q.Get("peer-ca")}
 	}
 	return c
 }

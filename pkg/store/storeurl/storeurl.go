@@ -4,6 +4,8 @@
 //	embed:///var/lib/beamer                 etcd embedded in this process, data in that directory
 //	embed:///var/lib/beamer?client=127.0.0.1:2379&peer=127.0.0.1:2380
 //	embed:///var/lib/beamer?client=10.0.0.1:2379&server-cert=s.pem&server-key=s.key&client-ca=ca.pem&ca=ca.pem&cert=c.pem&key=c.key
+//	embed:///var/lib/beamer?name=a&client=…&peer=10.0.0.1:2380&initial-cluster=a=10.0.0.1:2380,b=10.0.0.2:2380,c=10.0.0.3:2380&peer-cert=…&peer-key=…&peer-ca=…
+//	                                        one member of a replicated embedded etcd (cluster.go)
 //	etcd://10.0.0.1:2379,10.0.0.2:2379      an etcd cluster
 //	etcd://user@10.0.0.1:2379?ca=ca.pem&cert=c.pem&key=k.pem
 //	zk://10.0.0.1:2181,10.0.0.2:2181        a ZooKeeper ensemble
@@ -58,9 +60,10 @@ type Target struct {
 }
 
 var known = map[string][]string{
-	"embed": {"root", "timeout", "client", "peer", "advertise", "server-cert", "server-key", "client-ca", "ca", "cert", "key", "server-name"},
-	"etcd":  {"root", "timeout", "ca", "cert", "key", "server-name", "tls", "password-file", "lease-ttl"},
-	"zk":    {"root", "timeout", "session-timeout", "password-file", "ca", "cert", "key", "server-name", "tls"},
+	"embed": {"root", "timeout", "client", "peer", "advertise", "server-cert", "server-key", "client-ca", "ca", "cert", "key", "server-name",
+		"name", "peer-advertise", "initial-cluster", "cluster-state", "cluster-token", "peer-cert", "peer-key", "peer-ca"},
+	"etcd": {"root", "timeout", "ca", "cert", "key", "server-name", "tls", "password-file", "lease-ttl"},
+	"zk":   {"root", "timeout", "session-timeout", "password-file", "ca", "cert", "key", "server-name", "tls"},
 }
 
 // Parse checks a store URL without connecting.
@@ -106,6 +109,9 @@ func Parse(raw string) (*Target, error) {
 			return nil, bad("embed URLs name a directory: embed:///var/lib/beamer (three slashes)")
 		}
 		t.Dir = u.Path
+		if err := t.checkCluster(); err != nil {
+			return nil, bad("%v", err)
+		}
 	default:
 		if u.Path != "" && u.Path != "/" {
 			return nil, bad("unexpected path %q (use root= for a key prefix)", u.Path)
@@ -183,7 +189,7 @@ func OpenWith(ctx context.Context, raw string, o Options) (store.Store, *Target,
 			return nil, nil, err
 		}
 		ec := t.embedConfig()
-		ec.WaitForServer, ec.Logger = o.WaitForServer, o.Logger
+		ec.WaitForServer, ec.Logger, ec.ConnectOnly = o.WaitForServer, o.Logger, o.ConnectOnly
 		s, err := etcdstore.OpenEmbedded(ctx, ec, cfg)
 		return s, t, err
 	case "etcd":

@@ -95,7 +95,7 @@ func TestInsecureRefused(t *testing.T) {
 		"zk://198.18.0.1:2181":                                         "plaintext ZooKeeper (digest authentication sends the password in clear) connection to 198.18.0.1:2181, which is not a loopback address: anyone on the network could read and rewrite the store; use TLS (ca=, cert=, key=; " + hint + ") or pass --insecure",
 		"embed:///d?client=0.0.0.0:2379":                               "the embedded etcd would serve clients on 0.0.0.0:2379, which is not a loopback address, without mutual TLS: anyone on the network could read and rewrite the store; give server-cert=, server-key= and client-ca= (" + hint + ") or pass --insecure",
 		"embed:///d?client=198.18.0.1:2379&server-cert=s&server-key=k": "the embedded etcd would serve clients on 198.18.0.1:2379, which is not a loopback address, without mutual TLS: anyone on the network could read and rewrite the store; give server-cert=, server-key= and client-ca= (" + hint + ") or pass --insecure",
-		"embed:///d?peer=198.18.0.1:2380":                              "the embedded etcd's peer port 198.18.0.1:2380 is not a loopback address: a single-member etcd needs no peer, and its peer port is plaintext; leave peer= out or pass --insecure",
+		"embed:///d?peer=198.18.0.1:2380":                              "the embedded etcd's peer traffic would go to 198.18.0.1:2380, which is not a loopback address, without mutual TLS: anyone on the network could join the cluster or read its replication; give peer-cert=, peer-key= and peer-ca= (" + hint + ") or pass --insecure",
 	}
 	for raw, want := range refused {
 		tg, err := Parse(raw)
