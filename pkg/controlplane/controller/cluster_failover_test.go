@@ -204,13 +204,18 @@ func (cr *clusterRig) startCtl(i int) *memberCtl {
 	return m
 }
 
-// leader waits until one controller is elected and is the only one that
-// says it leads, and returns it.
-func (cr *clusterRig) leader(not string) *memberCtl {
+// leader waits until a controller other than not is elected, as st
+// (nil: the test's client) reads the election, and returns it.
+func (cr *clusterRig) leader(not string, st store.Store) *memberCtl {
 	cr.t.Helper()
+	if st == nil {
+		st = cr.st
+	}
 	deadline := time.Now().Add(failoverBound)
 	for ; time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		name, err := cr.st.Leader(cr.ctx, ElectionKey(cr.root))
+		ctx, cancel := context.WithTimeout(cr.ctx, time.Second)
+		name, err := st.Leader(ctx, ElectionKey(cr.root))
+		cancel()
 		if err != nil || name == not {
 			continue
 		}
@@ -308,7 +313,7 @@ func TestClusterFailover(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				cr := newClusterRig(t, r)
-				old := cr.leader("")
+				old := cr.leader("", nil)
 				cr.populate()
 				if n := cr.elections(); sum(n) != 1 {
 					t.Fatalf("elections logged per controller %v: want exactly one leader", n)
@@ -316,11 +321,14 @@ func TestClusterFailover(t *testing.T) {
 				before := cr.pair()
 				seen := cr.maxIncarnation()
 				killed := time.Now()
+				// The election as a client of a member that stays sees it.
+				survivor := cr.r.open(t, ordered(cr.r.addrs, (old.member+1)%len(cr.r.addrs)))
 				old.crash()
 				if killMember {
 					cr.r.stop(old.member)
 				}
-				elected := cr.leader(old.name)
+				elected := cr.leader(old.name, survivor)
+				electedAfter := time.Since(killed)
 				took := cr.waitIncarnationAbove(seen, killed)
 				cr.addDIP(1030)
 				tab := cr.converged("after the failover")
@@ -328,8 +336,8 @@ func TestClusterFailover(t *testing.T) {
 					t.Fatalf("after the failover the store runs %d@%d (servers %v); want an incarnation above %d with server 1030", tab.Generation, tab.Incarnation, tab.Servers, seen)
 				}
 				cr.checkForward(before, seen)
-				t.Logf("FAILOVER %s/%s: %s lost, %s elected, first publication of incarnation %d (was %d) after %v",
-					strings.Split(t.Name(), "/")[1], name, old.name, elected.name, tab.Incarnation, seen, took.Round(time.Millisecond))
+				t.Logf("FAILOVER %s/%s: %s lost, %s elected after %v, first publication of incarnation %d (was %d) seen by the follower after %v",
+					strings.Split(t.Name(), "/")[1], name, old.name, elected.name, electedAfter.Round(time.Millisecond), tab.Incarnation, seen, took.Round(time.Millisecond))
 			})
 		}
 	})
@@ -353,7 +361,7 @@ func sum(n []int) int {
 func TestClusterPausedLeaderFenced(t *testing.T) {
 	clusterBackends(t, func(t *testing.T, r replicated) {
 		cr := newClusterRig(t, r)
-		old := cr.leader("")
+		old := cr.leader("", nil)
 		cr.populate()
 		before := cr.pair()
 		seen := cr.maxIncarnation()
@@ -369,7 +377,8 @@ func TestClusterPausedLeaderFenced(t *testing.T) {
 		}
 		paused := time.Now()
 		old.freeze()
-		elected := cr.leader(old.name)
+		elected := cr.leader(old.name, nil)
+		electedAfter := time.Since(paused)
 		took := cr.waitIncarnationAbove(seen, paused)
 		// The new leader serves the request the old one was about to
 		// publish, and another one.
@@ -407,7 +416,7 @@ func TestClusterPausedLeaderFenced(t *testing.T) {
 		if lines := old.book.find("no longer leading"); len(lines) == 0 {
 			t.Errorf("the woken controller did not step down; log:\n%s", old.book)
 		}
-		t.Logf("FAILOVER %s/paused: %s paused, %s elected, first publication of incarnation %d (was %d) after %v",
-			strings.Split(t.Name(), "/")[1], old.name, elected.name, newer.Incarnation, seen, took.Round(time.Millisecond))
+		t.Logf("FAILOVER %s/paused: %s paused, %s elected after %v, first publication of incarnation %d (was %d) seen by the follower after %v",
+			strings.Split(t.Name(), "/")[1], old.name, elected.name, electedAfter.Round(time.Millisecond), newer.Incarnation, seen, took.Round(time.Millisecond))
 	})
 }
