@@ -230,11 +230,12 @@ func (cr *clusterRig) leader(not string, st store.Store) *memberCtl {
 	return nil
 }
 
-// elections is how many times each controller logged its election.
-func (cr *clusterRig) elections() []int {
+// leading says, for each controller, whether it leads by its own log:
+// elected more often than it stepped down.
+func (cr *clusterRig) leading() []int {
 	var n []int
 	for _, m := range cr.ctls {
-		n = append(n, len(m.book.find("elected controller")))
+		n = append(n, len(m.book.find("elected controller"))-len(m.book.find("no longer leading")))
 	}
 	return n
 }
@@ -315,8 +316,8 @@ func TestClusterFailover(t *testing.T) {
 				cr := newClusterRig(t, r)
 				old := cr.leader("", nil)
 				cr.populate()
-				if n := cr.elections(); sum(n) != 1 {
-					t.Fatalf("elections logged per controller %v: want exactly one leader", n)
+				if n := cr.leading(); sum(n) != 1 || n[old.member] != 1 {
+					t.Fatalf("controllers leading by their logs %v: want exactly one, %s", n, old.name)
 				}
 				before := cr.pair()
 				seen := cr.maxIncarnation()
