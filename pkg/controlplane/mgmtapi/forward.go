@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/mgmtapi/mgmtv1"
+	"github.com/beamer-lb/beamer/pkg/store"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -30,6 +31,12 @@ import (
 // elected controller, or waits for one (Unavailable: the client retries).
 func (s *Server) target(ctx context.Context, method string) (*forwardTo, error) {
 	if readMethods[method] {
+		// On ZooKeeper this controller's server may not have applied a
+		// change the caller just saw acknowledged through another
+		// controller: bring it up to date first (store.Syncer).
+		if err := store.SyncReads(ctx, s.b.Store); err != nil {
+			return nil, status.Errorf(codes.Unavailable, "reading the store: %v", err)
+		}
 		return nil, nil
 	}
 	self, name, addr, err := s.b.Leader(ctx)

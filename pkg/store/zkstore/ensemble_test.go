@@ -14,7 +14,8 @@ import (
 // TestEnsembleConformance: the conformance suite on a 3-server ensemble
 // (storetest.StartZooKeeperEnsemble), each connection listing every
 // server with another one first; then one server is killed and a client
-// listing it first still writes, and another client reads the write.
+// listing it first still writes, and another client, after a Sync, reads
+// the write.
 func TestEnsembleConformance(t *testing.T) {
 	ss := storetest.StartZooKeeperEnsemble(t, 3)
 	var next atomic.Uint32
@@ -46,16 +47,12 @@ func TestEnsembleConformance(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	// ZooKeeper reads are sequentially consistent: the other server
-	// shows the write once it has applied it.
-	for {
-		it, err := other.Get(ctx, "/ensemble/k")
-		if err == nil && string(it.Value) == "after" {
-			return
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("read through another server: %q, %v", it.Value, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	// ZooKeeper reads are sequentially consistent: after a Sync
+	// (store.Syncer) the other server shows the acknowledged write.
+	if err := store.SyncReads(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if it, err := other.Get(ctx, "/ensemble/k"); err != nil || string(it.Value) != "after" {
+		t.Fatalf("read through another server after a sync: %q, %v", it.Value, err)
 	}
 }
