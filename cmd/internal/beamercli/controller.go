@@ -40,7 +40,8 @@ func newControllerCommand() *cobra.Command {
 writes, the others wait to take over. With the default embed:// store this
 process also serves the embedded etcd the muxes connect to. Every controller
 serves the management API that beamer ctl calls (--api, gRPC with mutual
-TLS, roles read and admin); a standby forwards calls to the elected one.`,
+TLS, roles read and admin); a standby answers reads from the store and
+forwards changes to the elected one.`,
 		Args: cobra.NoArgs,
 	}
 	var f controllerFlags

@@ -24,7 +24,7 @@ type controllerAPIFlags struct {
 
 func addControllerAPIFlags(cmd *cobra.Command) *controllerAPIFlags {
 	f := &controllerAPIFlags{}
-	f.addr = cmd.Flags().String("api", defaultAPIAddr, "serve the management API (gRPC, beamer.mgmt.v1) that `beamer ctl` calls on this address; \"\" serves none. Every controller serves it; a standby forwards calls to the elected one")
+	f.addr = cmd.Flags().String("api", defaultAPIAddr, "serve the management API (gRPC, beamer.mgmt.v1) that `beamer ctl` calls on this address; \"\" serves none. Every controller serves it; a standby answers reads from the store and forwards changes to the elected one")
 	f.advertise = cmd.Flags().String("api-advertise", "", "the address other controllers forward API calls to (default: --api's, with the port it bound)")
 	cmd.Flags().StringVar(&f.files.Cert, "api-cert", "", "the API's certificate (PEM, role controller, naming the address callers dial: scripts/store-certs.sh NAME=controller@ADDR); without it the API is plaintext, refused off loopback unless --insecure")
 	cmd.Flags().StringVar(&f.files.Key, "api-key", "", "the key of --api-cert")

@@ -29,7 +29,7 @@ type apiClientFlags struct {
 
 func addAPIClientFlags(cmd *cobra.Command) *apiClientFlags {
 	f := &apiClientFlags{}
-	f.addrs = cmd.Flags().StringSlice("api", []string{defaultAPIAddr}, "the controllers' management API, HOST:PORT[,HOST:PORT…] (tried in order; a standby forwards to the elected controller)")
+	f.addrs = cmd.Flags().StringSlice("api", []string{defaultAPIAddr}, "the controllers' management API, HOST:PORT[,HOST:PORT…] (tried in order; a standby answers reads itself and forwards changes to the elected controller)")
 	cmd.Flags().StringVar(&f.files.Cert, "cert", "", "this operator's certificate (PEM, role read or admin: scripts/store-certs.sh NAME=ROLE)")
 	cmd.Flags().StringVar(&f.files.Key, "key", "", "the key of --cert")
 	cmd.Flags().StringVar(&f.files.CA, "ca", "", "the CA that signed the controllers' API certificates")

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/mgmtapi/mgmtv1"
+	"github.com/beamer-lb/beamer/pkg/store"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -16,35 +17,63 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 )
 
-// A standby controller forwards every call (after checking the caller's
-// role itself) to the elected controller, naming the verified role in
-// the call's metadata; a call that was forwarded already is not
-// forwarded again (Unavailable, naming the elected controller).
+// A standby controller answers reads itself, from the store, and forwards
+// every change (after checking the caller's role itself) to the elected
+// controller, naming the verified role in the call's metadata; a call
+// that was forwarded already is not forwarded again (Unavailable, naming
+// the elected controller).
 
-// target is where a call runs: nil conn means here. While no controller
-// is elected (one is starting, or the store was away) a read is answered
-// here from the store, as the elected controller would answer it; a
-// change waits for one (Unavailable: the client retries).
-func (s *Server) target(ctx context.Context, method string) (*grpc.ClientConn, context.Context, error) {
-	self, name, addr, err := s.b.Leader(ctx)
-	if errors.Is(err, errNoLeader) && readMethods[method] {
-		return nil, ctx, nil
+// target is where a call runs: nil means here. Every read (list,
+// show, lookup, watch) is answered here from the store, as the elected
+// controller would answer it (its answers come from the store too): a
+// standby serves reads whether or not the elected controller's API can be
+// reached, and whether or not one is elected. A change runs at the
+// elected controller, or waits for one (Unavailable: the client retries).
+func (s *Server) target(ctx context.Context, method string) (*forwardTo, error) {
+	if readMethods[method] {
+		// On ZooKeeper this controller's server may not have applied a
+		// change the caller just saw acknowledged through another
+		// controller: bring it up to date first (store.Syncer).
+		if err := store.SyncReads(ctx, s.b.Store); err != nil {
+			return nil, status.Errorf(codes.Unavailable, "reading the store: %v", err)
+		}
+		return nil, nil
 	}
+	self, name, addr, err := s.b.Leader(ctx)
 	if err != nil {
-		return nil, nil, status.Errorf(codes.Unavailable, "this controller is not elected and cannot reach the elected one: %v", err)
+		return nil, status.Errorf(codes.Unavailable, "this controller is not elected and cannot reach the elected one: %v", err)
 	}
 	if self {
-		return nil, ctx, nil
+		return nil, nil
 	}
 	ci := infoOf(ctx)
 	if ci.forwarded {
-		return nil, nil, status.Errorf(codes.Unavailable, "not the elected controller: %q is (at %s)", name, addr)
+		return nil, status.Errorf(codes.Unavailable, "not the elected controller: %q is (at %s)", name, addr)
 	}
 	conn, err := s.leaderConn(addr)
 	if err != nil {
-		return nil, nil, status.Errorf(codes.Unavailable, "not the elected controller (%q is): %v", name, err)
+		return nil, status.Errorf(codes.Unavailable, "not the elected controller (%q is): %v", name, err)
 	}
-	return conn, metadata.AppendToOutgoingContext(ctx, forwardedRoleKey, string(ci.role)), nil
+	return &forwardTo{conn: conn, ctx: metadata.AppendToOutgoingContext(ctx, forwardedRoleKey, string(ci.role)), name: name, addr: addr}, nil
+}
+
+// forwardTo is the elected controller a standby forwards a call to.
+type forwardTo struct {
+	conn       *grpc.ClientConn
+	ctx        context.Context // the call's, naming the caller's role
+	name, addr string
+}
+
+// failed names the elected controller in a forwarded call's Unavailable
+// (its API does not answer: down, or unreachable from this standby), so
+// that the caller learns who leads and where, not only that a connection
+// failed.
+func (f *forwardTo) failed(err error) error {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.Unavailable {
+		return err
+	}
+	return status.Errorf(codes.Unavailable, "not the elected controller; the elected one, %q at %s, does not answer: %s", f.name, f.addr, st.Message())
 }
 
 // messageOf is a new message of the input or output type of method.
@@ -70,29 +99,29 @@ func messageOf(method string, output bool) (proto.Message, error) {
 }
 
 func (s *Server) forwardUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	conn, octx, err := s.target(ctx, info.FullMethod)
+	to, err := s.target(ctx, info.FullMethod)
 	if err != nil {
 		return nil, err
 	}
-	if conn == nil {
+	if to == nil {
 		return h(ctx, req)
 	}
 	reply, err := messageOf(info.FullMethod, true)
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
-	if err := conn.Invoke(octx, info.FullMethod, req, reply); err != nil {
-		return nil, err
+	if err := to.conn.Invoke(to.ctx, info.FullMethod, req, reply); err != nil {
+		return nil, to.failed(err)
 	}
 	return reply, nil
 }
 
 func (s *Server) forwardStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	conn, octx, err := s.target(ss.Context(), info.FullMethod)
+	to, err := s.target(ss.Context(), info.FullMethod)
 	if err != nil {
 		return err
 	}
-	if conn == nil {
+	if to == nil {
 		return h(srv, ss)
 	}
 	req, err := messageOf(info.FullMethod, false)
@@ -102,9 +131,9 @@ func (s *Server) forwardStream(srv any, ss grpc.ServerStream, info *grpc.StreamS
 	if err := ss.RecvMsg(req); err != nil {
 		return err
 	}
-	cs, err := conn.NewStream(octx, &grpc.StreamDesc{ServerStreams: true}, info.FullMethod)
+	cs, err := to.conn.NewStream(to.ctx, &grpc.StreamDesc{ServerStreams: true}, info.FullMethod)
 	if err != nil {
-		return err
+		return to.failed(err)
 	}
 	if err := cs.SendMsg(req); err != nil {
 		return err

@@ -59,6 +59,13 @@ func start(t testing.TB, addr, logFile string, env []string, args ...string) *Se
 // connections (30 s at most).
 func (s *Server) Start() {
 	s.t.Helper()
+	s.launch()
+	s.waitListening()
+}
+
+// launch starts the process without waiting for it to listen.
+func (s *Server) launch() {
+	s.t.Helper()
 	out, err := os.OpenFile(s.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		s.t.Fatal(err)
@@ -75,6 +82,12 @@ func (s *Server) Start() {
 	s.cmd = cmd
 	s.done = make(chan struct{})
 	go func() { cmd.Wait(); close(s.done) }()
+}
+
+// waitListening waits until the launched process accepts TCP
+// connections (30 s at most).
+func (s *Server) waitListening() {
+	s.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", s.Addr, time.Second)

@@ -271,3 +271,10 @@ func parent(key string) string {
 	}
 	return key[:i]
 }
+
+// Sync implements store.Syncer: ZooKeeper's sync brings the server this
+// connection reads from up to the ensemble leader's latest write.
+func (s *Store) Sync(ctx context.Context) error {
+	_, err := do(ctx, func() (string, error) { return s.conn.Sync("/") })
+	return s.wrap("sync", "/", err)
+}
