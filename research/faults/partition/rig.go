@@ -126,7 +126,12 @@ func Run(ctx context.Context, c Config) (res *Result, err error) {
 	kinds := slices.Clone(Kinds)
 	rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
 	res = &Result{}
+	deadline, _ := ctx.Deadline()
 	for n := 0; n < c.Faults && ctx.Err() == nil; n++ {
+		if time.Until(deadline) < c.Bound+c.Hold[1]+c.Settle[1]+2*time.Minute {
+			logf("budget: stopping after %d faults, keeping time to heal, settle and check", n)
+			break
+		}
 		k := kinds[n%len(kinds)]
 		time.Sleep(between(rng, c.Gap))
 		leader := -1
