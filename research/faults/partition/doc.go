@@ -38,6 +38,10 @@
 //   - leader-paused: SIGSTOP of the elected controller, SIGCONT at heal;
 //   - quorum-lost: two of the three hosts' links down at once.
 //
+// A paused or isolated leader stays so for 12–14 s in CI runs, longer
+// than the store's lease (etcd's 10 s; ZooKeeper's session timeout), so
+// that another controller is elected while the old one still believes it
+// leads and then comes back; the soak draws 3–20 s, both sides of it.
 // Each is injected after a random gap, lasts a random hold and is followed
 // by a random settle time, all within Config's bounds, in a seeded order;
 // the seed is printed. Not injected, and why: a member's disk made

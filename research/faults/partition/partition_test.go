@@ -97,6 +97,9 @@ func runRig(t *testing.T, store string) {
 			if len(res.History.Requests) == 0 || len(res.History.Applies) == 0 {
 				t.Fatal("the history is empty: the check would prove nothing")
 			}
+			if len(res.Left) > 0 {
+				t.Errorf("left behind by the rig:\n  %s", strings.Join(res.Left, "\n  "))
+			}
 			if len(res.Violations) > 0 {
 				t.Errorf("the checker found violations:\n%s", history.Report(res.Violations))
 			}
@@ -119,6 +122,7 @@ func soak(t *testing.T, c *Config) {
 	}
 	c.Faults = n
 	c.Hold = [2]time.Duration{3 * time.Second, 10 * time.Second}
+	c.LeaseHold = [2]time.Duration{3 * time.Second, 20 * time.Second} // shorter and longer than the lease
 	c.Settle = [2]time.Duration{10 * time.Second, 20 * time.Second}
 	c.Budget = 30 * time.Minute
 	if b := os.Getenv("BEAMER_PARTITION_SOAK_BUDGET"); b != "" {

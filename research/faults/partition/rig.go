@@ -27,6 +27,11 @@ type Config struct {
 	// Gap and Hold bound the random pause before a fault and how long it
 	// lasts; Settle is the pause after healing before the next one.
 	Gap, Hold, Settle [2]time.Duration
+	// LeaseHold bounds how long a paused or isolated leader stays so:
+	// longer than the store's lease or session (10 s for etcd, the
+	// session timeout for ZooKeeper), so that another controller is
+	// elected while the old one still believes it leads, then comes back.
+	LeaseHold [2]time.Duration
 	// Bound is how long after the last heal every mux must run the
 	// store's final table (the checker's convergence bound).
 	Bound  time.Duration
@@ -40,13 +45,17 @@ type Result struct {
 	Violations []history.Violation
 	Faults     []*Fault
 	Figures    []Figure
+	// Left is what the lab left behind after closing (namespaces,
+	// processes, BPF programs): nothing, or the run leaks.
+	Left []string
 }
 
 // CI is a run sized for CI: each fault kind once, seconds apart.
 func CI(beamer, dir, store string, seed uint64) Config {
 	return Config{Beamer: beamer, Dir: dir, Store: store, Seed: seed, Faults: len(Kinds),
 		Gap: [2]time.Duration{time.Second, 3 * time.Second}, Hold: [2]time.Duration{3 * time.Second, 6 * time.Second},
-		Settle: [2]time.Duration{3 * time.Second, 5 * time.Second}, Bound: 30 * time.Second}
+		Settle: [2]time.Duration{3 * time.Second, 5 * time.Second}, LeaseHold: [2]time.Duration{12 * time.Second, 14 * time.Second},
+		Bound: 30 * time.Second}
 }
 
 func between(rng *rand.Rand, b [2]time.Duration) time.Duration {
@@ -83,8 +92,12 @@ func Run(ctx context.Context, c Config) (res *Result, err error) {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
 	defer func() {
+		inv := l.Inventory()
 		if cerr := l.Close(); cerr != nil && err == nil {
 			err = cerr
+		}
+		if res != nil {
+			res.Left = inv.Remaining()
 		}
 	}()
 	if err := l.CreateInstance(); err != nil {
@@ -148,7 +161,11 @@ func Run(ctx context.Context, c Config) (res *Result, err error) {
 			}
 			return res, fmt.Errorf("injecting %s: %w", k, err)
 		}
-		time.Sleep(between(rng, c.Hold))
+		hold := c.Hold
+		if (k == LeaderPaused || k == LeaderIsolated) && c.LeaseHold[1] > 0 {
+			hold = c.LeaseHold
+		}
+		time.Sleep(between(rng, hold))
 		if err := f.Heal(); err != nil {
 			return res, fmt.Errorf("healing %s: %w", f, err)
 		}
