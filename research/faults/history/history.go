@@ -8,11 +8,12 @@
 //   - monotonic: no mux run ever applies an older (incarnation,
 //     generation) than one it applied before;
 //   - acked-durable: every request reported ok is in the final state,
-//     unless a later request on the same key, not reported failed,
-//     replaced it (then the final value is one of theirs);
-//   - failed-absent: no request reported failed is in the final state
-//     unless some request reported ok or unknown (or the initial state)
-//     explains the value found;
+//     unless a later request on the same key reported unknown replaced
+//     it (requests run one at a time: the last acknowledged value of a
+//     key, or an unknown one after it, is the only final value allowed);
+//   - failed-absent: no request reported failed is in the final state:
+//     a final value outside what acknowledged and unknown requests
+//     allow, equal to a failed request's, names that request;
 //   - converged: after healing, every mux runs the store's final table
 //     (same pair, same digest) within a bound, and applies nothing else
 //     after it;
@@ -134,8 +135,7 @@ func Check(h History) []Violation {
 	var out []Violation
 	out = append(out, uniqueTables(h)...)
 	out = append(out, monotonic(h)...)
-	out = append(out, ackedDurable(h)...)
-	out = append(out, failedAbsent(h)...)
+	out = append(out, keyVerdicts(h)...)
 	out = append(out, converged(h)...)
 	if h.Broken != 0 {
 		out = append(out, Violation{"no-broken", fmt.Sprintf("%d of %d connections through the VIP broke", h.Broken, h.Connections)})
@@ -198,49 +198,65 @@ func monotonic(h History) []Violation {
 	return out
 }
 
-func finalValue(h History, key string) string { return h.Final.State[key] }
-
-func ackedDurable(h History) []Violation {
-	var out []Violation
+// keyVerdicts checks the final value of every key the requests touched.
+// Requests run one at a time, so a key's final value must be the value of
+// its last acknowledged request (the initial value if none), or that of
+// a request reported unknown after it. A value outside that set is
+// either a failed request that took effect (failed-absent: it names the
+// request) or an acknowledged change lost (acked-durable).
+func keyVerdicts(h History) []Violation {
+	var keys []string
 	for _, r := range h.Requests {
-		if r.Outcome != OK {
-			continue
+		if !slices.Contains(keys, r.Key) {
+			keys = append(keys, r.Key)
 		}
-		// A later request on the key not reported failed may have
-		// replaced the value; nothing else may.
-		allowed := []string{r.Value}
-		for _, q := range h.Requests {
-			if q.Key == r.Key && q.ID != r.ID && q.Outcome != Failed && !q.Start.Before(r.Start) {
-				allowed = append(allowed, q.Value)
+	}
+	var out []Violation
+	for _, key := range keys {
+		var lastOK *Request
+		for i, r := range h.Requests {
+			if r.Key == key && r.Outcome == OK && (lastOK == nil || r.Start.After(lastOK.Start)) {
+				lastOK = &h.Requests[i]
 			}
 		}
-		if got := finalValue(h, r.Key); !slices.Contains(allowed, got) {
-			out = append(out, Violation{"acked-durable", fmt.Sprintf("request %d (%s) was acknowledged at generation %d, but the final state has %s=%q, not %q",
-				r.ID, r.Op, r.Generation, r.Key, got, r.Value)})
+		allowed := []string{h.Final.Initial[key]}
+		if lastOK != nil {
+			allowed = []string{lastOK.Value}
+		}
+		after := func(r Request) bool { return lastOK == nil || r.Start.After(lastOK.Start) }
+		for _, r := range h.Requests {
+			if r.Key == key && r.Outcome == Unknown && after(r) {
+				allowed = append(allowed, r.Value)
+			}
+		}
+		got := h.Final.State[key]
+		if slices.Contains(allowed, got) {
+			continue
+		}
+		failed := slices.IndexFunc(h.Requests, func(r Request) bool {
+			return r.Key == key && r.Outcome == Failed && r.Value == got && after(r)
+		})
+		switch {
+		case failed >= 0:
+			r := h.Requests[failed]
+			out = append(out, Violation{"failed-absent", fmt.Sprintf("request %d (%s) was reported failed (%s), yet the final state has %s=%q, which no request acknowledged or unknown after %s explains",
+				r.ID, r.Op, r.Err, key, got, describe(lastOK))})
+		case lastOK != nil:
+			out = append(out, Violation{"acked-durable", fmt.Sprintf("request %d (%s) was acknowledged (store at generation %d), but the final state has %s=%q, not %q",
+				lastOK.ID, lastOK.Op, lastOK.Generation, key, got, lastOK.Value)})
+		default:
+			out = append(out, Violation{"acked-durable", fmt.Sprintf("the final state has %s=%q, which neither the initial state (%q) nor any request explains",
+				key, got, h.Final.Initial[key])})
 		}
 	}
 	return out
 }
 
-func failedAbsent(h History) []Violation {
-	var out []Violation
-	for _, r := range h.Requests {
-		if r.Outcome != Failed {
-			continue
-		}
-		got := finalValue(h, r.Key)
-		if got != r.Value {
-			continue
-		}
-		explained := h.Final.Initial[r.Key] == got || slices.ContainsFunc(h.Requests, func(q Request) bool {
-			return q.Key == r.Key && q.Outcome != Failed && q.Value == got
-		})
-		if !explained {
-			out = append(out, Violation{"failed-absent", fmt.Sprintf("request %d (%s) was reported failed (%s), yet the final state has %s=%q and no other request set it",
-				r.ID, r.Op, r.Err, r.Key, got)})
-		}
+func describe(r *Request) string {
+	if r == nil {
+		return "the initial state"
 	}
-	return out
+	return fmt.Sprintf("the last acknowledged request %d (%s)", r.ID, r.Op)
 }
 
 func converged(h History) []Violation {

@@ -86,9 +86,21 @@ func TestEachPropertyFails(t *testing.T) {
 			h.Final.State["server/1025"] = "w1"
 		}},
 		{"acked-durable", func(h *History) {
-			// a later failed request does not excuse a lost acknowledged one
+			// a value no request set (the initial one does not excuse it after an ack)
+			h.Final.State["server/1025"] = "w7"
+			h.Final.Initial["server/1025"] = "w7"
+		}},
+		{"failed-absent", func(h *History) {
+			// the failed weight change took effect over the acknowledged one
 			h.Final.State["server/1025"] = "w5"
-			h.Final.Initial["server/1025"] = "w5"
+		}},
+		{"failed-absent", func(h *History) {
+			// removed (acknowledged), then a failed add took effect: the
+			// initial state having the same value does not explain it
+			h.Requests = append(h.Requests,
+				Request{ID: 6, Op: "remove 1025", Key: "server/1025", Value: Absent, Start: at(500), End: at(550), Outcome: OK},
+				Request{ID: 7, Op: "add 1025", Key: "server/1025", Value: "w1", Start: at(600), End: at(650), Outcome: Failed, Err: "already exists"})
+			h.Final.State["server/1025"] = "w1"
 		}},
 		{"failed-absent", func(h *History) {
 			// a request reported failed took effect (and no one else set that value)
