@@ -83,6 +83,8 @@
 // 1.5 minutes per seed. scripts/partition-soak.sh runs more faults with
 // longer settle times (BEAMER_PARTITION_SOAK=N faults) and prints, per
 // fault kind, the failover time (fault → the next publication any mux
-// applied, a pair newer than every one before the fault) and the mux lag
+// applied, a pair newer than every one before the fault; it includes the
+// wait for the workload's next request), the operator's outage (fault →
+// the first acknowledgement of a request sent after it) and the mux lag
 // (first mux → last mux applying a pair), median and worst.
 package partition

@@ -11,15 +11,20 @@ import (
 
 // Figure is what one fault cost: the failover time (fault → the next
 // publication any mux applied, a pair newer than every one applied
-// before the fault) and the mux lag of the publications during and just
-// after it (the first mux to apply a pair → the last).
+// before the fault; it includes the wait for the workload's next request,
+// 0.2–0.7 s, and that request's own path), the operator's outage, and
+// the mux lag of the publications during and just after it (the first
+// mux to apply a pair → the last).
 type Figure struct {
 	Kind     Kind
 	Failover time.Duration // -1: nothing published until the next fault
-	Lags     []time.Duration
+	// Ack is fault → the first acknowledgement of a request sent after
+	// it, as the operator sees the outage (-1: none until the next fault).
+	Ack  time.Duration
+	Lags []time.Duration
 }
 
-func figures(faults []*Fault, applies []history.Apply) []Figure {
+func figures(faults []*Fault, applies []history.Apply, requests []history.Request) []Figure {
 	first := map[uint64]time.Time{} // pair → the first time a mux applied it
 	last := map[uint64]time.Time{}
 	for _, a := range applies {
@@ -43,7 +48,12 @@ func figures(faults []*Fault, applies []history.Apply) []Figure {
 				before = a.Word()
 			}
 		}
-		fig := Figure{Kind: f.Kind, Failover: -1}
+		fig := Figure{Kind: f.Kind, Failover: -1, Ack: -1}
+		for _, r := range requests {
+			if r.Outcome == history.OK && r.Start.After(f.Injected) && r.End.Before(end) && (fig.Ack < 0 || r.End.Sub(f.Injected) < fig.Ack) {
+				fig.Ack = r.End.Sub(f.Injected)
+			}
+		}
 		next := time.Time{}
 		for w, t := range first {
 			if w > before && t.After(f.Injected) && t.Before(end) && (next.IsZero() || t.Before(next)) {
@@ -65,9 +75,9 @@ func figures(faults []*Fault, applies []history.Apply) []Figure {
 // median and worst.
 func Summarize(figs []Figure) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-16s %6s %14s %14s %12s %12s\n", "fault", "count", "failover p50", "failover max", "lag p50", "lag max")
+	fmt.Fprintf(&b, "%-16s %6s %13s %13s %9s %9s %9s %9s\n", "fault", "count", "failover p50", "failover max", "ack p50", "ack max", "lag p50", "lag max")
 	for _, k := range Kinds {
-		var fo, lag []time.Duration
+		var fo, ack, lag []time.Duration
 		n, none := 0, 0
 		for _, f := range figs {
 			if f.Kind != k {
@@ -79,12 +89,15 @@ func Summarize(figs []Figure) string {
 			} else {
 				fo = append(fo, f.Failover)
 			}
+			if f.Ack >= 0 {
+				ack = append(ack, f.Ack)
+			}
 			lag = append(lag, f.Lags...)
 		}
 		if n == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "%-16s %6d %14s %14s %12s %12s", k, n, median(fo), worst(fo), median(lag), worst(lag))
+		fmt.Fprintf(&b, "%-16s %6d %13s %13s %9s %9s %9s %9s", k, n, median(fo), worst(fo), median(ack), worst(ack), median(lag), worst(lag))
 		if none > 0 {
 			fmt.Fprintf(&b, "  (%d with no publication before the next fault)", none)
 		}
@@ -98,7 +111,11 @@ func median(ds []time.Duration) string {
 		return "-"
 	}
 	s := slices.Sorted(slices.Values(ds))
-	return s[len(s)/2].Round(time.Millisecond).String()
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + m) / 2
+	}
+	return m.Round(time.Millisecond).String()
 }
 
 func worst(ds []time.Duration) string {

@@ -23,11 +23,15 @@ func TestFigures(t *testing.T) {
 		ap("mux0", 13, 120, 1), ap("mux1", 13.05, 120, 1), // after the first fault (at 2 s)
 	}
 	faults := []*Fault{{Kind: LeaderKilled, Injected: at(2)}, {Kind: QuorumLost, Injected: at(20)}}
-	figs := figures(faults, applies)
+	requests := []history.Request{{ID: 1, Outcome: history.OK, Start: at(12.5), End: at(12.9)}}
+	figs := figures(faults, applies, requests)
 	if figs[0].Failover != 11*time.Second || len(figs[0].Lags) != 1 || figs[0].Lags[0] != 50*time.Millisecond {
 		t.Errorf("leader-killed: %+v, want failover 11s, lag 50ms", figs[0])
 	}
-	if figs[1].Failover != -1 {
+	if figs[0].Ack != 10900*time.Millisecond {
+		t.Errorf("leader-killed: ack %v, want 10.9s", figs[0].Ack)
+	}
+	if figs[1].Failover != -1 || figs[1].Ack != -1 {
 		t.Errorf("quorum-lost: %+v, want no failover", figs[1])
 	}
 	s := Summarize(figs)

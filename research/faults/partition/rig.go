@@ -214,7 +214,7 @@ func Run(ctx context.Context, c Config) (res *Result, err error) {
 	}
 	res.History = h
 	res.Violations = history.Check(h)
-	res.Figures = figures(res.Faults, h.Applies)
+	res.Figures = figures(res.Faults, h.Applies, h.Requests)
 	for _, b := range lr.BrokenConns {
 		logf("broken: %+v", b)
 	}
