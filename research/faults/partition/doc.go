@@ -45,10 +45,12 @@
 // Each is injected after a random gap, lasts a random hold and is followed
 // by a random settle time, all within Config's bounds, in a seeded order;
 // the seed is printed. Not injected, and why: a member's disk made
-// read-only (the embedded member writes through file descriptors it
-// already holds, so a remount ro of its data directory in the host's
-// mount namespace would affect only files it opens later — a half fault
-// we would report as a whole one); a clock step (Linux time namespaces
+// read-only (a bind mount of its data directory remounted ro fails with
+// EBUSY — "mount point is busy", checked on this kernel — while a process
+// holds a file there open for writing, as the member always holds its
+// WAL; a real read-only disk needs a block device under the data
+// directory, e.g. a loop device behind device-mapper's error target,
+// which the lab does not set up); a clock step (Linux time namespaces
 // offset only CLOCK_MONOTONIC and CLOCK_BOOTTIME, not CLOCK_REALTIME,
 // which incarnations and leases are stamped with, and stepping the
 // machine's real clock would disturb everything else on it).

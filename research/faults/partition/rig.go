@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -252,9 +251,4 @@ func settle(ctx context.Context, l *lab.Lab, muxes int, deadline time.Time) (sna
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-}
-
-// RunDir is a fresh run directory under base.
-func RunDir(base string, seed uint64) string {
-	return filepath.Join(base, fmt.Sprintf("partition-%d-%d", seed, time.Now().UnixNano()))
 }
