@@ -2,7 +2,6 @@ package partition
 
 import (
 	"context"
-
 	"fmt"
 	"math/rand/v2"
 	"os"
