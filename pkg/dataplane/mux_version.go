@@ -11,3 +11,14 @@ func (m *Mux) Version(name string) (incarnation, generation uint32, ok bool) {
 	}
 	return in.table.Incarnation, in.table.Generation, true
 }
+
+// Digest is forwarding.Table.Digest of the named instance's loaded table.
+func (m *Mux) Digest(name string) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	in, ok := m.instances[name]
+	if !ok {
+		return "", false
+	}
+	return in.table.Digest(), true
+}

@@ -5,7 +5,7 @@ import "net/netip"
 // Addresses of the lab, all in 198.18.0.0/15 (RFC 2544, reserved for
 // benchmarking), so lab traffic can never be mistaken for real traffic.
 //
-//	198.18.0.0/24    fabric: muxes .1–.9, servers .10–.99, controller .250, router .254
+//	198.18.0.0/24    fabric: muxes .1–.9, servers .10–.99, controller(s) .250(–.252), router .254
 //	198.18.1.0/24    clients' first path (eth0), router .254
 //	198.18.2.0/24    clients' second path (eth1, MPTCP subflows), router .254
 //	198.18.100.1     the VIP

@@ -22,6 +22,9 @@ func (l *Lab) startController(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
+	if l.opts.ControlHosts > 1 {
+		return l.startControlHosts(ctx, dir) // controlhosts.go
+	}
 	ctlStore := ""
 	switch l.opts.Store {
 	case "", "embedded":
@@ -44,6 +47,20 @@ func (l *Lab) startController(ctx context.Context) error {
 	default:
 		return fmt.Errorf("lab: store %q: want one of %s", l.opts.Store, strings.Join(Stores, ", "))
 	}
+	args, err := l.controllerArgs()
+	if err != nil {
+		return err
+	}
+	p, err := startProgram(l.ctl, l.opts.Dir, "controller", l.opts.Beamer, l.storeArgs(ctlStore, args...)...)
+	if err != nil {
+		return err
+	}
+	l.procs.add(p)
+	return l.waitCtl(ctx, p)
+}
+
+// controllerArgs are the arguments of every controller the lab runs.
+func (l *Lab) controllerArgs() ([]string, error) {
 	args := []string{"controller", "--health-interval", "500ms", "--reconcile-every", "5s"}
 	if d := l.opts.HoldInterval; d > 0 {
 		args = append(args, "--hold-interval", d.String(), "--metrics", metricsAddr)
@@ -53,20 +70,19 @@ func (l *Lab) startController(ctx context.Context) error {
 	}
 	if l.prismKeepAlive = hasFlag(l.opts.Beamer, "controller", "--prism-muxes-file"); l.prismKeepAlive {
 		if err := l.writePrismMuxes(); err != nil {
-			return err
+			return nil, err
 		}
 		args = append(args, prismControllerArgs(l.prismMuxFile())...)
 	}
 	tlsArgs, err := l.controllerTLSArgs() // nodetls.go
 	if err != nil {
-		return err
+		return nil, err
 	}
-	args = append(args, tlsArgs...)
-	p, err := startProgram(l.ctl, l.opts.Dir, "controller", l.opts.Beamer, l.storeArgs(ctlStore, args...)...)
-	if err != nil {
-		return err
-	}
-	l.procs.add(p)
+	return append(args, tlsArgs...), nil
+}
+
+// waitCtl waits until `beamer ctl` gets answers, or p exits.
+func (l *Lab) waitCtl(ctx context.Context, p *process) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if _, err := l.Ctl("list"); err == nil {
@@ -134,6 +150,9 @@ func (l *Lab) startZooKeeper(dir string) error {
 // operator on the controller's host does; a binary from before the API
 // is given the store.
 func (l *Lab) Ctl(args ...string) (string, error) {
+	if len(l.ctls) > 1 {
+		return l.ctlControlHosts(args...) // controlhosts.go
+	}
 	if !l.ctlAPI {
 		args = l.storeArgs(l.store, args...)
 	}

@@ -52,6 +52,14 @@ type Options struct {
 	// --history-evict-oldest (heir.go).
 	HoldInterval time.Duration
 	EvictOldest  bool
+	// ControlHosts, if 3, runs that many controller hosts, each a
+	// store member and a controller (controlhosts.go): the embedded store
+	// as a replicated etcd cluster, or a ZooKeeper ensemble. 0 or 1: one
+	// controller host, as before.
+	ControlHosts int
+	// ControllerArgs are added to the controller hosts' controllers'
+	// arguments (e.g. --log-level debug).
+	ControllerArgs []string
 }
 
 // Instance is the name of the lab's one load-balanced service.
@@ -63,6 +71,8 @@ type Lab struct {
 	net     *netlab.Lab
 	fabric  *netlab.Namespace
 	ctl     *netlab.Namespace
+	ctls    []*netlab.Namespace // the controller hosts, ctl first (controlhosts.go)
+	ctlHost []*controlHost
 	router  *netlab.Namespace
 	muxes   []*muxNode
 	servers []*serverNode
@@ -155,6 +165,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("lab: %v", CheckStrategies([]string{o.Strategy}))
 	case o.Dir == "":
 		return errors.New("lab: no run directory")
+	case o.ControlHosts < 0 || o.ControlHosts > MaxControlHosts || o.ControlHosts > 1 && o.ControlHosts%2 == 0:
+		return fmt.Errorf("lab: %d controller hosts: want 1 or 3", o.ControlHosts)
 	}
 	return o.checkFamily()
 }
@@ -189,6 +201,14 @@ func (l *Lab) buildFabric() (err error) {
 	}
 	if l.ctl, err = attach("ctl", ctlAddr, ctlAddr6, 0); err != nil {
 		return err
+	}
+	l.ctls = []*netlab.Namespace{l.ctl}
+	for i := 1; i < l.opts.ControlHosts; i++ {
+		ns, err := attach(fmt.Sprintf("ctl%d", i), controlHostAddr(i), controlHostAddr6(i), 0)
+		if err != nil {
+			return err
+		}
+		l.ctls = append(l.ctls, ns)
 	}
 	if l.router, err = attach("router", routerFabric, routerFabric6, mtu); err != nil {
 		return err
@@ -325,7 +345,7 @@ func setupClient(c *netlab.Namespace, i int, v6 bool) error {
 }
 
 func (l *Lab) allNamespaces() []*netlab.Namespace {
-	out := []*netlab.Namespace{l.fabric, l.ctl, l.router}
+	out := append([]*netlab.Namespace{l.fabric, l.router}, l.ctls...)
 	for _, m := range l.muxes {
 		out = append(out, m.ns)
 	}

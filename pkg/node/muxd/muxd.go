@@ -5,6 +5,7 @@
 package muxd
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -333,6 +334,11 @@ func (d *Daemon) SetInstance(cfg forwarding.Instance, t *forwarding.Table) error
 	d.mu.Lock()
 	d.instances[cfg.Name] = cfg
 	d.mu.Unlock()
+	if d.opts.Log.Enabled(context.Background(), slog.LevelDebug) {
+		// Every whole table installed (a start, a new incarnation, a
+		// resync), with its digest, as "generation applied" logs deltas.
+		d.opts.Log.Debug("table installed", "instance", cfg.Name, "incarnation", t.Incarnation, "generation", t.Generation, "digest", t.Digest())
+	}
 	d.ensureServers(cfg.Name)
 	d.takeOverIfReady()
 	return nil
@@ -347,7 +353,16 @@ func (d *Daemon) ApplyDelta(name string, delta *forwarding.Delta) error {
 		return err
 	}
 	if inc, gen, ok := d.mux.Version(name); ok {
-		d.opts.Log.Info("generation applied", "instance", name, "incarnation", inc, "generation", gen, "apply", time.Since(start).Round(time.Microsecond))
+		attrs := []any{"instance", name, "incarnation", inc, "generation", gen, "apply", time.Since(start).Round(time.Microsecond)}
+		// The table's digest (forwarding.Table.Digest) costs a pass over
+		// the buckets: logged at debug level only, for histories
+		// (research/faults/history) that check no pair names two tables.
+		if d.opts.Log.Enabled(context.Background(), slog.LevelDebug) {
+			if dg, ok := d.mux.Digest(name); ok {
+				attrs = append(attrs, "digest", dg)
+			}
+		}
+		d.opts.Log.Info("generation applied", attrs...)
 	}
 	if len(delta.Servers) > 0 {
 		d.checkChanged(name, delta.Servers)
