@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -66,14 +67,36 @@ func (c *Client) Close() error {
 // request in the store did); a read answers at once. The error keeps the
 // server's message as its text.
 func (c *Client) call(ctx context.Context, wait bool, fn func(mgmtv1.ManagementClient) error) error {
+	return c.callAt(ctx, wait, false, func(m mgmtv1.ManagementClient, _ ...grpc.CallOption) error { return fn(m) })
+}
+
+// change is call for a change, which must not reach two controllers: it
+// is sent only on a connected connection, and goes on to the next address
+// only when the one before certainly did not get it (not connected, or a
+// controller that refused it before submitting: notSubmittedKey). A call
+// that broke after it was sent returns ErrOutcomeUnknown.
+func (c *Client) change(ctx context.Context, fn func(mgmtv1.ManagementClient, ...grpc.CallOption) error) error {
+	return c.callAt(ctx, true, true, fn)
+}
+
+func (c *Client) callAt(ctx context.Context, wait, change bool, fn func(mgmtv1.ManagementClient, ...grpc.CallOption) error) error {
 	pause := 100 * time.Millisecond
 	for {
 		var why []string
 		for i, conn := range c.conns {
-			err := fn(mgmtv1.NewManagementClient(conn))
+			if change && !ready(ctx, conn) {
+				why = append(why, fmt.Sprintf("%s: not reachable", c.addrs[i]))
+				continue
+			}
+			var trailer metadata.MD
+			err := fn(mgmtv1.NewManagementClient(conn), grpc.Trailer(&trailer))
 			st, _ := status.FromError(err)
 			if err == nil || st.Code() != codes.Unavailable {
 				return plain(err)
+			}
+			if change && !notSubmitted(trailer) {
+				return fmt.Errorf("%w: the call to %s broke after the change was sent (%s): it may or may not have been made; check with `beamer ctl show` before sending it again",
+					ErrOutcomeUnknown, c.addrs[i], st.Message())
 			}
 			why = append(why, fmt.Sprintf("%s: %s", c.addrs[i], st.Message()))
 		}
@@ -126,9 +149,9 @@ func (c *Client) Submit(ctx context.Context, r controller.Request) (string, erro
 		defer cancel()
 	}
 	var resp *mgmtv1.ChangeResponse
-	err := c.call(ctx, true, func(m mgmtv1.ManagementClient) error {
+	err := c.change(ctx, func(m mgmtv1.ManagementClient, opts ...grpc.CallOption) error {
 		var err error
-		resp, err = submitRPC(ctx, m, r)
+		resp, err = submitRPC(ctx, m, r, opts...)
 		return err
 	})
 	if err != nil {
@@ -137,7 +160,7 @@ func (c *Client) Submit(ctx context.Context, r controller.Request) (string, erro
 	return resp.GetResult(), nil
 }
 
-func submitRPC(ctx context.Context, m mgmtv1.ManagementClient, r controller.Request) (*mgmtv1.ChangeResponse, error) {
+func submitRPC(ctx context.Context, m mgmtv1.ManagementClient, r controller.Request, opts ...grpc.CallOption) (*mgmtv1.ChangeResponse, error) {
 	switch r.Op {
 	case controller.OpCreateInstance:
 		if r.Config == nil {
@@ -147,9 +170,9 @@ func submitRPC(ctx context.Context, m mgmtv1.ManagementClient, r controller.Requ
 		if err != nil {
 			return nil, err
 		}
-		return m.CreateInstance(ctx, &mgmtv1.CreateInstanceRequest{ConfigJson: b})
+		return m.CreateInstance(ctx, &mgmtv1.CreateInstanceRequest{ConfigJson: b}, opts...)
 	case controller.OpDeleteInstance:
-		return m.DeleteInstance(ctx, &mgmtv1.DeleteInstanceRequest{Instance: r.Instance})
+		return m.DeleteInstance(ctx, &mgmtv1.DeleteInstanceRequest{Instance: r.Instance}, opts...)
 	case controller.OpAddDIP:
 		req := &mgmtv1.AddDIPsRequest{Instance: r.Instance}
 		if len(r.DIPs) == 0 {
@@ -158,7 +181,7 @@ func submitRPC(ctx context.Context, m mgmtv1.ManagementClient, r controller.Requ
 		for _, d := range r.DIPs {
 			req.Dips = append(req.Dips, &mgmtv1.DIP{Id: uint32(d.ID), Address: addrString(d.Addr), Weight: d.Weight})
 		}
-		return m.AddDIPs(ctx, req)
+		return m.AddDIPs(ctx, req, opts...)
 	case controller.OpRemoveDIP:
 		req := &mgmtv1.RemoveDIPsRequest{Instance: r.Instance}
 		if len(r.IDs) == 0 {
@@ -167,15 +190,15 @@ func submitRPC(ctx context.Context, m mgmtv1.ManagementClient, r controller.Requ
 		for _, id := range r.IDs {
 			req.Ids = append(req.Ids, uint32(id))
 		}
-		return m.RemoveDIPs(ctx, req)
+		return m.RemoveDIPs(ctx, req, opts...)
 	case controller.OpSetWeight:
-		return m.SetWeight(ctx, &mgmtv1.SetWeightRequest{Instance: r.Instance, Id: uint32(r.ID), Weight: r.Weight})
+		return m.SetWeight(ctx, &mgmtv1.SetWeightRequest{Instance: r.Instance, Id: uint32(r.ID), Weight: r.Weight}, opts...)
 	case controller.OpDrain:
-		return m.Drain(ctx, &mgmtv1.ServerRequest{Instance: r.Instance, Id: uint32(r.ID)})
+		return m.Drain(ctx, &mgmtv1.ServerRequest{Instance: r.Instance, Id: uint32(r.ID)}, opts...)
 	case controller.OpUndrain:
-		return m.Undrain(ctx, &mgmtv1.ServerRequest{Instance: r.Instance, Id: uint32(r.ID)})
+		return m.Undrain(ctx, &mgmtv1.ServerRequest{Instance: r.Instance, Id: uint32(r.ID)}, opts...)
 	case controller.OpHealthClear:
-		return m.HealthClear(ctx, &mgmtv1.ServerRequest{Instance: r.Instance, Id: uint32(r.ID)})
+		return m.HealthClear(ctx, &mgmtv1.ServerRequest{Instance: r.Instance, Id: uint32(r.ID)}, opts...)
 	case controller.OpDefrag:
 		req := &mgmtv1.DefragRequest{Instance: r.Instance, Steps: int32(min(r.Steps, controller.MaxDefragSteps))}
 		if r.Defrag != nil {
@@ -185,13 +208,13 @@ func submitRPC(ctx context.Context, m mgmtv1.ManagementClient, r controller.Requ
 			}
 			req.ParamsJson = b
 		}
-		return m.Defrag(ctx, req)
+		return m.Defrag(ctx, req, opts...)
 	case controller.OpCheetahRotate:
 		req := &mgmtv1.CheetahRotateKeyRequest{Instance: r.Instance}
 		if rot := r.Rotation; rot != nil {
 			req.Settle, req.MinAge, req.Force = durationpb.New(rot.Settle), durationpb.New(rot.MinAge), rot.Force
 		}
-		return m.CheetahRotateKey(ctx, req)
+		return m.CheetahRotateKey(ctx, req, opts...)
 	}
 	return nil, fmt.Errorf("unknown operation %q", r.Op)
 }

@@ -101,7 +101,7 @@ func messageOf(method string, output bool) (proto.Message, error) {
 func (s *Server) forwardUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 	to, err := s.target(ctx, info.FullMethod)
 	if err != nil {
-		return nil, err
+		return nil, refuseUnsubmitted(ctx, err) // nothing was sent anywhere
 	}
 	if to == nil {
 		return h(ctx, req)
@@ -110,7 +110,14 @@ func (s *Server) forwardUnary(ctx context.Context, req any, info *grpc.UnaryServ
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
+	if !ready(to.ctx, to.conn) {
+		// Not sent: the elected controller's API cannot be reached.
+		return nil, refuseUnsubmitted(ctx, to.failed(status.Error(codes.Unavailable, "no connection")))
+	}
 	if err := to.conn.Invoke(to.ctx, info.FullMethod, req, reply); err != nil {
+		// Sent on a live connection: if it broke, the elected controller
+		// may have made the change; no trailer, so the caller does not
+		// send it again elsewhere.
 		return nil, to.failed(err)
 	}
 	return reply, nil

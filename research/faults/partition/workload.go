@@ -169,7 +169,8 @@ func (w *workload) one(id int) {
 	w.mu.Unlock()
 }
 
-// unknownOutcome: ctl gave up waiting, or lost the call on the way, or
+// unknownOutcome: ctl said so ("outcome unknown": the call broke after the
+// change was sent, mgmtapi.ErrOutcomeUnknown), gave up waiting, or lost the call on the way, or
 // a controller took the request and had not finished it ("request not
 // finished": the next elected controller runs it again): the request may
 // have been applied. "no controller answered" is a failure: the request
@@ -181,7 +182,7 @@ func unknownOutcome(err error) bool {
 	if strings.Contains(s, "no controller answered") {
 		return false
 	}
-	for _, m := range []string{"request not finished", "deadline", "timeout", "timed out", "unavailable", "eof", "connection reset", "rst_stream", "canceled", "cancelled"} {
+	for _, m := range []string{"outcome unknown", "request not finished", "deadline", "timeout", "timed out", "unavailable", "eof", "connection reset", "rst_stream", "canceled", "cancelled"} {
 		if strings.Contains(s, m) {
 			return true
 		}
