@@ -4,8 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/netip"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
@@ -83,12 +81,11 @@ type ShowReader interface {
 // All is every registered strategy, for the controller's loops over their
 // optional capabilities (background work, metrics).
 func All() []Strategy {
-	mu.RLock()
-	defer mu.RUnlock()
-	out := make([]Strategy, 0, len(strategies))
-	for _, s := range strategies {
+	names := registry.Names()
+	out := make([]Strategy, 0, len(names))
+	for _, name := range names {
+		s, _ := registry.Lookup(name)
 		out = append(out, s)
 	}
-	slices.SortFunc(out, func(a, b Strategy) int { return strings.Compare(string(a.Name()), string(b.Name())) })
 	return out
 }

@@ -1,9 +1,6 @@
 package ctlstrategy
 
 import (
-	"fmt"
-	"sync"
-
 	"github.com/beamer-lb/beamer/pkg/controlplane/assign"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 )
@@ -48,26 +45,12 @@ type Planning struct {
 	In  Instance
 }
 
-var (
-	mu         sync.RWMutex
-	strategies = map[forwarding.Strategy]Strategy{}
-)
+// registry holds each strategy's controller side.
+var registry = forwarding.NewRegistry[Strategy]("ctlstrategy")
 
 // Register adds a strategy; a strategy package calls it from init(). A
 // name registered twice is a build mistake and panics at start.
-func Register(s Strategy) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := strategies[s.Name()]; dup {
-		panic(fmt.Sprintf("ctlstrategy: strategy %q registered twice", s.Name()))
-	}
-	strategies[s.Name()] = s
-}
+func Register(s Strategy) { registry.Register(s.Name(), s) }
 
 // Lookup is the registered strategy of name.
-func Lookup(name forwarding.Strategy) (Strategy, bool) {
-	mu.RLock()
-	defer mu.RUnlock()
-	s, ok := strategies[name]
-	return s, ok
-}
+func Lookup(name forwarding.Strategy) (Strategy, bool) { return registry.Lookup(name) }

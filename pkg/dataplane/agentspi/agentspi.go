@@ -10,11 +10,7 @@
 package agentspi
 
 import (
-	"fmt"
 	"io"
-	"slices"
-	"strings"
-	"sync"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/cilium/ebpf"
@@ -112,37 +108,14 @@ type Inspected interface {
 	Inspect(h InspectHost) (Inspection, error)
 }
 
-var (
-	mu         sync.RWMutex
-	strategies = map[forwarding.Strategy]Strategy{}
-)
+// registry holds each strategy's agent side.
+var registry = forwarding.NewRegistry[Strategy]("agentspi")
 
 // Register adds name's agent side; a strategy package calls it from init().
-func Register(name forwarding.Strategy, s Strategy) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := strategies[name]; dup {
-		panic(fmt.Sprintf("agentspi: strategy %q registered twice", name))
-	}
-	strategies[name] = s
-}
+func Register(name forwarding.Strategy, s Strategy) { registry.Register(name, s) }
 
 // Lookup is the registered agent side of name.
-func Lookup(name forwarding.Strategy) (Strategy, bool) {
-	mu.RLock()
-	defer mu.RUnlock()
-	s, ok := strategies[name]
-	return s, ok
-}
+func Lookup(name forwarding.Strategy) (Strategy, bool) { return registry.Lookup(name) }
 
 // All is every registered agent side's name, sorted.
-func All() []forwarding.Strategy {
-	mu.RLock()
-	defer mu.RUnlock()
-	out := make([]forwarding.Strategy, 0, len(strategies))
-	for name := range strategies {
-		out = append(out, name)
-	}
-	slices.SortFunc(out, func(a, b forwarding.Strategy) int { return strings.Compare(string(a), string(b)) })
-	return out
-}
+func All() []forwarding.Strategy { return registry.Names() }

@@ -11,10 +11,6 @@ package muxspi
 
 import (
 	"errors"
-	"fmt"
-	"slices"
-	"strings"
-	"sync"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/cilium/ebpf"
@@ -97,37 +93,14 @@ type Counted interface {
 	Counters() []CounterSet
 }
 
-var (
-	mu         sync.RWMutex
-	strategies = map[forwarding.Strategy]MuxStrategy{}
-)
+// registry holds each strategy's mux side.
+var registry = forwarding.NewRegistry[MuxStrategy]("muxspi")
 
 // Register adds name's mux side; a strategy package calls it from init().
-func Register(name forwarding.Strategy, s MuxStrategy) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := strategies[name]; dup {
-		panic(fmt.Sprintf("muxspi: strategy %q registered twice", name))
-	}
-	strategies[name] = s
-}
+func Register(name forwarding.Strategy, s MuxStrategy) { registry.Register(name, s) }
 
 // Lookup is the registered mux side of name.
-func Lookup(name forwarding.Strategy) (MuxStrategy, bool) {
-	mu.RLock()
-	defer mu.RUnlock()
-	s, ok := strategies[name]
-	return s, ok
-}
+func Lookup(name forwarding.Strategy) (MuxStrategy, bool) { return registry.Lookup(name) }
 
-// All is every registered mux side, by name.
-func All() []forwarding.Strategy {
-	mu.RLock()
-	defer mu.RUnlock()
-	out := make([]forwarding.Strategy, 0, len(strategies))
-	for name := range strategies {
-		out = append(out, name)
-	}
-	slices.SortFunc(out, func(a, b forwarding.Strategy) int { return strings.Compare(string(a), string(b)) })
-	return out
-}
+// All is every registered mux side's name, sorted.
+func All() []forwarding.Strategy { return registry.Names() }

@@ -9,9 +9,6 @@
 package modelspi
 
 import (
-	"fmt"
-	"sync"
-
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/strategy/awfd/classes"
 	"github.com/beamer-lb/beamer/pkg/wire"
@@ -75,25 +72,11 @@ func Owner(vip *VIP, flow wire.Flow) (forwarding.Bucket, forwarding.Server, stri
 	return b, s, "", true
 }
 
-var (
-	mu         sync.RWMutex
-	strategies = map[forwarding.Strategy]Strategy{}
-)
+// registry holds each strategy's decision.
+var registry = forwarding.NewRegistry[Strategy]("modelspi")
 
 // Register adds name's decision; a strategy package calls it from init().
-func Register(name forwarding.Strategy, s Strategy) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := strategies[name]; dup {
-		panic(fmt.Sprintf("modelspi: strategy %q registered twice", name))
-	}
-	strategies[name] = s
-}
+func Register(name forwarding.Strategy, s Strategy) { registry.Register(name, s) }
 
 // Lookup is the registered decision of name.
-func Lookup(name forwarding.Strategy) (Strategy, bool) {
-	mu.RLock()
-	defer mu.RUnlock()
-	s, ok := strategies[name]
-	return s, ok
-}
+func Lookup(name forwarding.Strategy) (Strategy, bool) { return registry.Lookup(name) }

@@ -11,10 +11,6 @@
 package agentdspi
 
 import (
-	"fmt"
-	"slices"
-	"sync"
-
 	"github.com/beamer-lb/beamer/pkg/dataplane/agentspi"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/node/agentapi"
@@ -51,41 +47,21 @@ type Service struct {
 	Close     func()
 }
 
-var (
-	mu         sync.RWMutex
-	strategies = map[forwarding.Strategy]Strategy{}
-)
+// registry holds each strategy's agent daemon side.
+var registry = forwarding.NewRegistry[Strategy]("agentdspi")
 
 // Register adds name's agent daemon side; a strategy package calls it
 // from init().
-func Register(name forwarding.Strategy, s Strategy) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := strategies[name]; dup {
-		panic(fmt.Sprintf("agentdspi: strategy %q registered twice", name))
-	}
-	strategies[name] = s
-}
+func Register(name forwarding.Strategy, s Strategy) { registry.Register(name, s) }
 
 // Lookup is the registered agent daemon side of name.
-func Lookup(name forwarding.Strategy) (Strategy, bool) {
-	mu.RLock()
-	defer mu.RUnlock()
-	s, ok := strategies[name]
-	return s, ok
-}
+func Lookup(name forwarding.Strategy) (Strategy, bool) { return registry.Lookup(name) }
 
-// Each calls f for every registered agent daemon side, in name order.
+// Each calls f for every registered agent daemon side, in name order,
+// until f fails.
 func Each(f func(name forwarding.Strategy, s Strategy) error) error {
-	mu.RLock()
-	names := make([]forwarding.Strategy, 0, len(strategies))
-	for name := range strategies {
-		names = append(names, name)
-	}
-	mu.RUnlock()
-	slices.Sort(names)
-	for _, name := range names {
-		s, _ := Lookup(name)
+	for _, name := range registry.Names() {
+		s, _ := registry.Lookup(name)
 		if err := f(name, s); err != nil {
 			return err
 		}

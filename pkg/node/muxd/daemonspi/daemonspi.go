@@ -11,10 +11,8 @@ package daemonspi
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"sync"
 
 	"github.com/beamer-lb/beamer/pkg/controlplane/ring"
 	"github.com/beamer-lb/beamer/pkg/dataplane/muxspi"
@@ -72,34 +70,19 @@ type Host interface {
 	Metrics() any
 }
 
-var (
-	mu         sync.RWMutex
-	strategies = map[forwarding.Strategy]Strategy{}
-)
+// registry holds each strategy's mux daemon side.
+var registry = forwarding.NewRegistry[Strategy]("daemonspi")
 
 // Register adds name's daemon side; a strategy package calls it from init().
-func Register(name forwarding.Strategy, s Strategy) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := strategies[name]; dup {
-		panic(fmt.Sprintf("daemonspi: strategy %q registered twice", name))
-	}
-	strategies[name] = s
-}
+func Register(name forwarding.Strategy, s Strategy) { registry.Register(name, s) }
 
 // Lookup is the registered daemon side of name.
-func Lookup(name forwarding.Strategy) (Strategy, bool) {
-	mu.RLock()
-	defer mu.RUnlock()
-	s, ok := strategies[name]
-	return s, ok
-}
+func Lookup(name forwarding.Strategy) (Strategy, bool) { return registry.Lookup(name) }
 
-// Each calls f for every registered daemon side.
+// Each calls f for every registered daemon side, in name order.
 func Each(f func(name forwarding.Strategy, s Strategy)) {
-	mu.RLock()
-	defer mu.RUnlock()
-	for name, s := range strategies {
+	for _, name := range registry.Names() {
+		s, _ := registry.Lookup(name)
 		f(name, s)
 	}
 }
