@@ -85,6 +85,11 @@ var ErrNoController = errors.New("no controller answered")
 // ErrNotFinished: a controller took a request but did not finish it in time.
 var ErrNotFinished = errors.New("request not finished")
 
+// ErrOutcomeUnknown: the request was submitted, but whether it was made
+// could not be learnt (the store failed while its outcome was awaited): a
+// controller may still run it. Never reported as a failure.
+var ErrOutcomeUnknown = errors.New("outcome unknown")
+
 // Submit hands a request to the elected controller and waits up to timeout
 // for its outcome. The returned error is the controller's verdict (its
 // text says what was wrong) or says why there was none.
@@ -106,13 +111,16 @@ func SubmitResult(ctx context.Context, st store.Store, root string, r Request, t
 	}
 	deadline := time.Now().Add(timeout)
 	for {
+		// From here on the request is in the store: a controller may run
+		// it whatever happens to this wait, so a failure to read its
+		// outcome is not a failure of the request (ErrOutcomeUnknown).
 		it, err := st.Get(ctx, key)
 		if err != nil {
-			return "", fmt.Errorf("request %s: %w", key, err)
+			return "", fmt.Errorf("%w: request %s was submitted, and its outcome could not be read: %v", ErrOutcomeUnknown, key, err)
 		}
 		var got Request
 		if err := json.Unmarshal(it.Value, &got); err != nil {
-			return "", fmt.Errorf("request %s: %w", key, err)
+			return "", fmt.Errorf("%w: request %s was submitted, and its outcome could not be read: %v", ErrOutcomeUnknown, key, err)
 		}
 		switch got.Status {
 		case StatusDone:

@@ -89,7 +89,7 @@ func toStatus(err error) error {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, controller.ErrNotFinished):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, controller.ErrNotFinished), errors.Is(err, controller.ErrOutcomeUnknown):
 		return status.Error(codes.DeadlineExceeded, err.Error())
 	case errors.Is(err, controller.ErrNoController):
 		return status.Error(codes.Aborted, err.Error())
