@@ -22,6 +22,9 @@ type Config struct {
 	// kinds cycling through Kinds in a seeded order (at least one of each
 	// once Faults ≥ len(Kinds)).
 	Faults int
+	// Kinds, if set, are the kinds injected instead of every one (a
+	// replay or a measurement of one kind: BEAMER_PARTITION_KINDS).
+	Kinds []Kind
 	// Gap and Hold bound the random pause before a fault and how long it
 	// lasts; Settle is the pause after healing before the next one.
 	Gap, Hold, Settle [2]time.Duration
@@ -135,6 +138,9 @@ func Run(ctx context.Context, c Config) (res *Result, err error) {
 	defer func() { stopWork(); <-worked }()
 
 	kinds := slices.Clone(Kinds)
+	if len(c.Kinds) > 0 {
+		kinds = slices.Clone(c.Kinds)
+	}
 	rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
 	res = &Result{}
 	deadline, _ := ctx.Deadline()
