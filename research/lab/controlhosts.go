@@ -50,6 +50,7 @@ type controlHost struct {
 	args     []string // the controller's, to restart it as it was
 	ctl      *process
 	zk       *process // the ZooKeeper server, with Store zookeeper
+	disk     *controlDisk
 	restarts int
 }
 
@@ -61,6 +62,21 @@ func (l *Lab) startControlHosts(ctx context.Context, dir string) error {
 		return err
 	}
 	n := len(l.ctls)
+	l.ctlDir = dir
+	if l.opts.ControlHostDisks {
+		for i := range n {
+			name := fmt.Sprintf("h%d", i) // the embedded member's data directory
+			if l.opts.Store == "zookeeper" {
+				name = fmt.Sprintf("zk%d", i)
+			}
+			d, err := newControlDisk(dir, name+"-disk", filepath.Join(dir, name))
+			if err != nil {
+				return fmt.Errorf("lab: controller host %d's disk: %w", i, err)
+			}
+			l.disks = append(l.disks, d)
+			l.seen.addDisk(d)
+		}
+	}
 	var members, initial, clients []string
 	for i := range n {
 		a := controlHostAddr(i)
@@ -70,6 +86,9 @@ func (l *Lab) startControlHosts(ctx context.Context, dir string) error {
 	}
 	for i, ns := range l.ctls {
 		h := &controlHost{ns: ns}
+		if l.opts.ControlHostDisks {
+			h.disk = l.disks[i]
+		}
 		a := controlHostAddr(i)
 		var url string
 		switch l.opts.Store {

@@ -30,10 +30,19 @@ const (
 	// QuorumLost takes the links of two of the three controller hosts
 	// down: no majority until the fault heals.
 	QuorumLost Kind = "quorum-lost"
+	// DiskFailed makes a store member's disk fail (the elected
+	// controller's host half the time, else another): every further
+	// write and fsync of the member fails with EIO (ext4's shutdown on
+	// the member's own filesystem, lab.Options.ControlHostDisks). etcd
+	// ends the member, and with it the controller that embeds it; a
+	// ZooKeeper server exits. Healing replaces the disk as an operator
+	// would: the member stopped, the filesystem mounted again (its
+	// journal replayed), the member started again.
+	DiskFailed Kind = "disk-failed"
 )
 
 // Kinds are every kind, in the order a run without a seed would inject them.
-var Kinds = []Kind{MemberCut, LeaderIsolated, LeaderKilled, LeaderPaused, QuorumLost}
+var Kinds = []Kind{MemberCut, LeaderIsolated, LeaderKilled, LeaderPaused, QuorumLost, DiskFailed}
 
 // Fault is one fault as injected.
 type Fault struct {
@@ -70,6 +79,14 @@ func inject(l *lab.Lab, k Kind, leader int, rng *rand.Rand) (*Fault, error) {
 		other := (target + 1 + rng.IntN(n-1)) % n
 		f.Hosts = []int{target, other}
 		f.heal, err = linksDown(l, f.Hosts)
+	case DiskFailed:
+		if target == leader && n > 1 && rng.IntN(2) == 0 {
+			target = (target + 1 + rng.IntN(n-1)) % n
+			f.Hosts = []int{target}
+		}
+		if err = l.FailDisk(target); err == nil {
+			f.heal = func() error { return l.ReplaceDisk(target) }
+		}
 	case LeaderIsolated:
 		f.heal, err = isolate(l, target)
 	case LeaderKilled:

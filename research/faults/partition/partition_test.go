@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/beamer-lb/beamer/research/faults/history"
+	"github.com/beamer-lb/beamer/research/lab"
 	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 )
 
@@ -44,6 +45,13 @@ func requireRig(t *testing.T) {
 	t.Helper()
 	netlabtest.RequireRoot(t)
 	netlabtest.RequireFile(t, "/usr/lib/frr/bgpd", "the lab's border router needs FRR (apt-get install frr)")
+	if why := lab.RequireLoopDevices(); why != "" {
+		// The disk-failed fault needs each member's filesystem of its own.
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s, and CI must run the disk-failed fault", why)
+		}
+		t.Skipf("skipping: %s (the disk-failed fault)", why)
+	}
 }
 
 // seeds are the fixed seed and one drawn now (printed, for replay with

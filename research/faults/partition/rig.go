@@ -59,6 +59,14 @@ func CI(beamer, dir, store string, seed uint64) Config {
 		Bound: 30 * time.Second}
 }
 
+// kinds are the kinds the run injects (a copy).
+func (c Config) kinds() []Kind {
+	if len(c.Kinds) > 0 {
+		return slices.Clone(c.Kinds)
+	}
+	return slices.Clone(Kinds)
+}
+
 func between(rng *rand.Rand, b [2]time.Duration) time.Duration {
 	if b[1] <= b[0] {
 		return b[0]
@@ -88,7 +96,7 @@ func Run(ctx context.Context, c Config) (res *Result, err error) {
 	}
 	l, err := lab.Start(ctx, lab.Options{Beamer: c.Beamer, Dir: c.Dir, Clients: 2, Muxes: muxes, Servers: servers,
 		Buckets: 257, Window: 4 * time.Minute, FileSize: 32 << 10, Strategy: "beamer", Store: c.Store,
-		Seed: int64(c.Seed), ControlHosts: 3, MuxArgs: []string{"--log-level", "debug", "--log-format", "json"}})
+		Seed: int64(c.Seed), ControlHosts: 3, ControlHostDisks: slices.Contains(c.kinds(), DiskFailed), MuxArgs: []string{"--log-level", "debug", "--log-format", "json"}})
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
@@ -137,10 +145,7 @@ func Run(ctx context.Context, c Config) (res *Result, err error) {
 	go func() { defer close(worked); w.run(wctx) }()
 	defer func() { stopWork(); <-worked }()
 
-	kinds := slices.Clone(Kinds)
-	if len(c.Kinds) > 0 {
-		kinds = slices.Clone(c.Kinds)
-	}
+	kinds := c.kinds()
 	rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
 	res = &Result{}
 	deadline, _ := ctx.Deadline()
