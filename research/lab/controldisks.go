@@ -113,6 +113,24 @@ func (d *controlDisk) mount() error {
 	return nil
 }
 
+// shareDir bind-mounts dir on itself, shared, before the disks are
+// mounted under it. Every process the lab starts runs in a mount
+// namespace of its own (`ip netns exec` copies the mounts, as slaves):
+// under a private parent (this machine's / is private) each copy would
+// keep a disk's filesystem — shut down — alive after the lab unmounts
+// it, and mounting it again would find the same dead filesystem instead
+// of replaying its journal. Under a shared parent the unmount reaches
+// every copy (checked on this kernel).
+func shareDir(dir string) error {
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind-mounting %s on itself: %w", dir, err)
+	}
+	if err := unix.Mount("", dir, "", unix.MS_SHARED, ""); err != nil {
+		return errors.Join(fmt.Errorf("making %s shared: %w", dir, err), unmount(dir))
+	}
+	return nil
+}
+
 // fail shuts the filesystem down: every later write and fsync on it
 // fails with EIO.
 func (d *controlDisk) fail() error {
@@ -251,6 +269,13 @@ func (l *Lab) releaseDisks() error {
 	var errs []error
 	for _, d := range l.disks {
 		errs = append(errs, d.release())
+	}
+	if l.disksShared != "" {
+		if err := unmount(l.disksShared); err != nil {
+			errs = append(errs, err)
+		} else {
+			l.disksShared = ""
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -64,6 +64,11 @@ func (l *Lab) startControlHosts(ctx context.Context, dir string) error {
 	n := len(l.ctls)
 	l.ctlDir = dir
 	if l.opts.ControlHostDisks {
+		if err := shareDir(dir); err != nil {
+			return fmt.Errorf("lab: controller host disks: %w", err)
+		}
+		l.disksShared = dir
+		l.seen.addMount(dir)
 		for i := range n {
 			name := fmt.Sprintf("h%d", i) // the embedded member's data directory
 			if l.opts.Store == "zookeeper" {

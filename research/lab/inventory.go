@@ -29,6 +29,12 @@ type Inventory struct {
 	Images []string `json:"images,omitempty"`
 }
 
+func (inv *Inventory) addMount(dir string) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	inv.Mounts = append(inv.Mounts, dir)
+}
+
 func (inv *Inventory) addDisk(d *controlDisk) {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()

@@ -80,13 +80,15 @@ type Lab struct {
 	ctlHost []*controlHost
 	ctlDir  string         // the controller hosts' data directories' parent
 	disks   []*controlDisk // the controller hosts' own filesystems, if any (controldisks.go)
-	router  *netlab.Namespace
-	muxes   []*muxNode
-	servers []*serverNode
-	clients []*netlab.Namespace
-	procs   processes
-	links   []link.Link // BPF links the lab holds (closing one detaches it)
-	store   string      // how muxes and ctl reach the store
+	// disksShared is the directory bind-mounted shared above them.
+	disksShared string
+	router      *netlab.Namespace
+	muxes       []*muxNode
+	servers     []*serverNode
+	clients     []*netlab.Namespace
+	procs       processes
+	links       []link.Link // BPF links the lab holds (closing one detaches it)
+	store       string      // how muxes and ctl reach the store
 	// agentAPI: the beamer binary's agent serves the agent API (--api),
 	// through which the controller checks health and connections.
 	agentAPI bool
