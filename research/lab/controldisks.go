@@ -3,6 +3,8 @@ package lab
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -239,7 +241,8 @@ func (l *Lab) ReplaceDisk(i int) error {
 		return err
 	}
 	if h.zk != nil {
-		p, err := l.startEnsembleServer(l.ctlDir, i, len(l.ctls))
+		h.restarts++
+		p, err := l.startEnsembleServer(l.ctlDir, i, len(l.ctls), fmt.Sprintf("zookeeper%d-%d", i, h.restarts))
 		if err != nil {
 			return err
 		}
@@ -250,17 +253,64 @@ func (l *Lab) ReplaceDisk(i int) error {
 	return l.RestartController(i)
 }
 
-// MemberRunning reports whether controller host i's store member runs:
-// the ZooKeeper server, or the controller that embeds the etcd member.
-func (l *Lab) MemberRunning(i int) bool {
+// ZooKeeperMode is what controller host i's ZooKeeper server says of
+// itself (the four-letter word srvr): "Mode: follower", "Mode: leader",
+// or why it did not answer; "" without a ZooKeeper server there.
+func (l *Lab) ZooKeeperMode(i int) string {
+	if h, err := l.controlHost(i); err != nil || h.zk == nil {
+		return ""
+	}
+	var out string
+	err := l.ctls[i].Do(func() error {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("%s:%d", controlHostAddr(i), zkClientPort), time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(2 * time.Second))
+		if _, err := c.Write([]byte("srvr")); err != nil {
+			return err
+		}
+		b, err := io.ReadAll(io.LimitReader(c, 4096))
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "Mode:") {
+				out = strings.TrimSpace(line)
+				return nil
+			}
+		}
+		if err == nil {
+			err = fmt.Errorf("answered %q", strings.TrimSpace(string(b)))
+		}
+		return err
+	})
+	if err != nil {
+		return "srvr: " + err.Error()
+	}
+	return out
+}
+
+// MemberExit says how controller host i's store member (the ZooKeeper
+// server, or the controller that embeds the etcd member) ended: "" while
+// it runs, else its exit status and the last line of its log.
+func (l *Lab) MemberExit(i int) string {
 	h, err := l.controlHost(i)
 	if err != nil {
-		return false
+		return err.Error()
 	}
+	p := h.ctl
 	if h.zk != nil {
-		return h.zk.exited() == nil
+		p = h.zk
 	}
-	return h.ctl.exited() == nil
+	select {
+	case <-p.done:
+	default:
+		return ""
+	}
+	tail := strings.TrimSpace(p.tail(600))
+	if k := strings.LastIndexByte(tail, '\n'); k >= 0 {
+		tail = tail[k+1:]
+	}
+	return fmt.Sprintf("%s exited (%v): %s", p.name, p.err, tail)
 }
 
 // releaseDisks unmounts and detaches every controller host's disk (the

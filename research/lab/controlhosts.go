@@ -102,7 +102,7 @@ func (l *Lab) startControlHosts(ctx context.Context, dir string) error {
 				filepath.Join(dir, fmt.Sprintf("h%d", i)), i, a, memberClientPort, a, memberPeerPort, strings.Join(initial, ","))
 			l.store = "etcd://" + strings.Join(members, ",")
 		case "zookeeper":
-			if h.zk, err = l.startEnsembleServer(dir, i, n); err != nil {
+			if h.zk, err = l.startEnsembleServer(dir, i, n, fmt.Sprintf("zookeeper%d", i)); err != nil {
 				return err
 			}
 			l.procs.add(h.zk)
@@ -127,8 +127,8 @@ func (l *Lab) startControlHosts(ctx context.Context, dir string) error {
 }
 
 // startEnsembleServer starts server i (of n) of a ZooKeeper ensemble on
-// controller host i.
-func (l *Lab) startEnsembleServer(dir string, i, n int) (*process, error) {
+// controller host i, its output in the lab's directory as name.log.
+func (l *Lab) startEnsembleServer(dir string, i, n int, name string) (*process, error) {
 	if _, err := os.Stat(zkServerScript); err != nil {
 		return nil, errors.New("--store zookeeper needs ZooKeeper (Debian package zookeeper)")
 	}
@@ -151,7 +151,7 @@ func (l *Lab) startEnsembleServer(dir string, i, n int) (*process, error) {
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		return nil, err
 	}
-	return startCmd(l.ctls[i].Command(zkServerScript, "start-foreground", path), l.opts.Dir, fmt.Sprintf("zookeeper%d", i),
+	return startCmd(l.ctls[i].Command(zkServerScript, "start-foreground", path), l.opts.Dir, name,
 		"ZOO_LOG_DIR="+data, "JVMFLAGS=-Xmx192m -XX:+UseSerialGC", "ZOO_LOG4J_PROP=WARN,CONSOLE")
 }
 

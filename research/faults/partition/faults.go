@@ -51,11 +51,18 @@ type Fault struct {
 	Leader   int   // the elected controller's host when it was injected (-1: none known)
 	Injected time.Time
 	Healed   time.Time
-	heal     func() error
+	// Note is what the rig saw of the fault's effect when healing (a
+	// disk-failed member: whether and how it exited).
+	Note string
+	heal func() error
 }
 
 func (f Fault) String() string {
-	return fmt.Sprintf("%s on hosts %v (leader %d) for %v", f.Kind, f.Hosts, f.Leader, f.Healed.Sub(f.Injected).Round(time.Millisecond))
+	s := fmt.Sprintf("%s on hosts %v (leader %d) for %v", f.Kind, f.Hosts, f.Leader, f.Healed.Sub(f.Injected).Round(time.Millisecond))
+	if f.Note != "" {
+		s += "; " + f.Note
+	}
+	return s
 }
 
 // inject strikes with a fault of kind k; leader is the elected
@@ -85,7 +92,15 @@ func inject(l *lab.Lab, k Kind, leader int, rng *rand.Rand) (*Fault, error) {
 			f.Hosts = []int{target}
 		}
 		if err = l.FailDisk(target); err == nil {
-			f.heal = func() error { return l.ReplaceDisk(target) }
+			f.heal = func() error {
+				f.Note = "member still running at heal"
+				if exit := l.MemberExit(target); exit != "" {
+					f.Note = exit
+				} else if mode := l.ZooKeeperMode(target); mode != "" {
+					f.Note += " (" + mode + ")"
+				}
+				return l.ReplaceDisk(target)
+			}
 		}
 	case LeaderIsolated:
 		f.heal, err = isolate(l, target)
