@@ -138,6 +138,7 @@ func soak(t *testing.T, c *Config) {
 	c.Hold = [2]time.Duration{3 * time.Second, 10 * time.Second}
 	c.LeaseHold = [2]time.Duration{3 * time.Second, 20 * time.Second} // shorter and longer than the lease
 	c.Settle = [2]time.Duration{10 * time.Second, 20 * time.Second}
+	c.DiskHold = c.Hold
 	c.Budget = 30 * time.Minute
 	if b := os.Getenv("BEAMER_PARTITION_SOAK_BUDGET"); b != "" {
 		if c.Budget, err = time.ParseDuration(b); err != nil {

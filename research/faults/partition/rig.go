@@ -33,6 +33,10 @@ type Config struct {
 	// session timeout for ZooKeeper), so that another controller is
 	// elected while the old one still believes it leads, then comes back.
 	LeaseHold [2]time.Duration
+	// DiskHold, if set, bounds how long a disk stays failed: a member
+	// meets the failure at its next write, within a second under the
+	// workload, so CI holds it briefly.
+	DiskHold [2]time.Duration
 	// Bound is how long after the last heal every mux must run the
 	// store's final table (the checker's convergence bound).
 	Bound  time.Duration
@@ -54,8 +58,9 @@ type Result struct {
 // CI is a run sized for CI: each fault kind once, seconds apart.
 func CI(beamer, dir, store string, seed uint64) Config {
 	return Config{Beamer: beamer, Dir: dir, Store: store, Seed: seed, Faults: len(Kinds),
-		Gap: [2]time.Duration{time.Second, 3 * time.Second}, Hold: [2]time.Duration{3 * time.Second, 6 * time.Second},
-		Settle: [2]time.Duration{3 * time.Second, 5 * time.Second}, LeaseHold: [2]time.Duration{12 * time.Second, 14 * time.Second},
+		Gap: [2]time.Duration{500 * time.Millisecond, 2 * time.Second}, Hold: [2]time.Duration{3 * time.Second, 6 * time.Second},
+		DiskHold: [2]time.Duration{time.Second, 2 * time.Second},
+		Settle:   [2]time.Duration{3 * time.Second, 5 * time.Second}, LeaseHold: [2]time.Duration{12 * time.Second, 14 * time.Second},
 		Bound: 30 * time.Second}
 }
 
@@ -173,6 +178,9 @@ func Run(ctx context.Context, c Config) (res *Result, err error) {
 		hold := c.Hold
 		if (k == LeaderPaused || k == LeaderIsolated) && c.LeaseHold[1] > 0 {
 			hold = c.LeaseHold
+		}
+		if k == DiskFailed && c.DiskHold[1] > 0 {
+			hold = c.DiskHold
 		}
 		time.Sleep(between(rng, hold))
 		if err := f.Heal(); err != nil {
