@@ -23,7 +23,7 @@ ABLATIONS = {
     "counters": ("include/mux_maps.h",
                  "INLINE void mux_count(enum mux_counter c)\n{",
                  None,
-                 "counters: the decision counter, the VIP note and the per-VIP and per-server traffic counters not written"),
+                 "counters: the decision counters and the per-VIP and per-server traffic counters not written"),
     "capture": ("include/capture.h",
                 "INLINE void capture_xdp(struct xdp_md *ctx, __u32 point)\n{",
                 None,
@@ -51,8 +51,8 @@ ABLATIONS = {
 # Functions whose whole body the counters/capture switches skip.
 SKIP_BODY = {
     "counters": [("include/mux_maps.h", "INLINE void mux_count(enum mux_counter c)\n{"),
-                 ("include/vip_traffic.h", "INLINE void vip_traffic_seen(const struct vip_info *vip)\n{"),
-                 ("include/vip_traffic.h", "INLINE void vip_traffic_drop(__u32 why)\n{"),
+                 ("include/mux_maps.h", "INLINE void mux_count_forward(__u32 verdict, __u32 also, const int gue, const int is_ipv6)\n{"),
+                 ("include/vip_traffic.h", "INLINE void vip_traffic_drop(__u16 vip, __u32 why)\n{"),
                  ("include/vip_traffic.h", "INLINE void vip_traffic_forward(__u16 vip, __u16 server, __u32 bytes, __u8 new_flow)\n{")],
     "capture": [("include/capture.h", "INLINE void capture_xdp(struct xdp_md *ctx, __u32 point)\n{")],
 }
