@@ -32,11 +32,13 @@ ABLATIONS = {
                "\t__u32 table = vip->table;\n\tvoid *buckets = bpf_map_lookup_elem(&bucket_tables, &table);",
                "#ifdef STAGE_OFF_BUCKET\n\t*why = MUX_DROP_NO_OWNER;\n\treturn 1025 + (bucket_of(hash, vip->buckets) & 3);\n#endif\n",
                "bucket read: the table lookup (outer map, helper call into the inner map, summary, entry) replaced by an owner computed from the hash"),
-    "bucket-helper": ("include/decision.h",
-                      "\t__u32 table = vip->table;\n\tvoid *buckets = bpf_map_lookup_elem(&bucket_tables, &table);",
-                      "#ifdef STAGE_OFF_BUCKET_HELPER\n\t*why = MUX_DROP_NO_OWNER; /* the same words, copied by research/bench/dpbench */\n"
-                      "\treturn bucket_at(&bench_scratch, vip->buckets, bucket_of(hash, vip->buckets));\n#endif\n",
-                      "the helper call of the bucket read: the same table (copied word for word into bpf/bench/scratch.h's plain array) read by the same code with lookups the verifier inlines"),
+    "helpers": ("include/decision.h",
+                "\t__u32 table = vip->table;\n\tvoid *buckets = bpf_map_lookup_elem(&bucket_tables, &table);",
+                "#ifdef STAGE_OFF_HELPERS\n\t*why = MUX_DROP_NO_OWNER; /* the same words, copied by research/bench/dpbench */\n"
+                "\treturn bucket_at(&bench_scratch, vip->buckets, bucket_of(hash, vip->buckets));\n#endif\n",
+                "the helper calls into inner maps (issue 27's step 1, bucket tables the verifier inlines, at its most): the "
+                "instance's bucket table and server table (copied word for word into bpf/bench/scratch.h's plain array, the "
+                "servers at its end) read by the same code with lookups the verifier inlines"),
     "hash": ("include/flow_hash.h",
              "\t__u32 ports = ((__u32)bpf_ntohs(sport) << 16) | bpf_ntohs(dport);",
              "#ifdef STAGE_OFF_HASH\n\treturn (saddr ^ sport) * 2654435761u;\n#endif\n",
@@ -46,6 +48,14 @@ ABLATIONS = {
             "#ifdef STAGE_OFF_VIP\n\t{\n\t\t__u32 r0 = 0;\n\t\tunion vip_record *r = bpf_map_lookup_elem(&vip_records, &r0);\n"
             "\t\treturn r ? &r->info : NULL;\n\t}\n#endif\n",
             "VIP lookup: the front line's scan left out (record 0 read directly)"),
+}
+
+# Further edits of a stage, (file, anchor, what is put after it).
+EXTRA = {
+    "helpers": [("include/mux_maps.h",
+                 "INLINE __u64 server_word(void *servers, __u16 id)\n{\n\t__u32 key = id;\n",
+                 "#ifdef STAGE_OFF_HELPERS\n\tkey += BENCH_SCRATCH_WORDS - SERVER_TABLE_SIZE;\n"
+                 "\t__u64 *sw = bpf_map_lookup_elem(&bench_scratch, &key);\n\treturn sw ? READ_ONCE_U64(sw) : 0;\n#endif\n")],
 }
 
 # Functions whose whole body the counters/capture switches skip.
@@ -75,6 +85,8 @@ def ablate(src):
                 edit(src, p, a, f"\n#ifdef STAGE_OFF_{stage.upper()}\n\treturn;\n#endif", True)
         else:
             edit(src, path, anchor, insert, False)
+        for p, a, after in EXTRA.get(stage, []):
+            edit(src, p, a, after, True)
 
 
 def row(rep, name, buckets):
@@ -144,7 +156,7 @@ def table(d, stages):
     out.append("\nWhat each stage is (and what replaced it):\n")
     for s in stages:
         if s == "all":
-            out.append("- **all**: every stage above but bucket-helper off at once: the most that work on these stages could buy;"
+            out.append("- **all**: every stage above but helpers off at once: the most that work on these stages could buy;"
                        " what is left is parsing, the port check, the decision and the option, the encapsulation and its checksum.")
             continue
         out.append(f"- **{s}**: {ABLATIONS[s][3]}.")
