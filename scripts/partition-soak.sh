@@ -7,7 +7,10 @@
 # mux applied) and the mux lag (first mux → last mux applying a pair),
 # median and worst. Bounded: each store's run gives up after BUDGET
 # (default 30m; the rig stops injecting in time to heal and check).
-# Needs root (namespaces, BPF) and FRR, ZooKeeper (make setup).
+# Every fault kind of the rig, disk-failed included (each member's data on
+# an ext4 filesystem of its own on a loop device, failed with ext4's
+# shutdown ioctl). KINDS=member-cut,disk-failed limits the run to those.
+# Needs root (namespaces, BPF, loop devices) and FRR, ZooKeeper (make setup).
 #
 #   scripts/partition-soak.sh [FAULTS] [embedded|zookeeper]
 set -eu
@@ -25,7 +28,7 @@ for store in $stores; do
 	esac
 	echo "== $store: $faults faults, seed $seed (replay: SEED=$seed $0 $faults $store)"
 	log=$(mktemp)
-	if BEAMER_PARTITION_SEED=$seed BEAMER_PARTITION_SOAK=$faults BEAMER_PARTITION_SOAK_BUDGET=$budget \
+	if BEAMER_PARTITION_KINDS=${KINDS:-} BEAMER_PARTITION_SEED=$seed BEAMER_PARTITION_SOAK=$faults BEAMER_PARTITION_SOAK_BUDGET=$budget \
 		go test -count=1 -timeout 45m -v -run "^$test\$" ./research/faults/partition/ >"$log" 2>&1; then
 		verdict=clean
 	else

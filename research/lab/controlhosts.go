@@ -50,6 +50,7 @@ type controlHost struct {
 	args     []string // the controller's, to restart it as it was
 	ctl      *process
 	zk       *process // the ZooKeeper server, with Store zookeeper
+	disk     *controlDisk
 	restarts int
 }
 
@@ -61,6 +62,26 @@ func (l *Lab) startControlHosts(ctx context.Context, dir string) error {
 		return err
 	}
 	n := len(l.ctls)
+	l.ctlDir = dir
+	if l.opts.ControlHostDisks {
+		if err := shareDir(dir); err != nil {
+			return fmt.Errorf("lab: controller host disks: %w", err)
+		}
+		l.disksShared = dir
+		l.seen.addMount(dir)
+		for i := range n {
+			name := fmt.Sprintf("h%d", i) // the embedded member's data directory
+			if l.opts.Store == "zookeeper" {
+				name = fmt.Sprintf("zk%d", i)
+			}
+			d, err := newControlDisk(dir, name+"-disk", filepath.Join(dir, name))
+			if err != nil {
+				return fmt.Errorf("lab: controller host %d's disk: %w", i, err)
+			}
+			l.disks = append(l.disks, d)
+			l.seen.addDisk(d)
+		}
+	}
 	var members, initial, clients []string
 	for i := range n {
 		a := controlHostAddr(i)
@@ -70,6 +91,9 @@ func (l *Lab) startControlHosts(ctx context.Context, dir string) error {
 	}
 	for i, ns := range l.ctls {
 		h := &controlHost{ns: ns}
+		if l.opts.ControlHostDisks {
+			h.disk = l.disks[i]
+		}
 		a := controlHostAddr(i)
 		var url string
 		switch l.opts.Store {
@@ -78,7 +102,7 @@ func (l *Lab) startControlHosts(ctx context.Context, dir string) error {
 				filepath.Join(dir, fmt.Sprintf("h%d", i)), i, a, memberClientPort, a, memberPeerPort, strings.Join(initial, ","))
 			l.store = "etcd://" + strings.Join(members, ",")
 		case "zookeeper":
-			if h.zk, err = l.startEnsembleServer(dir, i, n); err != nil {
+			if h.zk, err = l.startEnsembleServer(dir, i, n, fmt.Sprintf("zookeeper%d", i)); err != nil {
 				return err
 			}
 			l.procs.add(h.zk)
@@ -103,8 +127,8 @@ func (l *Lab) startControlHosts(ctx context.Context, dir string) error {
 }
 
 // startEnsembleServer starts server i (of n) of a ZooKeeper ensemble on
-// controller host i.
-func (l *Lab) startEnsembleServer(dir string, i, n int) (*process, error) {
+// controller host i, its output in the lab's directory as name.log.
+func (l *Lab) startEnsembleServer(dir string, i, n int, name string) (*process, error) {
 	if _, err := os.Stat(zkServerScript); err != nil {
 		return nil, errors.New("--store zookeeper needs ZooKeeper (Debian package zookeeper)")
 	}
@@ -127,7 +151,7 @@ func (l *Lab) startEnsembleServer(dir string, i, n int) (*process, error) {
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		return nil, err
 	}
-	return startCmd(l.ctls[i].Command(zkServerScript, "start-foreground", path), l.opts.Dir, fmt.Sprintf("zookeeper%d", i),
+	return startCmd(l.ctls[i].Command(zkServerScript, "start-foreground", path), l.opts.Dir, name,
 		"ZOO_LOG_DIR="+data, "JVMFLAGS=-Xmx192m -XX:+UseSerialGC", "ZOO_LOG4J_PROP=WARN,CONSOLE")
 }
 

@@ -23,6 +23,23 @@ type Inventory struct {
 	Namespaces map[string]uint64 `json:"namespaces"` // name → network namespace inode
 	Pids       []int             `json:"pids"`
 	Programs   []ebpf.ProgramID  `json:"bpf_programs"`
+	// Disks are controller hosts' filesystems: mount points and the
+	// image files behind loop devices (controldisks.go).
+	Mounts []string `json:"mounts,omitempty"`
+	Images []string `json:"images,omitempty"`
+}
+
+func (inv *Inventory) addMount(dir string) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	inv.Mounts = append(inv.Mounts, dir)
+}
+
+func (inv *Inventory) addDisk(d *controlDisk) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	inv.Mounts = append(inv.Mounts, d.mnt)
+	inv.Images = append(inv.Images, d.image)
 }
 
 func (inv *Inventory) addNamespace(ns *netlab.Namespace) {
@@ -99,7 +116,30 @@ func (inv *Inventory) Remaining() []string {
 			left = append(left, fmt.Sprintf("BPF program %d (%s)", id, name))
 		}
 	}
+	left = append(left, leftDisks(inv.Mounts, inv.Images)...)
 	slices.Sort(left)
+	return left
+}
+
+// leftDisks are the mounts still mounted and the images still attached
+// to a loop device.
+func leftDisks(mounts, images []string) []string {
+	var left []string
+	if len(mounts) > 0 {
+		info, _ := os.ReadFile("/proc/self/mountinfo")
+		for _, line := range strings.Split(string(info), "\n") {
+			if f := strings.Fields(line); len(f) > 4 && slices.Contains(mounts, f[4]) {
+				left = append(left, "mount "+f[4])
+			}
+		}
+	}
+	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		if img := strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)"); slices.Contains(images, img) {
+			left = append(left, fmt.Sprintf("loop device %s (%s)", strings.Split(f, "/")[3], img))
+		}
+	}
 	return left
 }
 
@@ -107,7 +147,8 @@ func (inv *Inventory) Remaining() []string {
 func (inv *Inventory) snapshot(pids []int) *Inventory {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
-	c := &Inventory{Namespaces: map[string]uint64{}, Pids: pids, Programs: slices.Clone(inv.Programs)}
+	c := &Inventory{Namespaces: map[string]uint64{}, Pids: pids, Programs: slices.Clone(inv.Programs),
+		Mounts: slices.Clone(inv.Mounts), Images: slices.Clone(inv.Images)}
 	for k, v := range inv.Namespaces {
 		c.Namespaces[k] = v
 	}

@@ -57,6 +57,11 @@ type Options struct {
 	// as a replicated etcd cluster, or a ZooKeeper ensemble. 0 or 1: one
 	// controller host, as before.
 	ControlHosts int
+	// ControlHostDisks puts each controller host's store member's data
+	// on an ext4 filesystem of its own, on a loop device, so that a rig
+	// can make one member's disk fail (controldisks.go). Needs root and
+	// loop devices (RequireLoopDevices).
+	ControlHostDisks bool
 	// ControllerArgs are added to the controller hosts' controllers'
 	// arguments (e.g. --log-level debug).
 	ControllerArgs []string
@@ -73,13 +78,17 @@ type Lab struct {
 	ctl     *netlab.Namespace
 	ctls    []*netlab.Namespace // the controller hosts, ctl first (controlhosts.go)
 	ctlHost []*controlHost
-	router  *netlab.Namespace
-	muxes   []*muxNode
-	servers []*serverNode
-	clients []*netlab.Namespace
-	procs   processes
-	links   []link.Link // BPF links the lab holds (closing one detaches it)
-	store   string      // how muxes and ctl reach the store
+	ctlDir  string         // the controller hosts' data directories' parent
+	disks   []*controlDisk // the controller hosts' own filesystems, if any (controldisks.go)
+	// disksShared is the directory bind-mounted shared above them.
+	disksShared string
+	router      *netlab.Namespace
+	muxes       []*muxNode
+	servers     []*serverNode
+	clients     []*netlab.Namespace
+	procs       processes
+	links       []link.Link // BPF links the lab holds (closing one detaches it)
+	store       string      // how muxes and ctl reach the store
 	// agentAPI: the beamer binary's agent serves the agent API (--api),
 	// through which the controller checks health and connections.
 	agentAPI bool
@@ -368,6 +377,9 @@ func (l *Lab) Close() error {
 			}
 		}
 		l.procs.stopAll()
+		if derr := l.releaseDisks(); derr != nil {
+			err = derr
+		}
 		// A stopped agent leaves its programs pinned and its node set up
 		// for the next agent (a hitless restart); the lab is done with
 		// them, so it uninstalls each, as `beamer agent cleanup` would.
@@ -379,7 +391,7 @@ func (l *Lab) Close() error {
 		for _, k := range l.links {
 			k.Close()
 		}
-		err = l.net.Close()
+		err = errors.Join(err, l.net.Close())
 	})
 	return err
 }

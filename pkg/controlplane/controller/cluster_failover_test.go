@@ -55,27 +55,7 @@ func ordered(addrs []string, first int) []string {
 // clusterBackends runs f on a 3-member embedded etcd cluster (peer and
 // client mutual TLS) and on a 3-member ZooKeeper ensemble.
 func clusterBackends(t *testing.T, f func(t *testing.T, r replicated)) {
-	t.Run("etcd", func(t *testing.T) {
-		c := storetest.MakeCerts(t, net.ParseIP("127.0.0.1"))
-		ms := storetest.StartCluster(t, c, "a", "b", "c")
-		var addrs []string
-		for _, m := range ms {
-			addrs = append(addrs, m.ClientAddr)
-		}
-		f(t, replicated{addrs: addrs, stop: func(i int) { ms[i].Stop() }, open: func(t *testing.T, addrs []string) store.Store {
-			var eps []string
-			for _, a := range addrs {
-				eps = append(eps, "https://"+a)
-			}
-			s, err := etcdstore.Open(storetest.Context(t), etcdstore.Config{Endpoints: eps, TLS: c.ClientTLS(t),
-				DialTimeout: 10 * time.Second, LeaseTTL: 3 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		}})
-	})
+	t.Run("etcd", func(t *testing.T) { f(t, etcdCluster(t)) })
 	t.Run("zookeeper", func(t *testing.T) {
 		ss := storetest.StartZooKeeperEnsemble(t, 3)
 		var addrs []string
@@ -91,6 +71,30 @@ func clusterBackends(t *testing.T, f func(t *testing.T, r replicated)) {
 			return s
 		}})
 	})
+}
+
+// etcdCluster is a 3-member embedded etcd cluster (peer and client
+// mutual TLS), stopped when the test ends.
+func etcdCluster(t *testing.T) replicated {
+	c := storetest.MakeCerts(t, net.ParseIP("127.0.0.1"))
+	ms := storetest.StartCluster(t, c, "a", "b", "c")
+	var addrs []string
+	for _, m := range ms {
+		addrs = append(addrs, m.ClientAddr)
+	}
+	return replicated{addrs: addrs, stop: func(i int) { ms[i].Stop() }, open: func(t *testing.T, addrs []string) store.Store {
+		var eps []string
+		for _, a := range addrs {
+			eps = append(eps, "https://"+a)
+		}
+		s, err := etcdstore.Open(storetest.Context(t), etcdstore.Config{Endpoints: eps, TLS: c.ClientTLS(t),
+			DialTimeout: 10 * time.Second, LeaseTTL: 3 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}}
 }
 
 // memberCtl is one controller on member i.
@@ -169,13 +173,18 @@ type clusterRig struct {
 	*damageHarness
 	r    replicated
 	ctls []*memberCtl
+	// options, if set, are controller i's options (its clock); the
+	// logger is the rig's.
+	options func(i int) Options
 }
 
-func newClusterRig(t *testing.T, r replicated) *clusterRig {
+func newClusterRig(t *testing.T, r replicated) *clusterRig { return newClusterRigWith(t, r, nil) }
+
+func newClusterRigWith(t *testing.T, r replicated, options func(i int) Options) *clusterRig {
 	root := newRoot()
 	h := &damageHarness{t: t, ctx: storetest.Context(t), st: r.open(t, r.addrs), root: root, k: ring.InstanceKeys(root, "web"),
 		forks: &forkBook{seen: map[ring.Pair]uint64{}}}
-	cr := &clusterRig{damageHarness: h, r: r}
+	cr := &clusterRig{damageHarness: h, r: r, options: options}
 	for i := range r.addrs {
 		cr.ctls = append(cr.ctls, cr.startCtl(i))
 	}
@@ -196,8 +205,13 @@ func (cr *clusterRig) startCtl(i int) *memberCtl {
 	m.book = book
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
+	var opts Options
+	if cr.options != nil {
+		opts = cr.options(i)
+	}
+	opts.Logger = logger
 	go func() {
-		Run(ctx, m.st, cr.root, RunOptions{Options: Options{Logger: logger}, Identity: m.name, ReconcileEvery: time.Hour, VerifyEvery: 200 * time.Millisecond})
+		Run(ctx, m.st, cr.root, RunOptions{Options: opts, Identity: m.name, ReconcileEvery: time.Hour, VerifyEvery: 200 * time.Millisecond})
 		close(m.done)
 	}()
 	t.Cleanup(func() { m.thaw(); cancel(); <-m.done })

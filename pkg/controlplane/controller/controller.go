@@ -16,9 +16,14 @@ import (
 // Options tune a Controller.
 type Options struct {
 	Ring ring.WriterOptions
-	// Now is the clock (tests move it to expire chaining windows); it also
-	// dates new incarnations.
+	// Now is the wall clock (tests move it to expire chaining windows);
+	// it also dates new incarnations. Unset, it is the host's clock with
+	// its steps ignored (clock.go).
 	Now func() time.Time
+	// Elapsed, if set with Now, is a monotonic clock (time since some
+	// start): Now's steps are then ignored as the host clock's are
+	// (tests step Now).
+	Elapsed func() time.Duration
 	// PendingUntilProbed: DIPs added own no bucket until their first
 	// successful health probe (set when health checks run).
 	PendingUntilProbed bool
@@ -86,14 +91,11 @@ type Controller struct {
 
 // New returns a Controller writing through st under root.
 func New(st store.Store, root string, opts Options) *Controller {
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
+	opts.Logger = loggerOr(opts.Logger)
+	now := opts.clock()
 	if opts.Ring.Now == nil {
 		opts.Ring.Now = now
 	}
-	opts.Logger = loggerOr(opts.Logger)
 	return &Controller{st: st, root: root, opts: opts, now: now, log: opts.Logger, cache: map[string]*instance{},
 		seen: map[string]ring.Pair{}, started: map[string]bool{}, repairs: map[string]string{}, metrics: opts.Metrics,
 		last: map[string]*ring.Writer{}, strategyState: map[forwarding.Strategy]any{}}

@@ -52,6 +52,10 @@ func Run(ctx context.Context, st store.Store, root string, o RunOptions) error {
 		o.DefragEvery = forwarding.DefaultChainWindow // paper: one step per chaining window
 	}
 	o.Logger = loggerOr(o.Logger)
+	// One clock for every leadership of this process: a standby whose
+	// wall clock stepped before it was elected counts from before the
+	// step too (clock.go).
+	o.Options.Now, o.Options.Elapsed = o.Options.clock(), nil
 	log := o.Logger.With("identity", o.Identity) // the election's lines
 	// Short pauses: after a store outage the controller must be elected
 	// again within seconds of the store's return, or ctl requests time out

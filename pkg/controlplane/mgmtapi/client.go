@@ -83,13 +83,15 @@ func (c *Client) callAt(ctx context.Context, wait, change bool, fn func(mgmtv1.M
 	pause := 100 * time.Millisecond
 	for {
 		var why []string
-		for i, conn := range c.conns {
-			if change && !ready(ctx, conn) {
-				why = append(why, fmt.Sprintf("%s: not reachable", c.addrs[i]))
-				continue
+		tried := make([]bool, len(c.conns))
+		for {
+			i := c.nextReady(ctx, tried)
+			if i < 0 {
+				break
 			}
+			tried[i] = true
 			var trailer metadata.MD
-			err := fn(mgmtv1.NewManagementClient(conn), grpc.Trailer(&trailer))
+			err := fn(mgmtv1.NewManagementClient(c.conns[i]), grpc.Trailer(&trailer))
 			st, _ := status.FromError(err)
 			if err == nil || st.Code() != codes.Unavailable {
 				return plain(err)
@@ -99,6 +101,11 @@ func (c *Client) callAt(ctx context.Context, wait, change bool, fn func(mgmtv1.M
 					ErrOutcomeUnknown, c.addrs[i], st.Message())
 			}
 			why = append(why, fmt.Sprintf("%s: %s", c.addrs[i], st.Message()))
+		}
+		for i, t := range tried {
+			if !t {
+				why = append(why, fmt.Sprintf("%s: not reachable", c.addrs[i]))
+			}
 		}
 		if wait && ctx.Err() == nil {
 			select {

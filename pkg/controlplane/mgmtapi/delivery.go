@@ -47,10 +47,67 @@ func notSubmitted(trailer metadata.MD) bool { return len(trailer.Get(notSubmitte
 // on it.
 const connectLimit = 5 * time.Second
 
+// preferFirst is how long a connection still connecting keeps its place
+// before the addresses after it: the order given is kept when every
+// controller answers, and a host that does not answer costs this much.
+const preferFirst = 300 * time.Millisecond
+
+// nextReady is the first address, in the order given and not yet tried,
+// whose connection is connected, waiting within connectLimit and ctx
+// while some are still connecting; -1 when none connected. Every address
+// is dialled at once, and one still connecting after preferFirst yields
+// to a later one that is connected: a cut controller host (its SYNs
+// vanish, the dial hangs) listed first no longer holds every ctl command
+// for connectLimit (issue 26). A call is made only on a connected
+// connection: one made on a connection still connecting may connect and
+// send, so its failure would not tell whether a change arrived.
+func (c *Client) nextReady(ctx context.Context, tried []bool) int {
+	ctx, cancel := context.WithTimeout(ctx, connectLimit)
+	defer cancel()
+	start := time.Now()
+	poll := time.NewTicker(5 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		connecting := false
+		for i, conn := range c.conns {
+			if tried[i] {
+				continue
+			}
+			s := conn.GetState()
+			if s == connectivity.Ready {
+				return i
+			}
+			if s == connectivity.Idle {
+				conn.Connect()
+				s = connectivity.Connecting
+			}
+			if s == connectivity.Connecting {
+				if !connecting && time.Since(start) < preferFirst {
+					connecting = true
+					for _, later := range c.conns[i+1:] {
+						if later.GetState() == connectivity.Idle {
+							later.Connect() // dialled now, in case it is needed
+						}
+					}
+					break
+				}
+				connecting = true
+			}
+		}
+		if !connecting {
+			return -1
+		}
+		select {
+		case <-ctx.Done():
+			return -1
+		case <-poll.C:
+		}
+	}
+}
+
 // ready waits (within connectLimit and ctx) until conn is connected, or
-// has failed to connect. A change is sent only on a connected conn: a
-// call on one that is not yet connected may connect and send, so its
-// failure would not tell whether the change arrived.
+// has failed to connect: a standby forwards a change to the elected
+// controller only on a connected conn, for the reason nextReady gives.
 func ready(ctx context.Context, conn *grpc.ClientConn) bool {
 	ctx, cancel := context.WithTimeout(ctx, connectLimit)
 	defer cancel()

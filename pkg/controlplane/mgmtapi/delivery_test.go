@@ -126,3 +126,51 @@ func TestChangeSentOnce(t *testing.T) {
 		})
 	}
 }
+
+// silentAddr is a loopback port that accepts connections and never
+// answers: a controller whose host is cut off, as a gRPC dial sees it
+// (the dial hangs instead of failing).
+func silentAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	return l.Addr().String()
+}
+
+// TestSilentFirstAddress: a first address whose dial hangs (issue 26: a
+// cut controller host held every ctl command for the 5 s connect limit)
+// yields to the next one, which gets the change once, well before the
+// connect limit; a read goes there too.
+func TestSilentFirstAddress(t *testing.T) {
+	second := &fakeController{behave: func(context.Context) error { return nil }}
+	secondAddr, _ := serveFake(t, second)
+	cl, err := Dial([]string{silentAddr(t), secondAddr}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	add := controller.Request{Op: controller.OpAddDIP, Instance: "web", ID: 1025, Addr: netip.MustParseAddr("198.18.0.10"), Weight: 1}
+	if res, err := cl.Submit(ctx, add); err != nil || res != "done" {
+		t.Fatalf("Submit: %q, %v", res, err)
+	}
+	if took := time.Since(start); took >= connectLimit {
+		t.Errorf("the change took %v: it waited for the silent address's connect limit (%v)", took, connectLimit)
+	}
+	if got := second.calls.Load(); got != 1 {
+		t.Errorf("the second controller got %d calls, want 1", got)
+	}
+}

@@ -44,11 +44,31 @@ type Config struct {
 	// Logger receives the etcd client's warnings and errors (zaplog.go);
 	// nil discards them.
 	Logger *slog.Logger
+	// KeepAlive is how long a connection to a member may stay silent
+	// while calls or watches wait on it before the client pings it (gRPC
+	// allows no less than 10 s), and KeepAliveTimeout how long a ping,
+	// or a request's bytes, may stay unanswered before the connection is
+	// closed and its calls fail over to another member (gRPC sets it as
+	// the socket's TCP_USER_TIMEOUT); 0 means DefaultKeepAlive and
+	// DefaultKeepAliveTimeout. Without them a member whose link died
+	// silently keeps its connection "ready", and every call the balancer
+	// sends there waits until TCP gives up (issue 26: a cut follower
+	// stalled publications until its link came back).
+	KeepAlive, KeepAliveTimeout time.Duration
 	// AutoSync, if not 0, refreshes the endpoints from the cluster's member
 	// list this often (etcd's own client sync), so members added later are
 	// dialled too.
 	AutoSync time.Duration
 }
+
+// DefaultKeepAlive and DefaultKeepAliveTimeout: a request sent to a
+// member that went silent fails over within about 2 s; a watch on it
+// within about 12 s (the watch itself is re-opened, WithRequireLeader
+// cancels it sooner when the member only lost its leader).
+const (
+	DefaultKeepAlive        = 10 * time.Second
+	DefaultKeepAliveTimeout = 2 * time.Second
+)
 
 // Store is a store.Store on etcd.
 type Store struct {
@@ -72,6 +92,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.MaxValueSize == 0 {
 		cfg.MaxValueSize = 1 << 20
 	}
+	if cfg.KeepAlive == 0 {
+		cfg.KeepAlive = DefaultKeepAlive
+	}
+	if cfg.KeepAliveTimeout == 0 {
+		cfg.KeepAliveTimeout = DefaultKeepAliveTimeout
+	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:        cfg.Endpoints,
 		TLS:              cfg.TLS,
@@ -79,8 +105,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		Password:         cfg.Password,
 		DialTimeout:      cfg.DialTimeout,
 		AutoSyncInterval: cfg.AutoSync,
-		Logger:           zapLogger(cfg.Logger, nil),
-		Context:          context.Background(),
+		// Pings only while calls or watches wait (PermitWithoutStream
+		// off): etcd counts pings on an idle connection as abuse, and
+		// allows one every 5 s (--grpc-keepalive-min-time).
+		DialKeepAliveTime:    cfg.KeepAlive,
+		DialKeepAliveTimeout: cfg.KeepAliveTimeout,
+		Logger:               zapLogger(cfg.Logger, nil),
+		Context:              context.Background(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: connect %v: %w", cfg.Endpoints, err)

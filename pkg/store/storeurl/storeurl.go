@@ -62,7 +62,7 @@ type Target struct {
 var known = map[string][]string{
 	"embed": {"root", "timeout", "client", "peer", "advertise", "server-cert", "server-key", "client-ca", "ca", "cert", "key", "server-name",
 		"name", "peer-advertise", "initial-cluster", "cluster-state", "cluster-token", "peer-cert", "peer-key", "peer-ca"},
-	"etcd": {"root", "timeout", "ca", "cert", "key", "server-name", "tls", "password-file", "lease-ttl"},
+	"etcd": {"root", "timeout", "ca", "cert", "key", "server-name", "tls", "password-file", "lease-ttl", "keepalive"},
 	"zk":   {"root", "timeout", "session-timeout", "password-file", "ca", "cert", "key", "server-name", "tls"},
 }
 
@@ -195,6 +195,9 @@ func OpenWith(ctx context.Context, raw string, o Options) (store.Store, *Target,
 	case "etcd":
 		cfg := etcdstore.Config{Endpoints: t.Hosts, Username: t.User, Password: pass, DialTimeout: t.Timeout, Logger: o.Logger}
 		if cfg.LeaseTTL, err = t.duration("lease-ttl"); err != nil {
+			return nil, nil, err
+		}
+		if cfg.KeepAlive, err = t.duration("keepalive"); err != nil {
 			return nil, nil, err
 		}
 		if cfg.TLS, err = t.tlsConfig(); err != nil {

@@ -36,7 +36,20 @@
 //     member dies with it; the ZooKeeper server on its host does not),
 //     started again, on its kept data directory, at heal;
 //   - leader-paused: SIGSTOP of the elected controller, SIGCONT at heal;
-//   - quorum-lost: two of the three hosts' links down at once.
+//   - quorum-lost: two of the three hosts' links down at once;
+//   - disk-failed: a member's disk fails (the elected controller's host
+//     or, half the time, another): lab.Options.ControlHostDisks puts each
+//     member's data (the embedded member's directory, the ZooKeeper
+//     server's snapshots and transaction log) on an ext4 filesystem of its
+//     own, a sparse image on a loop device under a shared bind mount of
+//     the store directory, and the fault is ext4's shutdown ioctl
+//     (FS_IOC_SHUTDOWN, journal flushed first): every later write and
+//     fsync fails with EIO. etcd ends the process at the first WAL write
+//     that fails ("failed to save Raft hard state and entries"), and with
+//     it the controller that embeds it; a ZooKeeper server exits. Healing
+//     stops the member if it still runs, unmounts and mounts the
+//     filesystem again (the journal replayed) and starts the member again
+//     on its data. Without loop devices the tests skip (fail in CI).
 //
 // A paused or isolated leader stays so for 12–14 s in CI runs, longer
 // than the store's lease (etcd's 10 s; ZooKeeper's session timeout), so
@@ -44,16 +57,19 @@
 // leads and then comes back; the soak draws 3–20 s, both sides of it.
 // Each is injected after a random gap, lasts a random hold and is followed
 // by a random settle time, all within Config's bounds, in a seeded order;
-// the seed is printed. Not injected, and why: a member's disk made
-// read-only (a bind mount of its data directory remounted ro fails with
-// EBUSY — "mount point is busy", checked on this kernel — while a process
-// holds a file there open for writing, as the member always holds its
-// WAL; a real read-only disk needs a block device under the data
-// directory, e.g. a loop device behind device-mapper's error target,
-// which the lab does not set up); a clock step (Linux time namespaces
-// offset only CLOCK_MONOTONIC and CLOCK_BOOTTIME, not CLOCK_REALTIME,
-// which incarnations and leases are stamped with, and stepping the
-// machine's real clock would disturb everything else on it).
+// the seed is printed. A read-only remount of a member's directory is not
+// how the disk fails here: it fails with EBUSY ("mount point is busy",
+// checked) while the member holds its WAL open for writing, and a loop
+// device set read-only (blockdev --setro) still takes writes. Not
+// injected: a clock step of one member (Linux time namespaces offset only
+// CLOCK_MONOTONIC and CLOCK_BOOTTIME, not CLOCK_REALTIME, and stepping
+// the machine's clock steps every member and the test runner at once);
+// TestClockStepLeader in pkg/controlplane/controller covers it in
+// process (docs/control-plane.md, "Clock steps").
+//
+// BEAMER_PARTITION_KINDS=member-cut,disk-failed limits a run to those
+// kinds (a replay, a measurement); BEAMER_PARTITION_KEEP=1 keeps the run
+// directory (logs) and prints every request's and fault's times.
 //
 // # History (workload.go, muxlog.go)
 //

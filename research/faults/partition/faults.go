@@ -30,10 +30,19 @@ const (
 	// QuorumLost takes the links of two of the three controller hosts
 	// down: no majority until the fault heals.
 	QuorumLost Kind = "quorum-lost"
+	// DiskFailed makes a store member's disk fail (the elected
+	// controller's host half the time, else another): every further
+	// write and fsync of the member fails with EIO (ext4's shutdown on
+	// the member's own filesystem, lab.Options.ControlHostDisks). etcd
+	// ends the member, and with it the controller that embeds it; a
+	// ZooKeeper server exits. Healing replaces the disk as an operator
+	// would: the member stopped, the filesystem mounted again (its
+	// journal replayed), the member started again.
+	DiskFailed Kind = "disk-failed"
 )
 
 // Kinds are every kind, in the order a run without a seed would inject them.
-var Kinds = []Kind{MemberCut, LeaderIsolated, LeaderKilled, LeaderPaused, QuorumLost}
+var Kinds = []Kind{MemberCut, LeaderIsolated, LeaderKilled, LeaderPaused, QuorumLost, DiskFailed}
 
 // Fault is one fault as injected.
 type Fault struct {
@@ -42,11 +51,18 @@ type Fault struct {
 	Leader   int   // the elected controller's host when it was injected (-1: none known)
 	Injected time.Time
 	Healed   time.Time
-	heal     func() error
+	// Note is what the rig saw of the fault's effect when healing (a
+	// disk-failed member: whether and how it exited).
+	Note string
+	heal func() error
 }
 
 func (f Fault) String() string {
-	return fmt.Sprintf("%s on hosts %v (leader %d) for %v", f.Kind, f.Hosts, f.Leader, f.Healed.Sub(f.Injected).Round(time.Millisecond))
+	s := fmt.Sprintf("%s on hosts %v (leader %d) for %v", f.Kind, f.Hosts, f.Leader, f.Healed.Sub(f.Injected).Round(time.Millisecond))
+	if f.Note != "" {
+		s += "; " + f.Note
+	}
+	return s
 }
 
 // inject strikes with a fault of kind k; leader is the elected
@@ -70,6 +86,22 @@ func inject(l *lab.Lab, k Kind, leader int, rng *rand.Rand) (*Fault, error) {
 		other := (target + 1 + rng.IntN(n-1)) % n
 		f.Hosts = []int{target, other}
 		f.heal, err = linksDown(l, f.Hosts)
+	case DiskFailed:
+		if target == leader && n > 1 && rng.IntN(2) == 0 {
+			target = (target + 1 + rng.IntN(n-1)) % n
+			f.Hosts = []int{target}
+		}
+		if err = l.FailDisk(target); err == nil {
+			f.heal = func() error {
+				f.Note = "member still running at heal"
+				if exit := l.MemberExit(target); exit != "" {
+					f.Note = exit
+				} else if mode := l.ZooKeeperMode(target); mode != "" {
+					f.Note += " (" + mode + ")"
+				}
+				return l.ReplaceDisk(target)
+			}
+		}
 	case LeaderIsolated:
 		f.heal, err = isolate(l, target)
 	case LeaderKilled:

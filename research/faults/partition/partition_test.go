@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/beamer-lb/beamer/research/faults/history"
+	"github.com/beamer-lb/beamer/research/lab"
 	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 )
 
@@ -43,6 +45,13 @@ func requireRig(t *testing.T) {
 	t.Helper()
 	netlabtest.RequireRoot(t)
 	netlabtest.RequireFile(t, "/usr/lib/frr/bgpd", "the lab's border router needs FRR (apt-get install frr)")
+	if why := lab.RequireLoopDevices(); why != "" {
+		// The disk-failed fault needs each member's filesystem of its own.
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s, and CI must run the disk-failed fault", why)
+		}
+		t.Skipf("skipping: %s (the disk-failed fault)", why)
+	}
 }
 
 // seeds are the fixed seed and one drawn now (printed, for replay with
@@ -72,7 +81,7 @@ func runRig(t *testing.T, store string) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() {
-				if t.Failed() {
+				if t.Failed() || os.Getenv("BEAMER_PARTITION_KEEP") != "" {
 					t.Logf("run directory kept: %s", dir)
 					return
 				}
@@ -82,6 +91,7 @@ func runRig(t *testing.T, store string) {
 			c.Logf = t.Logf
 			c.Budget = 5 * time.Minute
 			soak(t, &c)
+			only(t, &c)
 			start := time.Now()
 			res, err := Run(context.Background(), c)
 			if res != nil {
@@ -117,18 +127,44 @@ func soak(t *testing.T, c *Config) {
 		return
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < len(Kinds) || n > 500 {
-		t.Fatalf("BEAMER_PARTITION_SOAK=%q: want a number of faults in %d–500", v, len(Kinds))
+	least := len(Kinds)
+	if os.Getenv("BEAMER_PARTITION_KINDS") != "" {
+		least = 1
+	}
+	if err != nil || n < least || n > 500 {
+		t.Fatalf("BEAMER_PARTITION_SOAK=%q: want a number of faults in %d–500", v, least)
 	}
 	c.Faults = n
 	c.Hold = [2]time.Duration{3 * time.Second, 10 * time.Second}
 	c.LeaseHold = [2]time.Duration{3 * time.Second, 20 * time.Second} // shorter and longer than the lease
 	c.Settle = [2]time.Duration{10 * time.Second, 20 * time.Second}
+	c.DiskHold = c.Hold
 	c.Budget = 30 * time.Minute
 	if b := os.Getenv("BEAMER_PARTITION_SOAK_BUDGET"); b != "" {
 		if c.Budget, err = time.ParseDuration(b); err != nil {
 			t.Fatalf("BEAMER_PARTITION_SOAK_BUDGET: %v", err)
 		}
+	}
+}
+
+// only restricts a run to the kinds BEAMER_PARTITION_KINDS lists
+// (comma-separated), each injected once per listing unless a soak asks
+// for more: a replay or a measurement of one kind.
+func only(t *testing.T, c *Config) {
+	v := os.Getenv("BEAMER_PARTITION_KINDS")
+	if v == "" {
+		return
+	}
+	c.Kinds = nil
+	for _, name := range strings.Split(v, ",") {
+		k := Kind(strings.TrimSpace(name))
+		if !slices.Contains(Kinds, k) {
+			t.Fatalf("BEAMER_PARTITION_KINDS: unknown kind %q (kinds: %v)", k, Kinds)
+		}
+		c.Kinds = append(c.Kinds, k)
+	}
+	if os.Getenv("BEAMER_PARTITION_SOAK") == "" {
+		c.Faults = len(c.Kinds)
 	}
 }
 
@@ -141,6 +177,14 @@ func report(t *testing.T, res *Result) {
 		}
 	}
 	t.Log("\n" + Summarize(res.Figures))
+	if os.Getenv("BEAMER_PARTITION_KEEP") != "" { // a measurement: every request's and fault's times
+		for _, f := range res.Faults {
+			t.Logf("fault %s: injected %s healed %s", f, f.Injected.UTC().Format("15:04:05.000"), f.Healed.UTC().Format("15:04:05.000"))
+		}
+		for _, r := range res.History.Requests {
+			t.Logf("request %d %s: %s %s → %s (%v)", r.ID, r.Op, r.Outcome, r.Start.UTC().Format("15:04:05.000"), r.End.UTC().Format("15:04:05.000"), r.End.Sub(r.Start).Round(time.Millisecond))
+		}
+	}
 }
 
 // TestPartitionEtcd: three controller hosts on the embedded, replicated

@@ -22,6 +22,9 @@ type Config struct {
 	// kinds cycling through Kinds in a seeded order (at least one of each
 	// once Faults ≥ len(Kinds)).
 	Faults int
+	// Kinds, if set, are the kinds injected instead of every one (a
+	// replay or a measurement of one kind: BEAMER_PARTITION_KINDS).
+	Kinds []Kind
 	// Gap and Hold bound the random pause before a fault and how long it
 	// lasts; Settle is the pause after healing before the next one.
 	Gap, Hold, Settle [2]time.Duration
@@ -30,6 +33,10 @@ type Config struct {
 	// session timeout for ZooKeeper), so that another controller is
 	// elected while the old one still believes it leads, then comes back.
 	LeaseHold [2]time.Duration
+	// DiskHold, if set, bounds how long a disk stays failed: a member
+	// meets the failure at its next write, within a second under the
+	// workload, so CI holds it briefly.
+	DiskHold [2]time.Duration
 	// Bound is how long after the last heal every mux must run the
 	// store's final table (the checker's convergence bound).
 	Bound  time.Duration
@@ -51,9 +58,18 @@ type Result struct {
 // CI is a run sized for CI: each fault kind once, seconds apart.
 func CI(beamer, dir, store string, seed uint64) Config {
 	return Config{Beamer: beamer, Dir: dir, Store: store, Seed: seed, Faults: len(Kinds),
-		Gap: [2]time.Duration{time.Second, 3 * time.Second}, Hold: [2]time.Duration{3 * time.Second, 6 * time.Second},
-		Settle: [2]time.Duration{3 * time.Second, 5 * time.Second}, LeaseHold: [2]time.Duration{12 * time.Second, 14 * time.Second},
+		Gap: [2]time.Duration{500 * time.Millisecond, 2 * time.Second}, Hold: [2]time.Duration{3 * time.Second, 6 * time.Second},
+		DiskHold: [2]time.Duration{time.Second, 2 * time.Second},
+		Settle:   [2]time.Duration{3 * time.Second, 5 * time.Second}, LeaseHold: [2]time.Duration{12 * time.Second, 14 * time.Second},
 		Bound: 30 * time.Second}
+}
+
+// kinds are the kinds the run injects (a copy).
+func (c Config) kinds() []Kind {
+	if len(c.Kinds) > 0 {
+		return slices.Clone(c.Kinds)
+	}
+	return slices.Clone(Kinds)
 }
 
 func between(rng *rand.Rand, b [2]time.Duration) time.Duration {
@@ -85,7 +101,7 @@ func Run(ctx context.Context, c Config) (res *Result, err error) {
 	}
 	l, err := lab.Start(ctx, lab.Options{Beamer: c.Beamer, Dir: c.Dir, Clients: 2, Muxes: muxes, Servers: servers,
 		Buckets: 257, Window: 4 * time.Minute, FileSize: 32 << 10, Strategy: "beamer", Store: c.Store,
-		Seed: int64(c.Seed), ControlHosts: 3, MuxArgs: []string{"--log-level", "debug", "--log-format", "json"}})
+		Seed: int64(c.Seed), ControlHosts: 3, ControlHostDisks: slices.Contains(c.kinds(), DiskFailed), MuxArgs: []string{"--log-level", "debug", "--log-format", "json"}})
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
@@ -134,7 +150,7 @@ func Run(ctx context.Context, c Config) (res *Result, err error) {
 	go func() { defer close(worked); w.run(wctx) }()
 	defer func() { stopWork(); <-worked }()
 
-	kinds := slices.Clone(Kinds)
+	kinds := c.kinds()
 	rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
 	res = &Result{}
 	deadline, _ := ctx.Deadline()
@@ -162,6 +178,9 @@ func Run(ctx context.Context, c Config) (res *Result, err error) {
 		hold := c.Hold
 		if (k == LeaderPaused || k == LeaderIsolated) && c.LeaseHold[1] > 0 {
 			hold = c.LeaseHold
+		}
+		if k == DiskFailed && c.DiskHold[1] > 0 {
+			hold = c.DiskHold
 		}
 		time.Sleep(between(rng, hold))
 		if err := f.Heal(); err != nil {
