@@ -73,6 +73,7 @@
 #include "include/wire.h"
 #include "include/csum.h"
 #include "include/agent_csum.h"
+#include "include/agent_words.h"
 #include "include/agent_maps.h"
 #include "include/capture.h"
 #include "include/gue_agent.h"
@@ -276,7 +277,7 @@ INLINE int agent_path(void *ctx, const int hook, const int is_ipv6)
 	__u32 now = 0; /* read from the clock only when needed */
 	int is_newest = 1;
 	if (hook == AGENT_XDP) {
-		if (!at_newest_epoch(vip, o.opt->incarnation, o.opt->generation))
+		if (!at_newest_epoch(vip, o.opt))
 			return XDP_PASS;
 	} else {
 		is_newest = remember_epoch(vip, o.opt->incarnation, o.opt->generation, &now);
