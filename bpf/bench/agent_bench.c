@@ -102,7 +102,7 @@ int beamer_agent_xdp_bench(struct xdp_md *ctx)
 		return XDP_ABORTED;
 	__builtin_memcpy(saved, data, XDP_BENCH_SAVED);
 	__u32 len = ctx->data_end - ctx->data;
-	int action = agent_path(ctx, AGENT_XDP, 0); /* the IPv4 path (no tail call under a bpf-to-bpf call) */
+	int action = agent_xdp4(ctx); /* the IPv4 path (no tail call under a bpf-to-bpf call) */
 	__u32 now = ctx->data_end - ctx->data;
 	int grow = len > now ? (int)(len - now) : 0;
 	if (grow > GUE4_LEN_MAX)

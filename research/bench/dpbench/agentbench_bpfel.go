@@ -166,6 +166,7 @@ const (
 	agentBenchVarVips4Addr              = "vips4_addr"
 	agentBenchVarVips4Count             = "vips4_count"
 	agentBenchVarVips4Rec               = "vips4_rec"
+	agentBenchVarXdpFastShape           = "xdp_fast_shape"
 )
 
 // loadAgentBench returns the embedded CollectionSpec for agentBench.
@@ -269,6 +270,7 @@ type agentBenchVariableSpecs struct {
 	Vips4Addr              *ebpf.VariableSpec `ebpf:"vips4_addr"`
 	Vips4Count             *ebpf.VariableSpec `ebpf:"vips4_count"`
 	Vips4Rec               *ebpf.VariableSpec `ebpf:"vips4_rec"`
+	XdpFastShape           *ebpf.VariableSpec `ebpf:"xdp_fast_shape"`
 }
 
 // agentBenchObjects contains all objects after they have been loaded into the kernel.
@@ -351,6 +353,7 @@ type agentBenchVariables struct {
 	Vips4Addr              *ebpf.Variable `ebpf:"vips4_addr"`
 	Vips4Count             *ebpf.Variable `ebpf:"vips4_count"`
 	Vips4Rec               *ebpf.Variable `ebpf:"vips4_rec"`
+	XdpFastShape           *ebpf.Variable `ebpf:"xdp_fast_shape"`
 }
 
 // agentBenchPrograms contains all programs after they have been loaded into the kernel.
