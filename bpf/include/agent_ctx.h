@@ -87,9 +87,9 @@ INLINE void ctx_capture_rx(void *ctx, const int hook, const int is_ipv6)
 }
 
 /* Strips the outer header in XDP, of either family: the Ethernet header
- * moves forward over it (agent_words.h xdp_strip_outer). The counters are written through one lookup; gue
- * counts AGENT_GUE (the IPv4 path's GUE packets: tc counts them when it
- * parses them), is_ipv6 AGENT_IPV6. */
+ * moves forward over it (agent_words.h xdp_strip_outer). The counters are
+ * written through one lookup; gue counts AGENT_GUE (the IPv4 path's GUE
+ * packets: tc counts them when it parses them), is_ipv6 AGENT_IPV6. */
 INLINE int xdp_decap(struct xdp_md *ctx, int outer_len, enum agent_counter why, int gue, const int is_ipv6)
 {
 	if (is_ipv6 && (outer_len < GUE6_LEN_PLAIN || outer_len > GUE6_LEN_MAX))
