@@ -95,7 +95,7 @@ INLINE int transmit_as(struct xdp_md *ctx, struct decision *d, int verdict, stru
 	d->encap.saddr = mux_addr;
 	int why = nexthop_drop(xdp_nexthop(ctx, &d->encap.saddr, &d->encap.daddr, 0, &nh));
 	if (why)
-		return drop(why);
+		return drop(d->vip_stat, why);
 
 	/* Too big once encapsulated. With DF the client does path MTU
 	 * discovery: tell it the size that fits. Without DF it expects a
@@ -103,12 +103,12 @@ INLINE int transmit_as(struct xdp_md *ctx, struct decision *d, int verdict, stru
 	 * would be dropped here anyway, having no ports to hash): drop. */
 	if (inner_tot + outer_len > nh.mtu) {
 		if (!(frag & bpf_htons(IP_DF)))
-			return drop(MUX_DROP_TOO_BIG);
+			return drop(d->vip_stat, MUX_DROP_TOO_BIG);
 		__u32 fits = nh.mtu > outer_len + IPV4_MIN_MTU ? nh.mtu - outer_len : IPV4_MIN_MTU;
 		if (xdp_icmp_too_big(ctx, fits, 0))
-			return drop(MUX_DROP_ENCAP);
+			return drop(d->vip_stat, MUX_DROP_ENCAP);
 		mux_count(MUX_ICMP_TOO_BIG);
-		vip_traffic_drop(MUX_ICMP_TOO_BIG);
+		vip_traffic_drop(d->vip_stat, MUX_ICMP_TOO_BIG);
 		return XDP_TX;
 	}
 
@@ -118,7 +118,7 @@ INLINE int transmit_as(struct xdp_md *ctx, struct decision *d, int verdict, stru
 	else
 		eth = xdp_encap_ipv4(ctx, &d->encap, outer_len);
 	if (!eth)
-		return drop(MUX_DROP_ENCAP);
+		return drop(d->vip_stat, MUX_DROP_ENCAP);
 	return transmit_out(ctx, eth, &nh, verdict, d->also, d->vip_stat, d->stat, inner_tot, d->new_flow, gue, 0);
 }
 
@@ -202,11 +202,11 @@ INLINE int mux_icmp(struct xdp_md *ctx, const struct vip_info *vip, void *l3, st
 	case ICMP_KIND_ECHO:
 		break;
 	default:
-		return drop(MUX_DROP_ICMP);
+		return drop(vip->stats, MUX_DROP_ICMP);
 	}
 	if (vip->flags & VIP_F_ECHO_ANSWER) {
 		if (!icmp_csum_ok(l3, data_end, f->l4_off, is_ipv6))
-			return drop(MUX_DROP_ICMP_BAD_CHECKSUM);
+			return drop(vip->stats, MUX_DROP_ICMP_BAD_CHECKSUM);
 		mux_count(MUX_ICMP_ECHO_ANSWERED);
 		return xdp_echo_reply(ctx, is_ipv6);
 	}
@@ -214,7 +214,7 @@ INLINE int mux_icmp(struct xdp_md *ctx, const struct vip_info *vip, void *l3, st
 		mux_count(MUX_PASS_ICMP_ECHO);
 		return XDP_PASS;
 	}
-	return drop(MUX_DROP_ICMP_ECHO);
+	return drop(vip->stats, MUX_DROP_ICMP_ECHO);
 }
 
 /* The IPv4 decision and transmit: the strategy's, by port (route), then
@@ -225,7 +225,7 @@ INLINE int forward4(struct xdp_md *ctx, const struct vip_info *vip, void *server
 	struct decision d = {};
 	int verdict = route(ctx, vip, servers, f, tcp, ip, !icmp, &d);
 	if (!d.forward)
-		return drop(verdict);
+		return drop(vip->stats, verdict);
 	if (icmp)
 		d.also = MUX_FWD_ICMP_FRAG_NEEDED;
 
@@ -244,7 +244,7 @@ INLINE int forward6(struct xdp_md *ctx, const struct vip_info *vip, void *server
 	__u32 hash = flow_hash_of(f); /* the bucket's, and the UDP source port's */
 	int verdict = route6(vip, servers, servers6, f, ip6, data_end, hash, !icmp, &d);
 	if (!d.forward)
-		return drop(verdict);
+		return drop(vip->stats, verdict);
 	if (icmp)
 		d.also = MUX_FWD_ICMP_FRAG_NEEDED;
 	d.encap.opt.generation = bpf_htonl((__u32)version);
@@ -274,7 +274,6 @@ INLINE int mux_path(struct xdp_md *ctx, void *l3, const int is_ipv6)
 		mux_count(is_ipv6 ? MUX_PASS_NOT_VIP6 : MUX_PASS_NOT_VIP);
 		return XDP_PASS;
 	}
-	vip_traffic_seen(vip);
 
 	/* Addressed to a VIP: from here on we forward it whole or drop it. */
 	struct tcphdr *tcp = NULL;
@@ -289,11 +288,11 @@ INLINE int mux_path(struct xdp_md *ctx, void *l3, const int is_ipv6)
 		pv = PARSE_OK;
 	}
 	if (pv != PARSE_OK)
-		return drop(parse_drop[pv]);
+		return drop(vip->stats, parse_drop[pv]);
 	if (is_ipv6 && vip->strategy != STRATEGY_BEAMER)
-		return drop(MUX_DROP_BAD_STRATEGY);
+		return drop(vip->stats, MUX_DROP_BAD_STRATEGY);
 	if (is_ipv6 && vip->encap != ENCAP_GUE)
-		return drop(MUX_DROP_ENCAP6);
+		return drop(vip->stats, MUX_DROP_ENCAP6);
 
 	__u64 version = READ_ONCE_U64(&vip->version);
 	__u32 table = vip->table;
@@ -302,11 +301,11 @@ INLINE int mux_path(struct xdp_md *ctx, void *l3, const int is_ipv6)
 	if (is_ipv6) {
 		void *servers6 = bpf_map_lookup_elem(&server6_tables, &table);
 		if (!servers || !servers6)
-			return drop(MUX_DROP_NO_TABLE);
+			return drop(vip->stats, MUX_DROP_NO_TABLE);
 		return forward6(ctx, vip, servers, servers6, &f, ip6, icmp, version);
 	}
 	if (!servers)
-		return drop(MUX_DROP_NO_TABLE);
+		return drop(vip->stats, MUX_DROP_NO_TABLE);
 	return forward4(ctx, vip, servers, &f, tcp, ip, icmp, version);
 }
 

@@ -23,7 +23,7 @@ ABLATIONS = {
     "counters": ("include/mux_maps.h",
                  "INLINE void mux_count(enum mux_counter c)\n{",
                  None,
-                 "counters: the decision counter, the VIP note and the per-VIP and per-server traffic counters not written"),
+                 "counters: the decision counters and the per-VIP and per-server traffic counters not written"),
     "capture": ("include/capture.h",
                 "INLINE void capture_xdp(struct xdp_md *ctx, __u32 point)\n{",
                 None,
@@ -32,11 +32,13 @@ ABLATIONS = {
                "\t__u32 table = vip->table;\n\tvoid *buckets = bpf_map_lookup_elem(&bucket_tables, &table);",
                "#ifdef STAGE_OFF_BUCKET\n\t*why = MUX_DROP_NO_OWNER;\n\treturn 1025 + (bucket_of(hash, vip->buckets) & 3);\n#endif\n",
                "bucket read: the table lookup (outer map, helper call into the inner map, summary, entry) replaced by an owner computed from the hash"),
-    "bucket-helper": ("include/decision.h",
-                      "\t__u32 table = vip->table;\n\tvoid *buckets = bpf_map_lookup_elem(&bucket_tables, &table);",
-                      "#ifdef STAGE_OFF_BUCKET_HELPER\n\t*why = MUX_DROP_NO_OWNER; /* the same words, copied by research/bench/dpbench */\n"
-                      "\treturn bucket_at(&bench_scratch, vip->buckets, bucket_of(hash, vip->buckets));\n#endif\n",
-                      "the helper call of the bucket read: the same table (copied word for word into bpf/bench/scratch.h's plain array) read by the same code with lookups the verifier inlines"),
+    "helpers": ("include/decision.h",
+                "\t__u32 table = vip->table;\n\tvoid *buckets = bpf_map_lookup_elem(&bucket_tables, &table);",
+                "#ifdef STAGE_OFF_HELPERS\n\t*why = MUX_DROP_NO_OWNER; /* the same words, copied by research/bench/dpbench */\n"
+                "\treturn bucket_at(&bench_scratch, vip->buckets, bucket_of(hash, vip->buckets));\n#endif\n",
+                "the helper calls into inner maps (issue 27's step 1, bucket tables the verifier inlines, at its most): the "
+                "instance's bucket table and server table (copied word for word into bpf/bench/scratch.h's plain array, the "
+                "servers at its end) read by the same code with lookups the verifier inlines"),
     "hash": ("include/flow_hash.h",
              "\t__u32 ports = ((__u32)bpf_ntohs(sport) << 16) | bpf_ntohs(dport);",
              "#ifdef STAGE_OFF_HASH\n\treturn (saddr ^ sport) * 2654435761u;\n#endif\n",
@@ -48,11 +50,19 @@ ABLATIONS = {
             "VIP lookup: the front line's scan left out (record 0 read directly)"),
 }
 
+# Further edits of a stage, (file, anchor, what is put after it).
+EXTRA = {
+    "helpers": [("include/mux_maps.h",
+                 "INLINE __u64 server_word(void *servers, __u16 id)\n{\n\t__u32 key = id;\n",
+                 "#ifdef STAGE_OFF_HELPERS\n\tkey += BENCH_SCRATCH_WORDS - SERVER_TABLE_SIZE;\n"
+                 "\t__u64 *sw = bpf_map_lookup_elem(&bench_scratch, &key);\n\treturn sw ? READ_ONCE_U64(sw) : 0;\n#endif\n")],
+}
+
 # Functions whose whole body the counters/capture switches skip.
 SKIP_BODY = {
     "counters": [("include/mux_maps.h", "INLINE void mux_count(enum mux_counter c)\n{"),
-                 ("include/vip_traffic.h", "INLINE void vip_traffic_seen(const struct vip_info *vip)\n{"),
-                 ("include/vip_traffic.h", "INLINE void vip_traffic_drop(__u32 why)\n{"),
+                 ("include/mux_maps.h", "INLINE void mux_count_forward(__u32 verdict, __u32 also, const int gue, const int is_ipv6)\n{"),
+                 ("include/vip_traffic.h", "INLINE void vip_traffic_drop(__u16 vip, __u32 why)\n{"),
                  ("include/vip_traffic.h", "INLINE void vip_traffic_forward(__u16 vip, __u16 server, __u32 bytes, __u8 new_flow)\n{")],
     "capture": [("include/capture.h", "INLINE void capture_xdp(struct xdp_md *ctx, __u32 point)\n{")],
 }
@@ -75,6 +85,8 @@ def ablate(src):
                 edit(src, p, a, f"\n#ifdef STAGE_OFF_{stage.upper()}\n\treturn;\n#endif", True)
         else:
             edit(src, path, anchor, insert, False)
+        for p, a, after in EXTRA.get(stage, []):
+            edit(src, p, a, after, True)
 
 
 def row(rep, name, buckets):
@@ -144,7 +156,7 @@ def table(d, stages):
     out.append("\nWhat each stage is (and what replaced it):\n")
     for s in stages:
         if s == "all":
-            out.append("- **all**: every stage above but bucket-helper off at once: the most that work on these stages could buy;"
+            out.append("- **all**: every stage above but helpers off at once: the most that work on these stages could buy;"
                        " what is left is parsing, the port check, the decision and the option, the encapsulation and its checksum.")
             continue
         out.append(f"- **{s}**: {ABLATIONS[s][3]}.")

@@ -23,9 +23,9 @@ go build -buildvcs=auto -o "$work/beamer-lab" ./cmd/beamer-lab
 cp -r bpf "$work/src"
 python3 scripts/mux-stages.py ablate "$work/src"
 
-# "all": every stage but bucket-helper off at once — what the path costs
+# "all": every stage but helpers off at once — what the path costs
 # without all of them, the most that work on these stages could buy.
-for stage in nexthop counters capture bucket bucket-helper hash vip all; do
+for stage in nexthop counters capture bucket helpers hash vip all; do
 	if [ "$stage" = all ]; then
 		flags="-DSTAGE_OFF_NEXTHOP -DSTAGE_OFF_COUNTERS -DSTAGE_OFF_CAPTURE -DSTAGE_OFF_BUCKET -DSTAGE_OFF_HASH -DSTAGE_OFF_VIP"
 	else
@@ -37,5 +37,5 @@ for stage in nexthop counters capture bucket bucket-helper hash vip all; do
 	echo "measuring without: $stage" >&2
 	"$work/beamer-lab" bench dataplane --no-live --beamer-only --json --compare "$work/$stage.o" "$@" >"$work/$stage.json"
 done
-python3 scripts/mux-stages.py table "$work" nexthop counters capture bucket bucket-helper hash vip all >docs/mux-stages.md
+python3 scripts/mux-stages.py table "$work" nexthop counters capture bucket helpers hash vip all >docs/mux-stages.md
 echo "wrote docs/mux-stages.md" >&2

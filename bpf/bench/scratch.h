@@ -12,12 +12,14 @@
  *
  *   - lines_bench (mux_bench.c) reads bench_lines distinct cache lines of
  *     it per run: what each line a program touches costs, by method;
- *   - scripts/mux-stages.sh's "bucket-inline" build reads an instance's
- *     bucket table from here instead of through bucket_tables (research/bench/dpbench
- *     copies the table in): what the helper call into the inner map costs
- *     against the same read inlined.
+ *   - scripts/mux-stages.sh's "helpers" build reads an instance's bucket
+ *     table (from word 0) and server table (the last SERVER_TABLE_SIZE
+ *     words) from here instead of through bucket_tables and server_tables
+ *     (research/bench/dpbench copies them in): what the helper calls into
+ *     the inner maps cost against the same reads inlined.
  *
- * 16 MB: the largest bench table (1M buckets: 1.25M words) fits.
+ * 16 MB: the largest bench table (1M buckets: 1.25M words) and a server
+ * table (64K words) fit.
  */
 #define BENCH_SCRATCH_WORDS (1 << 21)
 

@@ -142,25 +142,25 @@ INLINE int transmit6(struct xdp_md *ctx, struct decision6 *d, int verdict, __u32
 	for (int i = 0; i < 4; i++)
 		d->encap.saddr[i] = mux_addr6[i];
 	if (!(d->encap.saddr[0] | d->encap.saddr[1] | d->encap.saddr[2] | d->encap.saddr[3]))
-		return drop(MUX_DROP_NO_ADDR6);
+		return drop(d->vip_stat, MUX_DROP_NO_ADDR6);
 	int why = nexthop_drop(xdp_nexthop(ctx, d->encap.saddr, d->encap.daddr, 1, &nh));
 	if (why)
-		return drop(why);
+		return drop(d->vip_stat, why);
 	/* Too big once encapsulated: IPv6 routers never fragment and the mux
 	 * cannot, so the client is told the size that fits (RFC 8201). */
 	if (inner_tot + outer_len > nh.mtu) {
 		__u32 fits = nh.mtu > outer_len + IPV6_MIN_MTU ? nh.mtu - outer_len : IPV6_MIN_MTU;
 		/* Never an ICMPv6 error about an ICMPv6 error (RFC 4443 2.4). */
 		if (d->also == MUX_FWD_ICMP_FRAG_NEEDED || inner_tot < ICMP6_PTB_QUOTE || xdp_icmp_too_big(ctx, fits, 1))
-			return drop(MUX_DROP_TOO_BIG);
+			return drop(d->vip_stat, MUX_DROP_TOO_BIG);
 		mux_count(MUX_ICMP_TOO_BIG);
-		vip_traffic_drop(MUX_ICMP_TOO_BIG);
+		vip_traffic_drop(d->vip_stat, MUX_ICMP_TOO_BIG);
 		return XDP_TX;
 	}
 
 	struct ethhdr *eth = xdp_encap_gue6(ctx, &d->encap, outer_len, bpf_htons(GUE_SPORT(hash)), bpf_htons(gue_port));
 	if (!eth)
-		return drop(MUX_DROP_ENCAP);
+		return drop(d->vip_stat, MUX_DROP_ENCAP);
 	return transmit_out(ctx, eth, &nh, verdict, d->also, d->vip_stat, d->stat, inner_tot, d->new_flow, 1, 1);
 }
 

@@ -38,13 +38,7 @@ INLINE int transmit_out(struct xdp_md *ctx, struct ethhdr *eth, const struct nex
 	__builtin_memcpy(eth->h_dest, nh->dmac, ETH_ALEN);
 	__builtin_memcpy(eth->h_source, nh->smac, ETH_ALEN);
 
-	if (gue)
-		mux_count(MUX_FWD_GUE);
-	if (is_ipv6)
-		mux_count(MUX_FWD_IPV6);
-	mux_count(verdict);
-	if (also)
-		mux_count(also);
+	mux_count_forward(verdict, also, gue, is_ipv6);
 	vip_traffic_forward(vip_stat, stat, inner_tot, new_flow);
 	if (!is_ipv6)
 		capture_xdp(ctx, CAPTURE_MUX_TX);

@@ -2,7 +2,8 @@
 /*
  * The mux's drop, shared by both of its programs (mux.c: beamer_mux for
  * IPv4, beamer_mux6 for IPv6): a dropped packet is counted once, by
- * reason, and in the VIP's traffic counters (vip_traffic.h).
+ * reason, and in the VIP's traffic counters (vip_traffic.h): every drop
+ * names the VIP's counter slot, at hand where it is made.
  */
 #ifndef BEAMER_MUX_VERDICT_H
 #define BEAMER_MUX_VERDICT_H
@@ -22,10 +23,11 @@ static const enum mux_counter parse_drop[PARSE_ICMP] = {
 	[PARSE_EXT_CHAIN] = MUX_DROP_EXT_HEADERS,
 };
 
-INLINE int drop(enum mux_counter why)
+/* vip is the packet's VIP's counter slot + 1 (vip_info.stats). */
+INLINE int drop(__u16 vip, enum mux_counter why)
 {
 	mux_count(why);
-	vip_traffic_drop(why);
+	vip_traffic_drop(vip, why);
 	return XDP_DROP;
 }
 

@@ -20,10 +20,10 @@
  *
  * Each packet updates one element of each array at most, once its fate is
  * known: the VIP's when it is forwarded or dropped, and the server's when
- * it is forwarded. The transmit path carries the VIP's slot in the
- * decision; a drop does not know the VIP, so the mux notes the packet's VIP
- * slot in a per-CPU scratch word when it finds the VIP (vip_traffic_seen)
- * and the drop reads it there.
+ * it is forwarded. Every drop of a packet to a VIP is made where the VIP's
+ * record (or the decision carrying its slot) is at hand, and passes the
+ * slot: no per-packet note (issue 27: a per-CPU lookup and a store on every
+ * packet, for the few that are dropped).
  * Packets answered by the mux (ICMP echo) or passed to its stack are not
  * counted per VIP; the decision counters count them.
  *
@@ -65,35 +65,13 @@ struct {
 	__type(value, struct server_traffic);
 } mux_server_traffic SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32); /* the VIP slot + 1 of the packet being decided (0: none) */
-} mux_vip_packet SEC(".maps");
-
-/* A packet to vip, from here on forwarded or dropped: noted for a drop,
- * which does not know the VIP. Every drop comes after this note of its own
- * packet (the mux calls drop() only once a VIP is found), so the note is
- * never cleared. */
-INLINE void vip_traffic_seen(const struct vip_info *vip)
+/* The packet to the VIP whose counter slot + 1 is vip (vip_info.stats, 0:
+ * none) is dropped (or answered with an ICMP error) for reason why. */
+INLINE void vip_traffic_drop(__u16 vip, __u32 why)
 {
-	__u32 zero = 0;
-	__u32 *slot = bpf_map_lookup_elem(&mux_vip_packet, &zero);
-
-	if (slot)
-		*slot = vip->stats;
-}
-
-/* The packet is dropped (or answered with an ICMP error) for reason why. */
-INLINE void vip_traffic_drop(__u32 why)
-{
-	__u32 zero = 0;
-	__u32 *slot = bpf_map_lookup_elem(&mux_vip_packet, &zero);
-
-	if (!slot || !*slot)
+	if (!vip)
 		return;
-	__u32 key = *slot - 1;
+	__u32 key = vip - 1;
 	struct vip_traffic *t = bpf_map_lookup_elem(&mux_vip_traffic, &key);
 	if (t && why < MUX_COUNTER_MAX)
 		t->drops[why] += 1;

@@ -63,7 +63,7 @@ these figures by 'beamer-lab bench doc' (scripts/perf-doc.sh). Needs root.`,
 	dp.Flags().BoolVar(&f.noLive, "no-live", false, "skip the live-traffic part")
 	n := func(v int) string { return dpbench.Thousands(fmt.Sprint(v)) }
 	dp.Flags().IntVar(&f.repeat, "repeat", 0, fmt.Sprintf("repetitions per trial (default %s; quick %s)", n(dpbench.Full.Repeat), n(dpbench.Quick.Repeat)))
-	dp.Flags().IntVar(&f.trials, "trials", 0, fmt.Sprintf("trials per figure, median and quickest reported (default %d; quick %d)", dpbench.Full.Trials, dpbench.Quick.Trials))
+	dp.Flags().IntVar(&f.trials, "trials", 0, fmt.Sprintf("trials per figure, median and quickest reported (default %d; quick %d; with --compare an odd count is raised by one: each build goes first in half)", dpbench.Full.Trials, dpbench.Quick.Trials))
 	dp.Flags().IntVar(&f.perPacket, "per-packet", 0, fmt.Sprintf("per-packet method: test runs of repeat 1 per trial (default %s; quick %s; 0 skips it)", n(dpbench.Full.PerPacket), n(dpbench.Quick.PerPacket)))
 	dp.Flags().StringVar(&f.compare, "compare", "", "also measure this baseline mux object (benchmark build, from `beamer-lab bench save-baseline` or git show REV:research/bench/dpbench/muxbench_bpfel.o, REV:pkg/dataplane/muxbench_bpfel.o for older commits) on the same maps, in alternation")
 	dp.Flags().StringVar(&f.compareAgent, "compare-agent", "", "also measure this baseline agent object (benchmark build, git show REV:research/bench/dpbench/agentbench_bpfel.o, REV:pkg/dataplane/agentbench_bpfel.o for older commits) on the current agent's maps, in alternation, batched and per packet")

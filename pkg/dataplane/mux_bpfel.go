@@ -285,7 +285,6 @@ const (
 	muxMapMux6Prog               = "mux6_prog"
 	muxMapMuxCounters            = "mux_counters"
 	muxMapMuxServerTraffic       = "mux_server_traffic"
-	muxMapMuxVipPacket           = "mux_vip_packet"
 	muxMapMuxVipTraffic          = "mux_vip_traffic"
 	muxMapNexthop6Cache          = "nexthop6_cache"
 	muxMapNexthopCache           = "nexthop_cache"
@@ -381,7 +380,6 @@ type muxMapSpecs struct {
 	Mux6Prog           *ebpf.MapSpec `ebpf:"mux6_prog"`
 	MuxCounters        *ebpf.MapSpec `ebpf:"mux_counters"`
 	MuxServerTraffic   *ebpf.MapSpec `ebpf:"mux_server_traffic"`
-	MuxVipPacket       *ebpf.MapSpec `ebpf:"mux_vip_packet"`
 	MuxVipTraffic      *ebpf.MapSpec `ebpf:"mux_vip_traffic"`
 	Nexthop6Cache      *ebpf.MapSpec `ebpf:"nexthop6_cache"`
 	NexthopCache       *ebpf.MapSpec `ebpf:"nexthop_cache"`
@@ -451,7 +449,6 @@ type muxMaps struct {
 	Mux6Prog           *ebpf.Map `ebpf:"mux6_prog"`
 	MuxCounters        *ebpf.Map `ebpf:"mux_counters"`
 	MuxServerTraffic   *ebpf.Map `ebpf:"mux_server_traffic"`
-	MuxVipPacket       *ebpf.Map `ebpf:"mux_vip_packet"`
 	MuxVipTraffic      *ebpf.Map `ebpf:"mux_vip_traffic"`
 	Nexthop6Cache      *ebpf.Map `ebpf:"nexthop6_cache"`
 	NexthopCache       *ebpf.Map `ebpf:"nexthop_cache"`
@@ -486,7 +483,6 @@ func (m *muxMaps) Close() error {
 		m.Mux6Prog,
 		m.MuxCounters,
 		m.MuxServerTraffic,
-		m.MuxVipPacket,
 		m.MuxVipTraffic,
 		m.Nexthop6Cache,
 		m.NexthopCache,

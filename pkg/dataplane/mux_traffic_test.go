@@ -117,6 +117,15 @@ func TestMuxTrafficCounters(t *testing.T) {
 			t.Fatalf("packet to %v (server %d, closed %v): %s, want drop", vip, server, closed, action)
 		}
 	}
+	// dropOnly runs ip to vip, which the mux drops for reason before any
+	// decision.
+	dropOnly := func(vip netip.Addr, ip []byte, reason string) {
+		t.Helper()
+		if action, _ := runXDP(t, bench.ns, bench.ifindex, m.Program(), wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, ip)); action != "drop" {
+			t.Fatalf("%s packet to %v: %s, want drop", reason, vip, action)
+		}
+		want.dropped(vip, reason)
+	}
 	owner := func(f wire.Flow) forwarding.ServerID {
 		return table.Buckets[f.Bucket(uint32(len(table.Buckets)))].Current
 	}
@@ -144,6 +153,16 @@ func TestMuxTrafficCounters(t *testing.T) {
 		for p := range 5 + i {
 			f := wire.Flow{Src: client, Dst: vip, SrcPort: uint16(42000 + p), DstPort: 9999, Proto: 6}
 			send(vip, wiretest.Segment{Flow: f, Flags: wiretest.SYN}.IPv4(), 0, true, false)
+		}
+		// Drops before the decision (a fragment, an ICMP message the mux
+		// neither answers nor steers): counted for the VIP of their own
+		// packet, the VIPs interleaved.
+		for p := range 3 + i {
+			f := wire.Flow{Src: client, Dst: vip, SrcPort: uint16(43000 + p), DstPort: 80, Proto: 6}
+			frag := wiretest.Segment{Flow: f, Flags: wiretest.ACK}.IPv4()
+			frag[6] |= 0x20 // more fragments
+			dropOnly(vip, frag, "fragment")
+			dropOnly(v.Mux.Instance.VIPs[0], wiretest.ICMPv4(client, v.Mux.Instance.VIPs[0], 13, 0, [4]byte{}, make([]byte, 12)), "icmp")
 		}
 	}
 	for _, w := range want.vips {

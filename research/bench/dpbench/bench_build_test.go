@@ -190,14 +190,14 @@ func TestLoadBaselineOwnMaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	obj := bytes.ReplaceAll(MuxBenchObject(), []byte("mux_vip_packet"), []byte("mux_vip_packeX"))
+	obj := bytes.ReplaceAll(MuxBenchObject(), []byte("mux_vip_traffic"), []byte("mux_vip_traffiX"))
 	b, err := m.loadBaseline(obj)
 	if err != nil {
 		t.Fatalf("baseline with a map of its own: %v", err)
 	}
 	defer b.Close()
-	if !slices.Equal(b.Private, []string{"mux_vip_packeX"}) {
-		t.Errorf("private maps %q, want [mux_vip_packeX]", b.Private)
+	if !slices.Equal(b.Private, []string{"mux_vip_traffiX"}) {
+		t.Errorf("private maps %q, want [mux_vip_traffiX]", b.Private)
 	}
 	own, err := m.loadBaseline(MuxBenchObject())
 	if err != nil {

@@ -192,14 +192,35 @@ func (b *benchMux) SetBenchLines(n, stride uint32) error {
 }
 
 // copyBucketsToScratch copies the bucket table of the mux's one instance,
-// word for word, to the start of the scratch array, where a measuring
-// build (scripts/mux-stages.sh, "bucket-inline") reads it without a helper
-// call. The table is found where the program finds it: the one slot of
-// bucket_tables in use.
+// word for word, to the start of the scratch array, and its server table to
+// the scratch array's last SERVER_TABLE_SIZE words, where a measuring build
+// (scripts/mux-stages.sh, "helpers") reads them without a helper
+// call. The tables are found where the program finds them: the one slot of
+// bucket_tables (server_tables) in use.
 func (b *benchMux) copyBucketsToScratch() error {
-	outer := b.Collection().Maps["bucket_tables"]
+	room := words(b.x.Scratch)
+	dst, err := unix.Mmap(b.x.Scratch.FD(), 0, int(room)*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("mapping the scratch array: %w", err)
+	}
+	defer unix.Munmap(dst)
+	buckets, err := b.copyInner("bucket_tables", dst, false)
+	if err != nil {
+		return err
+	}
+	servers, err := b.copyInner("server_tables", dst, true)
+	if err == nil && buckets+servers > room {
+		err = fmt.Errorf("bucket table of %d words and server table of %d, scratch array of %d", buckets, servers, room)
+	}
+	return err
+}
+
+// copyInner copies the one inner map installed in the named outer map to
+// the start of dst, or its end (atEnd), and returns its size in words.
+func (b *benchMux) copyInner(name string, dst []byte, atEnd bool) (uint32, error) {
+	outer := b.Collection().Maps[name]
 	if outer == nil {
-		return fmt.Errorf("the mux has no bucket_tables")
+		return 0, fmt.Errorf("the mux has no %s", name)
 	}
 	var table *ebpf.Map
 	defer func() {
@@ -213,33 +234,32 @@ func (b *benchMux) copyBucketsToScratch() error {
 			continue // an empty slot
 		}
 		if table != nil {
-			return fmt.Errorf("more than one bucket table installed: the bench mux has one instance")
+			return 0, fmt.Errorf("more than one table installed in %s: the bench mux has one instance", name)
 		}
 		t, err := ebpf.NewMapFromID(id)
 		if err != nil {
-			return fmt.Errorf("bucket table of slot %d: %w", slot, err)
+			return 0, fmt.Errorf("%s slot %d: %w", name, slot, err)
 		}
 		table = t
 	}
 	if table == nil {
-		return fmt.Errorf("no bucket table installed")
+		return 0, fmt.Errorf("no table installed in %s", name)
 	}
-	n, room := words(table), words(b.x.Scratch)
+	n, room := words(table), uint32(len(dst)/8)
 	if n > room {
-		return fmt.Errorf("bucket table of %d words, scratch array of %d", n, room)
+		return 0, fmt.Errorf("%s table of %d words, scratch array of %d", name, n, room)
+	}
+	at := uint32(0)
+	if atEnd {
+		at = room - n
 	}
 	src, err := unix.Mmap(table.FD(), 0, int(n)*8, unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
-		return fmt.Errorf("mapping the bucket table: %w", err)
+		return 0, fmt.Errorf("mapping the %s table: %w", name, err)
 	}
 	defer unix.Munmap(src)
-	dst, err := unix.Mmap(b.x.Scratch.FD(), 0, int(room)*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return fmt.Errorf("mapping the scratch array: %w", err)
-	}
-	defer unix.Munmap(dst)
-	copy(dst, src)
-	return nil
+	copy(dst[int(at)*8:], src)
+	return n, nil
 }
 
 // words is how many 64-bit words an array of such values holds.

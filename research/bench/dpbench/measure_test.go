@@ -13,3 +13,17 @@ func TestUninterruptedMean(t *testing.T) {
 		t.Fatalf("no runs: %v", got)
 	}
 }
+
+// TestComparedTrials: the compare mode runs an even number of trials, so
+// each build goes first in half of them; other runs keep the count asked.
+func TestComparedTrials(t *testing.T) {
+	for _, c := range []struct {
+		trials  int
+		compare bool
+		want    int
+	}{{7, true, 8}, {8, true, 8}, {1, true, 1}, {7, false, 7}, {21, true, 22}} {
+		if got := comparedTrials(c.trials, c.compare); got != c.want {
+			t.Errorf("comparedTrials(%d, %v) = %d, want %d", c.trials, c.compare, got, c.want)
+		}
+	}
+}

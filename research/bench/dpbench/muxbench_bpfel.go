@@ -235,7 +235,6 @@ const (
 	muxBenchMapMux6Prog               = "mux6_prog"
 	muxBenchMapMuxCounters            = "mux_counters"
 	muxBenchMapMuxServerTraffic       = "mux_server_traffic"
-	muxBenchMapMuxVipPacket           = "mux_vip_packet"
 	muxBenchMapMuxVipTraffic          = "mux_vip_traffic"
 	muxBenchMapNexthop6Cache          = "nexthop6_cache"
 	muxBenchMapNexthopCache           = "nexthop_cache"
@@ -368,7 +367,6 @@ type muxBenchMapSpecs struct {
 	Mux6Prog           *ebpf.MapSpec `ebpf:"mux6_prog"`
 	MuxCounters        *ebpf.MapSpec `ebpf:"mux_counters"`
 	MuxServerTraffic   *ebpf.MapSpec `ebpf:"mux_server_traffic"`
-	MuxVipPacket       *ebpf.MapSpec `ebpf:"mux_vip_packet"`
 	MuxVipTraffic      *ebpf.MapSpec `ebpf:"mux_vip_traffic"`
 	Nexthop6Cache      *ebpf.MapSpec `ebpf:"nexthop6_cache"`
 	NexthopCache       *ebpf.MapSpec `ebpf:"nexthop_cache"`
@@ -451,7 +449,6 @@ type muxBenchMaps struct {
 	Mux6Prog           *ebpf.Map `ebpf:"mux6_prog"`
 	MuxCounters        *ebpf.Map `ebpf:"mux_counters"`
 	MuxServerTraffic   *ebpf.Map `ebpf:"mux_server_traffic"`
-	MuxVipPacket       *ebpf.Map `ebpf:"mux_vip_packet"`
 	MuxVipTraffic      *ebpf.Map `ebpf:"mux_vip_traffic"`
 	Nexthop6Cache      *ebpf.Map `ebpf:"nexthop6_cache"`
 	NexthopCache       *ebpf.Map `ebpf:"nexthop_cache"`
@@ -488,7 +485,6 @@ func (m *muxBenchMaps) Close() error {
 		m.Mux6Prog,
 		m.MuxCounters,
 		m.MuxServerTraffic,
-		m.MuxVipPacket,
 		m.MuxVipTraffic,
 		m.Nexthop6Cache,
 		m.NexthopCache,
