@@ -64,6 +64,10 @@
  * so what the tc path guarantees (daisy chaining, SYN cookies, generation
  * checks) holds unchanged. A packet decapsulated there reaches the tc
  * program as a plain packet and is counted there as pass_not_encap too.
+ * The XDP IPv4 program first reads its most common packet (IP-in-IP, an
+ * option naming no previous owner, TCP) in whole words
+ * (agent_xdp_fast.h, issue 27), with the same checks and verdicts; any
+ * other packet, or one failing a check there, takes agent_path.
  */
 #include "include/defs.h"
 #include "include/parse.h"
@@ -73,6 +77,7 @@
 #include "include/wire.h"
 #include "include/csum.h"
 #include "include/agent_csum.h"
+#include "include/agent_words.h"
 #include "include/agent_maps.h"
 #include "include/capture.h"
 #include "include/gue_agent.h"
@@ -85,6 +90,7 @@
 #include "include/agent6.h"
 #include "include/agent_ctx.h"
 #include "include/agent_outer.h"
+#include "include/agent_xdp_fast.h"
 
 
 /* The outer headers a chained packet gets, in the encapsulation it came in:
@@ -276,7 +282,7 @@ INLINE int agent_path(void *ctx, const int hook, const int is_ipv6)
 	__u32 now = 0; /* read from the clock only when needed */
 	int is_newest = 1;
 	if (hook == AGENT_XDP) {
-		if (!at_newest_epoch(vip, o.opt->incarnation, o.opt->generation))
+		if (!at_newest_epoch(vip, o.opt))
 			return XDP_PASS;
 	} else {
 		is_newest = remember_epoch(vip, o.opt->incarnation, o.opt->generation, &now);
@@ -367,6 +373,17 @@ struct {
 	.values = {[0] = (void *)&beamer_agent6_xdp},
 };
 
+/* The XDP fast path's IPv4 program: the common packet read whole
+ * (agent_xdp_fast.h), any other by the general path. */
+INLINE int agent_xdp4(struct xdp_md *ctx)
+{
+	int action = xdp_fast4(ctx);
+
+	if (action >= 0)
+		return action;
+	return agent_path(ctx, AGENT_XDP, 0);
+}
+
 /* IPv4 here; IPv6 frames to beamer_agent6_xdp by a tail call, which leaves
  * the IPv4 path's code as it was (should it fail, they go on to the tc
  * program untouched). */
@@ -376,11 +393,11 @@ int beamer_agent_xdp(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 
 	if (data + sizeof(struct ethhdr) <= (void *)(long)ctx->data_end &&
-	    ((struct ethhdr *)data)->h_proto == bpf_htons(ETH_P_IPV6)) {
+	    *(pkt_u16 *)(data + 12) == bpf_htons(ETH_P_IPV6)) {
 		bpf_tail_call(ctx, &agent6_xdp_prog, 0);
 		return XDP_PASS;
 	}
-	return agent_path(ctx, AGENT_XDP, 0);
+	return agent_xdp4(ctx);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

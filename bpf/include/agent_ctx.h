@@ -34,6 +34,7 @@
 #include "agent_verdict.h"
 #include "agent_send.h"
 #include "capture.h"
+#include "agent_words.h"
 
 #define AGENT_TC 0
 #define AGENT_XDP 1
@@ -86,34 +87,24 @@ INLINE void ctx_capture_rx(void *ctx, const int hook, const int is_ipv6)
 }
 
 /* Strips the outer header in XDP, of either family: the Ethernet header
- * moves forward over it. The counters are written through one lookup; gue
- * counts AGENT_GUE (the IPv4 path's GUE packets: tc counts them when it
- * parses them), is_ipv6 AGENT_IPV6. */
+ * moves forward over it (agent_words.h xdp_strip_outer). The counters are
+ * written through one lookup; gue counts AGENT_GUE (the IPv4 path's GUE
+ * packets: tc counts them when it parses them), is_ipv6 AGENT_IPV6. */
 INLINE int xdp_decap(struct xdp_md *ctx, int outer_len, enum agent_counter why, int gue, const int is_ipv6)
 {
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
-	struct ethhdr *eth = data;
-
-	if ((void *)(eth + 1) > data_end)
-		return XDP_PASS; /* checked by the caller; keeps the verifier sure */
 	if (is_ipv6 && (outer_len < GUE6_LEN_PLAIN || outer_len > GUE6_LEN_MAX))
 		return XDP_PASS;
 	if (!is_ipv6 && (outer_len < OUTER_LEN_PLAIN || outer_len > GUE4_LEN_MAX))
 		return XDP_PASS;
-	struct ethhdr copy = *eth;
 	if (is_ipv6)
 		capture_xdp6(ctx, CAPTURE_AGENT_XDP_RX);
 	else
 		capture_xdp(ctx, CAPTURE_AGENT_XDP_RX);
-	if (bpf_xdp_adjust_head(ctx, outer_len))
+	int stripped = xdp_strip_outer(ctx, outer_len, is_ipv6 ? ETH_P_IPV6_BE : bpf_htons(ETH_P_IP));
+	if (stripped > 0)
 		return XDP_PASS; /* tc decapsulates it instead */
-	data = (void *)(long)ctx->data;
-	data_end = (void *)(long)ctx->data_end;
-	eth = data;
-	if ((void *)(eth + 1) > data_end)
+	if (stripped < 0)
 		return XDP_DROP; /* cannot happen: the inner headers were there */
-	*eth = copy;
 	if (is_ipv6)
 		capture_xdp6(ctx, CAPTURE_AGENT_XDP_UP);
 	else

@@ -11,6 +11,8 @@
 #include "agent_maps.h"
 #include "flow.h"
 #include "agent_config.h"
+#include "agent_words.h"
+#include "wire.h"
 
 /* The controller's clock as this server knows it: boot time plus the
  * offset the daemon keeps in agent_clock, in seconds. */
@@ -29,11 +31,15 @@ INLINE __u32 unix_seconds(void)
  * Is the packet's (incarnation, generation) exactly the newest remembered
  * for the VIP? The XDP fast path's question (agent.c, hook AGENT_XDP):
  * such a packet has nothing to remember and is not stale. 0 also when the
- * VIP's words are missing.
+ * VIP's words are missing. opt: the option (both words read at once,
+ * agent_words.h opt_epoch).
  */
-INLINE int at_newest_epoch(const struct agent_vip *vip, __be32 incarnation, __be32 generation)
+_Static_assert(__builtin_offsetof(struct beamer_opt, incarnation) == __builtin_offsetof(struct beamer_opt, generation) + 4,
+	       "opt_epoch reads generation and incarnation as one word");
+
+INLINE int at_newest_epoch(const struct agent_vip *vip, const struct beamer_opt *opt)
 {
-	__u64 epoch = (__u64)bpf_ntohl(incarnation) << 32 | bpf_ntohl(generation);
+	__u64 epoch = opt_epoch(&opt->generation);
 	__u32 ka = vip->slot * 2, kb = vip->slot * 2 + 1;
 	__u64 *wa = bpf_map_lookup_elem(&generation_seen, &ka);
 	__u64 *wb = bpf_map_lookup_elem(&generation_seen, &kb);

@@ -188,6 +188,7 @@ const (
 	agentVarVips4Addr              = "vips4_addr"
 	agentVarVips4Count             = "vips4_count"
 	agentVarVips4Rec               = "vips4_rec"
+	agentVarXdpFastShape           = "xdp_fast_shape"
 )
 
 // loadAgent returns the embedded CollectionSpec for agent.
@@ -279,6 +280,7 @@ type agentVariableSpecs struct {
 	Vips4Addr              *ebpf.VariableSpec `ebpf:"vips4_addr"`
 	Vips4Count             *ebpf.VariableSpec `ebpf:"vips4_count"`
 	Vips4Rec               *ebpf.VariableSpec `ebpf:"vips4_rec"`
+	XdpFastShape           *ebpf.VariableSpec `ebpf:"xdp_fast_shape"`
 }
 
 // agentObjects contains all objects after they have been loaded into the kernel.
@@ -359,6 +361,7 @@ type agentVariables struct {
 	Vips4Addr              *ebpf.Variable `ebpf:"vips4_addr"`
 	Vips4Count             *ebpf.Variable `ebpf:"vips4_count"`
 	Vips4Rec               *ebpf.Variable `ebpf:"vips4_rec"`
+	XdpFastShape           *ebpf.Variable `ebpf:"xdp_fast_shape"`
 }
 
 // agentPrograms contains all programs after they have been loaded into the kernel.

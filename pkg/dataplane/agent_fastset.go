@@ -19,9 +19,19 @@ const agentFastSet = 8
 // tests run the vectors that way too.
 var agentFastSetsOff = false
 
+// agentXDPFastShapeOff turns off the XDP fast path's reading of its most
+// common packet whole (bpf/include/agent_xdp_fast.h): the tests run the
+// XDP vectors that way too, so that both ways are seen to decide alike.
+var agentXDPFastShapeOff = false
+
 // setAgentFastSets writes the constants; with more entries than
 // agentFastSet the counts say so (their default) and the maps decide.
 func setAgentFastSets(spec *ebpf.CollectionSpec, opts AgentOptions) error {
+	if agentXDPFastShapeOff {
+		if err := spec.Variables["xdp_fast_shape"].Set(uint32(0)); err != nil {
+			return fmt.Errorf("xdp_fast_shape: %w", err)
+		}
+	}
 	if agentFastSetsOff {
 		return nil
 	}

@@ -18,6 +18,18 @@ func TestAgentVectorsOnMaps(t *testing.T) {
 	t.Run("gue-xdp", TestGUEAgentXDPVectors)
 }
 
+// TestAgentXDPFastShape runs the XDP vectors (IP-in-IP and GUE) again with
+// the fast path's whole-word reading of its most common packet turned off
+// (bpf/include/agent_xdp_fast.h): the general path alone then decides
+// every packet, and each way gets every vector's decision, output and
+// counters, so the shortcut changes no verdict.
+func TestAgentXDPFastShape(t *testing.T) {
+	agentXDPFastShapeOff = true
+	t.Cleanup(func() { agentXDPFastShapeOff = false })
+	t.Run("xdp", TestAgentXDPVectors)
+	t.Run("gue-xdp", TestGUEAgentXDPVectors)
+}
+
 // TestAgentFastSets checks the constants: prefixes in network order with
 // their masks, VIP records with the slots and bucket bases configure
 // gives them (IPv6 VIPs counted in both), and more than agentFastSet

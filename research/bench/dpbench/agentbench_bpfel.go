@@ -119,53 +119,56 @@ type agentBenchLpmV6Key struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	agentBenchMapAgent6Prog             = "agent6_prog"
-	agentBenchMapAgent6XdpProg          = "agent6_xdp_prog"
-	agentBenchMapAgentClock             = "agent_clock"
-	agentBenchMapAgentCounters          = "agent_counters"
-	agentBenchMapAgentVips              = "agent_vips"
-	agentBenchMapAgentVips6             = "agent_vips6"
-	agentBenchMapBenchSaved             = "bench_saved"
-	agentBenchMapBucketChanged          = "bucket_changed"
-	agentBenchMapCaptureCfg             = "capture_cfg"
-	agentBenchMapCaptureRing            = "capture_ring"
-	agentBenchMapCaptureScratch         = "capture_scratch"
-	agentBenchMapCheetahAgentCounters   = "cheetah_agent_counters"
-	agentBenchMapCheetahKid             = "cheetah_kid"
-	agentBenchMapCheetahVips            = "cheetah_vips"
-	agentBenchMapGenerationSeen         = "generation_seen"
-	agentBenchMapGuePorts               = "gue_ports"
-	agentBenchMapTrustedSources         = "trusted_sources"
-	agentBenchMapTrustedSources6        = "trusted_sources6"
-	agentBenchProgBeamerAgent           = "beamer_agent"
-	agentBenchProgBeamerAgent6          = "beamer_agent6"
-	agentBenchProgBeamerAgent6Bench     = "beamer_agent6_bench"
-	agentBenchProgBeamerAgent6Xdp       = "beamer_agent6_xdp"
-	agentBenchProgBeamerAgent6XdpBench  = "beamer_agent6_xdp_bench"
-	agentBenchProgBeamerAgentBench      = "beamer_agent_bench"
-	agentBenchProgBeamerAgentXdp        = "beamer_agent_xdp"
-	agentBenchProgBeamerAgentXdpBench   = "beamer_agent_xdp_bench"
-	agentBenchProgCheetahEgress         = "cheetah_egress"
-	agentBenchProgCheetahEgressBench    = "cheetah_egress_bench"
-	agentBenchProgCheetahIngressBench   = "cheetah_ingress_bench"
-	agentBenchProgDecapFloorBench       = "decap_floor_bench"
-	agentBenchProgDecapFloorXdpBench    = "decap_floor_xdp_bench"
-	agentBenchProgEmptyTcBench          = "empty_tc_bench"
-	agentBenchProgStripFloorTcBench     = "strip_floor_tc_bench"
-	agentBenchProgStripFloorXdpBench    = "strip_floor_xdp_bench"
-	agentBenchVarCaptureOn              = "capture_on"
-	agentBenchVarCheetahAgentCounterMax = "cheetah_agent_counter_max"
-	agentBenchVarCheetahVipsInUse       = "cheetah_vips_in_use"
-	agentBenchVarLocalAddr              = "local_addr"
-	agentBenchVarLocalAddr6             = "local_addr6"
-	agentBenchVarMaxGenJump             = "max_gen_jump"
-	agentBenchVarMaxSkew                = "max_skew"
-	agentBenchVarTrusted4Count          = "trusted4_count"
-	agentBenchVarTrusted4Mask           = "trusted4_mask"
-	agentBenchVarTrusted4Net            = "trusted4_net"
-	agentBenchVarVips4Addr              = "vips4_addr"
-	agentBenchVarVips4Count             = "vips4_count"
-	agentBenchVarVips4Rec               = "vips4_rec"
+	agentBenchMapAgent6Prog               = "agent6_prog"
+	agentBenchMapAgent6XdpProg            = "agent6_xdp_prog"
+	agentBenchMapAgentClock               = "agent_clock"
+	agentBenchMapAgentCounters            = "agent_counters"
+	agentBenchMapAgentVips                = "agent_vips"
+	agentBenchMapAgentVips6               = "agent_vips6"
+	agentBenchMapBenchSaved               = "bench_saved"
+	agentBenchMapBucketChanged            = "bucket_changed"
+	agentBenchMapCaptureCfg               = "capture_cfg"
+	agentBenchMapCaptureRing              = "capture_ring"
+	agentBenchMapCaptureScratch           = "capture_scratch"
+	agentBenchMapCheetahAgentCounters     = "cheetah_agent_counters"
+	agentBenchMapCheetahKid               = "cheetah_kid"
+	agentBenchMapCheetahVips              = "cheetah_vips"
+	agentBenchMapGenerationSeen           = "generation_seen"
+	agentBenchMapGuePorts                 = "gue_ports"
+	agentBenchMapTrustedSources           = "trusted_sources"
+	agentBenchMapTrustedSources6          = "trusted_sources6"
+	agentBenchProgBeamerAgent             = "beamer_agent"
+	agentBenchProgBeamerAgent6            = "beamer_agent6"
+	agentBenchProgBeamerAgent6Bench       = "beamer_agent6_bench"
+	agentBenchProgBeamerAgent6Xdp         = "beamer_agent6_xdp"
+	agentBenchProgBeamerAgent6XdpBench    = "beamer_agent6_xdp_bench"
+	agentBenchProgBeamerAgentBench        = "beamer_agent_bench"
+	agentBenchProgBeamerAgentXdp          = "beamer_agent_xdp"
+	agentBenchProgBeamerAgentXdpBench     = "beamer_agent_xdp_bench"
+	agentBenchProgCheetahEgress           = "cheetah_egress"
+	agentBenchProgCheetahEgressBench      = "cheetah_egress_bench"
+	agentBenchProgCheetahIngressBench     = "cheetah_ingress_bench"
+	agentBenchProgDecapFloorBench         = "decap_floor_bench"
+	agentBenchProgDecapFloorXdpBench      = "decap_floor_xdp_bench"
+	agentBenchProgEmptyTcBench            = "empty_tc_bench"
+	agentBenchProgStripFloorTcBench       = "strip_floor_tc_bench"
+	agentBenchProgStripFloorXdpBench      = "strip_floor_xdp_bench"
+	agentBenchProgStripFloorXdpDataBench  = "strip_floor_xdp_data_bench"
+	agentBenchProgStripFloorXdpInsnsBench = "strip_floor_xdp_insns_bench"
+	agentBenchVarCaptureOn                = "capture_on"
+	agentBenchVarCheetahAgentCounterMax   = "cheetah_agent_counter_max"
+	agentBenchVarCheetahVipsInUse         = "cheetah_vips_in_use"
+	agentBenchVarLocalAddr                = "local_addr"
+	agentBenchVarLocalAddr6               = "local_addr6"
+	agentBenchVarMaxGenJump               = "max_gen_jump"
+	agentBenchVarMaxSkew                  = "max_skew"
+	agentBenchVarTrusted4Count            = "trusted4_count"
+	agentBenchVarTrusted4Mask             = "trusted4_mask"
+	agentBenchVarTrusted4Net              = "trusted4_net"
+	agentBenchVarVips4Addr                = "vips4_addr"
+	agentBenchVarVips4Count               = "vips4_count"
+	agentBenchVarVips4Rec                 = "vips4_rec"
+	agentBenchVarXdpFastShape             = "xdp_fast_shape"
 )
 
 // loadAgentBench returns the embedded CollectionSpec for agentBench.
@@ -210,22 +213,24 @@ type agentBenchSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type agentBenchProgramSpecs struct {
-	BeamerAgent          *ebpf.ProgramSpec `ebpf:"beamer_agent"`
-	BeamerAgent6         *ebpf.ProgramSpec `ebpf:"beamer_agent6"`
-	BeamerAgent6Bench    *ebpf.ProgramSpec `ebpf:"beamer_agent6_bench"`
-	BeamerAgent6Xdp      *ebpf.ProgramSpec `ebpf:"beamer_agent6_xdp"`
-	BeamerAgent6XdpBench *ebpf.ProgramSpec `ebpf:"beamer_agent6_xdp_bench"`
-	BeamerAgentBench     *ebpf.ProgramSpec `ebpf:"beamer_agent_bench"`
-	BeamerAgentXdp       *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp"`
-	BeamerAgentXdpBench  *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp_bench"`
-	CheetahEgress        *ebpf.ProgramSpec `ebpf:"cheetah_egress"`
-	CheetahEgressBench   *ebpf.ProgramSpec `ebpf:"cheetah_egress_bench"`
-	CheetahIngressBench  *ebpf.ProgramSpec `ebpf:"cheetah_ingress_bench"`
-	DecapFloorBench      *ebpf.ProgramSpec `ebpf:"decap_floor_bench"`
-	DecapFloorXdpBench   *ebpf.ProgramSpec `ebpf:"decap_floor_xdp_bench"`
-	EmptyTcBench         *ebpf.ProgramSpec `ebpf:"empty_tc_bench"`
-	StripFloorTcBench    *ebpf.ProgramSpec `ebpf:"strip_floor_tc_bench"`
-	StripFloorXdpBench   *ebpf.ProgramSpec `ebpf:"strip_floor_xdp_bench"`
+	BeamerAgent             *ebpf.ProgramSpec `ebpf:"beamer_agent"`
+	BeamerAgent6            *ebpf.ProgramSpec `ebpf:"beamer_agent6"`
+	BeamerAgent6Bench       *ebpf.ProgramSpec `ebpf:"beamer_agent6_bench"`
+	BeamerAgent6Xdp         *ebpf.ProgramSpec `ebpf:"beamer_agent6_xdp"`
+	BeamerAgent6XdpBench    *ebpf.ProgramSpec `ebpf:"beamer_agent6_xdp_bench"`
+	BeamerAgentBench        *ebpf.ProgramSpec `ebpf:"beamer_agent_bench"`
+	BeamerAgentXdp          *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp"`
+	BeamerAgentXdpBench     *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp_bench"`
+	CheetahEgress           *ebpf.ProgramSpec `ebpf:"cheetah_egress"`
+	CheetahEgressBench      *ebpf.ProgramSpec `ebpf:"cheetah_egress_bench"`
+	CheetahIngressBench     *ebpf.ProgramSpec `ebpf:"cheetah_ingress_bench"`
+	DecapFloorBench         *ebpf.ProgramSpec `ebpf:"decap_floor_bench"`
+	DecapFloorXdpBench      *ebpf.ProgramSpec `ebpf:"decap_floor_xdp_bench"`
+	EmptyTcBench            *ebpf.ProgramSpec `ebpf:"empty_tc_bench"`
+	StripFloorTcBench       *ebpf.ProgramSpec `ebpf:"strip_floor_tc_bench"`
+	StripFloorXdpBench      *ebpf.ProgramSpec `ebpf:"strip_floor_xdp_bench"`
+	StripFloorXdpDataBench  *ebpf.ProgramSpec `ebpf:"strip_floor_xdp_data_bench"`
+	StripFloorXdpInsnsBench *ebpf.ProgramSpec `ebpf:"strip_floor_xdp_insns_bench"`
 }
 
 // agentBenchMapSpecs contains maps before they are loaded into the kernel.
@@ -269,6 +274,7 @@ type agentBenchVariableSpecs struct {
 	Vips4Addr              *ebpf.VariableSpec `ebpf:"vips4_addr"`
 	Vips4Count             *ebpf.VariableSpec `ebpf:"vips4_count"`
 	Vips4Rec               *ebpf.VariableSpec `ebpf:"vips4_rec"`
+	XdpFastShape           *ebpf.VariableSpec `ebpf:"xdp_fast_shape"`
 }
 
 // agentBenchObjects contains all objects after they have been loaded into the kernel.
@@ -351,28 +357,31 @@ type agentBenchVariables struct {
 	Vips4Addr              *ebpf.Variable `ebpf:"vips4_addr"`
 	Vips4Count             *ebpf.Variable `ebpf:"vips4_count"`
 	Vips4Rec               *ebpf.Variable `ebpf:"vips4_rec"`
+	XdpFastShape           *ebpf.Variable `ebpf:"xdp_fast_shape"`
 }
 
 // agentBenchPrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to loadAgentBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type agentBenchPrograms struct {
-	BeamerAgent          *ebpf.Program `ebpf:"beamer_agent"`
-	BeamerAgent6         *ebpf.Program `ebpf:"beamer_agent6"`
-	BeamerAgent6Bench    *ebpf.Program `ebpf:"beamer_agent6_bench"`
-	BeamerAgent6Xdp      *ebpf.Program `ebpf:"beamer_agent6_xdp"`
-	BeamerAgent6XdpBench *ebpf.Program `ebpf:"beamer_agent6_xdp_bench"`
-	BeamerAgentBench     *ebpf.Program `ebpf:"beamer_agent_bench"`
-	BeamerAgentXdp       *ebpf.Program `ebpf:"beamer_agent_xdp"`
-	BeamerAgentXdpBench  *ebpf.Program `ebpf:"beamer_agent_xdp_bench"`
-	CheetahEgress        *ebpf.Program `ebpf:"cheetah_egress"`
-	CheetahEgressBench   *ebpf.Program `ebpf:"cheetah_egress_bench"`
-	CheetahIngressBench  *ebpf.Program `ebpf:"cheetah_ingress_bench"`
-	DecapFloorBench      *ebpf.Program `ebpf:"decap_floor_bench"`
-	DecapFloorXdpBench   *ebpf.Program `ebpf:"decap_floor_xdp_bench"`
-	EmptyTcBench         *ebpf.Program `ebpf:"empty_tc_bench"`
-	StripFloorTcBench    *ebpf.Program `ebpf:"strip_floor_tc_bench"`
-	StripFloorXdpBench   *ebpf.Program `ebpf:"strip_floor_xdp_bench"`
+	BeamerAgent             *ebpf.Program `ebpf:"beamer_agent"`
+	BeamerAgent6            *ebpf.Program `ebpf:"beamer_agent6"`
+	BeamerAgent6Bench       *ebpf.Program `ebpf:"beamer_agent6_bench"`
+	BeamerAgent6Xdp         *ebpf.Program `ebpf:"beamer_agent6_xdp"`
+	BeamerAgent6XdpBench    *ebpf.Program `ebpf:"beamer_agent6_xdp_bench"`
+	BeamerAgentBench        *ebpf.Program `ebpf:"beamer_agent_bench"`
+	BeamerAgentXdp          *ebpf.Program `ebpf:"beamer_agent_xdp"`
+	BeamerAgentXdpBench     *ebpf.Program `ebpf:"beamer_agent_xdp_bench"`
+	CheetahEgress           *ebpf.Program `ebpf:"cheetah_egress"`
+	CheetahEgressBench      *ebpf.Program `ebpf:"cheetah_egress_bench"`
+	CheetahIngressBench     *ebpf.Program `ebpf:"cheetah_ingress_bench"`
+	DecapFloorBench         *ebpf.Program `ebpf:"decap_floor_bench"`
+	DecapFloorXdpBench      *ebpf.Program `ebpf:"decap_floor_xdp_bench"`
+	EmptyTcBench            *ebpf.Program `ebpf:"empty_tc_bench"`
+	StripFloorTcBench       *ebpf.Program `ebpf:"strip_floor_tc_bench"`
+	StripFloorXdpBench      *ebpf.Program `ebpf:"strip_floor_xdp_bench"`
+	StripFloorXdpDataBench  *ebpf.Program `ebpf:"strip_floor_xdp_data_bench"`
+	StripFloorXdpInsnsBench *ebpf.Program `ebpf:"strip_floor_xdp_insns_bench"`
 }
 
 func (p *agentBenchPrograms) Close() error {
@@ -393,6 +402,8 @@ func (p *agentBenchPrograms) Close() error {
 		p.EmptyTcBench,
 		p.StripFloorTcBench,
 		p.StripFloorXdpBench,
+		p.StripFloorXdpDataBench,
+		p.StripFloorXdpInsnsBench,
 	)
 }
 

@@ -25,7 +25,12 @@ type agentExtras struct {
 	XDPBench      *ebpf.Program `ebpf:"beamer_agent_xdp_bench"`
 	XDPDecapFloor *ebpf.Program `ebpf:"decap_floor_xdp_bench"`
 	XDPStripFloor *ebpf.Program `ebpf:"strip_floor_xdp_bench"`
-	StripFloor    *ebpf.Program `ebpf:"strip_floor_tc_bench"` // tc's
+	// What the XDP fast path's cost above its floor is made of: the floor
+	// after 200 dependent ALU instructions, and after the fast path's
+	// reads and counter writes.
+	XDPStripFloorInsns *ebpf.Program `ebpf:"strip_floor_xdp_insns_bench"`
+	XDPStripFloorData  *ebpf.Program `ebpf:"strip_floor_xdp_data_bench"`
+	StripFloor         *ebpf.Program `ebpf:"strip_floor_tc_bench"` // tc's
 	// The IPv6 paths'.
 	Bench6    *ebpf.Program `ebpf:"beamer_agent6_bench"`
 	XDPBench6 *ebpf.Program `ebpf:"beamer_agent6_xdp_bench"`

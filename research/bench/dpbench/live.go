@@ -53,6 +53,10 @@ type LiveRow struct {
 	DropsToSink uint64 `json:"drops_mux_to_sink"`
 	// Other non-zero veth counters of the run, per interface.
 	Veth map[string]map[string]uint64 `json:"veth,omitempty"`
+	// TX: the row's program sends each packet back out of the veth it
+	// came in on (XDP_TX) to a counting sink on the generator's end,
+	// instead of redirecting it to the sink's link (live_tx.go).
+	TX bool `json:"xdp_tx,omitempty"`
 }
 
 // LiveOptions shape the live benchmark.
@@ -65,12 +69,15 @@ type LiveOptions struct {
 	// Softirq adds a first row (Beamer, first size) with the kernel's
 	// default of every poll in softirq on the generator's CPU.
 	Softirq bool
+	// TX adds the XDP_TX rows: the encapsulation floor and Beamer at its
+	// first size sending back out of the mux's receiving veth (live_tx.go).
+	TX bool
 }
 
 // LiveFull and LiveQuick are the live benchmark's sizes.
 var (
-	LiveFull  = LiveOptions{Packets: 4_000_000, Flows: 1_000_000, Beamer: []uint32{1000, 1_000_000}, Maglev: []uint32{1009, 1_000_003}, AWFD: []uint32{1009}, Softirq: true}
-	LiveQuick = LiveOptions{Packets: 20_000, Flows: 1000, Beamer: []uint32{1000}, Maglev: []uint32{1009}, AWFD: []uint32{1009}}
+	LiveFull  = LiveOptions{Packets: 4_000_000, Flows: 1_000_000, Beamer: []uint32{1000, 1_000_000}, Maglev: []uint32{1009, 1_000_003}, AWFD: []uint32{1009}, Softirq: true, TX: true}
+	LiveQuick = LiveOptions{Packets: 20_000, Flows: 1000, Beamer: []uint32{1000}, Maglev: []uint32{1009}, AWFD: []uint32{1009}, TX: true}
 )
 
 // liveNet: generator → mux → sink, each in its namespace. The generator is
@@ -129,6 +136,9 @@ func newLiveNet(lab *netlab.Lab) (*liveNet, error) {
 			return nil, err
 		}
 	}
+	if err := n.txNeighbours(); err != nil { // live_tx.go
+		return nil, err
+	}
 	if n.genIf, err = n.gen.LinkIndex("eth0"); err != nil {
 		return nil, err
 	}
@@ -186,11 +196,16 @@ func (n *liveNet) close() {
 }
 
 func liveInstance(strategy forwarding.Strategy, size uint32) (forwarding.Instance, *forwarding.Table, error) {
+	return liveInstanceOn(strategy, size, liveServer)
+}
+
+// liveInstanceOn is liveInstance with the servers at server(i).
+func liveInstanceOn(strategy forwarding.Strategy, size uint32, server func(int) netip.Addr) (forwarding.Instance, *forwarding.Table, error) {
 	t := forwarding.NewTable(int(size))
 	var backends []assign.Server
 	for i := 0; i < servers; i++ {
 		id := forwarding.ServerID(1025 + i)
-		t.Servers[id] = forwarding.Server{Addr: liveServer(i), State: forwarding.Active}
+		t.Servers[id] = forwarding.Server{Addr: server(i), State: forwarding.Active}
 		backends = append(backends, assign.Server{ID: id, Weight: 1})
 	}
 	if strategy.Spec().MaglevTable {
@@ -258,6 +273,20 @@ func RunLive(o LiveOptions, progress io.Writer) ([]LiveRow, error) {
 			}
 			fmt.Fprintf(progress, "  live %-6s %8d buckets: %.2f Mpps forwarded, %.1f ns/packet in the mux program\n",
 				row.Strategy, row.Buckets, row.ForwardedMpps, row.ProgramNs)
+			rows = append(rows, row)
+		}
+	}
+	if o.TX && len(o.Beamer) > 0 {
+		for _, c := range []struct {
+			s    forwarding.Strategy
+			size uint32
+		}{{liveFloor, 0}, {forwarding.StrategyBeamer, o.Beamer[0]}} {
+			row, err := n.measureTX(c.s, c.size, o, nil)
+			if err != nil {
+				return nil, fmt.Errorf("%s with %d buckets, XDP_TX: %w", c.s, c.size, err)
+			}
+			fmt.Fprintf(progress, "  live %-6s %8d buckets, XDP_TX: %.2f Mpps forwarded, %.1f ns/packet on the mux's CPU\n",
+				row.Strategy, row.Buckets, row.ForwardedMpps, row.MuxNs)
 			rows = append(rows, row)
 		}
 	}
@@ -537,13 +566,17 @@ func (n *liveNet) vethStats() (map[string]map[string]uint64, error) {
 func printLive(w io.Writer, rows []LiveRow) {
 	fmt.Fprintln(w, "live traffic through a mux on veth (generator: XDP live frames, minimum-size packets; each part's CPU time from the kernel):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\tbuckets\tflows\tsent\tdropped gen→mux\tforwarded\tdropped mux→sink\tdelivered\tforwarded Mpps\tmux program ns\tmux CPU ns/pkt\tmux busy\tgenerator CPU ns/pkt\tsink CPU ns/pkt\tCPUs gen/mux/sink\t")
+	fmt.Fprintln(tw, "strategy\tsends\tbuckets\tflows\tsent\tdropped gen→mux\tforwarded\tdropped mux→sink\tdelivered\tforwarded Mpps\tmux program ns\tmux CPU ns/pkt\tmux busy\tgenerator CPU ns/pkt\tsink CPU ns/pkt\tCPUs gen/mux/sink\t")
 	for _, l := range rows {
 		mux, busy, sink, cpus := fmt.Sprintf("%.1f", l.MuxNs), fmt.Sprintf("%.0f%%", 100*l.MuxBusy), fmt.Sprintf("%.1f", l.SinkNs), fmt.Sprintf("%d/%d/%d", l.GenCPU, l.MuxCPU, l.SinkCPU)
 		if l.Softirq {
 			mux, busy, sink, cpus = "in generator's", "-", "in generator's", "0/0/0 softirq"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.1f\t%s\t%s\t%.1f\t%s\t%s\t\n", l.Strategy, l.Buckets, l.Flows, l.Sent,
+		sends := "redirect"
+		if l.TX {
+			sends = "XDP_TX"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.1f\t%s\t%s\t%.1f\t%s\t%s\t\n", l.Strategy, sends, l.Buckets, l.Flows, l.Sent,
 			l.DropsToMux, l.Forwarded, l.DropsToSink, l.Delivered, l.ForwardedMpps, l.ProgramNs, mux, busy, l.GenNs, sink, cpus)
 	}
 	tw.Flush()

@@ -244,15 +244,19 @@ func (r *Report) TargetTable() string {
 // LiveTable renders the live rows.
 func (r *Report) LiveTable() string {
 	var b strings.Builder
-	fmt.Fprintln(&b, "| strategy | table | polls | sent | refused at the mux's ring | forwarded | refused at the sink's ring | forwarded Mpps | mux program ns/packet | mux CPU ns/packet | mux CPU busy | generator CPU ns/packet | sink CPU ns/packet |")
-	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(&b, "| strategy | table | sends by | polls | sent | refused at the mux's ring | forwarded | refused at the sink's ring | forwarded Mpps | mux program ns/packet | mux CPU ns/packet | mux CPU busy | generator CPU ns/packet | sink CPU ns/packet |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, l := range r.Live {
 		polls := fmt.Sprintf("threaded: generator CPU %d, mux CPU %d, sink CPU %d", l.GenCPU, l.MuxCPU, l.SinkCPU)
+		sends := "redirect to the sink's link"
+		if l.TX {
+			sends = "XDP_TX to the generator's end"
+		}
 		mux, busy, sink := fmt.Sprintf("%.0f", l.MuxNs), fmt.Sprintf("%.0f %%", 100*l.MuxBusy), fmt.Sprintf("%.0f", l.SinkNs)
 		if l.Softirq {
 			polls, mux, busy, sink = "softirq, all on CPU 0", "(in the generator's)", "–", "(in the generator's)"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %.2f | %.0f | %s | %s | %.0f | %s |\n", l.Strategy, thousands(l.Buckets), polls,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %.0f | %s | %s | %.0f | %s |\n", l.Strategy, thousands(l.Buckets), sends, polls,
 			thousands(l.Sent), thousands(int(l.DropsToMux)), thousands(int(l.Forwarded)), thousands(int(l.DropsToSink)),
 			l.ForwardedMpps, l.ProgramNs, mux, busy, l.GenNs, sink)
 	}
@@ -260,10 +264,21 @@ func (r *Report) LiveTable() string {
 }
 
 // LiveFigure picks a figure of the live rows for the prose: the first
-// threaded (or, with softirq, the first softirq) row of strategy.
+// threaded (or, with softirq, the first softirq) row of strategy that
+// redirects to the sink's link.
 func (r *Report) LiveFigure(strategy string, softirq bool) *LiveRow {
 	for i := range r.Live {
-		if l := &r.Live[i]; l.Strategy == strategy && l.Softirq == softirq {
+		if l := &r.Live[i]; l.Strategy == strategy && l.Softirq == softirq && !l.TX {
+			return l
+		}
+	}
+	return nil
+}
+
+// LiveTXFigure picks the XDP_TX row of strategy (live_tx.go).
+func (r *Report) LiveTXFigure(strategy string) *LiveRow {
+	for i := range r.Live {
+		if l := &r.Live[i]; l.Strategy == strategy && l.TX {
 			return l
 		}
 	}

@@ -28,6 +28,10 @@ type Options struct {
 	// BeamerOnly stops after the floors and the Beamer rows
 	// (scripts/mux-stages.sh measures the Beamer path alone).
 	BeamerOnly bool
+	// AgentOnly measures the agent's rows alone (tc and XDP, both
+	// families): no mux rows (the agent's are netted against empty
+	// programs of their own hook either way).
+	AgentOnly bool
 	// AgentBaseline is the compare mode's baseline agent object (an
 	// earlier commit's pkg/dataplane/agentbench_bpfel.o): its programs run
 	// on the current agent's maps, batched and per packet; nil: none.
@@ -249,6 +253,16 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 		return nil
 	}
 
+	if o.AgentOnly {
+		if err := agentRows(r, rep, o, add); err != nil {
+			return nil, err
+		}
+		if err := agent6Rows(r, o, add); err != nil {
+			return nil, err
+		}
+		rep.ratios()
+		return rep, nil
+	}
 	// Beamer rows, and the floor and empty program from the same object:
 	// buckets that never moved (the fast path: no history to read), every
 	// bucket moved once (one previous owner in the option, the paper's
