@@ -196,6 +196,20 @@ type muxNexthop6 struct {
 	_       [4]byte
 }
 
+type muxNexthopLine struct {
+	_ structs.HostLayout
+	E [2]struct {
+		_       structs.HostLayout
+		Seq     uint32
+		Daddr   uint32
+		Ifindex uint32
+		Mtu     uint32
+		Dmac    [6]uint8
+		Smac    [6]uint8
+		Pad     uint32
+	}
+}
+
 type muxPortSet struct {
 	_       structs.HostLayout
 	UdpMask uint16
@@ -290,6 +304,7 @@ const (
 	muxMapNexthop6Cache          = "nexthop6_cache"
 	muxMapNexthopCache           = "nexthop_cache"
 	muxMapNexthopEpoch           = "nexthop_epoch"
+	muxMapNexthopTable           = "nexthop_table"
 	muxMapPortSets               = "port_sets"
 	muxMapPrismLearned           = "prism_learned"
 	muxMapPrismLearning          = "prism_learning"
@@ -386,6 +401,7 @@ type muxMapSpecs struct {
 	Nexthop6Cache      *ebpf.MapSpec `ebpf:"nexthop6_cache"`
 	NexthopCache       *ebpf.MapSpec `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.MapSpec `ebpf:"nexthop_epoch"`
+	NexthopTable       *ebpf.MapSpec `ebpf:"nexthop_table"`
 	PortSets           *ebpf.MapSpec `ebpf:"port_sets"`
 	PrismLearned       *ebpf.MapSpec `ebpf:"prism_learned"`
 	PrismLearning      *ebpf.MapSpec `ebpf:"prism_learning"`
@@ -456,6 +472,7 @@ type muxMaps struct {
 	Nexthop6Cache      *ebpf.Map `ebpf:"nexthop6_cache"`
 	NexthopCache       *ebpf.Map `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.Map `ebpf:"nexthop_epoch"`
+	NexthopTable       *ebpf.Map `ebpf:"nexthop_table"`
 	PortSets           *ebpf.Map `ebpf:"port_sets"`
 	PrismLearned       *ebpf.Map `ebpf:"prism_learned"`
 	PrismLearning      *ebpf.Map `ebpf:"prism_learning"`
@@ -491,6 +508,7 @@ func (m *muxMaps) Close() error {
 		m.Nexthop6Cache,
 		m.NexthopCache,
 		m.NexthopEpoch,
+		m.NexthopTable,
 		m.PortSets,
 		m.PrismLearned,
 		m.PrismLearning,

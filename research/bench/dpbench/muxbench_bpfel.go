@@ -146,6 +146,20 @@ type muxBenchNexthop6 struct {
 	_       [4]byte
 }
 
+type muxBenchNexthopLine struct {
+	_ structs.HostLayout
+	E [2]struct {
+		_       structs.HostLayout
+		Seq     uint32
+		Daddr   uint32
+		Ifindex uint32
+		Mtu     uint32
+		Dmac    [6]uint8
+		Smac    [6]uint8
+		Pad     uint32
+	}
+}
+
 type muxBenchPortSet struct {
 	_       structs.HostLayout
 	UdpMask uint16
@@ -240,6 +254,7 @@ const (
 	muxBenchMapNexthop6Cache          = "nexthop6_cache"
 	muxBenchMapNexthopCache           = "nexthop_cache"
 	muxBenchMapNexthopEpoch           = "nexthop_epoch"
+	muxBenchMapNexthopTable           = "nexthop_table"
 	muxBenchMapPortSets               = "port_sets"
 	muxBenchMapPrismLearned           = "prism_learned"
 	muxBenchMapPrismLearning          = "prism_learning"
@@ -373,6 +388,7 @@ type muxBenchMapSpecs struct {
 	Nexthop6Cache      *ebpf.MapSpec `ebpf:"nexthop6_cache"`
 	NexthopCache       *ebpf.MapSpec `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.MapSpec `ebpf:"nexthop_epoch"`
+	NexthopTable       *ebpf.MapSpec `ebpf:"nexthop_table"`
 	PortSets           *ebpf.MapSpec `ebpf:"port_sets"`
 	PrismLearned       *ebpf.MapSpec `ebpf:"prism_learned"`
 	PrismLearning      *ebpf.MapSpec `ebpf:"prism_learning"`
@@ -456,6 +472,7 @@ type muxBenchMaps struct {
 	Nexthop6Cache      *ebpf.Map `ebpf:"nexthop6_cache"`
 	NexthopCache       *ebpf.Map `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.Map `ebpf:"nexthop_epoch"`
+	NexthopTable       *ebpf.Map `ebpf:"nexthop_table"`
 	PortSets           *ebpf.Map `ebpf:"port_sets"`
 	PrismLearned       *ebpf.Map `ebpf:"prism_learned"`
 	PrismLearning      *ebpf.Map `ebpf:"prism_learning"`
@@ -493,6 +510,7 @@ func (m *muxBenchMaps) Close() error {
 		m.Nexthop6Cache,
 		m.NexthopCache,
 		m.NexthopEpoch,
+		m.NexthopTable,
 		m.PortSets,
 		m.PrismLearned,
 		m.PrismLearning,
