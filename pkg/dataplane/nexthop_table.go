@@ -156,6 +156,16 @@ func (t *nextHopTable) withdrawAll() {
 	}
 }
 
+// retire withdraws every entry and publishes nothing any more.
+func (t *nextHopTable) retire() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for a := range t.at {
+		t.withdrawLocked(a)
+	}
+	t.closed = true // the mapping stays until close
+}
+
 // published is a's entry as the program would read it, if valid.
 func (t *nextHopTable) published(a netip.Addr) (ResolvedNextHop, bool) {
 	t.mu.Lock()
@@ -178,9 +188,10 @@ func (t *nextHopTable) published(a netip.Addr) (ResolvedNextHop, bool) {
 func (t *nextHopTable) close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.closed {
-		t.closed = true
+	t.closed = true
+	if t.words.mem != nil {
 		unix.Munmap(t.words.mem)
+		t.words.mem = nil
 	}
 }
 
@@ -195,6 +206,11 @@ func (m *Mux) WithdrawNextHop(a netip.Addr) { m.nextHops.withdraw(a) }
 // WithdrawAllNextHops withdraws every published next hop: after a route
 // change, until the daemon has resolved them again, packets ask the FIB.
 func (m *Mux) WithdrawAllNextHops() { m.nextHops.withdrawAll() }
+
+// RetireNextHops withdraws every published next hop for good: the daemon
+// stops following them while its (pinned) program may forward on, which
+// then asks the FIB for every server.
+func (m *Mux) RetireNextHops() { m.nextHops.retire() }
 
 // PublishedNextHop is a's published next hop, if it has a valid one.
 func (m *Mux) PublishedNextHop(a netip.Addr) (ResolvedNextHop, bool) { return m.nextHops.published(a) }

@@ -108,6 +108,19 @@ func TestPublishedNextHop(t *testing.T) {
 	if d := after["drop_no_route"] - before["drop_no_route"]; d != 1 {
 		t.Errorf("drop_no_route moved by %d, want 1", d)
 	}
+
+	// Retired (the daemon halts, its program forwarding on): nothing is
+	// published any more, and the FIB answers.
+	must(t, nl.RouteAdd(route))
+	h.Dst = published
+	must(t, m.PublishNextHop(far, h))
+	m.RetireNextHops()
+	must(t, m.PublishNextHop(far, h))
+	if _, ok := m.PublishedNextHop(far); ok {
+		t.Error("a next hop published after RetireNextHops")
+	}
+	m.FlushNextHops()
+	send("retired", "tx", gw)
 }
 
 // TestPublishedNextHopNeverTorn: while the daemon rewrites a server's

@@ -407,6 +407,9 @@ func (d *Daemon) Abandon() error {
 		d.vethPeer.release() // the pinned program still needs it
 	}
 	if d.mux != nil {
+		// The pinned program forwards on with no one following its
+		// published next hops: it asks the FIB from now on (nexthops.go).
+		d.mux.RetireNextHops()
 		return d.mux.Close()
 	}
 	return nil

@@ -29,7 +29,9 @@ import (
 //     every server is resolved again (cost: one route query per server,
 //     and one neighbour listing per device), catching anything missed;
 //   - a subscription that breaks (its socket overran) withdraws every
-//     entry, subscribes again and resolves everything.
+//     entry, subscribes again and resolves everything;
+//   - the daemon stopping withdraws every entry (nothing follows them any
+//     more, and a halted daemon's pinned program may forward on).
 //
 // Work is done in one goroutine, events first: resolution runs in chunks
 // of nextHopChunk servers between events, so a pass over many servers
@@ -139,6 +141,9 @@ func (f *nextHopFollower) broken() bool {
 func (f *nextHopFollower) run() {
 	defer f.ns.Close()
 	defer f.nl.Close()
+	// Nothing follows the entries once the daemon stops (a halted daemon's
+	// pinned program may forward on): its packets ask the FIB.
+	defer f.withdrawAll()
 	resync := time.NewTicker(nextHopResyncEvery)
 	defer resync.Stop()
 	lastFull := time.Now()
