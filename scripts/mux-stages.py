@@ -15,7 +15,7 @@ import sys
 # stage -> (file, the source text it replaces, what is put in front of it, what it means)
 ABLATIONS = {
     "nexthop": ("include/nexthop.h",
-                "\tif (!is_ipv6 && nexthop_published(daddr4, out))",
+                "\tif (is_ipv6 ? nexthop6_published(daddr6, out) : nexthop_published(daddr4, out))",
                 "#ifdef STAGE_OFF_NEXTHOP\n\tout->ifindex = ctx->ingress_ifindex;\n\tout->mtu = 1500;\n"
                 "\t__builtin_memset(out->dmac, 0x02, ETH_ALEN);\n\t__builtin_memset(out->smac, 0x04, ETH_ALEN);\n"
                 "\treturn NEXTHOP_TX;\n#endif\n",

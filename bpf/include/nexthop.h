@@ -23,8 +23,8 @@
  * inlined array read, no epoch, no helper. An entry the daemon has not
  * resolved (no route yet, a neighbour not yet known, a slot taken by
  * another server) or is rewriting falls through to the cache and the FIB,
- * so nothing forwards worse than without the table. IPv6 servers use the
- * cache alone.
+ * so nothing forwards worse than without the table. IPv6 servers have a
+ * table of their own (nexthop6_table).
  */
 #ifndef BEAMER_NEXTHOP_H
 #define BEAMER_NEXTHOP_H
@@ -213,6 +213,59 @@ INLINE int nexthop_published(__be32 daddr, struct nexthop_answer *out)
 	return READ_ONCE_U64(e) == head;
 }
 
+/*
+ * The IPv6 servers' published next hops: one 64-byte entry a line, the
+ * line chosen like the IPv6 cache slot, the same sequence lock with a
+ * 64-bit seq word of its own (the address does not fit beside it), read
+ * before and after the address and the answer; a server whose line is
+ * another's is left to the cache.
+ */
+#define NEXTHOP6_TABLE_BITS 12
+#define NEXTHOP6_TABLE_LINES (1 << NEXTHOP6_TABLE_BITS) /* 4096 servers */
+
+struct nexthop6_entry {
+	__u64 seq;             /* odd: whole and valid; even: invalid or being written */
+	struct in6_addr daddr; /* the server it answers for */
+	__u32 ifindex;
+	__u32 mtu;
+	__u8 dmac[ETH_ALEN];
+	__u8 smac[ETH_ALEN];
+	__u8 pad[20];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NEXTHOP6_TABLE_LINES);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct nexthop6_entry);
+} nexthop6_table SEC(".maps");
+
+/* The line of an IPv6 server in nexthop6_table (Go: nextHopLine6). */
+INLINE __u32 nexthop6_line_of(const struct in6_addr *daddr)
+{
+	return (bpf_ntohl(addr6_fold(daddr)) * 2654435761u) >> (32 - NEXTHOP6_TABLE_BITS);
+}
+
+/* nexthop_published for an IPv6 server. */
+INLINE int nexthop6_published(const struct in6_addr *daddr, struct nexthop_answer *out)
+{
+	__u32 line = nexthop6_line_of(daddr);
+	struct nexthop6_entry *e = bpf_map_lookup_elem(&nexthop6_table, &line);
+
+	if (!e)
+		return 0;
+	__u64 head = READ_ONCE_U64(&e->seq);
+	if (!(head & 1))
+		return 0;
+	barrier();
+	if (!addr6_eq(&e->daddr, daddr))
+		return 0;
+	NEXTHOP_ANSWER(out, e);
+	barrier();
+	return READ_ONCE_U64(&e->seq) == head;
+}
+
 /* Looks up the route to daddr from saddr: egress device, MACs and MTU.
  * One path for both families: an IPv4 address is word 0 of saddr and
  * daddr, an IPv6 one all four; is_ipv6 is a constant at each call, so each
@@ -232,7 +285,7 @@ INLINE enum nexthop_result xdp_nexthop(struct xdp_md *ctx, const __be32 *saddr, 
 	struct nexthop6 *nh6 = NULL;
 	__u32 zero = 0;
 
-	if (!is_ipv6 && nexthop_published(daddr4, out))
+	if (is_ipv6 ? nexthop6_published(daddr6, out) : nexthop_published(daddr4, out))
 		return out->ifindex == ctx->ingress_ifindex ? NEXTHOP_TX : NEXTHOP_REDIRECT;
 
 	if (is_ipv6) {

@@ -196,6 +196,17 @@ type muxNexthop6 struct {
 	_       [4]byte
 }
 
+type muxNexthop6Entry struct {
+	_       structs.HostLayout
+	Seq     uint64
+	Daddr   muxIn6Addr
+	Ifindex uint32
+	Mtu     uint32
+	Dmac    [6]uint8
+	Smac    [6]uint8
+	Pad     [20]uint8
+}
+
 type muxNexthopLine struct {
 	_ structs.HostLayout
 	E [2]struct {
@@ -302,6 +313,7 @@ const (
 	muxMapMuxVipPacket           = "mux_vip_packet"
 	muxMapMuxVipTraffic          = "mux_vip_traffic"
 	muxMapNexthop6Cache          = "nexthop6_cache"
+	muxMapNexthop6Table          = "nexthop6_table"
 	muxMapNexthopCache           = "nexthop_cache"
 	muxMapNexthopEpoch           = "nexthop_epoch"
 	muxMapNexthopTable           = "nexthop_table"
@@ -399,6 +411,7 @@ type muxMapSpecs struct {
 	MuxVipPacket       *ebpf.MapSpec `ebpf:"mux_vip_packet"`
 	MuxVipTraffic      *ebpf.MapSpec `ebpf:"mux_vip_traffic"`
 	Nexthop6Cache      *ebpf.MapSpec `ebpf:"nexthop6_cache"`
+	Nexthop6Table      *ebpf.MapSpec `ebpf:"nexthop6_table"`
 	NexthopCache       *ebpf.MapSpec `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.MapSpec `ebpf:"nexthop_epoch"`
 	NexthopTable       *ebpf.MapSpec `ebpf:"nexthop_table"`
@@ -470,6 +483,7 @@ type muxMaps struct {
 	MuxVipPacket       *ebpf.Map `ebpf:"mux_vip_packet"`
 	MuxVipTraffic      *ebpf.Map `ebpf:"mux_vip_traffic"`
 	Nexthop6Cache      *ebpf.Map `ebpf:"nexthop6_cache"`
+	Nexthop6Table      *ebpf.Map `ebpf:"nexthop6_table"`
 	NexthopCache       *ebpf.Map `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.Map `ebpf:"nexthop_epoch"`
 	NexthopTable       *ebpf.Map `ebpf:"nexthop_table"`
@@ -506,6 +520,7 @@ func (m *muxMaps) Close() error {
 		m.MuxVipPacket,
 		m.MuxVipTraffic,
 		m.Nexthop6Cache,
+		m.Nexthop6Table,
 		m.NexthopCache,
 		m.NexthopEpoch,
 		m.NexthopTable,

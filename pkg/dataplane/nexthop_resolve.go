@@ -22,13 +22,16 @@ type Neighbor struct {
 // listing per device: make a new one for each pass.
 type NextHopLookup struct {
 	nl     *netlink.Handle
-	neighs map[int]map[netip.Addr]netlink.Neigh // link → its IPv4 neighbours
+	neighs map[neighTable]map[netip.Addr]netlink.Neigh
 	links  map[int]netlink.Link
 }
 
+// neighTable is one device's neighbours of one family.
+type neighTable struct{ link, family int }
+
 // NewNextHopLookup starts a resolution pass.
 func NewNextHopLookup(nl *netlink.Handle) *NextHopLookup {
-	return &NextHopLookup{nl: nl, neighs: map[int]map[netip.Addr]netlink.Neigh{}, links: map[int]netlink.Link{}}
+	return &NextHopLookup{nl: nl, neighs: map[neighTable]map[netip.Addr]netlink.Neigh{}, links: map[int]netlink.Link{}}
 }
 
 // neighValid are the states in which the FIB uses a neighbour's MAC
@@ -45,8 +48,9 @@ func NeighborUsable(state int, mac net.HardwareAddr) bool {
 // error saying why there is none yet (no unicast route, neighbour not
 // resolved, a device without a MAC): the program then asks the FIB.
 func (l *NextHopLookup) Resolve(a netip.Addr) (ResolvedNextHop, Neighbor, error) {
-	if !a.Is4() {
-		return ResolvedNextHop{}, Neighbor{}, fmt.Errorf("%v: only IPv4 next hops are published", a)
+	a = a.Unmap()
+	if !a.IsValid() {
+		return ResolvedNextHop{}, Neighbor{}, fmt.Errorf("no address")
 	}
 	routes, err := l.nl.RouteGet(net.IP(a.AsSlice()))
 	if err != nil || len(routes) == 0 {
@@ -58,11 +62,11 @@ func (l *NextHopLookup) Resolve(a netip.Addr) (ResolvedNextHop, Neighbor, error)
 	}
 	hop := a
 	if r.Gw != nil {
-		g, ok := netip.AddrFromSlice(r.Gw.To4())
-		if !ok {
-			return ResolvedNextHop{}, Neighbor{}, fmt.Errorf("route to %v: gateway %v is not IPv4", a, r.Gw)
+		g, ok := netip.AddrFromSlice(r.Gw)
+		if !ok || g.Unmap().Is4() != a.Is4() {
+			return ResolvedNextHop{}, Neighbor{}, fmt.Errorf("route to %v: gateway %v of another family", a, r.Gw)
 		}
-		hop = g
+		hop = g.Unmap()
 	}
 	n := Neighbor{LinkIndex: r.LinkIndex, IP: hop}
 	link, err := l.link(r.LinkIndex)
@@ -77,9 +81,9 @@ func (l *NextHopLookup) Resolve(a netip.Addr) (ResolvedNextHop, Neighbor, error)
 	if err != nil {
 		return ResolvedNextHop{}, n, err
 	}
-	// The FIB's mtu_result for a forwarded packet: a locked route MTU,
-	// else a learned path MTU (an exception, which expires), else the
-	// device's. An unlocked MTU in the answer is either an exception or a
+	// The FIB's mtu_result for a forwarded packet (either family): a
+	// locked route MTU, else a learned path MTU (an exception, which
+	// expires), else the device's. An unlocked MTU in the answer is either an exception or a
 	// route metric the FIB may ignore: left to the FIB.
 	mtu := link.Attrs().MTU
 	if r.MTU > 0 && r.MTULock {
@@ -106,19 +110,23 @@ func (l *NextHopLookup) link(index int) (netlink.Link, error) {
 }
 
 func (l *NextHopLookup) neighbor(n Neighbor) (netlink.Neigh, error) {
-	table, ok := l.neighs[n.LinkIndex]
+	key := neighTable{n.LinkIndex, netlink.FAMILY_V4}
+	if !n.IP.Is4() {
+		key.family = netlink.FAMILY_V6
+	}
+	table, ok := l.neighs[key]
 	if !ok {
-		list, err := l.nl.NeighList(n.LinkIndex, netlink.FAMILY_V4)
+		list, err := l.nl.NeighList(n.LinkIndex, key.family)
 		if err != nil {
 			return netlink.Neigh{}, fmt.Errorf("neighbours of device %d: %w", n.LinkIndex, err)
 		}
 		table = map[netip.Addr]netlink.Neigh{}
 		for _, e := range list {
-			if a, ok := netip.AddrFromSlice(e.IP.To4()); ok {
-				table[a] = e
+			if a, ok := netip.AddrFromSlice(e.IP); ok {
+				table[a.Unmap()] = e
 			}
 		}
-		l.neighs[n.LinkIndex] = table
+		l.neighs[key] = table
 	}
 	e, ok := table[n.IP]
 	if !ok || !NeighborUsable(e.State, e.HardwareAddr) {

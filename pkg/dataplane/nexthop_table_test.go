@@ -183,3 +183,54 @@ func TestPublishedNextHopNeverTorn(t *testing.T) {
 		t.Errorf("no packet took the published next hop: %v", seen)
 	}
 }
+
+// TestPublishedNextHop6: IPv6 servers' next hops are resolved (the
+// gateway's MAC and the locked route MTU for a server behind it; none for
+// a server without neighbour or route) and, published, are what packets
+// are sent by; withdrawn, the FIB answers again.
+func TestPublishedNextHop6(t *testing.T) {
+	m, b := newMux6Bench(t, mux6AddrV4, mux6Addr)
+	nl := b.ns.Netlink()
+	lookup := NewNextHopLookup(nl)
+	for id, a := range mux6Server {
+		h, _, err := lookup.Resolve(a)
+		switch id {
+		case 1028, 1029: // no neighbour, no route
+			if err == nil {
+				t.Errorf("server %d (%v) resolved: %v", id, a, h)
+			}
+			continue
+		case 1030:
+			if err != nil || h.Dst.String() != "02:be:a0:00:01:99" || h.MTU != 1400 {
+				t.Errorf("server behind the gateway: %v %v, want the gateway's MAC and MTU 1400", h, err)
+			}
+		default:
+			if err != nil || h.Dst.String() != mux6MAC[id] || h.Ifindex != uint32(b.ifindex) {
+				t.Errorf("server %d: %v %v, want %s on device %d", id, h, err, mux6MAC[id], b.ifindex)
+			}
+		}
+		if err == nil {
+			must(t, m.PublishNextHop(a, h))
+		}
+	}
+	f0 := flow6To(6, 80, 0) // bucket 0: server 1025
+	frame := pkt6{src: f0.Src, dst: f0.Dst, proto: 6, sport: f0.SrcPort, dport: f0.DstPort, flags: 0x10}.frame()
+	send := func(name, want string) {
+		t.Helper()
+		action, out := runXDP(t, b.ns, b.ifindex, m.Program(), frame)
+		if action != "tx" || net.HardwareAddr(out[0:6]).String() != want {
+			t.Errorf("%s: %s to %v, want tx to %s", name, action, net.HardwareAddr(out[0:6]), want)
+		}
+	}
+	send("published", mux6MAC[1025])
+	h, ok := m.PublishedNextHop(mux6Server[1025])
+	if !ok {
+		t.Fatal("server 1025 not published")
+	}
+	h.Dst = net.HardwareAddr{2, 0x99, 0, 0, 0, 6}
+	must(t, m.PublishNextHop(mux6Server[1025], h))
+	send("published, a MAC the kernel does not have", "02:99:00:00:00:06")
+	m.WithdrawNextHop(mux6Server[1025])
+	m.FlushNextHops()
+	send("withdrawn", mux6MAC[1025])
+}

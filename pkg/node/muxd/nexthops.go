@@ -13,7 +13,7 @@ import (
 
 // Next hops, followed from the kernel's routes, neighbours and links.
 //
-// The XDP program reads each IPv4 server's next hop from the table the
+// The XDP program reads each server's next hop from the tables the
 // daemon publishes (dataplane.Mux.PublishNextHop; bpf/include/nexthop.h)
 // and asks the FIB, through its per-CPU cache, only for a server without
 // an entry. This follower keeps the entries true:
@@ -219,7 +219,7 @@ func (f *nextHopFollower) run() {
 	}
 }
 
-// servers are the IPv4 servers of every instance.
+// servers are the servers of every instance.
 func (f *nextHopFollower) servers() map[netip.Addr]bool {
 	f.d.mu.Lock()
 	names := make([]string, 0, len(f.d.instances))
@@ -230,9 +230,7 @@ func (f *nextHopFollower) servers() map[netip.Addr]bool {
 	out := map[netip.Addr]bool{}
 	for _, n := range names {
 		for _, a := range f.d.mux.ServerAddrs(n) {
-			if a.Is4() {
-				out[a] = true
-			}
+			out[a.Unmap()] = true
 		}
 	}
 	return out
@@ -318,11 +316,11 @@ func (f *nextHopFollower) withdrawAll() {
 func (f *nextHopFollower) onNeigh(u netlink.NeighUpdate) {
 	f.lookup = nil // its neighbour listings may be old now
 	defer f.d.mux.FlushNextHops()
-	ip, ok := netip.AddrFromSlice(u.IP.To4())
-	if !ok || u.IP.To4() == nil {
+	ip, ok := netip.AddrFromSlice(u.IP)
+	if !ok {
 		return
 	}
-	n := dataplane.Neighbor{LinkIndex: u.LinkIndex, IP: ip}
+	n := dataplane.Neighbor{LinkIndex: u.LinkIndex, IP: ip.Unmap()}
 	usable := u.Type == unix.RTM_NEWNEIGH && dataplane.NeighborUsable(u.State, u.HardwareAddr)
 	servers := f.uses[n]
 	if len(servers) == 0 {
@@ -348,11 +346,12 @@ func (f *nextHopFollower) onNeigh(u netlink.NeighUpdate) {
 func (f *nextHopFollower) onRoute(u netlink.RouteUpdate) {
 	f.lookup = nil
 	defer f.d.mux.FlushNextHops()
-	if u.Family == netlink.FAMILY_V6 {
-		return // IPv6 servers are not published
-	}
+	v6 := u.Family == netlink.FAMILY_V6
 	var withdrawn bool
 	for a := range f.via {
+		if a.Is4() == v6 {
+			continue // the other family's route
+		}
 		if u.Dst == nil || u.Dst.Contains(net.IP(a.AsSlice())) {
 			f.withdraw(a)
 			withdrawn = true

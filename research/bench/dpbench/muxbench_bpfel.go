@@ -146,6 +146,17 @@ type muxBenchNexthop6 struct {
 	_       [4]byte
 }
 
+type muxBenchNexthop6Entry struct {
+	_       structs.HostLayout
+	Seq     uint64
+	Daddr   muxBenchIn6Addr
+	Ifindex uint32
+	Mtu     uint32
+	Dmac    [6]uint8
+	Smac    [6]uint8
+	Pad     [20]uint8
+}
+
 type muxBenchNexthopLine struct {
 	_ structs.HostLayout
 	E [2]struct {
@@ -252,6 +263,7 @@ const (
 	muxBenchMapMuxVipPacket           = "mux_vip_packet"
 	muxBenchMapMuxVipTraffic          = "mux_vip_traffic"
 	muxBenchMapNexthop6Cache          = "nexthop6_cache"
+	muxBenchMapNexthop6Table          = "nexthop6_table"
 	muxBenchMapNexthopCache           = "nexthop_cache"
 	muxBenchMapNexthopEpoch           = "nexthop_epoch"
 	muxBenchMapNexthopTable           = "nexthop_table"
@@ -386,6 +398,7 @@ type muxBenchMapSpecs struct {
 	MuxVipPacket       *ebpf.MapSpec `ebpf:"mux_vip_packet"`
 	MuxVipTraffic      *ebpf.MapSpec `ebpf:"mux_vip_traffic"`
 	Nexthop6Cache      *ebpf.MapSpec `ebpf:"nexthop6_cache"`
+	Nexthop6Table      *ebpf.MapSpec `ebpf:"nexthop6_table"`
 	NexthopCache       *ebpf.MapSpec `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.MapSpec `ebpf:"nexthop_epoch"`
 	NexthopTable       *ebpf.MapSpec `ebpf:"nexthop_table"`
@@ -470,6 +483,7 @@ type muxBenchMaps struct {
 	MuxVipPacket       *ebpf.Map `ebpf:"mux_vip_packet"`
 	MuxVipTraffic      *ebpf.Map `ebpf:"mux_vip_traffic"`
 	Nexthop6Cache      *ebpf.Map `ebpf:"nexthop6_cache"`
+	Nexthop6Table      *ebpf.Map `ebpf:"nexthop6_table"`
 	NexthopCache       *ebpf.Map `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.Map `ebpf:"nexthop_epoch"`
 	NexthopTable       *ebpf.Map `ebpf:"nexthop_table"`
@@ -508,6 +522,7 @@ func (m *muxBenchMaps) Close() error {
 		m.MuxVipPacket,
 		m.MuxVipTraffic,
 		m.Nexthop6Cache,
+		m.Nexthop6Table,
 		m.NexthopCache,
 		m.NexthopEpoch,
 		m.NexthopTable,

@@ -184,8 +184,7 @@ func loadMuxCT(cfg forwarding.Instance, t *forwarding.Table, ctEntries, lruEntri
 	return b, nil
 }
 
-// publishNextHops publishes the next hop of each IPv4 server of the
-// instance, resolved from the bench namespace as the daemon resolves them
+// publishNextHops publishes the next hop of each server of the instance, resolved from the bench namespace as the daemon resolves them
 // (pkg/node/muxd nexthops.go), so the rows take the path of a mux whose
 // daemon follows its routes and neighbours. nl nil: none published.
 func publishNextHops(b *benchMux, instance string, nl *netlink.Handle) error {
@@ -194,9 +193,6 @@ func publishNextHops(b *benchMux, instance string, nl *netlink.Handle) error {
 	}
 	lookup := dataplane.NewNextHopLookup(nl)
 	for _, a := range b.ServerAddrs(instance) {
-		if !a.Is4() {
-			continue
-		}
 		h, _, err := lookup.Resolve(a)
 		if err != nil {
 			return fmt.Errorf("next hop of server %v: %w", a, err)
