@@ -241,6 +241,35 @@ func (t *nextHopTable) published(a netip.Addr) (ResolvedNextHop, bool) {
 	return ResolvedNextHop{Ifindex: uint32(x), MTU: uint32(x >> 32), Dst: net.HardwareAddr(b[0:6:6]), Src: net.HardwareAddr(b[6:12:12])}, true
 }
 
+// entries are the table's valid entries, read from its memory (of a
+// pinned program: the map read-only).
+func (t *nextHopTable) entries() []NextHop {
+	var out []NextHop
+	for w := uint32(0); w+t.entryWords <= t.words.n; w += t.entryWords {
+		head := t.words.load(w)
+		if head&1 == 0 || t.free(w) {
+			continue
+		}
+		var a netip.Addr
+		f := w + 1
+		if t.v6 {
+			var b [16]byte
+			binary.LittleEndian.PutUint64(b[0:8], t.words.load(w+1))
+			binary.LittleEndian.PutUint64(b[8:16], t.words.load(w+2))
+			a, f = netip.AddrFrom16(b), w+3
+		} else {
+			var b [4]byte
+			binary.LittleEndian.PutUint32(b[:], uint32(head>>32))
+			a = netip.AddrFrom4(b)
+		}
+		var mac [8]byte
+		binary.LittleEndian.PutUint64(mac[:], t.words.load(f+1))
+		x := t.words.load(f)
+		out = append(out, NextHop{Addr: a, Ifindex: uint32(x), MTU: uint32(x >> 32), MAC: net.HardwareAddr(mac[0:6]).String(), Current: true})
+	}
+	return out
+}
+
 func (t *nextHopTable) close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
