@@ -47,6 +47,7 @@ type nextHopFollower struct {
 	d       *Daemon
 	ns      netns.NsHandle
 	nl      *netlink.Handle // its own: the daemon's is used by other goroutines
+	subDone chan struct{}   // closed: the current subscriptions end
 	request chan struct{}   // cap 1: resolve the servers without an entry
 	neigh   chan netlink.NeighUpdate
 	route   chan netlink.RouteUpdate
@@ -76,6 +77,7 @@ func (d *Daemon) watchNextHops() error {
 		uses: map[dataplane.Neighbor]map[netip.Addr]bool{}, via: map[netip.Addr]dataplane.Neighbor{},
 		hop: map[netip.Addr]dataplane.ResolvedNextHop{}}
 	if err := f.subscribe(); err != nil {
+		f.unsubscribe()
 		nl.Close()
 		ns.Close()
 		return err
@@ -96,17 +98,45 @@ func (f *nextHopFollower) resolveSoon() {
 	}
 }
 
+// subscribe ends the subscriptions of before, if any, and subscribes to
+// neighbour, route and link updates anew.
 func (f *nextHopFollower) subscribe() error {
+	f.unsubscribe()
+	f.subDone = make(chan struct{})
 	f.neigh = make(chan netlink.NeighUpdate, 256)
 	f.route = make(chan netlink.RouteUpdate, 256)
 	f.link = make(chan netlink.LinkUpdate, 64)
-	if err := netlink.NeighSubscribeWithOptions(f.neigh, f.d.stop, netlink.NeighSubscribeOptions{Namespace: &f.ns}); err != nil {
+	if err := netlink.NeighSubscribeWithOptions(f.neigh, f.subDone, netlink.NeighSubscribeOptions{Namespace: &f.ns}); err != nil {
 		return err
 	}
-	if err := netlink.RouteSubscribeWithOptions(f.route, f.d.stop, netlink.RouteSubscribeOptions{Namespace: &f.ns}); err != nil {
+	if err := netlink.RouteSubscribeWithOptions(f.route, f.subDone, netlink.RouteSubscribeOptions{Namespace: &f.ns}); err != nil {
 		return err
 	}
-	return netlink.LinkSubscribeWithOptions(f.link, f.d.stop, netlink.LinkSubscribeOptions{Namespace: &f.ns})
+	return netlink.LinkSubscribeWithOptions(f.link, f.subDone, netlink.LinkSubscribeOptions{Namespace: &f.ns})
+}
+
+// unsubscribe closes the subscriptions' sockets and drains their channels
+// until their readers end (a reader blocked on a full channel would
+// never see its socket closed).
+func (f *nextHopFollower) unsubscribe() {
+	if f.subDone == nil {
+		return
+	}
+	close(f.subDone)
+	f.subDone = nil
+	neigh, route, link := f.neigh, f.route, f.link
+	go func() {
+		for range neigh {
+		}
+	}()
+	go func() {
+		for range route {
+		}
+	}()
+	go func() {
+		for range link {
+		}
+	}()
 }
 
 func (f *nextHopFollower) stopped() bool {
@@ -141,6 +171,7 @@ func (f *nextHopFollower) broken() bool {
 func (f *nextHopFollower) run() {
 	defer f.ns.Close()
 	defer f.nl.Close()
+	defer f.unsubscribe()
 	// Nothing follows the entries once the daemon stops (a halted daemon's
 	// pinned program may forward on): its packets ask the FIB.
 	defer f.withdrawAll()
