@@ -65,13 +65,14 @@ func waitPublished(t *testing.T, m *dataplane.Mux, addr netip.Addr, what string,
 		if time.Since(start) > 10*time.Second {
 			t.Fatalf("%s: after 10 s the published next hop of %v is %v (%v)", what, addr, h, published)
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(50 * time.Microsecond) // fine enough to time the reaction
 	}
 }
 
 // TestNextHopFollower: the daemon publishes each server's next hop from the
 // kernel's route and neighbour (the gateway's for a server behind one); a
-// neighbour's new MAC reaches the entry and the packets; a removed route
+// neighbour's new MAC reaches the entry and the packets; a deleted
+// neighbour withdraws it (drop_no_neigh) until it is back; a removed route
 // withdraws the entry and the server's packets are dropped as
 // drop_no_route; the route back, the entry is published again.
 func TestNextHopFollower(t *testing.T) {
@@ -124,6 +125,24 @@ func TestNextHopFollower(t *testing.T) {
 		t.Fatalf("packet after the MAC change: action %d to %v, want XDP_TX to 02:be:a0:00:01:0b", ret, dst)
 	}
 
+	// The neighbour gone: withdrawn, the packets dropped as drop_no_neigh;
+	// back: published again.
+	must(t, ns.Netlink().NeighDel(&netlink.Neigh{LinkIndex: ifindex, IP: net.IP(near.AsSlice()), Family: netlink.FAMILY_V4}))
+	waitPublished(t, m, near, "neighbour deleted", func(_ dataplane.ResolvedNextHop, ok bool) bool { return !ok })
+	before, err := m.Counters()
+	must(t, err)
+	if ret, _ := nhRun(t, ns, ifindex, m.Program()); ret != 1 {
+		t.Errorf("packet with the neighbour gone: action %d, want XDP_DROP", ret)
+	}
+	after, err := m.Counters()
+	must(t, err)
+	if n := after["drop_no_neigh"] - before["drop_no_neigh"]; n != 1 {
+		t.Errorf("drop_no_neigh moved by %d, want 1", n)
+	}
+	must(t, ns.Netlink().NeighSet(&netlink.Neigh{LinkIndex: ifindex, IP: net.IP(near.AsSlice()), Family: netlink.FAMILY_V4,
+		HardwareAddr: net.HardwareAddr{2, 0xbe, 0xa0, 0, 1, 0xc}, State: netlink.NUD_PERMANENT}))
+	waitPublished(t, m, near, "neighbour back", macIs("02:be:a0:00:01:0c"))
+
 	// A server behind the gateway: its MAC is the gateway's.
 	must(t, ns.Do(func() error {
 		cfg, table := nhTable(2, far)
@@ -140,12 +159,12 @@ func TestNextHopFollower(t *testing.T) {
 	must(t, ns.Netlink().RouteDel(&netlink.Route{LinkIndex: ifindex, Dst: dst, Gw: net.ParseIP("198.18.0.2")}))
 	waitPublished(t, m, far, "route removed", func(_ dataplane.ResolvedNextHop, ok bool) bool { return !ok })
 	t.Logf("a removed route's server withdrawn %v after the removal was asked", time.Since(start))
-	before, err := m.Counters()
+	before, err = m.Counters()
 	must(t, err)
 	if ret, _ := nhRun(t, ns, ifindex, m.Program()); ret != 1 {
 		t.Errorf("packet with the route removed: action %d, want XDP_DROP", ret)
 	}
-	after, err := m.Counters()
+	after, err = m.Counters()
 	must(t, err)
 	if n := after["drop_no_route"] - before["drop_no_route"]; n != 1 {
 		t.Errorf("drop_no_route moved by %d, want 1", n)
