@@ -126,18 +126,34 @@ func TestPublishedNextHop(t *testing.T) {
 // TestPublishedNextHopNeverTorn: while the daemon rewrites a server's
 // entry between two next hops as fast as it can, every packet leaves with
 // one of them whole (or the FIB's), never one's destination MAC with the
-// other's source MAC or device.
+// other's source MAC — for both families' entries.
 func TestPublishedNextHopNeverTorn(t *testing.T) {
-	ns, ifindex, m := tooBigNet(t)
-	eth0, err := ns.Netlink().LinkByIndex(ifindex)
-	must(t, err)
-	own := eth0.Attrs().HardwareAddr
-	server := netip.MustParseAddr("198.18.0.10")
+	t.Run("ipv4", func(t *testing.T) {
+		ns, ifindex, m := tooBigNet(t)
+		eth0, err := ns.Netlink().LinkByIndex(ifindex)
+		must(t, err)
+		fib := ResolvedNextHop{Dst: net.HardwareAddr{2, 0xbe, 0xa0, 0, 1, 0}, Src: eth0.Attrs().HardwareAddr}
+		checkNeverTorn(t, m, netip.MustParseAddr("198.18.0.10"), fib, tooBigFrame(100, 80, true), func(frame []byte) (string, []byte) {
+			return runXDP(t, ns, ifindex, m.Program(), frame)
+		}, ifindex)
+	})
+	t.Run("ipv6", func(t *testing.T) {
+		m, b := newMux6Bench(t, mux6AddrV4, mux6Addr)
+		dst, _ := net.ParseMAC(mux6MAC[1025])
+		fib := ResolvedNextHop{Dst: dst, Src: net.HardwareAddr{2, 0xbe, 0xa0, 0, 0, 2}}
+		f0 := flow6To(6, 80, 0) // bucket 0: server 1025
+		frame := pkt6{src: f0.Src, dst: f0.Dst, proto: 6, sport: f0.SrcPort, dport: f0.DstPort, flags: 0x10}.frame()
+		checkNeverTorn(t, m, mux6Server[1025], fib, frame, func(frame []byte) (string, []byte) {
+			return runXDP(t, b.ns, b.ifindex, m.Program(), frame)
+		}, b.ifindex)
+	})
+}
+
+func checkNeverTorn(t *testing.T, m *Mux, server netip.Addr, fib ResolvedNextHop, frame []byte, run func([]byte) (string, []byte), ifindex int) {
 	a := ResolvedNextHop{Ifindex: uint32(ifindex), MTU: 1500, Dst: net.HardwareAddr{2, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa},
 		Src: net.HardwareAddr{2, 0xa1, 0xa1, 0xa1, 0xa1, 0xa1}}
 	b := ResolvedNextHop{Ifindex: uint32(ifindex), MTU: 1500, Dst: net.HardwareAddr{2, 0xbb, 0xbb, 0xbb, 0xbb, 0xbb},
 		Src: net.HardwareAddr{2, 0xb1, 0xb1, 0xb1, 0xb1, 0xb1}}
-	fib := ResolvedNextHop{Dst: net.HardwareAddr{2, 0xbe, 0xa0, 0, 1, 0}, Src: own}
 	must(t, m.PublishNextHop(server, a))
 
 	var stop atomic.Bool
@@ -156,11 +172,14 @@ func TestPublishedNextHopNeverTorn(t *testing.T) {
 			}
 		}
 	}()
+	defer func() {
+		stop.Store(true)
+		wg.Wait()
+	}()
 	const packets = 20000
 	seen := map[string]int{}
-	frame := tooBigFrame(100, 80, true)
 	for i := 0; i < packets; i++ {
-		action, out := runXDP(t, ns, ifindex, m.Program(), frame)
+		action, out := run(frame)
 		if action != "tx" {
 			t.Fatalf("packet %d: action %s", i, action)
 		}
@@ -176,8 +195,6 @@ func TestPublishedNextHopNeverTorn(t *testing.T) {
 			t.Fatalf("packet %d sent %v → %v: a torn next hop", i, src, dst)
 		}
 	}
-	stop.Store(true)
-	wg.Wait()
 	t.Logf("of %d packets: %v", packets, seen)
 	if seen["a"]+seen["b"] == 0 {
 		t.Errorf("no packet took the published next hop: %v", seen)
