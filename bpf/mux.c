@@ -93,8 +93,7 @@ INLINE int transmit_as(struct xdp_md *ctx, struct decision *d, int verdict, stru
 	__be16 frag = ip->frag_off;
 
 	d->encap.saddr = mux_addr;
-	enum nexthop_result way = xdp_nexthop(ctx, &d->encap.saddr, &d->encap.daddr, 0, &nh);
-	int why = nexthop_drop(way);
+	int why = nexthop_drop(xdp_nexthop(ctx, &d->encap.saddr, &d->encap.daddr, 0, &nh));
 	if (why)
 		return drop(why);
 
@@ -120,7 +119,7 @@ INLINE int transmit_as(struct xdp_md *ctx, struct decision *d, int verdict, stru
 		eth = xdp_encap_ipv4(ctx, &d->encap, outer_len);
 	if (!eth)
 		return drop(MUX_DROP_ENCAP);
-	return transmit_out(ctx, eth, &nh, way, verdict, d->also, d->vip_stat, d->stat, inner_tot, d->new_flow, gue, 0);
+	return transmit_out(ctx, eth, &nh, verdict, d->also, d->vip_stat, d->stat, inner_tot, d->new_flow, gue, 0);
 }
 
 /* The VIP's encapsulation (record field, in the cache line already read)

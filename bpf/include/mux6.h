@@ -143,8 +143,7 @@ INLINE int transmit6(struct xdp_md *ctx, struct decision6 *d, int verdict, __u32
 		d->encap.saddr[i] = mux_addr6[i];
 	if (!(d->encap.saddr[0] | d->encap.saddr[1] | d->encap.saddr[2] | d->encap.saddr[3]))
 		return drop(MUX_DROP_NO_ADDR6);
-	enum nexthop_result way = xdp_nexthop(ctx, d->encap.saddr, d->encap.daddr, 1, &nh);
-	int why = nexthop_drop(way);
+	int why = nexthop_drop(xdp_nexthop(ctx, d->encap.saddr, d->encap.daddr, 1, &nh));
 	if (why)
 		return drop(why);
 	/* Too big once encapsulated: IPv6 routers never fragment and the mux
@@ -162,7 +161,7 @@ INLINE int transmit6(struct xdp_md *ctx, struct decision6 *d, int verdict, __u32
 	struct ethhdr *eth = xdp_encap_gue6(ctx, &d->encap, outer_len, bpf_htons(GUE_SPORT(hash)), bpf_htons(gue_port));
 	if (!eth)
 		return drop(MUX_DROP_ENCAP);
-	return transmit_out(ctx, eth, &nh, way, verdict, d->also, d->vip_stat, d->stat, inner_tot, d->new_flow, 1, 1);
+	return transmit_out(ctx, eth, &nh, verdict, d->also, d->vip_stat, d->stat, inner_tot, d->new_flow, 1, 1);
 }
 
 /*

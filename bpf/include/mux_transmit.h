@@ -28,14 +28,12 @@ INLINE int nexthop_drop(enum nexthop_result r)
 	}
 }
 
-/* eth is the encapsulated frame's Ethernet header, nh the next hop and way
- * how it leaves (xdp_nexthop's NEXTHOP_TX or NEXTHOP_REDIRECT). Every
+/* eth is the encapsulated frame's Ethernet header, nh the next hop. Every
  * forwarded packet is counted here exactly once: the verdict, what also
  * applies, the encapsulation and family, and the VIP's and server's
  * traffic. The IPv6 path has no mux-tx capture point (capture.h). */
-INLINE int transmit_out(struct xdp_md *ctx, struct ethhdr *eth, const struct nexthop_answer *nh, enum nexthop_result way,
-			int verdict, int also, __u16 vip_stat, __u16 stat, __u32 inner_tot, __u8 new_flow, const int gue,
-			const int is_ipv6)
+INLINE int transmit_out(struct xdp_md *ctx, struct ethhdr *eth, const struct nexthop_answer *nh, int verdict, int also,
+			__u16 vip_stat, __u16 stat, __u32 inner_tot, __u8 new_flow, const int gue, const int is_ipv6)
 {
 	__builtin_memcpy(eth->h_dest, nh->dmac, ETH_ALEN);
 	__builtin_memcpy(eth->h_source, nh->smac, ETH_ALEN);
@@ -50,7 +48,7 @@ INLINE int transmit_out(struct xdp_md *ctx, struct ethhdr *eth, const struct nex
 	vip_traffic_forward(vip_stat, stat, inner_tot, new_flow);
 	if (!is_ipv6)
 		capture_xdp(ctx, CAPTURE_MUX_TX);
-	if (way == NEXTHOP_TX) /* xdp_nexthop compared the devices already */
+	if (nh->ifindex == ctx->ingress_ifindex)
 		return XDP_TX;
 	return bpf_redirect(nh->ifindex, 0);
 }
