@@ -126,7 +126,7 @@ func (t *nextHopTable) seqWord(a netip.Addr, seq uint32) uint64 {
 
 // publish writes h as a's next hop.
 func (t *nextHopTable) publish(a netip.Addr, h ResolvedNextHop) error {
-	if a.Is4() == t.v6 || !a.IsValid() {
+	if a.Is4() == t.v6 || !a.IsValid() || a.IsUnspecified() { // an unspecified address marks a free entry
 		return fmt.Errorf("dataplane: %v is not an address of this next-hop table", a)
 	}
 	if len(h.Dst) != 6 || len(h.Src) != 6 || h.Ifindex == 0 {
