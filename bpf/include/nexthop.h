@@ -16,6 +16,15 @@
  * The answer includes the egress MTU (the route's, else the device's), so
  * the mux decides about a packet too big to encapsulate from the same
  * number whether the answer came from the cache or from the FIB.
+ *
+ * Before either, an IPv4 server's next hop is read from the table the
+ * daemon publishes (nexthop_table below: pkg/dataplane nexthop_table.go,
+ * kept by pkg/node/muxd nexthops.go from routes and neighbours): one
+ * inlined array read, no epoch, no helper. An entry the daemon has not
+ * resolved (no route yet, a neighbour not yet known, a slot taken by
+ * another server) or is rewriting falls through to the cache and the FIB,
+ * so nothing forwards worse than without the table. IPv6 servers have a
+ * table of their own (nexthop6_table).
  */
 #ifndef BEAMER_NEXTHOP_H
 #define BEAMER_NEXTHOP_H
@@ -132,6 +141,131 @@ INLINE int addr4_routable(__be32 a)
 		__builtin_memcpy((nh)->smac, (fib)->smac, ETH_ALEN); \
 	} while (0)
 
+/*
+ * The published next hops: NEXTHOP_TABLE_LINES lines of two entries,
+ * a server's line chosen by the same hash as the cache slot, either entry
+ * of the line its own (the daemon fills the first free one; a server
+ * finding both taken is left to the cache). Written by the daemon through
+ * a shared mapping with single atomic 64-bit stores, read here whole or
+ * not at all, like a sequence lock: the first word is seq (low 32 bits)
+ * and daddr (high 32). seq is odd while the entry is whole and valid; the
+ * daemon makes it even (the entry invalid) before it writes any other
+ * word, and odd again, one higher, after the last. A packet reads the
+ * first word, the answer, then the first word again, and uses the answer
+ * only if both reads are the same odd word naming its server: it was not
+ * written in between. The loads stay in program order (barrier(); loads
+ * are not reordered with loads on the CPUs we run on, as mux.c's
+ * generation read assumes), and seq only grows, so an old odd word never
+ * returns.
+ */
+#define NEXTHOP_TABLE_BITS 13
+#define NEXTHOP_TABLE_LINES (1 << NEXTHOP_TABLE_BITS) /* 16384 servers */
+
+struct nexthop_entry {
+	__u32 seq;     /* odd: whole and valid; even: invalid or being written */
+	__be32 daddr;  /* the server it answers for */
+	__u32 ifindex; /* egress device */
+	__u32 mtu;     /* egress MTU, as the FIB gives it */
+	__u8 dmac[ETH_ALEN];
+	__u8 smac[ETH_ALEN];
+	__u32 pad;
+};
+
+struct nexthop_line {
+	struct nexthop_entry e[2];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NEXTHOP_TABLE_LINES);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct nexthop_line);
+} nexthop_table SEC(".maps");
+
+/* The line of an IPv4 server in nexthop_table (Go: nextHopLine). */
+INLINE __u32 nexthop_line_of(__be32 daddr)
+{
+	return (bpf_ntohl(daddr) * 2654435761u) >> (32 - NEXTHOP_TABLE_BITS);
+}
+
+/* The daemon's answer for daddr into out: 1, or 0 when it has none whole. */
+INLINE int nexthop_published(__be32 daddr, struct nexthop_answer *out)
+{
+	__u32 line = nexthop_line_of(daddr);
+	struct nexthop_line *l = bpf_map_lookup_elem(&nexthop_table, &line);
+
+	if (!l)
+		return 0;
+	struct nexthop_entry *e = &l->e[0];
+	__u64 head = READ_ONCE_U64(e);
+	if ((__be32)(head >> 32) != daddr) {
+		e = &l->e[1];
+		head = READ_ONCE_U64(e);
+		if ((__be32)(head >> 32) != daddr)
+			return 0;
+	}
+	if (!(head & 1))
+		return 0;
+	barrier();
+	NEXTHOP_ANSWER(out, e);
+	barrier();
+	return READ_ONCE_U64(e) == head;
+}
+
+/*
+ * The IPv6 servers' published next hops: one 64-byte entry a line, the
+ * line chosen like the IPv6 cache slot, the same sequence lock with a
+ * 64-bit seq word of its own (the address does not fit beside it), read
+ * before and after the address and the answer; a server whose line is
+ * another's is left to the cache.
+ */
+#define NEXTHOP6_TABLE_BITS 12
+#define NEXTHOP6_TABLE_LINES (1 << NEXTHOP6_TABLE_BITS) /* 4096 servers */
+
+struct nexthop6_entry {
+	__u64 seq;             /* odd: whole and valid; even: invalid or being written */
+	struct in6_addr daddr; /* the server it answers for */
+	__u32 ifindex;
+	__u32 mtu;
+	__u8 dmac[ETH_ALEN];
+	__u8 smac[ETH_ALEN];
+	__u8 pad[20];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NEXTHOP6_TABLE_LINES);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct nexthop6_entry);
+} nexthop6_table SEC(".maps");
+
+/* The line of an IPv6 server in nexthop6_table (Go: nextHopLine6). */
+INLINE __u32 nexthop6_line_of(const struct in6_addr *daddr)
+{
+	return (bpf_ntohl(addr6_fold(daddr)) * 2654435761u) >> (32 - NEXTHOP6_TABLE_BITS);
+}
+
+/* nexthop_published for an IPv6 server. */
+INLINE int nexthop6_published(const struct in6_addr *daddr, struct nexthop_answer *out)
+{
+	__u32 line = nexthop6_line_of(daddr);
+	struct nexthop6_entry *e = bpf_map_lookup_elem(&nexthop6_table, &line);
+
+	if (!e)
+		return 0;
+	__u64 head = READ_ONCE_U64(&e->seq);
+	if (!(head & 1))
+		return 0;
+	barrier();
+	if (!addr6_eq(&e->daddr, daddr))
+		return 0;
+	NEXTHOP_ANSWER(out, e);
+	barrier();
+	return READ_ONCE_U64(&e->seq) == head;
+}
+
 /* Looks up the route to daddr from saddr: egress device, MACs and MTU.
  * One path for both families: an IPv4 address is word 0 of saddr and
  * daddr, an IPv6 one all four; is_ipv6 is a constant at each call, so each
@@ -150,6 +284,9 @@ INLINE enum nexthop_result xdp_nexthop(struct xdp_md *ctx, const __be32 *saddr, 
 	struct nexthop *nh = NULL;
 	struct nexthop6 *nh6 = NULL;
 	__u32 zero = 0;
+
+	if (is_ipv6 ? nexthop6_published(daddr6, out) : nexthop_published(daddr4, out))
+		return out->ifindex == ctx->ingress_ifindex ? NEXTHOP_TX : NEXTHOP_REDIRECT;
 
 	if (is_ipv6) {
 		__u32 slot = (bpf_ntohl(addr6_fold(daddr6)) * 2654435761u) >> (32 - 10);

@@ -25,6 +25,9 @@ type MuxInspection struct {
 	Tables   []MuxTable  `json:"tables"`
 	Counters Counters    `json:"counters"`
 	NextHops []NextHop   `json:"next_hops"`
+	// PublishedNextHops are the next hops the daemon published (both
+	// families; nexthop_table.go), Current always true.
+	PublishedNextHops []NextHop `json:"published_next_hops"`
 }
 
 // Counters are decision counters summed over CPUs, by name.
@@ -113,6 +116,9 @@ func InspectMux(dir string) (*MuxInspection, error) {
 		return nil, err
 	}
 	if out.NextHops, err = p.nextHops(); err != nil {
+		return nil, err
+	}
+	if out.PublishedNextHops, err = p.publishedNextHops(); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -467,5 +473,33 @@ func (p *pinnedProgram) nextHops() ([]NextHop, error) {
 		}
 		return !out[i].Current && out[j].Current
 	})
+	return out, nil
+}
+
+// publishedNextHops lists the valid entries of both published next-hop
+// tables, by address.
+func (p *pinnedProgram) publishedNextHops() ([]NextHop, error) {
+	var out []NextHop
+	for _, t := range []struct {
+		name string
+		v6   bool
+	}{{"nexthop_table", false}, {"nexthop6_table", true}} {
+		m, err := p.mapNamed(t.name, true)
+		if err != nil || m == nil {
+			return nil, err
+		}
+		words, err := readWords(m)
+		if err != nil {
+			return nil, err
+		}
+		table, err := newNextHopTable(words, t.v6)
+		if err != nil {
+			unix.Munmap(words.mem)
+			return nil, err
+		}
+		out = append(out, table.entries()...)
+		unix.Munmap(words.mem)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Addr.Less(out[j].Addr) })
 	return out, nil
 }

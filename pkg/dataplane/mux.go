@@ -72,6 +72,7 @@ type Mux struct {
 	epoch     *wordArray    // the next-hop cache's epoch (bpf/include/nexthop.h)
 	epochMu   sync.Mutex    // FlushNextHops against Close: callers may outlive the mux
 	unmapped  bool          // epoch unmapped by Close
+	nextHops  nextHopTables // the daemon's published next hops (nexthop_table.go)
 	stopEpoch chan struct{} // ends the epoch ticker
 	epochDone chan struct{}
 }
@@ -186,6 +187,11 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 		return nil, err
 	}
 	if m.epoch, err = mapWords(m.objs.NexthopEpoch); err != nil {
+		m.closeLoaded()
+		return nil, err
+	}
+	if m.nextHops, err = mapNextHopTables(m.objs.NexthopTable, m.objs.Nexthop6Table); err != nil {
+		unix.Munmap(m.epoch.mem)
 		m.closeLoaded()
 		return nil, err
 	}
@@ -311,6 +317,8 @@ func (m *Mux) Close() error {
 	m.unmapped = true
 	unix.Munmap(m.epoch.mem)
 	m.epochMu.Unlock()
+	m.nextHops.v4.close()
+	m.nextHops.v6.close()
 	unix.Munmap(m.vips.front.mem)
 	unix.Munmap(m.vips.records.mem)
 	unix.Munmap(m.vips.front6.mem)

@@ -196,6 +196,31 @@ type muxNexthop6 struct {
 	_       [4]byte
 }
 
+type muxNexthop6Entry struct {
+	_       structs.HostLayout
+	Seq     uint64
+	Daddr   muxIn6Addr
+	Ifindex uint32
+	Mtu     uint32
+	Dmac    [6]uint8
+	Smac    [6]uint8
+	Pad     [20]uint8
+}
+
+type muxNexthopLine struct {
+	_ structs.HostLayout
+	E [2]struct {
+		_       structs.HostLayout
+		Seq     uint32
+		Daddr   uint32
+		Ifindex uint32
+		Mtu     uint32
+		Dmac    [6]uint8
+		Smac    [6]uint8
+		Pad     uint32
+	}
+}
+
 type muxPortSet struct {
 	_       structs.HostLayout
 	UdpMask uint16
@@ -287,8 +312,10 @@ const (
 	muxMapMuxServerTraffic       = "mux_server_traffic"
 	muxMapMuxVipTraffic          = "mux_vip_traffic"
 	muxMapNexthop6Cache          = "nexthop6_cache"
+	muxMapNexthop6Table          = "nexthop6_table"
 	muxMapNexthopCache           = "nexthop_cache"
 	muxMapNexthopEpoch           = "nexthop_epoch"
+	muxMapNexthopTable           = "nexthop_table"
 	muxMapPortSets               = "port_sets"
 	muxMapPrismLearned           = "prism_learned"
 	muxMapPrismLearning          = "prism_learning"
@@ -382,8 +409,10 @@ type muxMapSpecs struct {
 	MuxServerTraffic   *ebpf.MapSpec `ebpf:"mux_server_traffic"`
 	MuxVipTraffic      *ebpf.MapSpec `ebpf:"mux_vip_traffic"`
 	Nexthop6Cache      *ebpf.MapSpec `ebpf:"nexthop6_cache"`
+	Nexthop6Table      *ebpf.MapSpec `ebpf:"nexthop6_table"`
 	NexthopCache       *ebpf.MapSpec `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.MapSpec `ebpf:"nexthop_epoch"`
+	NexthopTable       *ebpf.MapSpec `ebpf:"nexthop_table"`
 	PortSets           *ebpf.MapSpec `ebpf:"port_sets"`
 	PrismLearned       *ebpf.MapSpec `ebpf:"prism_learned"`
 	PrismLearning      *ebpf.MapSpec `ebpf:"prism_learning"`
@@ -451,8 +480,10 @@ type muxMaps struct {
 	MuxServerTraffic   *ebpf.Map `ebpf:"mux_server_traffic"`
 	MuxVipTraffic      *ebpf.Map `ebpf:"mux_vip_traffic"`
 	Nexthop6Cache      *ebpf.Map `ebpf:"nexthop6_cache"`
+	Nexthop6Table      *ebpf.Map `ebpf:"nexthop6_table"`
 	NexthopCache       *ebpf.Map `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.Map `ebpf:"nexthop_epoch"`
+	NexthopTable       *ebpf.Map `ebpf:"nexthop_table"`
 	PortSets           *ebpf.Map `ebpf:"port_sets"`
 	PrismLearned       *ebpf.Map `ebpf:"prism_learned"`
 	PrismLearning      *ebpf.Map `ebpf:"prism_learning"`
@@ -485,8 +516,10 @@ func (m *muxMaps) Close() error {
 		m.MuxServerTraffic,
 		m.MuxVipTraffic,
 		m.Nexthop6Cache,
+		m.Nexthop6Table,
 		m.NexthopCache,
 		m.NexthopEpoch,
+		m.NexthopTable,
 		m.PortSets,
 		m.PrismLearned,
 		m.PrismLearning,

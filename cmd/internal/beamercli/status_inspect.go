@@ -148,6 +148,15 @@ func printMuxInspection(out io.Writer, in *dataplane.MuxInspection) {
 		}
 		fmt.Fprintln(out)
 	}
+	if len(in.PublishedNextHops) > 0 {
+		fmt.Fprintln(out, "\nnext hops (published by the daemon):")
+		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "  ADDRESS\tIFINDEX\tMAC\tMTU")
+		for _, h := range in.PublishedNextHops {
+			fmt.Fprintf(w, "  %s\t%d\t%s\t%d\n", h.Addr, h.Ifindex, h.MAC, h.MTU)
+		}
+		w.Flush()
+	}
 	if len(in.NextHops) > 0 {
 		fmt.Fprintln(out, "\nnext hops (cache):")
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)

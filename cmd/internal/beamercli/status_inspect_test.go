@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/beamer-lb/beamer/pkg/strategy/cheetah"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -72,6 +73,11 @@ func TestMuxInspectCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dataplane.Unpin(dir, nil) })
+	// A next hop as the daemon publishes it (nexthop_table.go).
+	if err := m.PublishNextHop(netip.MustParseAddr("198.18.0.10"), dataplane.ResolvedNextHop{Ifindex: 2, MTU: 1600,
+		Dst: net.HardwareAddr{2, 0xbe, 0xa0, 0, 1, 0x10}, Src: net.HardwareAddr{2, 0xbe, 0xa0, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
 
 	out, err := runOut(t, "mux", "inspect", "--pin-dir", dir, "-o", "json")
 	if err != nil {
@@ -94,10 +100,19 @@ func TestMuxInspectCommand(t *testing.T) {
 			} `json:"servers"`
 			Unowned int `json:"unowned_buckets"`
 		} `json:"tables"`
-		Counters map[string]uint64 `json:"counters"`
+		Counters  map[string]uint64 `json:"counters"`
+		Published []struct {
+			Addr    string `json:"address"`
+			Ifindex uint32 `json:"ifindex"`
+			MAC     string `json:"mac"`
+			MTU     uint32 `json:"mtu"`
+		} `json:"published_next_hops"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v in %s", err, out)
+	}
+	if p := doc.Published; len(p) != 1 || p[0].Addr != "198.18.0.10" || p[0].Ifindex != 2 || p[0].MAC != "02:be:a0:00:01:10" || p[0].MTU != 1600 {
+		t.Errorf("published next hops %+v", p)
 	}
 	if len(doc.Tables) != 1 || len(doc.Tables[0].VIPs) != 1 {
 		t.Fatalf("tables: %s", out)
@@ -122,7 +137,8 @@ func TestMuxInspectCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("beamer mux inspect --iface eth0 (pins %s)\n%s", dir, out)
-	for _, want := range []string{"vip 198.18.100.1  incarnation 1700000000  generation 3", "1025  198.18.0.10  active  5", "unowned buckets: 1"} {
+	for _, want := range []string{"vip 198.18.100.1  incarnation 1700000000  generation 3", "1025  198.18.0.10  active  5", "unowned buckets: 1",
+		"next hops (published by the daemon):", "198.18.0.10  2        02:be:a0:00:01:10  1600"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table output lacks %q:\n%s", want, out)
 		}

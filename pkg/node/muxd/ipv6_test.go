@@ -102,6 +102,21 @@ instances:
 	if out, _ := ns.Run("ip", "-6", "neigh", "show"); !strings.Contains(out, "2001:db8::10") || !strings.Contains(out, "managed") {
 		t.Errorf("no managed IPv6 neighbour for the servers:\n%s", out)
 	}
+	// Both families' next hops published once resolved (the peer answers
+	// ARP and neighbour solicitations); none for the server without route.
+	peerEth0, err := peer.Netlink().LinkByName("eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peerMAC := peerEth0.Attrs().HardwareAddr.String()
+	for _, a := range []string{"198.18.0.10", "2001:db8::10"} {
+		waitPublished(t, d.Mux(), netip.MustParseAddr(a), "server "+a, func(h dataplane.ResolvedNextHop, ok bool) bool {
+			return ok && h.Dst.String() == peerMAC && h.MTU == 1600
+		})
+	}
+	if h, ok := d.Mux().PublishedNextHop(netip.MustParseAddr("2001:db8:ffff::12")); ok {
+		t.Errorf("a next hop published for a server without route: %v", h)
+	}
 	bad := d.Unreachable("web6")
 	if _, ok := bad[netip.MustParseAddr("2001:db8:ffff::12")]; !ok || len(bad) != 1 {
 		t.Errorf("unreachable IPv6 servers %v, want only 2001:db8:ffff::12 (no route)", bad)

@@ -99,8 +99,11 @@ type Daemon struct {
 	generation   *prometheus.GaugeVec
 	applyErrors  prometheus.Counter
 
-	servers servers     // reachability of the servers (servers.go)
-	ring    ringMetrics // ring follower events (follow.go)
+	servers servers // reachability of the servers (servers.go)
+	// nextHops follows routes and neighbours into the published next hops
+	// (nexthops.go); nil until started.
+	nextHops *nextHopFollower
+	ring     ringMetrics // ring follower events (follow.go)
 }
 
 // InterfaceAddr is the first IPv4 address of an interface.
@@ -404,6 +407,9 @@ func (d *Daemon) Abandon() error {
 		d.vethPeer.release() // the pinned program still needs it
 	}
 	if d.mux != nil {
+		// The pinned program forwards on with no one following its
+		// published next hops: it asks the FIB from now on (nexthops.go).
+		d.mux.RetireNextHops()
 		return d.mux.Close()
 	}
 	return nil

@@ -1,35 +1,413 @@
 package muxd
 
 import (
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
-// watchNextHops flushes the XDP program's next-hop cache whenever a
-// neighbour or a route changes, so a server's new MAC or path is used at
-// once rather than within the cache's one-second epoch.
+// Next hops, followed from the kernel's routes, neighbours and links.
+//
+// The XDP program reads each server's next hop from the tables the
+// daemon publishes (dataplane.Mux.PublishNextHop; bpf/include/nexthop.h)
+// and asks the FIB, through its per-CPU cache, only for a server without
+// an entry. This follower keeps the entries true:
+//   - a neighbour update changes the MAC of every server behind that
+//     neighbour at once, or withdraws them when the neighbour is gone or
+//     unresolved (their packets ask the FIB, which answers no_neigh);
+//   - a route update withdraws every server the route's prefix covers, and
+//     a link update every server behind that device, then resolves them
+//     again (a route query each): meanwhile their packets ask the FIB;
+//   - servers without an entry (new, or withdrawn) are resolved again
+//     when the daemon asks (a generation applied), when any neighbour
+//     becomes usable, and every nextHopResyncEvery; every nextHopFullEvery
+//     every server is resolved again (cost: one route query per server,
+//     and one neighbour listing per device), catching anything missed;
+//   - a subscription that breaks (its socket overran) withdraws every
+//     entry, subscribes again and resolves everything;
+//   - the daemon stopping withdraws every entry (nothing follows them any
+//     more, and a halted daemon's pinned program may forward on).
+//
+// Work is done in one goroutine, events first: resolution runs in chunks
+// of nextHopChunk servers between events, so a pass over many servers
+// never delays the reaction to a change by more than one chunk.
+// Every event also flushes the program's cache (FlushNextHops), as before.
+const (
+	nextHopResyncEvery = 5 * time.Second
+	nextHopFullEvery   = 30 * time.Second
+	nextHopChunk       = 256
+)
+
+type nextHopFollower struct {
+	d       *Daemon
+	ns      netns.NsHandle
+	nl      *netlink.Handle // its own: the daemon's is used by other goroutines
+	subDone chan struct{}   // closed: the current subscriptions end
+	request chan struct{}   // cap 1: resolve the servers without an entry
+	neigh   chan netlink.NeighUpdate
+	route   chan netlink.RouteUpdate
+	link    chan netlink.LinkUpdate
+
+	uses map[dataplane.Neighbor]map[netip.Addr]bool // published servers behind each neighbour
+	via  map[netip.Addr]dataplane.Neighbor          // the neighbour of each published server
+	hop  map[netip.Addr]dataplane.ResolvedNextHop   // what was published
+
+	queue      []netip.Addr // servers to resolve in this pass
+	lookup     *dataplane.NextHopLookup
+	unresolved int // servers left without an entry by the last pass
+}
+
+// watchNextHops starts following; called in the mux's namespace.
 func (d *Daemon) watchNextHops() error {
-	neigh := make(chan netlink.NeighUpdate, 64)
-	route := make(chan netlink.RouteUpdate, 64)
-	if err := netlink.NeighSubscribe(neigh, d.stop); err != nil {
+	ns, err := netns.Get()
+	if err != nil {
 		return err
 	}
-	if err := netlink.RouteSubscribe(route, d.stop); err != nil {
+	nl, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		ns.Close()
 		return err
 	}
+	f := &nextHopFollower{d: d, ns: ns, nl: nl, request: make(chan struct{}, 1),
+		uses: map[dataplane.Neighbor]map[netip.Addr]bool{}, via: map[netip.Addr]dataplane.Neighbor{},
+		hop: map[netip.Addr]dataplane.ResolvedNextHop{}}
+	if err := f.subscribe(); err != nil {
+		f.unsubscribe()
+		nl.Close()
+		ns.Close()
+		return err
+	}
+	d.nextHops = f
+	go f.run()
+	return nil
+}
+
+// resolveSoon asks for the servers without an entry to be resolved.
+func (f *nextHopFollower) resolveSoon() {
+	if f == nil {
+		return
+	}
+	select {
+	case f.request <- struct{}{}:
+	default:
+	}
+}
+
+// subscribe ends the subscriptions of before, if any, and subscribes to
+// neighbour, route and link updates anew.
+func (f *nextHopFollower) subscribe() error {
+	f.unsubscribe()
+	f.subDone = make(chan struct{})
+	f.neigh = make(chan netlink.NeighUpdate, 256)
+	f.route = make(chan netlink.RouteUpdate, 256)
+	f.link = make(chan netlink.LinkUpdate, 64)
+	if err := netlink.NeighSubscribeWithOptions(f.neigh, f.subDone, netlink.NeighSubscribeOptions{Namespace: &f.ns}); err != nil {
+		return err
+	}
+	if err := netlink.RouteSubscribeWithOptions(f.route, f.subDone, netlink.RouteSubscribeOptions{Namespace: &f.ns}); err != nil {
+		return err
+	}
+	return netlink.LinkSubscribeWithOptions(f.link, f.subDone, netlink.LinkSubscribeOptions{Namespace: &f.ns})
+}
+
+// unsubscribe closes the subscriptions' sockets and drains their channels
+// until their readers end (a reader blocked on a full channel would
+// never see its socket closed).
+func (f *nextHopFollower) unsubscribe() {
+	if f.subDone == nil {
+		return
+	}
+	close(f.subDone)
+	f.subDone = nil
+	neigh, route, link := f.neigh, f.route, f.link
 	go func() {
-		for {
-			select {
-			case _, ok := <-neigh:
-				if !ok {
-					return
-				}
-			case _, ok := <-route:
-				if !ok {
-					return
-				}
-			}
-			d.mux.FlushNextHops()
+		for range neigh {
 		}
 	}()
-	return nil
+	go func() {
+		for range route {
+		}
+	}()
+	go func() {
+		for range link {
+		}
+	}()
+}
+
+func (f *nextHopFollower) stopped() bool {
+	select {
+	case <-f.d.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// broken handles a subscription that ended: withdraw all (nothing follows
+// them now), subscribe again, resolve all. false when the daemon stops.
+func (f *nextHopFollower) broken() bool {
+	f.withdrawAll()
+	for !f.stopped() {
+		if err := f.subscribe(); err == nil {
+			f.d.opts.Log.Warn("next-hop subscription broke: subscribed again, resolving every server")
+			f.startPass(true)
+			return true
+		} else {
+			f.d.opts.Log.Warn("next-hop subscription broke and cannot be renewed: servers' packets ask the FIB", "error", err)
+		}
+		select {
+		case <-f.d.stop:
+		case <-time.After(time.Second):
+		}
+	}
+	return false
+}
+
+func (f *nextHopFollower) run() {
+	defer f.ns.Close()
+	defer f.nl.Close()
+	defer f.unsubscribe()
+	// Nothing follows the entries once the daemon stops (a halted daemon's
+	// pinned program may forward on): its packets ask the FIB.
+	defer f.withdrawAll()
+	resync := time.NewTicker(nextHopResyncEvery)
+	defer resync.Stop()
+	lastFull := time.Now()
+	f.startPass(true)
+	for {
+		// Events first, then a chunk of the pass, then wait.
+		select {
+		case <-f.d.stop:
+			return
+		case u, ok := <-f.neigh:
+			if !ok && !f.broken() {
+				return
+			}
+			if ok {
+				f.onNeigh(u)
+			}
+			continue
+		case u, ok := <-f.route:
+			if !ok && !f.broken() {
+				return
+			}
+			if ok {
+				f.onRoute(u)
+			}
+			continue
+		case u, ok := <-f.link:
+			if !ok && !f.broken() {
+				return
+			}
+			if ok {
+				f.onLink(u)
+			}
+			continue
+		default:
+		}
+		if len(f.queue) > 0 {
+			f.resolveChunk()
+			continue
+		}
+		select {
+		case <-f.d.stop:
+			return
+		case u, ok := <-f.neigh:
+			if !ok && !f.broken() {
+				return
+			}
+			if ok {
+				f.onNeigh(u)
+			}
+		case u, ok := <-f.route:
+			if !ok && !f.broken() {
+				return
+			}
+			if ok {
+				f.onRoute(u)
+			}
+		case u, ok := <-f.link:
+			if !ok && !f.broken() {
+				return
+			}
+			if ok {
+				f.onLink(u)
+			}
+		case <-f.request:
+			f.startPass(false)
+		case <-resync.C:
+			full := time.Since(lastFull) >= nextHopFullEvery
+			if full {
+				lastFull = time.Now()
+			}
+			f.startPass(full)
+		}
+	}
+}
+
+// servers are the servers of every instance.
+func (f *nextHopFollower) servers() map[netip.Addr]bool {
+	f.d.mu.Lock()
+	names := make([]string, 0, len(f.d.instances))
+	for n := range f.d.instances {
+		names = append(names, n)
+	}
+	f.d.mu.Unlock()
+	out := map[netip.Addr]bool{}
+	for _, n := range names {
+		for _, a := range f.d.mux.ServerAddrs(n) {
+			out[a.Unmap()] = true
+		}
+	}
+	return out
+}
+
+// startPass queues the servers to resolve (all, or those without an
+// entry) and withdraws the entries of servers no longer in any table.
+func (f *nextHopFollower) startPass(all bool) {
+	current := f.servers()
+	for a := range f.via {
+		if !current[a] {
+			f.withdraw(a)
+		}
+	}
+	f.queue = f.queue[:0]
+	for a := range current {
+		if _, ok := f.via[a]; all || !ok {
+			f.queue = append(f.queue, a)
+		}
+	}
+	f.lookup = nil
+	f.unresolved = 0
+}
+
+func (f *nextHopFollower) resolveChunk() {
+	if f.lookup == nil {
+		f.lookup = dataplane.NewNextHopLookup(f.nl)
+	}
+	n := min(nextHopChunk, len(f.queue))
+	for _, a := range f.queue[:n] {
+		h, via, err := f.lookup.Resolve(a)
+		if err != nil {
+			f.withdraw(a)
+			f.unresolved++
+			continue
+		}
+		f.publish(a, h, via)
+	}
+	f.queue = f.queue[n:]
+}
+
+func (f *nextHopFollower) publish(a netip.Addr, h dataplane.ResolvedNextHop, via dataplane.Neighbor) {
+	if old, ok := f.hop[a]; ok && f.via[a] == via && old.String() == h.String() {
+		return // unchanged: no write
+	}
+	if err := f.d.mux.PublishNextHop(a, h); err != nil {
+		f.withdraw(a) // the line is full: the FIB answers for it
+		f.unresolved++
+		return
+	}
+	if old, ok := f.via[a]; ok && old != via {
+		delete(f.uses[old], a)
+	}
+	if f.uses[via] == nil {
+		f.uses[via] = map[netip.Addr]bool{}
+	}
+	f.uses[via][a] = true
+	f.via[a], f.hop[a] = via, h
+}
+
+func (f *nextHopFollower) withdraw(a netip.Addr) {
+	via, ok := f.via[a]
+	if !ok {
+		return
+	}
+	f.d.mux.WithdrawNextHop(a)
+	delete(f.uses[via], a)
+	if len(f.uses[via]) == 0 {
+		delete(f.uses, via)
+	}
+	delete(f.via, a)
+	delete(f.hop, a)
+}
+
+func (f *nextHopFollower) withdrawAll() {
+	f.d.mux.WithdrawAllNextHops()
+	f.uses = map[dataplane.Neighbor]map[netip.Addr]bool{}
+	f.via = map[netip.Addr]dataplane.Neighbor{}
+	f.hop = map[netip.Addr]dataplane.ResolvedNextHop{}
+	f.d.mux.FlushNextHops()
+}
+
+func (f *nextHopFollower) onNeigh(u netlink.NeighUpdate) {
+	f.lookup = nil // its neighbour listings may be old now
+	defer f.d.mux.FlushNextHops()
+	ip, ok := netip.AddrFromSlice(u.IP)
+	if !ok {
+		return
+	}
+	n := dataplane.Neighbor{LinkIndex: u.LinkIndex, IP: ip.Unmap()}
+	usable := u.Type == unix.RTM_NEWNEIGH && dataplane.NeighborUsable(u.State, u.HardwareAddr)
+	servers := f.uses[n]
+	if len(servers) == 0 {
+		if usable {
+			f.resolveSoon() // a server may have waited for it
+		}
+		return
+	}
+	for a := range servers {
+		if !usable {
+			f.withdraw(a)
+			continue
+		}
+		h := f.hop[a]
+		h.Dst = append(net.HardwareAddr(nil), u.HardwareAddr...)
+		f.publish(a, h, n)
+	}
+	if !usable {
+		f.resolveSoon()
+	}
+}
+
+func (f *nextHopFollower) onRoute(u netlink.RouteUpdate) {
+	f.lookup = nil
+	defer f.d.mux.FlushNextHops()
+	v6 := u.Family == netlink.FAMILY_V6
+	var withdrawn bool
+	for a := range f.via {
+		if a.Is4() == v6 {
+			continue // the other family's route
+		}
+		if u.Dst == nil || u.Dst.Contains(net.IP(a.AsSlice())) {
+			f.withdraw(a)
+			withdrawn = true
+		}
+	}
+	if withdrawn || u.Type == unix.RTM_NEWROUTE {
+		f.resolveSoon() // a new route may reach a server that had none
+	}
+}
+
+func (f *nextHopFollower) onLink(u netlink.LinkUpdate) {
+	f.lookup = nil
+	defer f.d.mux.FlushNextHops()
+	if u.Attrs() == nil {
+		return
+	}
+	idx := u.Attrs().Index
+	var withdrawn bool
+	for a, via := range f.via {
+		if via.LinkIndex == idx {
+			f.withdraw(a)
+			withdrawn = true
+		}
+	}
+	if withdrawn {
+		f.resolveSoon()
+	}
 }

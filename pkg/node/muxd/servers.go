@@ -89,6 +89,7 @@ func (d *Daemon) checkServers(name string, only []netip.Addr) {
 	}
 	d.servers.set(name, bad)
 	d.servers.once.Do(func() { go d.recheckServers() })
+	d.nextHops.resolveSoon() // new servers' next hops (nexthops.go)
 }
 
 // checkChanged checks the servers a generation adds or changes.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"slices"
@@ -248,5 +249,33 @@ func TestBaselineKeepsTailCalls(t *testing.T) {
 	must(t, m.Collection().Maps["mux6_prog"].Lookup(uint32(0), &id))
 	if id != want {
 		t.Fatalf("the mux's IPv6 tail call goes to program %d, not its own %d, after the baseline loaded", id, want)
+	}
+}
+
+// TestBenchPublishesNextHops: a mux the bench loads has every server's
+// next hop published, as the daemon would (the rows take the published
+// path), each the bench namespace's neighbour; the production program
+// sends by it.
+func TestBenchPublishesNextHops(t *testing.T) {
+	netlabtest.RequireRoot(t)
+	r, err := newRig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	o := Quick
+	o.nl = r.ns.Netlink()
+	cfg, table := beamerInstance(1000, 0)
+	m, err := loadMux(cfg, table, 0, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for i := 0; i < servers; i++ {
+		h, ok := m.PublishedNextHop(serverAddr(i))
+		want := net.HardwareAddr{0x02, 0xbe, 0xa0, 0x00, 0x02, byte(i)}
+		if !ok || !bytes.Equal(h.Dst, want) || h.Ifindex != uint32(r.ifindex) {
+			t.Errorf("server %v: published %v (%v), want %v on device %d", serverAddr(i), h, ok, want, r.ifindex)
+		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // quickRows are the rows every run has.
-var quickRows = []string{"empty", "floor", "encap-floor", "encap-floor-plain", "lines-0", "lines-16", "rotation", "beamer", "beamer-mptcp", "maglev", "maglev-lru", "prism-empty", "prism-miss", "prism-hit",
+var quickRows = []string{"empty", "floor", "encap-floor", "encap-floor-plain", "lines-0", "lines-16", "rotation", "beamer", "beamer-mptcp", "beamer-fib", "maglev", "maglev-lru", "prism-empty", "prism-miss", "prism-hit",
 	"empty-tc", "decap-floor", "agent-local", "agent-local-moved", "agent-chain", "agent-drop",
 	"cheetah-cookie", "cheetah-cookie-general", "cheetah-syn-rr", "cheetah-fallback",
 	"agent-cheetah-egress", "agent-cheetah-ingress", "decap-floor-xdp", "agent-xdp-local", "agent-xdp-pass",

@@ -146,6 +146,31 @@ type muxBenchNexthop6 struct {
 	_       [4]byte
 }
 
+type muxBenchNexthop6Entry struct {
+	_       structs.HostLayout
+	Seq     uint64
+	Daddr   muxBenchIn6Addr
+	Ifindex uint32
+	Mtu     uint32
+	Dmac    [6]uint8
+	Smac    [6]uint8
+	Pad     [20]uint8
+}
+
+type muxBenchNexthopLine struct {
+	_ structs.HostLayout
+	E [2]struct {
+		_       structs.HostLayout
+		Seq     uint32
+		Daddr   uint32
+		Ifindex uint32
+		Mtu     uint32
+		Dmac    [6]uint8
+		Smac    [6]uint8
+		Pad     uint32
+	}
+}
+
 type muxBenchPortSet struct {
 	_       structs.HostLayout
 	UdpMask uint16
@@ -237,8 +262,10 @@ const (
 	muxBenchMapMuxServerTraffic       = "mux_server_traffic"
 	muxBenchMapMuxVipTraffic          = "mux_vip_traffic"
 	muxBenchMapNexthop6Cache          = "nexthop6_cache"
+	muxBenchMapNexthop6Table          = "nexthop6_table"
 	muxBenchMapNexthopCache           = "nexthop_cache"
 	muxBenchMapNexthopEpoch           = "nexthop_epoch"
+	muxBenchMapNexthopTable           = "nexthop_table"
 	muxBenchMapPortSets               = "port_sets"
 	muxBenchMapPrismLearned           = "prism_learned"
 	muxBenchMapPrismLearning          = "prism_learning"
@@ -369,8 +396,10 @@ type muxBenchMapSpecs struct {
 	MuxServerTraffic   *ebpf.MapSpec `ebpf:"mux_server_traffic"`
 	MuxVipTraffic      *ebpf.MapSpec `ebpf:"mux_vip_traffic"`
 	Nexthop6Cache      *ebpf.MapSpec `ebpf:"nexthop6_cache"`
+	Nexthop6Table      *ebpf.MapSpec `ebpf:"nexthop6_table"`
 	NexthopCache       *ebpf.MapSpec `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.MapSpec `ebpf:"nexthop_epoch"`
+	NexthopTable       *ebpf.MapSpec `ebpf:"nexthop_table"`
 	PortSets           *ebpf.MapSpec `ebpf:"port_sets"`
 	PrismLearned       *ebpf.MapSpec `ebpf:"prism_learned"`
 	PrismLearning      *ebpf.MapSpec `ebpf:"prism_learning"`
@@ -451,8 +480,10 @@ type muxBenchMaps struct {
 	MuxServerTraffic   *ebpf.Map `ebpf:"mux_server_traffic"`
 	MuxVipTraffic      *ebpf.Map `ebpf:"mux_vip_traffic"`
 	Nexthop6Cache      *ebpf.Map `ebpf:"nexthop6_cache"`
+	Nexthop6Table      *ebpf.Map `ebpf:"nexthop6_table"`
 	NexthopCache       *ebpf.Map `ebpf:"nexthop_cache"`
 	NexthopEpoch       *ebpf.Map `ebpf:"nexthop_epoch"`
+	NexthopTable       *ebpf.Map `ebpf:"nexthop_table"`
 	PortSets           *ebpf.Map `ebpf:"port_sets"`
 	PrismLearned       *ebpf.Map `ebpf:"prism_learned"`
 	PrismLearning      *ebpf.Map `ebpf:"prism_learning"`
@@ -487,8 +518,10 @@ func (m *muxBenchMaps) Close() error {
 		m.MuxServerTraffic,
 		m.MuxVipTraffic,
 		m.Nexthop6Cache,
+		m.Nexthop6Table,
 		m.NexthopCache,
 		m.NexthopEpoch,
+		m.NexthopTable,
 		m.PortSets,
 		m.PrismLearned,
 		m.PrismLearning,

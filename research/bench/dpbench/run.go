@@ -10,6 +10,7 @@ import (
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
 	"github.com/cilium/ebpf"
+	"github.com/vishvananda/netlink"
 )
 
 // Options choose what to measure.
@@ -37,6 +38,11 @@ type Options struct {
 	// on the current agent's maps, batched and per packet; nil: none.
 	AgentBaseline     []byte
 	AgentBaselineName string
+
+	// nl is the bench namespace's netlink handle (set by Run): every mux
+	// loaded publishes its servers' next hops resolved from it, as the
+	// daemon does (publishNextHops).
+	nl *netlink.Handle
 }
 
 // Full is the complete benchmark; Quick is CI's smoke version. Full takes
@@ -165,7 +171,16 @@ func beamerRows(r *rig, o Options, b uint32, moved int, scattered, first bool, c
 		sub := frame(beamerVIP, 1030, wiretest.ACK)
 		t := trial{ns: r.ns, prog: m.BenchProgram(), frame: sub, ctx: ctx(sub), want: xdpTX, repeat: o.Repeat, counter: "fwd_server_id", read: m.Counters,
 			base: m.baseBench(), baseSingle: m.baseProgram(), single: m.Program(), frameAt: rotating(beamerVIP, 1030, wiretest.ACK, o.BeamerFlows), packets: o.PerPacket}
-		return add("beamer-mptcp", o.BeamerFlows, int(b), t, "test run, repeat; MPTCP subflow by server id, no option")
+		if err := add("beamer-mptcp", o.BeamerFlows, int(b), t, "test run, repeat; MPTCP subflow by server id, no option"); err != nil {
+			return err
+		}
+		// The beamer row with no next hop published: every packet asks
+		// the per-CPU cache of FIB answers (the fallback).
+		m.WithdrawAllNextHops()
+		t = base
+		t.prog, t.counter, t.base, t.baseSingle = m.BenchProgram(), "fwd_bucket", m.baseBench(), m.baseProgram()
+		t.single, t.frameAt = m.Program(), rotating(beamerVIP, 80, wiretest.ACK, o.BeamerFlows)
+		return add("beamer-fib", o.BeamerFlows, int(b), t, "test run, repeat; as beamer, with no next hop published by the daemon: the per-CPU cache of FIB answers")
 	}
 	return nil
 }
@@ -177,6 +192,7 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 		return nil, err
 	}
 	defer r.close()
+	o.nl = r.ns.Netlink()
 	emptyXDP, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.XDP, License: "Dual BSD/GPL", Instructions: xdpReturn(xdpTX)})
 	if err != nil {
 		return nil, err

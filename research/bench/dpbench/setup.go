@@ -165,6 +165,10 @@ func loadMuxCT(cfg forwarding.Instance, t *forwarding.Table, ctEntries, lruEntri
 		b.Close()
 		return nil, err
 	}
+	if err := publishNextHops(b, cfg.Name, o.nl); err != nil {
+		b.Close()
+		return nil, err
+	}
 	// For scripts/mux-stages.sh's measuring build that reads the table
 	// without a helper call (bpf/bench/scratch.h).
 	if err := b.copyBucketsToScratch(); err != nil {
@@ -178,4 +182,24 @@ func loadMuxCT(cfg forwarding.Instance, t *forwarding.Table, ctEntries, lruEntri
 		}
 	}
 	return b, nil
+}
+
+// publishNextHops publishes the next hop of each server of the instance, resolved from the bench namespace as the daemon resolves them
+// (pkg/node/muxd nexthops.go), so the rows take the path of a mux whose
+// daemon follows its routes and neighbours. nl nil: none published.
+func publishNextHops(b *benchMux, instance string, nl *netlink.Handle) error {
+	if nl == nil {
+		return nil
+	}
+	lookup := dataplane.NewNextHopLookup(nl)
+	for _, a := range b.ServerAddrs(instance) {
+		h, _, err := lookup.Resolve(a)
+		if err != nil {
+			return fmt.Errorf("next hop of server %v: %w", a, err)
+		}
+		if err := b.PublishNextHop(a, h); err != nil {
+			return fmt.Errorf("next hop of server %v: %w", a, err)
+		}
+	}
+	return nil
 }
