@@ -66,6 +66,7 @@
 #include "strategy/prism.h"
 #include "strategy/awfd.h"
 #include "strategy/cheetah.h"
+#include "include/mux_fast.h"
 
 /* Bytes the encapsulation adds in front of the packet: IP-in-IP, or for a
  * GUE VIP the same plus its UDP and GUE headers (gue.h: the private data
@@ -74,6 +75,23 @@ INLINE int outer_len_of(const struct decision *d, const int gue)
 {
 	int len = d->with_opt ? OUTER_LEN_WITH(d->prev) : OUTER_LEN_PLAIN;
 	return gue ? len + GUE4_EXTRA : len;
+}
+
+/* Too big once encapsulated (inner + outer_len > mtu). With DF (frag, the
+ * inner header's fragment word) the client does path MTU discovery: tell
+ * it the size that fits. Without DF it expects a router to fragment, which
+ * the mux cannot do (and fragments of it would be dropped here anyway,
+ * having no ports to hash): drop. */
+INLINE int too_big4(struct xdp_md *ctx, __u16 vip_stat, __be16 frag, int outer_len, __u32 mtu)
+{
+	if (!(frag & bpf_htons(IP_DF)))
+		return drop(vip_stat, MUX_DROP_TOO_BIG);
+	__u32 fits = mtu > outer_len + IPV4_MIN_MTU ? mtu - outer_len : IPV4_MIN_MTU;
+	if (xdp_icmp_too_big(ctx, fits, 0))
+		return drop(vip_stat, MUX_DROP_ENCAP);
+	mux_count(MUX_ICMP_TOO_BIG);
+	vip_traffic_drop(vip_stat, MUX_ICMP_TOO_BIG);
+	return XDP_TX;
 }
 
 /*
@@ -97,20 +115,8 @@ INLINE int transmit_as(struct xdp_md *ctx, struct decision *d, int verdict, stru
 	if (why)
 		return drop(d->vip_stat, why);
 
-	/* Too big once encapsulated. With DF the client does path MTU
-	 * discovery: tell it the size that fits. Without DF it expects a
-	 * router to fragment, which the mux cannot do (and fragments of it
-	 * would be dropped here anyway, having no ports to hash): drop. */
-	if (inner_tot + outer_len > nh.mtu) {
-		if (!(frag & bpf_htons(IP_DF)))
-			return drop(d->vip_stat, MUX_DROP_TOO_BIG);
-		__u32 fits = nh.mtu > outer_len + IPV4_MIN_MTU ? nh.mtu - outer_len : IPV4_MIN_MTU;
-		if (xdp_icmp_too_big(ctx, fits, 0))
-			return drop(d->vip_stat, MUX_DROP_ENCAP);
-		mux_count(MUX_ICMP_TOO_BIG);
-		vip_traffic_drop(d->vip_stat, MUX_ICMP_TOO_BIG);
-		return XDP_TX;
-	}
+	if (inner_tot + outer_len > nh.mtu)
+		return too_big4(ctx, d->vip_stat, frag, outer_len, nh.mtu);
 
 	struct ethhdr *eth;
 	if (gue)
@@ -217,6 +223,21 @@ INLINE int mux_icmp(struct xdp_md *ctx, const struct vip_info *vip, void *l3, st
 	return drop(vip->stats, MUX_DROP_ICMP_ECHO);
 }
 
+/* A decision d (verdict) taken for the IPv4 packet at the VIP's version:
+ * dropped, or sent (mux_fast.h comes here too, for a moved bucket). */
+INLINE int forward4_decided(struct xdp_md *ctx, const struct vip_info *vip, const struct flow *f, struct decision *d,
+			    int verdict, struct iphdr *ip, int icmp, __u64 version)
+{
+	if (!d->forward)
+		return drop(vip->stats, verdict);
+	if (icmp)
+		d->also = MUX_FWD_ICMP_FRAG_NEEDED;
+
+	d->encap.opt.generation = bpf_htonl((__u32)version);
+	d->encap.opt.incarnation = bpf_htonl((__u32)(version >> 32));
+	return transmit(ctx, vip, f, d, verdict, ip);
+}
+
 /* The IPv4 decision and transmit: the strategy's, by port (route), then
  * IP-in-IP or GUE over IPv4 (transmit). */
 INLINE int forward4(struct xdp_md *ctx, const struct vip_info *vip, void *servers, const struct flow *f,
@@ -224,14 +245,8 @@ INLINE int forward4(struct xdp_md *ctx, const struct vip_info *vip, void *server
 {
 	struct decision d = {};
 	int verdict = route(ctx, vip, servers, f, tcp, ip, !icmp, &d);
-	if (!d.forward)
-		return drop(vip->stats, verdict);
-	if (icmp)
-		d.also = MUX_FWD_ICMP_FRAG_NEEDED;
 
-	d.encap.opt.generation = bpf_htonl((__u32)version);
-	d.encap.opt.incarnation = bpf_htonl((__u32)(version >> 32));
-	return transmit(ctx, vip, f, &d, verdict, ip);
+	return forward4_decided(ctx, vip, f, &d, verdict, ip, icmp, version);
 }
 
 /* The IPv6 decision and transmit (mux6.h): strategy beamer by port
@@ -275,7 +290,13 @@ INLINE int mux_path(struct xdp_md *ctx, void *l3, const int is_ipv6)
 		return XDP_PASS;
 	}
 
-	/* Addressed to a VIP: from here on we forward it whole or drop it. */
+	/* Addressed to a VIP: from here on we forward it whole or drop it.
+	 * The most common IPv4 packet first (mux_fast.h), straight-line. */
+	if (!is_ipv6) {
+		int action;
+		if (mux_fast4(ctx, ip, vip, &action))
+			return action;
+	}
 	struct tcphdr *tcp = NULL;
 	struct flow f = {};
 	int icmp = 0;
