@@ -19,11 +19,12 @@
  * and bytes. The generation rule is the general path's: the VIP's version
  * is loaded before the bucket (barrier()). A packet not of the shape, or
  * failing a check before the version is read, returns 0 and the general
- * path decides it from the start; one whose bucket moved or has no usable
- * owner continues on the general path's decision (decide_by_bucket_word,
- * with the bucket as read) and transmit (forward4_decided), with the flow
- * as parsed and the version as read, so a moved bucket pays the parse and
- * the bucket read once. No fallback comes after a side effect.
+ * path decides it from the start; one to a server-id port or a closed port,
+ * or whose bucket moved or has no usable owner, continues on the general
+ * path's decision (decide_by_server_id, decide_by_bucket_word with the
+ * bucket as read) and transmit (forward4_decided), with the flow as parsed
+ * and the version as read, so it pays the parse and the bucket read once.
+ * No fallback comes after a side effect.
  *
  * pkg/dataplane TestMuxFastShapeChecks breaks the shape one check at a
  * time, TestMuxFastShapeRandom compares the program with and without this
@@ -43,6 +44,8 @@
 #include "nexthop.h"
 #include "mux_addr.h"
 #include "mux_transmit.h"
+#include "mux_verdict.h"
+#include "mux_send4.h"
 
 /* Off only in tests (pkg/dataplane TestMuxFastShape*), to compare. */
 volatile const __u32 mux_fast_shape = 1;
@@ -53,10 +56,6 @@ volatile const __u32 mux_fast_shape = 1;
 #define FAST_TTL_PROTO (BEAMER_OUTER_TTL | IPPROTO_IPIP << 8)
 #define FAST_OPT_HEAD (BEAMER_OPT_TYPE | BEAMER_OPT_FIXED << 8)
 #define FAST_VIHL (0x40 | OUTER_LEN_OPT >> 2) /* version 4, IHL 9 */
-
-INLINE int forward4_decided(struct xdp_md *ctx, const struct vip_info *vip, const struct flow *f, struct decision *d,
-			    int verdict, struct iphdr *ip, int icmp, __u64 version);
-INLINE int too_big4(struct xdp_md *ctx, __u16 vip_stat, __be16 frag, int outer_len, __u32 mtu);
 
 /*
  * The packet at ip (IPv4, its fixed header within the packet), to vip:
@@ -105,13 +104,16 @@ INLINE int mux_fast4(struct xdp_md *ctx, struct iphdr *ip, const struct vip_info
 	 * order), what the flow hash mixes. */
 	__u32 ports = bpf_ntohl(pkt_load32(l4));
 	__u16 p = (__u16)ports;
-	/* port_class and route: a service port, neither a server id nor
-	 * a QUIC port. */
+	/* port_class, then route: a QUIC port of a QUIC VIP is the general
+	 * path's; a server id and a closed port are decided below as route
+	 * decides them. (The record's fields but the version never change
+	 * while it is named: read before the version as well as after.) */
+	enum port_class port = PORT_CLOSED;
 	if (!udp && vip->id_low && p >= vip->id_low && p <= vip->id_high)
-		return 0;
-	if (!record_ranges_hold(vip, p, udp))
-		return 0;
-	if (udp && (vip->flags & VIP_F_QUIC) && in_range(vip->quic_ports, p))
+		port = PORT_SERVER_ID;
+	else if (record_ranges_hold(vip, p, udp))
+		port = PORT_SERVICE;
+	if (port == PORT_SERVICE && udp && (vip->flags & VIP_F_QUIC) && in_range(vip->quic_ports, p))
 		return 0;
 
 	__be32 saddr = ip->saddr, daddr = ip->daddr;
@@ -123,16 +125,27 @@ INLINE int mux_fast4(struct xdp_md *ctx, struct iphdr *ip, const struct vip_info
 		return 0;
 
 	/* decide_by_bucket, for a bucket that never moved. */
-	int why;
-	__u32 hash = flow_hash_ports(saddr, daddr, ports, proto);
-	__u64 bucket = bucket_word_of_hash(vip, hash, &why);
-	__u16 current = BUCKET_CURRENT(bucket);
-	__u64 cur = current && !BUCKET_CHAIN(bucket) ? server_word(servers, current) : 0;
+	int why = 0;
+	__u64 bucket = 0, cur = 0;
+	if (port == PORT_SERVICE) {
+		__u32 hash = flow_hash_ports(saddr, daddr, ports, proto);
+		bucket = bucket_word_of_hash(vip, hash, &why);
+		__u16 current = BUCKET_CURRENT(bucket);
+		if (current && !BUCKET_CHAIN(bucket))
+			cur = server_word(servers, current);
+	}
+	/* Anything else as route decides it: a moved bucket (or one without
+	 * a usable owner) from the bucket as read, a server id, a closed
+	 * port; then forward4's tail. */
 	if (!cur) {
 		struct flow f = {.saddr = saddr, .daddr = daddr, .sport = bpf_htons(ports >> 16), .dport = bpf_htons(p),
 				 .proto = proto, .tcp_flags = tcp_flags, .l4_off = sizeof(*ip)};
 		struct decision d = {};
-		int verdict = decide_by_bucket_word(vip, servers, &f, bucket, why, &d);
+		int verdict = MUX_DROP_CLOSED_PORT;
+		if (port == PORT_SERVICE)
+			verdict = decide_by_bucket_word(vip, servers, &f, bucket, why, &d);
+		else if (port == PORT_SERVER_ID)
+			verdict = decide_by_server_id(servers, p, &d);
 		*action = forward4_decided(ctx, vip, &f, &d, verdict, ip, 0, version);
 		return 1;
 	}
