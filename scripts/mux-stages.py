@@ -40,8 +40,8 @@ ABLATIONS = {
                 "instance's bucket table and server table (copied word for word into bpf/bench/scratch.h's plain array, the "
                 "servers at its end) read by the same code with lookups the verifier inlines"),
     "hash": ("include/flow_hash.h",
-             "\t__u32 ports = ((__u32)bpf_ntohs(sport) << 16) | bpf_ntohs(dport);",
-             "#ifdef STAGE_OFF_HASH\n\treturn (saddr ^ sport) * 2654435761u;\n#endif\n",
+             "\treturn jhash_3words(bpf_ntohl(saddr), bpf_ntohl(daddr), ports, proto);",
+             "#ifdef STAGE_OFF_HASH\n\treturn (saddr ^ bpf_htons(ports >> 16)) * 2654435761u;\n#endif\n",
              "flow hash: jhash of the 5-tuple replaced by one multiply"),
     "vip": ("include/vips.h",
             "\t__u32 line = vip_line(key);",

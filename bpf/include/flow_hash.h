@@ -39,11 +39,18 @@ INLINE __u32 jhash_3words(__u32 a, __u32 b, __u32 c, __u32 initval)
 	return c;
 }
 
+/* Addresses as they sit in the packet (network order); ports the source
+ * port << 16 | the destination port (host order): the packet's 32-bit
+ * ports word, byte-swapped (the mux's fast path, mux_fast.h, loads it so). */
+INLINE __u32 flow_hash_ports(__be32 saddr, __be32 daddr, __u32 ports, __u8 proto)
+{
+	return jhash_3words(bpf_ntohl(saddr), bpf_ntohl(daddr), ports, proto);
+}
+
 /* Addresses and ports as they sit in the packet (network order). */
 INLINE __u32 flow_hash(__be32 saddr, __be32 daddr, __be16 sport, __be16 dport, __u8 proto)
 {
-	__u32 ports = ((__u32)bpf_ntohs(sport) << 16) | bpf_ntohs(dport);
-	return jhash_3words(bpf_ntohl(saddr), bpf_ntohl(daddr), ports, proto);
+	return flow_hash_ports(saddr, daddr, ((__u32)bpf_ntohs(sport) << 16) | bpf_ntohs(dport), proto);
 }
 
 INLINE __u32 bucket_of(__u32 hash, __u32 buckets)

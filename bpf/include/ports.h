@@ -29,6 +29,20 @@ INLINE int in_range(struct port_range r, __u16 p)
 	return p >= r.low && p <= r.high;
 }
 
+/* Is port p of the protocol (udp: 1 for UDP, 0 for TCP) among the ranges
+ * the record holds? For a VIP with at most VIP_RECORD_RANGES ranges. */
+INLINE int record_ranges_hold(const struct vip_info *vip, __u16 p, __u32 udp)
+{
+	__u32 n = vip->n_ranges;
+	__u32 mask = vip->udp_mask;
+
+#pragma unroll
+	for (__u32 i = 0; i < VIP_RECORD_RANGES; i++)
+		if (i < n && ((mask >> i) & 1) == udp && in_range(vip->ranges[i], p))
+			return 1;
+	return 0;
+}
+
 INLINE enum port_class port_class(const struct vip_info *vip, const struct flow *f)
 {
 	__u16 p = flow_dport(f);
@@ -37,14 +51,8 @@ INLINE enum port_class port_class(const struct vip_info *vip, const struct flow 
 
 	if (!udp && vip->id_low && p >= vip->id_low && p <= vip->id_high)
 		return PORT_SERVER_ID;
-	if (n <= VIP_RECORD_RANGES) {
-		__u32 mask = vip->udp_mask;
-#pragma unroll
-		for (__u32 i = 0; i < VIP_RECORD_RANGES; i++)
-			if (i < n && ((mask >> i) & 1) == udp && in_range(vip->ranges[i], p))
-				return PORT_SERVICE;
-		return PORT_CLOSED;
-	}
+	if (n <= VIP_RECORD_RANGES)
+		return record_ranges_hold(vip, p, udp) ? PORT_SERVICE : PORT_CLOSED;
 	__u32 key = vip->port_set;
 	struct port_set *s = bpf_map_lookup_elem(&port_sets, &key);
 	if (!s)

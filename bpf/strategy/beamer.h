@@ -59,12 +59,11 @@ INLINE int put_history(__u32 table, void *servers, __u16 ref, struct beamer_opt 
 
 /* Stable hashing: the bucket's current owner, with the bucket's previous
  * owners and the time of its latest change in the option. A bucket that
- * never moved reads nothing more than its 16-bit entry (mux_maps.h). */
-INLINE int decide_by_bucket(const struct vip_info *vip, void *servers, const struct flow *f, struct decision *d)
+ * never moved reads nothing more than its 16-bit entry (mux_maps.h).
+ * bucket is the packet's bucket word, or 0 with why the reason. */
+INLINE int decide_by_bucket_word(const struct vip_info *vip, void *servers, const struct flow *f, __u64 bucket, int why,
+				  struct decision *d)
 {
-	int why;
-	__u64 bucket = bucket_word(vip, f, &why);
-
 	if (!bucket)
 		return why;
 
@@ -106,6 +105,17 @@ INLINE int decide_by_bucket(const struct vip_info *vip, void *servers, const str
 	if (n)
 		d->also = MUX_FWD_WITH_PREVIOUS;
 	return MUX_FWD_BUCKET;
+}
+
+/* The same, from the bucket read here. (The mux's fast path, mux_fast.h,
+ * reads the bucket itself and comes to decide_by_bucket_word with one that
+ * moved or names no usable owner: *why says why there is none.) */
+INLINE int decide_by_bucket(const struct vip_info *vip, void *servers, const struct flow *f, struct decision *d)
+{
+	int why;
+	__u64 bucket = bucket_word(vip, f, &why);
+
+	return decide_by_bucket_word(vip, servers, f, bucket, why, d);
 }
 
 INLINE int decide_beamer(const struct vip_info *vip, void *servers, const struct flow *f, struct decision *d)

@@ -98,6 +98,11 @@ type muxInstance struct {
 	traffic *muxTraffic
 }
 
+// muxFastShapeOff turns off the mux's straight-line path for its most
+// common packet (bpf/include/mux_fast.h): the tests compare the program
+// with and without it.
+var muxFastShapeOff = false
+
 // LoadMux loads the mux program; it forwards nothing until an instance is set.
 func LoadMux(opts MuxOptions) (*Mux, error) {
 	if !opts.Addr.IsValid() && !opts.Addr6.IsValid() {
@@ -117,6 +122,11 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 	if opts.Addr.IsValid() {
 		if err := spec.Variables["mux_addr"].Set(opts.Addr.As4()); err != nil {
 			return nil, err
+		}
+	}
+	if muxFastShapeOff {
+		if err := spec.Variables["mux_fast_shape"].Set(uint32(0)); err != nil {
+			return nil, fmt.Errorf("mux_fast_shape: %w", err)
 		}
 	}
 	if opts.Addr6.IsValid() {

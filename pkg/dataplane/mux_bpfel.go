@@ -338,6 +338,7 @@ const (
 	muxVarMaxInsertsPerCpuSecond = "max_inserts_per_cpu_second"
 	muxVarMuxAddr                = "mux_addr"
 	muxVarMuxAddr6               = "mux_addr6"
+	muxVarMuxFastShape           = "mux_fast_shape"
 )
 
 // loadMux returns the embedded CollectionSpec for mux.
@@ -439,6 +440,7 @@ type muxVariableSpecs struct {
 	MaxInsertsPerCpuSecond *ebpf.VariableSpec `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.VariableSpec `ebpf:"mux_addr"`
 	MuxAddr6               *ebpf.VariableSpec `ebpf:"mux_addr6"`
+	MuxFastShape           *ebpf.VariableSpec `ebpf:"mux_fast_shape"`
 }
 
 // muxObjects contains all objects after they have been loaded into the kernel.
@@ -547,6 +549,7 @@ type muxVariables struct {
 	MaxInsertsPerCpuSecond *ebpf.Variable `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.Variable `ebpf:"mux_addr"`
 	MuxAddr6               *ebpf.Variable `ebpf:"mux_addr6"`
+	MuxFastShape           *ebpf.Variable `ebpf:"mux_fast_shape"`
 }
 
 // muxPrograms contains all programs after they have been loaded into the kernel.

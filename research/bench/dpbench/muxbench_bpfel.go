@@ -311,6 +311,7 @@ const (
 	muxBenchVarMaxInsertsPerCpuSecond = "max_inserts_per_cpu_second"
 	muxBenchVarMuxAddr                = "mux_addr"
 	muxBenchVarMuxAddr6               = "mux_addr6"
+	muxBenchVarMuxFastShape           = "mux_fast_shape"
 )
 
 // loadMuxBench returns the embedded CollectionSpec for muxBench.
@@ -437,6 +438,7 @@ type muxBenchVariableSpecs struct {
 	MaxInsertsPerCpuSecond *ebpf.VariableSpec `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.VariableSpec `ebpf:"mux_addr"`
 	MuxAddr6               *ebpf.VariableSpec `ebpf:"mux_addr6"`
+	MuxFastShape           *ebpf.VariableSpec `ebpf:"mux_fast_shape"`
 }
 
 // muxBenchObjects contains all objects after they have been loaded into the kernel.
@@ -560,6 +562,7 @@ type muxBenchVariables struct {
 	MaxInsertsPerCpuSecond *ebpf.Variable `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.Variable `ebpf:"mux_addr"`
 	MuxAddr6               *ebpf.Variable `ebpf:"mux_addr6"`
+	MuxFastShape           *ebpf.Variable `ebpf:"mux_fast_shape"`
 }
 
 // muxBenchPrograms contains all programs after they have been loaded into the kernel.
