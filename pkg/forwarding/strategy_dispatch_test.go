@@ -39,7 +39,8 @@ var dispatchExceptions = map[string]string{
 	"research/lab/plot.go:if r.Strategy == s {":         "orders result rows by the registry's order",
 	"research/lab/plot_compare.go:if r.Strategy == s {": "orders result rows by the registry's order",
 	// A report's prose picks a figure by its row's name.
-	"research/bench/dpbench/markdown.go:if l := &r.Live[i]; l.Strategy == strategy && l.Softirq == softirq {": "picks a report row by name",
+	"research/bench/dpbench/markdown.go:if l := &r.Live[i]; l.Strategy == strategy && l.Softirq == softirq && !l.TX {": "picks a report row by name",
+	"research/bench/dpbench/markdown.go:if l := &r.Live[i]; l.Strategy == strategy && l.TX {":                          "picks a report row by name",
 	// hashsim's own hash algorithms (stable, maglev, consistent,
 	// rendezvous), not the product's strategies: the paper's Table 1
 	// figures by algorithm row.

@@ -212,7 +212,12 @@ func (d *Daemon) start() error {
 		return err
 	}
 	if err := d.watchNextHops(); err != nil {
-		return fmt.Errorf("watching neighbours and routes: %w", err)
+		// Published next hops are a shortcut: without them every packet
+		// asks the FIB (through its per-CPU cache), as before they
+		// existed. Entries an earlier daemon left are withdrawn, since
+		// nothing follows them now.
+		d.mux.WithdrawAllNextHops()
+		d.opts.Log.Warn("next hops not published (every packet asks the FIB): watching neighbours and routes failed", "err", err)
 	}
 	reg := prometheus.NewRegistry() // served only with Options.Metrics
 	d.makeStrategyHosts(reg)        // each strategy's own metrics and services (daemonspi)

@@ -100,16 +100,25 @@ func (t trial) delta(runs uint64, fn func() error) (bool, error) {
 	if name == "" {
 		return false, fn()
 	}
-	before, err := t.read()
-	if err != nil {
-		return false, err
-	}
-	if err := fn(); err != nil {
-		return false, err
-	}
-	after, err := t.read()
-	if err != nil {
-		return false, err
+	var before, after map[string]uint64
+	for attempt := 1; ; attempt++ {
+		var err error
+		if before, err = t.read(); err != nil {
+			return false, err
+		}
+		seen := interrupted.Load()
+		if err := fn(); err != nil {
+			return false, err
+		}
+		if after, err = t.read(); err != nil {
+			return false, err
+		}
+		// A run stopped part way by a signal and run again moved the
+		// counters by more than its runs: measure the step again (fn
+		// starts afresh), a few times; beyond that it stays unverified.
+		if interrupted.Load() == seen || attempt == maxInterruptedAttempts {
+			break
+		}
 	}
 	if _, ok := after[name]; !ok {
 		return false, fmt.Errorf("no counter %s", name)
@@ -182,6 +191,7 @@ func (t trial) perPacketOf(prog *ebpf.Program, i int) (float64, bool, error) {
 	}
 	runs := make([]float64, 0, t.packets)
 	ok, err := t.delta(uint64(t.packets), func() error {
+		runs = runs[:0] // delta may run this again
 		return t.ns.DoOnCPU(0, func() error {
 			fd := prog.FD()
 			for _, f := range frames {
@@ -203,6 +213,10 @@ func (t trial) perPacketOf(prog *ebpf.Program, i int) (float64, bool, error) {
 	}
 	return uninterruptedMean(runs), ok, nil
 }
+
+// maxInterruptedAttempts: how many times delta measures a step again
+// after a signal stopped one of its runs part way.
+const maxInterruptedAttempts = 5
 
 // interruptedOver: a single run this many times the median of its trial
 // was interrupted (perPacket).

@@ -27,3 +27,35 @@ func TestComparedTrials(t *testing.T) {
 		}
 	}
 }
+
+// TestDeltaMeasuresInterruptedAgain: a step during which a test run was
+// stopped by a signal and run again (its counter moved by more than its
+// runs) is measured again, and verified when the next attempt is clean;
+// one interrupted every time stays unverified.
+func TestDeltaMeasuresInterruptedAgain(t *testing.T) {
+	var count uint64
+	tr := trial{counter: "fwd", read: func() (map[string]uint64, error) { return map[string]uint64{"fwd": count}, nil }}
+	calls := 0
+	ok, err := tr.delta(100, func() error {
+		calls++
+		count += 100
+		if calls == 1 { // stopped part way at 37 runs, then run whole
+			count += 37
+			interrupted.Add(1)
+		}
+		return nil
+	})
+	if err != nil || !ok || calls != 2 {
+		t.Fatalf("interrupted once: verified %v after %d attempts (err %v), want verified after 2", ok, calls, err)
+	}
+	calls = 0
+	ok, err = tr.delta(100, func() error {
+		calls++
+		count += 137
+		interrupted.Add(1)
+		return nil
+	})
+	if err != nil || ok || calls != maxInterruptedAttempts {
+		t.Fatalf("interrupted always: verified %v after %d attempts (err %v), want unverified after %d", ok, calls, err, maxInterruptedAttempts)
+	}
+}

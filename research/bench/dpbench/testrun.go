@@ -3,6 +3,7 @@ package dpbench
 import (
 	"errors"
 	"runtime"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -37,10 +38,16 @@ func runTest(fd int, data, ctx []byte, repeat uint32) (uint32, uint32, error) {
 		if errno == 0 {
 			return attr.retval, attr.duration, nil
 		}
-		// A signal: run again (the path counters then move by more than
-		// the runs asked for, and the figure is not marked verified).
+		// A signal (on a busy machine, often the Go runtime's own
+		// preemption signal) stopped the loop part way: run again. The
+		// path counters then moved by more than the runs asked for, so
+		// trial.delta measures the whole step again (interrupted).
 		if !errors.Is(errno, unix.EINTR) {
 			return 0, 0, errno
 		}
+		interrupted.Add(1)
 	}
 }
+
+// interrupted counts the test runs a signal stopped part way (runTest).
+var interrupted atomic.Uint64
