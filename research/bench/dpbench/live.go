@@ -350,23 +350,11 @@ func (n *liveNet) measure(s forwarding.Strategy, size uint32, o LiveOptions) (Li
 			return LiveRow{}, err
 		}
 	}
-	gen, err := loadBenchMux(dataplane.MuxOptions{Addr: netip.MustParseAddr("198.18.1.2")}, 0)
+	gen, f, err := n.loadGenerator(o.Flows)
 	if err != nil {
 		return LiveRow{}, err
 	}
 	defer gen.Close()
-	if err := gen.SetBenchFlows(uint32(o.Flows)); err != nil {
-		return LiveRow{}, err
-	}
-	muxMAC, err := n.mux.LinkMAC("eth0")
-	if err != nil {
-		return LiveRow{}, err
-	}
-	f := frame(beamerVIP, 80, wiretest.ACK)
-	copy(f[0:6], muxMAC)
-	if err := gen.SetGenFrame([60]byte(f[:60])); err != nil {
-		return LiveRow{}, err
-	}
 
 	before, err := m.Counters()
 	if err != nil {
@@ -487,6 +475,31 @@ func (n *liveNet) measure(s forwarding.Strategy, size uint32, o LiveOptions) (Li
 		}
 	}
 	return row, nil
+}
+
+// loadGenerator loads the generator's program (the benchmark build of
+// the mux, sending flows flows of one TCP ACK to the Beamer VIP, rotated
+// by the bench's flow counter) with the mux's link as the frames'
+// destination, and the frame it starts from; the caller closes it.
+func (n *liveNet) loadGenerator(flows int) (*benchMux, []byte, error) {
+	gen, err := loadBenchMux(dataplane.MuxOptions{Addr: netip.MustParseAddr("198.18.1.2")}, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	f := frame(beamerVIP, 80, wiretest.ACK)
+	muxMAC, err := n.mux.LinkMAC("eth0")
+	if err == nil {
+		err = gen.SetBenchFlows(uint32(flows))
+	}
+	if err == nil {
+		copy(f[0:6], muxMAC)
+		err = gen.SetGenFrame([60]byte(f[:60]))
+	}
+	if err != nil {
+		gen.Close()
+		return nil, nil, err
+	}
+	return gen, f, nil
 }
 
 // loadInstance puts the live instance of strategy s with a table of size

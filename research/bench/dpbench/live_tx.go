@@ -9,7 +9,6 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
-	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
@@ -191,23 +190,11 @@ func (n *liveNet) measureTX(s forwarding.Strategy, size uint32, o LiveOptions, p
 		return LiveRow{}, err
 	}
 
-	gen, err := loadBenchMux(dataplane.MuxOptions{Addr: netip.MustParseAddr("198.18.1.2")}, 0)
+	gen, f, err := n.loadGenerator(o.Flows)
 	if err != nil {
 		return LiveRow{}, err
 	}
 	defer gen.Close()
-	if err := gen.SetBenchFlows(uint32(o.Flows)); err != nil {
-		return LiveRow{}, err
-	}
-	muxMAC, err := n.mux.LinkMAC("eth0")
-	if err != nil {
-		return LiveRow{}, err
-	}
-	f := frame(beamerVIP, 80, wiretest.ACK)
-	copy(f[0:6], muxMAC)
-	if err := gen.SetGenFrame([60]byte(f[:60])); err != nil {
-		return LiveRow{}, err
-	}
 
 	before, err := m.Counters()
 	if err != nil {
