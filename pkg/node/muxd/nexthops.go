@@ -180,6 +180,17 @@ func (f *nextHopFollower) broken() bool {
 	return false
 }
 
+// take hands an update received from a subscription (ok) to on; a
+// subscription that ended is renewed (broken). false: they ended for good,
+// the daemon stops.
+func take[U any](f *nextHopFollower, u U, ok bool, on func(U)) bool {
+	if !ok {
+		return f.broken()
+	}
+	on(u)
+	return true
+}
+
 func (f *nextHopFollower) run() {
 	defer f.ns.Close()
 	defer f.nl.Close()
@@ -197,27 +208,18 @@ func (f *nextHopFollower) run() {
 		case <-f.d.stop:
 			return
 		case u, ok := <-f.neigh:
-			if !ok && !f.broken() {
+			if !take(f, u, ok, f.onNeigh) {
 				return
-			}
-			if ok {
-				f.onNeigh(u)
 			}
 			continue
 		case u, ok := <-f.route:
-			if !ok && !f.broken() {
+			if !take(f, u, ok, f.onRoute) {
 				return
-			}
-			if ok {
-				f.onRoute(u)
 			}
 			continue
 		case u, ok := <-f.link:
-			if !ok && !f.broken() {
+			if !take(f, u, ok, f.onLink) {
 				return
-			}
-			if ok {
-				f.onLink(u)
 			}
 			continue
 		default:
@@ -230,25 +232,16 @@ func (f *nextHopFollower) run() {
 		case <-f.d.stop:
 			return
 		case u, ok := <-f.neigh:
-			if !ok && !f.broken() {
+			if !take(f, u, ok, f.onNeigh) {
 				return
-			}
-			if ok {
-				f.onNeigh(u)
 			}
 		case u, ok := <-f.route:
-			if !ok && !f.broken() {
+			if !take(f, u, ok, f.onRoute) {
 				return
-			}
-			if ok {
-				f.onRoute(u)
 			}
 		case u, ok := <-f.link:
-			if !ok && !f.broken() {
+			if !take(f, u, ok, f.onLink) {
 				return
-			}
-			if ok {
-				f.onLink(u)
 			}
 		case <-f.request:
 			f.startPass(false)
