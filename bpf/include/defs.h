@@ -23,6 +23,15 @@
 
 #define INLINE static __always_inline
 
+/* The line of an address in a table of 2^bits lines: a multiplicative
+ * (Fibonacci) hash of its host-order value (an IPv6 address's fold,
+ * flow.h addr6_fold), which spreads the consecutive addresses of a prefix
+ * over lines (pkg/dataplane addrLine is its twin). */
+INLINE __u32 addr_line(__be32 addr, const __u32 bits)
+{
+	return (bpf_ntohl(addr) * 2654435761u) >> (32 - bits);
+}
+
 /* Compiler barrier: keeps the order of a load of the VIP record and of the
  * bucket it names (see mux.c on generations). */
 #define barrier() asm volatile("" ::: "memory")

@@ -186,7 +186,7 @@ struct {
 /* The line of an IPv4 server in nexthop_table (Go: nextHopLine). */
 INLINE __u32 nexthop_line_of(__be32 daddr)
 {
-	return (bpf_ntohl(daddr) * 2654435761u) >> (32 - NEXTHOP_TABLE_BITS);
+	return addr_line(daddr, NEXTHOP_TABLE_BITS);
 }
 
 /* The daemon's answer for daddr into out: 1, or 0 when it has none whole. */
@@ -244,7 +244,7 @@ struct {
 /* The line of an IPv6 server in nexthop6_table (Go: nextHopLine6). */
 INLINE __u32 nexthop6_line_of(const struct in6_addr *daddr)
 {
-	return (bpf_ntohl(addr6_fold(daddr)) * 2654435761u) >> (32 - NEXTHOP6_TABLE_BITS);
+	return addr_line(addr6_fold(daddr), NEXTHOP6_TABLE_BITS);
 }
 
 /* nexthop_published for an IPv6 server. */
@@ -289,10 +289,10 @@ INLINE enum nexthop_result xdp_nexthop(struct xdp_md *ctx, const __be32 *saddr, 
 		return out->ifindex == ctx->ingress_ifindex ? NEXTHOP_TX : NEXTHOP_REDIRECT;
 
 	if (is_ipv6) {
-		__u32 slot = (bpf_ntohl(addr6_fold(daddr6)) * 2654435761u) >> (32 - 10);
+		__u32 slot = addr_line(addr6_fold(daddr6), 10);
 		nh6 = bpf_map_lookup_elem(&nexthop6_cache, &slot);
 	} else {
-		__u32 slot = (bpf_ntohl(daddr4) * 2654435761u) >> (32 - 12);
+		__u32 slot = addr_line(daddr4, 12);
 		nh = bpf_map_lookup_elem(&nexthop_cache, &slot);
 	}
 	__u64 *epoch = bpf_map_lookup_elem(&nexthop_epoch, &zero);

@@ -80,12 +80,10 @@ struct {
 	__type(value, struct in6_addr);
 } vip6_addrs SEC(".maps");
 
-/* The line of a VIP: a multiplicative (Fibonacci) hash of the host-order
- * address, which spreads the consecutive addresses of a prefix over lines
- * (pkg/dataplane vipLine is its twin). */
+/* The line of a VIP in the front (pkg/dataplane vipLine is its twin). */
 INLINE __u32 vip_line(__be32 addr)
 {
-	return (bpf_ntohl(addr) * 2654435761u) >> (32 - VIP_FRONT_BITS);
+	return addr_line(addr, VIP_FRONT_BITS);
 }
 
 /* The record of the VIP daddr, or NULL when daddr is no VIP; one path for

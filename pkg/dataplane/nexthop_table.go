@@ -38,9 +38,6 @@ func (h ResolvedNextHop) String() string {
 	return fmt.Sprintf("dev %d mtu %d %v → %v", h.Ifindex, h.MTU, h.Src, h.Dst)
 }
 
-// nextHopHashMul is nexthop_line_of's multiplier.
-const nextHopHashMul = 2654435761
-
 // ErrNextHopTableFull says the entries of a server's line are other
 // servers': it is left to the program's cache and the FIB.
 var ErrNextHopTableFull = errors.New("dataplane: the next-hop entries of the server's line are taken")
@@ -75,17 +72,11 @@ func newNextHopTable(words *wordArray, v6 bool) (*nextHopTable, error) {
 // line is nexthop_line_of (IPv4) or nexthop6_line_of (the fold of the
 // address's four words, as flow.h addr6_fold).
 func (t *nextHopTable) line(a netip.Addr) uint32 {
-	var key uint32
 	if t.v6 {
-		b := a.As16()
-		for i := 0; i < 16; i += 4 {
-			key ^= binary.BigEndian.Uint32(b[i:])
-		}
-	} else {
-		b := a.As4()
-		key = binary.BigEndian.Uint32(b[:])
+		return addrLine(foldHost(a), t.bits)
 	}
-	return (key * nextHopHashMul) >> (32 - t.bits)
+	b := a.As4()
+	return addrLine(binary.BigEndian.Uint32(b[:]), t.bits)
 }
 
 // addrWord is an IPv4 address as the program loads it: its bytes in

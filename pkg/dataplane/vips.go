@@ -50,10 +50,17 @@ func newVIPTable(front, records *wordArray) *vipTable {
 // vips6.go).
 func vipLine(v netip.Addr) uint32 {
 	if is6(v) {
-		return (foldHost(v) * 2654435761) >> (32 - muxLimit().vipFrontBits)
+		return addrLine(foldHost(v), uint(muxLimit().vipFrontBits))
 	}
 	a := v.As4()
-	return (binary.BigEndian.Uint32(a[:]) * 2654435761) >> (32 - muxLimit().vipFrontBits)
+	return addrLine(binary.BigEndian.Uint32(a[:]), uint(muxLimit().vipFrontBits))
+}
+
+// addrLine is addr_line in bpf/include/defs.h: the line of an address
+// (its host-order value, or an IPv6 address's fold) in a table of 2^bits
+// lines.
+func addrLine(key uint32, bits uint) uint32 {
+	return (key * 2654435761) >> (32 - bits)
 }
 
 // frontWord is a VIP's front word: its address as the packet holds it
