@@ -24,6 +24,8 @@ type muxExtras struct {
 	Floor  *ebpf.Program  `ebpf:"floor_bench"`
 	Encap  *ebpf.Program  `ebpf:"encap_floor_bench"`
 	Plain  *ebpf.Program  `ebpf:"encap_floor_plain_bench"`
+	Random *ebpf.Program  `ebpf:"encap_floor_random_bench"`
+	NRand  *ebpf.Variable `ebpf:"bench_random_entries"`
 	Live   *ebpf.Program  `ebpf:"encap_floor_live_bench"`
 	Rot    *ebpf.Program  `ebpf:"rotation_bench"`
 	Gen    *ebpf.Program  `ebpf:"traffic_gen_bench"`
@@ -118,6 +120,21 @@ func (b *benchMux) EncapFloorProgram() *ebpf.Program { return b.x.Encap }
 // else, no undo: the honest floor of an IP-in-IP mux (issue 27), run by
 // the per-packet method only.
 func (b *benchMux) EncapPlainFloorProgram() *ebpf.Program { return b.x.Plain }
+
+// RandomFloorProgram is EncapPlainFloorProgram after one read of a
+// 16-bit entry at a random place (by the packet's flow) among the first
+// SetRandomEntries entries of the scratch array: the bound of a mux that
+// reads one entry of a table that size in the flows' random order.
+func (b *benchMux) RandomFloorProgram() *ebpf.Program { return b.x.Random }
+
+// SetRandomEntries sets how many 16-bit entries of the scratch array
+// RandomFloorProgram picks from.
+func (b *benchMux) SetRandomEntries(n uint32) error {
+	if n == 0 || uint64(n) > 4*uint64(b.x.Scratch.MaxEntries()) {
+		return fmt.Errorf("encap_floor_random_bench picks from 1 to %d entries, not %d", 4*b.x.Scratch.MaxEntries(), n)
+	}
+	return b.x.NRand.Set(n)
+}
 
 // LiveFloorProgram is the encapsulation floor for live traffic: fixed
 // outer header and option, redirected to the device SetLiveFloor names.

@@ -225,9 +225,23 @@ func (r *Report) FloorTargets() []FloorTarget {
 		case q <= c.limit:
 			v = "met on the quiet figure only"
 		}
+		if c.name == "beamer-scattered" {
+			v += r.randomReadBound(c.buckets, floor.PerPacket)
+		}
 		out = append(out, FloorTarget{What: c.what, Before: before, Now: fmt.Sprintf("%.1f × / %.1f ×", m, q), Verdict: v})
 	}
 	return out
+}
+
+// randomReadBound says what the floor plus one random read of a table of
+// b 16-bit entries costs over the floor (encap-floor-random), if measured:
+// a target below it cannot be met by any program that reads the table.
+func (r *Report) randomReadBound(b int, floor *Figure) string {
+	p := r.find("encap-floor-random", 0, b)
+	if p == nil || p.PerPacket == nil || p.PerPacket.NsNet <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the floor plus one random read of the table alone (`encap-floor-random`): %.1f × / %.1f ×", p.PerPacket.NsNet/floor.NsNet, p.PerPacket.NsNetQuiet/floor.NsNetQuiet)
 }
 
 // TargetTable renders Targets.

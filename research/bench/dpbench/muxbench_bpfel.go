@@ -283,6 +283,7 @@ const (
 	muxBenchProgEncapFloorBench       = "encap_floor_bench"
 	muxBenchProgEncapFloorLiveBench   = "encap_floor_live_bench"
 	muxBenchProgEncapFloorPlainBench  = "encap_floor_plain_bench"
+	muxBenchProgEncapFloorRandomBench = "encap_floor_random_bench"
 	muxBenchProgFloorBench            = "floor_bench"
 	muxBenchProgLinesBench            = "lines_bench"
 	muxBenchProgMaglevLruBench        = "maglev_lru_bench"
@@ -296,6 +297,7 @@ const (
 	muxBenchVarBenchLineStride        = "bench_line_stride"
 	muxBenchVarBenchLines             = "bench_lines"
 	muxBenchVarBenchOrderVersion      = "bench_order_version"
+	muxBenchVarBenchRandomEntries     = "bench_random_entries"
 	muxBenchVarBenchSeq               = "bench_seq"
 	muxBenchVarCaptureOn              = "capture_on"
 	muxBenchVarCheetahMuxCounterMax   = "cheetah_mux_counter_max"
@@ -356,20 +358,21 @@ type muxBenchSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type muxBenchProgramSpecs struct {
-	BeamerMux            *ebpf.ProgramSpec `ebpf:"beamer_mux"`
-	BeamerMux6           *ebpf.ProgramSpec `ebpf:"beamer_mux6"`
-	BeamerMux6Bench      *ebpf.ProgramSpec `ebpf:"beamer_mux6_bench"`
-	BeamerMuxBench       *ebpf.ProgramSpec `ebpf:"beamer_mux_bench"`
-	EmptyBench           *ebpf.ProgramSpec `ebpf:"empty_bench"`
-	EncapFloorBench      *ebpf.ProgramSpec `ebpf:"encap_floor_bench"`
-	EncapFloorLiveBench  *ebpf.ProgramSpec `ebpf:"encap_floor_live_bench"`
-	EncapFloorPlainBench *ebpf.ProgramSpec `ebpf:"encap_floor_plain_bench"`
-	FloorBench           *ebpf.ProgramSpec `ebpf:"floor_bench"`
-	LinesBench           *ebpf.ProgramSpec `ebpf:"lines_bench"`
-	MaglevLruBench       *ebpf.ProgramSpec `ebpf:"maglev_lru_bench"`
-	MaglevLruSingle      *ebpf.ProgramSpec `ebpf:"maglev_lru_single"`
-	RotationBench        *ebpf.ProgramSpec `ebpf:"rotation_bench"`
-	TrafficGenBench      *ebpf.ProgramSpec `ebpf:"traffic_gen_bench"`
+	BeamerMux             *ebpf.ProgramSpec `ebpf:"beamer_mux"`
+	BeamerMux6            *ebpf.ProgramSpec `ebpf:"beamer_mux6"`
+	BeamerMux6Bench       *ebpf.ProgramSpec `ebpf:"beamer_mux6_bench"`
+	BeamerMuxBench        *ebpf.ProgramSpec `ebpf:"beamer_mux_bench"`
+	EmptyBench            *ebpf.ProgramSpec `ebpf:"empty_bench"`
+	EncapFloorBench       *ebpf.ProgramSpec `ebpf:"encap_floor_bench"`
+	EncapFloorLiveBench   *ebpf.ProgramSpec `ebpf:"encap_floor_live_bench"`
+	EncapFloorPlainBench  *ebpf.ProgramSpec `ebpf:"encap_floor_plain_bench"`
+	EncapFloorRandomBench *ebpf.ProgramSpec `ebpf:"encap_floor_random_bench"`
+	FloorBench            *ebpf.ProgramSpec `ebpf:"floor_bench"`
+	LinesBench            *ebpf.ProgramSpec `ebpf:"lines_bench"`
+	MaglevLruBench        *ebpf.ProgramSpec `ebpf:"maglev_lru_bench"`
+	MaglevLruSingle       *ebpf.ProgramSpec `ebpf:"maglev_lru_single"`
+	RotationBench         *ebpf.ProgramSpec `ebpf:"rotation_bench"`
+	TrafficGenBench       *ebpf.ProgramSpec `ebpf:"traffic_gen_bench"`
 }
 
 // muxBenchMapSpecs contains maps before they are loaded into the kernel.
@@ -423,6 +426,7 @@ type muxBenchVariableSpecs struct {
 	BenchLineStride        *ebpf.VariableSpec `ebpf:"bench_line_stride"`
 	BenchLines             *ebpf.VariableSpec `ebpf:"bench_lines"`
 	BenchOrderVersion      *ebpf.VariableSpec `ebpf:"bench_order_version"`
+	BenchRandomEntries     *ebpf.VariableSpec `ebpf:"bench_random_entries"`
 	BenchSeq               *ebpf.VariableSpec `ebpf:"bench_seq"`
 	CaptureOn              *ebpf.VariableSpec `ebpf:"capture_on"`
 	CheetahMuxCounterMax   *ebpf.VariableSpec `ebpf:"cheetah_mux_counter_max"`
@@ -547,6 +551,7 @@ type muxBenchVariables struct {
 	BenchLineStride        *ebpf.Variable `ebpf:"bench_line_stride"`
 	BenchLines             *ebpf.Variable `ebpf:"bench_lines"`
 	BenchOrderVersion      *ebpf.Variable `ebpf:"bench_order_version"`
+	BenchRandomEntries     *ebpf.Variable `ebpf:"bench_random_entries"`
 	BenchSeq               *ebpf.Variable `ebpf:"bench_seq"`
 	CaptureOn              *ebpf.Variable `ebpf:"capture_on"`
 	CheetahMuxCounterMax   *ebpf.Variable `ebpf:"cheetah_mux_counter_max"`
@@ -569,20 +574,21 @@ type muxBenchVariables struct {
 //
 // It can be passed to loadMuxBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type muxBenchPrograms struct {
-	BeamerMux            *ebpf.Program `ebpf:"beamer_mux"`
-	BeamerMux6           *ebpf.Program `ebpf:"beamer_mux6"`
-	BeamerMux6Bench      *ebpf.Program `ebpf:"beamer_mux6_bench"`
-	BeamerMuxBench       *ebpf.Program `ebpf:"beamer_mux_bench"`
-	EmptyBench           *ebpf.Program `ebpf:"empty_bench"`
-	EncapFloorBench      *ebpf.Program `ebpf:"encap_floor_bench"`
-	EncapFloorLiveBench  *ebpf.Program `ebpf:"encap_floor_live_bench"`
-	EncapFloorPlainBench *ebpf.Program `ebpf:"encap_floor_plain_bench"`
-	FloorBench           *ebpf.Program `ebpf:"floor_bench"`
-	LinesBench           *ebpf.Program `ebpf:"lines_bench"`
-	MaglevLruBench       *ebpf.Program `ebpf:"maglev_lru_bench"`
-	MaglevLruSingle      *ebpf.Program `ebpf:"maglev_lru_single"`
-	RotationBench        *ebpf.Program `ebpf:"rotation_bench"`
-	TrafficGenBench      *ebpf.Program `ebpf:"traffic_gen_bench"`
+	BeamerMux             *ebpf.Program `ebpf:"beamer_mux"`
+	BeamerMux6            *ebpf.Program `ebpf:"beamer_mux6"`
+	BeamerMux6Bench       *ebpf.Program `ebpf:"beamer_mux6_bench"`
+	BeamerMuxBench        *ebpf.Program `ebpf:"beamer_mux_bench"`
+	EmptyBench            *ebpf.Program `ebpf:"empty_bench"`
+	EncapFloorBench       *ebpf.Program `ebpf:"encap_floor_bench"`
+	EncapFloorLiveBench   *ebpf.Program `ebpf:"encap_floor_live_bench"`
+	EncapFloorPlainBench  *ebpf.Program `ebpf:"encap_floor_plain_bench"`
+	EncapFloorRandomBench *ebpf.Program `ebpf:"encap_floor_random_bench"`
+	FloorBench            *ebpf.Program `ebpf:"floor_bench"`
+	LinesBench            *ebpf.Program `ebpf:"lines_bench"`
+	MaglevLruBench        *ebpf.Program `ebpf:"maglev_lru_bench"`
+	MaglevLruSingle       *ebpf.Program `ebpf:"maglev_lru_single"`
+	RotationBench         *ebpf.Program `ebpf:"rotation_bench"`
+	TrafficGenBench       *ebpf.Program `ebpf:"traffic_gen_bench"`
 }
 
 func (p *muxBenchPrograms) Close() error {
@@ -595,6 +601,7 @@ func (p *muxBenchPrograms) Close() error {
 		p.EncapFloorBench,
 		p.EncapFloorLiveBench,
 		p.EncapFloorPlainBench,
+		p.EncapFloorRandomBench,
 		p.FloorBench,
 		p.LinesBench,
 		p.MaglevLruBench,

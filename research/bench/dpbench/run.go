@@ -167,6 +167,18 @@ func beamerRows(r *rig, o Options, b uint32, moved int, scattered, first bool, c
 	if err := add(name, o.BeamerFlows, int(b), t, "test run, repeat; each repetition a new flow, encapsulation undone after it; "+what); err != nil {
 		return err
 	}
+	if scattered {
+		// The scattered row's bound: the plain floor plus one read of a
+		// random entry of a table as large as this one's entries.
+		if err := m.SetRandomEntries(b); err != nil {
+			return err
+		}
+		t := base
+		t.prog, t.single, t.frameAt = nil, m.RandomFloorProgram(), rotating(beamerVIP, 80, wiretest.ACK, o.BeamerFlows)
+		if err := add("encap-floor-random", o.BeamerFlows, int(b), t, "test run, per packet only; encap-floor-plain after one read of a 16-bit entry at a random place (by the packet's flow) among as many entries as the row's buckets: what reading one entry of such a table in the flows' random order costs"); err != nil {
+			return err
+		}
+	}
 	if first {
 		sub := frame(beamerVIP, 1030, wiretest.ACK)
 		t := trial{ns: r.ns, prog: m.BenchProgram(), frame: sub, ctx: ctx(sub), want: xdpTX, repeat: o.Repeat, counter: "fwd_server_id", read: m.Counters,
