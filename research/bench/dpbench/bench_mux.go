@@ -1,9 +1,11 @@
 package dpbench
 
 import (
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"net"
+	"net/netip"
 
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/cilium/ebpf"
@@ -19,26 +21,33 @@ import (
 
 // muxExtras are the programs, variables and maps the benchmark build adds.
 type muxExtras struct {
-	Bench  *ebpf.Program  `ebpf:"beamer_mux_bench"`
-	Empty  *ebpf.Program  `ebpf:"empty_bench"`
-	Floor  *ebpf.Program  `ebpf:"floor_bench"`
-	Encap  *ebpf.Program  `ebpf:"encap_floor_bench"`
-	Plain  *ebpf.Program  `ebpf:"encap_floor_plain_bench"`
-	Random *ebpf.Program  `ebpf:"encap_floor_random_bench"`
-	NRand  *ebpf.Variable `ebpf:"bench_random_entries"`
-	Live   *ebpf.Program  `ebpf:"encap_floor_live_bench"`
-	Rot    *ebpf.Program  `ebpf:"rotation_bench"`
-	Gen    *ebpf.Program  `ebpf:"traffic_gen_bench"`
-	Bench6 *ebpf.Program  `ebpf:"beamer_mux6_bench"` // the IPv6 path's
-	Flows  *ebpf.Variable `ebpf:"bench_flows"`
-	Key    *ebpf.Variable `ebpf:"bench_key"` // baseline_mux.go
-	Frame  *ebpf.Variable `ebpf:"gen_frame"`
-	LiveIf *ebpf.Variable `ebpf:"live_ifindex"`
-	LiveD  *ebpf.Variable `ebpf:"live_dmac"`
-	LiveS  *ebpf.Variable `ebpf:"live_smac"`
-	Lines  *ebpf.Program  `ebpf:"lines_bench"`
-	NLines *ebpf.Variable `ebpf:"bench_lines"`
-	Stride *ebpf.Variable `ebpf:"bench_line_stride"`
+	Bench  *ebpf.Program `ebpf:"beamer_mux_bench"`
+	Empty  *ebpf.Program `ebpf:"empty_bench"`
+	Floor  *ebpf.Program `ebpf:"floor_bench"`
+	Encap  *ebpf.Program `ebpf:"encap_floor_bench"`
+	Plain  *ebpf.Program `ebpf:"encap_floor_plain_bench"`
+	Random *ebpf.Program `ebpf:"encap_floor_random_bench"`
+	// The beamer-floor row's program and what it reads (SetMinimal).
+	Minimal    *ebpf.Program  `ebpf:"beamer_minimal_bench"`
+	MinVIP     *ebpf.Variable `ebpf:"bench_min_vip"`
+	MinBuckets *ebpf.Variable `ebpf:"bench_min_buckets"`
+	MinServers *ebpf.Variable `ebpf:"bench_min_server_base"`
+	MinGen     *ebpf.Variable `ebpf:"bench_min_generation"`
+	MinInc     *ebpf.Variable `ebpf:"bench_min_incarnation"`
+	NRand      *ebpf.Variable `ebpf:"bench_random_entries"`
+	Live       *ebpf.Program  `ebpf:"encap_floor_live_bench"`
+	Rot        *ebpf.Program  `ebpf:"rotation_bench"`
+	Gen        *ebpf.Program  `ebpf:"traffic_gen_bench"`
+	Bench6     *ebpf.Program  `ebpf:"beamer_mux6_bench"` // the IPv6 path's
+	Flows      *ebpf.Variable `ebpf:"bench_flows"`
+	Key        *ebpf.Variable `ebpf:"bench_key"` // baseline_mux.go
+	Frame      *ebpf.Variable `ebpf:"gen_frame"`
+	LiveIf     *ebpf.Variable `ebpf:"live_ifindex"`
+	LiveD      *ebpf.Variable `ebpf:"live_dmac"`
+	LiveS      *ebpf.Variable `ebpf:"live_smac"`
+	Lines      *ebpf.Program  `ebpf:"lines_bench"`
+	NLines     *ebpf.Variable `ebpf:"bench_lines"`
+	Stride     *ebpf.Variable `ebpf:"bench_line_stride"`
 	// Scratch is bpf/bench/scratch.h's array (copyBucketsToScratch).
 	Scratch *ebpf.Map `ebpf:"bench_scratch"`
 	// The Maglev rows' reference connection table (bench_lru.go).
@@ -51,9 +60,12 @@ type muxExtras struct {
 // baseline build loaded on its maps.
 type benchMux struct {
 	*dataplane.Mux
-	x    muxExtras
-	lru  *ebpf.Map // the reference connection table installed (nil: none)
-	base *muxBaseline
+	x   muxExtras
+	lru *ebpf.Map // the reference connection table installed (nil: none)
+	// serverBase is the scratch array's word of server id 0 once
+	// copyBucketsToScratch put the server table at its end.
+	serverBase uint32
+	base       *muxBaseline
 }
 
 // loadBenchMux loads the benchmark build with opts; lruEntries sizes the
@@ -229,7 +241,39 @@ func (b *benchMux) copyBucketsToScratch() error {
 	if err == nil && buckets+servers > room {
 		err = fmt.Errorf("bucket table of %d words and server table of %d, scratch array of %d", buckets, servers, room)
 	}
+	b.serverBase = room - servers
 	return err
+}
+
+// MinimalProgram is the least a Beamer mux does (bpf/bench/mux_bench.c,
+// beamer_minimal_bench): the shape, one VIP, the flow hash, the bucket
+// and the server read from the scratch copies, the encapsulation.
+func (b *benchMux) MinimalProgram() *ebpf.Program { return b.x.Minimal }
+
+// SetMinimal points MinimalProgram at the instance copyBucketsToScratch
+// copied: its VIP, its bucket count, and the option's generation and
+// incarnation.
+func (b *benchMux) SetMinimal(vip netip.Addr, buckets, generation, incarnation uint32) error {
+	if !vip.Is4() || buckets == 0 || b.serverBase == 0 {
+		return fmt.Errorf("beamer_minimal_bench needs an IPv4 VIP, buckets and the tables copied (VIP %s, %d buckets)", vip, buckets)
+	}
+	a := vip.As4()
+	for _, set := range []struct {
+		v   *ebpf.Variable
+		val any
+	}{{b.x.MinVIP, a}, {b.x.MinBuckets, buckets}, {b.x.MinServers, b.serverBase}, {b.x.MinGen, bigEndian(generation)}, {b.x.MinInc, bigEndian(incarnation)}} {
+		if err := set.v.Set(set.val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bigEndian is v's bytes in network order, for a __be32 variable.
+func bigEndian(v uint32) [4]byte {
+	var out [4]byte
+	binary.BigEndian.PutUint32(out[:], v)
+	return out
 }
 
 // copyInner copies the one inner map installed in the named outer map to

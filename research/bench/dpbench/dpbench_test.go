@@ -9,7 +9,7 @@ import (
 )
 
 // quickRows are the rows every run has.
-var quickRows = []string{"empty", "floor", "encap-floor", "encap-floor-plain", "lines-0", "lines-16", "rotation", "beamer", "beamer-mptcp", "beamer-fib", "maglev", "maglev-lru", "prism-empty", "prism-miss", "prism-hit",
+var quickRows = []string{"empty", "floor", "encap-floor", "encap-floor-plain", "beamer-floor", "lines-0", "lines-16", "rotation", "beamer", "beamer-mptcp", "beamer-fib", "maglev", "maglev-lru", "prism-empty", "prism-miss", "prism-hit",
 	"empty-tc", "decap-floor", "agent-local", "agent-local-moved", "agent-chain", "agent-drop",
 	"cheetah-cookie", "cheetah-cookie-general", "cheetah-syn-rr", "cheetah-fallback",
 	"agent-cheetah-egress", "agent-cheetah-ingress", "decap-floor-xdp", "agent-xdp-local", "agent-xdp-pass",
@@ -53,6 +53,11 @@ func TestCompareLoadsBaseline(t *testing.T) {
 	checkRows(t, rep, true)
 }
 
+// perPacketOnly are the rows without an undo, measured per packet only.
+func perPacketOnly(name string) bool {
+	return name == "encap-floor-plain" || name == "encap-floor-random" || name == "beamer-floor" || strings.HasPrefix(name, "strip-floor")
+}
+
 func checkRows(t *testing.T, rep *Report, compare bool) {
 	t.Helper()
 	want := map[string]bool{}
@@ -61,7 +66,7 @@ func checkRows(t *testing.T, rep *Report, compare bool) {
 	}
 	for _, p := range rep.Programs {
 		want[p.Name] = true
-		if p.Name == "encap-floor-plain" || strings.HasPrefix(p.Name, "strip-floor") {
+		if perPacketOnly(p.Name) {
 			// No undo: per packet only.
 			if p.NsPerPacket != 0 || p.PerPacket == nil || p.PerPacket.NsMedian <= 0 {
 				t.Errorf("%s: want a per-packet figure only, got batched %v, per packet %+v", p.Name, p.NsPerPacket, p.PerPacket)

@@ -225,8 +225,11 @@ func (r *Report) FloorTargets() []FloorTarget {
 		case q <= c.limit:
 			v = "met on the quiet figure only"
 		}
-		if c.name == "beamer-scattered" {
+		switch {
+		case c.name == "beamer-scattered":
 			v += r.randomReadBound(c.buckets, floor.PerPacket)
+		case c.name == "beamer" && c.buckets == 1000:
+			v += r.minimalBound(c.buckets, floor.PerPacket)
 		}
 		out = append(out, FloorTarget{What: c.what, Before: before, Now: fmt.Sprintf("%.1f × / %.1f ×", m, q), Verdict: v})
 	}
@@ -242,6 +245,16 @@ func (r *Report) randomReadBound(b int, floor *Figure) string {
 		return ""
 	}
 	return fmt.Sprintf("; the floor plus one random read of the table alone (`encap-floor-random`): %.1f × / %.1f ×", p.PerPacket.NsNet/floor.NsNet, p.PerPacket.NsNetQuiet/floor.NsNetQuiet)
+}
+
+// minimalBound says what the least a Beamer mux does (beamer-floor)
+// costs over the floor at b buckets, if measured.
+func (r *Report) minimalBound(b int, floor *Figure) string {
+	p := r.find("beamer-floor", 0, b)
+	if p == nil || p.PerPacket == nil || p.PerPacket.NsNet <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the least a Beamer mux does, with no counter, next hop, VIP table or other check (`beamer-floor`): %.1f × / %.1f ×", p.PerPacket.NsNet/floor.NsNet, p.PerPacket.NsNetQuiet/floor.NsNetQuiet)
 }
 
 // TargetTable renders Targets.

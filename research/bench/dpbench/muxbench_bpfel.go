@@ -275,6 +275,7 @@ const (
 	muxBenchMapVip6Front              = "vip6_front"
 	muxBenchMapVipFront               = "vip_front"
 	muxBenchMapVipRecords             = "vip_records"
+	muxBenchProgBeamerMinimalBench    = "beamer_minimal_bench"
 	muxBenchProgBeamerMux             = "beamer_mux"
 	muxBenchProgBeamerMux6            = "beamer_mux6"
 	muxBenchProgBeamerMux6Bench       = "beamer_mux6_bench"
@@ -296,6 +297,11 @@ const (
 	muxBenchVarBenchKey               = "bench_key"
 	muxBenchVarBenchLineStride        = "bench_line_stride"
 	muxBenchVarBenchLines             = "bench_lines"
+	muxBenchVarBenchMinBuckets        = "bench_min_buckets"
+	muxBenchVarBenchMinGeneration     = "bench_min_generation"
+	muxBenchVarBenchMinIncarnation    = "bench_min_incarnation"
+	muxBenchVarBenchMinServerBase     = "bench_min_server_base"
+	muxBenchVarBenchMinVip            = "bench_min_vip"
 	muxBenchVarBenchOrderVersion      = "bench_order_version"
 	muxBenchVarBenchRandomEntries     = "bench_random_entries"
 	muxBenchVarBenchSeq               = "bench_seq"
@@ -358,6 +364,7 @@ type muxBenchSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type muxBenchProgramSpecs struct {
+	BeamerMinimalBench    *ebpf.ProgramSpec `ebpf:"beamer_minimal_bench"`
 	BeamerMux             *ebpf.ProgramSpec `ebpf:"beamer_mux"`
 	BeamerMux6            *ebpf.ProgramSpec `ebpf:"beamer_mux6"`
 	BeamerMux6Bench       *ebpf.ProgramSpec `ebpf:"beamer_mux6_bench"`
@@ -425,6 +432,11 @@ type muxBenchVariableSpecs struct {
 	BenchKey               *ebpf.VariableSpec `ebpf:"bench_key"`
 	BenchLineStride        *ebpf.VariableSpec `ebpf:"bench_line_stride"`
 	BenchLines             *ebpf.VariableSpec `ebpf:"bench_lines"`
+	BenchMinBuckets        *ebpf.VariableSpec `ebpf:"bench_min_buckets"`
+	BenchMinGeneration     *ebpf.VariableSpec `ebpf:"bench_min_generation"`
+	BenchMinIncarnation    *ebpf.VariableSpec `ebpf:"bench_min_incarnation"`
+	BenchMinServerBase     *ebpf.VariableSpec `ebpf:"bench_min_server_base"`
+	BenchMinVip            *ebpf.VariableSpec `ebpf:"bench_min_vip"`
 	BenchOrderVersion      *ebpf.VariableSpec `ebpf:"bench_order_version"`
 	BenchRandomEntries     *ebpf.VariableSpec `ebpf:"bench_random_entries"`
 	BenchSeq               *ebpf.VariableSpec `ebpf:"bench_seq"`
@@ -550,6 +562,11 @@ type muxBenchVariables struct {
 	BenchKey               *ebpf.Variable `ebpf:"bench_key"`
 	BenchLineStride        *ebpf.Variable `ebpf:"bench_line_stride"`
 	BenchLines             *ebpf.Variable `ebpf:"bench_lines"`
+	BenchMinBuckets        *ebpf.Variable `ebpf:"bench_min_buckets"`
+	BenchMinGeneration     *ebpf.Variable `ebpf:"bench_min_generation"`
+	BenchMinIncarnation    *ebpf.Variable `ebpf:"bench_min_incarnation"`
+	BenchMinServerBase     *ebpf.Variable `ebpf:"bench_min_server_base"`
+	BenchMinVip            *ebpf.Variable `ebpf:"bench_min_vip"`
 	BenchOrderVersion      *ebpf.Variable `ebpf:"bench_order_version"`
 	BenchRandomEntries     *ebpf.Variable `ebpf:"bench_random_entries"`
 	BenchSeq               *ebpf.Variable `ebpf:"bench_seq"`
@@ -574,6 +591,7 @@ type muxBenchVariables struct {
 //
 // It can be passed to loadMuxBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type muxBenchPrograms struct {
+	BeamerMinimalBench    *ebpf.Program `ebpf:"beamer_minimal_bench"`
 	BeamerMux             *ebpf.Program `ebpf:"beamer_mux"`
 	BeamerMux6            *ebpf.Program `ebpf:"beamer_mux6"`
 	BeamerMux6Bench       *ebpf.Program `ebpf:"beamer_mux6_bench"`
@@ -593,6 +611,7 @@ type muxBenchPrograms struct {
 
 func (p *muxBenchPrograms) Close() error {
 	return _MuxBenchClose(
+		p.BeamerMinimalBench,
 		p.BeamerMux,
 		p.BeamerMux6,
 		p.BeamerMux6Bench,

@@ -1,6 +1,7 @@
 package dpbench
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/netip"
@@ -167,6 +168,22 @@ func beamerRows(r *rig, o Options, b uint32, moved int, scattered, first bool, c
 	if err := add(name, o.BeamerFlows, int(b), t, "test run, repeat; each repetition a new flow, encapsulation undone after it; "+what); err != nil {
 		return err
 	}
+	if first {
+		// What is left with the product's other work gone: the least a
+		// Beamer mux does for this row's packets (at the first size: it
+		// reads no block summary, which larger tables need).
+		if err := m.SetMinimal(beamerVIP, b, uint32(table.Generation), 1763700000); err != nil {
+			return err
+		}
+		if err := sameServer(m.MinimalProgram(), m.Program(), rotating(beamerVIP, 80, wiretest.ACK, o.BeamerFlows), ctx); err != nil {
+			return fmt.Errorf("beamer-floor: %w", err)
+		}
+		t := base
+		t.prog, t.single, t.frameAt = nil, m.MinimalProgram(), rotating(beamerVIP, 80, wiretest.ACK, o.BeamerFlows)
+		if err := add("beamer-floor", o.BeamerFlows, int(b), t, "test run, per packet only; the least a Beamer mux does for the beamer row's packets: shape (IPv4 without options, TCP), one VIP compared, the flow hash, the bucket's entry and the server's word read from plain arrays, the encapsulation with the option, fixed MACs; no other check, counter or lookup"); err != nil {
+			return err
+		}
+	}
 	if scattered {
 		// The scattered row's bound: the plain floor plus one read of a
 		// random entry of a table as large as this one's entries.
@@ -193,6 +210,32 @@ func beamerRows(r *rig, o Options, b uint32, moved int, scattered, first bool, c
 		t.prog, t.counter, t.base, t.baseSingle = m.BenchProgram(), "fwd_bucket", m.baseBench(), m.baseProgram()
 		t.single, t.frameAt = m.Program(), rotating(beamerVIP, 80, wiretest.ACK, o.BeamerFlows)
 		return add("beamer-fib", o.BeamerFlows, int(b), t, "test run, repeat; as beamer, with no next hop published by the daemon: the per-CPU cache of FIB answers")
+	}
+	return nil
+}
+
+// sameServer checks that two programs send the first flows' packets to
+// the same server: the outer IPv4 destination of what each transmits.
+func sameServer(a, b *ebpf.Program, frameAt func(uint32) []byte, ctx func([]byte) any) error {
+	const daddr = 14 + 16 // Ethernet, then the outer header's destination
+	for seq := range uint32(64) {
+		var got [2][]byte
+		for i, p := range []*ebpf.Program{a, b} {
+			f := frameAt(seq)
+			out := make([]byte, len(f)+256)
+			opts := ebpf.RunOptions{Data: f, DataOut: out, Context: ctx(f)}
+			ret, err := p.Run(&opts)
+			if err != nil {
+				return err
+			}
+			if ret != xdpTX || len(opts.DataOut) < daddr+4 {
+				return fmt.Errorf("flow %d: verdict %d, %d bytes out", seq, ret, len(opts.DataOut))
+			}
+			got[i] = opts.DataOut[daddr : daddr+4]
+		}
+		if !bytes.Equal(got[0], got[1]) {
+			return fmt.Errorf("flow %d: sent to %v, the mux to %v", seq, got[0], got[1])
+		}
 	}
 	return nil
 }
