@@ -372,8 +372,19 @@ __u32 bench_min_server_base; /* word of server id 0 in bench_scratch */
 __be32 bench_min_generation;
 __be32 bench_min_incarnation;
 
-SEC("xdp")
-int beamer_minimal_bench(struct xdp_md *ctx)
+/* The least an operated mux adds to it (beamer_minimal_counted_bench):
+ * one per-CPU packet counter, and the server's next-hop MAC read from an
+ * array by server id, a word a server (bench_min_mac_base + id). */
+__u32 bench_min_mac_base;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} bench_min_count SEC(".maps");
+
+INLINE int beamer_minimal(struct xdp_md *ctx, const int operated)
 {
 	void *data = (void *)(long)ctx->data;
 	struct ethhdr *eth = data;
@@ -397,6 +408,18 @@ int beamer_minimal_bench(struct xdp_md *ctx)
 	__u64 *sw = bpf_map_lookup_elem(&bench_scratch, &key);
 	if (!sw)
 		return XDP_DROP;
+	__u64 mac = 0x020202020202ULL;
+	if (operated) {
+		key = bench_min_mac_base + id;
+		__u64 *m = bpf_map_lookup_elem(&bench_scratch, &key);
+		if (!m)
+			return XDP_DROP;
+		mac = READ_ONCE_U64(m);
+		__u32 zero = 0;
+		__u64 *n = bpf_map_lookup_elem(&bench_min_count, &zero);
+		if (n)
+			*n += 1;
+	}
 	struct encap_params p = {.saddr = mux_addr, .daddr = SERVER_ADDR(READ_ONCE_U64(sw))};
 	p.opt.type = BEAMER_OPT_TYPE;
 	p.opt.len = BEAMER_OPT_FIXED;
@@ -405,9 +428,22 @@ int beamer_minimal_bench(struct xdp_md *ctx)
 	struct ethhdr *out = xdp_encap_ipv4(ctx, &p, OUTER_LEN_OPT);
 	if (!out)
 		return XDP_ABORTED;
-	__builtin_memset(out->h_dest, 0x02, ETH_ALEN);
+	*(__u32 *)out->h_dest = (__u32)mac;
+	*(__u16 *)(out->h_dest + 4) = (__u16)(mac >> 32);
 	__builtin_memset(out->h_source, 0x04, ETH_ALEN);
 	return XDP_TX;
+}
+
+SEC("xdp")
+int beamer_minimal_bench(struct xdp_md *ctx)
+{
+	return beamer_minimal(ctx, 0);
+}
+
+SEC("xdp")
+int beamer_minimal_counted_bench(struct xdp_md *ctx)
+{
+	return beamer_minimal(ctx, 1);
 }
 
 /* An empty program: what a test run costs by itself. */

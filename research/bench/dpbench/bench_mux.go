@@ -29,6 +29,8 @@ type muxExtras struct {
 	Random *ebpf.Program `ebpf:"encap_floor_random_bench"`
 	// The beamer-floor row's program and what it reads (SetMinimal).
 	Minimal    *ebpf.Program  `ebpf:"beamer_minimal_bench"`
+	Counted    *ebpf.Program  `ebpf:"beamer_minimal_counted_bench"`
+	MinMACs    *ebpf.Variable `ebpf:"bench_min_mac_base"`
 	MinVIP     *ebpf.Variable `ebpf:"bench_min_vip"`
 	MinBuckets *ebpf.Variable `ebpf:"bench_min_buckets"`
 	MinServers *ebpf.Variable `ebpf:"bench_min_server_base"`
@@ -250,6 +252,10 @@ func (b *benchMux) copyBucketsToScratch() error {
 // and the server read from the scratch copies, the encapsulation.
 func (b *benchMux) MinimalProgram() *ebpf.Program { return b.x.Minimal }
 
+// MinimalCountedProgram is MinimalProgram with the least an operated mux
+// adds: one per-CPU packet counter and the server's MAC read by id.
+func (b *benchMux) MinimalCountedProgram() *ebpf.Program { return b.x.Counted }
+
 // SetMinimal points MinimalProgram at the instance copyBucketsToScratch
 // copied: its VIP, its bucket count, and the option's generation and
 // incarnation.
@@ -257,11 +263,29 @@ func (b *benchMux) SetMinimal(vip netip.Addr, buckets, generation, incarnation u
 	if !vip.Is4() || buckets == 0 || b.serverBase == 0 {
 		return fmt.Errorf("beamer_minimal_bench needs an IPv4 VIP, buckets and the tables copied (VIP %s, %d buckets)", vip, buckets)
 	}
+	// The counted program's MACs: a word a server id, just below the
+	// server table's copy.
+	room := words(b.x.Scratch)
+	servers := room - b.serverBase
+	if b.serverBase < 2*servers {
+		return fmt.Errorf("no room for %d MAC words below the server table at word %d", servers, b.serverBase)
+	}
+	macBase := b.serverBase - servers
+	dst, err := unix.Mmap(b.x.Scratch.FD(), 0, int(room)*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("mapping the scratch array: %w", err)
+	}
+	for id := range servers {
+		binary.LittleEndian.PutUint64(dst[8*(macBase+id):], 0x020000000000|uint64(id))
+	}
+	if err := unix.Munmap(dst); err != nil {
+		return err
+	}
 	a := vip.As4()
 	for _, set := range []struct {
 		v   *ebpf.Variable
 		val any
-	}{{b.x.MinVIP, a}, {b.x.MinBuckets, buckets}, {b.x.MinServers, b.serverBase}, {b.x.MinGen, bigEndian(generation)}, {b.x.MinInc, bigEndian(incarnation)}} {
+	}{{b.x.MinVIP, a}, {b.x.MinBuckets, buckets}, {b.x.MinServers, b.serverBase}, {b.x.MinMACs, macBase}, {b.x.MinGen, bigEndian(generation)}, {b.x.MinInc, bigEndian(incarnation)}} {
 		if err := set.v.Set(set.val); err != nil {
 			return err
 		}
