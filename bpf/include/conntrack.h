@@ -168,13 +168,19 @@ struct ct_key {
 	__u32 hash;
 };
 
+/* ports: the source port | the destination port << 16, each in network
+ * order (as one little-endian load of the transport header's first word
+ * gives them). */
+INLINE void ct_key_make(__be32 saddr, __be32 daddr, __u32 ports, __u8 proto, struct ct_key *k)
+{
+	k->addrs = (__u64)saddr | ((__u64)daddr << 32);
+	k->rest = (__u64)ports | ((__u64)proto << 32);
+	k->hash = jhash_3words(saddr, daddr, ports, ct_seed ^ proto);
+}
+
 INLINE void ct_key_of(const struct flow *f, struct ct_key *k)
 {
-	__u32 ports = (__u32)f->sport | ((__u32)f->dport << 16);
-
-	k->addrs = (__u64)f->saddr | ((__u64)f->daddr << 32);
-	k->rest = (__u64)ports | ((__u64)f->proto << 32);
-	k->hash = jhash_3words(f->saddr, f->daddr, ports, ct_seed ^ f->proto);
+	ct_key_make(f->saddr, f->daddr, (__u32)f->sport | ((__u32)f->dport << 16), f->proto, k);
 }
 
 /* The flow's bucket, or NULL when no table is installed. The hash picks
@@ -208,6 +214,25 @@ INLINE __u16 ct_find(struct ct_bucket *b, const struct ct_key *k, struct ct_slot
 {
 #pragma unroll
 	for (int i = 0; i < CT_WAYS; i++) {
+		struct ct_slot *s = &b->slot[i];
+		if (ct_matches(s, k)) {
+			*slot = s;
+			return (__u16)(s->rest >> CT_SERVER_SHIFT);
+		}
+	}
+	return 0;
+}
+
+/* ct_find with the first slot's addresses already loaded (addrs0: the
+ * straight-line path asks for the line early, bpf/strategy/maglev_fast.h). */
+INLINE __u16 ct_find_first(struct ct_bucket *b, __u64 addrs0, const struct ct_key *k, struct ct_slot **slot)
+{
+	if (addrs0 == k->addrs && (b->slot[0].rest & CT_KEY_MASK) == k->rest) {
+		*slot = &b->slot[0];
+		return (__u16)(b->slot[0].rest >> CT_SERVER_SHIFT);
+	}
+#pragma unroll
+	for (int i = 1; i < CT_WAYS; i++) {
 		struct ct_slot *s = &b->slot[i];
 		if (ct_matches(s, k)) {
 			*slot = s;

@@ -319,6 +319,7 @@ const (
 	muxBenchVarLiveDmac                   = "live_dmac"
 	muxBenchVarLiveIfindex                = "live_ifindex"
 	muxBenchVarLiveSmac                   = "live_smac"
+	muxBenchVarMaglevFastPath             = "maglev_fast_path"
 	muxBenchVarMaxInsertsPerCpuSecond     = "max_inserts_per_cpu_second"
 	muxBenchVarMuxAddr                    = "mux_addr"
 	muxBenchVarMuxAddr6                   = "mux_addr6"
@@ -457,6 +458,7 @@ type muxBenchVariableSpecs struct {
 	LiveDmac               *ebpf.VariableSpec `ebpf:"live_dmac"`
 	LiveIfindex            *ebpf.VariableSpec `ebpf:"live_ifindex"`
 	LiveSmac               *ebpf.VariableSpec `ebpf:"live_smac"`
+	MaglevFastPath         *ebpf.VariableSpec `ebpf:"maglev_fast_path"`
 	MaxInsertsPerCpuSecond *ebpf.VariableSpec `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.VariableSpec `ebpf:"mux_addr"`
 	MuxAddr6               *ebpf.VariableSpec `ebpf:"mux_addr6"`
@@ -590,6 +592,7 @@ type muxBenchVariables struct {
 	LiveDmac               *ebpf.Variable `ebpf:"live_dmac"`
 	LiveIfindex            *ebpf.Variable `ebpf:"live_ifindex"`
 	LiveSmac               *ebpf.Variable `ebpf:"live_smac"`
+	MaglevFastPath         *ebpf.Variable `ebpf:"maglev_fast_path"`
 	MaxInsertsPerCpuSecond *ebpf.Variable `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.Variable `ebpf:"mux_addr"`
 	MuxAddr6               *ebpf.Variable `ebpf:"mux_addr6"`

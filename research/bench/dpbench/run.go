@@ -34,6 +34,9 @@ type Options struct {
 	// families): no mux rows (the agent's are netted against empty
 	// programs of their own hook either way).
 	AgentOnly bool
+	// MaglevOnly measures the Maglev rows alone (maglev and maglev-lru
+	// at each of MaglevFlows): the connection table's paired runs.
+	MaglevOnly bool
 	// AgentBaseline is the compare mode's baseline agent object (an
 	// earlier commit's pkg/dataplane/agentbench_bpfel.o): its programs run
 	// on the current agent's maps, batched and per packet; nil: none.
@@ -342,6 +345,13 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 		rep.ratios()
 		return rep, nil
 	}
+	if o.MaglevOnly {
+		if err := maglevRows(r, rep, o, ctx, add); err != nil {
+			return nil, err
+		}
+		rep.ratios()
+		return rep, nil
+	}
 	// Beamer rows, and the floor and empty program from the same object:
 	// buckets that never moved (the fast path: no history to read), every
 	// bucket moved once (one previous owner in the option, the paper's
@@ -367,7 +377,10 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 	if o.BeamerOnly {
 		return rep, nil
 	}
-	// Maglev rows: the connection table first filled with the flows by their
+	if err := maglevRows(r, rep, o, ctx, add); err != nil {
+		return nil, err
+	}
+	// Prism rows: the connection table first filled with the flows by their
 	// SYNs, then measured on their ACKs (every repetition a table hit).
 	cfg, table, err := maglevInstance()
 	if err != nil {
@@ -408,6 +421,26 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 	}
 	rep.ratios()
 	return rep, nil
+}
+
+// maglevRows are the Maglev rows: the connection table first filled with
+// the flows by their SYNs, then measured on their ACKs (every repetition a
+// table hit).
+func maglevRows(r *rig, rep *Report, o Options, ctx func([]byte) any, add func(string, int, int, trial, string) error) error {
+	cfg, table, err := maglevInstance()
+	if err != nil {
+		return err
+	}
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return err
+	}
+	for _, n := range o.MaglevFlows {
+		if err := maglevRow(r, rep, add, cfg, table, n, cpus, o, ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // maglevRow measures the Maglev strategy at n flows, twice in the same
