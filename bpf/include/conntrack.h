@@ -52,8 +52,9 @@
  * slot half rewritten (addresses of the new entry, ports of the old); such
  * a mixed key belongs to another bucket by its hash, so it is never found
  * there, and the kernel's LRU hash map has the same kind of race (an
- * element reused under a reader). Touched bits are set and cleared with
- * atomic operations, so they never write back a stale key.
+ * element reused under a reader). Touched bits are set by a store of the
+ * flags byte alone and cleared with atomic operations, so they never write
+ * back a stale key.
  *
  * It sits behind a map-in-map (chunks, below) so that the daemon allocates
  * it only when the first Maglev or AWFD instance arrives; both lookups are
@@ -242,11 +243,20 @@ INLINE __u16 ct_find_first(struct ct_bucket *b, __u64 addrs0, const struct ct_ke
 	return 0;
 }
 
-/* A packet of the slot's connection was forwarded by it. */
+/* A packet of the slot's connection was forwarded by it. A plain store of
+ * the flags byte (13), not an atomic or of the word: it never writes back
+ * the key either, and x86 makes an atomic a full barrier, which held every
+ * later load of the packet's path (the next hop, the counters) until the
+ * line was owned. Racing with an insert into the slot it can leave the new
+ * entry touched; racing with a new round's reset, the entry stays touched:
+ * a replacement hint a little off, never a wrong answer. */
 INLINE void ct_touch(struct ct_slot *s)
 {
-	if (!(s->rest & CT_TOUCHED))
-		__sync_fetch_and_or(&s->rest, CT_TOUCHED);
+	volatile __u8 *flags = (volatile __u8 *)&s->rest + 5; /* CT_TOUCHED's byte (little-endian) */
+	__u8 f = *flags;
+
+	if (!(f & (CT_TOUCHED >> 40)))
+		*flags = f | (CT_TOUCHED >> 40);
 }
 
 /* Remembers server for k in b (replacement above). Slots are chosen by
