@@ -37,6 +37,32 @@ func TestQuickRun(t *testing.T) {
 	}
 }
 
+// TestQuickMaglevOnly: the Maglev-only run (bench dataplane --maglev-only)
+// measures the two Maglev rows and nothing else, each path verified (the
+// connection table's rows mostly hits).
+func TestQuickMaglevOnly(t *testing.T) {
+	netlabtest.RequireRoot(t)
+	o := Quick
+	o.MaglevOnly = true
+	rep, err := Run(o, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range rep.Programs {
+		names = append(names, p.Name)
+		if !p.PathVerified || p.PerPacket == nil || !p.PerPacket.PathVerified {
+			t.Errorf("%s: path not verified", p.Name)
+		}
+		if p.Name == "maglev" && p.HitShare < 0.9 {
+			t.Errorf("maglev: hit share %.3f", p.HitShare)
+		}
+	}
+	if strings.Join(names, " ") != "maglev-lru maglev" {
+		t.Errorf("rows %v, want maglev-lru and maglev at %v flows", names, o.MaglevFlows)
+	}
+}
+
 // TestCompareLoadsBaseline runs the compare modes with this build's own
 // objects as the baselines: every mux row then has a baseline figure whose
 // path was verified on the shared maps, and every row of the agent's own
