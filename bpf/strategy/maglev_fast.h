@@ -13,9 +13,12 @@
  * that line only after the parse, the VIP's tables and the port checks;
  * here the bucket's address is computed from the packet's first bytes and
  * its line is asked for at once (one load, kept in place by a compiler
- * barrier), so that the port checks, the server table's lookup and the
- * rest of the shape's checks run while it comes. The hit is then sent
- * in a straight line: no flow or decision struct, no dispatch.
+ * barrier), the port checks and the server table's lookup after. (Measured
+ * against asking at the compare: no difference the bench resolves — the
+ * CPU runs ahead to a load whose address is ready — but no check stands
+ * between the hash and the line.) The hit is then sent in a straight
+ * line: no flow or decision struct, no dispatch; with its line made hot
+ * it costs ~51 ns net per packet against the general path's ~62.
  *
  * Anything else — another shape, a SYN, a closed or server-id port, the
  * QUIC port of a QUIC VIP, no table, a miss, a stale entry — returns 0
