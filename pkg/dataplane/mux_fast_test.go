@@ -102,6 +102,40 @@ func TestMuxFastShapeChecks(t *testing.T) {
 	if good == nil {
 		t.Fatal("no source port reaches a bucket that never moved")
 	}
+	// A source port whose bucket moved: its previous owners in the option
+	// (the straight-line path hands it to the general decision with the
+	// bucket it read; for UDP the current owner ends the list).
+	moved := func(sport uint16, flags int) []byte {
+		return wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, wiretest.Segment{
+			Flow:  wire.Flow{Src: client, Dst: vip, SrcPort: sport, DstPort: 80, Proto: wire.ProtoTCP},
+			Flags: flags, Seq: 1, Ack: 1, Payload: []byte("hello")}.IPv4())
+	}
+	var movedPort uint16
+	for sp := uint16(42000); sp < 42400 && movedPort == 0; sp++ {
+		f := moved(sp, wiretest.ACK)
+		runMuxOutcome(t, fast, bench, f)
+		if o := runMuxOutcome(t, general, bench, f); o.counters["fwd_with_previous"] == 1 {
+			movedPort = sp
+		}
+	}
+	if movedPort == 0 {
+		t.Fatal("no source port reaches a bucket that moved")
+	}
+	movedUDP := func(sport uint16) []byte {
+		return wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, wiretest.Datagram{
+			Flow: wire.Flow{Src: client, Dst: vip, SrcPort: sport, DstPort: 53}, Payload: []byte("a query of twenty-four b")}.IPv4())
+	}
+	var movedUDPPort uint16
+	for sp := uint16(42000); sp < 42400 && movedUDPPort == 0; sp++ {
+		f := movedUDP(sp)
+		runMuxOutcome(t, fast, bench, f)
+		if o := runMuxOutcome(t, general, bench, f); o.counters["fwd_with_previous"] == 1 {
+			movedUDPPort = sp
+		}
+	}
+	if movedUDPPort == 0 {
+		t.Fatal("no source port reaches a bucket that moved, for UDP")
+	}
 	sport := binary.BigEndian.Uint16(good[eth+20:])
 	resum := func(f []byte) {
 		h := f[eth : eth+20]
@@ -149,12 +183,17 @@ func TestMuxFastShapeChecks(t *testing.T) {
 		{"a server-id port (mptcp subflow)", func() []byte { return seg(wiretest.ACK, 1030) }},
 		{"the second tcp service range", func() []byte { return seg(wiretest.ACK, 8443) }},
 		{"udp to a service port", func() []byte { return udp(53, []byte("query")) }},
+		{"udp to a service port, a longer payload", func() []byte { return udp(53, []byte("a longer query")) }},
 		{"udp to the quic port", func() []byte { return udp(443, append([]byte{0x40}, make([]byte, 20)...)) }},
 		{"udp to a tcp-only port", func() []byte { return udp(80, []byte("x")) }},
 		{"udp length below 8", func() []byte { f := udp(53, []byte("query")); f[eth+24], f[eth+25] = 0, 7; return f }},
 		{"udp length beyond the ip packet", func() []byte { f := udp(53, []byte("query")); f[eth+25] = 200; return f }},
 		{"udp header cut short", func() []byte { f := udp(53, nil)[:eth+20+6]; f[eth+3] = 26; resum(f); return f }},
 		{"another address", ipc(func(h []byte) { h[19]++ })},
+		{"tcp to a bucket that moved (previous owners)", func() []byte { return moved(movedPort, wiretest.ACK) }},
+		{"a syn to a bucket that moved", func() []byte { return moved(movedPort, wiretest.SYN) }},
+		{"udp to a bucket that moved (the current owner ends the list)", func() []byte { return movedUDP(movedUDPPort) }},
+		{"another server-id port", func() []byte { return seg(wiretest.ACK, 1031) }},
 	}
 	for _, c := range cases {
 		f := c.frame()
