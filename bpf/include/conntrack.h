@@ -210,20 +210,6 @@ INLINE int ct_matches(const struct ct_slot *s, const struct ct_key *k)
 	return s->addrs == k->addrs && (s->rest & CT_KEY_MASK) == k->rest;
 }
 
-/* The server remembered for k in b (0: none), and its slot. */
-INLINE __u16 ct_find(struct ct_bucket *b, const struct ct_key *k, struct ct_slot **slot)
-{
-#pragma unroll
-	for (int i = 0; i < CT_WAYS; i++) {
-		struct ct_slot *s = &b->slot[i];
-		if (ct_matches(s, k)) {
-			*slot = s;
-			return (__u16)(s->rest >> CT_SERVER_SHIFT);
-		}
-	}
-	return 0;
-}
-
 /* ct_find with the first slot's addresses already loaded (addrs0: the
  * straight-line path asks for the line early, bpf/strategy/maglev_fast.h). */
 INLINE __u16 ct_find_first(struct ct_bucket *b, __u64 addrs0, const struct ct_key *k, struct ct_slot **slot)
@@ -241,6 +227,12 @@ INLINE __u16 ct_find_first(struct ct_bucket *b, __u64 addrs0, const struct ct_ke
 		}
 	}
 	return 0;
+}
+
+/* The server remembered for k in b (0: none), and its slot. */
+INLINE __u16 ct_find(struct ct_bucket *b, const struct ct_key *k, struct ct_slot **slot)
+{
+	return ct_find_first(b, b->slot[0].addrs, k, slot);
 }
 
 /* A packet of the slot's connection was forwarded by it. A plain store of

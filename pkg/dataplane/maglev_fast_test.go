@@ -2,7 +2,6 @@ package dataplane
 
 import (
 	"bytes"
-	"encoding/binary"
 	"math/rand/v2"
 	"net/netip"
 	"testing"
@@ -44,20 +43,6 @@ func (fast *maglevRig) both(t *testing.T, general *maglevRig, name string, frame
 	return a
 }
 
-func ipv4Resum(f []byte) {
-	const eth = 14
-	h := f[eth : eth+20]
-	h[10], h[11] = 0, 0
-	var sum uint32
-	for i := 0; i < 20; i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(h[i:]))
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	binary.BigEndian.PutUint16(h[10:], ^uint16(sum))
-}
-
 // TestMaglevFastShapeChecks takes a Maglev connection-table hit (a TCP ACK
 // and a UDP datagram of known connections) and breaks one thing of it at a
 // time: with and without the straight-line path, each packet must get the
@@ -91,50 +76,33 @@ func TestMaglevFastShapeChecks(t *testing.T) {
 			t.Fatalf("%s: %s %v, %d bytes out; want a ct_hit sent in 20 bytes of IP-in-IP", c.name, o.action, o.counters, len(o.out))
 		}
 	}
-	ipc := func(change func(h []byte)) []byte {
-		f := bytes.Clone(good)
-		change(f[eth:])
-		ipv4Resum(f)
-		return f
+	ipc := func(change func(h []byte)) func() []byte {
+		return func() []byte { f := bytes.Clone(good); change(f[eth:]); ipv4Resum(f); return f }
 	}
-	edit := func(change func(f []byte)) []byte { f := bytes.Clone(good); change(f); return f }
-	cases := []struct {
-		name  string
-		frame []byte
-	}{
-		{"the hit itself", bytes.Clone(good)},
+	edit := func(change func(f []byte)) func() []byte {
+		return func() []byte { f := bytes.Clone(good); change(f); return f }
+	}
+	frame := func(f []byte) func() []byte { return func() []byte { return f } }
+	cases := []shapeCase{
+		{"the hit itself", frame(bytes.Clone(good))},
 		{"a syn of the connection (chosen again)", edit(func(f []byte) { f[eth+33] = wiretest.SYN })},
 		{"a syn-ack", edit(func(f []byte) { f[eth+33] = wiretest.SYN | wiretest.ACK })},
-		{"not ipv4 in ethernet", edit(func(f []byte) { f[12] = 0x86 })},
-		{"ip version 6", ipc(func(h []byte) { h[0] = 0x65 })},
-		{"ihl below 5", ipc(func(h []byte) { h[0] = 0x44 })},
-		{"ihl 6 (options)", ipc(func(h []byte) { h[0] = 0x46 })},
-		{"total length below the header", ipc(func(h []byte) { binary.BigEndian.PutUint16(h[2:], 19) })},
-		{"total length beyond the packet", ipc(func(h []byte) { binary.BigEndian.PutUint16(h[2:], 1400) })},
-		{"total length cuts the tcp header", ipc(func(h []byte) { binary.BigEndian.PutUint16(h[2:], 30) })},
-		{"more fragments", ipc(func(h []byte) { h[6] |= 0x20 })},
-		{"a fragment offset", ipc(func(h []byte) { h[7] = 1 })},
-		{"don't fragment clear", ipc(func(h []byte) { h[6] &^= 0x40 })},
-		{"tos set", ipc(func(h []byte) { h[1] = 0xb8 })},
-		{"protocol icmp", ipc(func(h []byte) { h[9] = 1 })},
-		{"protocol gre", ipc(func(h []byte) { h[9] = 47 })},
-		{"tcp data offset below 5", edit(func(f []byte) { f[eth+32] = 0x40 })},
-		{"tcp data offset beyond the total length", edit(func(f []byte) { f[eth+32] = 0xf0 })},
-		{"tcp header cut short", func() []byte { f := bytes.Clone(good[:eth+20+12]); f[eth+3] = 32; ipv4Resum(f); return f }()},
-		{"ethernet padding after the packet", append(bytes.Clone(good), 0, 0, 0, 0, 0, 0)},
-		{"a closed port", seg(wiretest.ACK, 41000, 79)},
-		{"a server-id port (mptcp subflow)", seg(wiretest.ACK, 41000, 1030)},
-		{"another tcp service port, unknown (a miss)", seg(wiretest.ACK, 41000, 443)},
-		{"the same, known now", seg(wiretest.ACK, 41000, 443)},
-		{"udp to a tcp-only port", udp(41000, 80, []byte("x"))},
-		{"udp length below 8", func() []byte { f := udp(41000, 53, []byte("query")); f[eth+24], f[eth+25] = 0, 7; return f }()},
-		{"udp length beyond the ip packet", func() []byte { f := udp(41000, 53, []byte("query")); f[eth+25] = 200; return f }()},
-		{"udp header cut short", func() []byte { f := udp(41000, 53, nil)[:eth+20+6]; f[eth+3] = 26; ipv4Resum(f); return f }()},
+	}
+	cases = append(cases, ipv4TCPShapeBreaks(good)...)
+	cases = append(cases, []shapeCase{
+		{"a closed port", frame(seg(wiretest.ACK, 41000, 79))},
+		{"a server-id port (mptcp subflow)", frame(seg(wiretest.ACK, 41000, 1030))},
+		{"another tcp service port, unknown (a miss)", frame(seg(wiretest.ACK, 41000, 443))},
+		{"the same, known now", frame(seg(wiretest.ACK, 41000, 443))},
+		{"udp to a tcp-only port", frame(udp(41000, 80, []byte("x")))},
+		{"udp length below 8", func() []byte { f := udp(41000, 53, []byte("query")); f[eth+24], f[eth+25] = 0, 7; return f }},
+		{"udp length beyond the ip packet", func() []byte { f := udp(41000, 53, []byte("query")); f[eth+25] = 200; return f }},
+		{"udp header cut short", func() []byte { f := udp(41000, 53, nil)[:eth+20+6]; f[eth+3] = 26; ipv4Resum(f); return f }},
 		{"another address (a miss)", ipc(func(h []byte) { h[15]++ })},
 		{"another vip address (not a vip)", ipc(func(h []byte) { h[19]++ })},
-	}
+	}...)
 	for _, c := range cases {
-		fast.both(t, general, c.name, c.frame)
+		fast.both(t, general, c.name, c.frame())
 	}
 
 	// The connection's server drains (retired: still a hit), then fails its

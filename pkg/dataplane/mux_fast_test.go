@@ -137,48 +137,19 @@ func TestMuxFastShapeChecks(t *testing.T) {
 		t.Fatal("no source port reaches a bucket that moved, for UDP")
 	}
 	sport := binary.BigEndian.Uint16(good[eth+20:])
-	resum := func(f []byte) {
-		h := f[eth : eth+20]
-		h[10], h[11] = 0, 0
-		var sum uint32
-		for i := 0; i < 20; i += 2 {
-			sum += uint32(binary.BigEndian.Uint16(h[i:]))
-		}
-		for sum > 0xffff {
-			sum = sum&0xffff + sum>>16
-		}
-		binary.BigEndian.PutUint16(h[10:], ^uint16(sum))
-	}
 	ipc := func(change func(h []byte)) func() []byte {
-		return func() []byte { f := bytes.Clone(good); change(f[eth:]); resum(f); return f }
+		return func() []byte { f := bytes.Clone(good); change(f[eth:]); ipv4Resum(f); return f }
 	}
 	udp := func(dport uint16, payload []byte) []byte {
 		return wiretest.Frame(wiretest.ClientMAC, wiretest.MuxMAC, wiretest.Datagram{
 			Flow: wire.Flow{Src: client, Dst: vip, SrcPort: sport, DstPort: dport}, Payload: payload}.IPv4())
 	}
-	cases := []struct {
-		name  string
-		frame func() []byte
-	}{
+	cases := []shapeCase{
 		{"the shape itself", func() []byte { return bytes.Clone(good) }},
 		{"a syn of the shape (a new flow)", func() []byte { f := bytes.Clone(good); f[eth+33] = wiretest.SYN; return f }},
-		{"not ipv4 in ethernet", func() []byte { f := bytes.Clone(good); f[12] = 0x86; return f }},
-		{"ip version 6", ipc(func(h []byte) { h[0] = 0x65 })},
-		{"ihl below 5", ipc(func(h []byte) { h[0] = 0x44 })},
-		{"ihl 6 (options)", ipc(func(h []byte) { h[0] = 0x46 })},
-		{"total length below the header", ipc(func(h []byte) { binary.BigEndian.PutUint16(h[2:], 19) })},
-		{"total length beyond the packet", ipc(func(h []byte) { binary.BigEndian.PutUint16(h[2:], 1400) })},
-		{"total length cuts the tcp header", ipc(func(h []byte) { binary.BigEndian.PutUint16(h[2:], 30) })},
-		{"more fragments", ipc(func(h []byte) { h[6] |= 0x20 })},
-		{"a fragment offset", ipc(func(h []byte) { h[7] = 1 })},
-		{"don't fragment clear", ipc(func(h []byte) { h[6] &^= 0x40 })},
-		{"tos set", ipc(func(h []byte) { h[1] = 0xb8 })},
-		{"protocol icmp", ipc(func(h []byte) { h[9] = 1 })},
-		{"protocol gre", ipc(func(h []byte) { h[9] = 47 })},
-		{"tcp data offset below 5", func() []byte { f := bytes.Clone(good); f[eth+32] = 0x40; return f }},
-		{"tcp data offset beyond the total length", func() []byte { f := bytes.Clone(good); f[eth+32] = 0xf0; return f }},
-		{"tcp header cut short", func() []byte { f := bytes.Clone(good[:eth+20+12]); f[eth+3] = 32; resum(f); return f }},
-		{"ethernet padding after the packet", func() []byte { return append(bytes.Clone(good), 0, 0, 0, 0, 0, 0) }},
+	}
+	cases = append(cases, ipv4TCPShapeBreaks(good)...)
+	cases = append(cases, []shapeCase{
 		{"a closed port", func() []byte { return seg(wiretest.ACK, 79) }},
 		{"a server-id port (mptcp subflow)", func() []byte { return seg(wiretest.ACK, 1030) }},
 		{"the second tcp service range", func() []byte { return seg(wiretest.ACK, 8443) }},
@@ -188,13 +159,13 @@ func TestMuxFastShapeChecks(t *testing.T) {
 		{"udp to a tcp-only port", func() []byte { return udp(80, []byte("x")) }},
 		{"udp length below 8", func() []byte { f := udp(53, []byte("query")); f[eth+24], f[eth+25] = 0, 7; return f }},
 		{"udp length beyond the ip packet", func() []byte { f := udp(53, []byte("query")); f[eth+25] = 200; return f }},
-		{"udp header cut short", func() []byte { f := udp(53, nil)[:eth+20+6]; f[eth+3] = 26; resum(f); return f }},
+		{"udp header cut short", func() []byte { f := udp(53, nil)[:eth+20+6]; f[eth+3] = 26; ipv4Resum(f); return f }},
 		{"another address", ipc(func(h []byte) { h[19]++ })},
 		{"tcp to a bucket that moved (previous owners)", func() []byte { return moved(movedPort, wiretest.ACK) }},
 		{"a syn to a bucket that moved", func() []byte { return moved(movedPort, wiretest.SYN) }},
 		{"udp to a bucket that moved (the current owner ends the list)", func() []byte { return movedUDP(movedUDPPort) }},
 		{"another server-id port", func() []byte { return seg(wiretest.ACK, 1031) }},
-	}
+	}...)
 	for _, c := range cases {
 		f := c.frame()
 		a, b := runMuxOutcome(t, fast, bench, f), runMuxOutcome(t, general, bench, f)
@@ -237,16 +208,7 @@ func TestMuxFastShapeRandom(t *testing.T) {
 			f[12+rng.IntN(len(f)-12)] = byte(rng.Uint32())
 		}
 		if rng.IntN(2) == 0 {
-			h := f[eth : eth+20]
-			h[10], h[11] = 0, 0
-			var sum uint32
-			for j := 0; j < 20; j += 2 {
-				sum += uint32(binary.BigEndian.Uint16(h[j:]))
-			}
-			for sum > 0xffff {
-				sum = sum&0xffff + sum>>16
-			}
-			binary.BigEndian.PutUint16(h[10:], ^uint16(sum))
+			ipv4Resum(f)
 		}
 		a, b := runMuxOutcome(t, fast, bench, f), runMuxOutcome(t, general, bench, f)
 		if !sameOutcome(a, b) || trafficMoved(a) != trafficMoved(b) {
