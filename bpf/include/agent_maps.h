@@ -10,10 +10,15 @@
  *   bucket_changed   per bucket: the latest "changed" time seen (Beamer §4.2:
  *                    the chaining window runs from the highest timestamp),
  *                    never beyond the agent's clock plus the allowed skew.
- *   generation_seen  per VIP slot, two words: the newest (incarnation << 32 |
- *                    generation) seen in the current and in the previous
- *                    period of the daemon's rotation; the newest remembered
- *                    is the larger of the two (see agent.c, "Sanity bounds").
+ *   generation_seen  per VIP slot, one value of two words: the newest
+ *                    (incarnation << 32 | generation) seen in the current
+ *                    and in the previous period of the daemon's rotation;
+ *                    the newest remembered is the larger of the two (see
+ *                    agent.c, "Sanity bounds"). Both words in one value, so
+ *                    a packet reads them through one lookup (issue 27; until
+ *                    then one word per element, slot * 2 and slot * 2 + 1:
+ *                    the same memory, pkg/dataplane migrates such a pinned
+ *                    map).
  *   agent_clock      word 0: Unix time minus boot time, in ns, kept current
  *                    by the daemon (the option's times are Unix seconds);
  *                    word 1: which generation_seen word is current (0/1).
@@ -97,12 +102,19 @@ struct {
 	__type(value, __u32);
 } bucket_changed SEC(".maps");
 
+/* Each word is read and written whole (one aligned 64-bit access, by the
+ * daemon too: pkg/dataplane wordArray), never torn; the two are read one
+ * after the other, as when they were two elements. */
+struct generation_words {
+	__u64 word[2];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2 * AGENT_MAX_VIPS);
+	__uint(max_entries, AGENT_MAX_VIPS);
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct generation_words);
 } generation_seen SEC(".maps");
 
 struct {
