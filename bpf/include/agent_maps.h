@@ -149,13 +149,15 @@ volatile const struct agent_vip vips4_rec[AGENT_FAST_SET] = {};
 /* Is addr inside a trusted IPv4 prefix? */
 INLINE int ipv4_trusted(__be32 addr)
 {
-	if (trusted4_count > AGENT_FAST_SET) {
+	__u32 count = trusted4_count; /* read once: volatile, it would be read in each round */
+
+	if (count > AGENT_FAST_SET) {
 		struct lpm_v4_key k = {.prefixlen = 32, .addr = addr};
 		return bpf_map_lookup_elem(&trusted_sources, &k) != NULL;
 	}
 #pragma unroll
 	for (int i = 0; i < AGENT_FAST_SET; i++)
-		if (i < trusted4_count && (addr & trusted4_mask[i]) == trusted4_net[i])
+		if (i < count && (addr & trusted4_mask[i]) == trusted4_net[i])
 			return 1;
 	return 0;
 }
@@ -163,11 +165,13 @@ INLINE int ipv4_trusted(__be32 addr)
 /* The record of an IPv4 VIP this server serves (NULL: not one). */
 INLINE const struct agent_vip *agent_vip_of(__be32 vip)
 {
-	if (vips4_count > AGENT_FAST_SET)
+	__u32 count = vips4_count; /* read once, as in ipv4_trusted */
+
+	if (count > AGENT_FAST_SET)
 		return bpf_map_lookup_elem(&agent_vips, &vip);
 #pragma unroll
 	for (int i = 0; i < AGENT_FAST_SET; i++)
-		if (i < vips4_count && vip == vips4_addr[i])
+		if (i < count && vip == vips4_addr[i])
 			return (const struct agent_vip *)&vips4_rec[i];
 	return NULL;
 }
