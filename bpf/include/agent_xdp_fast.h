@@ -36,6 +36,7 @@
 #include "defs.h"
 #include "wire.h"
 #include "agent_words.h"
+#include "agent_csum.h"
 #include "capture.h"
 #include "agent_maps.h"
 #include "agent_config.h"
@@ -74,21 +75,8 @@ volatile const __u32 xdp_fast_shape = 1;
 #define XDP_FAST_INNER_MASK 0xff00ff3f00000000ULL
 #define XDP_FAST_INNER ((__u64)IPPROTO_TCP << 56)
 
-/*
- * Is the 36-byte outer header's checksum wrong (outer4's question, for IHL
- * 9)? Its nine 32-bit words summed into 64 bits are congruent modulo
- * 2^16 - 1 to the 16-bit ones' complement sum (2^16 ≡ 1), and the header
- * is right exactly when that sum is 0xffff, that is when the 64-bit sum is
- * a multiple of 65535 (it is never 0: the version byte is in it). A
- * multiple of the odd 65535 is told by one multiplication with 65535's
- * inverse modulo 2^64: the product of a multiple is its quotient, at most
- * (2^64 - 1) / 65535; that of any other number is larger (the classic
- * divisibility test; agent_csum.h outer_csum_wrong folds instead). The
- * caller has checked the 36 bytes are in the packet.
- */
-#define CSUM_65535_INVERSE 0xfffefffefffeffffULL
-#define CSUM_65535_QUOTIENT_MAX 0x1000100010001ULL
-
+/* Is the 36-byte outer header's checksum wrong (outer4's question, for
+ * IHL 9)? The caller has checked the 36 bytes are in the packet. */
 INLINE int fast_outer_csum_wrong(const void *outer)
 {
 	const pkt_u32 *w = outer;
@@ -97,7 +85,7 @@ INLINE int fast_outer_csum_wrong(const void *outer)
 #pragma unroll
 	for (int i = 0; i < 9; i++)
 		sum += w[i];
-	return sum * CSUM_65535_INVERSE > CSUM_65535_QUOTIENT_MAX;
+	return csum_words_wrong(sum);
 }
 
 /* xdp_decap of the fast shape, from its Ethernet header (data, checked
