@@ -400,30 +400,4 @@ int beamer_agent_xdp(struct xdp_md *ctx)
 	return agent_xdp4(ctx);
 }
 
-/*
- * The daemon's rotation of the generation memory (pkg/dataplane
- * Agent.Rotate), run by it with BPF_PROG_RUN: clears word `word` of the
- * first `slots` VIP slots of generation_seen, each by one aligned 64-bit
- * store, leaving the other word, which packets may be raising meanwhile,
- * unwritten.
- */
-struct generation_forget_args {
-	__u32 slots;
-	__u32 word;
-};
-
-SEC("syscall")
-int generation_forget(struct generation_forget_args *args)
-{
-	__u32 slots = args->slots, word = args->word & 1;
-
-	for (__u32 i = 0; i < AGENT_MAX_VIPS && i < slots; i++) {
-		__u32 key = i;
-		struct generation_words *seen = bpf_map_lookup_elem(&generation_seen, &key);
-		if (seen)
-			*(volatile __u64 *)&seen->word[word] = 0;
-	}
-	return 0;
-}
-
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

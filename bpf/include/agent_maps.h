@@ -102,14 +102,9 @@ struct {
 	__type(value, __u32);
 } bucket_changed SEC(".maps");
 
-/* Each word is read and written whole (one aligned 64-bit access), never
- * torn; the two are read one after the other, as when they were two
- * elements. The daemon clears a word by a program of its own
- * (agent.c generation_forget), which writes that word alone: a
- * bpf(BPF_MAP_UPDATE_ELEM) would copy both, and put back an older value
- * over a packet's raise of the other, and the map is not mmapable, so
- * that it is not in vmalloc memory of its own page, whose address
- * translation cost the XDP fast path 3-4 ns per packet (issue 27). */
+/* Each word is read and written whole (one aligned 64-bit access, by the
+ * daemon too: pkg/dataplane wordArray), never torn; the two are read one
+ * after the other, as when they were two elements. */
 struct generation_words {
 	__u64 word[2];
 };
@@ -117,6 +112,7 @@ struct generation_words {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, AGENT_MAX_VIPS);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct generation_words);
 } generation_seen SEC(".maps");

@@ -84,7 +84,7 @@ type Agent struct {
 	// (agent_strategy.go).
 	strategyCounters []AgentStrategyCounters
 	clock            *wordArray // word 0: Unix − boot time (ns); word 1: current generation word (0/1)
-	seen             *ebpf.Map  // generation_seen: two words per VIP slot, one element (agent_seen_layout.go)
+	seen             *wordArray // generation_seen: two words per VIP slot (one element: agent_seen_layout.go)
 	vips             int
 	pinDir           string
 
@@ -186,10 +186,7 @@ func LoadAgent(opts AgentOptions) (*Agent, error) {
 		a.Close()
 		return nil, err
 	}
-	if err := a.restoreSeenWords(oldSeen); err != nil {
-		a.Close()
-		return nil, err
-	}
+	a.restoreSeenWords(oldSeen)
 	if err := a.pinState(opts.VIPs); err != nil {
 		a.Close()
 		return nil, err
@@ -219,9 +216,7 @@ func (a *Agent) rotateEvery(period time.Duration) {
 		case <-a.stopRotate:
 			return
 		case <-t.C:
-			// A failed turn (the program could not be run) is retried
-			// at the next tick; meanwhile the memory is one period longer.
-			_ = a.Rotate()
+			a.Rotate()
 		}
 	}
 }
@@ -231,16 +226,12 @@ func (a *Agent) rotateEvery(period time.Duration) {
 // the largest seen in this period and the previous one. A forged high
 // (incarnation, generation) is thereby forgotten two periods after the last
 // packet that carried it.
-// The word is cleared by the program's generation_forget, which writes it
-// alone (a map update would write both words of a slot); should that fail,
-// the period is not turned, and the error says so.
-func (a *Agent) Rotate() error {
+func (a *Agent) Rotate() {
 	next := (a.clock.load(1) + 1) & 1
-	if err := a.forgetWord(uint32(next)); err != nil {
-		return err
+	for i := 0; i < a.vips; i++ {
+		a.seen.store(uint32(2*i)+uint32(next), 0)
 	}
 	a.clock.store(1, next)
-	return nil
 }
 
 func (a *Agent) configure(spec *ebpf.CollectionSpec, opts AgentOptions) error {
@@ -254,7 +245,9 @@ func (a *Agent) configure(spec *ebpf.CollectionSpec, opts AgentOptions) error {
 	if a.clock, err = mapWords(a.objs.AgentClock); err != nil {
 		return err
 	}
-	a.seen = a.objs.GenerationSeen
+	if a.seen, err = mapWords(a.objs.GenerationSeen); err != nil {
+		return err
+	}
 	a.SyncClock(time.Now())
 	base := uint32(0)
 	for slot, v := range opts.VIPs {
@@ -332,17 +325,14 @@ func (a *Agent) CounterNames() []string { return a.counters.Names() }
 // NewestSeen is the newest (incarnation << 32 | generation) the agent
 // remembers for the i-th VIP.
 func (a *Agent) NewestSeen(i int) uint64 {
-	var w agentGenerationWords
-	if err := a.seen.Lookup(uint32(i), &w); err != nil {
-		return 0
-	}
-	return max(w.Word[0], w.Word[1])
+	return max(a.seen.load(uint32(2*i)), a.seen.load(uint32(2*i+1)))
 }
 
 // SetNewestSeen makes e the newest (incarnation << 32 | generation)
 // remembered for the i-th VIP (tests use it to set up a case).
 func (a *Agent) SetNewestSeen(i int, e uint64) {
-	a.seen.Put(uint32(i), &agentGenerationWords{Word: [2]uint64{e, 0}})
+	a.seen.store(uint32(2*i), e)
+	a.seen.store(uint32(2*i+1), 0)
 }
 
 // Attach attaches the agent to the ingress of the named interface (tcx). With
@@ -371,6 +361,9 @@ func (a *Agent) Close() error {
 	}
 	if a.clock != nil {
 		unix.Munmap(a.clock.mem)
+	}
+	if a.seen != nil {
+		unix.Munmap(a.seen.mem)
 	}
 	if a.extra != nil {
 		a.extra.Close()

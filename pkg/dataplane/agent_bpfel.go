@@ -180,7 +180,6 @@ const (
 	agentProgBeamerAgent6Xdp       = "beamer_agent6_xdp"
 	agentProgBeamerAgentXdp        = "beamer_agent_xdp"
 	agentProgCheetahEgress         = "cheetah_egress"
-	agentProgGenerationForget      = "generation_forget"
 	agentVarCaptureOn              = "capture_on"
 	agentVarCheetahAgentCounterMax = "cheetah_agent_counter_max"
 	agentVarCheetahVipsInUse       = "cheetah_vips_in_use"
@@ -239,12 +238,11 @@ type agentSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type agentProgramSpecs struct {
-	BeamerAgent      *ebpf.ProgramSpec `ebpf:"beamer_agent"`
-	BeamerAgent6     *ebpf.ProgramSpec `ebpf:"beamer_agent6"`
-	BeamerAgent6Xdp  *ebpf.ProgramSpec `ebpf:"beamer_agent6_xdp"`
-	BeamerAgentXdp   *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp"`
-	CheetahEgress    *ebpf.ProgramSpec `ebpf:"cheetah_egress"`
-	GenerationForget *ebpf.ProgramSpec `ebpf:"generation_forget"`
+	BeamerAgent     *ebpf.ProgramSpec `ebpf:"beamer_agent"`
+	BeamerAgent6    *ebpf.ProgramSpec `ebpf:"beamer_agent6"`
+	BeamerAgent6Xdp *ebpf.ProgramSpec `ebpf:"beamer_agent6_xdp"`
+	BeamerAgentXdp  *ebpf.ProgramSpec `ebpf:"beamer_agent_xdp"`
+	CheetahEgress   *ebpf.ProgramSpec `ebpf:"cheetah_egress"`
 }
 
 // agentMapSpecs contains maps before they are loaded into the kernel.
@@ -375,12 +373,11 @@ type agentVariables struct {
 //
 // It can be passed to loadAgentObjects or ebpf.CollectionSpec.LoadAndAssign.
 type agentPrograms struct {
-	BeamerAgent      *ebpf.Program `ebpf:"beamer_agent"`
-	BeamerAgent6     *ebpf.Program `ebpf:"beamer_agent6"`
-	BeamerAgent6Xdp  *ebpf.Program `ebpf:"beamer_agent6_xdp"`
-	BeamerAgentXdp   *ebpf.Program `ebpf:"beamer_agent_xdp"`
-	CheetahEgress    *ebpf.Program `ebpf:"cheetah_egress"`
-	GenerationForget *ebpf.Program `ebpf:"generation_forget"`
+	BeamerAgent     *ebpf.Program `ebpf:"beamer_agent"`
+	BeamerAgent6    *ebpf.Program `ebpf:"beamer_agent6"`
+	BeamerAgent6Xdp *ebpf.Program `ebpf:"beamer_agent6_xdp"`
+	BeamerAgentXdp  *ebpf.Program `ebpf:"beamer_agent_xdp"`
+	CheetahEgress   *ebpf.Program `ebpf:"cheetah_egress"`
 }
 
 func (p *agentPrograms) Close() error {
@@ -390,7 +387,6 @@ func (p *agentPrograms) Close() error {
 		p.BeamerAgent6Xdp,
 		p.BeamerAgentXdp,
 		p.CheetahEgress,
-		p.GenerationForget,
 	)
 }
 

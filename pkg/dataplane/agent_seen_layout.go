@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"fmt"
 	"path/filepath"
 
 	"github.com/cilium/ebpf"
@@ -48,8 +47,8 @@ func pinnedSeenWords(dir string, spec *ebpf.CollectionSpec) []uint64 {
 	return words
 }
 
-// sameWordLayout: m is an mmapable array of 64-bit words (as the maps of
-// earlier builds were), as many as ms holds.
+// sameWordLayout: m is an mmapable array of 64-bit words, as many as ms
+// holds.
 func sameWordLayout(ms *ebpf.MapSpec, m *ebpf.Map) bool {
 	if m.Type() != ebpf.Array || ms.Type != ebpf.Array || m.Flags()&unix.BPF_F_MMAPABLE == 0 ||
 		m.ValueSize() == 0 || m.ValueSize()%8 != 0 || ms.ValueSize%8 != 0 {
@@ -59,63 +58,11 @@ func sameWordLayout(ms *ebpf.MapSpec, m *ebpf.Map) bool {
 }
 
 // restoreSeenWords writes words (pinnedSeenWords) into the loaded agent's
-// generation_seen, before its program sees a packet (so a whole-element
-// update overwrites no packet's raise).
-func (a *Agent) restoreSeenWords(words []uint64) error {
-	for i := 0; i+1 < len(words) && uint32(i/2) < a.seen.MaxEntries(); i += 2 {
-		if words[i] == 0 && words[i+1] == 0 {
-			continue
-		}
-		if err := a.seen.Put(uint32(i/2), &agentGenerationWords{Word: [2]uint64{words[i], words[i+1]}}); err != nil {
-			return fmt.Errorf("generation_seen of the pinned map before the upgrade: %w", err)
+// generation_seen, before its program sees a packet.
+func (a *Agent) restoreSeenWords(words []uint64) {
+	for i, w := range words {
+		if uint32(i) < a.seen.n {
+			a.seen.store(uint32(i), w)
 		}
 	}
-	return nil
-}
-
-// generationForgetArgs is bpf/agent.c's struct generation_forget_args.
-type generationForgetArgs struct {
-	Slots, Word uint32
-}
-
-// forgetWord clears word (0 or 1) of every VIP slot of generation_seen by
-// the program's generation_forget: each word by one 64-bit store, the other
-// word of the slot, which packets may raise meanwhile, unwritten.
-func (a *Agent) forgetWord(word uint32) error {
-	ret, err := a.objs.GenerationForget.Run(&ebpf.RunOptions{Context: generationForgetArgs{Slots: uint32(a.vips), Word: word}})
-	if err != nil {
-		return fmt.Errorf("clearing generation word %d: %w", word, err)
-	}
-	if ret != 0 {
-		return fmt.Errorf("clearing generation word %d: program returned %d", word, ret)
-	}
-	return nil
-}
-
-// newestSeenIn is the newest (incarnation << 32 | generation) remembered
-// in slot of a pinned agent's generation_seen (as Agent.NewestSeen), of
-// this layout or of the one before issue 27 (`beamer agent inspect` of an
-// agent not yet upgraded).
-func newestSeenIn(m *ebpf.Map, slot uint32) (uint64, error) {
-	if slot >= m.MaxEntries() && m.ValueSize() == 16 || uint64(slot)*2+1 >= uint64(m.MaxEntries()) && m.ValueSize() == 8 {
-		return 0, fmt.Errorf("generation slot %d beyond the map's %d elements", slot, m.MaxEntries())
-	}
-	switch m.ValueSize() {
-	case 16:
-		var w agentGenerationWords
-		if err := m.Lookup(slot, &w); err != nil {
-			return 0, fmt.Errorf("generation slot %d: %w", slot, err)
-		}
-		return max(w.Word[0], w.Word[1]), nil
-	case 8:
-		var a, b uint64
-		if err := m.Lookup(2*slot, &a); err != nil {
-			return 0, fmt.Errorf("generation slot %d: %w", slot, err)
-		}
-		if err := m.Lookup(2*slot+1, &b); err != nil {
-			return 0, fmt.Errorf("generation slot %d: %w", slot, err)
-		}
-		return max(a, b), nil
-	}
-	return 0, fmt.Errorf("generation_seen of %d-byte values: not an agent's layout", m.ValueSize())
 }

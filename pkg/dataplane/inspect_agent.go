@@ -8,6 +8,7 @@ import (
 
 	"github.com/beamer-lb/beamer/pkg/dataplane/agentspi"
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"golang.org/x/sys/unix"
 )
 
 // AgentInspection is what an agent's pinned program holds, read from its
@@ -100,6 +101,11 @@ func (p *pinnedProgram) agentVIPs(now time.Time) ([]AgentVIPInspect, error) {
 	if err != nil {
 		return nil, err
 	}
+	seen, err := readWords(seenMap)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Munmap(seen.mem)
 	var times []uint32 // bucket_changed, read once: one lookup per bucket would be slow
 	for i := range changed.MaxEntries() {
 		var v uint32
@@ -110,10 +116,10 @@ func (p *pinnedProgram) agentVIPs(now time.Time) ([]AgentVIPInspect, error) {
 	}
 	var out []AgentVIPInspect
 	add := func(vip netip.Addr, rec agentAgentVip) error {
-		e, err := newestSeenIn(seenMap, rec.Slot)
-		if err != nil {
-			return fmt.Errorf("VIP %v: %w", vip, err)
+		if uint64(2*rec.Slot+1) >= uint64(seen.n) {
+			return fmt.Errorf("VIP %v names generation slot %d of %d", vip, rec.Slot, seen.n/2)
 		}
+		e := max(seen.load(2*rec.Slot), seen.load(2*rec.Slot+1)) // as Agent.NewestSeen
 		v := AgentVIPInspect{VIP: vip, Buckets: rec.Buckets, Window: (time.Duration(rec.Window) * time.Second).String(),
 			Incarnation: uint32(e >> 32), Generation: uint32(e)}
 		end := uint64(rec.BucketBase) + uint64(rec.Buckets)

@@ -156,7 +156,6 @@ const (
 	agentBenchProgDecapFloorBench         = "decap_floor_bench"
 	agentBenchProgDecapFloorXdpBench      = "decap_floor_xdp_bench"
 	agentBenchProgEmptyTcBench            = "empty_tc_bench"
-	agentBenchProgGenerationForget        = "generation_forget"
 	agentBenchProgStripFloorTcBench       = "strip_floor_tc_bench"
 	agentBenchProgStripFloorXdpBench      = "strip_floor_xdp_bench"
 	agentBenchProgStripFloorXdpDataBench  = "strip_floor_xdp_data_bench"
@@ -233,7 +232,6 @@ type agentBenchProgramSpecs struct {
 	DecapFloorBench         *ebpf.ProgramSpec `ebpf:"decap_floor_bench"`
 	DecapFloorXdpBench      *ebpf.ProgramSpec `ebpf:"decap_floor_xdp_bench"`
 	EmptyTcBench            *ebpf.ProgramSpec `ebpf:"empty_tc_bench"`
-	GenerationForget        *ebpf.ProgramSpec `ebpf:"generation_forget"`
 	StripFloorTcBench       *ebpf.ProgramSpec `ebpf:"strip_floor_tc_bench"`
 	StripFloorXdpBench      *ebpf.ProgramSpec `ebpf:"strip_floor_xdp_bench"`
 	StripFloorXdpDataBench  *ebpf.ProgramSpec `ebpf:"strip_floor_xdp_data_bench"`
@@ -385,7 +383,6 @@ type agentBenchPrograms struct {
 	DecapFloorBench         *ebpf.Program `ebpf:"decap_floor_bench"`
 	DecapFloorXdpBench      *ebpf.Program `ebpf:"decap_floor_xdp_bench"`
 	EmptyTcBench            *ebpf.Program `ebpf:"empty_tc_bench"`
-	GenerationForget        *ebpf.Program `ebpf:"generation_forget"`
 	StripFloorTcBench       *ebpf.Program `ebpf:"strip_floor_tc_bench"`
 	StripFloorXdpBench      *ebpf.Program `ebpf:"strip_floor_xdp_bench"`
 	StripFloorXdpDataBench  *ebpf.Program `ebpf:"strip_floor_xdp_data_bench"`
@@ -408,7 +405,6 @@ func (p *agentBenchPrograms) Close() error {
 		p.DecapFloorBench,
 		p.DecapFloorXdpBench,
 		p.EmptyTcBench,
-		p.GenerationForget,
 		p.StripFloorTcBench,
 		p.StripFloorXdpBench,
 		p.StripFloorXdpDataBench,
