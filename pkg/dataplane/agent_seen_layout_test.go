@@ -75,3 +75,26 @@ func TestAgentSeenLayoutUpgrade(t *testing.T) {
 		t.Errorf("over a pinned map of another size: newest seen %#x, want 0 (a new map)", got)
 	}
 }
+
+// TestAgentRotateForgetsOneWord: each turn of the memory period clears the
+// word of the period before last, and that word alone, in every VIP slot
+// (both words are one element now): the newest seen of the period that
+// just ended survives one turn and is gone after the second.
+func TestAgentRotateForgetsOneWord(t *testing.T) {
+	netlabtest.RequireRoot(t)
+	ip := netip.MustParseAddr
+	a, err := LoadAgent(AgentOptions{Addr: ip("198.18.0.11"), Trusted: []netip.Prefix{netip.MustParsePrefix("198.18.0.0/24")},
+		VIPs: []AgentVIP{{VIP: ip("198.18.100.1"), Buckets: 10}, {VIP: ip("198.18.100.2"), Buckets: 10}}, GenerationMemory: -1})
+	must(t, err)
+	defer a.Close()
+	a.SetNewestSeen(0, 7<<32|5) // word 0, the current period's (the selector starts at 0)
+	a.SetNewestSeen(1, 7<<32|9)
+	a.Rotate() // clears word 1, now current
+	if got := [2]uint64{a.NewestSeen(0), a.NewestSeen(1)}; got != [2]uint64{7<<32 | 5, 7<<32 | 9} {
+		t.Fatalf("after one turn: newest seen %#x, want both kept (the previous period's word)", got)
+	}
+	a.Rotate() // clears word 0
+	if got := [2]uint64{a.NewestSeen(0), a.NewestSeen(1)}; got != [2]uint64{0, 0} {
+		t.Fatalf("after two turns: newest seen %#x, want both forgotten", got)
+	}
+}
