@@ -68,6 +68,7 @@
 #include "strategy/cheetah.h"
 #include "include/mux_send4.h"
 #include "include/mux_fast.h"
+#include "strategy/maglev_fast.h"
 
 /* The one dispatch on the VIP's strategy (bpf/strategy/NAME.h). tcp is the
  * TCP header, or NULL (UDP, or an ICMP message steered by its quote). */
@@ -208,6 +209,8 @@ INLINE int mux_path(struct xdp_md *ctx, void *l3, const int is_ipv6)
 	if (!is_ipv6) {
 		int action;
 		if (mux_fast4(ctx, ip, vip, &action))
+			return action;
+		if (maglev_fast4(ctx, ip, vip, &action)) /* bpf/strategy/maglev_fast.h */
 			return action;
 	}
 	struct tcphdr *tcp = NULL;

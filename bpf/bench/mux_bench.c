@@ -320,6 +320,132 @@ int lines_bench(struct xdp_md *ctx)
 	return sum == 0x5eed ? XDP_PASS : XDP_TX; /* never 0x5eed: the reads are kept */
 }
 
+/*
+ * The scattered row's bound: encap_floor_plain_bench after one read of a
+ * 16-bit entry at a random place in the first bench_random_entries entries
+ * of bench_scratch (2 bytes an entry, as the compact bucket entries), the
+ * place picked by a multiply-shift of the packet's source address and
+ * ports. With the per-packet method's fresh flow each run, and as many
+ * entries as the scattered row's table, it is what any mux pays that reads
+ * one entry of such a table in the flows' random order: no program that
+ * reads the table can cost less.
+ */
+__u32 bench_random_entries;
+
+SEC("xdp")
+int encap_floor_random_bench(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	struct iphdr *ip = data + sizeof(struct ethhdr);
+
+	if ((void *)(ip + 1) + sizeof(__u32) > (void *)(long)ctx->data_end)
+		return XDP_ABORTED;
+	__u32 ports = *(__u32 *)(ip + 1);
+	__u32 i = ((__u64)((ip->saddr ^ ports) * 0x9e3779b1U) * bench_random_entries) >> 32;
+	__u32 key = i >> 2;
+	__u64 *w = bpf_map_lookup_elem(&bench_scratch, &key);
+	if (!w)
+		return XDP_ABORTED;
+	__u16 entry = *((volatile __u16 *)w + (i & 3));
+	struct ethhdr *eth = encap_fixed(ctx, bpf_htonl(0xc612000a));
+	if (!eth)
+		return XDP_ABORTED;
+	__builtin_memset(eth->h_dest, 0x02, ETH_ALEN);
+	__builtin_memset(eth->h_source, 0x04, ETH_ALEN);
+	return entry == 0x5eed ? XDP_PASS : XDP_TX; /* never 0x5eed: the read is kept */
+}
+
+/*
+ * The least a Beamer mux does for the beamer row's packet (issue 27: what
+ * is left once the product's other work is gone), with none of the
+ * product's checks, counters or indirections: the Ethernet and IPv4 shape
+ * (IPv4, no options, TCP) and one VIP compared, the ports read, the flow
+ * hash, the bucket's 16-bit entry and the server's word read from the
+ * scratch array with inlined lookups (copyBucketsToScratch put the
+ * instance's tables there), and the encapsulation with the 16-byte option
+ * carrying generation and incarnation, fixed MACs. Anything else passes.
+ * No program that forwards by Beamer's bucket table can do less.
+ */
+__be32 bench_min_vip;
+__u32 bench_min_buckets;
+__u32 bench_min_server_base; /* word of server id 0 in bench_scratch */
+__be32 bench_min_generation;
+__be32 bench_min_incarnation;
+
+/* The least an operated mux adds to it (beamer_minimal_counted_bench):
+ * one per-CPU packet counter, and the server's next-hop MAC read from an
+ * array by server id, a word a server (bench_min_mac_base + id). */
+__u32 bench_min_mac_base;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} bench_min_count SEC(".maps");
+
+INLINE int beamer_minimal(struct xdp_md *ctx, const int operated)
+{
+	void *data = (void *)(long)ctx->data;
+	struct ethhdr *eth = data;
+	struct iphdr *ip = (void *)(eth + 1);
+
+	if ((void *)(ip + 1) + sizeof(__u32) > (void *)(long)ctx->data_end)
+		return XDP_PASS;
+	if (eth->h_proto != bpf_htons(ETH_P_IP) || *(__u8 *)ip != 0x45 || ip->protocol != IPPROTO_TCP ||
+	    ip->daddr != bench_min_vip)
+		return XDP_PASS;
+	__u32 ports = bpf_ntohl(*(__u32 *)(ip + 1));
+	__u32 index = bucket_of(flow_hash_ports(ip->saddr, ip->daddr, ports, IPPROTO_TCP), bench_min_buckets);
+	__u32 key = index >> 2;
+	__u64 *w = bpf_map_lookup_elem(&bench_scratch, &key);
+	if (!w)
+		return XDP_PASS;
+	__u16 id = *((volatile __u16 *)w + (index & 3));
+	if (id < SERVER_ID_MIN)
+		return XDP_DROP;
+	key = bench_min_server_base + id;
+	__u64 *sw = bpf_map_lookup_elem(&bench_scratch, &key);
+	if (!sw)
+		return XDP_DROP;
+	__u64 mac = 0x020202020202ULL;
+	if (operated) {
+		key = bench_min_mac_base + id;
+		__u64 *m = bpf_map_lookup_elem(&bench_scratch, &key);
+		if (!m)
+			return XDP_DROP;
+		mac = READ_ONCE_U64(m);
+		__u32 zero = 0;
+		__u64 *n = bpf_map_lookup_elem(&bench_min_count, &zero);
+		if (n)
+			*n += 1;
+	}
+	struct encap_params p = {.saddr = mux_addr, .daddr = SERVER_ADDR(READ_ONCE_U64(sw))};
+	p.opt.type = BEAMER_OPT_TYPE;
+	p.opt.len = BEAMER_OPT_FIXED;
+	p.opt.generation = bench_min_generation;
+	p.opt.incarnation = bench_min_incarnation;
+	struct ethhdr *out = xdp_encap_ipv4(ctx, &p, OUTER_LEN_OPT);
+	if (!out)
+		return XDP_ABORTED;
+	*(__u32 *)out->h_dest = (__u32)mac;
+	*(__u16 *)(out->h_dest + 4) = (__u16)(mac >> 32);
+	__builtin_memset(out->h_source, 0x04, ETH_ALEN);
+	return XDP_TX;
+}
+
+SEC("xdp")
+int beamer_minimal_bench(struct xdp_md *ctx)
+{
+	return beamer_minimal(ctx, 0);
+}
+
+SEC("xdp")
+int beamer_minimal_counted_bench(struct xdp_md *ctx)
+{
+	return beamer_minimal(ctx, 1);
+}
+
 /* An empty program: what a test run costs by itself. */
 SEC("xdp")
 int empty_bench(struct xdp_md *ctx)

@@ -52,8 +52,9 @@
  * slot half rewritten (addresses of the new entry, ports of the old); such
  * a mixed key belongs to another bucket by its hash, so it is never found
  * there, and the kernel's LRU hash map has the same kind of race (an
- * element reused under a reader). Touched bits are set and cleared with
- * atomic operations, so they never write back a stale key.
+ * element reused under a reader). Touched bits are set by a store of the
+ * flags byte alone and cleared with atomic operations, so they never write
+ * back a stale key.
  *
  * It sits behind a map-in-map (chunks, below) so that the daemon allocates
  * it only when the first Maglev or AWFD instance arrives; both lookups are
@@ -168,13 +169,19 @@ struct ct_key {
 	__u32 hash;
 };
 
+/* ports: the source port | the destination port << 16, each in network
+ * order (as one little-endian load of the transport header's first word
+ * gives them). */
+INLINE void ct_key_make(__be32 saddr, __be32 daddr, __u32 ports, __u8 proto, struct ct_key *k)
+{
+	k->addrs = (__u64)saddr | ((__u64)daddr << 32);
+	k->rest = (__u64)ports | ((__u64)proto << 32);
+	k->hash = jhash_3words(saddr, daddr, ports, ct_seed ^ proto);
+}
+
 INLINE void ct_key_of(const struct flow *f, struct ct_key *k)
 {
-	__u32 ports = (__u32)f->sport | ((__u32)f->dport << 16);
-
-	k->addrs = (__u64)f->saddr | ((__u64)f->daddr << 32);
-	k->rest = (__u64)ports | ((__u64)f->proto << 32);
-	k->hash = jhash_3words(f->saddr, f->daddr, ports, ct_seed ^ f->proto);
+	ct_key_make(f->saddr, f->daddr, (__u32)f->sport | ((__u32)f->dport << 16), f->proto, k);
 }
 
 /* The flow's bucket, or NULL when no table is installed. The hash picks
@@ -217,11 +224,39 @@ INLINE __u16 ct_find(struct ct_bucket *b, const struct ct_key *k, struct ct_slot
 	return 0;
 }
 
-/* A packet of the slot's connection was forwarded by it. */
+/* ct_find with the first slot's addresses already loaded (addrs0: the
+ * straight-line path asks for the line early, bpf/strategy/maglev_fast.h). */
+INLINE __u16 ct_find_first(struct ct_bucket *b, __u64 addrs0, const struct ct_key *k, struct ct_slot **slot)
+{
+	if (addrs0 == k->addrs && (b->slot[0].rest & CT_KEY_MASK) == k->rest) {
+		*slot = &b->slot[0];
+		return (__u16)(b->slot[0].rest >> CT_SERVER_SHIFT);
+	}
+#pragma unroll
+	for (int i = 1; i < CT_WAYS; i++) {
+		struct ct_slot *s = &b->slot[i];
+		if (ct_matches(s, k)) {
+			*slot = s;
+			return (__u16)(s->rest >> CT_SERVER_SHIFT);
+		}
+	}
+	return 0;
+}
+
+/* A packet of the slot's connection was forwarded by it. A plain store of
+ * the flags byte (13), not an atomic or of the word: it never writes back
+ * the key either, and x86 makes an atomic a full barrier, which held every
+ * later load of the packet's path (the next hop, the counters) until the
+ * line was owned. Racing with an insert into the slot it can leave the new
+ * entry touched; racing with a new round's reset, the entry stays touched:
+ * a replacement hint a little off, never a wrong answer. */
 INLINE void ct_touch(struct ct_slot *s)
 {
-	if (!(s->rest & CT_TOUCHED))
-		__sync_fetch_and_or(&s->rest, CT_TOUCHED);
+	volatile __u8 *flags = (volatile __u8 *)&s->rest + 5; /* CT_TOUCHED's byte (little-endian) */
+	__u8 f = *flags;
+
+	if (!(f & (CT_TOUCHED >> 40)))
+		*flags = f | (CT_TOUCHED >> 40);
 }
 
 /* Remembers server for k in b (replacement above). Slots are chosen by

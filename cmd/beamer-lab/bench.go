@@ -25,6 +25,7 @@ type benchDataplaneFlags struct {
 	noLive         bool
 	beamerOnly     bool
 	agentOnly      bool
+	maglevOnly     bool
 	repeat, trials int
 	perPacket      int
 	compare        string
@@ -59,6 +60,7 @@ these figures by 'beamer-lab bench doc' (scripts/perf-doc.sh). Needs root.`,
 	dp.Flags().BoolVar(&f.asJSON, "json", false, "print one JSON object")
 	dp.Flags().BoolVar(&f.beamerOnly, "beamer-only", false, "only the floors and the Beamer rows (scripts/mux-stages.sh)")
 	dp.Flags().BoolVar(&f.agentOnly, "agent-only", false, "only the agent's rows (tc and XDP, IPv4 and IPv6)")
+	dp.Flags().BoolVar(&f.maglevOnly, "maglev-only", false, "only the Maglev rows (maglev and maglev-lru, 1K and 1M flows)")
 	dp.Flags().BoolVar(&f.quick, "quick", false, "a short run that only checks every program takes its path")
 	dp.Flags().BoolVar(&f.noLive, "no-live", false, "skip the live-traffic part")
 	n := func(v int) string { return dpbench.Thousands(fmt.Sprint(v)) }
@@ -89,9 +91,9 @@ func (f *benchDataplaneFlags) options(cmd *cobra.Command) (dpbench.Options, erro
 	if o.Repeat < 1 || o.Trials < 1 || o.PerPacket < 0 {
 		return o, fmt.Errorf("--repeat and --trials must be positive, --per-packet not negative")
 	}
-	o.BeamerOnly, o.AgentOnly = f.beamerOnly, f.agentOnly
-	if o.BeamerOnly && o.AgentOnly {
-		return o, fmt.Errorf("--beamer-only and --agent-only exclude each other")
+	o.BeamerOnly, o.AgentOnly, o.MaglevOnly = f.beamerOnly, f.agentOnly, f.maglevOnly
+	if (o.BeamerOnly && o.AgentOnly) || (o.BeamerOnly && o.MaglevOnly) || (o.AgentOnly && o.MaglevOnly) {
+		return o, fmt.Errorf("--beamer-only, --agent-only and --maglev-only exclude each other")
 	}
 	if f.compare != "" {
 		obj, err := os.ReadFile(f.compare)

@@ -75,10 +75,20 @@ func ctSpec() *ebpf.MapSpec {
 	return &ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: ctChunkBytes, MaxEntries: 1}
 }
 
+// maglevFastOff turns off the Maglev strategy's straight-line path for a
+// connection-table hit (bpf/strategy/maglev_fast.h): the tests compare the
+// program with and without it.
+var maglevFastOff = false
+
 // sizeConnTrack shapes the connection table in spec (before pinned maps
 // are matched against it: the outer map's size is the chunk count).
 func (m *Mux) sizeConnTrack(spec *ebpf.CollectionSpec, entries int) error {
 	m.ct = ctLayoutFor(entries)
+	if maglevFastOff {
+		if err := spec.Variables["maglev_fast_path"].Set(uint32(0)); err != nil {
+			return fmt.Errorf("maglev_fast_path: %w", err)
+		}
+	}
 	spec.Maps["conntrack"].MaxEntries = m.ct.chunks
 	spec.Maps["conntrack"].InnerMap = ctSpec()
 	for name, v := range map[string]uint32{"ct_chunks": m.ct.chunks, "ct_chunk_buckets": m.ct.buckets, "ct_pad": m.ct.pad} {

@@ -335,6 +335,7 @@ const (
 	muxVarCtPad                  = "ct_pad"
 	muxVarCtSeed                 = "ct_seed"
 	muxVarLimitMaxChain          = "limit_max_chain"
+	muxVarMaglevFastPath         = "maglev_fast_path"
 	muxVarMaxInsertsPerCpuSecond = "max_inserts_per_cpu_second"
 	muxVarMuxAddr                = "mux_addr"
 	muxVarMuxAddr6               = "mux_addr6"
@@ -437,6 +438,7 @@ type muxVariableSpecs struct {
 	CtPad                  *ebpf.VariableSpec `ebpf:"ct_pad"`
 	CtSeed                 *ebpf.VariableSpec `ebpf:"ct_seed"`
 	LimitMaxChain          *ebpf.VariableSpec `ebpf:"limit_max_chain"`
+	MaglevFastPath         *ebpf.VariableSpec `ebpf:"maglev_fast_path"`
 	MaxInsertsPerCpuSecond *ebpf.VariableSpec `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.VariableSpec `ebpf:"mux_addr"`
 	MuxAddr6               *ebpf.VariableSpec `ebpf:"mux_addr6"`
@@ -546,6 +548,7 @@ type muxVariables struct {
 	CtPad                  *ebpf.Variable `ebpf:"ct_pad"`
 	CtSeed                 *ebpf.Variable `ebpf:"ct_seed"`
 	LimitMaxChain          *ebpf.Variable `ebpf:"limit_max_chain"`
+	MaglevFastPath         *ebpf.Variable `ebpf:"maglev_fast_path"`
 	MaxInsertsPerCpuSecond *ebpf.Variable `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.Variable `ebpf:"mux_addr"`
 	MuxAddr6               *ebpf.Variable `ebpf:"mux_addr6"`

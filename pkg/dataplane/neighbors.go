@@ -47,7 +47,7 @@ func EnsureNeighbors(nl *netlink.Handle, servers []netip.Addr) error {
 		n := &netlink.Neigh{LinkIndex: r.LinkIndex, Family: neighFamily(hop), IP: hop,
 			State: netlink.NUD_NONE, FlagsExt: netlink.NTF_EXT_MANAGED}
 		err = nl.NeighAdd(n)
-		if errors.Is(err, syscall.EEXIST) && !isManaged(nl, r.LinkIndex, hop) {
+		if errors.Is(err, syscall.EEXIST) && !keptFresh(nl, r.LinkIndex, hop) {
 			// A dynamic entry learned earlier would go stale unseen by
 			// the kernel (XDP lookups do not confirm it): make it managed.
 			err = nl.NeighSet(n)
@@ -62,16 +62,31 @@ func EnsureNeighbors(nl *netlink.Handle, servers []netip.Addr) error {
 }
 
 func isManaged(nl *netlink.Handle, link int, ip net.IP) bool {
+	n := neighbour(nl, link, ip)
+	return n != nil && n.FlagsExt&netlink.NTF_EXT_MANAGED != 0
+}
+
+// keptFresh says whether the entry for ip needs no managing: managed
+// already, or static (an operator's permanent or no-ARP entry, which never
+// goes stale and must not be replaced by one the kernel resolves).
+func keptFresh(nl *netlink.Handle, link int, ip net.IP) bool {
+	n := neighbour(nl, link, ip)
+	return n != nil && (n.FlagsExt&netlink.NTF_EXT_MANAGED != 0 || n.State&(netlink.NUD_PERMANENT|netlink.NUD_NOARP) != 0)
+}
+
+// neighbour is link's entry for ip, nil when there is none (or the table
+// could not be read).
+func neighbour(nl *netlink.Handle, link int, ip net.IP) *netlink.Neigh {
 	list, err := nl.NeighList(link, neighFamily(ip))
 	if err != nil {
-		return false
+		return nil
 	}
-	for _, n := range list {
-		if n.IP.Equal(ip) {
-			return n.FlagsExt&netlink.NTF_EXT_MANAGED != 0
+	for i := range list {
+		if list[i].IP.Equal(ip) {
+			return &list[i]
 		}
 	}
-	return false
+	return nil
 }
 
 // neighFamily is the neighbour table of a next hop: IPv6 servers' next hops

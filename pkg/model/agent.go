@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net/netip"
 
+	"github.com/beamer-lb/beamer/pkg/model/modelspi"
 	"github.com/beamer-lb/beamer/pkg/wire"
 )
 
@@ -221,29 +222,29 @@ func (a *Agent) Process(frame []byte) Result {
 		return drop(c)
 	}
 	// The inner flow: TCP, UDP, or the connection an ICMP frag needed quotes.
-	var p packet
+	var p modelspi.Packet
 	if ip[9] == wire.ProtoICMP {
 		kind, f := icmpClassify(ip)
 		if kind != icmpFragNeeded {
 			return drop("drop_icmp")
 		}
-		p = packet{flow: f}
+		p = modelspi.Packet{Flow: f}
 	} else {
 		var c string
 		if p, c = parseFlow(ip, netip.AddrFrom4([4]byte(ip[16:20]))); c != "" {
 			return drop(c)
 		}
 	}
-	client := netip.AddrPortFrom(p.flow.Src, p.flow.SrcPort)
-	vipAP := netip.AddrPortFrom(p.flow.Dst, p.flow.DstPort)
+	client := netip.AddrPortFrom(p.Flow.Src, p.Flow.SrcPort)
+	vipAP := netip.AddrPortFrom(p.Flow.Dst, p.Flow.DstPort)
 	vip, ok := a.VIPs[vipAP.Addr()]
 	if !ok {
 		return drop("drop_unknown_vip")
 	}
 
 	var syn, ack, rst bool
-	if p.tcp != nil {
-		flags := p.tcp[13]
+	if p.TCP != nil {
+		flags := p.TCP[13]
 		syn, ack, rst = flags&0x02 != 0, flags&0x10 != 0, flags&0x04 != 0
 	}
 	if syn && !ack {
@@ -296,7 +297,7 @@ func (a *Agent) Process(frame []byte) Result {
 		if uint64(changed) > uint64(a.Now)+uint64(a.MaxSkew) {
 			changed = a.Now + a.MaxSkew // "clamped_change"
 		}
-		key := [2]uint32{vip.Slot, p.flow.Bucket(vip.Buckets)}
+		key := [2]uint32{vip.Slot, p.Flow.Bucket(vip.Buckets)}
 		if changed > a.Changed[key] {
 			a.Changed[key] = changed
 		}
@@ -306,7 +307,7 @@ func (a *Agent) Process(frame []byte) Result {
 	if !chainable && isNewest {
 		return decap(frame, outerLen, "to_stack")
 	}
-	if p.flow.Proto == wire.ProtoUDP {
+	if p.Flow.Proto == wire.ProtoUDP {
 		// Only a socket connected to the client proves the flow is ours.
 		if a.UDPSocket != nil && a.UDPSocket(client, vipAP) == Connection {
 			return decap(frame, outerLen, "local_socket")
@@ -316,7 +317,7 @@ func (a *Agent) Process(frame []byte) Result {
 		case Connection:
 			return decap(frame, outerLen, "local_socket")
 		case Listener:
-			if p.tcp != nil && ack && !syn && !rst && a.CookieValid != nil && a.CookieValid(ip) {
+			if p.TCP != nil && ack && !syn && !rst && a.CookieValid != nil && a.CookieValid(ip) {
 				return decap(frame, outerLen, "local_cookie")
 			}
 		}

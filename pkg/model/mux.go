@@ -75,7 +75,7 @@ func (m *Mux) Process(frame []byte) Result {
 	if c := checkIPv4Plain(ip, len(ip)); c != "" {
 		return drop(c)
 	}
-	var p packet
+	var p modelspi.Packet
 	icmp := false
 	if ip[9] == wire.ProtoICMP {
 		// ICMP to a VIP (bpf/include/icmp_steer.h): echo by policy, a
@@ -97,7 +97,7 @@ func (m *Mux) Process(frame []byte) Result {
 			}
 			return drop("drop_icmp_echo")
 		case icmpFragNeeded:
-			p, icmp = packet{flow: flow}, true
+			p, icmp = modelspi.Packet{Flow: flow}, true
 		default:
 			return drop("drop_icmp")
 		}
@@ -117,7 +117,7 @@ func (m *Mux) Process(frame []byte) Result {
 	if vip.Instance.EncapOf() == forwarding.EncapGUE {
 		// GUE (bpf/include/gue.h): the UDP source port from the flow's
 		// hash, the destination port the instance's.
-		outer, err = wire.EncapsulateGUE(inner, m.Addr, server.Addr, wire.GUESourcePort(p.flow.Hash()), vip.Instance.GUEPortOf(), opt)
+		outer, err = wire.EncapsulateGUE(inner, m.Addr, server.Addr, wire.GUESourcePort(p.Flow.Hash()), vip.Instance.GUEPortOf(), opt)
 	} else {
 		outer, err = wire.Encapsulate(inner, m.Addr, server.Addr, opt)
 	}
@@ -169,22 +169,22 @@ func checkIPv4Plain(ip []byte, avail int) string {
 }
 
 // parseFlow mirrors parse_flow (bpf/include/flow.h): TCP or UDP.
-func parseFlow(ip []byte, dst netip.Addr) (packet, string) {
+func parseFlow(ip []byte, dst netip.Addr) (modelspi.Packet, string) {
 	src := netip.AddrFrom4([4]byte(ip[12:16]))
 	if ip[9] == wire.ProtoUDP {
 		udp, c := udpAfter(ip)
 		if c != "" {
-			return packet{}, c
+			return modelspi.Packet{}, c
 		}
-		return packet{flow: wire.Flow{Src: src, Dst: dst, SrcPort: binary.BigEndian.Uint16(udp[0:]),
-			DstPort: binary.BigEndian.Uint16(udp[2:]), Proto: wire.ProtoUDP}, udp: udp}, ""
+		return modelspi.Packet{Flow: wire.Flow{Src: src, Dst: dst, SrcPort: binary.BigEndian.Uint16(udp[0:]),
+			DstPort: binary.BigEndian.Uint16(udp[2:]), Proto: wire.ProtoUDP}, UDP: udp}, ""
 	}
 	tcp, c := tcpAfter(ip)
 	if c != "" {
-		return packet{}, c
+		return modelspi.Packet{}, c
 	}
-	return packet{flow: wire.Flow{Src: src, Dst: dst, SrcPort: binary.BigEndian.Uint16(tcp[0:]),
-		DstPort: binary.BigEndian.Uint16(tcp[2:]), Proto: wire.ProtoTCP}, syn: tcp[13]&0x12 == 0x02, tcp: tcp}, ""
+	return modelspi.Packet{Flow: wire.Flow{Src: src, Dst: dst, SrcPort: binary.BigEndian.Uint16(tcp[0:]),
+		DstPort: binary.BigEndian.Uint16(tcp[2:]), Proto: wire.ProtoTCP}, SYN: tcp[13]&0x12 == 0x02, TCP: tcp}, ""
 }
 
 // udpAfter mirrors parse_udp_after.

@@ -12,27 +12,27 @@ import (
 // route mirrors route() in bpf/mux.c: the server-id range for TCP, then
 // the VIP's service ports per protocol, then (UDP on a QUIC instance) the
 // server id in the connection id, then the strategy.
-func (m *Mux) route(vip *VIP, p packet, ip []byte, quic bool) (forwarding.Server, *wire.Option, string, bool) {
+func (m *Mux) route(vip *VIP, p modelspi.Packet, ip []byte, quic bool) (forwarding.Server, *wire.Option, string, bool) {
 	in := &vip.Instance
 	proto := forwarding.TCP
-	if p.flow.Proto == wire.ProtoUDP {
+	if p.Flow.Proto == wire.ProtoUDP {
 		proto = forwarding.UDP
 	}
-	if proto == forwarding.TCP && in.ServerIDs().Contains(p.flow.DstPort) {
-		s, ok := vip.Table.Servers[forwarding.ServerID(p.flow.DstPort)]
+	if proto == forwarding.TCP && in.ServerIDs().Contains(p.Flow.DstPort) {
+		s, ok := vip.Table.Servers[forwarding.ServerID(p.Flow.DstPort)]
 		if !ok {
 			return s, nil, "drop_unknown_server", false
 		}
 		return s, nil, "fwd_server_id", true
 	}
-	if !in.PortsOf(p.flow.Dst).Open(proto, p.flow.DstPort) {
+	if !in.PortsOf(p.Flow.Dst).Open(proto, p.Flow.DstPort) {
 		return forwarding.Server{}, nil, "drop_closed_port", false
 	}
 	strat, ok := modelspi.Lookup(in.Strategy)
 	if !ok {
 		return forwarding.Server{}, nil, "drop_bad_strategy", false
 	}
-	if quic && proto == forwarding.UDP && in.QUIC != nil && in.QUIC.QUICPorts().Contains(p.flow.DstPort) {
+	if quic && proto == forwarding.UDP && in.QUIC != nil && in.QUIC.QUICPorts().Contains(p.Flow.DstPort) {
 		if id, ok := quicServerID(in.QUIC, ip[28:]); ok {
 			if s, ok := vip.Table.Servers[id]; ok {
 				return s, nil, "fwd_quic_cid", true

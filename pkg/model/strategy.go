@@ -6,20 +6,11 @@ import (
 	"github.com/beamer-lb/beamer/pkg/wire"
 )
 
-// packet is what a strategy's decision reads of a packet to a service port
-// (or, for strategies that want them, a port above 1024).
-type packet struct {
-	flow wire.Flow
-	syn  bool   // SYN without ACK: a new connection
-	tcp  []byte // the TCP header with its options (strategies that read options); nil for UDP
-	udp  []byte // the UDP header and payload; nil for TCP
-}
-
 // decide is the decision of vip's strategy on p: each strategy mirrors its
 // bpf/strategy/NAME.h from its own package (pkg/strategy/NAME/model.go),
 // registered in modelspi. ok false means drop, counted by counter.
-func decide(strat modelspi.Strategy, m *Mux, vip *VIP, p packet) (forwarding.Server, *wire.Option, string, bool) {
-	return strat.Decide(spiMux{m}, vip, modelspi.Packet{Flow: p.flow, SYN: p.syn, TCP: p.tcp, UDP: p.udp})
+func decide(strat modelspi.Strategy, m *Mux, vip *VIP, p modelspi.Packet) (forwarding.Server, *wire.Option, string, bool) {
+	return strat.Decide(spiMux{m}, vip, p)
 }
 
 // spiMux is the mux's state a strategy keeps (modelspi.Mux).

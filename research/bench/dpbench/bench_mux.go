@@ -1,9 +1,11 @@
 package dpbench
 
 import (
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"net"
+	"net/netip"
 
 	"github.com/beamer-lb/beamer/pkg/dataplane"
 	"github.com/cilium/ebpf"
@@ -19,24 +21,35 @@ import (
 
 // muxExtras are the programs, variables and maps the benchmark build adds.
 type muxExtras struct {
-	Bench  *ebpf.Program  `ebpf:"beamer_mux_bench"`
-	Empty  *ebpf.Program  `ebpf:"empty_bench"`
-	Floor  *ebpf.Program  `ebpf:"floor_bench"`
-	Encap  *ebpf.Program  `ebpf:"encap_floor_bench"`
-	Plain  *ebpf.Program  `ebpf:"encap_floor_plain_bench"`
-	Live   *ebpf.Program  `ebpf:"encap_floor_live_bench"`
-	Rot    *ebpf.Program  `ebpf:"rotation_bench"`
-	Gen    *ebpf.Program  `ebpf:"traffic_gen_bench"`
-	Bench6 *ebpf.Program  `ebpf:"beamer_mux6_bench"` // the IPv6 path's
-	Flows  *ebpf.Variable `ebpf:"bench_flows"`
-	Key    *ebpf.Variable `ebpf:"bench_key"` // baseline_mux.go
-	Frame  *ebpf.Variable `ebpf:"gen_frame"`
-	LiveIf *ebpf.Variable `ebpf:"live_ifindex"`
-	LiveD  *ebpf.Variable `ebpf:"live_dmac"`
-	LiveS  *ebpf.Variable `ebpf:"live_smac"`
-	Lines  *ebpf.Program  `ebpf:"lines_bench"`
-	NLines *ebpf.Variable `ebpf:"bench_lines"`
-	Stride *ebpf.Variable `ebpf:"bench_line_stride"`
+	Bench  *ebpf.Program `ebpf:"beamer_mux_bench"`
+	Empty  *ebpf.Program `ebpf:"empty_bench"`
+	Floor  *ebpf.Program `ebpf:"floor_bench"`
+	Encap  *ebpf.Program `ebpf:"encap_floor_bench"`
+	Plain  *ebpf.Program `ebpf:"encap_floor_plain_bench"`
+	Random *ebpf.Program `ebpf:"encap_floor_random_bench"`
+	// The beamer-floor row's program and what it reads (SetMinimal).
+	Minimal    *ebpf.Program  `ebpf:"beamer_minimal_bench"`
+	Counted    *ebpf.Program  `ebpf:"beamer_minimal_counted_bench"`
+	MinMACs    *ebpf.Variable `ebpf:"bench_min_mac_base"`
+	MinVIP     *ebpf.Variable `ebpf:"bench_min_vip"`
+	MinBuckets *ebpf.Variable `ebpf:"bench_min_buckets"`
+	MinServers *ebpf.Variable `ebpf:"bench_min_server_base"`
+	MinGen     *ebpf.Variable `ebpf:"bench_min_generation"`
+	MinInc     *ebpf.Variable `ebpf:"bench_min_incarnation"`
+	NRand      *ebpf.Variable `ebpf:"bench_random_entries"`
+	Live       *ebpf.Program  `ebpf:"encap_floor_live_bench"`
+	Rot        *ebpf.Program  `ebpf:"rotation_bench"`
+	Gen        *ebpf.Program  `ebpf:"traffic_gen_bench"`
+	Bench6     *ebpf.Program  `ebpf:"beamer_mux6_bench"` // the IPv6 path's
+	Flows      *ebpf.Variable `ebpf:"bench_flows"`
+	Key        *ebpf.Variable `ebpf:"bench_key"` // baseline_mux.go
+	Frame      *ebpf.Variable `ebpf:"gen_frame"`
+	LiveIf     *ebpf.Variable `ebpf:"live_ifindex"`
+	LiveD      *ebpf.Variable `ebpf:"live_dmac"`
+	LiveS      *ebpf.Variable `ebpf:"live_smac"`
+	Lines      *ebpf.Program  `ebpf:"lines_bench"`
+	NLines     *ebpf.Variable `ebpf:"bench_lines"`
+	Stride     *ebpf.Variable `ebpf:"bench_line_stride"`
 	// Scratch is bpf/bench/scratch.h's array (copyBucketsToScratch).
 	Scratch *ebpf.Map `ebpf:"bench_scratch"`
 	// The Maglev rows' reference connection table (bench_lru.go).
@@ -49,9 +62,12 @@ type muxExtras struct {
 // baseline build loaded on its maps.
 type benchMux struct {
 	*dataplane.Mux
-	x    muxExtras
-	lru  *ebpf.Map // the reference connection table installed (nil: none)
-	base *muxBaseline
+	x   muxExtras
+	lru *ebpf.Map // the reference connection table installed (nil: none)
+	// serverBase is the scratch array's word of server id 0 once
+	// copyBucketsToScratch put the server table at its end.
+	serverBase uint32
+	base       *muxBaseline
 }
 
 // loadBenchMux loads the benchmark build with opts; lruEntries sizes the
@@ -118,6 +134,21 @@ func (b *benchMux) EncapFloorProgram() *ebpf.Program { return b.x.Encap }
 // else, no undo: the honest floor of an IP-in-IP mux (issue 27), run by
 // the per-packet method only.
 func (b *benchMux) EncapPlainFloorProgram() *ebpf.Program { return b.x.Plain }
+
+// RandomFloorProgram is EncapPlainFloorProgram after one read of a
+// 16-bit entry at a random place (by the packet's flow) among the first
+// SetRandomEntries entries of the scratch array: the bound of a mux that
+// reads one entry of a table that size in the flows' random order.
+func (b *benchMux) RandomFloorProgram() *ebpf.Program { return b.x.Random }
+
+// SetRandomEntries sets how many 16-bit entries of the scratch array
+// RandomFloorProgram picks from.
+func (b *benchMux) SetRandomEntries(n uint32) error {
+	if n == 0 || uint64(n) > 4*uint64(b.x.Scratch.MaxEntries()) {
+		return fmt.Errorf("encap_floor_random_bench picks from 1 to %d entries, not %d", 4*b.x.Scratch.MaxEntries(), n)
+	}
+	return b.x.NRand.Set(n)
+}
 
 // LiveFloorProgram is the encapsulation floor for live traffic: fixed
 // outer header and option, redirected to the device SetLiveFloor names.
@@ -212,7 +243,61 @@ func (b *benchMux) copyBucketsToScratch() error {
 	if err == nil && buckets+servers > room {
 		err = fmt.Errorf("bucket table of %d words and server table of %d, scratch array of %d", buckets, servers, room)
 	}
+	b.serverBase = room - servers
 	return err
+}
+
+// MinimalProgram is the least a Beamer mux does (bpf/bench/mux_bench.c,
+// beamer_minimal_bench): the shape, one VIP, the flow hash, the bucket
+// and the server read from the scratch copies, the encapsulation.
+func (b *benchMux) MinimalProgram() *ebpf.Program { return b.x.Minimal }
+
+// MinimalCountedProgram is MinimalProgram with the least an operated mux
+// adds: one per-CPU packet counter and the server's MAC read by id.
+func (b *benchMux) MinimalCountedProgram() *ebpf.Program { return b.x.Counted }
+
+// SetMinimal points MinimalProgram at the instance copyBucketsToScratch
+// copied: its VIP, its bucket count, and the option's generation and
+// incarnation.
+func (b *benchMux) SetMinimal(vip netip.Addr, buckets, generation, incarnation uint32) error {
+	if !vip.Is4() || buckets == 0 || b.serverBase == 0 {
+		return fmt.Errorf("beamer_minimal_bench needs an IPv4 VIP, buckets and the tables copied (VIP %s, %d buckets)", vip, buckets)
+	}
+	// The counted program's MACs: a word a server id, just below the
+	// server table's copy.
+	room := words(b.x.Scratch)
+	servers := room - b.serverBase
+	if b.serverBase < 2*servers {
+		return fmt.Errorf("no room for %d MAC words below the server table at word %d", servers, b.serverBase)
+	}
+	macBase := b.serverBase - servers
+	dst, err := unix.Mmap(b.x.Scratch.FD(), 0, int(room)*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("mapping the scratch array: %w", err)
+	}
+	for id := range servers {
+		binary.LittleEndian.PutUint64(dst[8*(macBase+id):], 0x020000000000|uint64(id))
+	}
+	if err := unix.Munmap(dst); err != nil {
+		return err
+	}
+	a := vip.As4()
+	for _, set := range []struct {
+		v   *ebpf.Variable
+		val any
+	}{{b.x.MinVIP, a}, {b.x.MinBuckets, buckets}, {b.x.MinServers, b.serverBase}, {b.x.MinMACs, macBase}, {b.x.MinGen, bigEndian(generation)}, {b.x.MinInc, bigEndian(incarnation)}} {
+		if err := set.v.Set(set.val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bigEndian is v's bytes in network order, for a __be32 variable.
+func bigEndian(v uint32) [4]byte {
+	var out [4]byte
+	binary.BigEndian.PutUint32(out[:], v)
+	return out
 }
 
 // copyInner copies the one inner map installed in the named outer map to

@@ -9,7 +9,7 @@ import (
 )
 
 // quickRows are the rows every run has.
-var quickRows = []string{"empty", "floor", "encap-floor", "encap-floor-plain", "lines-0", "lines-16", "rotation", "beamer", "beamer-mptcp", "beamer-fib", "maglev", "maglev-lru", "prism-empty", "prism-miss", "prism-hit",
+var quickRows = []string{"empty", "floor", "encap-floor", "encap-floor-plain", "beamer-floor", "beamer-floor-counted", "lines-0", "lines-16", "rotation", "beamer", "beamer-mptcp", "beamer-fib", "maglev", "maglev-lru", "prism-empty", "prism-miss", "prism-hit",
 	"empty-tc", "decap-floor", "agent-local", "agent-local-moved", "agent-chain", "agent-drop",
 	"cheetah-cookie", "cheetah-cookie-general", "cheetah-syn-rr", "cheetah-fallback",
 	"agent-cheetah-egress", "agent-cheetah-ingress", "decap-floor-xdp", "agent-xdp-local", "agent-xdp-pass",
@@ -37,6 +37,32 @@ func TestQuickRun(t *testing.T) {
 	}
 }
 
+// TestQuickMaglevOnly: the Maglev-only run (bench dataplane --maglev-only)
+// measures the two Maglev rows and nothing else, each path verified (the
+// connection table's rows mostly hits).
+func TestQuickMaglevOnly(t *testing.T) {
+	netlabtest.RequireRoot(t)
+	o := Quick
+	o.MaglevOnly = true
+	rep, err := Run(o, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range rep.Programs {
+		names = append(names, p.Name)
+		if !p.PathVerified || p.PerPacket == nil || !p.PerPacket.PathVerified {
+			t.Errorf("%s: path not verified", p.Name)
+		}
+		if p.Name == "maglev" && p.HitShare < 0.9 {
+			t.Errorf("maglev: hit share %.3f", p.HitShare)
+		}
+	}
+	if strings.Join(names, " ") != "maglev-lru maglev" {
+		t.Errorf("rows %v, want maglev-lru and maglev at %v flows", names, o.MaglevFlows)
+	}
+}
+
 // TestCompareLoadsBaseline runs the compare modes with this build's own
 // objects as the baselines: every mux row then has a baseline figure whose
 // path was verified on the shared maps, and every row of the agent's own
@@ -53,6 +79,11 @@ func TestCompareLoadsBaseline(t *testing.T) {
 	checkRows(t, rep, true)
 }
 
+// perPacketOnly are the rows without an undo, measured per packet only.
+func perPacketOnly(name string) bool {
+	return name == "encap-floor-plain" || name == "encap-floor-random" || name == "beamer-floor" || name == "beamer-floor-counted" || strings.HasPrefix(name, "strip-floor")
+}
+
 func checkRows(t *testing.T, rep *Report, compare bool) {
 	t.Helper()
 	want := map[string]bool{}
@@ -61,7 +92,7 @@ func checkRows(t *testing.T, rep *Report, compare bool) {
 	}
 	for _, p := range rep.Programs {
 		want[p.Name] = true
-		if p.Name == "encap-floor-plain" || strings.HasPrefix(p.Name, "strip-floor") {
+		if perPacketOnly(p.Name) {
 			// No undo: per packet only.
 			if p.NsPerPacket != 0 || p.PerPacket == nil || p.PerPacket.NsMedian <= 0 {
 				t.Errorf("%s: want a per-packet figure only, got batched %v, per packet %+v", p.Name, p.NsPerPacket, p.PerPacket)

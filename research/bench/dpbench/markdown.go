@@ -225,7 +225,42 @@ func (r *Report) FloorTargets() []FloorTarget {
 		case q <= c.limit:
 			v = "met on the quiet figure only"
 		}
+		switch {
+		case c.name == "beamer-scattered":
+			v += r.randomReadBound(c.buckets, floor.PerPacket)
+		case c.name == "beamer" && c.buckets == 1000:
+			v += r.minimalBound(c.buckets, floor.PerPacket)
+		}
 		out = append(out, FloorTarget{What: c.what, Before: before, Now: fmt.Sprintf("%.1f × / %.1f ×", m, q), Verdict: v})
+	}
+	return out
+}
+
+// randomReadBound says what the floor plus one random read of a table of
+// b 16-bit entries costs over the floor (encap-floor-random), if measured:
+// a target below it cannot be met by any program that reads the table.
+func (r *Report) randomReadBound(b int, floor *Figure) string {
+	p := r.find("encap-floor-random", 0, b)
+	if p == nil || p.PerPacket == nil || p.PerPacket.NsNet <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the floor plus one random read of the table alone (`encap-floor-random`): %.1f × / %.1f ×", p.PerPacket.NsNet/floor.NsNet, p.PerPacket.NsNetQuiet/floor.NsNetQuiet)
+}
+
+// minimalBound says what the least a Beamer mux does (beamer-floor), and
+// with a counter and per-server MACs (beamer-floor-counted), cost over the
+// floor at b buckets, if measured.
+func (r *Report) minimalBound(b int, floor *Figure) string {
+	out := ""
+	for _, c := range []struct{ name, what string }{
+		{"beamer-floor", "the least a Beamer mux does, with no counter, next hop, VIP table or other check"},
+		{"beamer-floor-counted", "with one counter and the server's MAC by id"},
+	} {
+		p := r.find(c.name, 0, b)
+		if p == nil || p.PerPacket == nil || p.PerPacket.NsNet <= 0 {
+			continue
+		}
+		out += fmt.Sprintf("; %s (`%s`): %.1f × / %.1f ×", c.what, c.name, p.PerPacket.NsNet/floor.NsNet, p.PerPacket.NsNetQuiet/floor.NsNetQuiet)
 	}
 	return out
 }

@@ -241,77 +241,89 @@ type muxBenchVipTraffic struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	muxBenchMapAwfdCounters           = "awfd_counters"
-	muxBenchMapAwfdRecords            = "awfd_records"
-	muxBenchMapBenchScratch           = "bench_scratch"
-	muxBenchMapBucketTables           = "bucket_tables"
-	muxBenchMapCaptureCfg             = "capture_cfg"
-	muxBenchMapCaptureRing            = "capture_ring"
-	muxBenchMapCaptureScratch         = "capture_scratch"
-	muxBenchMapChainTables            = "chain_tables"
-	muxBenchMapCheetahInsts           = "cheetah_insts"
-	muxBenchMapCheetahLoad            = "cheetah_load"
-	muxBenchMapCheetahMuxCounters     = "cheetah_mux_counters"
-	muxBenchMapCheetahRr              = "cheetah_rr"
-	muxBenchMapConntrack              = "conntrack"
-	muxBenchMapConntrackLruBench      = "conntrack_lru_bench"
-	muxBenchMapFloodGuard             = "flood_guard"
-	muxBenchMapMctTables              = "mct_tables"
-	muxBenchMapMux6Prog               = "mux6_prog"
-	muxBenchMapMuxCounters            = "mux_counters"
-	muxBenchMapMuxServerTraffic       = "mux_server_traffic"
-	muxBenchMapMuxVipTraffic          = "mux_vip_traffic"
-	muxBenchMapNexthop6Cache          = "nexthop6_cache"
-	muxBenchMapNexthop6Table          = "nexthop6_table"
-	muxBenchMapNexthopCache           = "nexthop_cache"
-	muxBenchMapNexthopEpoch           = "nexthop_epoch"
-	muxBenchMapNexthopTable           = "nexthop_table"
-	muxBenchMapPortSets               = "port_sets"
-	muxBenchMapPrismLearned           = "prism_learned"
-	muxBenchMapPrismLearning          = "prism_learning"
-	muxBenchMapServer6Tables          = "server6_tables"
-	muxBenchMapServerTables           = "server_tables"
-	muxBenchMapVip6Addrs              = "vip6_addrs"
-	muxBenchMapVip6Front              = "vip6_front"
-	muxBenchMapVipFront               = "vip_front"
-	muxBenchMapVipRecords             = "vip_records"
-	muxBenchProgBeamerMux             = "beamer_mux"
-	muxBenchProgBeamerMux6            = "beamer_mux6"
-	muxBenchProgBeamerMux6Bench       = "beamer_mux6_bench"
-	muxBenchProgBeamerMuxBench        = "beamer_mux_bench"
-	muxBenchProgEmptyBench            = "empty_bench"
-	muxBenchProgEncapFloorBench       = "encap_floor_bench"
-	muxBenchProgEncapFloorLiveBench   = "encap_floor_live_bench"
-	muxBenchProgEncapFloorPlainBench  = "encap_floor_plain_bench"
-	muxBenchProgFloorBench            = "floor_bench"
-	muxBenchProgLinesBench            = "lines_bench"
-	muxBenchProgMaglevLruBench        = "maglev_lru_bench"
-	muxBenchProgMaglevLruSingle       = "maglev_lru_single"
-	muxBenchProgRotationBench         = "rotation_bench"
-	muxBenchProgTrafficGenBench       = "traffic_gen_bench"
-	muxBenchVarAwfdCounterNames       = "awfd_counter_names"
-	muxBenchVarBenchCtLru             = "bench_ct_lru"
-	muxBenchVarBenchFlows             = "bench_flows"
-	muxBenchVarBenchKey               = "bench_key"
-	muxBenchVarBenchLineStride        = "bench_line_stride"
-	muxBenchVarBenchLines             = "bench_lines"
-	muxBenchVarBenchOrderVersion      = "bench_order_version"
-	muxBenchVarBenchSeq               = "bench_seq"
-	muxBenchVarCaptureOn              = "capture_on"
-	muxBenchVarCheetahMuxCounterMax   = "cheetah_mux_counter_max"
-	muxBenchVarCtChunkBuckets         = "ct_chunk_buckets"
-	muxBenchVarCtChunks               = "ct_chunks"
-	muxBenchVarCtPad                  = "ct_pad"
-	muxBenchVarCtSeed                 = "ct_seed"
-	muxBenchVarGenFrame               = "gen_frame"
-	muxBenchVarLimitMaxChain          = "limit_max_chain"
-	muxBenchVarLiveDmac               = "live_dmac"
-	muxBenchVarLiveIfindex            = "live_ifindex"
-	muxBenchVarLiveSmac               = "live_smac"
-	muxBenchVarMaxInsertsPerCpuSecond = "max_inserts_per_cpu_second"
-	muxBenchVarMuxAddr                = "mux_addr"
-	muxBenchVarMuxAddr6               = "mux_addr6"
-	muxBenchVarMuxFastShape           = "mux_fast_shape"
+	muxBenchMapAwfdCounters               = "awfd_counters"
+	muxBenchMapAwfdRecords                = "awfd_records"
+	muxBenchMapBenchMinCount              = "bench_min_count"
+	muxBenchMapBenchScratch               = "bench_scratch"
+	muxBenchMapBucketTables               = "bucket_tables"
+	muxBenchMapCaptureCfg                 = "capture_cfg"
+	muxBenchMapCaptureRing                = "capture_ring"
+	muxBenchMapCaptureScratch             = "capture_scratch"
+	muxBenchMapChainTables                = "chain_tables"
+	muxBenchMapCheetahInsts               = "cheetah_insts"
+	muxBenchMapCheetahLoad                = "cheetah_load"
+	muxBenchMapCheetahMuxCounters         = "cheetah_mux_counters"
+	muxBenchMapCheetahRr                  = "cheetah_rr"
+	muxBenchMapConntrack                  = "conntrack"
+	muxBenchMapConntrackLruBench          = "conntrack_lru_bench"
+	muxBenchMapFloodGuard                 = "flood_guard"
+	muxBenchMapMctTables                  = "mct_tables"
+	muxBenchMapMux6Prog                   = "mux6_prog"
+	muxBenchMapMuxCounters                = "mux_counters"
+	muxBenchMapMuxServerTraffic           = "mux_server_traffic"
+	muxBenchMapMuxVipTraffic              = "mux_vip_traffic"
+	muxBenchMapNexthop6Cache              = "nexthop6_cache"
+	muxBenchMapNexthop6Table              = "nexthop6_table"
+	muxBenchMapNexthopCache               = "nexthop_cache"
+	muxBenchMapNexthopEpoch               = "nexthop_epoch"
+	muxBenchMapNexthopTable               = "nexthop_table"
+	muxBenchMapPortSets                   = "port_sets"
+	muxBenchMapPrismLearned               = "prism_learned"
+	muxBenchMapPrismLearning              = "prism_learning"
+	muxBenchMapServer6Tables              = "server6_tables"
+	muxBenchMapServerTables               = "server_tables"
+	muxBenchMapVip6Addrs                  = "vip6_addrs"
+	muxBenchMapVip6Front                  = "vip6_front"
+	muxBenchMapVipFront                   = "vip_front"
+	muxBenchMapVipRecords                 = "vip_records"
+	muxBenchProgBeamerMinimalBench        = "beamer_minimal_bench"
+	muxBenchProgBeamerMinimalCountedBench = "beamer_minimal_counted_bench"
+	muxBenchProgBeamerMux                 = "beamer_mux"
+	muxBenchProgBeamerMux6                = "beamer_mux6"
+	muxBenchProgBeamerMux6Bench           = "beamer_mux6_bench"
+	muxBenchProgBeamerMuxBench            = "beamer_mux_bench"
+	muxBenchProgEmptyBench                = "empty_bench"
+	muxBenchProgEncapFloorBench           = "encap_floor_bench"
+	muxBenchProgEncapFloorLiveBench       = "encap_floor_live_bench"
+	muxBenchProgEncapFloorPlainBench      = "encap_floor_plain_bench"
+	muxBenchProgEncapFloorRandomBench     = "encap_floor_random_bench"
+	muxBenchProgFloorBench                = "floor_bench"
+	muxBenchProgLinesBench                = "lines_bench"
+	muxBenchProgMaglevLruBench            = "maglev_lru_bench"
+	muxBenchProgMaglevLruSingle           = "maglev_lru_single"
+	muxBenchProgRotationBench             = "rotation_bench"
+	muxBenchProgTrafficGenBench           = "traffic_gen_bench"
+	muxBenchVarAwfdCounterNames           = "awfd_counter_names"
+	muxBenchVarBenchCtLru                 = "bench_ct_lru"
+	muxBenchVarBenchFlows                 = "bench_flows"
+	muxBenchVarBenchKey                   = "bench_key"
+	muxBenchVarBenchLineStride            = "bench_line_stride"
+	muxBenchVarBenchLines                 = "bench_lines"
+	muxBenchVarBenchMinBuckets            = "bench_min_buckets"
+	muxBenchVarBenchMinGeneration         = "bench_min_generation"
+	muxBenchVarBenchMinIncarnation        = "bench_min_incarnation"
+	muxBenchVarBenchMinMacBase            = "bench_min_mac_base"
+	muxBenchVarBenchMinServerBase         = "bench_min_server_base"
+	muxBenchVarBenchMinVip                = "bench_min_vip"
+	muxBenchVarBenchOrderVersion          = "bench_order_version"
+	muxBenchVarBenchRandomEntries         = "bench_random_entries"
+	muxBenchVarBenchSeq                   = "bench_seq"
+	muxBenchVarCaptureOn                  = "capture_on"
+	muxBenchVarCheetahMuxCounterMax       = "cheetah_mux_counter_max"
+	muxBenchVarCtChunkBuckets             = "ct_chunk_buckets"
+	muxBenchVarCtChunks                   = "ct_chunks"
+	muxBenchVarCtPad                      = "ct_pad"
+	muxBenchVarCtSeed                     = "ct_seed"
+	muxBenchVarGenFrame                   = "gen_frame"
+	muxBenchVarLimitMaxChain              = "limit_max_chain"
+	muxBenchVarLiveDmac                   = "live_dmac"
+	muxBenchVarLiveIfindex                = "live_ifindex"
+	muxBenchVarLiveSmac                   = "live_smac"
+	muxBenchVarMaglevFastPath             = "maglev_fast_path"
+	muxBenchVarMaxInsertsPerCpuSecond     = "max_inserts_per_cpu_second"
+	muxBenchVarMuxAddr                    = "mux_addr"
+	muxBenchVarMuxAddr6                   = "mux_addr6"
+	muxBenchVarMuxFastShape               = "mux_fast_shape"
 )
 
 // loadMuxBench returns the embedded CollectionSpec for muxBench.
@@ -356,20 +368,23 @@ type muxBenchSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type muxBenchProgramSpecs struct {
-	BeamerMux            *ebpf.ProgramSpec `ebpf:"beamer_mux"`
-	BeamerMux6           *ebpf.ProgramSpec `ebpf:"beamer_mux6"`
-	BeamerMux6Bench      *ebpf.ProgramSpec `ebpf:"beamer_mux6_bench"`
-	BeamerMuxBench       *ebpf.ProgramSpec `ebpf:"beamer_mux_bench"`
-	EmptyBench           *ebpf.ProgramSpec `ebpf:"empty_bench"`
-	EncapFloorBench      *ebpf.ProgramSpec `ebpf:"encap_floor_bench"`
-	EncapFloorLiveBench  *ebpf.ProgramSpec `ebpf:"encap_floor_live_bench"`
-	EncapFloorPlainBench *ebpf.ProgramSpec `ebpf:"encap_floor_plain_bench"`
-	FloorBench           *ebpf.ProgramSpec `ebpf:"floor_bench"`
-	LinesBench           *ebpf.ProgramSpec `ebpf:"lines_bench"`
-	MaglevLruBench       *ebpf.ProgramSpec `ebpf:"maglev_lru_bench"`
-	MaglevLruSingle      *ebpf.ProgramSpec `ebpf:"maglev_lru_single"`
-	RotationBench        *ebpf.ProgramSpec `ebpf:"rotation_bench"`
-	TrafficGenBench      *ebpf.ProgramSpec `ebpf:"traffic_gen_bench"`
+	BeamerMinimalBench        *ebpf.ProgramSpec `ebpf:"beamer_minimal_bench"`
+	BeamerMinimalCountedBench *ebpf.ProgramSpec `ebpf:"beamer_minimal_counted_bench"`
+	BeamerMux                 *ebpf.ProgramSpec `ebpf:"beamer_mux"`
+	BeamerMux6                *ebpf.ProgramSpec `ebpf:"beamer_mux6"`
+	BeamerMux6Bench           *ebpf.ProgramSpec `ebpf:"beamer_mux6_bench"`
+	BeamerMuxBench            *ebpf.ProgramSpec `ebpf:"beamer_mux_bench"`
+	EmptyBench                *ebpf.ProgramSpec `ebpf:"empty_bench"`
+	EncapFloorBench           *ebpf.ProgramSpec `ebpf:"encap_floor_bench"`
+	EncapFloorLiveBench       *ebpf.ProgramSpec `ebpf:"encap_floor_live_bench"`
+	EncapFloorPlainBench      *ebpf.ProgramSpec `ebpf:"encap_floor_plain_bench"`
+	EncapFloorRandomBench     *ebpf.ProgramSpec `ebpf:"encap_floor_random_bench"`
+	FloorBench                *ebpf.ProgramSpec `ebpf:"floor_bench"`
+	LinesBench                *ebpf.ProgramSpec `ebpf:"lines_bench"`
+	MaglevLruBench            *ebpf.ProgramSpec `ebpf:"maglev_lru_bench"`
+	MaglevLruSingle           *ebpf.ProgramSpec `ebpf:"maglev_lru_single"`
+	RotationBench             *ebpf.ProgramSpec `ebpf:"rotation_bench"`
+	TrafficGenBench           *ebpf.ProgramSpec `ebpf:"traffic_gen_bench"`
 }
 
 // muxBenchMapSpecs contains maps before they are loaded into the kernel.
@@ -378,6 +393,7 @@ type muxBenchProgramSpecs struct {
 type muxBenchMapSpecs struct {
 	AwfdCounters       *ebpf.MapSpec `ebpf:"awfd_counters"`
 	AwfdRecords        *ebpf.MapSpec `ebpf:"awfd_records"`
+	BenchMinCount      *ebpf.MapSpec `ebpf:"bench_min_count"`
 	BenchScratch       *ebpf.MapSpec `ebpf:"bench_scratch"`
 	BucketTables       *ebpf.MapSpec `ebpf:"bucket_tables"`
 	CaptureCfg         *ebpf.MapSpec `ebpf:"capture_cfg"`
@@ -422,7 +438,14 @@ type muxBenchVariableSpecs struct {
 	BenchKey               *ebpf.VariableSpec `ebpf:"bench_key"`
 	BenchLineStride        *ebpf.VariableSpec `ebpf:"bench_line_stride"`
 	BenchLines             *ebpf.VariableSpec `ebpf:"bench_lines"`
+	BenchMinBuckets        *ebpf.VariableSpec `ebpf:"bench_min_buckets"`
+	BenchMinGeneration     *ebpf.VariableSpec `ebpf:"bench_min_generation"`
+	BenchMinIncarnation    *ebpf.VariableSpec `ebpf:"bench_min_incarnation"`
+	BenchMinMacBase        *ebpf.VariableSpec `ebpf:"bench_min_mac_base"`
+	BenchMinServerBase     *ebpf.VariableSpec `ebpf:"bench_min_server_base"`
+	BenchMinVip            *ebpf.VariableSpec `ebpf:"bench_min_vip"`
 	BenchOrderVersion      *ebpf.VariableSpec `ebpf:"bench_order_version"`
+	BenchRandomEntries     *ebpf.VariableSpec `ebpf:"bench_random_entries"`
 	BenchSeq               *ebpf.VariableSpec `ebpf:"bench_seq"`
 	CaptureOn              *ebpf.VariableSpec `ebpf:"capture_on"`
 	CheetahMuxCounterMax   *ebpf.VariableSpec `ebpf:"cheetah_mux_counter_max"`
@@ -435,6 +458,7 @@ type muxBenchVariableSpecs struct {
 	LiveDmac               *ebpf.VariableSpec `ebpf:"live_dmac"`
 	LiveIfindex            *ebpf.VariableSpec `ebpf:"live_ifindex"`
 	LiveSmac               *ebpf.VariableSpec `ebpf:"live_smac"`
+	MaglevFastPath         *ebpf.VariableSpec `ebpf:"maglev_fast_path"`
 	MaxInsertsPerCpuSecond *ebpf.VariableSpec `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.VariableSpec `ebpf:"mux_addr"`
 	MuxAddr6               *ebpf.VariableSpec `ebpf:"mux_addr6"`
@@ -463,6 +487,7 @@ func (o *muxBenchObjects) Close() error {
 type muxBenchMaps struct {
 	AwfdCounters       *ebpf.Map `ebpf:"awfd_counters"`
 	AwfdRecords        *ebpf.Map `ebpf:"awfd_records"`
+	BenchMinCount      *ebpf.Map `ebpf:"bench_min_count"`
 	BenchScratch       *ebpf.Map `ebpf:"bench_scratch"`
 	BucketTables       *ebpf.Map `ebpf:"bucket_tables"`
 	CaptureCfg         *ebpf.Map `ebpf:"capture_cfg"`
@@ -501,6 +526,7 @@ func (m *muxBenchMaps) Close() error {
 	return _MuxBenchClose(
 		m.AwfdCounters,
 		m.AwfdRecords,
+		m.BenchMinCount,
 		m.BenchScratch,
 		m.BucketTables,
 		m.CaptureCfg,
@@ -546,7 +572,14 @@ type muxBenchVariables struct {
 	BenchKey               *ebpf.Variable `ebpf:"bench_key"`
 	BenchLineStride        *ebpf.Variable `ebpf:"bench_line_stride"`
 	BenchLines             *ebpf.Variable `ebpf:"bench_lines"`
+	BenchMinBuckets        *ebpf.Variable `ebpf:"bench_min_buckets"`
+	BenchMinGeneration     *ebpf.Variable `ebpf:"bench_min_generation"`
+	BenchMinIncarnation    *ebpf.Variable `ebpf:"bench_min_incarnation"`
+	BenchMinMacBase        *ebpf.Variable `ebpf:"bench_min_mac_base"`
+	BenchMinServerBase     *ebpf.Variable `ebpf:"bench_min_server_base"`
+	BenchMinVip            *ebpf.Variable `ebpf:"bench_min_vip"`
 	BenchOrderVersion      *ebpf.Variable `ebpf:"bench_order_version"`
+	BenchRandomEntries     *ebpf.Variable `ebpf:"bench_random_entries"`
 	BenchSeq               *ebpf.Variable `ebpf:"bench_seq"`
 	CaptureOn              *ebpf.Variable `ebpf:"capture_on"`
 	CheetahMuxCounterMax   *ebpf.Variable `ebpf:"cheetah_mux_counter_max"`
@@ -559,6 +592,7 @@ type muxBenchVariables struct {
 	LiveDmac               *ebpf.Variable `ebpf:"live_dmac"`
 	LiveIfindex            *ebpf.Variable `ebpf:"live_ifindex"`
 	LiveSmac               *ebpf.Variable `ebpf:"live_smac"`
+	MaglevFastPath         *ebpf.Variable `ebpf:"maglev_fast_path"`
 	MaxInsertsPerCpuSecond *ebpf.Variable `ebpf:"max_inserts_per_cpu_second"`
 	MuxAddr                *ebpf.Variable `ebpf:"mux_addr"`
 	MuxAddr6               *ebpf.Variable `ebpf:"mux_addr6"`
@@ -569,24 +603,29 @@ type muxBenchVariables struct {
 //
 // It can be passed to loadMuxBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type muxBenchPrograms struct {
-	BeamerMux            *ebpf.Program `ebpf:"beamer_mux"`
-	BeamerMux6           *ebpf.Program `ebpf:"beamer_mux6"`
-	BeamerMux6Bench      *ebpf.Program `ebpf:"beamer_mux6_bench"`
-	BeamerMuxBench       *ebpf.Program `ebpf:"beamer_mux_bench"`
-	EmptyBench           *ebpf.Program `ebpf:"empty_bench"`
-	EncapFloorBench      *ebpf.Program `ebpf:"encap_floor_bench"`
-	EncapFloorLiveBench  *ebpf.Program `ebpf:"encap_floor_live_bench"`
-	EncapFloorPlainBench *ebpf.Program `ebpf:"encap_floor_plain_bench"`
-	FloorBench           *ebpf.Program `ebpf:"floor_bench"`
-	LinesBench           *ebpf.Program `ebpf:"lines_bench"`
-	MaglevLruBench       *ebpf.Program `ebpf:"maglev_lru_bench"`
-	MaglevLruSingle      *ebpf.Program `ebpf:"maglev_lru_single"`
-	RotationBench        *ebpf.Program `ebpf:"rotation_bench"`
-	TrafficGenBench      *ebpf.Program `ebpf:"traffic_gen_bench"`
+	BeamerMinimalBench        *ebpf.Program `ebpf:"beamer_minimal_bench"`
+	BeamerMinimalCountedBench *ebpf.Program `ebpf:"beamer_minimal_counted_bench"`
+	BeamerMux                 *ebpf.Program `ebpf:"beamer_mux"`
+	BeamerMux6                *ebpf.Program `ebpf:"beamer_mux6"`
+	BeamerMux6Bench           *ebpf.Program `ebpf:"beamer_mux6_bench"`
+	BeamerMuxBench            *ebpf.Program `ebpf:"beamer_mux_bench"`
+	EmptyBench                *ebpf.Program `ebpf:"empty_bench"`
+	EncapFloorBench           *ebpf.Program `ebpf:"encap_floor_bench"`
+	EncapFloorLiveBench       *ebpf.Program `ebpf:"encap_floor_live_bench"`
+	EncapFloorPlainBench      *ebpf.Program `ebpf:"encap_floor_plain_bench"`
+	EncapFloorRandomBench     *ebpf.Program `ebpf:"encap_floor_random_bench"`
+	FloorBench                *ebpf.Program `ebpf:"floor_bench"`
+	LinesBench                *ebpf.Program `ebpf:"lines_bench"`
+	MaglevLruBench            *ebpf.Program `ebpf:"maglev_lru_bench"`
+	MaglevLruSingle           *ebpf.Program `ebpf:"maglev_lru_single"`
+	RotationBench             *ebpf.Program `ebpf:"rotation_bench"`
+	TrafficGenBench           *ebpf.Program `ebpf:"traffic_gen_bench"`
 }
 
 func (p *muxBenchPrograms) Close() error {
 	return _MuxBenchClose(
+		p.BeamerMinimalBench,
+		p.BeamerMinimalCountedBench,
 		p.BeamerMux,
 		p.BeamerMux6,
 		p.BeamerMux6Bench,
@@ -595,6 +634,7 @@ func (p *muxBenchPrograms) Close() error {
 		p.EncapFloorBench,
 		p.EncapFloorLiveBench,
 		p.EncapFloorPlainBench,
+		p.EncapFloorRandomBench,
 		p.FloorBench,
 		p.LinesBench,
 		p.MaglevLruBench,

@@ -1,6 +1,7 @@
 package dpbench
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/netip"
@@ -33,6 +34,9 @@ type Options struct {
 	// families): no mux rows (the agent's are netted against empty
 	// programs of their own hook either way).
 	AgentOnly bool
+	// MaglevOnly measures the Maglev rows alone (maglev and maglev-lru
+	// at each of MaglevFlows): the connection table's paired runs.
+	MaglevOnly bool
 	// AgentBaseline is the compare mode's baseline agent object (an
 	// earlier commit's pkg/dataplane/agentbench_bpfel.o): its programs run
 	// on the current agent's maps, batched and per packet; nil: none.
@@ -168,6 +172,42 @@ func beamerRows(r *rig, o Options, b uint32, moved int, scattered, first bool, c
 		return err
 	}
 	if first {
+		// What is left with the product's other work gone: the least a
+		// Beamer mux does for this row's packets (at the first size: it
+		// reads no block summary, which larger tables need).
+		if err := m.SetMinimal(beamerVIP, b, uint32(table.Generation), 1763700000); err != nil {
+			return err
+		}
+		for _, p := range []struct {
+			name, what string
+			prog       *ebpf.Program
+		}{
+			{"beamer-floor", "the least a Beamer mux does for the beamer row's packets: shape (IPv4 without options, TCP), one VIP compared, the flow hash, the bucket's entry and the server's word read from plain arrays, the encapsulation with the option, fixed MACs; no other check, counter or lookup", m.MinimalProgram()},
+			{"beamer-floor-counted", "beamer-floor with the least an operated mux adds: one per-CPU packet counter, the server's next-hop MAC read from a plain array by server id", m.MinimalCountedProgram()},
+		} {
+			if err := sameServer(p.prog, m.Program(), rotating(beamerVIP, 80, wiretest.ACK, o.BeamerFlows), ctx); err != nil {
+				return fmt.Errorf("%s: %w", p.name, err)
+			}
+			t := base
+			t.prog, t.single, t.frameAt = nil, p.prog, rotating(beamerVIP, 80, wiretest.ACK, o.BeamerFlows)
+			if err := add(p.name, o.BeamerFlows, int(b), t, "test run, per packet only; "+p.what); err != nil {
+				return err
+			}
+		}
+	}
+	if scattered {
+		// The scattered row's bound: the plain floor plus one read of a
+		// random entry of a table as large as this one's entries.
+		if err := m.SetRandomEntries(b); err != nil {
+			return err
+		}
+		t := base
+		t.prog, t.single, t.frameAt = nil, m.RandomFloorProgram(), rotating(beamerVIP, 80, wiretest.ACK, o.BeamerFlows)
+		if err := add("encap-floor-random", o.BeamerFlows, int(b), t, "test run, per packet only; encap-floor-plain after one read of a 16-bit entry at a random place (by the packet's flow) among as many entries as the row's buckets: what reading one entry of such a table in the flows' random order costs"); err != nil {
+			return err
+		}
+	}
+	if first {
 		sub := frame(beamerVIP, 1030, wiretest.ACK)
 		t := trial{ns: r.ns, prog: m.BenchProgram(), frame: sub, ctx: ctx(sub), want: xdpTX, repeat: o.Repeat, counter: "fwd_server_id", read: m.Counters,
 			base: m.baseBench(), baseSingle: m.baseProgram(), single: m.Program(), frameAt: rotating(beamerVIP, 1030, wiretest.ACK, o.BeamerFlows), packets: o.PerPacket}
@@ -181,6 +221,32 @@ func beamerRows(r *rig, o Options, b uint32, moved int, scattered, first bool, c
 		t.prog, t.counter, t.base, t.baseSingle = m.BenchProgram(), "fwd_bucket", m.baseBench(), m.baseProgram()
 		t.single, t.frameAt = m.Program(), rotating(beamerVIP, 80, wiretest.ACK, o.BeamerFlows)
 		return add("beamer-fib", o.BeamerFlows, int(b), t, "test run, repeat; as beamer, with no next hop published by the daemon: the per-CPU cache of FIB answers")
+	}
+	return nil
+}
+
+// sameServer checks that two programs send the first flows' packets to
+// the same server: the outer IPv4 destination of what each transmits.
+func sameServer(a, b *ebpf.Program, frameAt func(uint32) []byte, ctx func([]byte) any) error {
+	const daddr = 14 + 16 // Ethernet, then the outer header's destination
+	for seq := range uint32(64) {
+		var got [2][]byte
+		for i, p := range []*ebpf.Program{a, b} {
+			f := frameAt(seq)
+			out := make([]byte, len(f)+256)
+			opts := ebpf.RunOptions{Data: f, DataOut: out, Context: ctx(f)}
+			ret, err := p.Run(&opts)
+			if err != nil {
+				return err
+			}
+			if ret != xdpTX || len(opts.DataOut) < daddr+4 {
+				return fmt.Errorf("flow %d: verdict %d, %d bytes out", seq, ret, len(opts.DataOut))
+			}
+			got[i] = opts.DataOut[daddr : daddr+4]
+		}
+		if !bytes.Equal(got[0], got[1]) {
+			return fmt.Errorf("flow %d: sent to %v, the mux to %v", seq, got[0], got[1])
+		}
 	}
 	return nil
 }
@@ -279,6 +345,13 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 		rep.ratios()
 		return rep, nil
 	}
+	if o.MaglevOnly {
+		if err := maglevRows(r, rep, o, ctx, add); err != nil {
+			return nil, err
+		}
+		rep.ratios()
+		return rep, nil
+	}
 	// Beamer rows, and the floor and empty program from the same object:
 	// buckets that never moved (the fast path: no history to read), every
 	// bucket moved once (one previous owner in the option, the paper's
@@ -304,7 +377,10 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 	if o.BeamerOnly {
 		return rep, nil
 	}
-	// Maglev rows: the connection table first filled with the flows by their
+	if err := maglevRows(r, rep, o, ctx, add); err != nil {
+		return nil, err
+	}
+	// Prism rows: the connection table first filled with the flows by their
 	// SYNs, then measured on their ACKs (every repetition a table hit).
 	cfg, table, err := maglevInstance()
 	if err != nil {
@@ -345,6 +421,26 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 	}
 	rep.ratios()
 	return rep, nil
+}
+
+// maglevRows are the Maglev rows: the connection table first filled with
+// the flows by their SYNs, then measured on their ACKs (every repetition a
+// table hit).
+func maglevRows(r *rig, rep *Report, o Options, ctx func([]byte) any, add func(string, int, int, trial, string) error) error {
+	cfg, table, err := maglevInstance()
+	if err != nil {
+		return err
+	}
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return err
+	}
+	for _, n := range o.MaglevFlows {
+		if err := maglevRow(r, rep, add, cfg, table, n, cpus, o, ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // maglevRow measures the Maglev strategy at n flows, twice in the same
