@@ -12,9 +12,8 @@
  * the stack. This reads the one shape whole: the headers are checked
  * against it by a few word compares, each check of the general path that
  * this shape reaches is made here too, with the same helpers where there
- * are some (ipv4_trusted, agent_vip_of, at_newest_epoch, xdp_decap's
- * parts; the checksum by the same sum, tested otherwise:
- * fast_outer_csum_wrong), and what the general path would do with
+ * are some (ipv4_trusted, agent_vip_of, csum_words_wrong,
+ * at_newest_epoch, xdp_decap's parts), and what the general path would do with
  * the packet is done:
  *
  *   decapsulated (counted local_syn or to_stack, and xdp_decap), when
