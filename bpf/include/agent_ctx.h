@@ -86,6 +86,22 @@ INLINE void ctx_capture_rx(void *ctx, const int hook, const int is_ipv6)
 		capture_skb(ctx, CAPTURE_AGENT_RX);
 }
 
+/* Counts a packet decapsulated in XDP, through one lookup: why, xdp_decap,
+ * and gue and ipv6 when they hold (xdp_decap). */
+INLINE void xdp_count_decap(enum agent_counter why, int gue, const int is_ipv6)
+{
+	__u32 zero = 0;
+	__u64 *c = bpf_map_lookup_elem(&agent_counters, &zero);
+	if (c && why < AGENT_COUNTER_MAX) {
+		c[why] += 1;
+		c[AGENT_XDP_DECAP] += 1;
+		if (gue)
+			c[AGENT_GUE] += 1;
+		if (is_ipv6)
+			c[AGENT_IPV6] += 1;
+	}
+}
+
 /* Strips the outer header in XDP, of either family: the Ethernet header
  * moves forward over it (agent_words.h xdp_strip_outer). The counters are
  * written through one lookup; gue counts AGENT_GUE (the IPv4 path's GUE
@@ -109,16 +125,7 @@ INLINE int xdp_decap(struct xdp_md *ctx, int outer_len, enum agent_counter why, 
 		capture_xdp6(ctx, CAPTURE_AGENT_XDP_UP);
 	else
 		capture_xdp(ctx, CAPTURE_AGENT_XDP_UP);
-	__u32 zero = 0;
-	__u64 *c = bpf_map_lookup_elem(&agent_counters, &zero);
-	if (c && why < AGENT_COUNTER_MAX) {
-		c[why] += 1;
-		c[AGENT_XDP_DECAP] += 1;
-		if (gue)
-			c[AGENT_GUE] += 1;
-		if (is_ipv6)
-			c[AGENT_IPV6] += 1;
-	}
+	xdp_count_decap(why, gue, is_ipv6);
 	return XDP_PASS;
 }
 

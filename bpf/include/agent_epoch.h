@@ -40,13 +40,12 @@ _Static_assert(__builtin_offsetof(struct beamer_opt, incarnation) == __builtin_o
 INLINE int at_newest_epoch(const struct agent_vip *vip, const struct beamer_opt *opt)
 {
 	__u64 epoch = opt_epoch(&opt->generation);
-	__u32 ka = vip->slot * 2, kb = vip->slot * 2 + 1;
-	__u64 *wa = bpf_map_lookup_elem(&generation_seen, &ka);
-	__u64 *wb = bpf_map_lookup_elem(&generation_seen, &kb);
+	__u32 slot = vip->slot;
+	struct generation_words *seen = bpf_map_lookup_elem(&generation_seen, &slot);
 
-	if (!wa || !wb)
+	if (!seen)
 		return 0;
-	__u64 a = READ_ONCE_U64(wa), b = READ_ONCE_U64(wb);
+	__u64 a = READ_ONCE_U64(&seen->word[0]), b = READ_ONCE_U64(&seen->word[1]);
 	return epoch == (a > b ? a : b);
 }
 
@@ -59,12 +58,12 @@ INLINE int at_newest_epoch(const struct agent_vip *vip, const struct beamer_opt 
 INLINE int remember_epoch(const struct agent_vip *vip, __be32 incarnation, __be32 generation, __u32 *now)
 {
 	__u64 epoch = (__u64)bpf_ntohl(incarnation) << 32 | bpf_ntohl(generation);
-	__u32 ka = vip->slot * 2, kb = vip->slot * 2 + 1;
-	__u64 *wa = bpf_map_lookup_elem(&generation_seen, &ka);
-	__u64 *wb = bpf_map_lookup_elem(&generation_seen, &kb);
+	__u32 slot = vip->slot;
+	struct generation_words *seen = bpf_map_lookup_elem(&generation_seen, &slot);
 
-	if (!wa || !wb)
+	if (!seen)
 		return -1;
+	__u64 *wa = &seen->word[0], *wb = &seen->word[1];
 	__u64 a = READ_ONCE_U64(wa), b = READ_ONCE_U64(wb);
 	__u64 newest = a > b ? a : b;
 	int accepted = 1;

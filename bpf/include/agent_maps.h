@@ -10,10 +10,15 @@
  *   bucket_changed   per bucket: the latest "changed" time seen (Beamer §4.2:
  *                    the chaining window runs from the highest timestamp),
  *                    never beyond the agent's clock plus the allowed skew.
- *   generation_seen  per VIP slot, two words: the newest (incarnation << 32 |
- *                    generation) seen in the current and in the previous
- *                    period of the daemon's rotation; the newest remembered
- *                    is the larger of the two (see agent.c, "Sanity bounds").
+ *   generation_seen  per VIP slot, one value of two words: the newest
+ *                    (incarnation << 32 | generation) seen in the current
+ *                    and in the previous period of the daemon's rotation;
+ *                    the newest remembered is the larger of the two (see
+ *                    agent.c, "Sanity bounds"). Both words in one value, so
+ *                    a packet reads them through one lookup (issue 27; until
+ *                    then one word per element, slot * 2 and slot * 2 + 1:
+ *                    the same memory, pkg/dataplane migrates such a pinned
+ *                    map).
  *   agent_clock      word 0: Unix time minus boot time, in ns, kept current
  *                    by the daemon (the option's times are Unix seconds);
  *                    word 1: which generation_seen word is current (0/1).
@@ -97,12 +102,19 @@ struct {
 	__type(value, __u32);
 } bucket_changed SEC(".maps");
 
+/* Each word is read and written whole (one aligned 64-bit access, by the
+ * daemon too: pkg/dataplane wordArray), never torn; the two are read one
+ * after the other, as when they were two elements. */
+struct generation_words {
+	__u64 word[2];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2 * AGENT_MAX_VIPS);
+	__uint(max_entries, AGENT_MAX_VIPS);
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct generation_words);
 } generation_seen SEC(".maps");
 
 struct {
@@ -137,13 +149,15 @@ volatile const struct agent_vip vips4_rec[AGENT_FAST_SET] = {};
 /* Is addr inside a trusted IPv4 prefix? */
 INLINE int ipv4_trusted(__be32 addr)
 {
-	if (trusted4_count > AGENT_FAST_SET) {
+	__u32 count = trusted4_count; /* read once: volatile, it would be read in each round */
+
+	if (count > AGENT_FAST_SET) {
 		struct lpm_v4_key k = {.prefixlen = 32, .addr = addr};
 		return bpf_map_lookup_elem(&trusted_sources, &k) != NULL;
 	}
 #pragma unroll
 	for (int i = 0; i < AGENT_FAST_SET; i++)
-		if (i < trusted4_count && (addr & trusted4_mask[i]) == trusted4_net[i])
+		if (i < count && (addr & trusted4_mask[i]) == trusted4_net[i])
 			return 1;
 	return 0;
 }
@@ -151,11 +165,13 @@ INLINE int ipv4_trusted(__be32 addr)
 /* The record of an IPv4 VIP this server serves (NULL: not one). */
 INLINE const struct agent_vip *agent_vip_of(__be32 vip)
 {
-	if (vips4_count > AGENT_FAST_SET)
+	__u32 count = vips4_count; /* read once, as in ipv4_trusted */
+
+	if (count > AGENT_FAST_SET)
 		return bpf_map_lookup_elem(&agent_vips, &vip);
 #pragma unroll
 	for (int i = 0; i < AGENT_FAST_SET; i++)
-		if (i < vips4_count && vip == vips4_addr[i])
+		if (i < count && vip == vips4_addr[i])
 			return (const struct agent_vip *)&vips4_rec[i];
 	return NULL;
 }

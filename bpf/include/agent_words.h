@@ -52,23 +52,28 @@ INLINE __u64 opt_epoch(const void *generation_field)
  * or the kernel refused: the packet is unchanged); -1 stripped but no
  * Ethernet header after (cannot happen: the caller saw the inner headers).
  */
-INLINE int xdp_strip_outer(struct xdp_md *ctx, int outer_len, __be16 proto)
+/* xdp_strip_outer for a caller that has read the MAC addresses already
+ * (macs: the first 8 bytes, macs_tail the next 4). */
+INLINE int xdp_strip_outer_macs(struct xdp_md *ctx, int outer_len, __be16 proto, __u64 macs, __u32 macs_tail)
 {
-	void *data = (void *)(long)ctx->data;
-
-	if (data + sizeof(struct ethhdr) > (void *)(long)ctx->data_end)
-		return 1;
-	__u64 macs = pkt_load64(data);
-	__u32 macs_tail = pkt_load32(data + 8);
 	if (bpf_xdp_adjust_head(ctx, outer_len))
 		return 1;
-	data = (void *)(long)ctx->data;
+	void *data = (void *)(long)ctx->data;
 	if (data + sizeof(struct ethhdr) > (void *)(long)ctx->data_end)
 		return -1;
 	*(pkt_u64 *)data = macs;
 	*(pkt_u32 *)(data + 8) = macs_tail;
 	*(pkt_u16 *)(data + 12) = proto;
 	return 0;
+}
+
+INLINE int xdp_strip_outer(struct xdp_md *ctx, int outer_len, __be16 proto)
+{
+	void *data = (void *)(long)ctx->data;
+
+	if (data + sizeof(struct ethhdr) > (void *)(long)ctx->data_end)
+		return 1;
+	return xdp_strip_outer_macs(ctx, outer_len, proto, pkt_load64(data), pkt_load32(data + 8));
 }
 
 #endif

@@ -84,7 +84,7 @@ type Agent struct {
 	// (agent_strategy.go).
 	strategyCounters []AgentStrategyCounters
 	clock            *wordArray // word 0: Unix − boot time (ns); word 1: current generation word (0/1)
-	seen             *wordArray // generation_seen: two words per VIP slot
+	seen             *wordArray // generation_seen: two words per VIP slot (one element: agent_seen_layout.go)
 	vips             int
 	pinDir           string
 
@@ -163,6 +163,11 @@ func LoadAgent(opts AgentOptions) (*Agent, error) {
 	}
 	adopted := agentPinnedMaps(a.pinDir, spec, opts.VIPs)
 	defer closeMaps(adopted)
+	// A pinned generation_seen of the layout before issue 27 (agent_seen_layout.go).
+	var oldSeen []uint64
+	if adopted["generation_seen"] == nil {
+		oldSeen = pinnedSeenWords(agentStateDir(a.pinDir, opts.VIPs), spec)
+	}
 	copts := &ebpf.CollectionOptions{MapReplacements: adopted}
 	all := struct {
 		agentObjects
@@ -181,6 +186,7 @@ func LoadAgent(opts AgentOptions) (*Agent, error) {
 		a.Close()
 		return nil, err
 	}
+	a.restoreSeenWords(oldSeen)
 	if err := a.pinState(opts.VIPs); err != nil {
 		a.Close()
 		return nil, err

@@ -129,6 +129,11 @@ type agentCheetahVip struct {
 	Pad uint8
 }
 
+type agentGenerationWords struct {
+	_    structs.HostLayout
+	Word [2]uint64
+}
+
 type agentIn6Addr struct {
 	_    structs.HostLayout
 	In6U struct {

@@ -84,6 +84,13 @@ func TestAgentXDPFastShapeChecks(t *testing.T) {
 		mod   func([]byte)
 	}{
 		{"outer checksum wrong", good, func(f []byte) { f[eth+10] ^= 0x40 }},
+		{"outer checksum wrong in its low bit", good, func(f []byte) { f[eth+11] ^= 1 }},
+		{"outer checksum wrong elsewhere in the header", good, func(f []byte) { f[eth+25] ^= 0x80 }},
+		{"not IPv4 in Ethernet", good, func(f []byte) { f[12], f[13] = 0x08, 0x06 }},
+		{"outer not IP-in-IP", good, outer(func(h []byte) { h[9] = 17 })},
+		{"outer fragment offset", good, outer(func(h []byte) { h[7] = 1 })},
+		{"inner fragment offset", good, inner(func(p []byte) { p[7] = 1 })},
+		{"inner not version 4", good, inner(func(p []byte) { p[0] = 0x55 })},
 		{"untrusted sender", build(wiretest.ACK, ip("10.9.9.9"), vip, steady()), nil},
 		{"for another address", good, outer(func(h []byte) { copy(h[16:20], []byte{198, 18, 0, 99}) })},
 		{"outer a fragment", good, outer(func(h []byte) { h[6] |= 0x20 })},

@@ -95,6 +95,11 @@ type agentBenchCheetahVip struct {
 	Pad uint8
 }
 
+type agentBenchGenerationWords struct {
+	_    structs.HostLayout
+	Word [2]uint64
+}
+
 type agentBenchIn6Addr struct {
 	_    structs.HostLayout
 	In6U struct {
