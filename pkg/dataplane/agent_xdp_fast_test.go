@@ -43,18 +43,7 @@ func TestAgentXDPFastShapeChecks(t *testing.T) {
 	}
 	steady := func() *wire.Option { return &wire.Option{Incarnation: 7, Generation: 5} }
 	// resum rewrites the outer header's checksum after a change to it.
-	resum := func(f []byte) {
-		h := f[eth : eth+outerLen]
-		h[10], h[11] = 0, 0
-		var sum uint32
-		for i := 0; i < len(h); i += 2 {
-			sum += uint32(binary.BigEndian.Uint16(h[i:]))
-		}
-		for sum > 0xffff {
-			sum = sum&0xffff + sum>>16
-		}
-		binary.BigEndian.PutUint16(h[10:], ^uint16(sum))
-	}
+	resum := func(f []byte) { ipv4ResumN(f, outerLen) }
 	outer := func(change func(h []byte)) func([]byte) {
 		return func(f []byte) { change(f[eth : eth+outerLen]); resum(f) }
 	}
@@ -166,16 +155,7 @@ func TestAgentXDPFastShapeRandom(t *testing.T) {
 			f[12+rng.IntN(len(f)-12)] = byte(rng.Uint32())
 		}
 		if rng.IntN(2) == 0 {
-			h := f[eth : eth+outerLen]
-			h[10], h[11] = 0, 0
-			var sum uint32
-			for j := 0; j < len(h); j += 2 {
-				sum += uint32(binary.BigEndian.Uint16(h[j:]))
-			}
-			for sum > 0xffff {
-				sum = sum&0xffff + sum>>16
-			}
-			binary.BigEndian.PutUint16(h[10:], ^uint16(sum))
+			ipv4ResumN(f, outerLen)
 		}
 		r1, o1 := run(fast, f)
 		r2, o2 := run(general, f)

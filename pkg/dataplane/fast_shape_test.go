@@ -47,12 +47,16 @@ func ipv4TCPShapeBreaks(good []byte) []shapeCase {
 }
 
 // ipv4Resum rewrites the IPv4 header checksum of an Ethernet frame.
-func ipv4Resum(f []byte) {
+func ipv4Resum(f []byte) { ipv4ResumN(f, 20) }
+
+// ipv4ResumN rewrites the checksum of the frame's first IPv4 header, taken
+// as n bytes long (an outer header with options).
+func ipv4ResumN(f []byte, n int) {
 	const eth = 14
-	h := f[eth : eth+20]
+	h := f[eth : eth+n]
 	h[10], h[11] = 0, 0
 	var sum uint32
-	for i := 0; i < 20; i += 2 {
+	for i := 0; i < n; i += 2 {
 		sum += uint32(binary.BigEndian.Uint16(h[i:]))
 	}
 	for sum > 0xffff {
