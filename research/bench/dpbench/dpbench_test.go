@@ -1,6 +1,7 @@
 package dpbench
 
 import (
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -90,7 +91,13 @@ func checkRows(t *testing.T, rep *Report, compare bool) {
 	for _, n := range quickRows {
 		want[n] = false
 	}
+	seen := map[string]bool{}
 	for _, p := range rep.Programs {
+		if key := fmt.Sprintf("%s/%d/%d", p.Name, p.Flows, p.Buckets); seen[key] {
+			t.Errorf("%s at %d flows and %d buckets measured twice", p.Name, p.Flows, p.Buckets)
+		} else {
+			seen[key] = true
+		}
 		want[p.Name] = true
 		if perPacketOnly(p.Name) {
 			// No undo: per packet only.

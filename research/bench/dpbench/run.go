@@ -380,21 +380,6 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 	if err := maglevRows(r, rep, o, ctx, add); err != nil {
 		return nil, err
 	}
-	// Prism rows: the connection table first filled with the flows by their
-	// SYNs, then measured on their ACKs (every repetition a table hit).
-	cfg, table, err := maglevInstance()
-	if err != nil {
-		return nil, err
-	}
-	cpus, err := ebpf.PossibleCPU()
-	if err != nil {
-		return nil, err
-	}
-	for _, n := range o.MaglevFlows {
-		if err := maglevRow(r, rep, add, cfg, table, n, cpus, o, ctx); err != nil {
-			return nil, err
-		}
-	}
 	// Prism rows: MCT hits and misses, at the Maglev rows' flow counts.
 	for _, n := range o.MaglevFlows {
 		if err := prismRows(r, o, n, ctx, add); err != nil {
