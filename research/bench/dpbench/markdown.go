@@ -203,11 +203,12 @@ func (r *Report) FloorTargets() []FloorTarget {
 		buckets int
 		limit   float64
 		what    string
+		bound   func(buckets int, floor *Figure) string // the rows that bound the target, if any
 	}{
-		{"beamer", 1000, 2, "Beamer ≤ 2 × the plain encapsulation floor at 1,000 buckets (per packet, net / net)"},
-		{"beamer", 1_000_000, 2, "Beamer ≤ 2 × the plain encapsulation floor at 1,000,000 buckets, defragmented"},
-		{"beamer-scattered", 1_000_000, 4, "scattered 1,000,000 buckets ≤ 4 × the plain floor"},
-		{"beamer-moved4", 1000, 3, "a bucket with 4 previous owners ≤ 3 × the plain floor"},
+		{"beamer", 1000, 2, "Beamer ≤ 2 × the plain encapsulation floor at 1,000 buckets (per packet, net / net)", r.minimalBound},
+		{"beamer", 1_000_000, 2, "Beamer ≤ 2 × the plain encapsulation floor at 1,000,000 buckets, defragmented", nil},
+		{"beamer-scattered", 1_000_000, 4, "scattered 1,000,000 buckets ≤ 4 × the plain floor", r.randomReadBound},
+		{"beamer-moved4", 1000, 3, "a bucket with 4 previous owners ≤ 3 × the plain floor", nil},
 	} {
 		p := r.find(c.name, 0, c.buckets)
 		if p == nil || p.PerPacket == nil {
@@ -225,11 +226,8 @@ func (r *Report) FloorTargets() []FloorTarget {
 		case q <= c.limit:
 			v = "met on the quiet figure only"
 		}
-		switch {
-		case c.name == "beamer-scattered":
-			v += r.randomReadBound(c.buckets, floor.PerPacket)
-		case c.name == "beamer" && c.buckets == 1000:
-			v += r.minimalBound(c.buckets, floor.PerPacket)
+		if c.bound != nil {
+			v += c.bound(c.buckets, floor.PerPacket)
 		}
 		out = append(out, FloorTarget{What: c.what, Before: before, Now: fmt.Sprintf("%.1f × / %.1f ×", m, q), Verdict: v})
 	}
