@@ -178,6 +178,7 @@ func beamerRows(r *rig, o Options, b uint32, moved int, scattered, first bool, c
 		if err := m.SetMinimal(beamerVIP, b, uint32(table.Generation), 1763700000); err != nil {
 			return err
 		}
+		flows := rotating(beamerVIP, 80, wiretest.ACK, o.BeamerFlows)
 		for _, p := range []struct {
 			name, what string
 			prog       *ebpf.Program
@@ -185,11 +186,11 @@ func beamerRows(r *rig, o Options, b uint32, moved int, scattered, first bool, c
 			{"beamer-floor", "the least a Beamer mux does for the beamer row's packets: shape (IPv4 without options, TCP), one VIP compared, the flow hash, the bucket's entry and the server's word read from plain arrays, the encapsulation with the option, fixed MACs; no other check, counter or lookup", m.MinimalProgram()},
 			{"beamer-floor-counted", "beamer-floor with the least an operated mux adds: one per-CPU packet counter, the server's next-hop MAC read from a plain array by server id", m.MinimalCountedProgram()},
 		} {
-			if err := sameServer(p.prog, m.Program(), rotating(beamerVIP, 80, wiretest.ACK, o.BeamerFlows), ctx); err != nil {
+			if err := sameServer(p.prog, m.Program(), flows, ctx); err != nil {
 				return fmt.Errorf("%s: %w", p.name, err)
 			}
 			t := base
-			t.prog, t.single, t.frameAt = nil, p.prog, rotating(beamerVIP, 80, wiretest.ACK, o.BeamerFlows)
+			t.prog, t.single, t.frameAt = nil, p.prog, flows
 			if err := add(p.name, o.BeamerFlows, int(b), t, "test run, per packet only; "+p.what); err != nil {
 				return err
 			}
