@@ -274,6 +274,10 @@ func muxSpec(other *ebpf.CollectionSpec) (*ebpf.CollectionSpec, error) {
 // Program is the XDP program, for attaching or test runs.
 func (m *Mux) Program() *ebpf.Program { return m.objs.BeamerMux }
 
+// Addrs are the mux's own addresses (MuxOptions.Addr, Addr6): the source
+// of its encapsulated packets, and of its program's FIB lookups.
+func (m *Mux) Addrs() (netip.Addr, netip.Addr) { return m.addr, m.addr6 }
+
 // Collection is everything LoadMux loaded from MuxOptions.Spec, by the
 // object's names: the mux's own programs, maps and variables and what
 // that build adds (nil without MuxOptions.Spec). All of it belongs to the

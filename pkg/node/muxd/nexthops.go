@@ -1,6 +1,7 @@
 package muxd
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"time"
@@ -60,6 +61,8 @@ type nextHopFollower struct {
 	queue      []netip.Addr // servers to resolve in this pass
 	lookup     *dataplane.NextHopLookup
 	unresolved int // servers left without an entry by the last pass
+
+	leftToFIB map[string]bool // causes logged of servers the kernel cannot be asked about
 }
 
 // watchNextHops starts following; called in the mux's namespace.
@@ -293,7 +296,7 @@ func (f *nextHopFollower) startPass(all bool) {
 
 func (f *nextHopFollower) resolveChunk() {
 	if f.lookup == nil {
-		f.lookup = dataplane.NewNextHopLookup(f.nl)
+		f.lookup = dataplane.NewNextHopLookup(f.nl, dataplane.NextHopQuery{NS: f.ns, Addr: f.d.opts.Address, Addr6: f.d.opts.Address6})
 	}
 	n := min(nextHopChunk, len(f.queue))
 	for _, a := range f.queue[:n] {
@@ -301,11 +304,28 @@ func (f *nextHopFollower) resolveChunk() {
 		if err != nil {
 			f.withdraw(a)
 			f.unresolved++
+			f.noteLeftToFIB(err)
 			continue
 		}
 		f.publish(a, h, via)
 	}
 	f.queue = f.queue[n:]
+}
+
+// noteLeftToFIB logs, once per cause, why servers are left to the FIB
+// although routed (a policy rule or a multipath route netlink cannot ask
+// about as the program does: dataplane.LeftToFIBError).
+func (f *nextHopFollower) noteLeftToFIB(err error) {
+	var left *dataplane.LeftToFIBError
+	if !errors.As(err, &left) || f.leftToFIB[left.Cause] {
+		return
+	}
+	if f.leftToFIB == nil {
+		f.leftToFIB = map[string]bool{}
+	}
+	f.leftToFIB[left.Cause] = true
+	f.d.opts.Log.Info("next hops: servers left to the FIB (bpf_fib_lookup per packet, through its cache), logged once per cause",
+		"cause", left.Cause, "first", left.Detail)
 }
 
 func (f *nextHopFollower) publish(a netip.Addr, h dataplane.ResolvedNextHop, via dataplane.Neighbor) {
