@@ -2,8 +2,11 @@ package muxd
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
+	"os"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/dataplane"
@@ -75,9 +78,12 @@ func (d *Daemon) watchNextHops() error {
 	// made "at" one, takes CAP_SYS_ADMIN, and the packaged mux's unit does
 	// not grant it. A daemon's whole process is in the mux's namespace:
 	// its sockets are made where it is. Only an in-process test, whose
-	// thread alone entered a namespace, needs them made in ns explicitly.
+	// thread alone entered a namespace, needs them made in ns explicitly
+	// (sockets made later, a renewed subscription's, are made on any
+	// thread) — also when that thread is the process's first, whose
+	// namespace /proc/self/ns/net shows.
 	if proc, err := netns.GetFromPath("/proc/self/ns/net"); err == nil {
-		if proc.Equal(ns) {
+		if proc.Equal(ns) && everyThreadIn(ns) {
 			ns.Close()
 			ns = netns.None()
 		}
@@ -100,6 +106,30 @@ func (d *Daemon) watchNextHops() error {
 	d.nextHops = f
 	go f.run()
 	return nil
+}
+
+// everyThreadIn says whether every thread of the process is in ns (false
+// when that cannot be read).
+func everyThreadIn(ns netns.NsHandle) bool {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(ns), &st); err != nil {
+		return false
+	}
+	want := fmt.Sprintf("net:[%d]", st.Ino)
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return false
+	}
+	for _, t := range tasks {
+		in, err := os.Readlink("/proc/self/task/" + t.Name() + "/ns/net")
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the thread ended
+		}
+		if err != nil || in != want {
+			return false
+		}
+	}
+	return true
 }
 
 // resolveSoon asks for the servers without an entry to be resolved.

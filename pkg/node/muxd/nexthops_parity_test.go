@@ -42,7 +42,12 @@ func nhDaemon(t *testing.T, ns *netlab.Namespace, logs *syncLog, addrs ...netip.
 		cfg, table := nhServers(1, addrs...)
 		return d.SetInstance(cfg, table)
 	}))
-	t.Cleanup(func() { ns.Do(d.Close) })
+	t.Cleanup(func() {
+		ns.Do(d.Close)
+		if t.Failed() {
+			t.Logf("the daemon's log:\n%s", logs.String())
+		}
+	})
 	return d
 }
 
