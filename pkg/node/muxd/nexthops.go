@@ -32,6 +32,9 @@ import (
 //     becomes usable, and every nextHopResyncEvery; every nextHopFullEvery
 //     every server is resolved again (cost: one route query per server,
 //     and one neighbour listing per device), catching anything missed;
+//   - a policy rule added or removed withdraws every entry and resolves
+//     every server again (rules change rarely; which rules leave servers
+//     to the FIB: dataplane.NextHopLookup);
 //   - a subscription that breaks (its socket overran) withdraws every
 //     entry, subscribes again and resolves everything;
 //   - the daemon stopping withdraws every entry (nothing follows them any
@@ -56,6 +59,7 @@ type nextHopFollower struct {
 	neigh   chan netlink.NeighUpdate
 	route   chan netlink.RouteUpdate
 	link    chan netlink.LinkUpdate
+	rule    chan struct{} // cap 1: a policy rule changed (nexthop_rules.go)
 
 	uses map[dataplane.Neighbor]map[netip.Addr]bool // published servers behind each neighbour
 	via  map[netip.Addr]dataplane.Neighbor          // the neighbour of each published server
@@ -157,7 +161,11 @@ func (f *nextHopFollower) subscribe() error {
 	if err := netlink.RouteSubscribeWithOptions(f.route, f.subDone, netlink.RouteSubscribeOptions{Namespace: &f.ns}); err != nil {
 		return err
 	}
-	return netlink.LinkSubscribeWithOptions(f.link, f.subDone, netlink.LinkSubscribeOptions{Namespace: &f.ns})
+	f.rule = make(chan struct{}, 1)
+	if err := netlink.LinkSubscribeWithOptions(f.link, f.subDone, netlink.LinkSubscribeOptions{Namespace: &f.ns}); err != nil {
+		return err
+	}
+	return ruleSubscribe(f.ns, f.rule, f.subDone)
 }
 
 // unsubscribe closes the subscriptions' sockets and drains their channels
@@ -255,6 +263,11 @@ func (f *nextHopFollower) run() {
 				return
 			}
 			continue
+		case u, ok := <-f.rule:
+			if !take(f, u, ok, f.onRule) {
+				return
+			}
+			continue
 		default:
 		}
 		if len(f.queue) > 0 {
@@ -274,6 +287,10 @@ func (f *nextHopFollower) run() {
 			}
 		case u, ok := <-f.link:
 			if !take(f, u, ok, f.onLink) {
+				return
+			}
+		case u, ok := <-f.rule:
+			if !take(f, u, ok, f.onRule) {
 				return
 			}
 		case <-f.request:

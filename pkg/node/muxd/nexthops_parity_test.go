@@ -58,7 +58,7 @@ func macIs(mac string) func(dataplane.ResolvedNextHop, bool) bool {
 // TestNextHopFollowerPolicy: the daemon resolves as its program's FIB
 // lookups meet the kernel — from the mux's address, so a rule sending the
 // mux's packets to another table gives the published entry that table's
-// route; a server behind a multipath route (the FIB hashes each packet to
+// route, and the rule's removal and return are followed; a server behind a multipath route (the FIB hashes each packet to
 // a path) is left to the FIB, logged once however many passes.
 func TestNextHopFollowerPolicy(t *testing.T) {
 	ns, peer := netlabtest.NewRig(t, "muxnhpol").Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "net", netip.MustParsePrefix("198.18.0.2/24"), 0)
@@ -90,6 +90,16 @@ func TestNextHopFollowerPolicy(t *testing.T) {
 	if h, _ := m.PublishedNextHop(near); h.Ifindex != uint32(ifindex) {
 		t.Errorf("published %v, want device %d", h, ifindex)
 	}
+	// The rule removed, then back: followed (rules have no routes' events).
+	peerEth0, err := peer.Netlink().LinkByName("eth0")
+	must(t, err)
+	_, err = ns.Run("ip", "rule", "del", "pref", "100")
+	must(t, err)
+	waitPublished(t, m, near, "the rule removed: the main table's route", macIs(peerEth0.Attrs().HardwareAddr.String()))
+	_, err = ns.Run("ip", "rule", "add", "from", "198.18.0.1", "table", "100", "pref", "100")
+	must(t, err)
+	waitPublished(t, m, near, "the rule back", macIs(viaRule))
+
 	const multipath = `cause="a multipath route`
 	waitUntil(t, "the multipath route logged", 10*time.Second, func() bool { return strings.Contains(logs.String(), multipath) })
 	if h, ok := m.PublishedNextHop(far); ok {
