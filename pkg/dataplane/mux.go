@@ -69,12 +69,16 @@ type Mux struct {
 
 	traffic *muxTraffic // per-VIP and per-server counters' slots (mux_traffic.go)
 
-	epoch     *wordArray    // the next-hop cache's epoch (bpf/include/nexthop.h)
-	epochMu   sync.Mutex    // FlushNextHops against Close: callers may outlive the mux
-	unmapped  bool          // epoch unmapped by Close
-	nextHops  nextHopTables // the daemon's published next hops (nexthop_table.go)
-	stopEpoch chan struct{} // ends the epoch ticker
-	epochDone chan struct{}
+	epoch    *wordArray // the next-hop cache's epoch (bpf/include/nexthop.h)
+	epochMu  sync.Mutex // FlushNextHops against Close: callers may outlive the mux
+	unmapped bool       // epoch unmapped by Close
+	// predecessor is the epoch of a predecessor's pinned program, ticked
+	// with this one's until Attach swaps this program in (under epochMu;
+	// nexthop_predecessor.go).
+	predecessor *predecessorNextHops
+	nextHops    nextHopTables // the daemon's published next hops (nexthop_table.go)
+	stopEpoch   chan struct{} // ends the epoch ticker
+	epochDone   chan struct{}
 }
 
 // muxInstance is one load-balancer instance's tables in the kernel, and the
@@ -224,6 +228,7 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 		return nil, err
 	}
 	m.vips.addrs6 = m.objs.Vip6Addrs
+	m.predecessor = adoptPredecessorNextHops(m.pinDir, spec)
 	m.FlushNextHops()
 	m.stopEpoch, m.epochDone = make(chan struct{}), make(chan struct{})
 	go m.tickEpoch()
@@ -237,6 +242,7 @@ func (m *Mux) FlushNextHops() {
 	defer m.epochMu.Unlock()
 	if !m.unmapped { // a route watcher may still call after Close
 		m.epoch.store(0, m.epoch.load(0)+1)
+		m.predecessor.flush()
 	}
 }
 
@@ -319,7 +325,15 @@ func (m *Mux) Attach(iface string, mode XDPMode) (link.Link, error) {
 	if err != nil {
 		return nil, fmt.Errorf("attaching mux to %s: %w", iface, err)
 	}
+	m.releasePredecessor() // its program runs no more
 	return l, nil
+}
+
+func (m *Mux) releasePredecessor() {
+	m.epochMu.Lock()
+	defer m.epochMu.Unlock()
+	m.predecessor.close()
+	m.predecessor = nil
 }
 
 // Close releases the tables and the program.
@@ -327,6 +341,7 @@ func (m *Mux) Close() error {
 	m.capture.close()
 	close(m.stopEpoch)
 	<-m.epochDone
+	m.releasePredecessor()
 	m.epochMu.Lock()
 	m.unmapped = true
 	unix.Munmap(m.epoch.mem)
