@@ -27,7 +27,7 @@ func (l *NextHopLookup) deviceMTU6(index int) (int, error) {
 	if mtu, ok := l.mtu6[index]; ok {
 		return mtu, nil
 	}
-	mtu, err := readDeviceMTU6(l.q.NS, index)
+	mtu, err := DeviceMTU6(l.q.NS, index)
 	if err != nil {
 		return 0, fmt.Errorf("device %d: IPv6 MTU: %w", index, err)
 	}
@@ -35,7 +35,15 @@ func (l *NextHopLookup) deviceMTU6(index int) (int, error) {
 	return mtu, nil
 }
 
-func readDeviceMTU6(ns netns.NsHandle, index int) (int, error) {
+// ReadDeviceMTU6 is the IPv6 MTU of device index this pass read, if it did.
+func (l *NextHopLookup) ReadDeviceMTU6(index int) (int, bool) {
+	mtu, ok := l.mtu6[index]
+	return mtu, ok
+}
+
+// DeviceMTU6 is the IPv6 MTU of device index in ns (netns.None(): the
+// calling thread's namespace), as bpf_fib_lookup answers it.
+func DeviceMTU6(ns netns.NsHandle, index int) (int, error) {
 	s, err := nl.GetNetlinkSocketAt(ns, netns.None(), unix.NETLINK_ROUTE)
 	if err != nil {
 		return 0, err

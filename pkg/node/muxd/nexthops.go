@@ -35,6 +35,9 @@ import (
 //   - a policy rule added or removed withdraws every entry and resolves
 //     every server again (rules change rarely; which rules leave servers
 //     to the FIB: dataplane.NextHopLookup);
+//   - a device's IPv6 MTU, which changes without an event (a router
+//     advertisement, a sysctl), is checked every nextHopResyncEvery: a
+//     change withdraws the IPv6 servers behind the device, resolved again;
 //   - a subscription that breaks (its socket overran) withdraws every
 //     entry, subscribes again and resolves everything;
 //   - the daemon stopping withdraws every entry (nothing follows them any
@@ -59,7 +62,7 @@ type nextHopFollower struct {
 	neigh   chan netlink.NeighUpdate
 	route   chan netlink.RouteUpdate
 	link    chan netlink.LinkUpdate
-	rule    chan struct{} // cap 1: a policy rule changed (nexthop_rules.go)
+	rule    chan struct{} // cap 1: a policy rule changed (nexthops_silent.go)
 
 	uses map[dataplane.Neighbor]map[netip.Addr]bool // published servers behind each neighbour
 	via  map[netip.Addr]dataplane.Neighbor          // the neighbour of each published server
@@ -70,6 +73,7 @@ type nextHopFollower struct {
 	unresolved int // servers left without an entry by the last pass
 
 	leftToFIB map[string]bool // causes logged of servers the kernel cannot be asked about
+	mtu6      map[int]int     // devices' IPv6 MTUs when last checked (checkMTU6)
 }
 
 // watchNextHops starts following; called in the mux's namespace.
@@ -300,6 +304,7 @@ func (f *nextHopFollower) run() {
 			if full {
 				lastFull = time.Now()
 			}
+			f.checkMTU6()
 			f.startPass(full)
 		}
 	}
@@ -355,6 +360,12 @@ func (f *nextHopFollower) resolveChunk() {
 			continue
 		}
 		f.publish(a, h, via)
+		if mtu, ok := f.lookup.ReadDeviceMTU6(via.LinkIndex); ok && !a.Is4() {
+			if f.mtu6 == nil {
+				f.mtu6 = map[int]int{}
+			}
+			f.mtu6[via.LinkIndex] = mtu // what checkMTU6 compares with
+		}
 	}
 	f.queue = f.queue[n:]
 }

@@ -189,3 +189,44 @@ func TestNextHopSubscriptionBroken(t *testing.T) {
 		Gw: net.ParseIP("198.18.0.2")}))
 	waitPublished(t, m, far, "route removed after the renewal", func(_ dataplane.ResolvedNextHop, ok bool) bool { return !ok })
 }
+
+// TestNextHopFollowerMTU6: an IPv6 server's published MTU is the device's
+// IPv6 MTU (set below its link MTU, as a router advertisement may), and a
+// later change of it, which no netlink event tells, is followed within a
+// resync.
+func TestNextHopFollowerMTU6(t *testing.T) {
+	ns, peer := netlabtest.NewRig(t, "muxnh6").Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "net", netip.MustParsePrefix("198.18.0.2/24"), 0)
+	must(t, ns.AddAddr("eth0", netip.MustParsePrefix("2001:db8::1/64")))
+	must(t, peer.AddAddr("eth0", netip.MustParsePrefix("2001:db8::10/64")))
+	must(t, ns.Sysctl("net.ipv6.conf.eth0.mtu", "1380"))
+	server := netip.MustParseAddr("2001:db8::10")
+	var logs syncLog
+	var d *Daemon
+	must(t, ns.Do(func() (err error) {
+		d, err = Start(Options{Interface: "eth0", XDPMode: dataplane.XDPGeneric, PinDir: "-", Log: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			return err
+		}
+		table := forwarding.NewTable(67)
+		table.Generation = 1
+		table.Servers[1025] = forwarding.Server{Addr: server, State: forwarding.Active}
+		for i := range table.Buckets {
+			table.Buckets[i] = forwarding.Bucket{Current: 1025}
+		}
+		return d.SetInstance(forwarding.Instance{Name: "web6", Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{netip.MustParseAddr("2001:db8:100::1")},
+			PortLow: 80, PortHigh: 80, Buckets: 67, Encap: forwarding.EncapGUE}, table)
+	}))
+	t.Cleanup(func() {
+		ns.Do(d.Close)
+		if t.Failed() {
+			t.Logf("the daemon's log:\n%s", logs.String())
+		}
+	})
+	m := d.Mux()
+	mtuIs := func(mtu uint32) func(dataplane.ResolvedNextHop, bool) bool {
+		return func(h dataplane.ResolvedNextHop, ok bool) bool { return ok && h.MTU == mtu }
+	}
+	waitPublished(t, m, server, "the device's IPv6 MTU", mtuIs(1380))
+	must(t, ns.Sysctl("net.ipv6.conf.eth0.mtu", "1300"))
+	waitPublished(t, m, server, "the device's IPv6 MTU lowered", mtuIs(1300))
+}
