@@ -376,6 +376,13 @@ __u32 bench_min_server_base; /* word of server id 0 in bench_scratch */
 __be32 bench_min_generation;
 __be32 bench_min_incarnation;
 
+/* The moved-4 row's bound (beamer_minimal_moved4_bench) also reads the
+ * bucket's side word (after the compact entries, as in the bucket table)
+ * and the chain entry it names: entry r is words bench_min_chain_base + 2r
+ * and + 2r + 1 (struct chain_entry, 16 bytes; research/bench/dpbench
+ * copies the instance's chain table there). */
+__u32 bench_min_chain_base;
+
 /* The least an operated mux adds to it (beamer_minimal_counted_bench):
  * one per-CPU packet counter, and the server's next-hop MAC read from an
  * array by server id, a word a server (bench_min_mac_base + id). */
@@ -388,7 +395,19 @@ struct {
 	__type(value, __u64);
 } bench_min_count SEC(".maps");
 
-INLINE int beamer_minimal(struct xdp_md *ctx, const int operated)
+/* The previous owner i of a chain entry read as its two words (struct
+ * chain_entry: n, pad, then the 16-bit ids from byte 2). */
+INLINE __u16 chain_id(__u64 e0, __u64 e1, const int i)
+{
+	return i < 3 ? (__u16)(e0 >> (16 * (i + 1))) : (__u16)(e1 >> (16 * (i - 3)));
+}
+
+/* operated: beamer_minimal_counted_bench's additions. prev (constant):
+ * the bucket moved and its chain entry names exactly prev previous owners
+ * (anything else drops): the side word and the chain entry read, each
+ * previous owner's server word read, their addresses and the time of the
+ * change in the option, 16 + 4 * prev bytes. */
+INLINE int beamer_minimal(struct xdp_md *ctx, const int operated, const int prev)
 {
 	void *data = (void *)(long)ctx->data;
 	struct ethhdr *eth = data;
@@ -406,6 +425,17 @@ INLINE int beamer_minimal(struct xdp_md *ctx, const int operated)
 	if (!w)
 		return XDP_PASS;
 	__u16 id = *((volatile __u16 *)w + (index & 3));
+	__u64 bucket = 0;
+	if (prev) {
+		if (id != BUCKET_MOVED)
+			return XDP_DROP;
+		key = ((bench_min_buckets + 3) >> 2) + index; /* the side word */
+		__u64 *s = bpf_map_lookup_elem(&bench_scratch, &key);
+		if (!s)
+			return XDP_DROP;
+		bucket = READ_ONCE_U64(s);
+		id = BUCKET_CURRENT(bucket);
+	}
 	if (id < SERVER_ID_MIN)
 		return XDP_DROP;
 	key = bench_min_server_base + id;
@@ -426,10 +456,32 @@ INLINE int beamer_minimal(struct xdp_md *ctx, const int operated)
 	}
 	struct encap_params p = {.saddr = mux_addr, .daddr = SERVER_ADDR(READ_ONCE_U64(sw))};
 	p.opt.type = BEAMER_OPT_TYPE;
-	p.opt.len = BEAMER_OPT_FIXED;
+	p.opt.len = BEAMER_OPT_FIXED + 4 * prev;
 	p.opt.generation = bench_min_generation;
 	p.opt.incarnation = bench_min_incarnation;
-	struct ethhdr *out = xdp_encap_ipv4(ctx, &p, OUTER_LEN_OPT);
+	if (prev) {
+		key = bench_min_chain_base + 2 * (__u32)BUCKET_CHAIN(bucket);
+		__u64 *c0 = bpf_map_lookup_elem(&bench_scratch, &key);
+		key++;
+		__u64 *c1 = bpf_map_lookup_elem(&bench_scratch, &key);
+		if (!c0 || !c1)
+			return XDP_DROP;
+		__u64 e0 = READ_ONCE_U64(c0), e1 = prev > 3 ? READ_ONCE_U64(c1) : 0;
+		if ((__u8)e0 != prev)
+			return XDP_DROP;
+#pragma unroll
+		for (int i = 0; i < BEAMER_MAX_CHAIN; i++) {
+			if (i < prev) {
+				key = bench_min_server_base + chain_id(e0, e1, i);
+				__u64 *pw = bpf_map_lookup_elem(&bench_scratch, &key);
+				if (!pw)
+					return XDP_DROP;
+				p.opt.prev[i] = SERVER_ADDR(READ_ONCE_U64(pw));
+			}
+		}
+		p.opt.changed = bpf_htonl(BUCKET_CHANGED(bucket));
+	}
+	struct ethhdr *out = xdp_encap_ipv4(ctx, &p, OUTER_LEN_WITH(prev));
 	if (!out)
 		return XDP_ABORTED;
 	*(__u32 *)out->h_dest = (__u32)mac;
@@ -441,13 +493,27 @@ INLINE int beamer_minimal(struct xdp_md *ctx, const int operated)
 SEC("xdp")
 int beamer_minimal_bench(struct xdp_md *ctx)
 {
-	return beamer_minimal(ctx, 0);
+	return beamer_minimal(ctx, 0, 0);
 }
 
 SEC("xdp")
 int beamer_minimal_counted_bench(struct xdp_md *ctx)
 {
-	return beamer_minimal(ctx, 1);
+	return beamer_minimal(ctx, 1, 0);
+}
+
+/*
+ * The moved-4 row's bound: the least a Beamer mux does for the
+ * beamer-moved4 row's packets, whose buckets all moved with 4 previous
+ * owners — beamer_minimal_bench, and the bucket's side word, its chain
+ * entry and the 4 previous owners' server words read from the scratch
+ * array with inlined lookups, their addresses and the time of the change
+ * in a 32-byte option.
+ */
+SEC("xdp")
+int beamer_minimal_moved4_bench(struct xdp_md *ctx)
+{
+	return beamer_minimal(ctx, 0, 4);
 }
 
 /* An empty program: what a test run costs by itself. */

@@ -16,7 +16,10 @@
  *     table (from word 0) and server table (the last SERVER_TABLE_SIZE
  *     words) from here instead of through bucket_tables and server_tables
  *     (research/bench/dpbench copies them in): what the helper calls into
- *     the inner maps cost against the same reads inlined.
+ *     the inner maps cost against the same reads inlined;
+ *   - the beamer-floor rows (mux_bench.c, beamer_minimal) read the same
+ *     copies, and beamer_minimal_moved4_bench also the instance's chain
+ *     table, copied after the bucket table (bench_min_chain_base).
  *
  * 16 MB: the largest bench table (1M buckets: 1.25M words) and a server
  * table (64K words) fit.

@@ -28,8 +28,11 @@ type muxExtras struct {
 	Plain  *ebpf.Program `ebpf:"encap_floor_plain_bench"`
 	Random *ebpf.Program `ebpf:"encap_floor_random_bench"`
 	// The beamer-floor row's program and what it reads (SetMinimal).
-	Minimal    *ebpf.Program  `ebpf:"beamer_minimal_bench"`
-	Counted    *ebpf.Program  `ebpf:"beamer_minimal_counted_bench"`
+	Minimal *ebpf.Program `ebpf:"beamer_minimal_bench"`
+	Counted *ebpf.Program `ebpf:"beamer_minimal_counted_bench"`
+	// The beamer-floor-moved4 row's (SetMinimalHistory).
+	MinMoved4  *ebpf.Program  `ebpf:"beamer_minimal_moved4_bench"`
+	MinChains  *ebpf.Variable `ebpf:"bench_min_chain_base"`
 	MinMACs    *ebpf.Variable `ebpf:"bench_min_mac_base"`
 	MinVIP     *ebpf.Variable `ebpf:"bench_min_vip"`
 	MinBuckets *ebpf.Variable `ebpf:"bench_min_buckets"`
@@ -67,7 +70,10 @@ type benchMux struct {
 	// serverBase is the scratch array's word of server id 0 once
 	// copyBucketsToScratch put the server table at its end.
 	serverBase uint32
-	base       *muxBaseline
+	// bucketWords is the size of the bucket table's copy at the scratch
+	// array's start (copyBucketsToScratch).
+	bucketWords uint32
+	base        *muxBaseline
 }
 
 // loadBenchMux loads the benchmark build with opts; lruEntries sizes the
@@ -243,7 +249,7 @@ func (b *benchMux) copyBucketsToScratch() error {
 	if err == nil && buckets+servers > room {
 		err = fmt.Errorf("bucket table of %d words and server table of %d, scratch array of %d", buckets, servers, room)
 	}
-	b.serverBase = room - servers
+	b.serverBase, b.bucketWords = room-servers, buckets
 	return err
 }
 
@@ -255,6 +261,63 @@ func (b *benchMux) MinimalProgram() *ebpf.Program { return b.x.Minimal }
 // MinimalCountedProgram is MinimalProgram with the least an operated mux
 // adds: one per-CPU packet counter and the server's MAC read by id.
 func (b *benchMux) MinimalCountedProgram() *ebpf.Program { return b.x.Counted }
+
+// MinimalMoved4Program is MinimalProgram for a bucket that moved with 4
+// previous owners (beamer_minimal_moved4_bench): also the bucket's side
+// word, its chain entry and the previous owners' server words read from
+// the scratch copies, and the 32-byte option. SetMinimal and
+// SetMinimalHistory set it up.
+func (b *benchMux) MinimalMoved4Program() *ebpf.Program { return b.x.MinMoved4 }
+
+// SetMinimalHistory copies the instance's chain table (its bucket
+// histories) to the scratch array, between the bucket table's copy and
+// the MAC words SetMinimal put below the server table's, an entry in two
+// aligned words, and points MinimalMoved4Program at it. After SetMinimal.
+func (b *benchMux) SetMinimalHistory() error {
+	room := words(b.x.Scratch)
+	servers := room - b.serverBase
+	if b.serverBase == 0 || b.bucketWords == 0 || b.serverBase < 2*servers {
+		return fmt.Errorf("beamer_minimal_moved4_bench needs the tables copied and SetMinimal first")
+	}
+	macBase := b.serverBase - servers
+	at := (b.bucketWords + 1) &^ 1 // 16-byte entries, each within one cache line
+	if at > macBase {
+		return fmt.Errorf("no room for the chain table after the bucket table's %d words", b.bucketWords)
+	}
+	dst, err := unix.Mmap(b.x.Scratch.FD(), 0, int(room)*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("mapping the scratch array: %w", err)
+	}
+	err = b.copyChains(dst[8*at : 8*macBase])
+	if uerr := unix.Munmap(dst); err == nil {
+		err = uerr
+	}
+	if err != nil {
+		return err
+	}
+	return b.x.MinChains.Set(at)
+}
+
+// copyChains copies the instance's chain table, entry by entry (it is
+// not mmapable), to the start of dst.
+func (b *benchMux) copyChains(dst []byte) error {
+	table, err := b.inner("chain_tables")
+	if err != nil {
+		return err
+	}
+	defer table.Close()
+	if table.ValueSize() != 16 || uint64(table.MaxEntries())*16 > uint64(len(dst)) {
+		return fmt.Errorf("chain table of %d entries of %d bytes, room for %d bytes", table.MaxEntries(), table.ValueSize(), len(dst))
+	}
+	var e [16]byte
+	for k := range table.MaxEntries() {
+		if err := table.Lookup(k, &e); err != nil {
+			return fmt.Errorf("chain entry %d: %w", k, err)
+		}
+		copy(dst[16*k:], e[:])
+	}
+	return nil
+}
 
 // SetMinimal points MinimalProgram at the instance copyBucketsToScratch
 // copied: its VIP, its bucket count, and the option's generation and
@@ -303,33 +366,11 @@ func bigEndian(v uint32) [4]byte {
 // copyInner copies the one inner map installed in the named outer map to
 // the start of dst, or its end (atEnd), and returns its size in words.
 func (b *benchMux) copyInner(name string, dst []byte, atEnd bool) (uint32, error) {
-	outer := b.Collection().Maps[name]
-	if outer == nil {
-		return 0, fmt.Errorf("the mux has no %s", name)
+	table, err := b.inner(name)
+	if err != nil {
+		return 0, err
 	}
-	var table *ebpf.Map
-	defer func() {
-		if table != nil {
-			table.Close()
-		}
-	}()
-	for slot := range outer.MaxEntries() {
-		var id ebpf.MapID
-		if err := outer.Lookup(slot, &id); err != nil {
-			continue // an empty slot
-		}
-		if table != nil {
-			return 0, fmt.Errorf("more than one table installed in %s: the bench mux has one instance", name)
-		}
-		t, err := ebpf.NewMapFromID(id)
-		if err != nil {
-			return 0, fmt.Errorf("%s slot %d: %w", name, slot, err)
-		}
-		table = t
-	}
-	if table == nil {
-		return 0, fmt.Errorf("no table installed in %s", name)
-	}
+	defer table.Close()
 	n, room := words(table), uint32(len(dst)/8)
 	if n > room {
 		return 0, fmt.Errorf("%s table of %d words, scratch array of %d", name, n, room)
@@ -345,6 +386,34 @@ func (b *benchMux) copyInner(name string, dst []byte, atEnd bool) (uint32, error
 	defer unix.Munmap(src)
 	copy(dst[int(at)*8:], src)
 	return n, nil
+}
+
+// inner opens the one inner map installed in the named outer map.
+func (b *benchMux) inner(name string) (*ebpf.Map, error) {
+	outer := b.Collection().Maps[name]
+	if outer == nil {
+		return nil, fmt.Errorf("the mux has no %s", name)
+	}
+	var table *ebpf.Map
+	for slot := range outer.MaxEntries() {
+		var id ebpf.MapID
+		if err := outer.Lookup(slot, &id); err != nil {
+			continue // an empty slot
+		}
+		if table != nil {
+			table.Close()
+			return nil, fmt.Errorf("more than one table installed in %s: the bench mux has one instance", name)
+		}
+		t, err := ebpf.NewMapFromID(id)
+		if err != nil {
+			return nil, fmt.Errorf("%s slot %d: %w", name, slot, err)
+		}
+		table = t
+	}
+	if table == nil {
+		return nil, fmt.Errorf("no table installed in %s", name)
+	}
+	return table, nil
 }
 
 // words is how many 64-bit words an array of such values holds.

@@ -278,6 +278,7 @@ const (
 	muxBenchMapVipRecords                 = "vip_records"
 	muxBenchProgBeamerMinimalBench        = "beamer_minimal_bench"
 	muxBenchProgBeamerMinimalCountedBench = "beamer_minimal_counted_bench"
+	muxBenchProgBeamerMinimalMoved4Bench  = "beamer_minimal_moved4_bench"
 	muxBenchProgBeamerMux                 = "beamer_mux"
 	muxBenchProgBeamerMux6                = "beamer_mux6"
 	muxBenchProgBeamerMux6Bench           = "beamer_mux6_bench"
@@ -300,6 +301,7 @@ const (
 	muxBenchVarBenchLineStride            = "bench_line_stride"
 	muxBenchVarBenchLines                 = "bench_lines"
 	muxBenchVarBenchMinBuckets            = "bench_min_buckets"
+	muxBenchVarBenchMinChainBase          = "bench_min_chain_base"
 	muxBenchVarBenchMinGeneration         = "bench_min_generation"
 	muxBenchVarBenchMinIncarnation        = "bench_min_incarnation"
 	muxBenchVarBenchMinMacBase            = "bench_min_mac_base"
@@ -370,6 +372,7 @@ type muxBenchSpecs struct {
 type muxBenchProgramSpecs struct {
 	BeamerMinimalBench        *ebpf.ProgramSpec `ebpf:"beamer_minimal_bench"`
 	BeamerMinimalCountedBench *ebpf.ProgramSpec `ebpf:"beamer_minimal_counted_bench"`
+	BeamerMinimalMoved4Bench  *ebpf.ProgramSpec `ebpf:"beamer_minimal_moved4_bench"`
 	BeamerMux                 *ebpf.ProgramSpec `ebpf:"beamer_mux"`
 	BeamerMux6                *ebpf.ProgramSpec `ebpf:"beamer_mux6"`
 	BeamerMux6Bench           *ebpf.ProgramSpec `ebpf:"beamer_mux6_bench"`
@@ -439,6 +442,7 @@ type muxBenchVariableSpecs struct {
 	BenchLineStride        *ebpf.VariableSpec `ebpf:"bench_line_stride"`
 	BenchLines             *ebpf.VariableSpec `ebpf:"bench_lines"`
 	BenchMinBuckets        *ebpf.VariableSpec `ebpf:"bench_min_buckets"`
+	BenchMinChainBase      *ebpf.VariableSpec `ebpf:"bench_min_chain_base"`
 	BenchMinGeneration     *ebpf.VariableSpec `ebpf:"bench_min_generation"`
 	BenchMinIncarnation    *ebpf.VariableSpec `ebpf:"bench_min_incarnation"`
 	BenchMinMacBase        *ebpf.VariableSpec `ebpf:"bench_min_mac_base"`
@@ -573,6 +577,7 @@ type muxBenchVariables struct {
 	BenchLineStride        *ebpf.Variable `ebpf:"bench_line_stride"`
 	BenchLines             *ebpf.Variable `ebpf:"bench_lines"`
 	BenchMinBuckets        *ebpf.Variable `ebpf:"bench_min_buckets"`
+	BenchMinChainBase      *ebpf.Variable `ebpf:"bench_min_chain_base"`
 	BenchMinGeneration     *ebpf.Variable `ebpf:"bench_min_generation"`
 	BenchMinIncarnation    *ebpf.Variable `ebpf:"bench_min_incarnation"`
 	BenchMinMacBase        *ebpf.Variable `ebpf:"bench_min_mac_base"`
@@ -605,6 +610,7 @@ type muxBenchVariables struct {
 type muxBenchPrograms struct {
 	BeamerMinimalBench        *ebpf.Program `ebpf:"beamer_minimal_bench"`
 	BeamerMinimalCountedBench *ebpf.Program `ebpf:"beamer_minimal_counted_bench"`
+	BeamerMinimalMoved4Bench  *ebpf.Program `ebpf:"beamer_minimal_moved4_bench"`
 	BeamerMux                 *ebpf.Program `ebpf:"beamer_mux"`
 	BeamerMux6                *ebpf.Program `ebpf:"beamer_mux6"`
 	BeamerMux6Bench           *ebpf.Program `ebpf:"beamer_mux6_bench"`
@@ -626,6 +632,7 @@ func (p *muxBenchPrograms) Close() error {
 	return _MuxBenchClose(
 		p.BeamerMinimalBench,
 		p.BeamerMinimalCountedBench,
+		p.BeamerMinimalMoved4Bench,
 		p.BeamerMux,
 		p.BeamerMux6,
 		p.BeamerMux6Bench,

@@ -196,6 +196,29 @@ func beamerRows(r *rig, o Options, b uint32, moved int, scattered, first bool, c
 			}
 		}
 	}
+	if moved == 4 {
+		// The moved-4 target's bound: the least a Beamer mux does for
+		// this row's packets. Checked on the whole outer header — the
+		// current server, the previous owners and the time of the change
+		// in the option, with the table's own generation and incarnation —
+		// so that it cannot measure something easier than the row.
+		if err := m.SetMinimal(beamerVIP, b, uint32(table.Generation), table.Incarnation); err != nil {
+			return err
+		}
+		if err := m.SetMinimalHistory(); err != nil {
+			return err
+		}
+		flows := rotating(beamerVIP, 80, wiretest.ACK, o.BeamerFlows)
+		const outer = 20 + 16 + 4*4 // IPv4 header and the option naming 4 previous owners
+		if err := sameOutput(m.MinimalMoved4Program(), m.Program(), flows, ctx, ethLen, ethLen+outer); err != nil {
+			return fmt.Errorf("beamer-floor-moved4: %w", err)
+		}
+		t := base
+		t.prog, t.single, t.frameAt = nil, m.MinimalMoved4Program(), flows
+		if err := add("beamer-floor-moved4", o.BeamerFlows, int(b), t, "test run, per packet only; the least a Beamer mux does for the beamer-moved4 row's packets: beamer-floor, and the bucket's side word, its chain entry and the 4 previous owners' server words read from plain arrays, their addresses and the time of the change in the option (16 + 4 × 4 bytes); checked to write the outer header the mux writes"); err != nil {
+			return err
+		}
+	}
 	if scattered {
 		// The scattered row's bound: the plain floor plus one read of a
 		// random entry of a table as large as this one's entries.
@@ -226,10 +249,19 @@ func beamerRows(r *rig, o Options, b uint32, moved int, scattered, first bool, c
 	return nil
 }
 
+// ethLen is the Ethernet header's length: the outer IPv4 header follows.
+const ethLen = 14
+
 // sameServer checks that two programs send the first flows' packets to
 // the same server: the outer IPv4 destination of what each transmits.
 func sameServer(a, b *ebpf.Program, frameAt func(uint32) []byte, ctx func([]byte) any) error {
-	const daddr = 14 + 16 // Ethernet, then the outer header's destination
+	const daddr = ethLen + 16 // the outer header's destination
+	return sameOutput(a, b, frameAt, ctx, daddr, daddr+4)
+}
+
+// sameOutput checks that two programs transmit the first 64 flows'
+// packets with the same bytes [lo, hi).
+func sameOutput(a, b *ebpf.Program, frameAt func(uint32) []byte, ctx func([]byte) any, lo, hi int) error {
 	for seq := range uint32(64) {
 		var got [2][]byte
 		for i, p := range []*ebpf.Program{a, b} {
@@ -240,13 +272,13 @@ func sameServer(a, b *ebpf.Program, frameAt func(uint32) []byte, ctx func([]byte
 			if err != nil {
 				return err
 			}
-			if ret != xdpTX || len(opts.DataOut) < daddr+4 {
+			if ret != xdpTX || len(opts.DataOut) < hi {
 				return fmt.Errorf("flow %d: verdict %d, %d bytes out", seq, ret, len(opts.DataOut))
 			}
-			got[i] = opts.DataOut[daddr : daddr+4]
+			got[i] = opts.DataOut[lo:hi]
 		}
 		if !bytes.Equal(got[0], got[1]) {
-			return fmt.Errorf("flow %d: sent to %v, the mux to %v", seq, got[0], got[1])
+			return fmt.Errorf("flow %d: bytes %d to %d are %x, the mux's %x", seq, lo, hi, got[0], got[1])
 		}
 	}
 	return nil
