@@ -69,16 +69,17 @@ type Mux struct {
 
 	traffic *muxTraffic // per-VIP and per-server counters' slots (mux_traffic.go)
 
-	epoch    *wordArray // the next-hop cache's epoch (bpf/include/nexthop.h)
-	epochMu  sync.Mutex // FlushNextHops against Close: callers may outlive the mux
-	unmapped bool       // epoch unmapped by Close
+	epoch     *wordArray    // the next-hop cache's epoch (bpf/include/nexthop.h)
+	epochMu   sync.Mutex    // FlushNextHops against Close: callers may outlive the mux
+	unmapped  bool          // epoch unmapped by Close
+	nextHops  nextHopTables // the daemon's published next hops (nexthop_table.go)
+	stopEpoch chan struct{} // ends the epoch ticker
+	epochDone chan struct{}
+
 	// predecessor is the epoch of a predecessor's pinned program, ticked
 	// with this one's until Attach swaps this program in (under epochMu;
 	// nexthop_predecessor.go).
 	predecessor *predecessorNextHops
-	nextHops    nextHopTables // the daemon's published next hops (nexthop_table.go)
-	stopEpoch   chan struct{} // ends the epoch ticker
-	epochDone   chan struct{}
 }
 
 // muxInstance is one load-balancer instance's tables in the kernel, and the
