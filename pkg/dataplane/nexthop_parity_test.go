@@ -126,3 +126,16 @@ func TestNextHopMultipath(t *testing.T) {
 		t.Errorf("the server on the link: %v", err)
 	}
 }
+
+// TestNextHopMultipath6: the same for an IPv6 server.
+func TestNextHopMultipath6(t *testing.T) {
+	m, b := newMux6Bench(t, mux6AddrV4, mux6Addr)
+	_, err := b.ns.Run("ip", "-6", "route", "add", "2001:db8:2::/64", "nexthop", "via", "2001:db8::2", "dev", "eth0",
+		"nexthop", "via", "2001:db8::3", "dev", "eth0")
+	must(t, err)
+	h, _, err := lookupIn(b.ns, m).Resolve(netip.MustParseAddr("2001:db8:2::10"))
+	var left *LeftToFIBError
+	if !errors.As(err, &left) {
+		t.Errorf("behind a multipath route: resolved %v (%v), want it left to the FIB", h, err)
+	}
+}
