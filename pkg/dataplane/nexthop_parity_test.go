@@ -130,6 +130,9 @@ func TestNextHopMultipath(t *testing.T) {
 // TestNextHopMultipath6: the same for an IPv6 server.
 func TestNextHopMultipath6(t *testing.T) {
 	m, b := newMux6Bench(t, mux6AddrV4, mux6Addr)
+	// Both gateways' neighbours known (::2's by newMux6Bench).
+	must(t, b.ns.Netlink().NeighSet(&netlink.Neigh{LinkIndex: b.ifindex, IP: net.ParseIP("2001:db8::3"), Family: netlink.FAMILY_V6,
+		HardwareAddr: net.HardwareAddr{2, 0xbe, 0xa0, 0, 4, 3}, State: netlink.NUD_PERMANENT}))
 	_, err := b.ns.Run("ip", "-6", "route", "add", "2001:db8:2::/64", "nexthop", "via", "2001:db8::2", "dev", "eth0",
 		"nexthop", "via", "2001:db8::3", "dev", "eth0")
 	must(t, err)
