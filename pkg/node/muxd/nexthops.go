@@ -30,7 +30,7 @@ import (
 //   - servers without an entry (new, or withdrawn) are resolved again
 //     when the daemon asks (a generation applied), when any neighbour
 //     becomes usable, and every nextHopResyncEvery; every nextHopFullEvery
-//     every server is resolved again (cost: one route query per server,
+//     every server is resolved again (cost: two route queries per server,
 //     and one neighbour listing per device), catching anything missed;
 //   - a policy rule added or removed withdraws every entry and resolves
 //     every server again (rules change rarely; which rules leave servers

@@ -14,6 +14,7 @@ import (
 	"github.com/beamer-lb/beamer/research/netlab"
 	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 )
 
 // nhServers sends the buckets to the servers at addrs (ids from 1025),
@@ -229,4 +230,28 @@ func TestNextHopFollowerMTU6(t *testing.T) {
 	waitPublished(t, m, server, "the device's IPv6 MTU", mtuIs(1380))
 	must(t, ns.Sysctl("net.ipv6.conf.eth0.mtu", "1300"))
 	waitPublished(t, m, server, "the device's IPv6 MTU lowered", mtuIs(1300))
+}
+
+// TestEveryThreadIn: a process whose threads are all in a namespace makes
+// its next-hop sockets where it is (a packaged mux cannot enter one: no
+// CAP_SYS_ADMIN); one thread in a test's namespace is not the process.
+func TestEveryThreadIn(t *testing.T) {
+	host, err := netns.Get()
+	must(t, err)
+	defer host.Close()
+	if !everyThreadIn(host) {
+		t.Error("the test process's threads are in its namespace, everyThreadIn says not")
+	}
+	ns, _ := netlabtest.NewRig(t, "muxnhthr").Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "net", netip.MustParsePrefix("198.18.0.2/24"), 0)
+	must(t, ns.Do(func() error {
+		in, err := netns.Get()
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		if everyThreadIn(in) {
+			t.Error("one thread in a test namespace: everyThreadIn says the whole process is")
+		}
+		return nil
+	}))
 }
