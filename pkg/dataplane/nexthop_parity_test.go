@@ -142,3 +142,22 @@ func TestNextHopMultipath6(t *testing.T) {
 		t.Errorf("behind a multipath route: resolved %v (%v), want it left to the FIB", h, err)
 	}
 }
+
+// TestNextHopSourceNotLocal: a mux address the namespace does not hold
+// cannot be a netlink query's IPv4 source: servers are resolved without
+// one, unless a rule matches sources (then left to the FIB).
+func TestNextHopSourceNotLocal(t *testing.T) {
+	ns, _, _ := tooBigNet(t)
+	q := NextHopQuery{NS: ns.Handle(), Addr: netip.MustParseAddr("198.18.5.5")}
+	server := netip.MustParseAddr("198.18.0.10")
+	if _, _, err := NewNextHopLookup(ns.Netlink(), q).Resolve(server); err != nil {
+		t.Errorf("from an address not held: %v", err)
+	}
+	_, err := ns.Run("ip", "rule", "add", "from", "198.18.5.5", "table", "100", "pref", "100")
+	must(t, err)
+	h, _, err := NewNextHopLookup(ns.Netlink(), q).Resolve(server)
+	var left *LeftToFIBError
+	if !errors.As(err, &left) {
+		t.Errorf("with a rule on sources: resolved %v (%v), want it left to the FIB", h, err)
+	}
+}
