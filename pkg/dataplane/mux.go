@@ -320,6 +320,9 @@ func (m *Mux) Attach(iface string, mode XDPMode) (link.Link, error) {
 	if mode == XDPGeneric {
 		flags = link.XDPGenericMode
 	}
+	if err := m.pinTailCalls(); err != nil {
+		return nil, err
+	}
 	l, _, err := adoptOrAttach(m.pinDir, m.objs.BeamerMux, func() (link.Link, error) {
 		return link.AttachXDP(link.XDPOptions{Program: m.objs.BeamerMux, Interface: ifi.Index, Flags: flags})
 	})

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/research/netlab/netlabtest"
@@ -99,5 +100,37 @@ func TestPredecessorNextHops(t *testing.T) {
 	defer l2.Close()
 	if second.predecessor != nil {
 		t.Error("the predecessor's epoch still held after the swap")
+	}
+}
+
+// TestPinnedMuxKeepsIPv6Path: the program of a mux that stopped without
+// detaching still reaches its IPv6 path (the tail call the kernel would
+// empty once the process let go of its program array): an IPv6 VIP's
+// packet is forwarded, not passed to the kernel.
+func TestPinnedMuxKeepsIPv6Path(t *testing.T) {
+	netlabtest.RequireRoot(t)
+	_, b := newMux6Bench(t, mux6AddrV4, mux6Addr) // its rig; its own mux, unpinned, stays unattached
+	pinned, err := LoadMux(MuxOptions{Addr: mux6AddrV4, Addr6: mux6Addr, PinDir: netlabtest.PinDir(t, "mux6pin")})
+	must(t, err)
+	in := mux6Instance()
+	must(t, pinned.SetInstance(in, mux6Table()))
+	var l link.Link
+	must(t, b.ns.Do(func() (err error) { l, err = pinned.Attach("eth0", XDPGeneric); return err }))
+	info, err := pinned.objs.BeamerMux.Info()
+	must(t, err)
+	id, _ := info.ID()
+	l.Close()
+	must(t, pinned.Close())
+	dead, err := ebpf.NewProgramFromID(id)
+	must(t, err)
+	defer dead.Close()
+
+	f0 := flow6To(6, 80, 0) // bucket 0: server 1025
+	frame := pkt6{src: f0.Src, dst: f0.Dst, proto: 6, sport: f0.SrcPort, dport: f0.DstPort, flags: 0x10}.frame()
+	// The kernel empties an array nothing holds in deferred work: give it
+	// time to, were the array not pinned.
+	time.Sleep(300 * time.Millisecond)
+	if action, out := runXDP(t, b.ns, b.ifindex, dead, frame); action != "tx" || net.HardwareAddr(out[0:6]).String() != mux6MAC[1025] {
+		t.Errorf("IPv6 packet through the stopped mux's pinned program: %s to %v, want tx to %s", action, net.HardwareAddr(out[0:6]), mux6MAC[1025])
 	}
 }
