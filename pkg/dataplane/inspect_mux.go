@@ -490,8 +490,9 @@ func (p *pinnedProgram) publishedNextHops() ([]NextHop, error) {
 		}
 		if m == nil {
 			// Not reachable: nexthop6_table is the IPv6 path's, a tail
-			// call whose array the kernel empties once no process holds
-			// it (a daemon that died). The IPv4 table is still read.
+			// call whose array the kernel empties once no process or pin
+			// holds it (a daemon of a build that did not pin it, dead:
+			// pinTailCalls). The IPv4 table is still read.
 			continue
 		}
 		words, err := readWords(m)
