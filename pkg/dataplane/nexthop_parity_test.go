@@ -161,3 +161,20 @@ func TestNextHopSourceNotLocal(t *testing.T) {
 		t.Errorf("with a rule on sources: resolved %v (%v), want it left to the FIB", h, err)
 	}
 }
+
+// TestNextHopTunnelRoute: a route with a lightweight tunnel encapsulation,
+// which bpf_fib_lookup refuses (the program drops as no route), is left to
+// the FIB, not published as if it were a plain route.
+func TestNextHopTunnelRoute(t *testing.T) {
+	ns, ifindex, m := tooBigNet(t)
+	far := netip.MustParseAddr("198.18.9.10")
+	must(t, ns.Netlink().NeighSet(&netlink.Neigh{LinkIndex: ifindex, IP: net.IP(far.AsSlice()), Family: netlink.FAMILY_V4,
+		HardwareAddr: net.HardwareAddr{2, 0xbe, 0xa0, 0, 5, 5}, State: netlink.NUD_PERMANENT}))
+	_, err := ns.Run("ip", "route", "add", "198.18.9.0/24", "encap", "seg6", "mode", "encap", "segs", "2001:db8::5", "dev", "eth0")
+	must(t, err)
+	h, _, err := lookupIn(ns, m).Resolve(far)
+	var left *LeftToFIBError
+	if !errors.As(err, &left) {
+		t.Errorf("behind a seg6 route: resolved %v (%v), want it left to the FIB", h, err)
+	}
+}

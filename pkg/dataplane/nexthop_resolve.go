@@ -92,6 +92,14 @@ func (l *NextHopLookup) Resolve(a netip.Addr) (ResolvedNextHop, Neighbor, error)
 		return ResolvedNextHop{}, Neighbor{}, &LeftToFIBError{Cause: "a multipath route (the FIB picks a path by a hash of each packet)",
 			Detail: fmt.Sprintf("%v in table %d", fib[0].Dst, fib[0].Table)}
 	}
+	if r.Encap != nil || fib[0].Encap != nil {
+		// bpf_fib_lookup refuses a route with a lightweight tunnel
+		// (BPF_FIB_LKUP_RET_UNSUPP_LWT): the program drops as no route.
+		// (This library decodes MPLS, seg6 and BPF encapsulations only:
+		// an ip/ip6 one goes unseen.)
+		return ResolvedNextHop{}, Neighbor{}, &LeftToFIBError{Cause: "a route with a lightweight tunnel encapsulation (the FIB refuses it)",
+			Detail: fmt.Sprintf("%v in table %d: %v", fib[0].Dst, fib[0].Table, fib[0].Encap)}
+	}
 	hop := a
 	if r.Gw != nil {
 		g, ok := netip.AddrFromSlice(r.Gw)
