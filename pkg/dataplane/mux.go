@@ -75,6 +75,11 @@ type Mux struct {
 	nextHops  nextHopTables // the daemon's published next hops (nexthop_table.go)
 	stopEpoch chan struct{} // ends the epoch ticker
 	epochDone chan struct{}
+
+	// predecessor is the epoch of a predecessor's pinned program, ticked
+	// with this one's until Attach swaps this program in (under epochMu;
+	// nexthop_predecessor.go).
+	predecessor *predecessorNextHops
 }
 
 // muxInstance is one load-balancer instance's tables in the kernel, and the
@@ -224,6 +229,7 @@ func LoadMux(opts MuxOptions) (*Mux, error) {
 		return nil, err
 	}
 	m.vips.addrs6 = m.objs.Vip6Addrs
+	m.predecessor = adoptPredecessorNextHops(m.pinDir, spec)
 	m.FlushNextHops()
 	m.stopEpoch, m.epochDone = make(chan struct{}), make(chan struct{})
 	go m.tickEpoch()
@@ -237,6 +243,7 @@ func (m *Mux) FlushNextHops() {
 	defer m.epochMu.Unlock()
 	if !m.unmapped { // a route watcher may still call after Close
 		m.epoch.store(0, m.epoch.load(0)+1)
+		m.predecessor.flush()
 	}
 }
 
@@ -274,6 +281,10 @@ func muxSpec(other *ebpf.CollectionSpec) (*ebpf.CollectionSpec, error) {
 // Program is the XDP program, for attaching or test runs.
 func (m *Mux) Program() *ebpf.Program { return m.objs.BeamerMux }
 
+// Addrs are the mux's own addresses (MuxOptions.Addr, Addr6): the source
+// of its encapsulated packets, and of its program's FIB lookups.
+func (m *Mux) Addrs() (netip.Addr, netip.Addr) { return m.addr, m.addr6 }
+
 // Collection is everything LoadMux loaded from MuxOptions.Spec, by the
 // object's names: the mux's own programs, maps and variables and what
 // that build adds (nil without MuxOptions.Spec). All of it belongs to the
@@ -309,13 +320,24 @@ func (m *Mux) Attach(iface string, mode XDPMode) (link.Link, error) {
 	if mode == XDPGeneric {
 		flags = link.XDPGenericMode
 	}
+	if err := m.pinTailCalls(); err != nil {
+		return nil, err
+	}
 	l, _, err := adoptOrAttach(m.pinDir, m.objs.BeamerMux, func() (link.Link, error) {
 		return link.AttachXDP(link.XDPOptions{Program: m.objs.BeamerMux, Interface: ifi.Index, Flags: flags})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("attaching mux to %s: %w", iface, err)
 	}
+	m.releasePredecessor() // its program runs no more
 	return l, nil
+}
+
+func (m *Mux) releasePredecessor() {
+	m.epochMu.Lock()
+	defer m.epochMu.Unlock()
+	m.predecessor.close()
+	m.predecessor = nil
 }
 
 // Close releases the tables and the program.
@@ -323,6 +345,7 @@ func (m *Mux) Close() error {
 	m.capture.close()
 	close(m.stopEpoch)
 	<-m.epochDone
+	m.releasePredecessor()
 	m.epochMu.Lock()
 	m.unmapped = true
 	unix.Munmap(m.epoch.mem)

@@ -29,5 +29,20 @@ func (m *Mux) adoptState(adopted map[string]*ebpf.Map) error {
 	})
 }
 
+// pinTailCalls pins the program array of the mux's IPv6 path (mux6_prog)
+// beside the link, replacing a predecessor's, just before the program is
+// attached or swapped in. The kernel empties a program array once no
+// process or pin holds it: without the pin, the program of a daemon that
+// stopped without detaching (SIGUSR2, a crash) would pass every IPv6
+// packet to the kernel until the next daemon swaps its own in. (The
+// predecessor's array, its pin replaced, is emptied a moment before its
+// program is replaced: a few IPv6 packets at most.)
+func (m *Mux) pinTailCalls() error {
+	if m.pinDir == "" {
+		return nil
+	}
+	return pinMaps(m.pinDir, map[string]*ebpf.Map{"mux6_prog": m.objs.Mux6Prog})
+}
+
 // PinDir is where the mux is pinned, "" when it is not.
 func (m *Mux) PinDir() string { return m.pinDir }

@@ -193,6 +193,33 @@ func (t *nextHopTable) withdrawAll() {
 	}
 }
 
+// withdrawFound withdraws every valid entry found in the table's memory,
+// whoever published it (a predecessor that died without withdrawing:
+// nexthop_predecessor.go); the count withdrawn.
+func (t *nextHopTable) withdrawFound() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for w := uint32(0); w+t.entryWords <= t.words.n; w += t.entryWords {
+		head := t.words.load(w)
+		if head&1 == 0 || t.free(w) {
+			continue
+		}
+		next := (uint32(head) | 1) + 1
+		// As withdrawLocked: invalid first (still the server's), then no one's.
+		if t.v6 {
+			t.words.store(w, uint64(next))
+			t.words.store(w+1, 0)
+			t.words.store(w+2, 0)
+		} else {
+			t.words.store(w, head&^0xffffffff|uint64(next))
+			t.words.store(w, uint64(next))
+		}
+		n++
+	}
+	return n
+}
+
 // retire withdraws every entry and publishes nothing any more.
 func (t *nextHopTable) retire() {
 	t.mu.Lock()

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/beamer-lb/beamer/pkg/forwarding"
+	"github.com/beamer-lb/beamer/research/netlab"
 	"github.com/vishvananda/netlink"
 )
 
@@ -37,7 +38,7 @@ func TestPublishedNextHop(t *testing.T) {
 		}
 	}
 
-	h, via, err := NewNextHopLookup(nl).Resolve(server)
+	h, via, err := lookupIn(ns, m).Resolve(server)
 	must(t, err)
 	if h.Ifindex != uint32(ifindex) || h.MTU != 1500 || !bytes.Equal(h.Dst, kernelMAC) || !bytes.Equal(h.Src, own) {
 		t.Fatalf("resolved %v, want dev %d mtu 1500 %v → %v", h, ifindex, own, kernelMAC)
@@ -59,7 +60,7 @@ func TestPublishedNextHop(t *testing.T) {
 	moved := net.HardwareAddr{2, 0xbe, 0xa0, 0, 9, 9}
 	must(t, nl.NeighSet(&netlink.Neigh{LinkIndex: ifindex, IP: net.IP(server.AsSlice()), Family: netlink.FAMILY_V4,
 		HardwareAddr: moved, State: netlink.NUD_PERMANENT}))
-	h, _, err = NewNextHopLookup(nl).Resolve(server)
+	h, _, err = lookupIn(ns, m).Resolve(server)
 	must(t, err)
 	must(t, m.PublishNextHop(server, h))
 	send("republished with the new MAC", "tx", moved)
@@ -87,7 +88,7 @@ func TestPublishedNextHop(t *testing.T) {
 	}
 	must(t, m.SetInstance(forwarding.Instance{Name: "web", Strategy: forwarding.StrategyBeamer,
 		VIPs: []netip.Addr{tooBigVIP}, PortLow: 80, PortHigh: 80, Buckets: 67}, table))
-	h, via, err = NewNextHopLookup(nl).Resolve(far)
+	h, via, err = lookupIn(ns, m).Resolve(far)
 	must(t, err)
 	if !bytes.Equal(h.Dst, gw) || via.IP != netip.MustParseAddr("198.18.0.2") {
 		t.Fatalf("resolved %v via %v, want the gateway's MAC %v", h, via, gw)
@@ -95,7 +96,7 @@ func TestPublishedNextHop(t *testing.T) {
 	must(t, m.PublishNextHop(far, h))
 	send("behind the gateway", "tx", gw)
 	must(t, nl.RouteDel(route))
-	if _, _, err := NewNextHopLookup(nl).Resolve(far); err == nil {
+	if _, _, err := lookupIn(ns, m).Resolve(far); err == nil {
 		t.Fatal("resolved a server whose route is gone")
 	}
 	m.WithdrawNextHop(far)
@@ -121,6 +122,13 @@ func TestPublishedNextHop(t *testing.T) {
 	}
 	m.FlushNextHops()
 	send("retired", "tx", gw)
+}
+
+// lookupIn starts a resolution pass in ns, asking from m's addresses as
+// the daemon does.
+func lookupIn(ns *netlab.Namespace, m *Mux) *NextHopLookup {
+	addr, addr6 := m.Addrs()
+	return NewNextHopLookup(ns.Netlink(), NextHopQuery{NS: ns.Handle(), Addr: addr, Addr6: addr6})
 }
 
 // TestPublishedNextHopNeverTorn: while the daemon rewrites a server's
@@ -207,8 +215,7 @@ func checkNeverTorn(t *testing.T, m *Mux, server netip.Addr, fib ResolvedNextHop
 // are sent by; withdrawn, the FIB answers again.
 func TestPublishedNextHop6(t *testing.T) {
 	m, b := newMux6Bench(t, mux6AddrV4, mux6Addr)
-	nl := b.ns.Netlink()
-	lookup := NewNextHopLookup(nl)
+	lookup := lookupIn(b.ns, m)
 	for id, a := range mux6Server {
 		h, _, err := lookup.Resolve(a)
 		switch id {

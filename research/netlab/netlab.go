@@ -167,6 +167,9 @@ func (ns *Namespace) Sysctl(key, value string) error {
 // Netlink is the namespace's netlink handle.
 func (ns *Namespace) Netlink() *netlink.Handle { return ns.nl }
 
+// Handle is the namespace's handle (owned by the namespace: not to be closed).
+func (ns *Namespace) Handle() netns.NsHandle { return ns.handle }
+
 // Veth joins two namespaces with a veth pair, gives each end an address
 // (prefix length included) and brings both up. mtu 0 keeps the default.
 func (l *Lab) Veth(a *Namespace, aName string, aAddr netip.Prefix, b *Namespace, bName string, bAddr netip.Prefix, mtu int) error {

@@ -1,8 +1,12 @@
 package muxd
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
+	"os"
 	"time"
 
 	"github.com/beamer-lb/beamer/pkg/dataplane"
@@ -26,8 +30,14 @@ import (
 //   - servers without an entry (new, or withdrawn) are resolved again
 //     when the daemon asks (a generation applied), when any neighbour
 //     becomes usable, and every nextHopResyncEvery; every nextHopFullEvery
-//     every server is resolved again (cost: one route query per server,
+//     every server is resolved again (cost: two route queries per server,
 //     and one neighbour listing per device), catching anything missed;
+//   - a policy rule added or removed withdraws every entry and resolves
+//     every server again (rules change rarely; which rules leave servers
+//     to the FIB: dataplane.NextHopLookup);
+//   - a device's IPv6 MTU, which changes without an event (a router
+//     advertisement, a sysctl), is checked every nextHopResyncEvery: a
+//     change withdraws the IPv6 servers behind the device, resolved again;
 //   - a subscription that breaks (its socket overran) withdraws every
 //     entry, subscribes again and resolves everything;
 //   - the daemon stopping withdraws every entry (nothing follows them any
@@ -52,6 +62,7 @@ type nextHopFollower struct {
 	neigh   chan netlink.NeighUpdate
 	route   chan netlink.RouteUpdate
 	link    chan netlink.LinkUpdate
+	rule    chan struct{} // cap 1: a policy rule changed (nexthops_silent.go)
 
 	uses map[dataplane.Neighbor]map[netip.Addr]bool // published servers behind each neighbour
 	via  map[netip.Addr]dataplane.Neighbor          // the neighbour of each published server
@@ -60,6 +71,9 @@ type nextHopFollower struct {
 	queue      []netip.Addr // servers to resolve in this pass
 	lookup     *dataplane.NextHopLookup
 	unresolved int // servers left without an entry by the last pass
+
+	leftToFIB map[string]bool // causes logged of servers the kernel cannot be asked about
+	mtu6      map[int]int     // devices' IPv6 MTUs when last checked (checkMTU6)
 }
 
 // watchNextHops starts following; called in the mux's namespace.
@@ -72,9 +86,12 @@ func (d *Daemon) watchNextHops() error {
 	// made "at" one, takes CAP_SYS_ADMIN, and the packaged mux's unit does
 	// not grant it. A daemon's whole process is in the mux's namespace:
 	// its sockets are made where it is. Only an in-process test, whose
-	// thread alone entered a namespace, needs them made in ns explicitly.
+	// thread alone entered a namespace, needs them made in ns explicitly
+	// (sockets made later, a renewed subscription's, are made on any
+	// thread) — also when that thread is the process's first, whose
+	// namespace /proc/self/ns/net shows.
 	if proc, err := netns.GetFromPath("/proc/self/ns/net"); err == nil {
-		if proc.Equal(ns) {
+		if proc.Equal(ns) && everyThreadIn(ns) {
 			ns.Close()
 			ns = netns.None()
 		}
@@ -97,6 +114,30 @@ func (d *Daemon) watchNextHops() error {
 	d.nextHops = f
 	go f.run()
 	return nil
+}
+
+// everyThreadIn says whether every thread of the process is in ns (false
+// when that cannot be read).
+func everyThreadIn(ns netns.NsHandle) bool {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(ns), &st); err != nil {
+		return false
+	}
+	want := fmt.Sprintf("net:[%d]", st.Ino)
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return false
+	}
+	for _, t := range tasks {
+		in, err := os.Readlink("/proc/self/task/" + t.Name() + "/ns/net")
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the thread ended
+		}
+		if err != nil || in != want {
+			return false
+		}
+	}
+	return true
 }
 
 // resolveSoon asks for the servers without an entry to be resolved.
@@ -124,7 +165,11 @@ func (f *nextHopFollower) subscribe() error {
 	if err := netlink.RouteSubscribeWithOptions(f.route, f.subDone, netlink.RouteSubscribeOptions{Namespace: &f.ns}); err != nil {
 		return err
 	}
-	return netlink.LinkSubscribeWithOptions(f.link, f.subDone, netlink.LinkSubscribeOptions{Namespace: &f.ns})
+	f.rule = make(chan struct{}, 1)
+	if err := netlink.LinkSubscribeWithOptions(f.link, f.subDone, netlink.LinkSubscribeOptions{Namespace: &f.ns}); err != nil {
+		return err
+	}
+	return ruleSubscribe(f.ns, f.rule, f.subDone)
 }
 
 // unsubscribe closes the subscriptions' sockets and drains their channels
@@ -222,6 +267,11 @@ func (f *nextHopFollower) run() {
 				return
 			}
 			continue
+		case u, ok := <-f.rule:
+			if !take(f, u, ok, f.onRule) {
+				return
+			}
+			continue
 		default:
 		}
 		if len(f.queue) > 0 {
@@ -243,6 +293,10 @@ func (f *nextHopFollower) run() {
 			if !take(f, u, ok, f.onLink) {
 				return
 			}
+		case u, ok := <-f.rule:
+			if !take(f, u, ok, f.onRule) {
+				return
+			}
 		case <-f.request:
 			f.startPass(false)
 		case <-resync.C:
@@ -250,6 +304,7 @@ func (f *nextHopFollower) run() {
 			if full {
 				lastFull = time.Now()
 			}
+			f.checkMTU6()
 			f.startPass(full)
 		}
 	}
@@ -293,7 +348,7 @@ func (f *nextHopFollower) startPass(all bool) {
 
 func (f *nextHopFollower) resolveChunk() {
 	if f.lookup == nil {
-		f.lookup = dataplane.NewNextHopLookup(f.nl)
+		f.lookup = dataplane.NewNextHopLookup(f.nl, dataplane.NextHopQuery{NS: f.ns, Addr: f.d.opts.Address, Addr6: f.d.opts.Address6})
 	}
 	n := min(nextHopChunk, len(f.queue))
 	for _, a := range f.queue[:n] {
@@ -301,11 +356,34 @@ func (f *nextHopFollower) resolveChunk() {
 		if err != nil {
 			f.withdraw(a)
 			f.unresolved++
+			f.noteLeftToFIB(err)
 			continue
 		}
 		f.publish(a, h, via)
+		if mtu, ok := f.lookup.ReadDeviceMTU6(via.LinkIndex); ok && !a.Is4() {
+			if f.mtu6 == nil {
+				f.mtu6 = map[int]int{}
+			}
+			f.mtu6[via.LinkIndex] = mtu // what checkMTU6 compares with
+		}
 	}
 	f.queue = f.queue[n:]
+}
+
+// noteLeftToFIB logs, once per cause, why servers are left to the FIB
+// although routed (a policy rule or a multipath route netlink cannot ask
+// about as the program does: dataplane.LeftToFIBError).
+func (f *nextHopFollower) noteLeftToFIB(err error) {
+	var left *dataplane.LeftToFIBError
+	if !errors.As(err, &left) || f.leftToFIB[left.Cause] {
+		return
+	}
+	if f.leftToFIB == nil {
+		f.leftToFIB = map[string]bool{}
+	}
+	f.leftToFIB[left.Cause] = true
+	f.d.opts.Log.Info("next hops: servers left to the FIB (bpf_fib_lookup per packet, through its cache), logged once per cause",
+		"cause", left.Cause, "first", left.Detail)
 }
 
 func (f *nextHopFollower) publish(a netip.Addr, h dataplane.ResolvedNextHop, via dataplane.Neighbor) {

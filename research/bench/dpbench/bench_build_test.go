@@ -264,7 +264,7 @@ func TestBenchPublishesNextHops(t *testing.T) {
 	}
 	defer r.close()
 	o := Quick
-	o.nl = r.ns.Netlink()
+	o.ns = r.ns
 	cfg, table := beamerInstance(1000, 0)
 	m, err := loadMux(cfg, table, 0, o)
 	if err != nil {

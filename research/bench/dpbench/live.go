@@ -512,7 +512,7 @@ func (n *liveNet) loadInstance(m *dataplane.Mux, s forwarding.Strategy, size uin
 	if err := m.SetInstance(cfg, table); err != nil {
 		return err
 	}
-	if err := publishNextHops(&benchMux{Mux: m}, cfg.Name, n.mux.Netlink()); err != nil {
+	if err := publishNextHops(&benchMux{Mux: m}, cfg.Name, n.mux); err != nil {
 		return err
 	}
 	if extra := liveExtra[s]; extra != nil {

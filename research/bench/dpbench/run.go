@@ -10,8 +10,8 @@ import (
 	"github.com/beamer-lb/beamer/pkg/forwarding"
 	"github.com/beamer-lb/beamer/pkg/wire"
 	"github.com/beamer-lb/beamer/pkg/wire/wiretest"
+	"github.com/beamer-lb/beamer/research/netlab"
 	"github.com/cilium/ebpf"
-	"github.com/vishvananda/netlink"
 )
 
 // Options choose what to measure.
@@ -43,10 +43,10 @@ type Options struct {
 	AgentBaseline     []byte
 	AgentBaselineName string
 
-	// nl is the bench namespace's netlink handle (set by Run): every mux
-	// loaded publishes its servers' next hops resolved from it, as the
-	// daemon does (publishNextHops).
-	nl *netlink.Handle
+	// ns is the bench namespace (set by Run): every mux loaded publishes
+	// its servers' next hops resolved in it, as the daemon does
+	// (publishNextHops).
+	ns *netlab.Namespace
 }
 
 // Full is the complete benchmark; Quick is CI's smoke version. Full takes
@@ -291,7 +291,7 @@ func Run(o Options, progress io.Writer) (*Report, error) {
 		return nil, err
 	}
 	defer r.close()
-	o.nl = r.ns.Netlink()
+	o.ns = r.ns
 	emptyXDP, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.XDP, License: "Dual BSD/GPL", Instructions: xdpReturn(xdpTX)})
 	if err != nil {
 		return nil, err

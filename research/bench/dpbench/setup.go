@@ -165,7 +165,7 @@ func loadMuxCT(cfg forwarding.Instance, t *forwarding.Table, ctEntries, lruEntri
 		b.Close()
 		return nil, err
 	}
-	if err := publishNextHops(b, cfg.Name, o.nl); err != nil {
+	if err := publishNextHops(b, cfg.Name, o.ns); err != nil {
 		b.Close()
 		return nil, err
 	}
@@ -186,12 +186,13 @@ func loadMuxCT(cfg forwarding.Instance, t *forwarding.Table, ctEntries, lruEntri
 
 // publishNextHops publishes the next hop of each server of the instance, resolved from the bench namespace as the daemon resolves them
 // (pkg/node/muxd nexthops.go), so the rows take the path of a mux whose
-// daemon follows its routes and neighbours. nl nil: none published.
-func publishNextHops(b *benchMux, instance string, nl *netlink.Handle) error {
-	if nl == nil {
+// daemon follows its routes and neighbours. ns nil: none published.
+func publishNextHops(b *benchMux, instance string, ns *netlab.Namespace) error {
+	if ns == nil {
 		return nil
 	}
-	lookup := dataplane.NewNextHopLookup(nl)
+	addr, addr6 := b.Addrs()
+	lookup := dataplane.NewNextHopLookup(ns.Netlink(), dataplane.NextHopQuery{NS: ns.Handle(), Addr: addr, Addr6: addr6})
 	for _, a := range b.ServerAddrs(instance) {
 		h, _, err := lookup.Resolve(a)
 		if err != nil {
