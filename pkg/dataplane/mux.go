@@ -330,6 +330,12 @@ func (m *Mux) Attach(iface string, mode XDPMode) (link.Link, error) {
 		return nil, fmt.Errorf("attaching mux to %s: %w", iface, err)
 	}
 	m.releasePredecessor() // its program runs no more
+	if err := m.commitTailCalls(); err != nil {
+		// Swapped in all the same, its array held by the other pin:
+		// said, so that the daemon does not start on a half-made pin.
+		l.Close()
+		return nil, err
+	}
 	return l, nil
 }
 

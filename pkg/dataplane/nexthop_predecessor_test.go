@@ -2,8 +2,11 @@ package dataplane
 
 import (
 	"bytes"
+	"errors"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -132,5 +135,36 @@ func TestPinnedMuxKeepsIPv6Path(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if action, out := runXDP(t, b.ns, b.ifindex, dead, frame); action != "tx" || net.HardwareAddr(out[0:6]).String() != mux6MAC[1025] {
 		t.Errorf("IPv6 packet through the stopped mux's pinned program: %s to %v, want tx to %s", action, net.HardwareAddr(out[0:6]), mux6MAC[1025])
+	}
+
+	// A successor pins its own array before it swaps its program in, and
+	// the predecessor's array stays held until the swap: pinning over it
+	// then would have emptied it while its program still ran.
+	next, err := LoadMux(MuxOptions{Addr: mux6AddrV4, Addr6: mux6Addr, PinDir: pinned.pinDir})
+	must(t, err)
+	defer next.Close()
+	must(t, next.SetInstance(in, mux6Table()))
+	must(t, next.pinTailCalls())
+	time.Sleep(300 * time.Millisecond)
+	if action, _ := runXDP(t, b.ns, b.ifindex, dead, frame); action != "tx" {
+		t.Errorf("IPv6 packet through the predecessor's program while its successor loads: %s, want tx", action)
+	}
+	var l2 link.Link
+	must(t, b.ns.Do(func() (err error) { l2, err = next.Attach("eth0", XDPGeneric); return err }))
+	defer l2.Close()
+	if _, err := os.Stat(filepath.Join(pinned.pinDir, tailCallsPinNext)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s left after the swap: %v", tailCallsPinNext, err)
+	}
+	arr, err := ebpf.LoadPinnedMap(filepath.Join(pinned.pinDir, tailCallsPin), nil)
+	must(t, err)
+	defer arr.Close()
+	ai, err := arr.Info()
+	must(t, err)
+	ni, err := next.objs.Mux6Prog.Info()
+	must(t, err)
+	aid, _ := ai.ID()
+	nid, _ := ni.ID()
+	if aid != nid {
+		t.Errorf("pinned IPv6 program array is map %d, want the successor's %d", aid, nid)
 	}
 }
