@@ -134,18 +134,7 @@ func TestNextHopFollowerPolicy(t *testing.T) {
 // update lost) is withdrawn, the others published again — and follows
 // updates after the renewal.
 func TestNextHopSubscriptionBroken(t *testing.T) {
-	ns, peer := netlabtest.NewRig(t, "muxnhsub").Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "net", netip.MustParsePrefix("198.18.0.2/24"), 0)
-	near, far := netip.MustParseAddr("198.18.0.10"), netip.MustParseAddr("198.18.9.10")
-	_, err := peer.Run("ip", "addr", "add", "198.18.0.10/24", "dev", "eth0")
-	must(t, err)
-	_, err = ns.Run("ip", "route", "add", "198.18.9.0/24", "via", "198.18.0.2")
-	must(t, err)
-	peerEth0, err := peer.Netlink().LinkByName("eth0")
-	must(t, err)
-	netMAC := peerEth0.Attrs().HardwareAddr.String()
-	eth0, err := ns.Netlink().LinkByName("eth0")
-	must(t, err)
-	ifindex := eth0.Attrs().Index
+	ns, _, near, far, netMAC, ifindex := nhPair(t, "muxnhsub")
 	var logs syncLog
 	d := nhDaemon(t, ns, &logs, near, far)
 	m := d.Mux()
@@ -185,7 +174,7 @@ func TestNextHopSubscriptionBroken(t *testing.T) {
 	must(t, ns.Netlink().NeighSet(&netlink.Neigh{LinkIndex: ifindex, IP: net.IP(near.AsSlice()), Family: netlink.FAMILY_V4,
 		HardwareAddr: net.HardwareAddr{2, 0xbe, 0xa0, 0, 1, 0xd}, State: netlink.NUD_PERMANENT}))
 	waitPublished(t, m, near, "new MAC after the renewal", macIs("02:be:a0:00:01:0d"))
-	_, err = ns.Run("ip", "route", "add", "198.18.9.0/24", "via", "198.18.0.2")
+	_, err := ns.Run("ip", "route", "add", "198.18.9.0/24", "via", "198.18.0.2")
 	must(t, err)
 	waitPublished(t, m, far, "route back after the renewal", macIs(netMAC))
 	must(t, ns.Netlink().RouteDel(&netlink.Route{LinkIndex: ifindex, Dst: &net.IPNet{IP: net.IPv4(198, 18, 9, 0), Mask: net.CIDRMask(24, 32)},

@@ -69,6 +69,25 @@ func waitPublished(t *testing.T, m *dataplane.Mux, addr netip.Addr, what string,
 	}
 }
 
+// nhPair is the next-hop tests' rig named name: the mux's eth0
+// (198.18.0.1/24) and a net side (198.18.0.2) that also answers for the
+// server near (198.18.0.10) and is the gateway of far (198.18.9.10); the
+// net side's MAC and the mux's eth0 index.
+func nhPair(t *testing.T, name string) (ns, peer *netlab.Namespace, near, far netip.Addr, netMAC string, ifindex int) {
+	t.Helper()
+	ns, peer = netlabtest.NewRig(t, name).Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "net", netip.MustParsePrefix("198.18.0.2/24"), 0)
+	near, far = netip.MustParseAddr("198.18.0.10"), netip.MustParseAddr("198.18.9.10")
+	_, err := peer.Run("ip", "addr", "add", "198.18.0.10/24", "dev", "eth0")
+	must(t, err)
+	_, err = ns.Run("ip", "route", "add", "198.18.9.0/24", "via", "198.18.0.2")
+	must(t, err)
+	peerEth0, err := peer.Netlink().LinkByName("eth0")
+	must(t, err)
+	eth0, err := ns.Netlink().LinkByName("eth0")
+	must(t, err)
+	return ns, peer, near, far, peerEth0.Attrs().HardwareAddr.String(), eth0.Attrs().Index
+}
+
 // TestNextHopFollower: the daemon publishes each server's next hop from the
 // kernel's route and neighbour (the gateway's for a server behind one); a
 // neighbour's new MAC reaches the entry and the packets; a deleted
@@ -78,18 +97,7 @@ func waitPublished(t *testing.T, m *dataplane.Mux, addr netip.Addr, what string,
 func TestNextHopFollower(t *testing.T) {
 	// The net side answers ARP for the server near and the gateway (the
 	// daemon makes their neighbour entries managed: resolved by ARP).
-	ns, peer := netlabtest.NewRig(t, "muxnh").Pair("mux", netip.MustParsePrefix("198.18.0.1/24"), "net", netip.MustParsePrefix("198.18.0.2/24"), 0)
-	near, far := netip.MustParseAddr("198.18.0.10"), netip.MustParseAddr("198.18.9.10")
-	_, err := peer.Run("ip", "addr", "add", "198.18.0.10/24", "dev", "eth0")
-	must(t, err)
-	_, err = ns.Run("ip", "route", "add", "198.18.9.0/24", "via", "198.18.0.2")
-	must(t, err)
-	peerEth0, err := peer.Netlink().LinkByName("eth0")
-	must(t, err)
-	netMAC := peerEth0.Attrs().HardwareAddr.String()
-	eth0, err := ns.Netlink().LinkByName("eth0")
-	must(t, err)
-	ifindex := eth0.Attrs().Index
+	ns, _, near, far, netMAC, ifindex := nhPair(t, "muxnh")
 	var d *Daemon
 	must(t, ns.Do(func() (err error) {
 		d, err = Start(Options{Interface: "eth0", XDPMode: dataplane.XDPGeneric, PinDir: "-"})
@@ -106,6 +114,8 @@ func TestNextHopFollower(t *testing.T) {
 	}
 
 	waitPublished(t, m, near, "first resolution", macIs(netMAC))
+	eth0, err := ns.Netlink().LinkByIndex(ifindex)
+	must(t, err)
 	if h, _ := m.PublishedNextHop(near); h.Ifindex != uint32(ifindex) || h.MTU != 1500 || !bytes.Equal(h.Src, eth0.Attrs().HardwareAddr) {
 		t.Errorf("published %v, want dev %d mtu 1500 from %v", h, ifindex, eth0.Attrs().HardwareAddr)
 	}
