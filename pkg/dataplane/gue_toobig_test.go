@@ -13,15 +13,7 @@ import (
 // id (1468), 12 more than IP-in-IP each; what fits leaves in GUE.
 func TestTooBigGUE(t *testing.T) {
 	ns, ifindex, m := tooBigNet(t)
-	table := forwarding.NewTable(67)
-	table.Generation = 2
-	table.Servers[1025] = forwarding.Server{Addr: netip.MustParseAddr("198.18.0.10"), State: forwarding.Active}
-	table.Servers[1026] = forwarding.Server{Addr: netip.MustParseAddr("198.18.0.11"), State: forwarding.Active}
-	for i := range table.Buckets {
-		table.Buckets[i] = forwarding.Bucket{Current: 1025}
-	}
-	must(t, m.SetInstance(forwarding.Instance{Name: "web", Strategy: forwarding.StrategyBeamer, VIPs: []netip.Addr{tooBigVIP},
-		PortLow: 80, PortHigh: 80, Buckets: 67, Encap: forwarding.EncapGUE}, table))
+	setWeb(t, m, 2, forwarding.EncapGUE, netip.MustParseAddr("198.18.0.10"), netip.MustParseAddr("198.18.0.11"))
 	step := func(name string, frame []byte, wantCounter string, gue bool) []byte {
 		t.Helper()
 		before, err := m.Counters()

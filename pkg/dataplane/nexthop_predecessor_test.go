@@ -38,14 +38,7 @@ func TestPredecessorNextHops(t *testing.T) {
 
 	first, err := LoadMux(opts)
 	must(t, err)
-	table := forwarding.NewTable(67)
-	table.Generation = 1
-	table.Servers[1025] = forwarding.Server{Addr: server, State: forwarding.Active}
-	for i := range table.Buckets {
-		table.Buckets[i] = forwarding.Bucket{Current: 1025}
-	}
-	must(t, first.SetInstance(forwarding.Instance{Name: "web", Strategy: forwarding.StrategyBeamer,
-		VIPs: []netip.Addr{tooBigVIP}, PortLow: 80, PortHigh: 80, Buckets: 67}, table))
+	setWeb(t, first, 1, forwarding.EncapIPIP, server)
 	var l link.Link
 	must(t, ns.Do(func() (err error) { l, err = first.Attach("eth0", XDPGeneric); return err }))
 	h, _, err := lookupIn(ns, first).Resolve(server)

@@ -80,14 +80,7 @@ func TestPublishedNextHop(t *testing.T) {
 	_, dst, _ := net.ParseCIDR("198.18.9.0/24")
 	route := &netlink.Route{LinkIndex: ifindex, Dst: dst, Gw: net.ParseIP("198.18.0.2")}
 	must(t, nl.RouteAdd(route))
-	table := forwarding.NewTable(67)
-	table.Generation = 3
-	table.Servers[1025] = forwarding.Server{Addr: far, State: forwarding.Active}
-	for i := range table.Buckets {
-		table.Buckets[i] = forwarding.Bucket{Current: 1025}
-	}
-	must(t, m.SetInstance(forwarding.Instance{Name: "web", Strategy: forwarding.StrategyBeamer,
-		VIPs: []netip.Addr{tooBigVIP}, PortLow: 80, PortHigh: 80, Buckets: 67}, table))
+	setWeb(t, m, 3, forwarding.EncapIPIP, far)
 	h, via, err = lookupIn(ns, m).Resolve(far)
 	must(t, err)
 	if !bytes.Equal(h.Dst, gw) || via.IP != netip.MustParseAddr("198.18.0.2") {

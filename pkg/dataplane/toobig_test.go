@@ -30,16 +30,25 @@ func tooBigNet(t *testing.T) (*netlab.Namespace, int, *Mux) {
 	m, err := LoadMux(MuxOptions{Addr: netip.MustParseAddr("198.18.0.1")})
 	must(t, err)
 	t.Cleanup(func() { m.Close() })
+	setWeb(t, m, 1, forwarding.EncapIPIP, netip.MustParseAddr("198.18.0.10"), netip.MustParseAddr("198.18.0.11"))
+	return ns, eth0.Attrs().Index, m
+}
+
+// setWeb gives m the instance "web" (tooBigVIP, port 80, 67 buckets) at
+// generation gen with encapsulation encap: servers 1025, 1026, … at addrs,
+// every bucket to 1025.
+func setWeb(t *testing.T, m *Mux, gen uint32, encap forwarding.Encap, addrs ...netip.Addr) {
+	t.Helper()
 	table := forwarding.NewTable(67)
-	table.Generation = 1
-	table.Servers[1025] = forwarding.Server{Addr: netip.MustParseAddr("198.18.0.10"), State: forwarding.Active}
-	table.Servers[1026] = forwarding.Server{Addr: netip.MustParseAddr("198.18.0.11"), State: forwarding.Active}
+	table.Generation = gen
+	for i, a := range addrs {
+		table.Servers[forwarding.ServerID(1025+i)] = forwarding.Server{Addr: a, State: forwarding.Active}
+	}
 	for i := range table.Buckets {
 		table.Buckets[i] = forwarding.Bucket{Current: 1025}
 	}
 	must(t, m.SetInstance(forwarding.Instance{Name: "web", Strategy: forwarding.StrategyBeamer,
-		VIPs: []netip.Addr{tooBigVIP}, PortLow: 80, PortHigh: 80, Buckets: 67}, table))
-	return ns, eth0.Attrs().Index, m
+		VIPs: []netip.Addr{tooBigVIP}, PortLow: 80, PortHigh: 80, Buckets: 67, Encap: encap}, table))
 }
 
 var (
