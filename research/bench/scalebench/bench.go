@@ -192,8 +192,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	var st store.Store
 	var err error
 	// A store server that listens but gives no session is started afresh
-	// once (seen twice with ZooKeeper in full CI runs, never alone: the
-	// cause is not known); its log's tail goes into the error.
+	// once (seen with ZooKeeper in full CI runs and in perf-doc.sh, where
+	// the readiness check took "imok" for serving: zkServing); its state
+	// and its log's tail go into the error.
 	for attempt := 1; ; attempt++ {
 		o.logf("starting %s", o.Store)
 		if srv, err = startStore(o.Store); err != nil {
@@ -202,9 +203,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if st, err = open(ctx); err == nil {
 			break
 		}
+		state := srv.state()
 		b, _ := os.ReadFile(filepath.Join(srv.dir, "server.log"))
 		srv.stop()
-		err = fmt.Errorf("%w (server log: %s)", err, tail(b))
+		err = fmt.Errorf("%w (server state: %q; server log: %s)", err, state, tail(b))
 		if attempt == 2 || ctx.Err() != nil {
 			return nil, err
 		}

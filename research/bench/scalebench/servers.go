@@ -19,6 +19,8 @@ import (
 // servers for tests; this copy works outside `go test` (no testing.TB).
 type server struct {
 	URL  string // store URL for storeurl.Open
+	kind string
+	addr string // client address
 	cmd  *exec.Cmd
 	dir  string
 	done chan struct{}
@@ -26,6 +28,25 @@ type server struct {
 
 // zkServerScript is where Debian's zookeeper package installs the launcher.
 const zkServerScript = "/usr/share/zookeeper/bin/zkServer.sh"
+
+// zkSimpleLogger is SLF4J's simple binding (Debian's libslf4j-java).
+// The zookeeper package puts no binding on the server's class path, so
+// the server logs nothing at all; with this one it logs to stderr (its
+// server.log here), whose tail goes into the error when a server gives
+// no session.
+const zkSimpleLogger = "/usr/share/java/slf4j-simple.jar"
+
+// zkJVMFlags are the server's JVM flags: a heap bound, and the class path
+// of zkEnv.sh with the simple logger when it is installed (a second -cp,
+// after the launcher's, replaces it).
+func zkJVMFlags() string {
+	flags := "-Xmx1g -XX:+UseSerialGC"
+	if _, err := os.Stat(zkSimpleLogger); err == nil {
+		flags += " -cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar:" + zkSimpleLogger +
+			" -Dorg.slf4j.simpleLogger.defaultLogLevel=info -Dorg.slf4j.simpleLogger.showDateTime=true"
+	}
+	return flags
+}
 
 func freeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -73,13 +94,13 @@ func startStore(kind string) (*server, error) {
 		_, port, _ := net.SplitHostPort(addr)
 		cfg := strings.Join([]string{"tickTime=2000", "initLimit=10", "syncLimit=5",
 			"dataDir=" + filepath.Join(dir, "data"), "clientPort=" + port, "clientPortAddress=127.0.0.1",
-			"admin.enableServer=false", "maxClientCnxns=0", "4lw.commands.whitelist=ruok", ""}, "\n")
+			"admin.enableServer=false", "maxClientCnxns=0", "4lw.commands.whitelist=srvr", ""}, "\n")
 		path := filepath.Join(dir, "zoo.cfg")
 		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 			return nil, err
 		}
 		args = []string{zkServerScript, "start-foreground", path}
-		env = []string{"ZOO_LOG_DIR=" + dir, "JVMFLAGS=-Xmx1g -XX:+UseSerialGC", "ZOO_LOG4J_PROP=WARN,CONSOLE"}
+		env = []string{"ZOO_LOG_DIR=" + dir, "JVMFLAGS=" + zkJVMFlags()}
 		url = "zk://" + addr + "?timeout=60s" // the JVM serves late on a loaded machine
 	default:
 		return nil, fmt.Errorf("unknown store %q: etcd or zookeeper", kind)
@@ -96,7 +117,7 @@ func startStore(kind string) (*server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", args[0], err)
 	}
-	s := &server{URL: url, cmd: cmd, dir: dir, done: make(chan struct{})}
+	s := &server{URL: url, kind: kind, addr: addr, cmd: cmd, dir: dir, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(s.done) }()
 	ready := listening
 	if kind == "zookeeper" || kind == "zk" {
@@ -131,24 +152,37 @@ func listening(addr string) bool {
 	return err == nil
 }
 
-// zkServing: the ZooKeeper server on addr answers "ruok" with "imok". A
-// server accepts connections before it serves them, and a client whose
-// first handshake meets such a server waits for it up to ten read timeouts
-// (go-zookeeper: over a minute at a 10 s session): on a loaded machine the
-// store then gave no session within its 60 s, twice in a row in CI.
+// zkServing: the ZooKeeper server on addr serves: its answer to "srvr"
+// is its statistics, not "This ZooKeeper instance is not currently serving
+// requests". A server accepts connections before it serves them, and a
+// client whose first handshake meets such a server waits for it up to ten
+// read timeouts (go-zookeeper: over a minute at a 10 s session): on a
+// loaded machine the store then gave no session within its 60 s, twice in
+// a row, in CI and in scripts/perf-doc.sh. This waited for "ruok" to say
+// "imok" before, which a server says as soon as it runs: just after it,
+// "srvr" was seen to answer that the server is not serving yet.
 func zkServing(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+	s := server{kind: "zookeeper", addr: addr}
+	return strings.HasPrefix(s.state(), "Zookeeper version:")
+}
+
+// state is what a ZooKeeper server says of itself ("srvr": version, mode,
+// zxid, connections), for an error; "" for etcd or no answer.
+func (s *server) state() string {
+	if s.kind != "zookeeper" && s.kind != "zk" {
+		return ""
+	}
+	c, err := net.DialTimeout("tcp", s.addr, time.Second)
 	if err != nil {
-		return false
+		return ""
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := c.Write([]byte("ruok")); err != nil {
-		return false
+	if _, err := c.Write([]byte("srvr")); err != nil {
+		return ""
 	}
-	b := make([]byte, 4)
-	n, _ := io.ReadFull(c, b)
-	return string(b[:n]) == "imok"
+	b, _ := io.ReadAll(io.LimitReader(c, 4096))
+	return string(b)
 }
 
 func tail(b []byte) string {
