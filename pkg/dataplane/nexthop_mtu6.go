@@ -66,36 +66,33 @@ func DeviceMTU6(ns netns.NsHandle, index int) (int, error) {
 
 // parseDeviceMTU6 finds DEVCONF_MTU6 in a link message's attributes.
 func parseDeviceMTU6(b []byte) (int, error) {
-	attrs, err := nl.ParseRouteAttr(b)
-	if err != nil {
-		return 0, err
-	}
-	for _, a := range attrs {
-		if a.Attr.Type&nl.NLA_TYPE_MASK != unix.IFLA_AF_SPEC {
-			continue
-		}
-		afs, err := nl.ParseRouteAttr(a.Value)
-		if err != nil {
+	conf := b
+	for _, typ := range []uint16{unix.IFLA_AF_SPEC, unix.AF_INET6, unix.IFLA_INET6_CONF} {
+		var err error
+		if conf, err = nestedAttr(conf, typ); err != nil {
 			return 0, err
 		}
-		for _, af := range afs {
-			if af.Attr.Type&nl.NLA_TYPE_MASK != unix.AF_INET6 {
-				continue
-			}
-			confs, err := nl.ParseRouteAttr(af.Value)
-			if err != nil {
-				return 0, err
-			}
-			for _, c := range confs {
-				if c.Attr.Type&nl.NLA_TYPE_MASK != unix.IFLA_INET6_CONF {
-					continue
-				}
-				if len(c.Value) < 4*(devconfMTU6+1) {
-					return 0, fmt.Errorf("IFLA_INET6_CONF of %d bytes", len(c.Value))
-				}
-				return max(int(int32(binary.NativeEndian.Uint32(c.Value[4*devconfMTU6:]))), ipv6MinMTU), nil
-			}
+		if conf == nil {
+			return 0, fmt.Errorf("no IPv6 configuration (IPv6 off on the device?)")
 		}
 	}
-	return 0, fmt.Errorf("no IPv6 configuration (IPv6 off on the device?)")
+	if len(conf) < 4*(devconfMTU6+1) {
+		return 0, fmt.Errorf("IFLA_INET6_CONF of %d bytes", len(conf))
+	}
+	return max(int(int32(binary.NativeEndian.Uint32(conf[4*devconfMTU6:]))), ipv6MinMTU), nil
+}
+
+// nestedAttr is the value of the first attribute of type typ in b, nil
+// when there is none.
+func nestedAttr(b []byte, typ uint16) ([]byte, error) {
+	attrs, err := nl.ParseRouteAttr(b)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range attrs {
+		if a.Attr.Type&nl.NLA_TYPE_MASK == typ {
+			return a.Value, nil
+		}
+	}
+	return nil, nil
 }

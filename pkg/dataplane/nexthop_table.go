@@ -171,17 +171,25 @@ func (t *nextHopTable) withdrawLocked(a netip.Addr) {
 	if !ok || t.closed {
 		return
 	}
-	next := (uint32(t.words.load(w)) | 1) + 1
-	// Invalid first (still a's), so a reader that had its odd word sees a
-	// change; then no one's. seq keeps growing in the free entry.
-	t.words.store(w, t.seqWord(a, next))
+	t.withdrawAt(w)
+	delete(t.at, a)
+}
+
+// withdrawAt makes the entry at word w invalid and frees it. Invalid
+// first (still its server's: the address half of an IPv4 seq word kept),
+// so a reader that had its odd word sees a change; then no one's. seq
+// keeps growing in the free entry.
+func (t *nextHopTable) withdrawAt(w uint32) {
+	head := t.words.load(w)
+	next := (uint32(head) | 1) + 1
 	if t.v6 {
+		t.words.store(w, uint64(next))
 		t.words.store(w+1, 0)
 		t.words.store(w+2, 0)
 	} else {
+		t.words.store(w, head&^0xffffffff|uint64(next))
 		t.words.store(w, uint64(next))
 	}
-	delete(t.at, a)
 }
 
 // withdrawAll withdraws every entry.
@@ -205,16 +213,7 @@ func (t *nextHopTable) withdrawFound() int {
 		if head&1 == 0 || t.free(w) {
 			continue
 		}
-		next := (uint32(head) | 1) + 1
-		// As withdrawLocked: invalid first (still the server's), then no one's.
-		if t.v6 {
-			t.words.store(w, uint64(next))
-			t.words.store(w+1, 0)
-			t.words.store(w+2, 0)
-		} else {
-			t.words.store(w, head&^0xffffffff|uint64(next))
-			t.words.store(w, uint64(next))
-		}
+		t.withdrawAt(w)
 		n++
 	}
 	return n
