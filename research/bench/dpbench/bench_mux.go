@@ -236,20 +236,30 @@ func (b *benchMux) SetBenchLines(n, stride uint32) error {
 // bucket_tables (server_tables) in use.
 func (b *benchMux) copyBucketsToScratch() error {
 	room := words(b.x.Scratch)
-	dst, err := unix.Mmap(b.x.Scratch.FD(), 0, int(room)*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	return b.writeScratch(func(dst []byte) error {
+		buckets, err := b.copyInner("bucket_tables", dst, false)
+		if err != nil {
+			return err
+		}
+		servers, err := b.copyInner("server_tables", dst, true)
+		if err == nil && buckets+servers > room {
+			err = fmt.Errorf("bucket table of %d words and server table of %d, scratch array of %d", buckets, servers, room)
+		}
+		b.serverBase, b.bucketWords = room-servers, buckets
+		return err
+	})
+}
+
+// writeScratch hands the scratch array, mapped writable, to write.
+func (b *benchMux) writeScratch(write func(dst []byte) error) error {
+	dst, err := unix.Mmap(b.x.Scratch.FD(), 0, int(words(b.x.Scratch))*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return fmt.Errorf("mapping the scratch array: %w", err)
 	}
-	defer unix.Munmap(dst)
-	buckets, err := b.copyInner("bucket_tables", dst, false)
-	if err != nil {
-		return err
+	err = write(dst)
+	if uerr := unix.Munmap(dst); err == nil {
+		err = uerr
 	}
-	servers, err := b.copyInner("server_tables", dst, true)
-	if err == nil && buckets+servers > room {
-		err = fmt.Errorf("bucket table of %d words and server table of %d, scratch array of %d", buckets, servers, room)
-	}
-	b.serverBase, b.bucketWords = room-servers, buckets
 	return err
 }
 
@@ -284,15 +294,7 @@ func (b *benchMux) SetMinimalHistory() error {
 	if at > macBase {
 		return fmt.Errorf("no room for the chain table after the bucket table's %d words", b.bucketWords)
 	}
-	dst, err := unix.Mmap(b.x.Scratch.FD(), 0, int(room)*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return fmt.Errorf("mapping the scratch array: %w", err)
-	}
-	err = b.copyChains(dst[8*at : 8*macBase])
-	if uerr := unix.Munmap(dst); err == nil {
-		err = uerr
-	}
-	if err != nil {
+	if err := b.writeScratch(func(dst []byte) error { return b.copyChains(dst[8*at : 8*macBase]) }); err != nil {
 		return err
 	}
 	return b.x.MinChains.Set(at)
@@ -334,14 +336,12 @@ func (b *benchMux) SetMinimal(vip netip.Addr, buckets, generation, incarnation u
 		return fmt.Errorf("no room for %d MAC words below the server table at word %d", servers, b.serverBase)
 	}
 	macBase := b.serverBase - servers
-	dst, err := unix.Mmap(b.x.Scratch.FD(), 0, int(room)*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return fmt.Errorf("mapping the scratch array: %w", err)
-	}
-	for id := range servers {
-		binary.LittleEndian.PutUint64(dst[8*(macBase+id):], 0x020000000000|uint64(id))
-	}
-	if err := unix.Munmap(dst); err != nil {
+	if err := b.writeScratch(func(dst []byte) error {
+		for id := range servers {
+			binary.LittleEndian.PutUint64(dst[8*(macBase+id):], 0x020000000000|uint64(id))
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	a := vip.As4()
