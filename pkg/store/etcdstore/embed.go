@@ -185,6 +185,7 @@ func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
 		return nil, fmt.Errorf("etcdstore: embedded etcd in %s not ready after %v%s", cfg.Dir, cfg.StartTimeout, why)
 	}
 	ep := advertiseURL.String()
+	awaitClientURLs(e, clientURLsWait)
 	eps := append([]string{ep}, otherClientURLs(e)...)
 	// Written whole or not at all (a rename): another process reads it
 	// at any moment. This server's URL first, then the other members'.
@@ -199,6 +200,31 @@ func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
 	}
 	started = true
 	return &Embedded{etcd: e, endpoint: ep, endpoints: eps, dir: cfg.Dir, lock: lock, stopping: stopping}, nil
+}
+
+// clientURLsWait bounds how long a member that is ready waits for the
+// others' client URLs before it names them in its endpoint file.
+const clientURLsWait = 2 * time.Second
+
+// awaitClientURLs waits, at most d, until every member of the cluster has
+// published its client URLs: a member publishes them through the cluster
+// shortly after it starts, so one that became ready first may not know a
+// member's yet (its endpoint file then missed that member: seen in CI). A
+// member that is down does not publish: its URLs stay unknown after d.
+func awaitClientURLs(e *embed.Etcd, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for {
+		all := true
+		for _, m := range e.Server.Cluster().Members() {
+			if len(m.ClientURLs) == 0 {
+				all = false
+			}
+		}
+		if all || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // otherClientURLs are the client URLs the cluster's other members
